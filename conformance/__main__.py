@@ -1,0 +1,5 @@
+import sys
+
+from wgk.conformance.cli import main
+
+sys.exit(main())

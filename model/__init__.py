@@ -1,0 +1,1 @@
+"""wgk.model: the executable specification."""

@@ -1,0 +1,143 @@
+"""The one reducer: ``decide(state, request) -> (decision, state')``.
+
+Order of checks, the same for every request:
+
+1. the journal: a used key with the same bytes is a ``duplicate`` (the stored
+   response is returned, nothing re-executes, even for an attempt that is no
+   longer current); with different bytes it is ``idempotency-conflict``;
+2. authority of the actor for the kind (``not-authorized``);
+3. the task exists (``unknown-task``);
+4. the exact capability tuple K, for kinds that carry one (``unknown-attempt``,
+   ``stale-capability``);
+5. for SaveTransaction edges: a live attempt (``terminal-already``), the
+   expected phase and revision (``cas-moved``), a legal edge
+   (``illegal-phase-edge``);
+6. the rule's own guards, then its update.
+
+Every decision, rejections included, is stored under its key together with the
+state change it made: request, response and effect commit together.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping
+
+from .logic import all_of, first_failure, ite, one_of
+from .requests import Request, phase_code
+from .rules import RULES, Guarded
+from .state import State, TaskState
+from .vocab import (
+    AttemptState as AS, Code, DecisionKind as D, EDGES, Exit, Kind, TRANSACTION_KINDS,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The answer to one request. ``original`` is the stored response of a duplicate."""
+
+    kind: Any
+    code: Any = Code.NONE
+    original_kind: Any = None
+    original_code: Any = None
+
+    @property
+    def label(self) -> str:
+        k = D(self.kind).label
+        return k if self.code == Code.NONE else f"{k}:{Code(self.code).label}"
+
+    def to_json(self) -> dict:
+        out = {"decision": D(self.kind).label}
+        if self.code != Code.NONE:
+            out["code"] = Code(self.code).label
+        if self.original_kind is not None:
+            out["original"] = {"decision": D(self.original_kind).label}
+            if self.original_code != Code.NONE:
+                out["original"]["code"] = Code(self.original_code).label
+        return out
+
+
+Rules = Mapping[Kind, Callable[..., Guarded]]
+
+
+def visible_phase(t: TaskState) -> Any:
+    """What a client compares ``expected_phase`` with: the side exit if any, else the phase."""
+    return ite(t.exit == Exit.NONE, t.phase, 100 + t.exit)
+
+
+def capability_matches(t: TaskState, r: Request) -> Any:
+    c = r.cap
+    return all_of(t.generation == c.generation, t.attempt == c.attempt,
+                  t.fence == c.fence, t.lease_epoch == c.lease_epoch)
+
+
+def generic_checks(s: State, i: int, t: TaskState, r: Request) -> list:
+    """Checks 4 and 5 above, as ``(condition, code)`` pairs."""
+    checks: list = []
+    if r.needs_capability:
+        checks += [
+            (t.attempt_state != AS.NONE, Code.UNKNOWN_ATTEMPT),
+            (capability_matches(t, r), Code.STALE_CAPABILITY),
+        ]
+    if r.kind in TRANSACTION_KINDS:
+        checks += [
+            (t.attempt_state == AS.RUNNING, Code.TERMINAL_ALREADY),
+            (visible_phase(t) == phase_code(r.expected_phase), Code.CAS_MOVED),
+            (t.revision == r.expected_revision, Code.CAS_MOVED),
+        ]
+        if r.kind in EDGES:
+            sources, _ = EDGES[r.kind]
+            checks.append((all_of(t.exit == Exit.NONE, one_of(t.phase, sources)),
+                           Code.ILLEGAL_PHASE_EDGE))
+    return checks
+
+
+def evaluate(s: State, checks: list, update: Callable[[], State], kind: Any) -> tuple[Decision, State]:
+    """First failing guard names the rejection; otherwise the update happens."""
+    if all(c is True or c is False for c, _ in checks):
+        for cond, code in checks:
+            if cond is False:
+                return Decision(D.REJECTED, code), s
+        return Decision(kind), update()
+    ok = all_of(*[c for c, _ in checks])
+    code = first_failure(checks, Code.NONE)
+    return Decision(ite(ok, kind, D.REJECTED), code), ite(ok, update(), s)
+
+
+def decide_fresh(s: State, r: Request, rules: Rules = RULES) -> tuple[Decision, State]:
+    """Decide a request whose key is not in the journal (checks 2 to 6)."""
+    if not r.authorized:
+        return Decision(D.REJECTED, Code.NOT_AUTHORIZED), s
+    i = s.graph.index.get(r.task)
+    if i is None:
+        return Decision(D.REJECTED, Code.UNKNOWN_TASK), s
+    if r.needs_capability and (
+        r.cap is None or r.cap.graph != s.graph.graph_id or r.cap.task != r.task
+    ):
+        return Decision(D.REJECTED, Code.STALE_CAPABILITY), s
+    t = s.tasks[i]
+    g = rules[r.kind](s, i, t, r)
+    return evaluate(s, generic_checks(s, i, t, r) + g.checks, g.update, g.kind)
+
+
+def decide(s: State, r: Request, rules: Rules = RULES) -> tuple[Decision, State]:
+    """The reducer. A request without a key (bounded exploration only) skips the journal."""
+    if r.key is None:
+        return decide_fresh(s, r, rules)
+    used, same, old_kind, old_code = s.journal.lookup(r.key, r.digest)
+    if used is True:
+        if same is True:
+            return Decision(D.DUPLICATE, Code.NONE, old_kind, old_code), s
+        if same is False:
+            return Decision(D.REJECTED, Code.IDEMPOTENCY_CONFLICT), s
+    d, s2 = decide_fresh(s, r, rules)
+    fresh = replace(s2, journal=s2.journal.put(r.key, r.digest, d.kind, d.code))
+    if used is False:
+        return d, fresh
+    return (
+        Decision(
+            ite(used, ite(same, D.DUPLICATE, D.REJECTED), d.kind),
+            ite(used, ite(same, Code.NONE, Code.IDEMPOTENCY_CONFLICT), d.code),
+            ite(used, old_kind, d.kind), ite(used, old_code, d.code),
+        ),
+        ite(used, s, fresh),
+    )

@@ -1,0 +1,202 @@
+"""Projections: everything a reader sees is computed from evidence.
+
+``status`` is the only place a task's status comes from; no rule writes it.
+``ways_forward`` lists the planner's candidate ways for a task, each with an
+independent enabling condition, so "exactly one way forward" is a property to
+check, not a consequence of an if/else chain.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from .logic import all_of, any_of, ite, not_, one_of
+from .rules import dependency_satisfying, deps_done, graph_saved, reserved, running
+from .state import State, TaskState
+from .vocab import (
+    Action, Disposition, Exit, Kind, OwnerSeen, Phase, Reason, Status, Way, EDGES,
+)
+
+
+def status(t: TaskState) -> Any:
+    """Task status as a pure function of evidence (Done only from a GraphSave)."""
+    return ite(graph_saved(t), Status.DONE,
+           ite(t.abandoned, Status.ABANDONED,
+           ite(any_of(t.exit == Exit.NEEDS_RECONCILIATION, t.legacy_done), Status.NEEDS_RECONCILIATION,
+           ite(t.exit == Exit.NEEDS_REPAIR, Status.NEEDS_REPAIR,
+           ite(t.exit == Exit.UPGRADE_BLOCKED, Status.UPGRADE_BLOCKED,
+           ite(t.exit == Exit.ABORTED_PRESERVED, Status.ABORTED_PRESERVED,
+           ite(all_of(running(t), reserved(t)), Status.COMPLETING,
+           ite(running(t), Status.IN_PROGRESS, Status.OPEN))))))))
+
+
+def finished(t: TaskState) -> Any:
+    return any_of(graph_saved(t), t.abandoned)
+
+
+def ready(s: State, i: int) -> Any:
+    """Dependency readiness: every dependency is dependency-satisfying Done."""
+    return deps_done(s, i)
+
+
+def ready_tasks(s: State) -> list[str]:
+    """Open tasks whose dependencies are all Done, in topological order (networkx)."""
+    order = list(nx.topological_sort(s.graph.digraph()))
+    out = []
+    for name in order:
+        i = s.graph.index[name]
+        t = s.tasks[i]
+        if status(t) == Status.OPEN and ready(s, i) is True:
+            out.append(name)
+    return out
+
+
+def recovery_rank(t: TaskState) -> Any:
+    """How far into the commit protocol a recovery must resume: 0 nothing in flight,
+    1 before any external effect (safe to abort), 2 an effect is prepared or committed
+    and must be re-observed, never blindly redone."""
+    in_flight = all_of(running(t), reserved(t))
+    after_effect = one_of(t.phase, (Phase.EFFECT_PREPARED, Phase.EFFECT_COMMITTED,
+                                    Phase.CLEANUP_PREPARED, Phase.CLEANUP_COMMITTED))
+    return ite(in_flight, ite(after_effect, 2, 1), 0)
+
+
+def next_edge(t: TaskState, review_required: bool) -> Any:
+    """The kind of the next main-line edge, as an int (0 when none)."""
+    out: Any = 0
+    for kind, (sources, _) in reversed(list(EDGES.items())):
+        if kind == Kind.REQUEST_REVIEW and not review_required:
+            continue
+        if kind == Kind.ACCEPT:
+            sources = (Phase.AWAITING_ACCEPTANCE,) if review_required else (Phase.VALIDATED,)
+        out = ite(one_of(t.phase, sources), int(kind), out)
+    return out
+
+
+@dataclass(frozen=True)
+class WayRule:
+    """One candidate way forward: its name, way, action and enabling condition."""
+
+    name: str
+    way: Way
+    action: Action
+    doc: str
+
+    def enabled(self, s: State, i: int) -> Any:
+        return WAY_CONDITIONS[self.name](s, i, s.tasks[i])
+
+
+def _dep_abandoned(s: State, i: int) -> Any:
+    return any_of(*[s.tasks[d].abandoned for d in s.graph.deps[i]])
+
+
+def _held(t: TaskState) -> Any:
+    return any_of(t.exit != Exit.NONE, t.legacy_done)
+
+
+def _target_moved(s: State, t: TaskState) -> Any:
+    return all_of(t.phase == Phase.EFFECT_PREPARED, t.disposition == Disposition.LAND,
+                  not_(t.effect_done), s.target != t.base)
+
+
+def _waits_on_other_actor(s: State, i: int, t: TaskState) -> Any:
+    """The next edge belongs to the validator or the evaluator, not to convergence."""
+    review = s.graph.review_required[i]
+    return any_of(t.phase == Phase.CANDIDATE_SEALED,
+                  all_of(review, t.phase == Phase.AWAITING_ACCEPTANCE))
+
+
+WAY_CONDITIONS = {
+    "assign": lambda s, i, t: all_of(
+        not_(running(t)), not_(_held(t)), s.graph.requires_assignment[i], not_(t.assigned)),
+    "dispatch": lambda s, i, t: all_of(
+        not_(running(t)), not_(_held(t)), deps_done(s, i),
+        any_of(not_(s.graph.requires_assignment[i]), t.assigned)),
+    "await-dependencies": lambda s, i, t: all_of(
+        not_(running(t)), not_(_held(t)), not_(deps_done(s, i)), not_(_dep_abandoned(s, i)),
+        any_of(not_(s.graph.requires_assignment[i]), t.assigned)),
+    "dependency-abandoned": lambda s, i, t: all_of(
+        not_(running(t)), not_(_held(t)), _dep_abandoned(s, i),
+        any_of(not_(s.graph.requires_assignment[i]), t.assigned)),
+    "live-owner": lambda s, i, t: all_of(
+        running(t), not_(reserved(t)), not_(_held(t)),
+        one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE))),
+    "probe-suspect": lambda s, i, t: all_of(
+        running(t), not_(reserved(t)), not_(_held(t)), t.owner_seen == OwnerSeen.SUSPECT),
+    "declare-lost": lambda s, i, t: all_of(
+        running(t), not_(reserved(t)), not_(_held(t)), t.owner_seen == OwnerSeen.DEAD),
+    "drive-transaction": lambda s, i, t: all_of(
+        running(t), reserved(t), not_(_held(t)), not_(_target_moved(s, t)),
+        not_(_waits_on_other_actor(s, i, t))),
+    "await-review": lambda s, i, t: all_of(
+        running(t), not_(_held(t)), _waits_on_other_actor(s, i, t)),
+    "mark-repair": lambda s, i, t: all_of(running(t), not_(_held(t)), _target_moved(s, t)),
+    "hold": lambda s, i, t: _held(t),
+}
+
+WAYS: tuple[WayRule, ...] = (
+    WayRule("assign", Way.RUNNABLE, Action.ASSIGN, "admission needs its assignment receipt"),
+    WayRule("dispatch", Way.RUNNABLE, Action.DISPATCH, "dependencies are Done: open an attempt"),
+    WayRule("await-dependencies", Way.WAIT, Action.AWAIT_DEPENDENCIES, "a dependency is not Done yet"),
+    WayRule("dependency-abandoned", Way.HOLD, Action.AWAIT_OPERATOR, "a dependency was abandoned"),
+    WayRule("live-owner", Way.LIVE_OWNER, Action.PROBE_OWNER,
+            "the exact owner is running; it is re-probed on its deadline"),
+    WayRule("probe-suspect", Way.SCHEDULED, Action.PROBE_OWNER, "evidence raised suspicion: probe once"),
+    WayRule("declare-lost", Way.SCHEDULED, Action.DECLARE_LOST,
+            "the exact owner is proven dead with no terminal intent"),
+    WayRule("drive-transaction", Way.SCHEDULED, Action.DRIVE_TRANSACTION,
+            "convergence drives the next SaveTransaction edge"),
+    WayRule("await-review", Way.WAIT, Action.AWAIT_REVIEW, "the validator or evaluator must answer"),
+    WayRule("mark-repair", Way.SCHEDULED, Action.MARK_REPAIR,
+            "the target moved before the CAS: needs repair"),
+    WayRule("hold", Way.HOLD, Action.AWAIT_OPERATOR, "fail-closed: an operator must act"),
+)
+
+
+WAYS_BY_NAME = {w.name: w for w in WAYS}
+
+
+def ways_forward(s: State, i: int) -> list[WayRule]:
+    """Every way whose condition holds (concrete states only)."""
+    return [w for w in WAYS if w.enabled(s, i) is True]
+
+
+@dataclass(frozen=True)
+class Plan:
+    task: str
+    way: Way
+    action: Action
+    reason: str
+    deadline: int
+
+    def to_json(self) -> dict:
+        return {"task": self.task, "way": self.way.label, "action": self.action.label,
+                "reason": self.reason, "deadline": self.deadline}
+
+
+def hold_reason(t: TaskState) -> str:
+    """``exit: reason`` for a held transaction, e.g. ``needs-repair: target-moved``."""
+    if t.exit == Exit.NONE:
+        return "needs-reconciliation: legacy-unproven" if t.legacy_done else "hold"
+    return f"{Exit(t.exit).label}: {Reason(t.reason).label}"
+
+
+def plan(s: State, i: int) -> Plan | None:
+    """The planner's verdict for task ``i`` (None for a finished task)."""
+    t = s.tasks[i]
+    name = s.graph.tasks[i]
+    if finished(t) is True:
+        return None
+    ways = ways_forward(s, i)
+    if len(ways) != 1:
+        why = "no way forward" if not ways else "several ways: " + ", ".join(w.name for w in ways)
+        return Plan(name, Way.HOLD, Action.AWAIT_OPERATOR, why, 0)
+    w = ways[0]
+    reason = w.name if w.name != "hold" else hold_reason(t)
+    return Plan(name, w.way, w.action, reason, int(t.deadline))
+
+
+def plans(s: State) -> list[Plan]:
+    return [p for i in range(len(s.tasks)) if (p := plan(s, i)) is not None]

@@ -1,0 +1,112 @@
+"""Requests: one canonical, provider-neutral vocabulary for every actor.
+
+A request is plain data. Its ``digest`` covers every field but the idempotency
+key, so "same key, same bytes" and "same key, different bytes" are decided by
+comparing digests.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, fields
+from typing import Any
+
+from .vocab import (
+    Actor, Disposition, Exit, Kind, Labelled, Phase, Reason, Verdict,
+    AUTHORITY, NEEDS_CAPABILITY, TRANSACTION_KINDS,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Capability:
+    """K = (graph, task, generation, attempt, fence, worktree lease epoch)."""
+
+    graph: str
+    task: str
+    generation: int
+    attempt: int
+    fence: int
+    lease_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The exact owner process: pid plus birth time, its session and epochs."""
+
+    pid: int
+    birth: int
+    session: int
+    wrapper_epoch: int = 1
+    child_epoch: int = 1
+
+
+def phase_code(p: Phase | Exit) -> int:
+    """One integer for a visible phase: main-line phase, or 100 + side exit."""
+    return int(p) if isinstance(p, Phase) else 100 + int(p)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One input to the kernel. Fields a kind does not use stay at their default."""
+
+    kind: Kind
+    actor: Actor
+    task: str
+    key: str | None = None
+    cap: Capability | None = None
+    expected_phase: Phase | Exit | None = None
+    expected_revision: int | None = None
+    expected_attempt: int | None = None      # dispatch/retry: CAS on attempt count
+    expected_generation: int | None = None   # reset: CAS on generation
+    owner: Owner | None = None               # dispatch, retry, resume
+    imports: int = 0                         # dispatch, retry: retained work imported
+    candidate: int = 0
+    base: int = 0
+    verdict: Verdict | None = None
+    disposition: Disposition | None = None
+    evidence: str = ""                       # evidence / occurrence / event id
+    deadline: int = 0
+    reason: Reason = Reason.NONE
+
+    def __post_init__(self) -> None:
+        if self.kind in TRANSACTION_KINDS and (
+            self.expected_phase is None or self.expected_revision is None
+        ):
+            raise ValueError(
+                f"{self.kind.label} moves the SaveTransaction and must carry "
+                "expected_phase and expected_revision"
+            )
+
+    @property
+    def authorized(self) -> bool:
+        return self.actor in AUTHORITY[self.kind]
+
+    @property
+    def needs_capability(self) -> bool:
+        return self.kind in NEEDS_CAPABILITY
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire form: kebab-case labels, defaults omitted."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if v is None or v == f.default and f.name not in ("kind", "actor", "task"):
+                continue
+            out[f.name.replace("_", "-")] = _wire(v)
+        return out
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the canonical request bytes, idempotency key excluded."""
+        body = self.to_json()
+        body.pop("key", None)
+        raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(raw).hexdigest()
+
+
+def _wire(v: Any) -> Any:
+    if isinstance(v, Labelled):
+        return v.label
+    if isinstance(v, (Capability, Owner)):
+        return {f.name.replace("_", "-"): getattr(v, f.name) for f in fields(v)}
+    return v

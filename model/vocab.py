@@ -1,0 +1,370 @@
+"""The kernel's vocabulary: one name per concept, used unchanged by the model,
+the implementation's API, trace files, hypothesis rules and the documents.
+
+Every enum is an ``IntEnum`` so that the same rule code runs on concrete values
+and on z3 integer terms; ``label`` is the kebab-case name used on the wire.
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Labelled(IntEnum):
+    """An IntEnum whose wire name is the kebab-case form of its member name."""
+
+    @property
+    def label(self) -> str:
+        return self.name.lower().replace("_", "-")
+
+    @classmethod
+    def parse(cls, text: str):
+        """The member whose label is ``text``; ValueError names the allowed labels."""
+        for member in cls:
+            if member.label == text:
+                return member
+        allowed = ", ".join(m.label for m in cls)
+        raise ValueError(f"unknown {cls.__name__} {text!r} (expected one of: {allowed})")
+
+    @classmethod
+    def labels(cls) -> list[str]:
+        return [m.label for m in cls]
+
+
+class Actor(Labelled):
+    """Who sends a request. Authority is a static table (`AUTHORITY`)."""
+
+    WORKER = 1
+    WRAPPER = 2
+    BROKER = 3
+    PROCESS_OBSERVER = 4
+    WORKTREE_OBSERVER = 5
+    DAEMON = 6
+    VALIDATOR = 7
+    EVALUATOR = 8
+    PROMOTER = 9
+    CLEANUP = 10
+    OPERATOR = 11
+    LEGACY_IMPORT = 12
+    READER = 13
+
+
+class Kind(Labelled):
+    """Every request kind the kernel accepts."""
+
+    # admission and attempts
+    ASSIGN = 1
+    DISPATCH = 2
+    RETRY = 3
+    RESUME = 4
+    # evidence
+    HEARTBEAT = 10
+    HEARTBEAT_TIMEOUT = 11
+    OBSERVE_EOF = 12
+    PROBE_OWNER = 13
+    COMPACTION = 14
+    ACK_CONTINUATION = 15
+    PROVIDER_FAILURE = 16
+    MESSAGE = 17
+    OWNERSHIP_CONTENTION = 18
+    LOG = 19
+    # terminal reports and convergence
+    FAIL = 20
+    DECLARE_LOST = 21
+    # the SaveTransaction, one kind per edge
+    SUBMIT = 30
+    QUIESCE = 31
+    SAVE_WORK = 32
+    SEAL_CANDIDATE = 33
+    VALIDATE = 34
+    REQUEST_REVIEW = 35
+    ACCEPT = 36
+    RECORD_DISPOSITION = 37
+    PREPARE_EFFECT = 38
+    COMMIT_EFFECT = 39
+    PREPARE_CLEANUP = 40
+    COMMIT_CLEANUP = 41
+    SAVE_GRAPH = 42
+    MARK_REPAIR = 43
+    REVISE = 44
+    BLOCK_UPGRADE = 45
+    # operator and migration
+    RESET = 50
+    ABANDON = 51
+    RECONCILE = 52
+    RECONSTRUCT = 53
+    LEGACY_DONE = 54
+
+
+class DecisionKind(Labelled):
+    """Exactly one of these is the answer to every request."""
+
+    APPLIED = 1
+    EVIDENCE_ONLY = 2
+    DUPLICATE = 3
+    REJECTED = 4
+
+
+class Code(Labelled):
+    """Why a request was rejected (``NONE`` for every other decision)."""
+
+    NONE = 0
+    STALE_CAPABILITY = 1
+    IDEMPOTENCY_CONFLICT = 2
+    ILLEGAL_PHASE_EDGE = 3
+    CAS_MOVED = 4
+    CANDIDATE_MISMATCH = 5
+    NOT_AUTHORIZED = 6
+    TERMINAL_ALREADY = 7
+    UNKNOWN_ATTEMPT = 8
+    DEPENDENCY_NOT_DONE = 9
+    UNKNOWN_TASK = 10
+    ASSIGNMENT_REQUIRED = 11
+    OWNER_NOT_PROVEN_DEAD = 12
+    CONTINUATION_UNPROVEN = 13
+    REVIEW_REQUIRED = 14
+    WRITER_NOT_QUIESCENT = 15
+    EFFECT_NOT_OBSERVED = 16
+    HELD = 17
+    EVIDENCE_MISSING = 18
+    NOTHING_RETAINED = 19
+    UNKNOWN_OCCURRENCE = 20
+    ATTEMPT_LIVE = 21
+
+
+class AttemptState(Labelled):
+    """The current attempt of a task. Everything but NONE and RUNNING is terminal."""
+
+    NONE = 0
+    RUNNING = 1
+    SUCCEEDED = 2
+    FAILED = 3
+    LOST = 4
+    ABANDONED = 5
+    SUPERSEDED = 6
+
+
+TERMINAL_ATTEMPT = (
+    AttemptState.SUCCEEDED,
+    AttemptState.FAILED,
+    AttemptState.LOST,
+    AttemptState.ABANDONED,
+    AttemptState.SUPERSEDED,
+)
+
+
+class OwnerSeen(Labelled):
+    """What the kernel has proven about the exact owner (pid + birth time)."""
+
+    UNVERIFIED = 0
+    LIVE = 1
+    SUSPECT = 2
+    DEAD = 3
+
+
+class Phase(Labelled):
+    """SaveTransaction main-line phases, in order; no row is skipped."""
+
+    ABSENT = 0
+    PREPARED = 1
+    QUIESCING = 2
+    WORK_SAVED = 3
+    CANDIDATE_SEALED = 4
+    VALIDATED = 5
+    AWAITING_ACCEPTANCE = 6
+    ACCEPTED = 7
+    DISPOSITION_RECORDED = 8
+    EFFECT_PREPARED = 9
+    EFFECT_COMMITTED = 10
+    CLEANUP_PREPARED = 11
+    CLEANUP_COMMITTED = 12
+    GRAPH_SAVED = 13
+
+
+class Exit(Labelled):
+    """SaveTransaction side exits. ``NONE`` while the main line is followed."""
+
+    NONE = 0
+    NEEDS_REPAIR = 1
+    ABORTED_PRESERVED = 2
+    UPGRADE_BLOCKED = 3
+    NEEDS_RECONCILIATION = 4
+
+
+class Disposition(Labelled):
+    """What the task-owned result does: land on the target, deliver or report."""
+
+    NONE = 0
+    LAND = 1
+    DELIVER = 2
+    REPORT = 3
+
+
+class Verdict(Labelled):
+    """A validator's or evaluator's verdict on one exact candidate."""
+
+    PASS = 1
+    FAIL = 2
+    NOT_REQUIRED = 3
+
+
+class Reason(Labelled):
+    """Why a transaction left the main line, or why a task is held."""
+
+    NONE = 0
+    VALIDATION_FAILED = 1
+    REVIEW_FAILED = 2
+    TARGET_MOVED = 3
+    LEGACY_UNPROVEN = 4
+    VERSION_SKEW = 5
+    OPERATOR_ABORT = 6
+
+
+class Receipt(Labelled):
+    """Receipts a GraphSave needs; each is bound to (fence, candidate, base)."""
+
+    WORK_SAVE = 0
+    CANDIDATE = 1
+    VALIDATION = 2
+    REVIEW = 3
+    DISPOSITION = 4
+    EFFECT = 5
+    CLEANUP = 6
+    GRAPH_SAVE = 7
+
+
+class Status(Labelled):
+    """Task status: a projection of evidence, never written directly."""
+
+    OPEN = 0
+    IN_PROGRESS = 1
+    COMPLETING = 2
+    NEEDS_REPAIR = 3
+    NEEDS_RECONCILIATION = 4
+    UPGRADE_BLOCKED = 5
+    ABORTED_PRESERVED = 6
+    ABANDONED = 7
+    DONE = 8
+
+
+class Way(Labelled):
+    """The planner's one way forward for an unfinished task."""
+
+    NONE = 0
+    RUNNABLE = 1
+    LIVE_OWNER = 2
+    WAIT = 3
+    SCHEDULED = 4
+    HOLD = 5
+
+
+class Action(Labelled):
+    """What a runnable or scheduled way forward does (a request kind, mostly)."""
+
+    NONE = 0
+    DISPATCH = 1
+    PROBE_OWNER = 2
+    DECLARE_LOST = 3
+    DRIVE_TRANSACTION = 4
+    MARK_REPAIR = 5
+    AWAIT_DEPENDENCIES = 6
+    AWAIT_REVIEW = 7
+    AWAIT_VALIDATION = 8
+    AWAIT_OPERATOR = 9
+    ASSIGN = 10
+
+
+# --- authority ---------------------------------------------------------------
+
+A = Actor
+K = Kind
+_ANY = frozenset(Actor)
+_TX_DRIVERS = frozenset({A.WRAPPER, A.DAEMON})
+
+AUTHORITY: dict[Kind, frozenset[Actor]] = {
+    K.ASSIGN: frozenset({A.DAEMON}),
+    K.DISPATCH: frozenset({A.DAEMON}),
+    K.RETRY: frozenset({A.OPERATOR}),
+    K.RESUME: frozenset({A.WRAPPER, A.DAEMON}),
+    K.HEARTBEAT: frozenset({A.WORKER, A.WRAPPER}),
+    K.HEARTBEAT_TIMEOUT: frozenset({A.DAEMON, A.PROCESS_OBSERVER}),
+    K.OBSERVE_EOF: frozenset({A.WRAPPER, A.PROCESS_OBSERVER}),
+    K.PROBE_OWNER: frozenset({A.PROCESS_OBSERVER, A.DAEMON}),
+    K.COMPACTION: frozenset({A.WRAPPER}),
+    K.ACK_CONTINUATION: frozenset({A.WRAPPER}),
+    K.PROVIDER_FAILURE: frozenset({A.WRAPPER, A.DAEMON}),
+    K.MESSAGE: _ANY,
+    K.OWNERSHIP_CONTENTION: _ANY,
+    K.LOG: frozenset({A.WORKER, A.WRAPPER}),
+    K.FAIL: frozenset({A.WORKER, A.WRAPPER}),
+    K.DECLARE_LOST: frozenset({A.DAEMON}),
+    K.SUBMIT: frozenset({A.WORKER, A.WRAPPER, A.BROKER}),
+    K.QUIESCE: _TX_DRIVERS,
+    K.SAVE_WORK: _TX_DRIVERS,
+    K.SEAL_CANDIDATE: frozenset({A.DAEMON}),
+    K.VALIDATE: frozenset({A.VALIDATOR}),
+    K.REQUEST_REVIEW: frozenset({A.DAEMON}),
+    K.ACCEPT: frozenset({A.EVALUATOR, A.DAEMON}),
+    K.RECORD_DISPOSITION: frozenset({A.WORKER, A.WRAPPER, A.BROKER, A.DAEMON}),
+    K.PREPARE_EFFECT: frozenset({A.PROMOTER, A.DAEMON}),
+    K.COMMIT_EFFECT: frozenset({A.PROMOTER, A.DAEMON}),
+    K.PREPARE_CLEANUP: frozenset({A.CLEANUP, A.DAEMON}),
+    K.COMMIT_CLEANUP: frozenset({A.CLEANUP, A.DAEMON}),
+    K.SAVE_GRAPH: frozenset({A.DAEMON}),
+    K.MARK_REPAIR: frozenset({A.DAEMON}),
+    K.REVISE: frozenset({A.WORKER, A.OPERATOR}),
+    K.BLOCK_UPGRADE: frozenset({A.DAEMON}),
+    K.RESET: frozenset({A.OPERATOR}),
+    K.ABANDON: frozenset({A.OPERATOR}),
+    K.RECONCILE: frozenset({A.OPERATOR}),
+    K.RECONSTRUCT: frozenset({A.OPERATOR}),
+    K.LEGACY_DONE: frozenset({A.LEGACY_IMPORT}),
+}
+
+#: Kinds whose request must carry the exact capability tuple K of the current attempt.
+NEEDS_CAPABILITY: frozenset[Kind] = frozenset({
+    K.RESUME, K.HEARTBEAT, K.HEARTBEAT_TIMEOUT, K.OBSERVE_EOF, K.COMPACTION,
+    K.ACK_CONTINUATION, K.PROVIDER_FAILURE, K.LOG, K.FAIL, K.DECLARE_LOST,
+    K.SUBMIT, K.QUIESCE, K.SAVE_WORK, K.SEAL_CANDIDATE, K.VALIDATE,
+    K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION, K.PREPARE_EFFECT,
+    K.COMMIT_EFFECT, K.PREPARE_CLEANUP, K.COMMIT_CLEANUP, K.SAVE_GRAPH,
+    K.MARK_REPAIR, K.REVISE, K.BLOCK_UPGRADE,
+})
+
+#: Kinds that move the SaveTransaction; each carries expected phase + revision (CAS).
+TRANSACTION_KINDS: frozenset[Kind] = frozenset({
+    K.SUBMIT, K.QUIESCE, K.SAVE_WORK, K.SEAL_CANDIDATE, K.VALIDATE,
+    K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION, K.PREPARE_EFFECT,
+    K.COMMIT_EFFECT, K.PREPARE_CLEANUP, K.COMMIT_CLEANUP, K.SAVE_GRAPH,
+    K.MARK_REPAIR, K.REVISE, K.BLOCK_UPGRADE,
+})
+
+#: Evidence kinds: recorded by their own evidence id, never terminal on their own.
+EVIDENCE_KINDS: frozenset[Kind] = frozenset({
+    K.HEARTBEAT, K.HEARTBEAT_TIMEOUT, K.OBSERVE_EOF, K.PROBE_OWNER, K.COMPACTION,
+    K.PROVIDER_FAILURE, K.MESSAGE, K.OWNERSHIP_CONTENTION,
+})
+
+#: The legal main-line edges of the SaveTransaction: kind -> (from phases, to phase).
+EDGES: dict[Kind, tuple[tuple[Phase, ...], Phase]] = {
+    K.SUBMIT: ((Phase.ABSENT,), Phase.PREPARED),
+    K.QUIESCE: ((Phase.PREPARED,), Phase.QUIESCING),
+    K.SAVE_WORK: ((Phase.QUIESCING,), Phase.WORK_SAVED),
+    K.SEAL_CANDIDATE: ((Phase.WORK_SAVED,), Phase.CANDIDATE_SEALED),
+    K.VALIDATE: ((Phase.CANDIDATE_SEALED,), Phase.VALIDATED),
+    K.REQUEST_REVIEW: ((Phase.VALIDATED,), Phase.AWAITING_ACCEPTANCE),
+    K.ACCEPT: ((Phase.VALIDATED, Phase.AWAITING_ACCEPTANCE), Phase.ACCEPTED),
+    K.RECORD_DISPOSITION: ((Phase.ACCEPTED,), Phase.DISPOSITION_RECORDED),
+    K.PREPARE_EFFECT: ((Phase.DISPOSITION_RECORDED,), Phase.EFFECT_PREPARED),
+    K.COMMIT_EFFECT: ((Phase.EFFECT_PREPARED,), Phase.EFFECT_COMMITTED),
+    K.PREPARE_CLEANUP: ((Phase.EFFECT_COMMITTED,), Phase.CLEANUP_PREPARED),
+    K.COMMIT_CLEANUP: ((Phase.CLEANUP_PREPARED,), Phase.CLEANUP_COMMITTED),
+    K.SAVE_GRAPH: ((Phase.CLEANUP_COMMITTED,), Phase.GRAPH_SAVED),
+}
+
+#: Phases in which a transaction holds the attempt's terminal reservation and
+#: may still be abandoned with its work preserved (before any external effect).
+PRE_EFFECT_PHASES: tuple[Phase, ...] = (
+    Phase.PREPARED, Phase.QUIESCING, Phase.WORK_SAVED, Phase.CANDIDATE_SEALED,
+    Phase.VALIDATED, Phase.AWAITING_ACCEPTANCE, Phase.ACCEPTED,
+    Phase.DISPOSITION_RECORDED,
+)

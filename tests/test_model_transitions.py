@@ -1,0 +1,420 @@
+"""Every transition: its guard (a named rejection) and its update.
+
+The driver checks the frame condition (``TOUCHES``) and every invariant after
+each step, so each ``applied`` below also proves the transition touched only
+the fields it declares.
+"""
+from __future__ import annotations
+
+import pytest
+
+from wgk.model.env import EnvKind
+from wgk.model.requests import Capability, Request
+from wgk.model.rules import TOUCHES
+from wgk.model.state import Graph
+from wgk.model.vocab import (
+    Actor as A, AttemptState as AS, Code, Disposition, Exit, Kind as K, OwnerSeen, Phase, Reason,
+    Receipt, Verdict,
+)
+
+from conftest import BASE, WORK, chain, complete, dispatch, owner, to_phase
+
+EXERCISED: set[K] = set()
+
+
+def ok(d, kind, actor, task="a", **kw):
+    dec = d.send(kind, actor, task, **kw)
+    assert dec.label in ("applied", "evidence-only"), (kind.label, dec.label)
+    EXERCISED.add(kind)
+    return dec
+
+
+def rejects(d, kind, actor, code, task="a", **kw):
+    dec = d.send(kind, actor, task, **kw)
+    assert dec.label == f"rejected:{code}", (kind.label, dec.label)
+    return dec
+
+
+# --- generic checks ------------------------------------------------------------
+
+def test_not_authorized_unknown_task_and_missing_capability(one):
+    rejects(one, K.DISPATCH, A.WORKER, "not-authorized", owner=owner())
+    rejects(one, K.SAVE_GRAPH, A.READER, "not-authorized")
+    rejects(one, K.DISPATCH, A.DAEMON, "unknown-task", task="zz", owner=owner())
+    rejects(one, K.HEARTBEAT, A.WORKER, "unknown-attempt", evidence="h1")
+    dispatch(one, "a")
+    rejects(one, K.HEARTBEAT, A.WORKER, "stale-capability", cap=None, evidence="h1")
+    foreign = Capability("other-graph", "a", 0, 1, 1, 1)
+    rejects(one, K.HEARTBEAT, A.WORKER, "stale-capability", cap=foreign, evidence="h1")
+
+
+def test_transaction_cas_and_edge_checks(one):
+    dispatch(one, "a")
+    rejects(one, K.SUBMIT, A.WORKER, "cas-moved", expected_revision=3)
+    rejects(one, K.SUBMIT, A.WORKER, "cas-moved", expected_phase=Phase.PREPARED)
+    rejects(one, K.QUIESCE, A.WRAPPER, "illegal-phase-edge")
+    with pytest.raises(ValueError):
+        Request(K.SUBMIT, A.WORKER, "a")        # a transaction edge must carry its CAS
+
+
+def test_idempotency_conflict_same_key_different_bytes(one):
+    r1 = one.request(K.DISPATCH, A.DAEMON, "a", owner=owner(1), key="k")
+    r2 = one.request(K.DISPATCH, A.DAEMON, "a", owner=owner(2), key="k")
+    assert one.apply(r1).label == "applied"
+    assert one.apply(r2).label == "rejected:idempotency-conflict"
+    assert one.task("a").owner_pid == owner(1).pid
+
+
+# --- admission and attempts ----------------------------------------------------
+
+def test_assign_then_dispatch():
+    d = __import__("wgk.model.driver", fromlist=["Driver"]).Driver(
+        Graph.build(["a"], graph_id="g", requires_assignment=["a"]))
+    rejects(d, K.DISPATCH, A.DAEMON, "assignment-required", owner=owner())
+    assert ok(d, K.ASSIGN, A.DAEMON).label == "applied"
+    assert d.task("a").assigned
+    assert ok(d, K.ASSIGN, A.DAEMON).label == "evidence-only"
+    assert ok(d, K.DISPATCH, A.DAEMON, owner=owner()).label == "applied"
+
+
+def test_dispatch_update(one):
+    ok(one, K.DISPATCH, A.DAEMON, owner=owner(3))
+    t = one.task("a")
+    assert (t.attempt, t.fence, t.lease_epoch, t.attempt_state) == (1, 1, 1, AS.RUNNING)
+    assert (t.owner_pid, t.owner_birth, t.proc_birth, t.session) == \
+        (owner(3).pid, owner(3).birth, owner(3).birth, 3)
+    assert t.worktree_lease and t.session_lease and not t.finish_lease
+    assert (t.worktree, t.origin, t.worktree_present, t.phase) == (BASE, BASE, True, Phase.ABSENT)
+    rejects(one, K.DISPATCH, A.DAEMON, "attempt-live", owner=owner(4))
+
+
+def test_dispatch_import_guards(one):
+    dispatch(one, "a")
+    one.env(EnvKind.EDIT, "a", content=WORK)
+    ok(one, K.FAIL, A.WORKER, evidence="boom")
+    assert one.task("a").retained == WORK
+    rejects(one, K.DISPATCH, A.DAEMON, "candidate-mismatch", owner=owner(2), imports=99)
+    ok(one, K.DISPATCH, A.DAEMON, owner=owner(2), imports=WORK)
+    t = one.task("a")
+    assert (t.imported, t.worktree, t.origin, t.attempt) == (WORK, WORK, WORK, 2)
+
+
+def test_dispatch_import_needs_retained_work(one):
+    rejects(one, K.DISPATCH, A.DAEMON, "nothing-retained", owner=owner(), imports=5)
+
+
+def test_retry_closes_stuck_attempt_and_opens_new(one):
+    dispatch(one, "a")
+    rejects(one, K.RETRY, A.OPERATOR, "attempt-live", owner=owner(2))
+    one.env(EnvKind.EDIT, "a", content=WORK)
+    one.env(EnvKind.OWNER_DIES, "a")
+    ok(one, K.PROBE_OWNER, A.DAEMON, evidence="p")
+    ok(one, K.RETRY, A.OPERATOR, owner=owner(2), imports=WORK)
+    t = one.task("a")
+    assert (t.attempt, t.fence, t.retained, t.imported, t.owner_pid) == (2, 2, WORK, WORK, owner(2).pid)
+
+
+def test_resume_update_and_guards(one):
+    dispatch(one, "a")
+    rejects(one, K.RESUME, A.WRAPPER, "owner-not-proven-dead", owner=owner(1, 2))
+    one.env(EnvKind.OWNER_DIES, "a")
+    ok(one, K.PROBE_OWNER, A.DAEMON, evidence="p")
+    rejects(one, K.RESUME, A.WRAPPER, "continuation-unproven", owner=owner(1, 1))
+    ok(one, K.RESUME, A.WRAPPER, owner=owner(1, 2))
+    t = one.task("a")
+    assert (t.owner_birth, t.proc_birth, t.owner_seen) == (owner(1, 2).birth, owner(1, 2).birth,
+                                                           OwnerSeen.UNVERIFIED)
+
+
+# --- evidence ------------------------------------------------------------------
+
+def test_heartbeat_and_contention_are_evidence_only(one):
+    dispatch(one, "a")
+    assert ok(one, K.HEARTBEAT, A.WORKER, evidence="h1").label == "evidence-only"
+    assert ("heartbeat", "h1") in one.task("a").evidence
+    assert ok(one, K.OWNERSHIP_CONTENTION, A.WORKER, evidence="foreign").label == "evidence-only"
+    assert one.task("a").attempt_state == AS.RUNNING
+
+
+def test_heartbeat_timeout_and_eof_raise_suspicion_only(one):
+    dispatch(one, "a")
+    ok(one, K.HEARTBEAT_TIMEOUT, A.DAEMON, evidence="hb")
+    assert one.task("a").owner_seen == OwnerSeen.SUSPECT
+    ok(one, K.OBSERVE_EOF, A.WRAPPER, evidence="eof")
+    assert one.task("a").attempt_state == AS.RUNNING
+
+
+def test_probe_owner_live_dead_and_after_close(one):
+    dispatch(one, "a")
+    assert ok(one, K.PROBE_OWNER, A.PROCESS_OBSERVER, evidence="p1").label == "evidence-only"
+    assert one.task("a").owner_seen == OwnerSeen.LIVE
+    one.env(EnvKind.OWNER_DIES, "a")
+    assert ok(one, K.PROBE_OWNER, A.PROCESS_OBSERVER, evidence="p2").label == "applied"
+    assert (one.task("a").owner_seen, one.task("a").deadline) == (OwnerSeen.DEAD, 1)
+    assert ok(one, K.PROBE_OWNER, A.PROCESS_OBSERVER, evidence="p3").label == "evidence-only"
+
+
+def test_compaction_ack_provider_failure_message_log(one):
+    dispatch(one, "a")
+    ok(one, K.COMPACTION, A.WRAPPER, evidence="c1")
+    ok(one, K.ACK_CONTINUATION, A.WRAPPER, evidence="c1")
+    assert ok(one, K.ACK_CONTINUATION, A.WRAPPER, evidence="c1").label == "evidence-only"
+    ok(one, K.PROVIDER_FAILURE, A.WRAPPER, evidence="f1")
+    ok(one, K.MESSAGE, A.OPERATOR, evidence="m1")
+    ok(one, K.LOG, A.WORKER)
+    t = one.task("a")
+    assert (t.compactions, t.continuations, t.acks, t.provider_failures, t.messages, t.logs) == \
+        (1, 1, 1, 1, 1, 1)
+
+
+def test_log_after_close_is_terminal_already(one):
+    dispatch(one, "a")
+    ok(one, K.FAIL, A.WORKER, evidence="x")
+    rejects(one, K.LOG, A.WORKER, "terminal-already")
+
+
+def test_fail_then_declare_lost_guards(one):
+    dispatch(one, "a")
+    rejects(one, K.DECLARE_LOST, A.DAEMON, "owner-not-proven-dead")
+    ok(one, K.FAIL, A.WRAPPER, evidence="exit")
+    assert one.task("a").attempt_state == AS.FAILED
+    assert one.task("a").owner_pid == 0 and not one.task("a").worktree_lease
+    rejects(one, K.DECLARE_LOST, A.DAEMON, "terminal-already")
+
+
+def test_declare_lost_update(one):
+    dispatch(one, "a")
+    one.env(EnvKind.OWNER_DIES, "a")
+    ok(one, K.PROBE_OWNER, A.DAEMON, evidence="p")
+    ok(one, K.DECLARE_LOST, A.DAEMON)
+    t = one.task("a")
+    assert (t.attempt_state, t.session_lease, t.owner_seen) == (AS.LOST, False, OwnerSeen.UNVERIFIED)
+
+
+def test_fail_during_completion_is_evidence_only(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.SUBMIT)
+    assert ok(one, K.FAIL, A.WORKER, evidence="late").label == "evidence-only"
+    assert one.task("a").attempt_state == AS.RUNNING
+
+
+def test_declare_lost_refused_when_completion_reserved(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.SUBMIT)
+    one.env(EnvKind.OWNER_DIES, "a")
+    ok(one, K.PROBE_OWNER, A.DAEMON, evidence="p")
+    rejects(one, K.DECLARE_LOST, A.DAEMON, "terminal-already")
+
+
+# --- the SaveTransaction ---------------------------------------------------------
+
+@pytest.mark.parametrize("last", [K.SUBMIT, K.QUIESCE, K.SAVE_WORK, K.SEAL_CANDIDATE, K.VALIDATE,
+                                  K.ACCEPT, K.RECORD_DISPOSITION, K.PREPARE_EFFECT,
+                                  K.COMMIT_EFFECT, K.PREPARE_CLEANUP, K.COMMIT_CLEANUP,
+                                  K.SAVE_GRAPH])
+def test_main_line_edge_update(one, last):
+    dispatch(one, "a")
+    to_phase(one, "a", last)
+    EXERCISED.add(last)
+    t = one.task("a")
+    expected = {K.SUBMIT: Phase.PREPARED, K.QUIESCE: Phase.QUIESCING, K.SAVE_WORK: Phase.WORK_SAVED,
+                K.SEAL_CANDIDATE: Phase.CANDIDATE_SEALED, K.VALIDATE: Phase.VALIDATED,
+                K.ACCEPT: Phase.ACCEPTED, K.RECORD_DISPOSITION: Phase.DISPOSITION_RECORDED,
+                K.PREPARE_EFFECT: Phase.EFFECT_PREPARED, K.COMMIT_EFFECT: Phase.EFFECT_COMMITTED,
+                K.PREPARE_CLEANUP: Phase.CLEANUP_PREPARED,
+                K.COMMIT_CLEANUP: Phase.CLEANUP_COMMITTED, K.SAVE_GRAPH: Phase.GRAPH_SAVED}[last]
+    edges = int(expected) - (1 if expected >= Phase.ACCEPTED else 0)   # no review: one edge fewer
+    assert t.phase == expected and t.revision == edges
+    receipts = {K.SAVE_WORK: Receipt.WORK_SAVE, K.SEAL_CANDIDATE: Receipt.CANDIDATE,
+                K.VALIDATE: Receipt.VALIDATION, K.ACCEPT: Receipt.REVIEW,
+                K.RECORD_DISPOSITION: Receipt.DISPOSITION, K.COMMIT_EFFECT: Receipt.EFFECT,
+                K.COMMIT_CLEANUP: Receipt.CLEANUP, K.SAVE_GRAPH: Receipt.GRAPH_SAVE}
+    if last in receipts:
+        b = t.receipts[receipts[last]]
+        assert (b.fence, b.candidate, b.base) == (1, WORK, BASE)
+    if last == K.COMMIT_EFFECT:
+        assert (one.state.target, t.promotions, t.effect_done) == (WORK, 1, True)
+    if last == K.COMMIT_CLEANUP:
+        assert not t.worktree_present and not t.worktree_lease
+    if last == K.SAVE_GRAPH:
+        assert t.attempt_state == AS.SUCCEEDED and not t.session_lease and not t.finish_lease
+
+
+def test_save_work_must_capture_exact_bytes(one):
+    dispatch(one, "a")
+    one.env(EnvKind.EDIT, "a", content=WORK)
+    to_phase(one, "a", K.QUIESCE)
+    rejects(one, K.SAVE_WORK, A.WRAPPER, "candidate-mismatch", candidate=8, base=BASE)
+
+
+def test_clean_tree_is_saved_too(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.SAVE_WORK, work=BASE)
+    assert one.task("a").saved_work == BASE
+
+
+def test_seal_validate_accept_name_the_exact_candidate(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.SAVE_WORK)
+    rejects(one, K.SEAL_CANDIDATE, A.DAEMON, "candidate-mismatch", candidate=8)
+    ok(one, K.SEAL_CANDIDATE, A.DAEMON, candidate=WORK)
+    rejects(one, K.VALIDATE, A.VALIDATOR, "candidate-mismatch", candidate=8, verdict=Verdict.PASS)
+    ok(one, K.VALIDATE, A.VALIDATOR, candidate=WORK, verdict=Verdict.PASS)
+    rejects(one, K.ACCEPT, A.DAEMON, "candidate-mismatch", candidate=8, verdict=Verdict.NOT_REQUIRED)
+    rejects(one, K.REQUEST_REVIEW, A.DAEMON, "illegal-phase-edge")
+
+
+def test_review_required_policy():
+    d = chain("a", review=("a",))
+    dispatch(d, "a")
+    to_phase(d, "a", K.VALIDATE)
+    rejects(d, K.ACCEPT, A.DAEMON, "review-required", candidate=WORK, verdict=Verdict.NOT_REQUIRED)
+    ok(d, K.REQUEST_REVIEW, A.DAEMON)
+    rejects(d, K.ACCEPT, A.EVALUATOR, "review-required", candidate=WORK, verdict=Verdict.NOT_REQUIRED)
+    ok(d, K.ACCEPT, A.EVALUATOR, candidate=WORK, verdict=Verdict.FAIL)
+    t = d.task("a")
+    assert (t.exit, t.reason) == (Exit.NEEDS_REPAIR, Reason.REVIEW_FAILED)
+
+
+def test_record_disposition_takes_finish_lease(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.ACCEPT)
+    rejects(one, K.RECORD_DISPOSITION, A.WRAPPER, "illegal-phase-edge", disposition=Disposition.NONE)
+    ok(one, K.RECORD_DISPOSITION, A.WRAPPER, disposition=Disposition.DELIVER)
+    assert one.task("a").finish_lease and one.task("a").disposition == Disposition.DELIVER
+
+
+def test_deliver_effect_does_not_move_target(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.COMMIT_EFFECT, disposition=Disposition.REPORT)
+    assert one.state.target == BASE and one.task("a").promotions == 1
+
+
+def test_commit_effect_guards(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.PREPARE_EFFECT)
+    rejects(one, K.COMMIT_EFFECT, A.PROMOTER, "candidate-mismatch", candidate=8, base=BASE)
+    rejects(one, K.COMMIT_EFFECT, A.PROMOTER, "candidate-mismatch", candidate=WORK, base=3)
+    rejects(one, K.MARK_REPAIR, A.DAEMON, "illegal-phase-edge")
+
+
+def test_commit_effect_re_observes_an_effect_that_already_happened(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.PREPARE_EFFECT)
+    s = one.state
+    i = s.graph.index["a"]
+    # the promoter moved the ref, then crashed before the kernel recorded it
+    from dataclasses import replace
+    happened = s.put(i, replace(s.tasks[i], effect_done=True, promotions=1)).put_target(WORK)
+    one.state = happened
+    ok(one, K.COMMIT_EFFECT, A.PROMOTER, candidate=WORK, base=BASE)
+    assert one.task("a").promotions == 1 and one.state.target == WORK
+
+
+def test_commit_cleanup_update(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.PREPARE_CLEANUP)
+    ok(one, K.COMMIT_CLEANUP, A.CLEANUP)
+    assert not one.task("a").worktree_present
+
+
+def test_save_graph_needs_every_receipt(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.COMMIT_CLEANUP)
+    s = one.state
+    i = s.graph.index["a"]
+    from dataclasses import replace
+    t = s.tasks[i]
+    one.state = s.put(i, replace(t, receipts=t.with_receipt(Receipt.EFFECT, type(t.receipts[0])())))
+    one.check = False                     # the forged state itself breaks invariants
+    rejects(one, K.SAVE_GRAPH, A.DAEMON, "evidence-missing")
+
+
+def test_revise_and_mark_repair(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.PREPARE_EFFECT)
+    rejects(one, K.REVISE, A.WORKER, "illegal-phase-edge", candidate=WORK, base=BASE)
+    one.env(EnvKind.MOVE_TARGET, content=40)
+    ok(one, K.MARK_REPAIR, A.DAEMON)
+    assert not one.task("a").finish_lease
+    rejects(one, K.REVISE, A.WORKER, "candidate-mismatch", candidate=9, base=40)
+    one.env(EnvKind.EDIT, "a", content=9)
+    ok(one, K.REVISE, A.WORKER, candidate=9, base=40)
+    t = one.task("a")
+    assert (t.phase, t.exit, t.candidate, t.base, t.version, t.retained) == \
+        (Phase.WORK_SAVED, Exit.NONE, 9, 40, 2, WORK)
+    assert t.receipts[Receipt.REVIEW].fence == 0
+
+
+def test_block_upgrade_and_reconcile(one):
+    dispatch(one, "a")
+    rejects(one, K.BLOCK_UPGRADE, A.DAEMON, "illegal-phase-edge", reason=Reason.VERSION_SKEW)
+    to_phase(one, "a", K.VALIDATE)
+    ok(one, K.BLOCK_UPGRADE, A.DAEMON, reason=Reason.VERSION_SKEW)
+    assert one.task("a").exit == Exit.UPGRADE_BLOCKED
+    rejects(one, K.ACCEPT, A.DAEMON, "cas-moved", candidate=WORK, verdict=Verdict.NOT_REQUIRED,
+            expected_phase=Phase.VALIDATED)
+    ok(one, K.RECONCILE, A.OPERATOR)
+    assert one.task("a").exit == Exit.NONE and one.task("a").phase == Phase.VALIDATED
+
+
+# --- operator and migration ------------------------------------------------------
+
+def test_reset_update_and_guards(one):
+    dispatch(one, "a")
+    rejects(one, K.RESET, A.OPERATOR, "cas-moved", expected_generation=5)
+    one.env(EnvKind.EDIT, "a", content=WORK)
+    ok(one, K.RESET, A.OPERATOR)
+    t = one.task("a")
+    assert (t.generation, t.attempt, t.attempt_state, t.retained) == (1, 0, AS.SUPERSEDED, WORK)
+
+
+def test_reset_refused_after_done(one):
+    complete(one, "a")
+    rejects(one, K.RESET, A.OPERATOR, "terminal-already")
+    rejects(one, K.ABANDON, A.OPERATOR, "terminal-already")
+
+
+def test_abandon_preserves_work(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.SAVE_WORK)
+    ok(one, K.ABANDON, A.OPERATOR)
+    t = one.task("a")
+    assert (t.abandoned, t.exit, t.attempt_state, t.retained) == \
+        (True, Exit.ABORTED_PRESERVED, AS.ABANDONED, WORK)
+    rejects(one, K.ABANDON, A.OPERATOR, "terminal-already")
+
+
+def test_abandon_refused_after_the_effect(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.PREPARE_EFFECT)
+    rejects(one, K.ABANDON, A.OPERATOR, "terminal-already")
+
+
+def test_reconcile_needs_a_hold(one):
+    rejects(one, K.RECONCILE, A.OPERATOR, "illegal-phase-edge")
+
+
+def test_reconstruct_and_legacy_done(one):
+    rejects(one, K.RECONSTRUCT, A.OPERATOR, "illegal-phase-edge", candidate=BASE, base=BASE)
+    ok(one, K.LEGACY_DONE, A.LEGACY_IMPORT, evidence="l1")
+    t = one.task("a")
+    assert (t.legacy_done, t.exit, t.reason, t.revision) == \
+        (True, Exit.NEEDS_RECONCILIATION, Reason.LEGACY_UNPROVEN, 1)
+    ok(one, K.RECONSTRUCT, A.OPERATOR, candidate=BASE, base=BASE)
+    t = one.task("a")
+    assert (t.reconstructed, t.legacy_done, t.attempt_state, t.phase) == \
+        (True, False, AS.SUCCEEDED, Phase.GRAPH_SAVED)
+
+
+def test_legacy_done_on_a_done_task_is_evidence_only(one):
+    complete(one, "a")
+    assert ok(one, K.LEGACY_DONE, A.LEGACY_IMPORT, evidence="l1").label == "evidence-only"
+
+
+def test_every_kind_is_exercised_and_declares_its_touches():
+    """Runs last in this module (pytest keeps file order)."""
+    from wgk.model.vocab import Kind
+    missing = set(Kind) - EXERCISED
+    assert not missing, sorted(k.label for k in missing)
+    assert set(TOUCHES) == set(Kind)
