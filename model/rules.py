@@ -743,7 +743,7 @@ TOUCHES: dict[K, frozenset[str]] = {
     K.RECONSTRUCT: _EDGE | _EXIT | {"fence", "attempt", "lease_epoch", "attempt_state", "candidate",
                                     "base", "receipts", "reconstructed", "effect_done",
                                     "legacy_done", "worktree_lease", "session_lease",
-                                    "finish_lease"},
+                                    "finish_lease", "imported"},
     K.LEGACY_DONE: _EXIT | {"legacy_done", "evidence"},
 }
 
