@@ -1,0 +1,114 @@
+"""The observable projection of a model state, in the wire shape of
+``docs/vocabulary.md``: what lockstep compares with the implementation.
+
+``Names`` interns the strings traces use for content ids and sessions into the
+small ints the model computes with (0 is "none"), and maps them back.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .projections import plan, recovery_rank, status
+from .rules import dependency_satisfying
+from .state import State, TaskState
+from .vocab import (
+    AttemptState, Disposition, DecisionKind, Code, Exit, OwnerSeen, Phase, Reason, Receipt, Status,
+)
+
+
+@dataclass
+class Names:
+    """Two-way interning of content ids (and sessions) between trace strings and model ints."""
+
+    content: dict[str, int] = field(default_factory=dict)
+    sessions: dict[str, int] = field(default_factory=dict)
+
+    def cid(self, name: str | None) -> int:
+        if name is None or name == "":
+            return 0
+        if name not in self.content:
+            self.content[name] = len(self.content) + 1
+        return self.content[name]
+
+    def sid(self, name: str | int | None) -> int:
+        if name is None or name == "":
+            return 0
+        key = str(name)
+        if key not in self.sessions:
+            self.sessions[key] = len(self.sessions) + 1
+        return self.sessions[key]
+
+    def cname(self, n: int) -> str | None:
+        if n == 0:
+            return None
+        for k, v in self.content.items():
+            if v == n:
+                return k
+        return f"#{n}"
+
+    def sname(self, n: int) -> str | None:
+        if n == 0:
+            return None
+        for k, v in self.sessions.items():
+            if v == n:
+                return k
+        return f"#{n}"
+
+
+def _owner(t: TaskState, names: Names) -> dict | None:
+    if t.attempt_state != AttemptState.RUNNING:
+        return None
+    return {"pid": t.owner_pid, "birth": t.owner_birth, "session": names.sname(t.session),
+            "wrapper-epoch": t.wrapper_epoch, "child-epoch": t.child_epoch}
+
+
+def observe_task(s: State, i: int, names: Names) -> dict[str, Any]:
+    t = s.tasks[i]
+    p = plan(s, i)
+    c = names.cname
+    return {
+        "status": Status(status(t)).label,
+        "dependency-satisfied": bool(dependency_satisfying(t)),
+        "plan": p.to_json() if p is not None else None,
+        "generation": t.generation, "attempt": t.attempt, "fence": t.fence,
+        "lease-epoch": t.lease_epoch,
+        "attempt-state": AttemptState(t.attempt_state).label,
+        "owner-seen": OwnerSeen(t.owner_seen).label,
+        "owner": _owner(t, names),
+        "leases": {"worktree": bool(t.worktree_lease), "session": bool(t.session_lease),
+                   "finish": bool(t.finish_lease)},
+        "phase": Phase(t.phase).label, "exit": Exit(t.exit).label, "reason": Reason(t.reason).label,
+        "revision": t.revision,
+        "candidate": c(t.candidate), "base": c(t.base), "version": t.version,
+        "disposition": Disposition(t.disposition).label,
+        "receipts": {Receipt(k).label: {"fence": b.fence, "candidate": c(b.candidate), "base": c(b.base)}
+                     for k, b in enumerate(t.receipts) if b.fence != 0},
+        "worktree": {"present": bool(t.worktree_present), "content": c(t.worktree),
+                     "origin": c(t.origin)},
+        "saved-work": c(t.saved_work), "retained": c(t.retained), "imported": c(t.imported),
+        "promotions": t.promotions, "effect-done": bool(t.effect_done), "deadline": t.deadline,
+        "recovery-rank": recovery_rank(t),
+        "counters": {"compactions": t.compactions, "continuations": t.continuations,
+                     "acks": t.acks, "provider-failures": t.provider_failures,
+                     "messages": t.messages, "logs": t.logs},
+        "evidence": sorted([list(e) for e in t.evidence]),
+        "assigned": bool(t.assigned), "legacy-done": bool(t.legacy_done),
+        "reconstructed": bool(t.reconstructed), "abandoned": bool(t.abandoned),
+    }
+
+
+def observe(s: State, names: Names) -> dict[str, Any]:
+    """The whole observable projection."""
+    journal = {}
+    for key, e in s.journal:
+        d = {"decision": DecisionKind(e.kind).label}
+        if e.code != Code.NONE:
+            d["code"] = Code(e.code).label
+        journal[key] = d
+    return {
+        "target": names.cname(s.target),
+        "now": s.now,
+        "tasks": {name: observe_task(s, i, names) for i, name in enumerate(s.graph.tasks)},
+        "journal": journal,
+    }
