@@ -524,9 +524,11 @@ def mark_repair(ctx: Ctx) -> Outcome:
 
 
 def prepare_cleanup(ctx: Ctx) -> Outcome:
+    """Plan removal of exactly this attempt's worktree, recording the bytes it holds."""
     t = ctx.record
-    return done(ctx, advance(t, "cleanup-prepared"),
-                facts=[("cleanup-planned", {"worktree": t.worktree_id})])
+    view = ctx.observe.worktree(t)
+    plan = {"worktree": t.worktree_id, "content": view.content if view.present else None}
+    return done(ctx, advance(t, "cleanup-prepared"), facts=[("cleanup-planned", plan)])
 
 
 def commit_cleanup(ctx: Ctx) -> Outcome:

@@ -227,8 +227,10 @@ class Store:
 
     def migrate(self, to: int = SCHEMA_VERSION) -> list[int]:
         """Apply the forward migrations up to ``to``; refuse a database that is newer."""
-        with self.atomic():
+        with self.atomic() as unit:
             current = self.schema_version()
+            if current >= to:
+                unit.abandon()
             if current > SCHEMA_VERSION:
                 raise StoreError(f"{self.path}: schema version {current} is newer than "
                                  f"this kernel ({SCHEMA_VERSION})")
@@ -426,7 +428,9 @@ class FactTables:
             (f["worktree"], task_id, f["fence"], f["origin"], f["path"], f["origin"]))
 
     def _cleanup_planned(self, task_id: int, f: dict, seq: int) -> None:
-        self.conn.execute("UPDATE worktrees SET planned_removal = 1 WHERE id = ?", (f["worktree"],))
+        self.conn.execute("UPDATE worktrees SET planned_removal = 1, "
+                          "last_content = coalesce(?, last_content) WHERE id = ?",
+                          (f["content"], f["worktree"]))
 
     def _worktree_removed(self, task_id: int, f: dict, seq: int) -> None:
         self.conn.execute("UPDATE worktrees SET removed = 1, "
