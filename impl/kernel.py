@@ -194,6 +194,23 @@ class Kernel:
                 "task": s.name, "deps": sorted(set(s.deps)), "review-required": s.review_required,
                 "requires-assignment": s.requires_assignment, "disposition": s.disposition})
 
+    def import_records(self, tasks: list[TaskPolicy], records: list[dict]) -> None:
+        """New tasks and the legacy records preserving their original bytes, in one
+        transaction (see ``legacy.import_legacy``)."""
+        with self.store.atomic():
+            self._sync()
+            if self.graph_id is None:
+                raise GraphError("no graph: create the graph first")
+            self._add_tasks(tasks)
+            for body in records:
+                self._append("legacy-record", body)
+        self._after_commit()
+
+    def import_legacy(self, path: str):
+        """Import a WG-style graph.jsonl or JSON list (see ``legacy.import_legacy``)."""
+        from .legacy import import_legacy
+        return import_legacy(self, path)
+
     def add_dependency(self, task: str, dep: str) -> None:
         """A new edge ``dep -> task``; refused when it closes a cycle (named) or the task
         already had an attempt (its admission was decided under the old dependencies)."""
