@@ -33,7 +33,7 @@ from .records import (
 )
 from .rules import Action, Ctx, Observe, Outcome, decide, effect_name
 from .store import FactTables, Pragmas, Store, TaskTables, dumps
-from .vocabulary import APPLIED, DISPOSITIONS, DUPLICATE, EVIDENCE_ONLY, REJECTED
+from .vocabulary import DISPOSITIONS, DUPLICATE, RECEIPTS, REJECTED
 from .wire import BadRequest, Request, decision, parse, to_wire
 
 
@@ -224,14 +224,14 @@ class Kernel:
                 raise GraphError(f"task {task!r} already depends on {dep!r}")
             if self.record(task).fence != 0 or self.record(task).legacy_done:
                 raise GraphError(f"task {task!r} already had an attempt: its dependencies are fixed")
-            path = self._dependency_path(dep, task)
+            path = self._dependency_path(task, dep)
             if path is not None:
-                raise GraphError("dependency cycle: " + " -> ".join([task] + path))
+                raise GraphError("dependency cycle: " + " -> ".join(path + [task]))
             self._append("dependency-added", {"task": task, "dep": dep})
         self._after_commit()
 
     def _dependency_path(self, start: str, goal: str) -> list[str] | None:
-        """Dependents reachable from ``start`` ending at ``goal`` (None when unreachable)."""
+        """A path of dependents from ``start`` to ``goal`` (None when unreachable)."""
         seen = {start}
         stack = [(start, [start])]
         while stack:
@@ -452,6 +452,60 @@ class Kernel:
         """Open tasks whose dependencies are all dependency-satisfying Done (indexed)."""
         self._sync()
         return self.view.ready()
+
+    def show(self, name: str) -> dict:
+        """Everything the kernel holds about one task: policy, status and plan, the current
+        attempt and transaction, every receipt, the phase history, every evidence id,
+        attempts, pins, effects, worktrees and legacy records."""
+        self._sync()
+        if name not in self.ids():
+            raise GraphError(f"unknown task {name!r}")
+        tid, t, p = self.ids()[name], self.record(name), self.policy(name)
+        pl = self.plan(name)
+        rows = lambda sql: [dict(zip([d[0] for d in cur.description], r))
+                            for cur in [self.conn.execute(sql, (tid,))] for r in cur.fetchall()]
+        phases = []
+        for seq, key, body in self.conn.execute(
+                "SELECT seq, key, body FROM ledger WHERE task = ? AND event IN ('request', 'seed') "
+                "ORDER BY seq", (name,)):
+            b = json.loads(body)
+            ch = b.get("changes", {})
+            if "phase" in ch or "exit" in ch:
+                entry = {"seq": seq, "key": key, "kind": b.get("request", {}).get("kind")}
+                entry.update({f: ch[f] for f in ("phase", "exit", "reason") if f in ch})
+                phases.append(entry)
+        return {
+            "task": name, "deps": list(p.deps), "review-required": p.review_required,
+            "requires-assignment": p.requires_assignment, "disposition-policy": p.disposition,
+            "status": status(t), "plan": pl.to_json() if pl else None,
+            "generation": t.generation, "attempt": t.attempt, "fence": t.fence,
+            "lease-epoch": t.lease_epoch, "attempt-state": t.attempt_state,
+            "owner": {"pid": t.owner_pid, "birth": t.owner_birth, "session": t.session,
+                      "seen": t.owner_seen},
+            "phase": t.phase, "exit": t.exit, "reason": t.reason, "revision": t.revision,
+            "candidate": t.candidate, "base": t.base, "version": t.version,
+            "retained": t.retained, "saved-work": t.saved_work, "imported": t.imported,
+            "receipts": {k: {"fence": b.fence, "candidate": b.candidate, "base": b.base}
+                         for k, b in zip(RECEIPTS, t.receipts) if b.exists},
+            "phases": phases,
+            "evidence": [[k, i, seq] for k, i, seq in self.conn.execute(
+                "SELECT kind, ident, seq FROM evidence WHERE task = ? ORDER BY seq, kind, ident",
+                (tid,))],
+            "attempts": rows("SELECT fence, generation, attempt, state, worktree, origin, "
+                             "saved_work, imported, opened_seq FROM attempts WHERE task = ? "
+                             "ORDER BY fence"),
+            "pins": rows("SELECT ref, content, seq FROM pins WHERE task = ? ORDER BY seq"),
+            "effects": rows("SELECT id, disposition, candidate, base, state, re_observed, "
+                            "prepared_seq, settled_seq FROM effects WHERE task = ? "
+                            "ORDER BY prepared_seq"),
+            "worktrees": rows("SELECT id, fence, origin, path, planned_removal, removed, "
+                              "last_content FROM worktrees WHERE task = ? ORDER BY fence"),
+            "legacy": [{"source": s_, "line": ln, "status": st,
+                        "original": o.decode("utf-8", "replace")}
+                       for s_, ln, st, o in self.conn.execute(
+                           "SELECT source, line, legacy_status, original FROM legacy_records "
+                           "WHERE task = ? ORDER BY id", (name,))],
+        }
 
     def project(self) -> dict:
         """The observable projection of docs/vocabulary.md, computed from the tables
