@@ -62,12 +62,14 @@ class Recorder:
 
 @dataclass
 class CrashAt:
-    """Crash at the ``index``-th boundary matching (kind, when): raise ``Crash`` or ``kill -9``."""
+    """Crash at the ``index``-th boundary matching (kind, when, key): raise ``Crash`` or
+    ``kill -9`` the process."""
 
     index: int
     kind: str | None = None
     when: str | None = None
     mode: str = "raise"          # "raise" | "kill"
+    key: str | None = None
     passed: int = 0
     fired: Boundary | None = None
 
@@ -77,6 +79,8 @@ class CrashAt:
         if self.kind is not None and boundary.kind != self.kind:
             return
         if self.when is not None and boundary.when != self.when:
+            return
+        if self.key is not None and boundary.key != self.key:
             return
         if self.passed == self.index:
             self.fired = boundary
