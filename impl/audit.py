@@ -43,7 +43,7 @@ def replay(kernel: Kernel) -> tuple[Kernel, int]:
     with fresh.store.atomic():
         for ev in kernel.ledger.events():
             seq = fresh.ledger.append(ev.event, ev.body, task=ev.task, key=ev.key)
-            apply_event(fresh, seq, ev.event, json.loads(ev.body))
+            apply_event(fresh, seq, ev.event, json.loads(ev.body), key=ev.key, task=ev.task)
             n += 1
     return fresh, n
 

@@ -34,7 +34,7 @@ from .records import (
 from .rules import Action, Ctx, Observe, Outcome, decide, effect_name
 from .store import FactTables, Pragmas, Store, TaskTables, dumps
 from .vocabulary import DISPOSITIONS, DUPLICATE, RECEIPTS, REJECTED
-from .wire import BadRequest, Request, decision, parse, to_wire
+from .wire import BadRequest, Request, decision, parse
 
 
 class GraphError(ValueError):
@@ -160,7 +160,6 @@ class Kernel:
                 raise GraphError(f"this database already holds graph {self.graph_id!r}")
             self._append("graph-created", {"graph": graph_id, "config": config or {}})
             self._add_tasks(list(tasks))
-        self._after_commit()
 
     def add_tasks(self, tasks: Iterable[TaskPolicy]) -> None:
         """Add new tasks (with dependencies on existing or new tasks) in one transaction."""
@@ -169,7 +168,6 @@ class Kernel:
             if self.graph_id is None:
                 raise GraphError("no graph: create the graph first")
             self._add_tasks(list(tasks))
-        self._after_commit()
 
     def _add_tasks(self, specs: list[TaskPolicy]) -> None:
         known = self.ids()
@@ -204,7 +202,6 @@ class Kernel:
             self._add_tasks(tasks)
             for body in records:
                 self._append("legacy-record", body)
-        self._after_commit()
 
     def import_legacy(self, path: str):
         """Import a WG-style graph.jsonl or JSON list (see ``legacy.import_legacy``)."""
@@ -228,7 +225,6 @@ class Kernel:
             if path is not None:
                 raise GraphError("dependency cycle: " + " -> ".join(path + [task]))
             self._append("dependency-added", {"task": task, "dep": dep})
-        self._after_commit()
 
     def _dependency_path(self, start: str, goal: str) -> list[str] | None:
         """A path of dependents from ``start`` to ``goal`` (None when unreachable)."""
@@ -277,7 +273,6 @@ class Kernel:
                 facts.append(("generation-opened", {"generation": initial.generation}))
             self._append("seed", {"task": task, "changes": record_to_json(changed(t, new)),
                                   "facts": facts})
-        self._after_commit()
 
     # --- requests ------------------------------------------------------------------------------
 
@@ -285,27 +280,21 @@ class Kernel:
         """Decide one wire request; returns the wire decision (``BadRequest`` if malformed)."""
         r = parse(wire)
         try:
-            self._sync()
-            used = self._journal(r.key)
+            used = self._journal(r.key)           # duplicates: answered without any write
             if used is not None:
                 return self._answer_used(r, used)
             with self.store.atomic(r.key) as unit:
-                if self._sync():
+                if self._sync():                   # another process committed meanwhile
                     used = self._journal(r.key)
                     if used is not None:
                         unit.abandon()
                         return self._answer_used(r, used)
                 response = self._decide_and_record(r)
-            self._after_commit()
             return response
         except BaseException:
             self._version = None
             self._forget()
             raise
-
-    def _after_commit(self) -> None:
-        # our own commits do not change data_version: the caches stay valid
-        self._version = self.store.data_version()
 
     def _journal(self, key: str) -> tuple[str, str] | None:
         return self.conn.execute("SELECT digest, response FROM journal WHERE key = ?",
@@ -327,15 +316,19 @@ class Kernel:
             except CasMoved:
                 outcome = Outcome(REJECTED, "cas-moved", outcome.record)
         response = decision(outcome.decision, outcome.code)
-        body: dict[str, Any] = {"request": to_wire(r), "digest": r.digest, "response": response}
+        body: dict[str, Any] = {"digest": r.digest, "response": response}
+        changes = None
         if outcome.changes_state:
-            old = self.record(r.task)
-            body["changes"] = record_to_json(changed(old, outcome.record))
+            changes = changed(self.record(r.task), outcome.record)
+            body["changes"] = record_to_json(changes)
             body["facts"] = facts
         if observe is not None and observe.log:
             body["observed"] = observe.log
-        self._append("request", body, task=r.task, key=r.key,
-                     record=outcome.record if outcome.changes_state else None)
+        # the request's canonical bytes (those of its digest) are stored as they are
+        text = '{"request":' + r.canonical + "," + dumps(body)[1:]
+        seq = self.ledger.append("request", text, task=r.task, key=r.key)
+        apply_event(self, seq, "request", body, key=r.key, task=r.task,
+                    record=outcome.record if changes is not None else None, changes=changes)
         return response
 
     def _decide(self, r: Request) -> tuple[Outcome, Observe | None]:
@@ -406,10 +399,10 @@ class Kernel:
 
     # --- the ledger and the one write path ---------------------------------------------------------
 
-    def _append(self, event: str, body: dict, *, task: str | None = None, key: str | None = None,
-                record: TaskRecord | None = None) -> int:
-        seq = self.ledger.append(event, dumps(body), task=task or body.get("task"), key=key)
-        apply_event(self, seq, event, body, record=record)
+    def _append(self, event: str, body: dict) -> int:
+        """Graph edits, seeds and legacy records: one ledger event, applied."""
+        seq = self.ledger.append(event, dumps(body), task=body.get("task"))
+        apply_event(self, seq, event, body)
         return seq
 
     # --- reading ---------------------------------------------------------------------------------
@@ -603,9 +596,12 @@ COUNTED_EVIDENCE = {"compaction": "compactions", "continuation": "continuations"
 # --- applying one ledger event (live and during rebuild) ------------------------------------------
 
 
-def apply_event(k: "Kernel", seq: int, event: str, body: dict, *,
-                record: TaskRecord | None = None) -> None:
-    """Write the tables an event determines. The live path and ``rebuild`` both use this."""
+def apply_event(k: "Kernel", seq: int, event: str, body: dict, *, key: str | None = None,
+                task: str | None = None, record: TaskRecord | None = None,
+                changes: dict | None = None) -> None:
+    """Write the tables an event determines. The live path and ``rebuild`` both use this
+    (``key`` and ``task`` are the ledger row's columns; ``record``/``changes`` spare the
+    live path from decoding what it has just encoded)."""
     if event == "graph-created":
         k.store.set_meta("graph-id", body["graph"])
         for key, value in body.get("config", {}).items():
@@ -621,16 +617,28 @@ def apply_event(k: "Kernel", seq: int, event: str, body: dict, *,
         k._policies.pop(body["task"], None)
     elif event in ("seed", "request"):
         if event == "request":
-            req = body["request"]
             k.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
-                           (req["key"], body["digest"], dumps(body["response"]), seq))
+                           (key, body["digest"], response_text(body["response"]), seq))
         if "changes" in body:
-            name = body["task"] if event == "seed" else body["request"]["task"]
-            _apply_task_changes(k, seq, name, body["changes"], body.get("facts", []), record)
+            name = body["task"] if event == "seed" else task
+            _apply_task_changes(k, seq, name, changes if changes is not None else body["changes"],
+                                body.get("facts", []), record)
     elif event == "legacy-record":
         k.facts.write(0, [("legacy-record", body)], seq)
     else:
         raise ValueError(f"unknown ledger event {event!r} at seq {seq}")
+
+
+_RESPONSES: dict[tuple, str] = {}
+
+
+def response_text(response: dict) -> str:
+    """The stored form of a response (memoised: there are few distinct ones)."""
+    key = (response["decision"], response.get("code"))
+    text = _RESPONSES.get(key)
+    if text is None:
+        text = _RESPONSES[key] = dumps(response)
+    return text
 
 
 def _apply_task_added(k: "Kernel", seq: int, body: dict) -> None:
@@ -656,8 +664,6 @@ def _apply_task_changes(k: "Kernel", seq: int, name: str, changes: dict, facts: 
     tid = k.ids()[name]
     old = k.record(name)
     new = record if record is not None else apply_changes(old, changes)
-    if record is not None:
-        changes = changed(old, new)
     k.tables.save(tid, old, new, changes, seq)
     k.facts.write(tid, [(f[0], f[1]) for f in facts], seq)
     k.view.refresh(tid, new)

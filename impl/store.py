@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from .hooks import COMMIT, Boundary, Hook, no_hook
 from .records import EMPTY, NO_BINDING, RECORD_FIELDS, Binding, TaskPolicy, TaskRecord
@@ -169,42 +168,13 @@ class Store:
 
     # --- transactions -----------------------------------------------------------------
 
-    @contextmanager
-    def atomic(self, key: str | None = None) -> Iterator["Unit"]:
-        """BEGIN IMMEDIATE ... COMMIT (a savepoint when nested); rollback on any exception."""
-        unit = Unit()
-        if self.depth:
-            name = f"sp{self.depth}"
-            self.conn.execute(f"SAVEPOINT {name}")
-            self.depth += 1
-            try:
-                yield unit
-            except BaseException:
-                self.conn.execute(f"ROLLBACK TO {name}")
-                self.conn.execute(f"RELEASE {name}")
-                raise
-            finally:
-                self.depth -= 1
-            self.conn.execute(f"RELEASE {name}")
-            return
-        self.conn.execute("BEGIN IMMEDIATE")
-        self.depth = 1
-        try:
-            yield unit
-            if unit.abandoned:
-                self.conn.execute("ROLLBACK")
-                return
-            self.hook(Boundary(COMMIT, "before", key))
-            self.conn.execute("COMMIT")
-        except BaseException:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
-        finally:
-            self.depth = 0
-        for callback in unit.on_commit:
-            callback()
-        self.hook(Boundary(COMMIT, "after", key))
+    def atomic(self, key: str | None = None) -> "Atomic":
+        """BEGIN IMMEDIATE ... COMMIT (a savepoint when nested); rollback on any exception.
+
+        ``with store.atomic(key) as unit:`` — the commit is a durable boundary and passes
+        through the hook just before and just after; ``unit.abandon()`` ends the block
+        with a rollback instead (nothing was written)."""
+        return Atomic(self, key)
 
     def data_version(self) -> int:
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
@@ -259,16 +229,52 @@ class Store:
         self.conn.close()
 
 
-class Unit:
-    """One atomic unit: callbacks to run after commit, or abandonment without writes."""
+class Atomic:
+    """One atomic unit of work on a store (see ``Store.atomic``)."""
 
-    def __init__(self) -> None:
-        self.on_commit: list = []
+    __slots__ = ("store", "key", "savepoint", "abandoned")
+
+    def __init__(self, store: Store, key: str | None):
+        self.store = store
+        self.key = key
+        self.savepoint: str | None = None
         self.abandoned = False
 
     def abandon(self) -> None:
         """Roll back at the end of the block without committing (nothing was written)."""
         self.abandoned = True
+
+    def __enter__(self) -> "Atomic":
+        store = self.store
+        if store.depth:
+            self.savepoint = f"sp{store.depth}"
+            store.conn.execute(f"SAVEPOINT {self.savepoint}")
+        else:
+            store.conn.execute("BEGIN IMMEDIATE")
+        store.depth += 1
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        store, conn = self.store, self.store.conn
+        store.depth -= 1
+        if self.savepoint is not None:
+            if exc_type is not None or self.abandoned:
+                conn.execute(f"ROLLBACK TO {self.savepoint}")
+            conn.execute(f"RELEASE {self.savepoint}")
+            return False
+        if exc_type is None and not self.abandoned:
+            try:
+                store.hook(Boundary(COMMIT, "before", self.key))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            store.hook(Boundary(COMMIT, "after", self.key))
+            return False
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        return False
 
 
 # --- task records on their tables -------------------------------------------------------------

@@ -76,7 +76,8 @@ class Request:
     evidence: str = ""
     deadline: int = 0
     reason: str = "none"
-    digest: str = ""
+    digest: str = ""             # sha256 of ``canonical``
+    canonical: str = ""          # canonical JSON of the request without its key
 
     @property
     def authorized(self) -> bool:
@@ -87,33 +88,35 @@ class Request:
         return self.kind in CAPABILITY_KINDS
 
 
-_FIELDS = {
+_FIELDS = frozenset({
     "kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
     "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
     "verdict", "disposition", "evidence", "deadline", "reason",
-}
+})
 _CAP_FIELDS = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
+_OWNER_FIELDS = frozenset({"pid", "birth", "session", "wrapper-epoch", "child-epoch"})
 _VISIBLE_PHASES = frozenset(PHASES) | frozenset(EXITS)   # "none" never matches a task
+_LABELS = {"kind": frozenset(KINDS), "actor": frozenset(ACTORS),
+           "expected-phase": _VISIBLE_PHASES, "verdict": frozenset(VERDICTS),
+           "disposition": frozenset(DISPOSITIONS), "reason": frozenset(REASONS)}
 
 
-def _label(body: Mapping, name: str, allowed, *, required: bool = False) -> str | None:
+def _label(body: Mapping, name: str, *, required: bool = False) -> str | None:
     v = body.get(name)
     if v is None:
         if required:
             raise BadRequest(f"request has no {name!r}")
         return None
-    if not isinstance(v, str) or v not in allowed:
+    if type(v) is not str or v not in _LABELS[name]:
         raise BadRequest(f"request field {name!r}: unknown label {v!r}")
     return v
 
 
 def _int(body: Mapping, name: str, *, where: str = "request field") -> int | None:
     v = body.get(name)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise BadRequest(f"{where} {name!r}: expected an integer, got {v!r}")
-    return v
+    if v is None or type(v) is int:
+        return v
+    raise BadRequest(f"{where} {name!r}: expected an integer, got {v!r}")
 
 
 def _content(body: Mapping, name: str) -> str | None:
@@ -121,7 +124,7 @@ def _content(body: Mapping, name: str) -> str | None:
     v = body.get(name)
     if v is None or v == "":
         return None
-    if not isinstance(v, str):
+    if type(v) is not str:
         raise BadRequest(f"request field {name!r}: a content id is a string, got {v!r}")
     return v
 
@@ -132,7 +135,7 @@ def _text(body: Mapping, name: str, *, required: bool = False) -> str:
         if required:
             raise BadRequest(f"request has no {name!r}")
         return ""
-    if not isinstance(v, str):
+    if type(v) is not str:
         raise BadRequest(f"request field {name!r}: expected a string, got {v!r}")
     return v
 
@@ -142,16 +145,16 @@ def _capability(v: Any) -> Capability | None:
         return None
     if not isinstance(v, Mapping):
         raise BadRequest(f"request field 'cap': expected an object, got {v!r}")
-    extra = set(v) - set(_CAP_FIELDS)
-    missing = [f for f in _CAP_FIELDS if f not in v]
-    if extra or missing:
+    if len(v) != 6 or not all(f in v for f in _CAP_FIELDS):
+        extra = set(v) - set(_CAP_FIELDS)
+        missing = [f for f in _CAP_FIELDS if f not in v]
         raise BadRequest("request field 'cap': " + (
             f"unknown keys {sorted(extra)}" if extra else f"missing {missing}"))
-    for f in ("graph", "task"):
-        if not isinstance(v[f], str):
-            raise BadRequest(f"cap field {f!r}: expected a string, got {v[f]!r}")
+    graph, task = v["graph"], v["task"]
+    if type(graph) is not str or type(task) is not str:
+        raise BadRequest(f"cap fields 'graph' and 'task' are strings, got {graph!r}, {task!r}")
     nums = [_int(v, f, where="cap field") for f in _CAP_FIELDS[2:]]
-    return Capability(v["graph"], v["task"], *nums)
+    return Capability(graph, task, *nums)
 
 
 def _owner(v: Any) -> Owner | None:
@@ -159,7 +162,7 @@ def _owner(v: Any) -> Owner | None:
         return None
     if not isinstance(v, Mapping):
         raise BadRequest(f"request field 'owner': expected an object, got {v!r}")
-    extra = set(v) - {"pid", "birth", "session", "wrapper-epoch", "child-epoch"}
+    extra = set(v) - _OWNER_FIELDS
     if extra:
         raise BadRequest(f"request field 'owner': unknown keys {sorted(extra)}")
     pid = _int(v, "pid", where="owner field")
@@ -177,13 +180,15 @@ def _owner(v: Any) -> Owner | None:
 
 def parse(body: Any) -> Request:
     """The typed, normalised request for a wire object (``BadRequest`` if malformed)."""
-    if not isinstance(body, Mapping):
-        raise BadRequest(f"a request is a JSON object, got {type(body).__name__}")
-    extra = set(body) - _FIELDS
-    if extra:
+    if type(body) is not dict:
+        if not isinstance(body, Mapping):
+            raise BadRequest(f"a request is a JSON object, got {type(body).__name__}")
+        body = dict(body)
+    if not body.keys() <= _FIELDS:
+        extra = set(body) - _FIELDS
         raise BadRequest(f"request has unknown fields: {', '.join(sorted(extra))}")
-    kind = _label(body, "kind", KINDS, required=True)
-    actor = _label(body, "actor", ACTORS, required=True)
+    kind = _label(body, "kind", required=True)
+    actor = _label(body, "actor", required=True)
     task = _text(body, "task", required=True)
     key = _text(body, "key", required=True)
     if not key:
@@ -192,7 +197,7 @@ def parse(body: Any) -> Request:
     r = Request(
         kind=kind, actor=actor, task=task, key=key,
         cap=_capability(body.get("cap")),
-        expected_phase=_label(body, "expected-phase", _VISIBLE_PHASES),
+        expected_phase=_label(body, "expected-phase"),
         expected_revision=_int(body, "expected-revision"),
         expected_attempt=_int(body, "expected-attempt"),
         expected_generation=_int(body, "expected-generation"),
@@ -200,26 +205,26 @@ def parse(body: Any) -> Request:
         imports=_content(body, "imports"),
         candidate=_content(body, "candidate"),
         base=_content(body, "base"),
-        verdict=_label(body, "verdict", VERDICTS),
-        disposition=_label(body, "disposition", DISPOSITIONS),
+        verdict=_label(body, "verdict"),
+        disposition=_label(body, "disposition"),
         evidence=_text(body, "evidence"),
-        deadline=0 if deadline is None else deadline,
-        reason=_label(body, "reason", REASONS) or "none",
+        deadline=deadline or 0,
+        reason=_label(body, "reason") or "none",
     )
     if kind in TRANSACTION_KINDS and (r.expected_phase is None or r.expected_revision is None):
         raise BadRequest(f"{kind} moves the SaveTransaction and must carry "
                          "'expected-phase' and 'expected-revision'")
-    if kind in ("dispatch", "retry", "resume") and r.owner is None:
+    if kind in _OWNED and r.owner is None:
         raise BadRequest(f"{kind} must name its exact 'owner'")
     canonical = to_wire(r)
-    canonical.pop("key")
-    raw = json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()
-    return _with_digest(r, hashlib.sha256(raw).hexdigest())
-
-
-def _with_digest(r: Request, digest: str) -> Request:
-    object.__setattr__(r, "digest", digest)
+    del canonical["key"]
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    object.__setattr__(r, "canonical", text)
+    object.__setattr__(r, "digest", hashlib.sha256(text.encode()).hexdigest())
     return r
+
+
+_OWNED = frozenset({"dispatch", "retry", "resume"})
 
 
 def to_wire(r: Request) -> dict[str, Any]:
