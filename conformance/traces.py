@@ -32,6 +32,7 @@ FORMAT = "wgk-trace/1"
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "traces" / "schema" / "wgk-trace-1.schema.json"
 SOURCE_KINDS = ("incident", "peer-fixture", "counterexample", "recorded-run")
 LINE_WIDTH = 120
+NOT_TRACES = (".schema.json", ".itf.json")
 
 
 class TraceError(ValueError):
@@ -187,12 +188,13 @@ def load_trace(path: str | Path) -> Trace:
 
 def trace_files(paths: Iterable[str | Path]) -> list[Path]:
     """The trace files named by ``paths``: files as given, directories searched recursively
-    for ``*.json`` (JSON Schemas, ``*.schema.json``, are skipped). Sorted, deduplicated."""
+    for ``*.json`` (JSON Schemas ``*.schema.json`` and ITF files ``*.itf.json`` are skipped).
+    Sorted, deduplicated."""
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            out += sorted(f for f in p.rglob("*.json") if not f.name.endswith(".schema.json"))
+            out += sorted(f for f in p.rglob("*.json") if not f.name.endswith(NOT_TRACES))
         elif p.exists():
             out.append(p)
         else:
