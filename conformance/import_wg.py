@@ -187,7 +187,7 @@ from typing import Any, Callable
 
 from wgk.model.vocab import EDGES, Kind, NEEDS_CAPABILITY, TRANSACTION_KINDS
 
-from .traces import Trace, pointer
+from .traces import Trace
 
 V1_COMMIT = "b0892ea7"
 FAMILIES = ("v1", "v2", "deletion-map")
@@ -1333,7 +1333,3 @@ def import_paths(paths: list[str | Path]) -> list[Imported]:
         if imported is not None:
             out.append(imported)
     return out
-
-
-def pointer_of(*parts: Any) -> str:
-    return pointer(parts)

@@ -17,7 +17,7 @@ facts a field-by-field diff.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Protocol, Sequence
 
 from wgk.model.env import EnvError, EnvKind, EnvStep, apply_env

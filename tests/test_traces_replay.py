@@ -1,7 +1,6 @@
 """Model replay of the incident corpus, the verdicts it returns and the wgk replay command."""
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -144,7 +143,6 @@ def test_replay_cli_json_and_exit_codes(tmp_path, capsys):
     assert out["failed"] == 0 and out["passed"] == len(INCIDENTS)
     first = out["traces"][0]
     assert set(first) >= {"id", "verdict", "steps", "crash_cuts", "divergences"}
-    t = _trace()
     doc = json.loads((ROOT / "traces" / "incidents" / "04-dead-worker-converges.json").read_text())
     doc["steps"][3]["expect"] = {"decision": "rejected", "code": "held"}
     bad = tmp_path / "04.json"
