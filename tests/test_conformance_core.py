@@ -108,3 +108,32 @@ def test_counterexample_trace_replays_expected_decisions_from_the_model():
     graph = chain_graph(1)
     t = counterexample_trace(graph, [{"request": {**dispatch(), "task": "t1"}}], seed=1, failure="x")
     assert t["steps"][0]["expect"] == {"decision": "applied"}
+
+
+def test_external_system_over_json_lines_survives_kill_9():
+    import sys
+    from wgk.conformance.external import ExternalSystem
+    ext = ExternalSystem([sys.executable, "-m", "wgk.conformance.adapter", "--system", "model"], GRAPH)
+    try:
+        spec = ModelSystem(GRAPH)
+        oracle = Oracle(spec, trace="external")
+        steps = [{"request": dispatch()}, {"env": "edit", "task": "a", "content": "w1"},
+                 {"env": "crash"}, {"request": dispatch()},
+                 {"request": {**dispatch(key="k3"), "expected-attempt": 1}}]
+        for step in steps:
+            if "request" in step:
+                observed = Observed(ext.apply(step["request"]), None)
+            elif step["env"] == "crash":
+                ext.crash()                      # a real kill -9 and a restart on the same storage
+                observed = Observed(None, None)
+            else:
+                ext.env(step)
+                observed = Observed(None, None)
+            observed = Observed(observed.decision, ext.project())
+            verdict = oracle.is_valid_step(step, observed)
+            assert verdict.valid, [d.describe() for d in verdict.divergences]
+        assert ext.project()["tasks"]["a"]["worktree"]["content"] == "w1"
+        with pytest.raises(StepError):
+            ext.env({"env": "edit", "task": "b", "content": "x"})
+    finally:
+        ext.close()
