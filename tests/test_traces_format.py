@@ -128,3 +128,17 @@ def test_write_refuses_an_invalid_trace(tmp_path):
     with pytest.raises(TraceError, match="/steps/0/expect/decision"):
         write_trace(t, tmp_path / "t.json")
     assert not (tmp_path / "t.json").exists()
+
+
+def test_fuzz_counterexamples_are_valid_traces():
+    fuzz = pytest.importorskip("wgk.conformance.fuzz")
+    steps = [
+        {"request": {"kind": "dispatch", "actor": "daemon", "task": "t1", "key": "d1", "expected-attempt": 0,
+                     "owner": {"pid": 1, "birth": 2, "session": "s"}}},
+        {"env": "crash"},
+        {"request": {"kind": "dispatch", "actor": "daemon", "task": "t1", "key": "d1", "expected-attempt": 0,
+                     "owner": {"pid": 1, "birth": 2, "session": "s"}}},
+    ]
+    doc = fuzz.counterexample_trace(fuzz.chain_graph(2), steps, seed=7, failure="example")
+    validate_doc = parse_trace(json.dumps(doc), "fuzz.json")
+    assert validate_doc.steps[2]["expect"]["decision"] == "duplicate"
