@@ -20,17 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Protocol, Sequence
 
-from wgk.model.env import EnvError, EnvKind, EnvStep, apply_env
+from wgk.model.env import EnvError, apply_env
 from wgk.model.invariants import step_violations, violations
 from wgk.model.kernel import decide
 from wgk.model.observe import Names, observe
-from wgk.model.requests import Capability, Owner, Request
 from wgk.model.state import Evidence, Graph, GraphError, State, TaskState, initial_state
-from wgk.model.vocab import (
-    Actor, AttemptState, Disposition, Exit, Kind, OwnerSeen, Phase, Reason, Verdict,
-)
+from wgk.model.vocab import AttemptState, Exit, Kind, OwnerSeen, Phase, Reason
 
 from .traces import Trace
+from .wire import WireError, env_from_wire, request_from_wire
 
 
 class StepError(ValueError):
@@ -47,63 +45,13 @@ class System(Protocol):
     def check(self) -> list[str]: ...
 
 
-# --- the wire form, in the model's types ---------------------------------------------
+#: Step fields that annotate a trace; the wire step is the rest.
+ANNOTATIONS = ("expect", "expect-facts", "from", "note")
 
 
-def _labelled(cls, value: str, where: str):
-    try:
-        return cls.parse(value)
-    except ValueError as e:
-        raise StepError(f"{where}: {e}") from None
-
-
-def _phase(label: str) -> Phase | Exit:
-    for cls in (Phase, Exit):
-        try:
-            return cls.parse(label)
-        except ValueError:
-            continue
-    raise StepError(f"expected-phase: unknown phase {label!r}")
-
-
-def request_from_wire(d: dict, names: Names) -> Request:
-    """A model ``Request`` from its wire form (content ids and sessions interned)."""
-    cap = d.get("cap")
-    owner = d.get("owner")
-    kw: dict[str, Any] = dict(
-        key=d.get("key"),
-        cap=None if cap is None else Capability(
-            cap["graph"], cap["task"], cap["generation"], cap["attempt"], cap["fence"],
-            cap["lease-epoch"]),
-        owner=None if owner is None else Owner(
-            owner["pid"], owner["birth"], names.sid(owner.get("session")),
-            owner.get("wrapper-epoch", 1), owner.get("child-epoch", 1)),
-        imports=names.cid(d.get("imports")), candidate=names.cid(d.get("candidate")),
-        base=names.cid(d.get("base")), evidence=d.get("evidence", ""),
-        deadline=d.get("deadline", 0),
-    )
-    if "expected-phase" in d:
-        kw["expected_phase"] = _phase(d["expected-phase"])
-    for f in ("expected-revision", "expected-attempt", "expected-generation"):
-        if f in d:
-            kw[f.replace("-", "_")] = d[f]
-    if "verdict" in d:
-        kw["verdict"] = _labelled(Verdict, d["verdict"], "verdict")
-    if "disposition" in d:
-        kw["disposition"] = _labelled(Disposition, d["disposition"], "disposition")
-    if "reason" in d:
-        kw["reason"] = _labelled(Reason, d["reason"], "reason")
-    try:
-        return Request(_labelled(Kind, d["kind"], "kind"), _labelled(Actor, d["actor"], "actor"),
-                       d["task"], **kw)
-    except ValueError as e:
-        raise StepError(str(e)) from None
-
-
-def env_from_wire(d: dict, names: Names) -> EnvStep:
-    kind = _labelled(EnvKind, d["env"], "env")
-    return EnvStep(kind, d.get("task", ""), content=names.cid(d.get("content")),
-                   birth=d.get("birth", 0), amount=d.get("amount", 1))
+def env_part(step: dict) -> dict:
+    """The environment step itself, without the trace's annotations."""
+    return {k: v for k, v in step.items() if k not in ANNOTATIONS}
 
 
 # --- seeding a trace's initial facts ------------------------------------------------------
@@ -196,13 +144,16 @@ class ModelSystem:
     def apply(self, step: dict) -> dict | None:
         before = self.state
         if "request" in step:
-            r = request_from_wire(step["request"], self.names)
+            try:
+                r = request_from_wire(step["request"], self.names, "/request")
+            except WireError as e:
+                raise StepError(str(e)) from None
             d, self.state = decide(before, r)
             self._violations = violations(self.state) + step_violations(before, r, d, self.state)
             return d.to_json()
         try:
-            self.state = apply_env(before, env_from_wire(step, self.names))
-        except EnvError as e:
+            self.state = apply_env(before, env_from_wire(env_part(step), self.names))
+        except (EnvError, WireError) as e:
             raise StepError(str(e)) from None
         self._violations = violations(self.state)
         return None
