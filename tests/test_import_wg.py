@@ -21,18 +21,6 @@ SOURCES = sorted(p for p in SHARED.rglob("*.json") if p.name != "index.json")
 
 pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason="the peer fixtures are not checked out")
 
-#: Where the fixture's expectation and the model disagree after a faithful translation
-#: (traces/peers/wg/README.md): (trace id, step, what) -> (expected, what the model answers).
-KNOWN_DISAGREEMENTS = {
-    ("wg-dm-07-assignment-plumbing-completion", 2, "decision"): (
-        {"decision": "applied"},
-        {"decision": "duplicate", "original": {"decision": "rejected", "code": "assignment-required"}}),
-    ("wg-dm-07-assignment-plumbing-completion", 2, "facts"): None,
-    ("wg-dm-07-assignment-plumbing-completion", 3, "facts"): None,
-    ("wg-dm-07-assignment-plumbing-completion", None, "final-facts"): None,
-}
-
-
 def test_all_28_fixtures_are_imported():
     imported = import_paths([SHARED])
     assert len(SOURCES) == 28 and len(imported) == 28
@@ -52,12 +40,7 @@ def test_reimport_equals_the_committed_trace(src):
 def test_committed_peer_trace_replays_through_the_model(path):
     trace = load_trace(path)
     result = replay(trace)
-    unexpected = [d for d in result.divergences if (d.trace, d.step, d.what) not in KNOWN_DISAGREEMENTS]
-    assert not unexpected, "\n".join(d.describe() for d in unexpected)
-    for d in result.divergences:
-        pinned = KNOWN_DISAGREEMENTS[(d.trace, d.step, d.what)]
-        if pinned is not None:
-            assert (d.expected, d.actual) == pinned
+    assert result.passed, "\n".join(d.describe() for d in result.divergences)
 
 
 #: The facts each family's expected_final always translates to.
