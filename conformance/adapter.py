@@ -51,22 +51,19 @@ class ModelAdapter:
             head, steps = entries[0], entries[1:]
             self.system = ModelSystem(head["graph"], head.get("initial"))
             for e in steps:
-                if "request" in e:
-                    self.system.apply(e["request"])
-                else:
-                    self.system.env(e["step"])
+                self.system.apply({"request": e["request"]} if "request" in e else e["step"])
             self._open_log(storage, "a")
             return {"recovered": True, "steps": len(steps)}
         if self.system is None:
             return {"error": "send start first"}
         if op == "apply":
-            decision = self.system.apply(msg["request"])
+            decision = self.system.apply({"request": msg["request"]})
             self._persist({"request": msg["request"]})
             return {"decision": decision}
         if op == "env":
             step = msg["step"]
             if step.get("env") not in ("crash", "lost-response"):
-                self.system.env(step)
+                self.system.apply(step)
                 self._persist({"step": step})
             return {"ok": True}
         if op == "project":

@@ -6,7 +6,7 @@ import sys
 
 from .errors import UsageError
 from .itf import dumps, encode_trace
-from .model_replay import StepError
+from .systems import StepError
 from .output import emit_json, write_text
 from .traces import TraceError, load_trace
 

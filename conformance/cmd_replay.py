@@ -5,7 +5,8 @@ import argparse
 import sys
 
 from .errors import UsageError
-from .model_replay import SYSTEMS, StepError, TraceResult, replay
+from .replay import TraceResult, replay
+from .systems import ModelSystem, StepError
 from .output import emit_json
 from .traces import TraceError, load_traces
 
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.json and sys.stderr.isatty():
             print(f"  [{n}/{len(traces)}] {trace.id}", file=sys.stderr, flush=True)
         try:
-            results.append(replay(trace, [SYSTEMS[args.system](trace)]))
+            results.append(replay(trace, [ModelSystem(trace)]))
         except StepError as e:
             raise UsageError(f"{trace.path}: {e}") from None
     failed = [r for r in results if not r.passed]

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from typing import Any
 
-from .systems import StepError
+from .systems import StepError, env_part
 
 PROTOCOL = "wgk-conformance/1"
 
@@ -78,14 +78,21 @@ class ExternalSystem:
         lines = (self.proc.stderr.read() or "").strip().splitlines()
         return lines[-1] if lines else f"exit code {self.proc.returncode}"
 
-    def apply(self, request: dict) -> dict:
-        return self._call({"op": "apply", "request": request}, "decision")["decision"]
-
-    def env(self, step: dict) -> None:
-        self._call({"op": "env", "step": step}, "ok")
+    def apply(self, step: dict) -> dict | None:
+        if "request" in step:
+            return self._call({"op": "apply", "request": step["request"]}, "decision")["decision"]
+        wire = env_part(step)
+        if wire.get("env") == "crash":
+            self.crash()
+        elif wire.get("env") != "lost-response":
+            self._call({"op": "env", "step": wire}, "ok")
+        return None
 
     def project(self) -> dict:
         return self._call({"op": "project"}, "projection")["projection"]
+
+    def check(self) -> list[str]:
+        return []
 
     def crash(self) -> None:
         """kill -9, restart on the same storage, recover."""

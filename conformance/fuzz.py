@@ -196,45 +196,24 @@ def make_machine(config: FuzzConfig):
             request = step.get("request")
             try:
                 if self.sut is None:
-                    if request is not None:
-                        self.model.apply(request)
-                    elif step.get("env") == "crash":
-                        self.model.crash()
-                    else:
-                        self.model.env(step)
+                    self.model.apply(step)
                     return self._check_model()
-                observed = self._observe(step)
+                if request is None:
+                    self.model_env_check(step)    # impossible environment steps are not taken
+                observed = Observed(self.sut.apply(step), self.sut.project())
             except StepError:
-                self.steps.pop()          # an impossible environment step: not part of the run
+                self.steps.pop()
                 return
             verdict = self.oracle.is_valid_step(step, observed)     # steps self.model too
             assert verdict.valid, "\n".join(d.describe() for d in verdict.divergences)
 
-        def _observe(self, step: dict) -> Observed:
-            request = step.get("request")
-            if request is not None:
-                decision = self.sut.apply(request)
-            elif step.get("env") == "crash":
-                self.sut.crash()
-                decision = None
-            elif step.get("env") == "lost-response":
-                decision = None
-            else:
-                self.model_env_check(step)
-                self.sut.env(step)
-                decision = None
-            return Observed(decision, self.sut.project())
-
         def model_env_check(self, step: dict) -> None:
             probe = ModelSystem(graph)
             probe.restore(self.model.snapshot())
-            probe.env(step)                       # raises StepError when impossible
+            probe.apply(step)                     # raises StepError when impossible
 
         def _check_model(self) -> None:
-            from wgk.model.invariants import step_violations, violations
-            bad = violations(self.model.state)
-            if self.model.last is not None:
-                bad += step_violations(*self.model.last)
+            bad = self.model.check()
             assert not bad, f"model invariants violated: {', '.join(bad)}"
 
         # --- rules --------------------------------------------------------------
@@ -296,16 +275,11 @@ def counterexample_trace(graph: dict, steps: list[dict], *, seed: int | None, fa
     model = ModelSystem(graph)
     out_steps = []
     for step in steps:
-        if "request" in step:
-            d = model.apply(step["request"])
-            out_steps.append({"request": step["request"], "expect": d})
-        else:
-            if step["env"] not in ("crash", "lost-response"):
-                try:
-                    model.env(step)
-                except StepError:
-                    continue
-            out_steps.append(step)
+        try:
+            d = model.apply(step)
+        except StepError:
+            continue
+        out_steps.append({"request": step["request"], "expect": d} if "request" in step else step)
     return {
         "format": "wgk-trace/1",
         "id": f"fuzz-{seed if seed is not None else 'run'}",

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from wgk.conformance.fuzz import FuzzConfig, chain_graph, counterexample_trace, run_fuzz
-from wgk.conformance.lockstep import Observed, Oracle, diff, select
+from wgk.conformance.lockstep import Observed, Oracle, diff_values, select
 from wgk.conformance.systems import ModelSystem, StepError
 from wgk.conformance.wire import WireError, request_from_wire, request_to_wire
 from wgk.model.observe import Names
@@ -42,21 +42,21 @@ def test_wire_round_trip_and_pointer_errors():
 
 def test_model_system_answers_in_wire_form():
     m = ModelSystem(GRAPH)
-    assert m.apply(dispatch()) == {"decision": "applied"}
-    assert m.apply(dispatch()) == {"decision": "duplicate", "original": {"decision": "applied"}}
-    assert m.apply(dispatch(pid=11)) == {"decision": "rejected", "code": "idempotency-conflict"}
+    assert m.apply({"request": dispatch()}) == {"decision": "applied"}
+    assert m.apply({"request": dispatch()}) == {"decision": "duplicate", "original": {"decision": "applied"}}
+    assert m.apply({"request": dispatch(pid=11)}) == {"decision": "rejected", "code": "idempotency-conflict"}
     p = m.project()
     assert p["tasks"]["a"]["status"] == "in-progress" and p["tasks"]["a"]["owner"]["pid"] == 10
     assert p["journal"]["k1"] == {"decision": "applied"}
     with pytest.raises(StepError):
-        m.env({"env": "edit", "task": "b", "content": "x"})     # b has no running owner
+        m.apply({"env": "edit", "task": "b", "content": "x"})   # b has no running owner
 
 
 def test_oracle_accepts_a_faithful_system_and_names_divergences():
     spec, sut = ModelSystem(GRAPH), ModelSystem(GRAPH)
     oracle = Oracle(spec, trace="t")
     step = {"request": dispatch()}
-    v = oracle.is_valid_step(step, Observed(sut.apply(step["request"]), sut.project()))
+    v = oracle.is_valid_step(step, Observed(sut.apply(step), sut.project()))
     assert v.valid and v.model_decision == {"decision": "applied"}
     # a system that answers differently and projects differently
     step2 = {"request": dispatch(key="k2", pid=12)}
@@ -64,17 +64,16 @@ def test_oracle_accepts_a_faithful_system_and_names_divergences():
     v = oracle.is_valid_step(step2, lying)
     assert not v.valid
     whats = {d.what for d in v.divergences}
-    assert whats == {"decision", "projection"}
-    proj = next(d for d in v.divergences if d.what == "projection")
-    assert [f.path for f in proj.diffs] == ["/journal/k2", "/target"]
-    assert "model: {'decision': 'rejected', 'code': 'cas-moved'}" in \
-        next(d for d in v.divergences if d.what == "decision").describe()
+    assert whats == {"lockstep-decision", "lockstep-projection"}
+    proj = next(d for d in v.divergences if d.what == "lockstep-projection")
+    assert [f.path for f in proj.diffs] == ["target", "journal.k2"]
+    assert "expected rejected:cas-moved, got applied" in \
+        next(d for d in v.divergences if d.what == "lockstep-decision").describe()
 
 
 def test_diff_and_select():
-    assert [d.path for d in diff({"a": {"b": 1, "c": [1, 2]}}, {"a": {"b": 2, "c": [1, 3]}})] == \
-        ["/a/b", "/a/c/1"]
-    assert select({"tasks": {"a": {"x": 1, "evidence": []}}}, ["/tasks/*/evidence"]) == \
+    assert [d.path for d in diff_values({"a": {"b": 1, "c": 2}}, {"a": {"b": 2, "c": 2}})] == ["a.b"]
+    assert select({"tasks": {"a": {"x": 1, "evidence": []}}}, ["tasks.*.evidence"]) == \
         {"tasks": {"a": {"x": 1}}}
 
 
@@ -86,9 +85,9 @@ def test_fuzz_model_passes_and_is_reproducible(tmp_path):
 class _Liar(ModelSystem):
     """A system with a planted bug: it accepts a second dispatch while one runs."""
 
-    def apply(self, request):
-        d = super().apply(request)
-        if request.get("kind") == "dispatch" and d.get("code") == "attempt-live":
+    def apply(self, step):
+        d = super().apply(step)
+        if "request" in step and step["request"]["kind"] == "dispatch" and d.get("code") == "attempt-live":
             return {"decision": "applied"}
         return d
 
@@ -121,19 +120,12 @@ def test_external_system_over_json_lines_survives_kill_9():
                  {"env": "crash"}, {"request": dispatch()},
                  {"request": {**dispatch(key="k3"), "expected-attempt": 1}}]
         for step in steps:
-            if "request" in step:
-                observed = Observed(ext.apply(step["request"]), None)
-            elif step["env"] == "crash":
-                ext.crash()                      # a real kill -9 and a restart on the same storage
-                observed = Observed(None, None)
-            else:
-                ext.env(step)
-                observed = Observed(None, None)
-            observed = Observed(observed.decision, ext.project())
+            # a crash step is a real kill -9 and a restart on the same storage
+            observed = Observed(ext.apply(step), ext.project())
             verdict = oracle.is_valid_step(step, observed)
             assert verdict.valid, [d.describe() for d in verdict.divergences]
         assert ext.project()["tasks"]["a"]["worktree"]["content"] == "w1"
         with pytest.raises(StepError):
-            ext.env({"env": "edit", "task": "b", "content": "x"})
+            ext.apply({"env": "edit", "task": "b", "content": "x"})
     finally:
         ext.close()

@@ -9,7 +9,7 @@ import pytest
 
 from wgk.conformance.cli import main
 from wgk.conformance.import_wg import WgImportError, import_file, import_paths
-from wgk.conformance.model_replay import replay
+from wgk.conformance.replay import replay
 from wgk.conformance.traces import dump_trace, load_trace, trace_files
 
 ROOT = Path(__file__).resolve().parent.parent

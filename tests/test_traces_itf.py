@@ -11,7 +11,7 @@ from wgk.conformance.itf import (
     ItfError, ItfMap, ItfSet, Variant, decode, decode_value, encode_trace, encode_value, loads, plain,
     projections,
 )
-from wgk.conformance.model_replay import states
+from wgk.conformance.replay import states
 from wgk.conformance.traces import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent

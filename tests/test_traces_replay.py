@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from wgk.conformance.cli import main
-from wgk.conformance.model_replay import (
-    MISSING, ModelSystem, TraceBuilder, decision_matches, match_facts, replay,
-)
+from wgk.conformance.lockstep import MISSING, decision_matches, match_facts
+from wgk.conformance.replay import TraceBuilder, replay
+from wgk.conformance.systems import ModelSystem
 from wgk.conformance.traces import load_trace, trace_files
 
 ROOT = Path(__file__).resolve().parent.parent
