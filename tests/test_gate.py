@@ -46,3 +46,27 @@ def test_gate_bad_trace_is_bad_input(tmp_path, capsys):
     assert main(["gate", "--quick", "--traces", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "broken.json" in err
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_gate_inside_pytest(pytester):
+    pytester.makepyfile(test_project="""
+        def test_own(wgk_gate):
+            result = wgk_gate("quick", traces=[%r])
+            assert result.verdict == "pass", result.summary()
+    """ % str(INCIDENT))
+    result = pytester.runpytest("--wgk-gate", "quick", "--wgk-traces", str(INCIDENT), "-q")
+    result.assert_outcomes(passed=4)          # the project's test + one item per gate section
+
+
+def test_gate_inside_pytest_reports_a_failing_section(pytester, tmp_path):
+    bad = json.loads(INCIDENT.read_text())
+    bad["expect"] = {"tasks": {"a": {"status": "done"}}}
+    path = tmp_path / "lie.json"
+    path.write_text(json.dumps(bad, indent=2) + "\n")
+    pytester.makepyfile(test_project="def test_own():\n    pass\n")
+    result = pytester.runpytest("--wgk-gate", "quick", "--wgk-traces", str(path), "-q")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*wgk gate section replay: 1 check(s) failed*"])
