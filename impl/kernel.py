@@ -296,6 +296,8 @@ class Kernel:
                         unit.abandon()
                         return self._answer_used(r, used)
                 response = self._decide_and_record(r)
+                if is_hold(response):
+                    unit.abandon()        # not an answer yet: nothing is written, the key stays free
             self._after_commit()
             return response
         except BaseException:
@@ -327,6 +329,8 @@ class Kernel:
             except CasMoved:
                 outcome = Outcome(REJECTED, "cas-moved", outcome.record)
         response = decision(outcome.decision, outcome.code)
+        if is_hold(response):
+            return response
         body: dict[str, Any] = {"request": to_wire(r), "digest": r.digest, "response": response}
         if outcome.changes_state:
             old = self.record(r.task)
@@ -589,6 +593,15 @@ class Kernel:
                 raise EnvError(f"{kind!r} is not an environment step the kernel can apply")
         except AttributeError as e:
             raise EnvError(f"this environment cannot perform {kind!r} ({e})") from None
+
+
+#: Rejections that only say "not yet" (an admission fact is missing): they are not an
+#: answer to the key, so nothing is journaled and the same key is decided again on re-send.
+HOLD_CODES = ("assignment-required", "dependency-not-done")
+
+
+def is_hold(response: dict) -> bool:
+    return response.get("decision") == REJECTED and response.get("code") in HOLD_CODES
 
 
 class CasMoved(Exception):
