@@ -21,8 +21,8 @@ from wgk.model.invariants import step_violations, violations
 from wgk.model.kernel import Rules, decide
 from wgk.model.observe import Names, observe
 from wgk.model.rules import RULES
-from wgk.model.state import Evidence, Graph, GraphError, State, TaskState, initial_state
-from wgk.model.vocab import AttemptState, Exit, OwnerSeen, Reason
+from wgk.model.state import Graph, GraphError, State, TaskState, initial_state
+from wgk.model.vocab import AttemptState, OwnerSeen
 
 from .wire import WireError, env_from_wire, request_from_wire
 
@@ -69,7 +69,7 @@ def graph_of(spec: dict) -> Graph:
 
 
 def seed_task(t: TaskState, seed: dict, names: Names, target: int) -> TaskState:
-    """A task as a trace's ``initial`` section describes it (a running attempt, legacy facts)."""
+    """A task as a trace's ``initial`` section describes it: an attempt that already exists."""
     ch: dict[str, Any] = {}
     a = seed.get("attempt")
     if a is not None:
@@ -93,23 +93,6 @@ def seed_task(t: TaskState, seed: dict, names: Names, target: int) -> TaskState:
             worktree=worktree if live else 0, worktree_present=live,
             origin=(names.cid(a["origin"]) if a.get("origin") else target) if live else 0,
         )
-    if "generation" in seed:
-        ch["generation"] = seed["generation"]
-    if "assigned" in seed:
-        ch["assigned"] = bool(seed["assigned"])
-    if "retained" in seed:
-        ch["retained"] = names.cid(seed["retained"])
-    if "promotions" in seed:
-        ch["promotions"] = seed["promotions"]
-    counters = seed.get("counters", {})
-    for key, f in (("compactions", "compactions"), ("continuations", "continuations"),
-                   ("acks", "acks"), ("provider-failures", "provider_failures"),
-                   ("messages", "messages"), ("logs", "logs")):
-        if key in counters:
-            ch[f] = counters[key]
-    if "legacy-done" in seed:
-        ch.update(legacy_done=True, exit=Exit.NEEDS_RECONCILIATION, reason=Reason.LEGACY_UNPROVEN,
-                  evidence=Evidence({("legacy-done", seed["legacy-done"])}))
     return replace(t, **ch) if ch else t
 
 

@@ -228,8 +228,7 @@ CAP_ORDER = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
 OWNER_ORDER = ("pid", "birth", "session", "wrapper-epoch", "child-epoch")
 DECISION_ORDER = ("decision", "code", "original")
 FACTS_ORDER = ("target", "now", "tasks", "journal")
-SEED_ORDER = ("generation", "attempt", "assigned", "legacy-done", "retained", "promotions",
-              "counters")
+SEED_ORDER = ("attempt",)
 ATTEMPT_ORDER = ("generation", "attempt", "fence", "lease-epoch", "state", "owner", "alive",
                  "owner-seen", "leases", "worktree", "origin")
 TASK_FACT_ORDER = (
