@@ -3,20 +3,27 @@ from __future__ import annotations
 
 import time
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable
 
 from wgk.model.explore import Instance, explore
 
 BUDGETS = {
-    "quick": {"explore": [Instance(tasks=1), Instance(tasks=2)]},
-    "default": {"explore": [Instance(tasks=2), Instance(tasks=3)]},
+    "quick": {"explore": [Instance(tasks=1), Instance(tasks=2)],
+              "fuzz": {"examples": 50, "steps": 25, "tasks": 2}},
+    "default": {"explore": [Instance(tasks=2), Instance(tasks=3)],
+                "fuzz": {"examples": 300, "steps": 40, "tasks": 3}},
     "deep": {"explore": [Instance(tasks=3),
                          Instance(tasks=1, attempts=2, groups=("core", "env", "evidence", "operator",
                                                                "legacy")),
                          Instance(tasks=2, groups=("core", "env", "operator", "legacy"),
-                                  review=True)]},
+                                  review=True)],
+             "fuzz": {"examples": 3000, "steps": 60, "tasks": 3}},
 }
+
+#: The bundled traces (the gate's default corpus).
+BUNDLED_TRACES = Path(__file__).resolve().parent.parent / "traces"
 
 
 @dataclass
@@ -83,16 +90,47 @@ def explore_checks(budget: str, progress: Callable[[str], None] | None) -> list[
     return out
 
 
-SECTIONS: list[tuple[str, Callable]] = [("explore", explore_checks)]
+def replay_checks(budget: str, progress: Callable[[str], None] | None, loaded: list) -> list[Check]:
+    from .replay import replay
+    from .systems import ModelSystem
+    out = []
+    if progress:
+        progress(f"  {len(loaded)} traces")
+    for trace in loaded:
+        t0 = time.perf_counter()
+        r = replay(trace, [ModelSystem(trace)])
+        detail = "" if r.passed else "; ".join(d.describe().splitlines()[0] for d in r.divergences[:3])
+        out.append(Check("replay", trace.id, r.verdict, time.perf_counter() - t0, detail,
+                         {"steps": len(r.steps), "systems": list(r.systems)}))
+    return out
 
 
-def run_gate(budget: str = "default", progress: Callable[[str], None] | None = None) -> GateResult:
+def fuzz_checks(budget: str, progress: Callable[[str], None] | None) -> list[Check]:
+    from .fuzz import FuzzConfig, run_fuzz
+    b = BUDGETS[budget]["fuzz"]
+    if progress:
+        progress(f"  {b['examples']} generated runs of {b['steps']} steps, {b['tasks']} tasks")
     t0 = time.perf_counter()
+    r = run_fuzz(FuzzConfig(tasks=b["tasks"]), examples=b["examples"], steps=b["steps"], seed=0)
+    return [Check("fuzz", f"model {b['examples']}x{b['steps']}", r.verdict, time.perf_counter() - t0,
+                  (r.failure or "").splitlines()[0] if r.failure else "", r.to_json())]
+
+
+SECTIONS: list[tuple[str, Callable]] = [("explore", explore_checks), ("replay", replay_checks),
+                                        ("fuzz", fuzz_checks)]
+
+
+def run_gate(budget: str = "default", progress: Callable[[str], None] | None = None, *,
+             traces: list[str] | None = None) -> GateResult:
+    """Every section on the given budget; ``traces`` selects trace files or folders."""
+    from .traces import load_traces
+    t0 = time.perf_counter()
+    loaded = load_traces([str(p) for p in (traces or [BUNDLED_TRACES])])   # TraceError: bad input
     checks: list[Check] = []
     for name, fn in SECTIONS:
         if progress:
             progress(f"[{name}]")
-        checks += fn(budget, progress)
+        checks += fn(budget, progress, loaded) if name == "replay" else fn(budget, progress)
     return GateResult(budget, checks, time.perf_counter() - t0)
 
 

@@ -290,6 +290,8 @@ class Kernel:
                         unit.abandon()
                         return self._answer_used(r, used)
                 response = self._decide_and_record(r)
+                if is_hold(response):
+                    unit.abandon()        # not an answer yet: nothing is written, the key stays free
             return response
         except BaseException:
             self._version = None
@@ -316,6 +318,8 @@ class Kernel:
             except CasMoved:
                 outcome = Outcome(REJECTED, "cas-moved", outcome.record)
         response = decision(outcome.decision, outcome.code)
+        if is_hold(response):
+            return response
         body: dict[str, Any] = {"digest": r.digest, "response": response}
         changes = None
         if outcome.changes_state:
@@ -582,6 +586,15 @@ class Kernel:
                 raise EnvError(f"{kind!r} is not an environment step the kernel can apply")
         except AttributeError as e:
             raise EnvError(f"this environment cannot perform {kind!r} ({e})") from None
+
+
+#: Rejections that only say "not yet" (an admission fact is missing): they are not an
+#: answer to the key, so nothing is journaled and the same key is decided again on re-send.
+HOLD_CODES = ("assignment-required", "dependency-not-done")
+
+
+def is_hold(response: dict) -> bool:
+    return response.get("decision") == REJECTED and response.get("code") in HOLD_CODES
 
 
 class CasMoved(Exception):
