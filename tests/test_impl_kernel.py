@@ -347,3 +347,19 @@ def test_show_lists_every_receipt_phase_and_evidence_id(tmp_path):
                                                      "candidate-sealed"]
     assert shown["attempts"][0]["state"] == "running"
     assert shown["pins"][0]["ref"] == "worksave/a/f1-v1"
+
+
+def test_an_admission_hold_is_not_an_answer_the_same_key_is_decided_again(tmp_path):
+    rec = Recorder()
+    k, _ = kernel(tmp_path, [TaskPolicy("a", requires_assignment=True), TaskPolicy("b", deps=("a",))],
+                  hook=rec)
+    rec.seen.clear()
+    n = events(k)
+    assert dispatch(k, "a", key="d-a", expected=0) == {"decision": "rejected",
+                                                       "code": "assignment-required"}
+    assert dispatch(k, "b", key="d-b", expected=0) == {"decision": "rejected",
+                                                       "code": "dependency-not-done"}
+    assert events(k) == n and rec.seen == [] and "d-a" not in k.project()["journal"]
+    k.handle({"kind": "assign", "actor": "daemon", "task": "a", "key": "as"})
+    assert dispatch(k, "a", key="d-a", expected=0) == {"decision": "applied"}
+    assert dispatch(k, "a", key="d-a", expected=0)["decision"] == "duplicate"
