@@ -11,12 +11,14 @@ its id) and the ledger against the journal; findings are data.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from dataclasses import dataclass, field
 
 from .kernel import Kernel, apply_event
 from .ledger import LedgerVerdict
 from .projection import finished, plan, satisfies_dependents, status
-from .store import PROJECTED_TABLES
+from .store import PROJECTED_TABLES, Pragmas
 from .vocabulary import RECEIPTS
 
 
@@ -36,15 +38,17 @@ class RebuildReport:
                 "differences": self.differences, "applied": self.applied}
 
 
-def replay(kernel: Kernel) -> tuple[Kernel, int]:
-    """A kernel on a fresh in-memory database holding the replayed ledger."""
-    fresh = Kernel(":memory:", kernel.env)
+def replay(kernel: Kernel, path: str) -> tuple[Kernel, int]:
+    """A kernel on a fresh database at ``path`` holding the replayed ledger."""
+    fresh = Kernel(path, kernel.env, pragmas=Pragmas(synchronous="OFF"))
     n = 0
     with fresh.store.atomic():
         for ev in kernel.ledger.events():
             seq = fresh.ledger.append(ev.event, ev.body, task=ev.task, key=ev.key)
             apply_event(fresh, seq, ev.event, json.loads(ev.body), key=ev.key, task=ev.task)
             n += 1
+            if n % 20_000 == 0:
+                fresh._records.clear()            # bounded memory; records reload from tables
     return fresh, n
 
 
@@ -56,34 +60,64 @@ def rebuild(kernel: Kernel, *, apply: bool = False) -> RebuildReport:
     if not verdict.ok:
         report.differences.append(f"ledger broken at seq {verdict.broken_at}: {verdict.problem}")
         return report
-    fresh, report.events = replay(kernel)
-    try:
-        for table in PROJECTED_TABLES:
-            live, rebuilt = kernel.store.dump(table), fresh.store.dump(table)
-            if live != rebuilt:
-                missing = [r for r in rebuilt if r not in live][:3]
-                extra = [r for r in live if r not in rebuilt][:3]
-                report.differences.append(
-                    f"table {table}: {len(live)} live rows, {len(rebuilt)} rebuilt; "
-                    f"live only {extra}, rebuilt only {missing}")
-        if not report.differences and kernel.project() != fresh.project():
-            report.differences.append("the observable projection differs")
-        if apply and report.differences:
-            _replace_tables(kernel, fresh)
-            report.applied = True
-    finally:
-        fresh.close()
+    with tempfile.TemporaryDirectory(prefix="wgk-rebuild-") as tmp:
+        fresh, report.events = replay(kernel, os.path.join(tmp, "rebuilt.db"))
+        try:
+            report.differences += compare_tables(kernel, fresh.store.path)
+            if not report.differences:
+                report.differences += compare_projections(kernel, fresh)
+            if apply and report.differences:
+                _replace_tables(kernel, fresh)
+                report.applied = True
+        finally:
+            fresh.close()
     return report
 
 
-def _replace_tables(kernel: Kernel, fresh: Kernel) -> None:
-    with kernel.store.atomic():
+def compare_tables(kernel: Kernel, other: str) -> list[str]:
+    """Every projected table, row for row (in SQLite: nothing is loaded into memory)."""
+    out = []
+    c = kernel.conn
+    c.execute("ATTACH DATABASE ? AS rebuilt", (other,))
+    try:
         for table in PROJECTED_TABLES:
-            rows = fresh.conn.execute(f"SELECT * FROM {table}").fetchall()
-            kernel.conn.execute(f"DELETE FROM {table}")
-            if rows:
-                marks = ", ".join("?" * len(rows[0]))
-                kernel.conn.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+            live_only = c.execute(f"SELECT * FROM main.{table} EXCEPT "
+                                  f"SELECT * FROM rebuilt.{table} LIMIT 3").fetchall()
+            rebuilt_only = c.execute(f"SELECT * FROM rebuilt.{table} EXCEPT "
+                                     f"SELECT * FROM main.{table} LIMIT 3").fetchall()
+            counts = [c.execute(f"SELECT count(*) FROM {db}.{table}").fetchone()[0]
+                      for db in ("main", "rebuilt")]
+            if live_only or rebuilt_only or counts[0] != counts[1]:
+                out.append(f"table {table}: {counts[0]} live rows, {counts[1]} rebuilt; "
+                           f"live only {live_only}, rebuilt only {rebuilt_only}")
+    finally:
+        c.execute("DETACH DATABASE rebuilt")
+    return out
+
+
+def compare_projections(kernel: Kernel, fresh: Kernel, chunk: int = 2000) -> list[str]:
+    """The observable projection, task by task (in chunks), then the globals."""
+    names = kernel.names()
+    for i in range(0, len(names), chunk):
+        part = names[i:i + chunk]
+        live, rebuilt = kernel.project_tasks(part), fresh.project_tasks(part)
+        for name in part:
+            if live[name] != rebuilt[name]:
+                return [f"the observable projection of task {name!r} differs"]
+    live, rebuilt = kernel.project(tasks=False), fresh.project(tasks=False)
+    return [] if live == rebuilt else ["the observable projection's globals differ"]
+
+
+def _replace_tables(kernel: Kernel, fresh: Kernel) -> None:
+    c = kernel.conn
+    c.execute("ATTACH DATABASE ? AS rebuilt", (fresh.store.path,))
+    try:
+        with kernel.store.atomic():
+            for table in PROJECTED_TABLES:
+                c.execute(f"DELETE FROM main.{table}")
+                c.execute(f"INSERT INTO main.{table} SELECT * FROM rebuilt.{table}")
+    finally:
+        c.execute("DETACH DATABASE rebuilt")
     kernel._version = None
     kernel._forget()
 

@@ -19,7 +19,7 @@ table can be rebuilt from the ledger by the same ``apply_event``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from .env import EnvError, Environment, WorktreeView
@@ -29,7 +29,7 @@ from .projection import (
     Plan, StatusProjection, TaskFacts, observable_task, plan, status,
 )
 from .records import (
-    EMPTY, TaskPolicy, TaskRecord, apply_changes, changed, record_to_json,
+    EMPTY, TaskPolicy, TaskRecord, apply_changes, changed, evolve, record_to_json,
 )
 from .rules import Action, Ctx, Observe, Outcome, decide, effect_name
 from .store import FactTables, Pragmas, Store, TaskTables, dumps
@@ -258,7 +258,7 @@ class Kernel:
                 raise SeedError(f"task {task!r}: a seeded attempt needs fence >= 1")
             wt = f"{task}/f{initial.fence}"
             origin = initial.origin if initial.origin is not None else initial.worktree
-            new = replace(
+            new = evolve(
                 t, generation=initial.generation, attempt=initial.attempt, fence=initial.fence,
                 lease_epoch=initial.lease_epoch, attempt_state="running",
                 owner_pid=initial.pid, owner_birth=initial.birth, session=initial.session,
@@ -504,43 +504,51 @@ class Kernel:
                            "WHERE task = ? ORDER BY id", (name,))],
         }
 
-    def project(self) -> dict:
+    def project(self, *, tasks: bool = True) -> dict:
         """The observable projection of docs/vocabulary.md, computed from the tables
         (environment facts — target, worktree bytes, effects — observed now)."""
         self._sync()
-        facts = self._task_facts()
-        tasks = {}
-        for name in self.ids():
-            tasks[name] = observable_task(self, name, facts[name], self.observe(name))
         journal = {key: json.loads(resp) for key, resp in
                    self.conn.execute("SELECT key, response FROM journal ORDER BY key")}
         return {"target": self.env.repository.target(), "now": self.env.clock.now(),
-                "tasks": tasks, "journal": journal}
+                "tasks": self.project_tasks(list(self.ids())) if tasks else {},
+                "journal": journal}
 
-    def _task_facts(self) -> dict[str, TaskFacts]:
-        by_id = {tid: name for name, tid in self.ids().items()}
-        evidence: dict[str, list] = {n: [] for n in by_id.values()}
-        counts: dict[str, dict[str, int]] = {n: dict.fromkeys(COUNTERS, 0) for n in by_id.values()}
+    def project_tasks(self, names: list[str]) -> dict[str, dict]:
+        """The observable projection of some tasks."""
+        self._sync()
+        facts = self._task_facts(names)
+        return {name: observable_task(self, name, facts[name], self.observe(name))
+                for name in names}
+
+    def _task_facts(self, names: list[str]) -> dict[str, TaskFacts]:
+        ids = self.ids()
+        by_id = {ids[n]: n for n in names}
+        where = ("" if len(by_id) == len(ids) else
+                 f" WHERE task IN ({', '.join(str(i) for i in by_id)})")
+        evidence: dict[str, list] = {n: [] for n in names}
+        counts: dict[str, dict[str, int]] = {n: dict.fromkeys(COUNTERS, 0) for n in names}
         for tid, kind, ident, counted in self.conn.execute(
-                "SELECT task, kind, ident, counted FROM evidence"):
+                "SELECT task, kind, ident, counted FROM evidence" + where):
             name = by_id[tid]
             evidence[name].append([kind, ident])
             counter = COUNTED_EVIDENCE.get(kind)
             if counter and (kind != "message" or counted):
                 counts[name][counter] += 1
-        for tid, n in self.conn.execute("SELECT task, count(*) FROM logs GROUP BY task"):
+        for tid, n in self.conn.execute("SELECT task, count(*) FROM logs" + where
+                                        + " GROUP BY task"):
             counts[by_id[tid]]["logs"] = n
-        promotions = dict.fromkeys(by_id.values(), 0)
+        promotions = dict.fromkeys(names, 0)
         happened: set[str] = set()
         repo = self.env.repository
-        for tid, effect, state in self.conn.execute("SELECT task, id, state FROM effects"):
+        for tid, effect, state in self.conn.execute("SELECT task, id, state FROM effects" + where):
             if state == "committed" or (state == "prepared" and repo.effect_observed(effect)):
                 promotions[by_id[tid]] += 1
                 happened.add(effect)
         last = {wt: content for wt, content in
-                self.conn.execute("SELECT id, last_content FROM worktrees")}
+                self.conn.execute("SELECT id, last_content FROM worktrees" + where)}
         out = {}
-        for name in by_id.values():
+        for name in names:
             t = self.record(name)
             out[name] = TaskFacts(
                 evidence=sorted(evidence[name]), counters=counts[name],

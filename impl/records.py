@@ -12,7 +12,8 @@ The store maps a record onto its normalised tables and back
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from .vocabulary import RECEIPTS
@@ -134,20 +135,37 @@ class TaskRecord:
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TaskRecord))
 EMPTY = TaskRecord()
+_values = attrgetter(*RECORD_FIELDS)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def evolve(t: TaskRecord, **changes: Any) -> TaskRecord:
+    """``dataclasses.replace`` for a TaskRecord, without its per-call introspection."""
+    for name in changes:
+        if name not in _FIELD_SET:
+            raise TypeError(f"TaskRecord has no field {name!r}")
+    new = _new(TaskRecord)
+    for name, value in zip(RECORD_FIELDS, _values(t)):
+        _set(new, name, changes.get(name, value))
+    return new
+
+
+_FIELD_SET = frozenset(RECORD_FIELDS)
 
 
 def changed(before: TaskRecord, after: TaskRecord) -> dict[str, Any]:
     """The fields that differ, with their new values."""
     if before is after:
         return {}
-    return {f: getattr(after, f) for f in RECORD_FIELDS if getattr(before, f) != getattr(after, f)}
+    return {f: b for f, a, b in zip(RECORD_FIELDS, _values(before), _values(after)) if a != b}
 
 
 def apply_changes(record: TaskRecord, changes: dict[str, Any]) -> TaskRecord:
     """A record with ``changes`` applied (receipts given as lists are restored to Bindings)."""
     if "receipts" in changes:
         changes = dict(changes, receipts=tuple(Binding(*b) for b in changes["receipts"]))
-    return replace(record, **changes)
+    return evolve(record, **changes)
 
 
 def record_to_json(changes: dict[str, Any]) -> dict[str, Any]:

@@ -15,11 +15,11 @@ effect themselves.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .env import WorktreeView
-from .records import NO_RECEIPTS, Binding, TaskPolicy, TaskRecord
+from .records import NO_RECEIPTS, Binding, TaskPolicy, TaskRecord, evolve as replace
 from .vocabulary import (
     APPLIED, EDGES, EFFECT_PHASES, EVIDENCE_ONLY, GRAPH_SAVE_NEEDS, PRE_EFFECT_PHASES, REJECTED,
     TRANSACTION_KINDS,
