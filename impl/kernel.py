@@ -72,7 +72,6 @@ class Kernel:
     def __init__(self, path: str, env: Environment, *, hook: Hook = no_hook,
                  pragmas: Pragmas = Pragmas()):
         self.env = env
-        self.hook = hook
         self.store = Store(path, hook=hook, pragmas=pragmas)
         self.conn = self.store.conn
         self.tables = TaskTables(self.conn)
@@ -81,6 +80,15 @@ class Kernel:
         self.view = StatusProjection(self.conn)
         self._version: int | None = None
         self._forget()
+
+    @property
+    def hook(self) -> Hook:
+        """The one hook every durable boundary passes through (commits and effects)."""
+        return self.store.hook
+
+    @hook.setter
+    def hook(self, hook: Hook) -> None:
+        self.store.hook = hook
 
     def close(self) -> None:
         self.store.close()

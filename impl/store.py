@@ -16,7 +16,9 @@ from typing import Any
 
 from .hooks import COMMIT, Boundary, Hook, no_hook
 from .records import EMPTY, NO_BINDING, RECORD_FIELDS, Binding, TaskPolicy, TaskRecord
-from .vocabulary import RECEIPTS
+from .vocabulary import (
+    ATTEMPT_STATES, DISPOSITIONS, EXITS, OWNER_SEEN, PHASES, REASONS, RECEIPTS,
+)
 
 
 class StoreError(RuntimeError):
@@ -289,6 +291,9 @@ OWNER_COLUMNS = {"owner_pid": "pid", "owner_birth": "birth", "session": "session
 LEASE_KINDS = {"worktree_lease": "worktree", "session_lease": "session", "finish_lease": "finish"}
 TX_COLUMNS = ("phase", "exit", "reason", "revision", "candidate", "base", "version",
               "disposition", "effect_done")
+_LABELS = {"attempt_state": frozenset(ATTEMPT_STATES), "owner_seen": frozenset(OWNER_SEEN),
+           "phase": frozenset(PHASES), "exit": frozenset(EXITS), "reason": frozenset(REASONS),
+           "disposition": frozenset(DISPOSITIONS)}
 _BOOLS = {"assigned", "legacy_done", "reconstructed", "abandoned", "effect_done",
           "worktree_lease", "session_lease", "finish_lease"}
 
@@ -340,6 +345,10 @@ class TaskTables:
         values["receipts"] = tuple(receipts)
         for name in _BOOLS:
             values[name] = bool(values[name])
+        for name, allowed in _LABELS.items():
+            if name in values and values[name] not in allowed:
+                raise StoreError(f"task {task_id}: unknown {name.replace('_', '-')} "
+                                 f"{values[name]!r} in the database")
         return TaskRecord(**values)
 
     def save(self, task_id: int, old: TaskRecord, new: TaskRecord, changes: dict[str, Any],

@@ -112,7 +112,7 @@ def test_crash_between_the_ref_update_and_the_commit_is_re_observed(tmp_path):
     k, world, path = fresh(tmp_path, "k.db")
     for step in SCRIPT[:10]:
         k.apply_env(step) if "env" in step else k.handle(step)
-    k.hook = k.store.hook = crash
+    k.hook = crash
     with pytest.raises(Crash):
         k.handle(SCRIPT[10])
     k = Kernel(path, world.environment(), pragmas=FAST)
@@ -138,7 +138,7 @@ def test_convergence_resumes_an_interrupted_completion_at_every_cut(tmp_path):
     k, world, _ = fresh(tmp_path, "free.db")
     prepare(k)
     rec = Recorder()
-    k.hook = k.store.hook = rec
+    k.hook = rec
     k.converge()
     k.handle(edge(4, "validate", "validator", "candidate-sealed", candidate="c-a1", verdict="pass"))
     k.converge()
@@ -148,7 +148,7 @@ def test_convergence_resumes_an_interrupted_completion_at_every_cut(tmp_path):
         crash = CrashAt(index)
         k, world, path = fresh(tmp_path, f"conv{index}.db")
         prepare(k)
-        k.hook = k.store.hook = crash
+        k.hook = crash
         validated = False
         for _ in range(6):
             try:

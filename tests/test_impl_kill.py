@@ -40,7 +40,7 @@ CHILD = textwrap.dedent("""
     k.handle({"kind": "validate", "actor": "validator", "task": "a", "key": "v", "cap": cap,
               "expected-phase": "candidate-sealed", "expected-revision": t.revision,
               "candidate": t.candidate, "verdict": "pass"})
-    k.hook = k.store.hook = CrashAt(0, kind=kind, when=when, key=key, mode="kill")
+    k.hook = CrashAt(0, kind=kind, when=when, key=key, mode="kill")
     k.converge()
     sys.exit(7)          # not reached: the hook kills this process
 """)

@@ -123,3 +123,15 @@ def test_a_request_commits_request_response_event_and_rows_together(tmp_path):
     assert [(b.kind, b.when) for b in rec.seen] == [
         ("worktree-add", "before"), ("worktree-add", "after"),
         ("commit", "before"), ("commit", "after")]
+
+
+def test_an_unknown_label_in_a_row_raises_at_the_boundary(tmp_path):
+    w = MemoryWorld.create(target="main-0")
+    path = str(tmp_path / "k.db")
+    k = Kernel(path, w.environment())
+    k.create_graph("g", [TaskPolicy("a")])
+    k.conn.execute("UPDATE transactions SET phase = 'half-done'")
+    k.close()
+    k = Kernel(path, w.environment())
+    with pytest.raises(StoreError, match="unknown phase 'half-done'"):
+        k.record("a")
