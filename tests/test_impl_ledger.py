@@ -124,3 +124,22 @@ def test_no_code_path_writes_a_status_outside_the_projection_routine():
     for path in IMPL.glob("*.py"):
         if path.name != "projection.py":
             assert not re.search(r"status\s*=\s*[\"']done[\"']", path.read_text()), path.name
+
+
+def test_the_implementation_imports_neither_the_model_nor_conformance():
+    """An independent implementation: impl/ imports nothing from wgk.model or wgk.conformance."""
+    import ast
+    found = {}
+    for path in sorted(IMPL.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            bad = [n for n in names if n.startswith(("wgk.model", "wgk.conformance", "model",
+                                                     "conformance"))]
+            if bad:
+                found.setdefault(path.name, []).extend(bad)
+    assert found == {}
+    assert len(list(IMPL.glob("*.py"))) >= 12          # the walk saw the package
