@@ -575,7 +575,12 @@ class Kernel:
     # --- environment steps (the model's env steps, on whatever backends are injected) ------------
 
     def apply_env(self, step: dict) -> None:
-        """Apply one environment step: edit, owner-dies, pid-reuse, move-target, tick."""
+        """Apply one environment step: edit, owner-dies, pid-reuse, move-target, tick.
+
+        A step the world cannot take now raises ``EnvError``, with the model's guards:
+        only a live owner writes, and only before quiescing or in repair; only a live
+        owner dies; a pid is reused by another birth only after its owner died; the
+        target moves to another commit; the clock moves forward."""
         kind = step.get("env")
         repo, procs, clock = self.env.repository, self.env.processes, self.env.clock
         self._sync()
@@ -583,25 +588,41 @@ class Kernel:
             if kind == "tick":
                 clock.advance(int(step.get("amount", 1)))
             elif kind == "move-target":
+                if not step.get("content") or repo.target() == step["content"]:
+                    raise EnvError("move-target is not possible now: the target is there already")
                 repo.move_target(step["content"])
             elif kind in ("edit", "owner-dies", "pid-reuse"):
-                if step.get("task") not in self.ids():
-                    raise EnvError(f"environment step {kind} names unknown task {step.get('task')!r}")
-                t = self.record(step["task"])
+                task = step.get("task")
+                if task not in self.ids():
+                    raise EnvError(f"environment step {kind} names unknown task {task!r}")
+                t = self.record(task)
+                born = procs.birth_of(t.owner_pid) or 0 if t.owner_pid else 0
                 if kind == "edit":
-                    if t.worktree_id is None:
-                        raise EnvError(f"task {step['task']!r} has no worktree to edit")
-                    repo.write(t.worktree_id, step["content"])
+                    self._edit(t, task, step.get("content"), born)
                 elif kind == "owner-dies":
-                    if t.owner_birth == 0 or procs.birth_of(t.owner_pid) != t.owner_birth:
-                        raise EnvError(f"the owner of task {step['task']!r} is not alive")
+                    if born == 0 or born != t.owner_birth:
+                        raise EnvError(f"owner-dies is not possible now: the owner of task "
+                                       f"{task!r} is not alive")
                     procs.kill(t.owner_pid)
                 else:
-                    procs.reuse(t.owner_pid, int(step["birth"]))
+                    birth = int(step["birth"])
+                    if not (born != t.owner_birth and birth not in (0, t.owner_birth, born)
+                            and t.owner_birth != 0):
+                        raise EnvError(f"pid-reuse is not possible now for task {task!r}")
+                    procs.reuse(t.owner_pid, birth)
             else:
                 raise EnvError(f"{kind!r} is not an environment step the kernel can apply")
         except AttributeError as e:
             raise EnvError(f"this environment cannot perform {kind!r} ({e})") from None
+
+    def _edit(self, t: TaskRecord, task: str, content: str | None, born: int) -> None:
+        view = self.env.repository.observe_worktree(t.worktree_id) if t.worktree_id else None
+        writable = (t.running and view is not None and view.present and born == t.owner_birth
+                    and ((t.exit == "none" and t.phase in ("absent", "prepared"))
+                         or t.exit == "needs-repair"))
+        if not writable or not content or view.content == content:
+            raise EnvError(f"edit is not possible now for task {task!r}")
+        self.env.repository.write(t.worktree_id, content)
 
 
 #: Rejections that only say "not yet" (an admission fact is missing): they are not an
