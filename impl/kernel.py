@@ -34,7 +34,7 @@ from .records import (
 from .rules import Action, Ctx, Observe, Outcome, decide, effect_name
 from .store import FactTables, Pragmas, Store, TaskTables, dumps
 from .vocabulary import DISPOSITIONS, DUPLICATE, RECEIPTS, REJECTED
-from .wire import BadRequest, Request, decision, parse
+from .wire import Request, decision, parse
 
 
 class GraphError(ValueError):

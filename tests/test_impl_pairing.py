@@ -17,7 +17,6 @@ from typing import Any
 from wgk.impl import EnvError as ImplEnvError, Kernel, MemoryWorld, Pragmas, TaskPolicy
 from wgk.model.driver import Driver
 from wgk.model.env import EnvError as ModelEnvError, EnvKind
-from wgk.model.kernel import decide
 from wgk.model.observe import Names, observe
 from wgk.model.requests import Capability, Owner, Request
 from wgk.model.state import Graph, initial_state
