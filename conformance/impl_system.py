@@ -72,6 +72,18 @@ class ImplSystem:
                 except SeedError as e:
                     raise StepError(f"/initial/{name}: {e}") from None
 
+    @classmethod
+    def reopen(cls, path: str, world: MemoryWorld, *, hook=no_hook) -> "ImplSystem":
+        """An implementation on an existing database file and world (a restored snapshot)."""
+        self = cls.__new__(cls)
+        self._tmp = None
+        self.workdir = os.path.dirname(path)
+        self.path = path
+        self.world = world
+        self.hook = hook
+        self.kernel = Kernel(path, world.environment(), hook=hook)
+        return self
+
     def apply(self, step: dict) -> dict | None:
         if "request" in step:
             try:

@@ -150,21 +150,14 @@ class Divergence:
         if self.request is not None:
             head += f" on {_step_label(self.request)}"
         lines = [head]
-        if self.what in ("decision", "lockstep-decision"):
+        if self.what in ("decision", "lockstep-decision", "resend-decision"):
             lines.append(f"  expected {decision_label(self.expected)}, got {decision_label(self.actual)}")
         elif self.what in ("invariant", "step-error"):
             lines.append(f"  {self.actual}")
+        elif not self.diffs and (self.expected is not None or self.actual is not None):
+            lines.append(f"  expected {_show(self.expected)}, got {_show(self.actual)}")
         lines += ["  " + d.describe() for d in self.diffs]
         return "\n".join(lines)
-
-
-def _step_label(step: dict) -> str:
-    if "request" in step:
-        r = step["request"]
-        return f"{r.get('kind')} {r.get('task')} key={r.get('key')}"
-    if "kind" in step and "actor" in step:
-        return f"{step.get('kind')} {step.get('task')} key={step.get('key')}"
-    return "env " + step.get("env", "?") + (f" {step['task']}" if step.get("task") else "")
 
 
 def _step_label(step: dict) -> str:

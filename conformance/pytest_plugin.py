@@ -30,7 +30,7 @@ class GateSectionItem(pytest.Item):
     def runtest(self) -> None:
         from .traces import load_traces
         fn = dict(gate_mod.SECTIONS)[self.section]
-        if self.section == "replay":
+        if self.section in gate_mod.TRACE_SECTIONS:
             loaded = load_traces([str(p) for p in (self.traces or [gate_mod.BUNDLED_TRACES])])
             checks = fn(self.budget, None, loaded)
         else:

@@ -156,8 +156,23 @@ def test_replay_cli_json_and_exit_codes(tmp_path, capsys):
     assert text.rstrip().endswith("0 passed, 1 failed")
 
 
-@pytest.mark.parametrize("flags", [["--system", "impl"], ["--system", "both"], ["--crash-cuts"], ["--kill"]])
-def test_what_this_build_cannot_do_is_refused(flags, capsys):
+@pytest.mark.parametrize("flags", [["--crash-cuts"], ["--kill"]])
+def test_crash_cuts_of_the_model_alone_are_refused(flags, capsys):
     assert main(["replay", str(INCIDENTS[0]), *flags]) == 2
     err = capsys.readouterr().err.strip()
-    assert "not available in this build" in err and len(err.splitlines()) == 1
+    assert "use --system impl or --system both" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("system", ["impl", "both"])
+def test_replay_through_the_implementation(system, capsys):
+    assert main(["replay", str(INCIDENTS[0]), "--system", system, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["passed"] == 1 and out["traces"][0]["systems"] == (["model", "impl"] if system == "both"
+                                                                  else ["impl"])
+
+
+def test_replay_with_crash_cuts_reports_every_cut(capsys):
+    path = ROOT / "traces" / "incidents" / "05-lost-response-retried.json"
+    assert main(["replay", str(path), "--system", "both", "--crash-cuts", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["traces"][0]["crash_cuts"] == 8 and out["traces"][0]["divergences"] == []
