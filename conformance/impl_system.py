@@ -38,6 +38,8 @@ def initial_of(seed: dict, target: str) -> Initial | None:
         session=owner.get("session"), worktree=a.get("worktree") or target,
         origin=a.get("origin") or target,
         wrapper_epoch=owner.get("wrapper-epoch", 1), child_epoch=owner.get("child-epoch", 1),
+        state=a.get("state", "running"), owner_seen=a.get("owner-seen", "unverified"),
+        alive=a.get("alive", True), leases=a.get("leases"),
     )
 
 
@@ -60,11 +62,8 @@ class ImplSystem:
         target = graph.get("target", "main-0")
         for name, seed in initial.items():
             unsupported = sorted(set(seed) - {"attempt"})
-            attempt = seed.get("attempt") or {}
-            if unsupported or attempt.get("state", "running") != "running" or \
-                    attempt.get("alive", True) is not True or attempt.get("owner-seen", "unverified") != "unverified":
-                what = unsupported[0] if unsupported else "attempt"
-                raise StepError(f"/initial/{name}/{what}: not seeded by the implementation")
+            if unsupported:
+                raise StepError(f"/initial/{name}/{unsupported[0]}: not seeded by the implementation")
             init = initial_of(seed, target)
             if init is not None:
                 try:

@@ -33,7 +33,7 @@ from .records import (
 )
 from .rules import Action, Ctx, Observe, Outcome, decide, effect_name
 from .store import FactTables, Pragmas, Store, TaskTables, dumps
-from .vocabulary import DISPOSITIONS, DUPLICATE, RECEIPTS, REJECTED
+from .vocabulary import ATTEMPT_STATES, DISPOSITIONS, DUPLICATE, OWNER_SEEN, RECEIPTS, REJECTED
 from .wire import Request, decision, parse
 
 
@@ -51,19 +51,28 @@ class EffectError(RuntimeError):
 
 @dataclass(frozen=True)
 class Initial:
-    """Initial facts a migration seeds: a running attempt with explicit K and owner."""
+    """Initial facts a migration seeds: the current attempt with its explicit K.
+
+    A running attempt (the default) has its exact owner and a worktree holding
+    ``worktree`` (started from ``origin``, by default the same content); the owner
+    process is alive unless ``alive`` is false. An attempt in any other state
+    keeps only its K, what was proven about its owner, and its leases."""
 
     generation: int
     attempt: int
     fence: int
     lease_epoch: int
-    pid: int
-    birth: int
-    session: str | None
-    worktree: str | None
+    pid: int = 0
+    birth: int = 0
+    session: str | None = None
+    worktree: str | None = None
     origin: str | None = None
     wrapper_epoch: int = 1
     child_epoch: int = 1
+    state: str = "running"
+    owner_seen: str = "unverified"
+    alive: bool = True
+    leases: dict | None = None      # {"worktree", "session", "finish"}: by default held while running
 
 
 class Kernel:
@@ -253,8 +262,16 @@ class Kernel:
     # --- seeding initial facts --------------------------------------------------------------------
 
     def seed(self, task: str, initial: Initial) -> None:
-        """Seed a running attempt with explicit K and owner (what a migration of running
-        attempts does). The task must not have had an attempt yet."""
+        """Seed the current attempt with explicit K (what a migration of running attempts
+        does). The task must not have had an attempt yet."""
+        if initial.state not in ATTEMPT_STATES or initial.owner_seen not in OWNER_SEEN:
+            raise SeedError(f"task {task!r}: unknown attempt state {initial.state!r} or "
+                            f"owner knowledge {initial.owner_seen!r}")
+        if initial.fence < 0 or initial.attempt < 0 or initial.generation < 0 \
+                or (initial.state != "none" and initial.fence < 1):
+            raise SeedError(f"task {task!r}: a seeded attempt needs fence >= 1")
+        live = initial.state == "running"
+        held = {"worktree": live, "session": live, "finish": False, **(initial.leases or {})}
         with self.store.atomic():
             self._sync()
             if task not in self.ids():
@@ -262,20 +279,23 @@ class Kernel:
             t = self.record(task)
             if t.fence != 0 or t.attempt_state != "none":
                 raise SeedError(f"task {task!r} already has an attempt")
-            if initial.fence < 1 or initial.attempt < 0 or initial.generation < 0:
-                raise SeedError(f"task {task!r}: a seeded attempt needs fence >= 1")
-            wt = f"{task}/f{initial.fence}"
-            origin = initial.origin if initial.origin is not None else initial.worktree
             new = evolve(
                 t, generation=initial.generation, attempt=initial.attempt, fence=initial.fence,
-                lease_epoch=initial.lease_epoch, attempt_state="running",
-                owner_pid=initial.pid, owner_birth=initial.birth, session=initial.session,
-                wrapper_epoch=initial.wrapper_epoch, child_epoch=initial.child_epoch,
-                worktree_lease=True, session_lease=True, worktree_id=wt, origin=origin,
-                base_hint=origin,
+                lease_epoch=initial.lease_epoch, attempt_state=initial.state,
+                owner_seen=initial.owner_seen, worktree_lease=bool(held["worktree"]),
+                session_lease=bool(held["session"]), finish_lease=bool(held["finish"]),
             )
-            actions = [Action("create-worktree", (wt, initial.worktree)),
-                       Action("adopt", (initial.pid, initial.birth))]
+            actions = []
+            if live:
+                wt = f"{task}/f{initial.fence}"
+                origin = initial.origin if initial.origin is not None else initial.worktree
+                new = evolve(new, owner_pid=initial.pid, owner_birth=initial.birth,
+                             session=initial.session, wrapper_epoch=initial.wrapper_epoch,
+                             child_epoch=initial.child_epoch, worktree_id=wt, origin=origin,
+                             base_hint=origin)
+                actions.append(Action("create-worktree", (wt, initial.worktree)))
+                if initial.alive:
+                    actions.append(Action("adopt", (initial.pid, initial.birth)))
             facts = self._perform(actions, None, new)
             if initial.generation:
                 facts.append(("generation-opened", {"generation": initial.generation}))
