@@ -450,6 +450,9 @@ def accept(ctx: Ctx) -> Outcome:
     t, r = ctx.record, ctx.request
     required = ctx.policy.review_required
     from_awaiting = t.phase == "awaiting-acceptance"
+    # a review verdict is the evaluator's; the not-required policy receipt is the daemon's
+    if r.actor != ("daemon" if r.verdict == "not-required" else "evaluator"):
+        return reject(ctx, "not-authorized")
     if r.verdict == "fail":
         code = _candidate_failure(ctx) or (None if from_awaiting else "illegal-phase-edge")
         if code:
@@ -517,7 +520,7 @@ def target_moved(observe: Observe, t: TaskRecord) -> bool:
 
 def mark_repair(ctx: Ctx) -> Outcome:
     t = ctx.record
-    if not target_moved(ctx.observe, t):
+    if t.exit != "none" or not target_moved(ctx.observe, t):
         return reject(ctx, "illegal-phase-edge")
     new = leave_main_line(t, "needs-repair", "target-moved", finish_lease=False)
     return done(ctx, new, facts=[("effect-void", {"id": effect_name(ctx.task, t)})])
