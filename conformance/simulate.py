@@ -91,9 +91,11 @@ class SimulationResult:
         }
 
 
-# An enabled step, as cached per local context:
-# (label, step, new task id, target, now, journal id, ids of step properties violated)
-_Move = tuple
+# An enabled step, as cached per local context: [label, step, new task id,
+# target, now, journal id, ids of the step properties it violates (None until
+# the step is first taken), and what checking them needs: the states before
+# and after and the decision (dropped once checked)].
+_Move = list
 
 
 class _Walker:
@@ -145,7 +147,7 @@ class _Walker:
     def context(self, key: tuple, i: int) -> tuple:
         n = self.n
         flags = self.flags
-        return (i, key[i], tuple(flags[key[d]] for d in self.deps[i]),
+        return (i, key[i], tuple([flags[key[d]] for d in self.deps[i]]),
                 key[n], key[n + 1], key[n + 2])
 
     def task_moves(self, key: tuple, i: int) -> list[_Move]:
@@ -165,12 +167,22 @@ class _Walker:
                 if j != i and s2.tasks[j] is not s.tasks[j]:
                     raise AssertionError(f"{label(step)} changed task {self.graph.tasks[j]}: "
                                          "rules must be local to their task")
-            bad = () if d is None else tuple(
-                p.id for p in self.step_props if p.holds(s, r, d, s2) is not True)
             lab = label(step) if d is None else f"{label(step)} -> {d.label}"
-            out.append((lab, step if r is None else r, self.intern(s2.tasks[i]),
-                        s2.target, s2.now, self.intern_journal(s2.journal), bad))
+            out.append([lab, step if r is None else r, self.intern(s2.tasks[i]), s2.target,
+                        s2.now, self.intern_journal(s2.journal), () if d is None else None,
+                        (s, d, s2)])
         return out
+
+    def step_verdict(self, move: _Move) -> tuple[str, ...]:
+        """The step properties a move violates, checked the first time it is taken."""
+        bad = move[6]
+        if bad is None:
+            s, d, s2 = move[7]
+            r = move[1]
+            bad = move[6] = tuple(p.id for p in self.step_props
+                                  if p.holds(s, r, d, s2) is not True)
+            move[7] = None
+        return bad
 
     def env_moves(self, key: tuple) -> list:
         """Environment steps that change no task: they depend on the target and clock only."""
@@ -257,7 +269,10 @@ def simulate(inst: Instance, traces: int, steps: int, seed: int, *, rules: Rules
             pick = rng.randrange(total)
             for i, moves in enumerate(per_task):
                 if pick < len(moves):
-                    lab, obj, tid, target, now, jid, bad = moves[pick]
+                    move = moves[pick]
+                    lab, obj, tid, target, now, jid, bad = move[:7]
+                    if bad is None:
+                        bad = w.step_verdict(move)
                     new = key[:i] + (tid,) + key[i + 1:n] + (target, now, jid)
                     break
                 pick -= len(moves)
