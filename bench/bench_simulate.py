@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import BenchResult, Check, Figure, main, median, say, settle, wgk  # noqa: E402
-from itf_replay import read_itf, replay, ReplayResult  # noqa: E402
+from itf_replay import ENV_STEPS, REQUESTS, read_itf, replay, ReplayResult  # noqa: E402
 from peer_tools import Unavailable, quint, run_quint  # noqa: E402
 from wgk.model.explore import Instance  # noqa: E402
 
@@ -85,8 +85,8 @@ def cross_check(peer, traces: int, steps: int) -> Check:
             f"({d.action}): {d.detail}"
         return Check("Quint --mbt traces replay through the model", False, detail)
     return Check("Quint --mbt traces replay through the model", True,
-                 f"{result.traces} traces, {result.steps:,} steps, {len(actions)} of 22 actions "
-                 "taken, every state equal")
+                 f"{result.traces} traces, {result.steps:,} steps, {len(actions)} of "
+                 f"{len(REQUESTS) + len(ENV_STEPS)} actions taken, every state equal")
 
 
 def run(quick: bool = False) -> BenchResult:

@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "results"
+LOAD_AT_START = os.getloadavg()     # other work on the machine when the benchmarks began
 
 
 # --- results as data ----------------------------------------------------------
@@ -184,7 +185,9 @@ def machine() -> dict:
         "python": platform.python_version(),
         "java": _first_line(["java", "-version"]),
         "node": _first_line(["node", "--version"]),
-        "load_average": [round(x, 2) for x in os.getloadavg()],   # other work on the machine
+        # 1, 5 and 15 minute load averages: other work sharing the cores
+        "load_average_at_start": [round(x, 2) for x in LOAD_AT_START],
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
 
 

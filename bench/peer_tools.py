@@ -106,13 +106,14 @@ def tlc(install: bool = True) -> Tlc | Unavailable:
         _note("tlc", {"available": False, "reason": out.reason})
         return out
     probe = run_process([java, "-cp", str(jar), "tlc2.TLC", "-h"], timeout=120)
-    m = re.search(r"TLC2? Version ([^\n]+)", probe.stdout + probe.stderr)
+    m = re.search(r"TLC2? Version (\S+)[^\n]*?(\(rev: \w+\))?\n", probe.stdout + probe.stderr)
     if not m:
         out = Unavailable("TLC", f"{jar} does not run: {_tail(probe.stderr or probe.stdout)}")
         _note("tlc", {"available": False, "reason": out.reason})
         return out
-    t = Tlc(java, jar, m.group(1).strip())
-    _note("tlc", {"available": True, "version": t.version, "jar": str(jar)})
+    t = Tlc(java, jar, " ".join(g for g in m.groups() if g))
+    where = jar.relative_to(BENCH.parent) if jar.is_relative_to(BENCH.parent) else jar
+    _note("tlc", {"available": True, "version": t.version, "jar": str(where)})
     return t
 
 
