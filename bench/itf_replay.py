@@ -6,18 +6,15 @@ instance (or environment step) the explorer would send for that action and
 task, decides it with the model, and compares the state reached with Quint's,
 field by field: the step must be accepted, and every field of every task and
 the target must be equal. Fields the slice leaves out must still hold their
-initial value in the model.
-
-The ITF decoder here is deliberately minimal (the subset Quint writes for
-this spec: integers, tuples, sets, maps, records, variants).
+initial value in the model. ITF is read by ``wgk.conformance.itf``.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wgk.conformance import itf
 from wgk.model.env import EnvKind, EnvStep
 from wgk.model.explore import Instance, global_steps, successor, task_steps
 from wgk.model.requests import Request
@@ -32,27 +29,23 @@ class ItfError(ValueError):
     """An ITF file that cannot be read as a trace of the slice."""
 
 
-def decode(v: Any) -> Any:
-    """ITF value -> Python: ints, tuples, frozensets, dicts (maps and records)."""
+def native(v: Any) -> Any:
+    """Decoded ITF as comparable Python values: maps -> dicts, sets -> frozensets."""
+    if isinstance(v, itf.ItfMap):
+        return {native(k): native(x) for k, x in v.pairs}
+    if isinstance(v, itf.ItfSet):
+        return frozenset(native(x) for x in v.items)
+    if isinstance(v, tuple):
+        return tuple(native(x) for x in v)
     if isinstance(v, dict):
-        if "#bigint" in v:
-            return int(v["#bigint"])
-        if "#tup" in v:
-            return tuple(decode(x) for x in v["#tup"])
-        if "#set" in v:
-            return frozenset(decode(x) for x in v["#set"])
-        if "#map" in v:
-            return {decode(k): decode(x) for k, x in v["#map"]}
-        return {k: decode(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [decode(x) for x in v]
+        return {k: native(x) for k, x in v.items()}
     return v
 
 
 @dataclass(frozen=True)
 class ItfTrace:
     path: str
-    states: list[dict]          # decoded variables per state, names without module prefixes
+    states: list[dict]          # variables per state, names without module prefixes
     actions: list[str]          # mbt::actionTaken per state ("init" first)
     picks: list[int | None]     # the task picked per state (1-based), None when none
 
@@ -60,20 +53,18 @@ class ItfTrace:
 def read_itf(path: Path | str) -> ItfTrace:
     p = Path(path)
     try:
-        raw = json.loads(p.read_text())
-        states = raw["states"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ItfError(f"{p}: not an ITF trace ({e})") from e
-    out, actions, picks = [], [], []
-    for n, st in enumerate(states):
+        doc = itf.loads(p.read_text())
+    except (OSError, itf.ItfError) as e:
+        raise ItfError(f"{p}: {e}") from e
+    out, picks = [], []
+    for n, st in enumerate(doc.states):
         if "mbt::actionTaken" not in st:
             raise ItfError(f"{p}: state {n} has no mbt::actionTaken (run quint with --mbt)")
-        actions.append(st["mbt::actionTaken"])
-        pick = decode(st.get("mbt::nondetPicks", {})).get("i")
-        picks.append(pick["value"] if isinstance(pick, dict) and pick.get("tag") == "Some" else None)
-        out.append({name.rsplit("::", 1)[-1]: decode(v) for name, v in st.items()
-                    if not name.startswith(("#", "mbt::"))})
-    return ItfTrace(str(p), out, actions, picks)
+        pick = st.get("mbt::nondetPicks", {}).get("i")
+        picks.append(pick.value if isinstance(pick, itf.Variant) and pick.tag == "Some" else None)
+        out.append({name.rsplit("::", 1)[-1]: native(v) for name, v in st.items()
+                    if not name.startswith("mbt::")})
+    return ItfTrace(str(p), out, [str(a) for a in doc.actions], picks)
 
 
 # --- the model's state in the spec's shape -----------------------------------------

@@ -123,11 +123,19 @@ def test_replay_refuses_a_step_the_model_rejects(tmp_path):
     assert d.step == 3 and "saveGraph" in d.action
 
 
-def test_itf_decoder_reads_quints_encodings():
-    raw = {"#map": [[{"#bigint": "1"}, {"e": {"#set": [{"#tup": ["probe", "probe"]}]},
-                                        "v": {"tag": "Some", "value": {"#bigint": "-3"}}}]]}
-    assert itf_replay.decode(raw) == {1: {"e": frozenset({("probe", "probe")}),
-                                          "v": {"tag": "Some", "value": -3}}}
+def test_quints_encodings_read_as_comparable_values(tmp_path):
+    path = tmp_path / "q.itf.json"
+    tk = {"#map": [[{"#bigint": "1"}, {"e": {"#set": [{"#tup": ["probe", "probe"]}]},
+                                       "n": {"#bigint": "-3"}}]]}
+    path.write_text(json.dumps({"vars": ["m::tk"], "states": [
+        {"#meta": {"index": 0}, "m::tk": tk, "mbt::actionTaken": "init",
+         "mbt::nondetPicks": {"i": {"tag": "Some", "value": {"#bigint": "2"}}}}]}))
+    trace = itf_replay.read_itf(path)
+    assert trace.states == [{"tk": {1: {"e": frozenset({("probe", "probe")}), "n": -3}}}]
+    assert trace.actions == ["init"] and trace.picks == [2]
+    path.write_text('{"states": [{"tk": 1}]}')
+    with pytest.raises(itf_replay.ItfError, match="mbt::actionTaken"):
+        itf_replay.read_itf(path)
 
 
 # --- the benchmark framework reports what it cannot run --------------------------------
