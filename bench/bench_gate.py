@@ -20,6 +20,11 @@ NAME = "gate"
 BUDGETS = (("wgk gate --quick", ("--quick",)), ("wgk gate", ()))
 
 
+def failing(data: dict) -> list[str]:
+    return [f"{name}: {c['name']}" for name, sec in data.get("sections", {}).items()
+            for c in sec.get("checks", []) if c.get("verdict") != "pass"]
+
+
 def sections(data: dict) -> str:
     parts = [f"{name} {len(sec['checks'])}" for name, sec in data.get("sections", {}).items()]
     return "sections: " + (", ".join(parts) if parts else "none")
@@ -39,8 +44,10 @@ def run(quick: bool = False) -> BenchResult:
                                 f"exit {p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}"))
             continue
         passed = p.returncode == 0 and data.get("verdict") == "pass"
-        checks.append(Check(f"{label} passed", passed,
-                            f"verdict {data.get('verdict')}, exit {p.returncode}"))
+        bad = failing(data)
+        checks.append(Check(f"{label} passes", passed,
+                            f"verdict {data.get('verdict')}, exit {p.returncode}"
+                            + (f"; failing: {'; '.join(bad[:3])}" if bad else "")))
         figures.append(Figure(f"{label}, wall time", p.seconds, "s", higher_is_better=False,
                               note=f"{sections(data)}; the gate reports {data.get('seconds')} s "
                                    "(Python start excluded)"))
