@@ -39,7 +39,9 @@ from wgk.model.vocab import DecisionKind
 
 @dataclass(frozen=True)
 class WalkViolation:
-    """The first walk (and step) on which an invariant failed."""
+    """The first walk (and step) on which an invariant failed: ``steps`` replays it from
+    the initial state, ``state`` is the state it fails in (for a step property, the state
+    the failing step was taken from)."""
 
     invariant: str
     doc: str
