@@ -216,6 +216,7 @@ CommitEffect(i) ==   \* Land: the target moves by CAS from the exact base
 MarkRepair(i) ==   \* sent in every phase; applies only when the target moved before the CAS
     LET t == tk[i] IN
     /\ Running(t)
+    /\ t.exit = "none"
     /\ t.phase = EffectPrepared /\ t.disposition = "land" /\ ~t.effectDone /\ target # t.base
     /\ Set(i, [t EXCEPT !.exit = "needs-repair", !.reason = "target-moved",
                         !.revision = @ + 1, !.finishLease = FALSE])
