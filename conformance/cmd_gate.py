@@ -29,6 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--traces", nargs="+", metavar="PATH",
                    help="trace files or folders to replay (default: the bundled traces/)")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML, one testcase per check")
+    p.add_argument("--counterexamples", metavar="DIR", default="traces/counterexamples",
+                   help="where a generated failure is written as a trace (default traces/counterexamples)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
 
@@ -37,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
     show = not args.json
     try:
         result = gate_mod.run_gate(budget, progress=(lambda m: print(m, file=sys.stderr, flush=True))
-                                   if show else None, traces=args.traces)
+                                   if show else None, traces=args.traces,
+                                   counterexamples=args.counterexamples)
     except TraceError as e:
         raise UsageError(str(e)) from None
     if args.junit:

@@ -148,7 +148,8 @@ def crash_cut_checks(budget: str, progress: Callable[[str], None] | None, loaded
     return out
 
 
-def fuzz_checks(budget: str, progress: Callable[[str], None] | None) -> list[Check]:
+def fuzz_checks(budget: str, progress: Callable[[str], None] | None,
+                out_dir: str = "traces/counterexamples") -> list[Check]:
     """Generated request sequences through the model and the implementation in lockstep."""
     from .fuzz import FuzzConfig, run_fuzz
     from .impl_system import factory
@@ -157,7 +158,7 @@ def fuzz_checks(budget: str, progress: Callable[[str], None] | None) -> list[Che
         progress(f"  {b['examples']} generated runs of {b['steps']} steps, {b['tasks']} tasks, in lockstep")
     t0 = time.perf_counter()
     r = run_fuzz(FuzzConfig(tasks=b["tasks"], system=factory()), examples=b["examples"],
-                 steps=b["steps"], seed=0, out_dir="traces/counterexamples")
+                 steps=b["steps"], seed=0, out_dir=out_dir)
     return [Check("fuzz", f"lockstep {b['examples']}x{b['steps']}", r.verdict,
                   time.perf_counter() - t0,
                   (r.failure or "").splitlines()[0] if r.failure else "", r.to_json())]
@@ -171,8 +172,10 @@ SECTIONS: list[tuple[str, Callable]] = [("explore", explore_checks), ("replay", 
 
 
 def run_gate(budget: str = "default", progress: Callable[[str], None] | None = None, *,
-             traces: list[str] | None = None) -> GateResult:
-    """Every section on the given budget; ``traces`` selects trace files or folders."""
+             traces: list[str] | None = None,
+             counterexamples: str = "traces/counterexamples") -> GateResult:
+    """Every section on the given budget; ``traces`` selects trace files or folders;
+    a generated failure is written, minimised, under ``counterexamples``."""
     from .traces import load_traces
     t0 = time.perf_counter()
     loaded = load_traces([str(p) for p in (traces or [BUNDLED_TRACES])])   # TraceError: bad input
@@ -180,7 +183,12 @@ def run_gate(budget: str = "default", progress: Callable[[str], None] | None = N
     for name, fn in SECTIONS:
         if progress:
             progress(f"[{name}]")
-        checks += fn(budget, progress, loaded) if name in TRACE_SECTIONS else fn(budget, progress)
+        if name in TRACE_SECTIONS:
+            checks += fn(budget, progress, loaded)
+        elif name == "fuzz":
+            checks += fn(budget, progress, counterexamples)
+        else:
+            checks += fn(budget, progress)
     return GateResult(budget, checks, time.perf_counter() - t0)
 
 

@@ -1,0 +1,88 @@
+"""The harness can fail: bugs planted in a copy of the implementation are reported by the gate.
+
+Each bug is planted with ``monkeypatch`` in the implementation's rule module for
+the duration of one test (the patched module is the "copy"); the gate then runs
+on a few traces and must fail in the section that sees the bug.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import wgk.impl.rules as rules
+from wgk.conformance import gate
+from wgk.model.explore import Instance
+
+ROOT = Path(__file__).resolve().parent.parent
+INCIDENTS = ROOT / "traces" / "incidents"
+
+
+@pytest.fixture(autouse=True)
+def small_budget(monkeypatch, tmp_path):
+    monkeypatch.setattr(gate, "run_gate", _in(tmp_path, gate.run_gate))
+    monkeypatch.setitem(gate.BUDGETS, "quick", {"explore": [Instance(tasks=1, groups=("core",))],
+                                                "crash-cuts": ["in-process"],
+                                                "fuzz": {"examples": 10, "steps": 15, "tasks": 1}})
+
+
+def _in(tmp_path, run):
+    """run_gate writing its counterexamples under tmp_path, never into the repository."""
+    def wrapped(*a, **kw):
+        kw.setdefault("counterexamples", str(tmp_path / "counterexamples"))
+        return run(*a, **kw)
+    return wrapped
+
+
+def failing(result, section: str) -> list:
+    return [c for c in result.checks if c.section == section and c.verdict != "pass"]
+
+
+def test_the_unplanted_implementation_passes_these_traces():
+    r = gate.run_gate("quick", traces=[str(INCIDENTS / "10-stale-capability-rejected.json"),
+                                       str(INCIDENTS / "06-live-owner-missing-heartbeat-stays-running.json")])
+    assert r.verdict == "pass", r.summary()
+
+
+def test_skipping_the_fence_check_is_reported(monkeypatch):
+    def no_fence(ctx):
+        return "unknown-attempt" if ctx.record.attempt_state == "none" else None
+    monkeypatch.setattr(rules, "capability_failure", no_fence)
+    r = gate.run_gate("quick", traces=[str(INCIDENTS / "10-stale-capability-rejected.json")])
+    bad = failing(r, "replay")
+    assert r.verdict == "fail" and bad
+    assert "stale-capability" in bad[0].detail
+
+
+def test_writing_done_on_submit_is_reported(monkeypatch):
+    def done_on_submit(ctx):
+        t = ctx.record
+        return rules.done(ctx, replace(t, phase="graph-saved", attempt_state="succeeded"))
+    monkeypatch.setitem(rules.RULES, "submit", done_on_submit)
+    r = gate.run_gate("quick", traces=[str(INCIDENTS / "14-message-does-not-resurrect-done.json")])
+    assert r.verdict == "fail" and failing(r, "replay")
+    assert failing(r, "fuzz"), "generated runs see it too"
+
+
+def test_promoting_twice_after_a_crash_is_reported(monkeypatch):
+    monkeypatch.setattr(rules.Observe, "effect_happened", lambda self, t: False)
+    r = gate.run_gate("quick", traces=[str(INCIDENTS / "13-crash-at-every-phase.json")])
+    cuts = failing(r, "crash-cuts")
+    assert r.verdict == "fail" and cuts
+    assert any("ref-update" in c.name for c in cuts)
+    assert not failing(r, "replay"), "without a crash the effect is never re-observed"
+
+
+def test_a_heartbeat_timeout_terminalizing_a_live_owner_is_reported(monkeypatch):
+    def timeout_kills(ctx):
+        t = ctx.record
+        if not t.running:
+            return rules.heartbeat_timeout(ctx)
+        actions: list = []
+        return rules.done(ctx, rules.close_attempt(ctx, t, "lost", actions), actions=actions,
+                          kind=rules.EVIDENCE_ONLY)
+    monkeypatch.setitem(rules.RULES, "heartbeat-timeout", timeout_kills)
+    r = gate.run_gate("quick", traces=[str(INCIDENTS / "06-live-owner-missing-heartbeat-stays-running.json")])
+    bad = failing(r, "replay")
+    assert r.verdict == "fail" and bad and "heartbeat-timeout" in bad[0].detail
