@@ -8,14 +8,13 @@ is ``s<n>``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any
 
 from wgk.model.env import EnvKind, EnvStep
 from wgk.model.kernel import Decision
 from wgk.model.observe import Names, observe
 from wgk.model.requests import Request
-from wgk.model.state import Binding, Evidence, Graph, State, TaskState
+from wgk.model.state import Graph, State
 
 TRACE_FORMAT = "wgk-trace/1"
 

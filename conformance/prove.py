@@ -370,3 +370,53 @@ def prove(bounds: Bounds = Bounds(), sem: Semantics = MODEL, only: list[str] | N
           progress: Callable[[str], None] | None = None) -> ProofReport:
     """Prove every ``always`` property (or those in ``only``) inductive."""
     return Prover(bounds, sem, lemmas).run(only, replay, progress)
+
+
+def crosscheck(s: State, step: Request | EnvStep, sem: Semantics = MODEL,
+               evidence_ids: tuple[str, ...] = ("e1", "e2")) -> Decision | None:
+    """Evaluate one concrete step both ways: the symbolic transition, pinned to ``s`` and
+    ``step`` by the solver, must give the executable model's decision and state."""
+    from wgk.model.env import EnvStep as Env
+    from .symbolic import equals
+    from .templates import EnvTemplate
+    g = s.graph
+    ids = tuple(sorted(set(evidence_ids) | ({step.evidence} if isinstance(step, Request)
+                                              and step.evidence else set())
+                       | {e for t in s.tasks for _, e in t.evidence}))
+    if isinstance(step, Env):
+        templates = [EnvTemplate(step.kind, step.task)]
+    else:
+        templates = request_templates([step.kind], [step.task], ids)
+    cat = Catalogue(templates, g.graph_id)
+    universe = tuple(sorted(set(discover_universe(g, ids, sem))
+                            | {p for t in s.tasks for p in t.evidence}))
+    keys = (step.key,) if isinstance(step, Request) and step.key is not None else ()
+    space = Space(g, universe, keys, len(POOL), len(cat.shapes), cat.decode_digest)
+    sym = fresh_state(space, "x")
+    pool = Pool("xr", len(keys))
+    solver = z3.Solver()
+    solver.add(*equals(space, sym, s))
+    if isinstance(step, Env):
+        n = 0
+        values = {"candidate": step.content, "birth": step.birth}
+    else:
+        n, shape, values = cat.locate(step)
+        solver.add(pool.shape == shape)
+        if keys:
+            solver.add(pool.key == 0)
+    for name, v in values.items():
+        solver.add(pool.vars[name] == v)
+    b = branches(cat, sym, pool, sem, indices=[n])[0]
+    d, post = sem.run(s, step)
+    solver.add(b.guard)
+    where = f"crosscheck {getattr(step, 'kind').label} on {getattr(step, 'task', '')}"
+    if solver.check() != z3.sat:
+        if post is None:
+            return None              # an environment step disabled on both sides
+        raise SymbolicMismatch(f"{where}: the symbolic step is not enabled")
+    if post is None:
+        raise SymbolicMismatch(f"{where}: enabled symbolically, disabled concretely")
+    model = solver.model()
+    compare_step(where, decode_decision(model, b.decision),
+                 decode_state(model, space, b.post, g), d, post)
+    return d

@@ -66,7 +66,7 @@ class Z3Backend:
 
     def ite(self, c: Any, a: Any, b: Any) -> Any:
         if isinstance(a, bool) and isinstance(b, bool):
-            return c if a else self.not_(c)    # a != b here: logic.ite folded a == b
+            return a if a == b else (c if a else self.not_(c))
         a, b = self.term(a), self.term(b)
         ref = z3core.Z3_mk_ite(self.ctx.ref(), c.as_ast(), a.as_ast(), b.as_ast())
         return z3.ArithRef(ref, self.ctx) if isinstance(a, z3.ArithRef) else z3.z3._to_expr_ref(ref, self.ctx)
@@ -517,22 +517,29 @@ def decode_state(model: z3.ModelRef, space: Space, s: State, graph: Graph | None
 
 
 def free_constants(term: Any) -> set[str]:
-    """Names of the uninterpreted constants a term depends on."""
+    """Names of the uninterpreted constants a term depends on (walked with the C API)."""
     if not is_term(term):
         return set()
+    ctx = term.ctx.ref()
     out: set[str] = set()
     seen: set[int] = set()
-    todo = [term]
+    todo = [term.as_ast()]
     while todo:
-        e = todo.pop()
-        eid = e.get_id()
-        if eid in seen:
+        a = todo.pop()
+        aid = z3core.Z3_get_ast_id(ctx, a)
+        if aid in seen:
             continue
-        seen.add(eid)
-        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            out.add(e.decl().name())
-        else:
-            todo.extend(e.children())
+        seen.add(aid)
+        if z3core.Z3_get_ast_kind(ctx, a) != z3.Z3_APP_AST:
+            continue
+        app = z3core.Z3_to_app(ctx, a)
+        n = z3core.Z3_get_app_num_args(ctx, app)
+        if n:
+            todo.extend(z3core.Z3_get_app_arg(ctx, app, k) for k in range(n))
+            continue
+        decl = z3core.Z3_get_app_decl(ctx, app)
+        if z3core.Z3_get_decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
+            out.add(z3core.Z3_get_symbol_string(ctx, z3core.Z3_get_decl_name(ctx, decl)))
     return out
 
 

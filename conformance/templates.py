@@ -162,9 +162,11 @@ class Template:
     def constraints(self, pool: "Pool") -> list:
         """What the pool's variables must satisfy for this template."""
         p = pool.vars
-        out = [z3.Or([pool.shape == n for n in self.shapes])]
+        lo, hi = min(self.shapes), max(self.shapes)
+        assert hi - lo + 1 == len(self.shapes), "a template's shapes are numbered contiguously"
+        out = [pool.shape == lo if lo == hi else z3.And(pool.shape >= lo, pool.shape <= hi)]
         if self.kind in TRANSACTION_KINDS:
-            out.append(z3.Or([p["expected_phase"] == c for c in PHASE_CODES]))
+            out.append(pool.phase_domain)
         if self.imports:
             out.append(p["imports"] > 0)
         if self.deadline:
@@ -256,6 +258,10 @@ class Pool:
             else:
                 self.vars[name] = z3.Int(f"{prefix}.{name}")
         self.shape = z3.Int(f"{prefix}.shape")
+        code = self.vars["expected_phase"]
+        self.phase_domain = z3.Or(z3.And(code >= min(PHASE_CODES[:len(Phase)]),
+                                         code <= max(PHASE_CODES[:len(Phase)])),
+                                  z3.And(code >= 100, code <= max(PHASE_CODES)))
         self.key = z3.Int(f"{prefix}.key") if nkeys else None
         self.nkeys = nkeys
 
@@ -372,3 +378,35 @@ class Catalogue:
             raise ValueError(f"shape {shape} does not belong to template {tpl.label}")
         key = keys[value(model, pool.key)] if pool.key is not None else None
         return tpl.concrete(values, actor, key, self.graph_id)
+
+    def locate(self, r: Request) -> tuple[int, int, dict[str, int]]:
+        """(template, shape, pool values) of a concrete request this catalogue covers."""
+        cap = "none" if r.cap is None else (
+            "own" if r.cap.graph == self.graph_id and r.cap.task == r.task else "foreign")
+        for n, tpl in enumerate(self.templates):
+            if tpl.is_env or r.actor not in tpl.actors:
+                continue
+            if (tpl.kind, tpl.task, tpl.verdict, tpl.disposition, tpl.evidence, tpl.cap,
+                    tpl.imports, tpl.deadline) != (r.kind, r.task, r.verdict, r.disposition,
+                                                   r.evidence, cap, bool(r.imports),
+                                                   bool(r.deadline)):
+                continue
+            values = {name: 0 for name in POOL}
+            if r.cap is not None:
+                values.update(generation=r.cap.generation, attempt=r.cap.attempt,
+                              fence=r.cap.fence, lease_epoch=r.cap.lease_epoch)
+            if r.owner is not None:
+                values.update(pid=r.owner.pid, birth=r.owner.birth, session=r.owner.session,
+                              wrapper_epoch=r.owner.wrapper_epoch,
+                              child_epoch=r.owner.child_epoch)
+            if r.expected_phase is not None:
+                from wgk.model.requests import phase_code
+                values["expected_phase"] = phase_code(r.expected_phase)
+            for name in ("expected_revision", "expected_attempt", "expected_generation"):
+                if getattr(r, name) is not None:
+                    values[name] = getattr(r, name)
+            values.update(imports=r.imports, candidate=r.candidate, base=r.base,
+                          deadline=r.deadline)
+            shape = tpl.shapes[tpl.actors.index(r.actor)]
+            return n, shape, values
+        raise KeyError(f"no template covers {r.kind.label} on {r.task}")

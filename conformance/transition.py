@@ -82,7 +82,7 @@ class Branch:
 
 def branches(cat: Catalogue, s: State, pool: Pool, sem: Semantics = MODEL,
              indices: list[int] | None = None,
-             bound: Callable[[Any, State], Any] | None = None) -> list[Branch]:
+             bound: Callable[[Any, Any, State], Any] | None = None) -> list[Branch]:
     """Every (or the listed) template of ``cat`` evaluated on symbolic state ``s``."""
     out = []
     with symbolic(), sem.active():
@@ -97,7 +97,7 @@ def branches(cat: Catalogue, s: State, pool: Pool, sem: Semantics = MODEL,
             else:
                 decision, post = (sem.decide or kernel.decide)(s, step, sem.rules)
             if bound is not None:
-                guard.append(bound(tpl, s))
+                guard.append(bound(tpl, step, s))
             guard = [as_bool(g) for g in guard if g is not True]
             out.append(Branch(n, tpl, step, z3.And(guard) if guard else z3.BoolVal(True),
                               decision, post))
@@ -119,8 +119,21 @@ def as_term(x: Any) -> Any:
     return x
 
 
+_UNIVERSES: dict[int, tuple[Semantics, dict]] = {}
+
+
 def discover_universe(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics = MODEL
                       ) -> tuple:
+    """The evidence pairs the rules can record (cached per semantics and evidence ids)."""
+    entry = _UNIVERSES.setdefault(id(sem), (sem, {}))
+    if entry[0] is not sem:                    # an id reused after garbage collection
+        entry = _UNIVERSES[id(sem)] = (sem, {})
+    if evidence_ids not in entry[1]:
+        entry[1][evidence_ids] = _discover(graph, evidence_ids, sem)
+    return entry[1][evidence_ids]
+
+
+def _discover(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics) -> tuple:
     """The evidence pairs the rules can record: every record kind they use, times the ids.
 
     Found by running every kind once on a symbolic task whose evidence logs
