@@ -357,38 +357,60 @@ def check(goal: Goal, inst: Instance, depth: int, sem: Semantics = MODEL,
           progress: Callable[[str], None] | None = None,
           unrolling: Unrolling | None = None) -> CheckResult:
     """Search for ``goal`` at depths 0..``depth``; the first hit is a shortest trace."""
+    return check_many([goal], inst, depth, sem, progress, unrolling)[0]
+
+
+def check_many(goals: list[Goal], inst: Instance, depth: int, sem: Semantics = MODEL,
+               progress: Callable[[str], None] | None = None,
+               unrolling: Unrolling | None = None) -> list[CheckResult]:
+    """Search for several goals on one unrolling, all at depth 0, then all at depth 1, ...
+
+    Lockstep keeps every goal's search by increasing depth, which is what makes
+    pruning rejected steps sound: at depth ``k`` step goals are asked while step
+    ``k-1`` may still be a rejection, state goals after it no longer may."""
     t0 = time.perf_counter()
     u = unrolling or Unrolling(inst, sem)
-    per_depth: list[float] = []
+    per_depth: dict[str, list[float]] = {g.id: [] for g in goals}
+    results: dict[str, CheckResult] = {}
+
+    def done(g: Goal, status: str, length: int | None, trace: Trace | None) -> None:
+        results[g.id] = CheckResult(g, inst, depth, status, length, trace,
+                                    time.perf_counter() - t0, per_depth[g.id], sem.name)
+
     for k in range(depth + 1):
-        t1 = time.perf_counter()
         while u.depth < k:
             u.extend()
-        prefix = k if goal.scope == "state" else k - 1
-        for j in range(prefix):
+        for j in range(k - 1):
             u.forbid_rejection(j)
-        if goal.scope == "state":
-            bad = u.state_goal(goal, k)
-            hit, length = u.solve(bad), k
-            if hit is None:       # no k-step path reaches the goal: keep that as a fact
-                u.solver.add(z3.Not(bad))
-        elif k >= 1:
-            hit, length = u.solve(u.step_goal(goal, k - 1)), k
-        else:
-            hit, length = None, 0
-        per_depth.append(time.perf_counter() - t1)
-        if progress:
-            progress(f"depth {k}: {'found' if isinstance(hit, z3.ModelRef) else hit or 'none'} "
-                     f"({per_depth[-1]:.2f}s)")
-        if hit == "unknown":
-            return CheckResult(goal, inst, depth, "unknown", None, None,
-                               time.perf_counter() - t0, per_depth, sem.name)
-        if hit is not None:
-            trace = u.trace(hit, length, goal)
-            return CheckResult(goal, inst, depth, goal.found_status, length, trace,
-                               time.perf_counter() - t0, per_depth, sem.name)
-    return CheckResult(goal, inst, depth, goal.absent_status, None, None,
-                       time.perf_counter() - t0, per_depth, sem.name)
+        for scope in ("step", "state"):
+            if scope == "state" and k >= 1:
+                u.forbid_rejection(k - 1)
+            for g in goals:
+                if g.id in results or g.scope != scope or (scope == "step" and k == 0):
+                    continue
+                t1 = time.perf_counter()
+                if scope == "state":
+                    bad = u.state_goal(g, k)
+                    hit = u.solve(bad)
+                    if hit is None:       # no k-step path reaches it: keep that as a fact
+                        u.solver.add(z3.Not(bad))
+                else:
+                    hit = u.solve(u.step_goal(g, k - 1))
+                per_depth[g.id].append(time.perf_counter() - t1)
+                if progress:
+                    progress(f"{g.id} depth {k}: "
+                             f"{'found' if isinstance(hit, z3.ModelRef) else hit or 'none'} "
+                             f"({per_depth[g.id][-1]:.2f}s)")
+                if hit == "unknown":
+                    done(g, "unknown", None, None)
+                elif hit is not None:
+                    done(g, g.found_status, k, u.trace(hit, k, g))
+        if len(results) == len(goals):
+            break
+    for g in goals:
+        if g.id not in results:
+            done(g, g.absent_status, None, None)
+    return [results[g.id] for g in goals]
 
 
 def goal_for(id: str) -> Goal:
@@ -400,23 +422,25 @@ def goal_for(id: str) -> Goal:
 # --- witnesses of the sometimes properties ------------------------------------------------
 
 _OPS = ("core", "operator")
-#: Where each ``sometimes`` property is looked for: the smallest instance whose request
-#: groups make it reachable, and a depth that leaves room above its shortest witness.
+_RUN = Instance(tasks=1, attempts=2, groups=("core", "env"))
+#: Where each ``sometimes`` property is looked for: a small instance whose request groups
+#: make it reachable, and a depth that leaves room above its shortest witness. Properties
+#: sharing an instance share one unrolling.
 WITNESSES: dict[str, tuple[Instance, int]] = {
-    "done-reached": (Instance(tasks=1, groups=("core",)), 13),
+    "done-reached": (_RUN, 13),
     "dependent-done-reached": (Instance(tasks=2, groups=("core", "legacy")), 6),
-    "needs-repair-reached": (Instance(tasks=1, groups=("core",)), 8),
-    "target-moved-reached": (Instance(tasks=1, groups=("core", "env")), 12),
-    "retry-reached": (Instance(tasks=1, attempts=2, groups=("core",)), 5),
-    "resume-reached": (Instance(tasks=1, groups=("core", "env")), 6),
-    "lost-reached": (Instance(tasks=1, groups=("core", "env")), 6),
-    "pid-reuse-detected": (Instance(tasks=1, groups=("core", "env")), 6),
+    "needs-repair-reached": (_RUN, 8),
+    "target-moved-reached": (_RUN, 12),
+    "retry-reached": (_RUN, 5),
+    "resume-reached": (_RUN, 6),
+    "lost-reached": (_RUN, 6),
+    "pid-reuse-detected": (_RUN, 6),
     "needs-reconciliation-reached": (Instance(tasks=1, groups=("core", "legacy")), 4),
     "reconstructed-reached": (Instance(tasks=1, groups=("core", "legacy")), 4),
-    "upgrade-blocked-reached": (Instance(tasks=1, groups=_OPS), 5),
-    "aborted-preserved-reached": (Instance(tasks=1, groups=_OPS), 5),
+    "upgrade-blocked-reached": (Instance(tasks=1, generations=2, groups=_OPS), 5),
+    "aborted-preserved-reached": (Instance(tasks=1, generations=2, groups=_OPS), 5),
     "reset-reached": (Instance(tasks=1, generations=2, groups=_OPS), 4),
-    "import-reached": (Instance(tasks=1, attempts=2, groups=("core", "env")), 6),
+    "import-reached": (_RUN, 6),
     "compaction-continued": (Instance(tasks=1, groups=("core", "evidence")), 5),
 }
 DEFAULT_WITNESS = (Instance(tasks=2, attempts=2, generations=2, versions=2,
@@ -435,12 +459,20 @@ def witness(prop_id: str, sem: Semantics = MODEL,
 
 def witnesses(sem: Semantics = MODEL, progress: Callable[[str], None] | None = None
               ) -> list[CheckResult]:
-    out = []
+    """A shortest witness of every sometimes property (goals sharing an instance share
+    one unrolling)."""
+    by_instance: dict[Instance, list[Property]] = {}
+    depths: dict[Instance, int] = {}
     for p in REGISTRY.values():
         if p.kind == "sometimes":
-            r = witness(p.id, sem)
+            inst, depth = WITNESSES.get(p.id, DEFAULT_WITNESS)
+            by_instance.setdefault(inst, []).append(p)
+            depths[inst] = max(depths.get(inst, 0), depth)
+    found: dict[str, CheckResult] = {}
+    for inst, props in by_instance.items():
+        for r in check_many([invariant_goal(p) for p in props], inst, depths[inst], sem):
+            found[r.goal.id] = r
             if progress:
-                progress(f"{p.id}: {r.status}"
+                progress(f"{r.goal.id}: {r.status}"
                          + (f" at depth {r.found_at}" if r.found_at is not None else ""))
-            out.append(r)
-    return out
+    return [found[p.id] for p in REGISTRY.values() if p.kind == "sometimes"]

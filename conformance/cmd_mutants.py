@@ -19,6 +19,8 @@ Exit codes: 0 every mutant killed (and the model itself proved), 1 a mutant surv
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", action="append", metavar="NAME",
                    help="only this mutant (repeatable)")
+    p.add_argument("--tasks", type=int, default=2,
+                   help="tasks of the proof that the unmutated model survives (default 2)")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -30,8 +32,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown mutant {unknown[0]!r} (known: {', '.join(MUTANTS)})")
     if args.list:
         return list_catalogue(names, args.json)
+    if not 1 <= args.tasks <= 8:
+        raise UsageError("--tasks must be between 1 and 8")
     show = lambda msg: progress(f"  {msg}", enabled=not args.json)
-    model = prove(Bounds(tasks=2))
+    model = prove(Bounds(tasks=args.tasks))
     show(f"model: {'proved' if model.ok else 'NOT proved'}")
     kills = [kill(MUTANTS[n], progress=show) for n in names]
     killed = sum(k.killed for k in kills)
@@ -41,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
                              "frames": len(model.results)}})
     else:
         print(f"model: {'survives' if model.ok else 'FAILS'} "
-              f"({model.count('proved')}/{len(model.results)} frames proved at 2 tasks)")
+              f"({model.count('proved')}/{len(model.results)} frames proved at {args.tasks} tasks)")
         for k in kills:
             m = k.mutant
             status = "killed  " if k.killed else "SURVIVED"

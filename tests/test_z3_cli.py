@@ -14,7 +14,7 @@ def wgk(*args: str, cwd=None) -> subprocess.CompletedProcess:
 
 
 def test_prove_json_shape_and_exit_code():
-    out = wgk("prove", "--tasks", "1", "--json")
+    out = wgk("prove", "--tasks", "1", "--jobs", "1", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["failed"] == 0 and data["unknown"] == 0 and data["proved"] == len(data["results"])
@@ -64,7 +64,8 @@ def test_check_reports_nothing_found_with_exit_zero():
 
 
 def test_mutants_json_shape():
-    out = wgk("mutants", "--name", "pid-only-liveness", "--name", "phase-skip", "--json")
+    out = wgk("mutants", "--name", "pid-only-liveness", "--name", "phase-skip", "--tasks", "1",
+              "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["killed"] == data["total"] == 2 and data["model"]["survives"] is True
