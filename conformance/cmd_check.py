@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import sys
 
 from wgk.model.explore import GROUPS, Instance
 from wgk.model.invariants import REGISTRY
@@ -13,6 +14,7 @@ from .errors import UsageError
 from .export import step_json
 from .mutants import MUTANTS
 from .output import emit_json, progress, write_text
+from .prove import SymbolicMismatch
 from .reach_expr import ReachError, compile_reach
 from .symbolic import field_diff
 from .transition import MODEL
@@ -92,6 +94,14 @@ def reproduce(args: argparse.Namespace, depth: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except SymbolicMismatch as e:     # an encoding error: never a silent pass
+        print(f"wgk check: the solver and the executable model disagree: {e}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     if not 0 <= args.depth <= 60:
         raise UsageError("--depth must be between 0 and 60")
     if args.mutant is not None and args.mutant not in MUTANTS:

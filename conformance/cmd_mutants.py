@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .errors import UsageError
 from .mutants import MUTANTS, kill
 from .output import emit_json, progress
-from .prove import Bounds, prove
+from .prove import Bounds, SymbolicMismatch, prove
 
 HELP = "kill every mutant of the model: by a failed proof and by a BMC counterexample"
 EXAMPLES = """  wgk mutants
@@ -26,6 +27,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except SymbolicMismatch as e:     # an encoding error: never a silent pass
+        print(f"wgk mutants: the solver and the executable model disagree: {e}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     names = args.name or list(MUTANTS)
     unknown = [n for n in names if n not in MUTANTS]
     if unknown:

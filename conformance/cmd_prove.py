@@ -12,7 +12,7 @@ from .bmc import witness
 from .errors import UsageError
 from .lemmas import LEMMAS
 from .output import emit_json, progress
-from .prove import DOMAIN, Bounds, prove
+from .prove import DOMAIN, Bounds, SymbolicMismatch, prove
 
 HELP = "prove every always invariant inductive (z3) and reach every sometimes property"
 EXAMPLES = """  wgk prove
@@ -44,6 +44,14 @@ def witness_reports(goals: list[str]) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except SymbolicMismatch as e:     # an encoding error: never a silent pass
+        print(f"wgk prove: the solver and the executable model disagree: {e}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     if not 1 <= args.tasks <= 8:
         raise UsageError("--tasks must be between 1 and 8")
     if not 1 <= args.evidence_ids <= 4:

@@ -97,3 +97,15 @@ def test_bad_usage_is_one_line_and_exit_two(args, needle):
 def test_help_shows_examples(cmd, example):
     out = wgk(cmd, "--help")
     assert out.returncode == 0 and example in out.stdout
+
+
+def test_a_solver_model_disagreement_exits_one_with_one_line(monkeypatch, capsys):
+    from wgk.conformance import cli, cmd_check
+    from wgk.conformance.prove import SymbolicMismatch
+
+    def disagree(*args, **kwargs):
+        raise SymbolicMismatch("step 1: solver decided applied, model rejected")
+    monkeypatch.setattr(cmd_check, "check", disagree)
+    code = cli.main(["check", "--reach", "t1.status == 'done'", "--tasks", "1"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "disagree" in err

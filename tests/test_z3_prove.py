@@ -98,3 +98,51 @@ def test_symbolic_backend_is_restored_after_use():
             assert logic._backend is not None
             raise RuntimeError("boom")
     assert logic._backend is before
+
+
+class _Unread:
+    """A request field a template claims the rules never read: any use of it fails."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def _fail(self, *args):
+        raise AssertionError(f"a rule read request field {self.name}")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __add__ = __radd__ = _fail
+    __bool__ = __int__ = __index__ = __hash__ = _fail
+    __getattr__ = _fail
+
+
+def test_templates_leave_concrete_only_what_the_rules_do_not_compare():
+    """Every request field a rule reads is symbolic in the template (or one of its concrete
+    class parameters): poisoning the others changes nothing."""
+    from wgk.conformance.symbolic import Space, fresh_state
+    from wgk.conformance.templates import POOL, Catalogue, Pool, request_templates
+    from wgk.conformance.transition import discover_universe
+    from wgk.model.kernel import decide
+    from wgk.model.state import Graph
+    from wgk.model.vocab import Kind
+    g = Graph.build(["t1", "t2"], {"t2": ["t1"]}, graph_id="g")
+    cat = Catalogue(request_templates(list(Kind), ["t2"], ("e1",), rejections=False), "g")
+    space = Space(g, discover_universe(g, ("e1",)), ("k1",), len(POOL), len(cat.shapes),
+                  cat.decode_digest)
+    s = fresh_state(space, "p")
+    pool = Pool("pr", 1)
+    checked = 0
+    with symbolic():
+        for n, tpl in enumerate(cat.templates):
+            r = cat.step(n, pool)
+            for name in ("candidate", "base", "expected_attempt", "expected_generation"):
+                if name not in tpl.params:
+                    object.__setattr__(r, name, _Unread(name))
+            if "pid" not in tpl.params:
+                object.__setattr__(r, "owner", _Unread("owner"))
+            decide(s, r)
+            checked += 1
+    assert checked == len(cat.templates) > 40
+
+
+def test_lemmas_have_one_sentence_docstrings():
+    for lem in LEMMAS.values():
+        assert lem.doc.endswith(".") and ". " not in lem.doc, lem.id
