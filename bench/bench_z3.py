@@ -47,13 +47,14 @@ def m_witnesses() -> dict:
     return {"reached": sum(r.found for r in ws), "total": len(ws), "wall": w, "cpu": c}
 
 
-def m_bmc(goal: str, tasks: str, depth: str, prune: str = "yes") -> dict:
+def m_bmc(goal: str, tasks: str, depth: str, prune: str = "yes", frames: str = "assume") -> dict:
     from wgk.conformance.bmc import Unrolling, check, goal_for
     from wgk.model.explore import Instance
     if prune == "no":
         Unrolling.forbid_rejection = lambda self, k: None
     inst = Instance(tasks=int(tasks), groups=("core", "env"))
-    r, w, c = timed(lambda: check(goal_for(goal), inst, int(depth)))
+    r, w, c = timed(lambda: check(goal_for(goal), inst, int(depth),
+                                  unrolling=Unrolling(inst, frames=frames)))
     return {"status": r.status, "found_at": r.found_at, "per_depth": r.per_depth,
             "wall": w, "cpu": c}
 
@@ -132,6 +133,14 @@ def pruning(depth: int) -> None:
           f"ratio x{off['cpu'] / on['cpu']:.2f}")
 
 
+def frames(depth: int) -> None:
+    print(f"== BMC queries: guarded by an assumption literal vs push/pop (2 tasks, depth {depth}) ==")
+    on = measure("bmc", "promotion-at-most-once", 2, depth, "yes", "assume")
+    off = measure("bmc", "promotion-at-most-once", 2, depth, "yes", "push")
+    print(f"  assumption {on['cpu']:6.2f}s cpu, push/pop {off['cpu']:6.2f}s cpu, "
+          f"ratio x{off['cpu'] / on['cpu']:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -150,6 +159,7 @@ def main() -> None:
     if not args.quick:
         bmc_growth(3, 20)
     pruning(12 if args.quick else 16)
+    frames(12 if args.quick else 16)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,11 @@ One solver, extended one step at a time: state ``s_{k+1}`` is a fresh copy of
 the state's leaves, each constrained to the value chosen by the step's
 selector among the branches (every template evaluated on ``s_k`` by the
 model's own ``decide`` or environment step). At every depth the goal is
-checked in its own push/pop frame, so the first satisfiable depth gives a
-shortest trace. The trace is decoded into concrete requests and environment
+asked under its own assumption literal (or in a push/pop frame), so the
+first satisfiable depth gives a shortest trace. Searching by increasing depth
+makes two prunings sound: a rejected request changes nothing without keys, so
+no step before the last is a rejection; and a depth found empty is kept as a
+fact. The trace is decoded into concrete requests and environment
 steps and replayed through the executable model from the instance's initial
 state; every decision, every state and the goal must agree
 (``SymbolicMismatch`` otherwise).
@@ -202,7 +205,7 @@ class Unrolling:
     """The instance's transition relation unrolled step by step in one solver."""
 
     def __init__(self, inst: Instance, sem: Semantics = MODEL, evidence_ids: int | None = None,
-                 keys: int = 2, well_behaved: bool = False):
+                 keys: int = 2, well_behaved: bool = False, frames: str = "assume"):
         self.inst = inst
         self.sem = sem
         if evidence_ids is None:
@@ -222,6 +225,8 @@ class Unrolling:
         self.states: list[State] = [s0]
         self.steps: list[Unrolled] = []
         self.moving: set[int] = set()
+        self.queries = 0
+        self.frames = frames
 
     @property
     def depth(self) -> int:
@@ -287,19 +292,31 @@ class Unrolling:
 
     def solve(self, term: Any) -> z3.ModelRef | None | str:
         """A model of the unrolling plus ``term`` (preferring small, readable field values),
-        ``None`` when there is none, ``"unknown"`` when the solver gives up."""
-        self.solver.push()
-        try:
-            self.solver.add(term)
-            r = self.solver.check()
-            if r != z3.sat:
-                return None if r == z3.unsat else "unknown"
+        ``None`` when there is none, ``"unknown"`` when the solver gives up.
+
+        By default ``term`` is guarded by a fresh literal passed as an assumption, so
+        what the solver learns about the unrolling is kept from one depth to the next;
+        ``frames="push"`` asks in a push/pop frame instead (bench/bench_z3.py compares)."""
+        self.queries += 1
+        if self.frames == "push":
+            self.solver.push()
+            try:
+                self.solver.add(term)
+                return self._answer([])
+            finally:
+                self.solver.pop()
+        guard = z3.Bool(f"query{self.queries}")
+        self.solver.add(z3.Implies(guard, term))
+        return self._answer([guard])
+
+    def _answer(self, assumptions: list) -> z3.ModelRef | None | str:
+        r = self.solver.check(*assumptions)
+        if r != z3.sat:
+            return None if r == z3.unsat else "unknown"
+        model = self.solver.model()
+        if self.solver.check(*assumptions, *self.readable()) == z3.sat:
             model = self.solver.model()
-            if self.solver.check(*self.readable()) == z3.sat:
-                model = self.solver.model()
-            return model
-        finally:
-            self.solver.pop()
+        return model
 
     def readable(self) -> list:
         """Preferences for readable traces: ids, pids, births and epochs between 1 and 99."""
