@@ -29,10 +29,9 @@ import z3
 from wgk.model.env import EnvKind
 from wgk.model.explore import Instance
 from wgk.model.invariants import REGISTRY, Property
-from wgk.model.kernel import visible_phase
 from wgk.model.logic import not_
 from wgk.model.state import State
-from wgk.model.vocab import Disposition, Kind as K, Verdict
+from wgk.model.vocab import DecisionKind as D, Disposition, Kind as K, Verdict
 
 from .export import Trace, step_label
 from .prove import Bounds, SymbolicMismatch, compare_step, decode_decision
@@ -41,7 +40,7 @@ from .symbolic import (
     leaves, symbolic, value,
 )
 from .templates import (
-    FOREIGN_GRAPH, POOL, Catalogue, Pool, env_templates, request_templates,
+    POOL, Catalogue, Pool, env_templates, request_templates,
 )
 from .transition import MODEL, Branch, Semantics, branches, discover_universe
 
@@ -89,44 +88,20 @@ def instance_templates(inst: Instance, ids: tuple[str, ...]) -> list:
     return out
 
 
-def instance_bound(inst: Instance, current: bool = False) -> Callable[[Any, Any, State], Any]:
-    """The instance's bounds on attempts, generations and candidate versions, as guards.
-
-    With ``current``, callers are also well-behaved: the capability, the expected
-    phase, revision, attempt and generation are the task's current ones (enough to
-    find witnesses faster; never used to conclude that something is unreachable)."""
+def instance_bound(inst: Instance) -> Callable[[Any, Any, State], Any]:
+    """The instance's bounds on attempts, generations and candidate versions, as guards."""
     def bound(tpl, step, s: State) -> Any:
         if tpl.is_env or tpl.task not in s.graph.index:
             return True
         t = s.task(tpl.task)
-        out = []
         if tpl.kind in (K.DISPATCH, K.RETRY):
-            out.append(t.attempt < inst.attempts)
+            return t.attempt < inst.attempts
         if tpl.kind == K.RESET:
-            out.append(t.generation + 1 < inst.generations)
+            return t.generation + 1 < inst.generations
         if tpl.kind == K.REVISE:
-            out.append(t.version < inst.versions)
-        if current:
-            out += well_behaved(t, step)
-        return z3.And([as_bool(x) for x in out]) if out else True
+            return t.version < inst.versions
+        return True
     return bound
-
-
-def well_behaved(t, r) -> list:
-    """The caller sends the task's current K and expected values (as a correct client does)."""
-    out = []
-    if r.cap is not None and r.cap.graph != FOREIGN_GRAPH:
-        c = r.cap
-        out += [c.generation == t.generation, c.attempt == t.attempt, c.fence == t.fence,
-                c.lease_epoch == t.lease_epoch]
-    if r.expected_revision is not None:
-        with symbolic():
-            out += [r.expected_phase == visible_phase(t), r.expected_revision == t.revision]
-    if r.expected_attempt is not None:
-        out.append(r.expected_attempt == t.attempt)
-    if r.expected_generation is not None:
-        out.append(r.expected_generation == t.generation)
-    return out
 
 
 # --- goals --------------------------------------------------------------------------
@@ -205,7 +180,7 @@ class Unrolling:
     """The instance's transition relation unrolled step by step in one solver."""
 
     def __init__(self, inst: Instance, sem: Semantics = MODEL, evidence_ids: int | None = None,
-                 keys: int = 2, well_behaved: bool = False, frames: str = "assume"):
+                 keys: int = 2, frames: str = "assume"):
         self.inst = inst
         self.sem = sem
         if evidence_ids is None:
@@ -218,7 +193,7 @@ class Unrolling:
         universe = discover_universe(graph, self.bounds.ids(), sem)
         self.space = Space(graph, universe, self.bounds.key_names(), len(POOL),
                            len(self.cat.shapes), self.cat.decode_digest)
-        self.bound = instance_bound(inst, well_behaved)
+        self.bound = instance_bound(inst)
         self.solver = z3.SimpleSolver()
         s0 = fresh_state(self.space, "s0")
         self.solver.add(*equals(self.space, s0, self.initial))
@@ -264,7 +239,6 @@ class Unrolling:
             return
         self.moving.add(k)
         u = self.steps[k]
-        from wgk.model.vocab import DecisionKind as D
         for n, b in enumerate(u.branches):
             if b.decision is None or b.decision.kind is not D.REJECTED and not hasattr(
                     b.decision.kind, "sort"):

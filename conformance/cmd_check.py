@@ -8,6 +8,7 @@ import sys
 
 from wgk.model.explore import GROUPS, Instance
 from wgk.model.invariants import REGISTRY
+from wgk.model.observe import observe
 
 from .bmc import CheckResult, Goal, check, invariant_goal
 from .errors import UsageError
@@ -145,7 +146,6 @@ def finish_trace(result: CheckResult, args: argparse.Namespace, command: str | N
     trace.source = {"kind": kind, "tool": "wgk check", "command": command,
                     **({"mutant": args.mutant} if args.mutant else {})}
     names = trace.names()
-    from wgk.model.observe import observe
     final = observe(trace.states[-1], names)
     trace.final = {"target": final["target"],
                    "tasks": {n: {"status": t["status"], "attempt-state": t["attempt-state"],

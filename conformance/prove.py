@@ -21,6 +21,7 @@ unaffected task keeps its verdict from the pre-state.
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -34,13 +35,14 @@ from wgk.model.requests import Request
 from wgk.model.state import State
 from wgk.model.vocab import Code, DecisionKind as D, Kind
 
+from .export import step_json
 from .lemmas import LEMMAS
 from .symbolic import (
-    Space, decode_graph, decode_state, describe_task, domain, field_diff, fresh_state,
+    Space, decode_graph, decode_state, describe_task, domain, equals, field_diff, fresh_state,
     free_constants, leaf_domain, leaf_types, leaves, symbolic, symbolic_graph, value,
     substitute, within_type,
 )
-from .templates import POOL, Catalogue, Pool, env_templates, request_templates
+from .templates import POOL, Catalogue, EnvTemplate, Pool, env_templates, request_templates
 from .transition import MODEL, Branch, Semantics, as_term, branches, delta, discover_universe
 
 DOMAIN = Property("domain", "always", "state",
@@ -87,7 +89,6 @@ class Counterexample:
     tasks: list[str]
 
     def to_json(self) -> dict:
-        from .export import step_json
         return {
             "property": self.property, "transition": self.transition, "template": self.step_label,
             "step": step_json(self.step), "decision": self.decision.to_json() if self.decision else None,
@@ -101,8 +102,6 @@ class Counterexample:
         }
 
     def render(self) -> str:
-        from .export import step_json
-        import json
         lines = [f"  after {self.step_label}: {self.property} fails"
                  + (f" for {', '.join(self.tasks)}" if self.tasks else "")]
         g = self.pre.graph
@@ -376,14 +375,11 @@ def crosscheck(s: State, step: Request | EnvStep, sem: Semantics = MODEL,
                evidence_ids: tuple[str, ...] = ("e1", "e2")) -> Decision | None:
     """Evaluate one concrete step both ways: the symbolic transition, pinned to ``s`` and
     ``step`` by the solver, must give the executable model's decision and state."""
-    from wgk.model.env import EnvStep as Env
-    from .symbolic import equals
-    from .templates import EnvTemplate
     g = s.graph
     ids = tuple(sorted(set(evidence_ids) | ({step.evidence} if isinstance(step, Request)
                                               and step.evidence else set())
                        | {e for t in s.tasks for _, e in t.evidence}))
-    if isinstance(step, Env):
+    if isinstance(step, EnvStep):
         templates = [EnvTemplate(step.kind, step.task)]
     else:
         templates = request_templates([step.kind], [step.task], ids)
@@ -396,7 +392,7 @@ def crosscheck(s: State, step: Request | EnvStep, sem: Semantics = MODEL,
     pool = Pool("xr", len(keys))
     solver = z3.Solver()
     solver.add(*equals(space, sym, s))
-    if isinstance(step, Env):
+    if isinstance(step, EnvStep):
         n = 0
         values = {"candidate": step.content, "birth": step.birth}
     else:

@@ -167,7 +167,7 @@ class _Compiler:
             v = self.coerce(a, b.literal, right)
             self.check_order(a, op, left)
             return lambda s: cmp(a.get(s), v)
-        if not _compatible(a.type, b.type):
+        if a.type != b.type:
             raise self.fail(right, f"cannot compare {a.text} with {b.text}")
         self.check_order(a, op, left)
         return lambda s: cmp(a.get(s), b.get(s))
@@ -229,10 +229,6 @@ class _Compiler:
         if isinstance(v, bool) or not isinstance(v, int):
             raise self.fail(node, f"{a.text} compares with an int")
         return v
-
-
-def _compatible(a: Any, b: Any) -> bool:
-    return a == b
 
 
 def _flip(op: ast.cmpop) -> Callable[[Any, Any], Any]:

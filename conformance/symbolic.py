@@ -350,22 +350,6 @@ def leaves(space: Space, s: State) -> list:
     return out
 
 
-def leaf_names(space: Space) -> list[str]:
-    """Readable names of the leaves, in ``leaves`` order."""
-    out: list[str] = []
-    for n in space.graph.tasks:
-        out += [f"{n}.{f}" for f in BOOL_FIELDS] + [f"{n}.{f}" for f in INT_FIELDS]
-        for k in Receipt:
-            out += [f"{n}.receipts.{k.label}.{x}" for x in ("fence", "candidate", "base")]
-        out += [f"{n}.evidence.{p[0]}:{p[1]}" for p in space.universe]
-    out += ["target", "now"]
-    for k in space.keys:
-        out += [f"journal.{k}.used", f"journal.{k}.shape",
-                *[f"journal.{k}.slot{j}" for j in range(space.width)],
-                f"journal.{k}.kind", f"journal.{k}.code"]
-    return out
-
-
 class DomainError(ValueError):
     """A symbolic state left its bounded domain (an evidence pair or key outside it)."""
 

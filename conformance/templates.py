@@ -23,13 +23,13 @@ from typing import Any, Iterable
 import z3
 
 from wgk.model.env import EnvKind, EnvStep
-from wgk.model.requests import Capability, Owner, Request
+from wgk.model.requests import Capability, Owner, Request, phase_code
 from wgk.model.vocab import (
     AUTHORITY, EVIDENCE_KINDS, NEEDS_CAPABILITY, TRANSACTION_KINDS, Actor, Disposition, Exit,
     Kind as K, Phase, Verdict,
 )
 
-from .symbolic import SymDigest, nonzero_int
+from .symbolic import SymDigest, nonzero_int, value
 
 CAP = ("generation", "attempt", "fence", "lease_epoch")
 CAS = ("expected_phase", "expected_revision")
@@ -98,12 +98,6 @@ class Template:
     @property
     def is_env(self) -> bool:
         return False
-
-    @property
-    def rejected_early(self) -> bool:
-        """Rejected before any rule runs: unauthorized, unknown task or a foreign capability."""
-        return (self.actors[0] not in AUTHORITY[self.kind] or self.task == UNKNOWN_TASK
-                or self.cap == "foreign")
 
     @property
     def label(self) -> str:
@@ -219,10 +213,6 @@ class EnvTemplate:
     @property
     def is_env(self) -> bool:
         return True
-
-    @property
-    def rejected_early(self) -> bool:
-        return False
 
     @property
     def label(self) -> str:
@@ -367,7 +357,6 @@ class Catalogue:
 
     def concrete_step(self, n: int, model: z3.ModelRef, pool: Pool, keys: tuple[str, ...]):
         """The concrete request or environment step a z3 model picks for template ``n``."""
-        from .symbolic import value
         tpl = self.templates[n]
         values = {name: value(model, v) for name, v in pool.vars.items()}
         if tpl.is_env:
@@ -400,7 +389,6 @@ class Catalogue:
                               wrapper_epoch=r.owner.wrapper_epoch,
                               child_epoch=r.owner.child_epoch)
             if r.expected_phase is not None:
-                from wgk.model.requests import phase_code
                 values["expected_phase"] = phase_code(r.expected_phase)
             for name in ("expected_revision", "expected_attempt", "expected_generation"):
                 if getattr(r, name) is not None:
