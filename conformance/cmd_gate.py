@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
-from .output import emit_json
 from . import gate as gate_mod
+from .errors import UsageError
+from .output import emit_json
+from .traces import TraceError
 
 HELP = "run the conformance gate: model checks, proofs, mutants, trace replay with crash cuts"
 EXAMPLES = """  wgk gate
   wgk gate --quick
   wgk gate --deep --junit gate.xml --json
+  wgk gate --quick --traces traces/incidents
 """
 
 
@@ -24,6 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--quick", action="store_true", help="small budget for pull requests")
     budget.add_argument("--deep", action="store_true", help="large budget for nightly runs")
+    p.add_argument("--traces", nargs="+", metavar="PATH",
+                   help="trace files or folders to replay (default: the bundled traces/)")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML, one testcase per check")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
@@ -31,8 +35,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     budget = "quick" if args.quick else "deep" if args.deep else "default"
     show = not args.json
-    result = gate_mod.run_gate(budget, progress=(lambda m: print(m, file=sys.stderr, flush=True))
-                               if show else None)
+    try:
+        result = gate_mod.run_gate(budget, progress=(lambda m: print(m, file=sys.stderr, flush=True))
+                                   if show else None, traces=args.traces)
+    except TraceError as e:
+        raise UsageError(str(e)) from None
     if args.junit:
         gate_mod.write_junit(result, args.junit)
     if args.json:

@@ -3,20 +3,30 @@ from __future__ import annotations
 
 import time
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable
 
 from wgk.model.explore import Instance, explore
 
 BUDGETS = {
-    "quick": {"explore": [Instance(tasks=1), Instance(tasks=2)]},
-    "default": {"explore": [Instance(tasks=2), Instance(tasks=3)]},
+    "quick": {"explore": [Instance(tasks=1), Instance(tasks=2)],
+              "crash-cuts": ["in-process"],
+              "fuzz": {"examples": 30, "steps": 25, "tasks": 2}},
+    "default": {"explore": [Instance(tasks=2), Instance(tasks=3)],
+                "crash-cuts": ["in-process"],
+                "fuzz": {"examples": 150, "steps": 40, "tasks": 3}},
     "deep": {"explore": [Instance(tasks=3),
                          Instance(tasks=1, attempts=2, groups=("core", "env", "evidence", "operator",
                                                                "legacy")),
                          Instance(tasks=2, groups=("core", "env", "operator", "legacy"),
-                                  review=True)]},
+                                  review=True)],
+             "crash-cuts": ["in-process", "kill"],
+             "fuzz": {"examples": 2000, "steps": 60, "tasks": 3}},
 }
+
+#: The bundled traces (the gate's default corpus).
+BUNDLED_TRACES = Path(__file__).resolve().parent.parent / "traces"
 
 
 @dataclass
@@ -83,16 +93,94 @@ def explore_checks(budget: str, progress: Callable[[str], None] | None) -> list[
     return out
 
 
-SECTIONS: list[tuple[str, Callable]] = [("explore", explore_checks)]
+def _first_lines(divergences, n: int = 3) -> str:
+    return "; ".join(d.describe().splitlines()[0] for d in divergences[:n])
 
 
-def run_gate(budget: str = "default", progress: Callable[[str], None] | None = None) -> GateResult:
+def replay_checks(budget: str, progress: Callable[[str], None] | None, loaded: list) -> list[Check]:
+    """Every trace through the model and the implementation in lockstep."""
+    from .cmd_replay import systems_for
+    from .lockstep import Divergence
+    from .replay import replay
+    from .systems import StepError
+    out = []
+    if progress:
+        progress(f"  {len(loaded)} traces through the model and the implementation")
+    for trace in loaded:
+        t0 = time.perf_counter()
+        try:
+            systems = systems_for(trace, "both")
+        except StepError as e:
+            out.append(Check("replay", trace.id, "fail", 0.0, f"cannot set up: {e}"))
+            continue
+        try:
+            r = replay(trace, systems)
+        finally:
+            for s in systems:
+                s.close()
+        out.append(Check("replay", trace.id, r.verdict, time.perf_counter() - t0,
+                         _first_lines(r.divergences), {"steps": len(r.steps), "systems": list(r.systems),
+                                                       "reproduce": f"wgk replay {trace.path} --system both"}))
+    return out
+
+
+def crash_cut_checks(budget: str, progress: Callable[[str], None] | None, loaded: list) -> list[Check]:
+    """Every durable boundary of every trace: one check per crash cut."""
+    from .crashcuts import crash_cuts
+    from .systems import StepError
+    modes = BUDGETS[budget]["crash-cuts"]
+    out = []
+    for mode in modes:
+        if progress:
+            progress(f"  {mode} crash cuts of {len(loaded)} traces")
+        for trace in loaded:
+            try:
+                result = crash_cuts(trace, mode=mode)
+            except StepError as e:
+                out.append(Check("crash-cuts", f"{trace.id} ({mode})", "fail", 0.0, f"cannot set up: {e}"))
+                continue
+            flag = " --kill" if mode == "kill" else ""
+            for cut in result.cuts:
+                out.append(Check("crash-cuts", f"{trace.id} {cut.name} ({mode})", cut.verdict,
+                                 cut.seconds, _first_lines(cut.divergences),
+                                 {"reproduce": f"wgk replay {trace.path} --system impl --crash-cuts{flag}"}
+                                 if cut.divergences else {}))
+    return out
+
+
+def fuzz_checks(budget: str, progress: Callable[[str], None] | None) -> list[Check]:
+    """Generated request sequences through the model and the implementation in lockstep."""
+    from .fuzz import FuzzConfig, run_fuzz
+    from .impl_system import factory
+    b = BUDGETS[budget]["fuzz"]
+    if progress:
+        progress(f"  {b['examples']} generated runs of {b['steps']} steps, {b['tasks']} tasks, in lockstep")
     t0 = time.perf_counter()
+    r = run_fuzz(FuzzConfig(tasks=b["tasks"], system=factory()), examples=b["examples"],
+                 steps=b["steps"], seed=0, out_dir="traces/counterexamples")
+    return [Check("fuzz", f"lockstep {b['examples']}x{b['steps']}", r.verdict,
+                  time.perf_counter() - t0,
+                  (r.failure or "").splitlines()[0] if r.failure else "", r.to_json())]
+
+
+#: Sections that take the loaded traces.
+TRACE_SECTIONS = ("replay", "crash-cuts")
+
+SECTIONS: list[tuple[str, Callable]] = [("explore", explore_checks), ("replay", replay_checks),
+                                        ("crash-cuts", crash_cut_checks), ("fuzz", fuzz_checks)]
+
+
+def run_gate(budget: str = "default", progress: Callable[[str], None] | None = None, *,
+             traces: list[str] | None = None) -> GateResult:
+    """Every section on the given budget; ``traces`` selects trace files or folders."""
+    from .traces import load_traces
+    t0 = time.perf_counter()
+    loaded = load_traces([str(p) for p in (traces or [BUNDLED_TRACES])])   # TraceError: bad input
     checks: list[Check] = []
     for name, fn in SECTIONS:
         if progress:
             progress(f"[{name}]")
-        checks += fn(budget, progress)
+        checks += fn(budget, progress, loaded) if name in TRACE_SECTIONS else fn(budget, progress)
     return GateResult(budget, checks, time.perf_counter() - t0)
 
 

@@ -1,1 +1,29 @@
-"""wgk.impl"""
+"""wgk.impl: a durable attempt-control kernel on SQLite, git and /proc.
+
+An independent implementation of the kernel specified by the model and
+docs/vocabulary.md: nothing here imports ``wgk.model`` or ``wgk.conformance``.
+
+    from wgk.impl import Kernel, MemoryWorld, TaskPolicy
+    world = MemoryWorld.create(target="main-0")
+    k = Kernel("kernel.db", world.environment())
+    k.create_graph("g", [TaskPolicy("a"), TaskPolicy("b", deps=("a",))])
+    k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d1",
+              "expected-attempt": 0, "owner": {"pid": 4001, "birth": 911, "session": "s1"}})
+    k.project()
+"""
+from .env import (
+    Environment, EnvError, ManualClock, MemoryProcesses, MemoryRepository, MemoryWorld, WallClock,
+    WorktreeView,
+)
+from .hooks import Boundary, Crash, CrashAt, Recorder, no_hook
+from .kernel import EffectError, GraphError, Initial, Kernel, SeedError
+from .records import TaskPolicy, TaskRecord
+from .store import Pragmas, StoreError
+from .wire import BadRequest
+
+__all__ = [
+    "BadRequest", "Boundary", "Crash", "CrashAt", "EffectError", "EnvError", "Environment",
+    "GraphError", "Initial", "Kernel", "ManualClock", "MemoryProcesses", "MemoryRepository",
+    "MemoryWorld", "Pragmas", "Recorder", "SeedError", "StoreError", "TaskPolicy", "TaskRecord",
+    "WallClock", "WorktreeView", "no_hook",
+]

@@ -338,14 +338,28 @@ class _Space:
         return (i, key[i], tuple(self.flags[key[d]] for d in self.graph.deps[i]),
                 key[n], key[n + 1], key[n + 2])
 
-    def successors(self, key: tuple, i: int, step_props: list) -> list:
-        """(label, step, request, decision, new task id, target, now, journal id, violated step props)."""
-        ctx = self.context(key, i)
+    def contexts(self, key: tuple) -> tuple:
+        """The local context of every task of ``key`` (``context`` for each ``i``)."""
+        n = self.n
+        flags = self.flags
+        glob = key[n:]
+        return tuple((i, key[i], tuple([flags[key[d]] for d in ds])) + glob
+                     for i, ds in enumerate(self.graph.deps))
+
+    def successors(self, key: tuple, i: int, step_props: list, ctx: tuple | None = None) -> list:
+        """The steps of task ``i`` from ``key``, each as ``(label, step, request, decision,
+        new task id, target, now, journal id, violated step props, new context of task i,
+        local, loop)``; ``local`` says the step changes nothing another task's context
+        reads (target, clock, journal and task i's Done/abandoned flags stay), so every
+        other task keeps its context; ``loop`` says it leads back to the same state."""
+        if ctx is None:
+            ctx = self.context(key, i)
         out = self.local.get(ctx)
         if out is not None:
             return out
         s = self.state(key)
         out = []
+        flags = self.flags[key[i]]
         for step in task_steps(self.inst, s, i):
             d, s2, r = successor(self.inst, s, step, self.rules)
             if s2 is None:
@@ -360,8 +374,12 @@ class _Space:
             if s2 is s and not bad:
                 continue
             lab = label(step) if d is None else f"{label(step)} -> {d.label}"
-            out.append((lab, step if r is None else r, r, d, self.intern(s2.tasks[i]),
-                        s2.target, s2.now, self.intern_journal(s2.journal), bad))
+            tid, jid = self.intern(s2.tasks[i]), self.intern_journal(s2.journal)
+            glob = (s2.target, s2.now, jid)
+            local = glob == ctx[3:] and self.flags[tid] == flags
+            loop = local and tid == ctx[1]
+            out.append((lab, step if r is None else r, r, d, tid, s2.target, s2.now, jid, bad,
+                        (i, tid, ctx[2]) + glob, local, loop))
         self.local[ctx] = out
         return out
 
@@ -382,7 +400,6 @@ def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = No
     n = space.n
     key0 = space.key0
     parent: dict[tuple, tuple | None] = {key0: None}
-    queue = deque([key0])
     found: dict[str, Violation] = {}
     task_verdicts: dict[tuple, tuple] = {}
     transitions = 0
@@ -406,62 +423,102 @@ def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = No
             objs.append(last[1])
         return labels, objs
 
-    def check_state(key: tuple) -> None:
-        s = None
-        for i in range(n):
-            ctx = space.context(key, i)
-            verdict = task_verdicts.get(ctx)
-            if verdict is None:
-                s = s or space.state(key)
-                bad = tuple(p.id for p in state_props if p.holds_for(s, i) is not True)
-                good = tuple(p.id for p in goals if p.holds_for(s, i) is True)
-                verdict = task_verdicts[ctx] = (bad, good)
-            bad, good = verdict
-            for pid in bad:
-                if pid not in found:
-                    labels, objs = path_to(key)
-                    p = props[pid]
-                    found[pid] = Violation(pid, p.doc, labels, objs, space.state(key))
+    local = space.local
+    inside = space.inside
+
+    def check_task(key: tuple, i: int, ctx: tuple) -> None:
+        """Check the state invariants for task ``i`` of ``key`` (once per local context)."""
+        verdict = task_verdicts.get(ctx)
+        if verdict is None:
+            s = space.state(key)
+            verdict = task_verdicts[ctx] = (
+                tuple(p.id for p in state_props if p.holds_for(s, i) is not True),
+                tuple(p.id for p in goals if p.holds_for(s, i) is True))
+        bad, good = verdict
+        for pid in bad:
+            if pid not in found:
+                labels, objs = path_to(key)
+                p = props[pid]
+                found[pid] = Violation(pid, p.doc, labels, objs, space.state(key))
+        if good:
             reached.update(good)
 
-    check_state(key0)
+    def check_state(key: tuple) -> tuple:
+        """Check the state invariants of ``key``; its task contexts, for its expansion."""
+        ctxs = space.contexts(key)
+        for i, ctx in enumerate(ctxs):
+            check_task(key, i, ctx)
+        return ctxs
+
+    # A queue entry is (state, its task contexts, whether it is within the bound).
+    # A step marked local changes task i's context only: the others keep theirs,
+    # and their verdicts were taken on the state it came from, so only task i is
+    # checked anew.
+    queue = deque([(key0, check_state(key0), all(inside[k] for k in key0[:n]))])
     complete = True
-    inside = space.inside
+    stop = False
+
+    def add(key: tuple, new: tuple, lab: str, obj: Any) -> bool:
+        """Record a transition to a state not seen yet; False once ``max_states`` is passed."""
+        parent[new] = (key, lab, obj)
+        if max_states is not None and len(parent) > max_states:
+            return False
+        if graph is not None:
+            node_id[new] = len(node_id)
+            graph.add_node(node_id[new])
+        if progress and len(parent) % 50000 == 0:
+            progress(len(parent), len(queue))
+        return True
+
     while queue:
-        key = queue.popleft()
-        if not all(inside[k] for k in key[:n]):
+        key, ctxs, expand = queue.popleft()
+        if not expand:
             continue
-        todo: list = []
-        for i in range(n):
-            for lab, obj, r, d, tid, target, now, jid, bad in space.successors(key, i, step_props):
-                for pid in bad:
-                    if pid not in found:
-                        labels, objs = path_to(key, (lab, obj))
-                        p = props[pid]
-                        found[pid] = Violation(pid, p.doc, labels, objs, space.state(key))
-                new = key[:i] + (tid,) + key[i + 1:n] + (target, now, jid)
-                todo.append((new, lab, obj))
-        for target, now, lab, step in space.global_successors(key):
-            todo.append((key[:n] + (target, now, key[n + 2]), lab, step))
-        for new, lab, obj in todo:
-            transitions += 1
-            if new == key:
-                continue
-            if new not in parent:
-                parent[new] = (key, lab, obj)
-                if max_states is not None and len(parent) > max_states:
-                    complete = False
-                    queue.clear()
-                    break
-                queue.append(new)
-                check_state(new)
-                if graph is not None:
-                    node_id[new] = len(node_id)
-                    graph.add_node(node_id[new])
-                if progress and len(parent) % 50000 == 0:
-                    progress(len(parent), len(queue))
-            if graph is not None and new in node_id:
-                graph.add_edge(node_id[key], node_id[new], label=lab)
+        for i, ctx in enumerate(ctxs):
+            moves = local.get(ctx)
+            if moves is None:
+                moves = space.successors(key, i, step_props, ctx)
+            head, tail = key[:i], key[i + 1:n]
+            for lab, obj, r, d, tid, target, now, jid, bad, nctx, same, loop in moves:
+                if bad:
+                    for pid in bad:
+                        if pid not in found:
+                            labels, objs = path_to(key, (lab, obj))
+                            p = props[pid]
+                            found[pid] = Violation(pid, p.doc, labels, objs, space.state(key))
+                if stop:
+                    continue    # past max_states: only the step violations are still recorded
+                transitions += 1
+                if loop:
+                    continue
+                new = head + (tid,) + tail + (target, now, jid)
+                if new not in parent:
+                    if not add(key, new, lab, obj):
+                        stop = True
+                        continue
+                    if same:
+                        check_task(new, i, nctx)
+                        queue.append((new, ctxs[:i] + (nctx,) + ctxs[i + 1:], inside[tid]))
+                    else:
+                        queue.append((new, check_state(new), all(inside[k] for k in new[:n])))
+                if graph is not None and new in node_id:
+                    graph.add_edge(node_id[key], node_id[new], label=lab)
+        if not stop:
+            for target, now, lab, step in space.global_successors(key):
+                transitions += 1
+                new = key[:n] + (target, now, key[n + 2])
+                if new == key:
+                    continue
+                if new not in parent:
+                    if not add(key, new, lab, step):
+                        stop = True
+                        break
+                    queue.append((new, check_state(new), expand))
+                if graph is not None and new in node_id:
+                    graph.add_edge(node_id[key], node_id[new], label=lab)
+        if stop:
+            complete = False
+            queue.clear()
     seconds = time.perf_counter() - t0
     return ExploreResult(
         instance=inst, distinct_states=len(parent), transitions=transitions,

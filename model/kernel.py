@@ -15,7 +15,12 @@ Order of checks, the same for every request:
 6. the rule's own guards, then its update.
 
 Every decision, rejections included, is stored under its key together with the
-state change it made: request, response and effect commit together.
+state change it made: request, response and effect commit together. The one
+exception is a *hold*: a request rejected only because an admission fact is
+not there yet (``assignment-required``, ``dependency-not-done``) has not been
+answered; its key stays free and the same request is decided again when it is
+re-sent, so a dispatcher retrying with a stable key is admitted once the
+dependency is Done or the assignment receipt exists.
 """
 from __future__ import annotations
 
@@ -57,6 +62,13 @@ class Decision:
 
 
 Rules = Mapping[Kind, Callable[..., Guarded]]
+
+#: Rejections that only say "not yet": not journaled, decided again on re-send.
+HOLD_CODES = (Code.ASSIGNMENT_REQUIRED, Code.DEPENDENCY_NOT_DONE)
+
+
+def is_hold(d: "Decision") -> Any:
+    return all_of(d.kind == D.REJECTED, one_of(d.code, HOLD_CODES))
 
 
 def visible_phase(t: TaskState) -> Any:
@@ -130,7 +142,7 @@ def decide(s: State, r: Request, rules: Rules = RULES) -> tuple[Decision, State]
         if same is False:
             return Decision(D.REJECTED, Code.IDEMPOTENCY_CONFLICT), s
     d, s2 = decide_fresh(s, r, rules)
-    fresh = replace(s2, journal=s2.journal.put(r.key, r.digest, d.kind, d.code))
+    fresh = ite(is_hold(d), s2, replace(s2, journal=s2.journal.put(r.key, r.digest, d.kind, d.code)))
     if used is False:
         return d, fresh
     return (

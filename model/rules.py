@@ -22,7 +22,7 @@ from .logic import all_of, any_of, ite, not_, one_of
 from .requests import Request
 from .state import NO_RECEIPTS, Binding, State, TaskState, replace_task as replace
 from .vocab import (
-    AttemptState as AS, Code, DecisionKind as D, Disposition, Exit, Kind as K,
+    Actor, AttemptState as AS, Code, DecisionKind as D, Disposition, Exit, Kind as K,
     OwnerSeen, Phase, Reason, Receipt, Verdict, EDGES, PRE_EFFECT_PHASES,
 )
 
@@ -432,14 +432,18 @@ def accept(s, i, t, r):
     """Acceptance of the exact candidate: a passing review, or a not-required policy receipt."""
     required = s.graph.review_required[i]
     from_awaiting = t.phase == Phase.AWAITING_ACCEPTANCE
+    # a review verdict is the evaluator's; the not-required policy receipt is the daemon's
+    own_verdict = r.actor == (Actor.DAEMON if r.verdict == Verdict.NOT_REQUIRED else Actor.EVALUATOR)
     if r.verdict == Verdict.FAIL:
         return guarded(
-            [_candidate_check(t, r), (from_awaiting, Code.ILLEGAL_PHASE_EDGE)],
+            [(own_verdict, Code.NOT_AUTHORIZED), _candidate_check(t, r),
+             (from_awaiting, Code.ILLEGAL_PHASE_EDGE)],
             lambda: s.put(i, leave_main_line(t, Exit.NEEDS_REPAIR, Reason.REVIEW_FAILED)),
         )
     by_review = r.verdict == Verdict.PASS
     return guarded(
         [
+            (own_verdict, Code.NOT_AUTHORIZED),
             _candidate_check(t, r),
             (r.verdict is not None, Code.ILLEGAL_PHASE_EDGE),
             (ite(required, from_awaiting, not_(from_awaiting)),
@@ -495,8 +499,8 @@ def commit_effect(s, i, t, r):
 
 def mark_repair(s, i, t, r):
     """The target moved before the CAS: needs repair, candidate retained, never a rebase."""
-    moved = all_of(t.phase == Phase.EFFECT_PREPARED, t.disposition == Disposition.LAND,
-                   not_(t.effect_done), s.target != t.base)
+    moved = all_of(t.exit == Exit.NONE, t.phase == Phase.EFFECT_PREPARED,
+                   t.disposition == Disposition.LAND, not_(t.effect_done), s.target != t.base)
     return guarded(
         [(moved, Code.ILLEGAL_PHASE_EDGE)],
         lambda: s.put(i, leave_main_line(t, Exit.NEEDS_REPAIR, Reason.TARGET_MOVED,

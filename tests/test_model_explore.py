@@ -13,8 +13,8 @@ from wgk.model.vocab import Code, Kind
 
 # Pinned distinct-state counts: a change to the model shows up here in review.
 PINNED = {
-    Instance(tasks=1): 3254,
-    Instance(tasks=2): 46198,
+    Instance(tasks=1): 2870,
+    Instance(tasks=2): 41206,
 }
 
 

@@ -270,7 +270,7 @@ def test_review_required_policy():
     to_phase(d, "a", K.VALIDATE)
     rejects(d, K.ACCEPT, A.DAEMON, "review-required", candidate=WORK, verdict=Verdict.NOT_REQUIRED)
     ok(d, K.REQUEST_REVIEW, A.DAEMON)
-    rejects(d, K.ACCEPT, A.EVALUATOR, "review-required", candidate=WORK, verdict=Verdict.NOT_REQUIRED)
+    rejects(d, K.ACCEPT, A.EVALUATOR, "not-authorized", candidate=WORK, verdict=Verdict.NOT_REQUIRED)
     ok(d, K.ACCEPT, A.EVALUATOR, candidate=WORK, verdict=Verdict.FAIL)
     t = d.task("a")
     assert (t.exit, t.reason) == (Exit.NEEDS_REPAIR, Reason.REVIEW_FAILED)
@@ -418,3 +418,24 @@ def test_every_kind_is_exercised_and_declares_its_touches():
     missing = set(Kind) - EXERCISED
     assert not missing, sorted(k.label for k in missing)
     assert set(TOUCHES) == set(Kind)
+
+
+def test_only_the_evaluator_gives_a_review_verdict():
+    d = chain("a", review=("a",))
+    dispatch(d, "a")
+    to_phase(d, "a", K.VALIDATE)
+    ok(d, K.REQUEST_REVIEW, A.DAEMON)
+    rejects(d, K.ACCEPT, A.DAEMON, "not-authorized", candidate=WORK, verdict=Verdict.PASS)
+    rejects(d, K.ACCEPT, A.DAEMON, "not-authorized", candidate=WORK, verdict=Verdict.FAIL)
+    rejects(d, K.ACCEPT, A.EVALUATOR, "not-authorized", candidate=WORK, verdict=Verdict.NOT_REQUIRED)
+    ok(d, K.ACCEPT, A.EVALUATOR, candidate=WORK, verdict=Verdict.PASS)
+
+
+def test_mark_repair_leaves_the_main_line_once(one):
+    dispatch(one, "a")
+    to_phase(one, "a", K.PREPARE_EFFECT)
+    one.env(EnvKind.MOVE_TARGET, content=40)
+    ok(one, K.MARK_REPAIR, A.DAEMON)
+    revision = one.task("a").revision
+    rejects(one, K.MARK_REPAIR, A.DAEMON, "illegal-phase-edge")
+    assert one.task("a").revision == revision

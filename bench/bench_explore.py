@@ -1,0 +1,132 @@
+"""Exploration vs TLC: distinct states per second on the same bounded slice.
+
+The slice is ``wgk explore --tasks N`` (groups core,env, one attempt, one
+generation, one candidate version) and bench/peers/WgkSlice.tla with the same
+N. Before any speed is compared, both must report exactly the same number of
+distinct states and of transitions (the equivalence check); a mismatch fails
+the benchmark.
+
+Per size, two figures:
+
+- distinct states/s while searching — the ratio the target applies to: ours is
+  the exploration time ``wgk explore`` reports (interpreter start and imports
+  excluded); TLC's is the time TLC reports itself (``-tool``: JVM start
+  excluded) minus TLC's set-up, i.e. what TLC reports for a 57-state run of the
+  same spec (parsing, level checking, initial states), measured in the same run;
+- distinct states/s with process start: both commands' wall time, Python start
+  and JVM start included.
+
+Runs of ours and TLC alternate, and each figure is the median of the repeats.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import BenchResult, Check, Figure, main, median, say, settle, wgk  # noqa: E402
+from peer_tools import Unavailable, run_tlc, tlc  # noqa: E402
+
+NAME = "explore"
+TARGET = 2.0
+SIZES = {False: (1, 2, 3), True: (1, 2)}       # by quick
+REPEATS = {False: {1: 3, 2: 3, 3: 1}, True: {1: 1, 2: 1}}
+
+
+@dataclass(frozen=True)
+class Ours:
+    distinct: int
+    transitions: int
+    seconds: float          # exploration, inside the process
+    wall: float             # the whole command, interpreter start included
+
+
+def explore_once(n: int) -> Ours:
+    p = wgk("explore", "--tasks", str(n), "--groups", "core,env", "--json")
+    if p.returncode != 0:
+        raise RuntimeError(f"wgk explore --tasks {n} exited {p.returncode}: "
+                           f"{(p.stderr or p.stdout).strip()[-300:]}")
+    data = json.loads(p.stdout)
+    return Ours(data["distinct_states"], data["transitions"], data["seconds"], p.seconds)
+
+
+def equivalence(n: int, ours: Ours, run) -> list[Check]:
+    """TLC's counts against ours: distinct states, and transitions (TLC counts the initial state too)."""
+    shown = "none" if run.distinct is None else f"{run.distinct:,}"
+    return [
+        Check(f"TLC completed without error, tasks={n}", run.ok,
+              "" if run.ok else run.output.strip()[-300:]),
+        Check(f"same distinct states, tasks={n}", run.distinct == ours.distinct,
+              f"wgk explore {ours.distinct:,}, TLC {shown}"),
+        Check(f"same transitions, tasks={n}",
+              run.generated is not None and run.generated == ours.transitions + 1,
+              f"wgk explore {ours.transitions:,} + the initial state, TLC {run.generated}"),
+    ]
+
+
+def tlc_setup(peer, repeats: int) -> float:
+    """TLC's own time for a 57-state run of the same spec: parsing and set-up."""
+    runs = [run_tlc(peer, 1, env=False) for _ in range(repeats)]
+    bad = [r for r in runs if not r.ok or r.reported is None]
+    if bad:
+        raise RuntimeError(f"TLC failed on the 57-state run: {bad[0].output.strip()[-300:]}")
+    return median([r.reported for r in runs])
+
+
+def run(quick: bool = False) -> BenchResult:
+    t0 = time.perf_counter()
+    figures: list[Figure] = []
+    checks: list[Check] = []
+    notes = ["wgk explore checks every invariant of the registry, state and step, in every state"]
+    missing: list[str] = []
+    sizes, repeats = SIZES[quick], REPEATS[quick]
+    peer = tlc()
+    if isinstance(peer, Unavailable):
+        missing.append(str(peer))
+    else:
+        say("  TLC set-up (a 57-state run) ...")
+        setup = tlc_setup(peer, max(repeats.values()))
+        notes.append(f"TLC {peer.version}, 1 worker, checks the 8 state invariants of WgkSlice.tla "
+                     f"(Safety); its set-up, subtracted from its reported time: {setup:.2f} s")
+    for n in sizes:
+        say(f"  tasks={n}: wgk explore and TLC, {repeats[n]} time(s) each ...")
+        ours_runs, tlc_runs = [], []
+        for _ in range(repeats[n]):
+            ours_runs.append(explore_once(n))
+            if not isinstance(peer, Unavailable):
+                tlc_runs.append(run_tlc(peer, n))
+        ours = Ours(ours_runs[0].distinct, ours_runs[0].transitions,
+                    median([r.seconds for r in ours_runs]), median([r.wall for r in ours_runs]))
+        rate, rate_wall = ours.distinct / ours.seconds, ours.distinct / ours.wall
+        if isinstance(peer, Unavailable):
+            figures.append(Figure(f"distinct states/s searching, tasks={n}", rate, "states/s",
+                                  note=f"{ours.distinct:,} states; {peer}"))
+            continue
+        for r in tlc_runs:
+            checks += [c for c in equivalence(n, ours, r) if c not in checks]
+        if not all(c.passed for c in checks):
+            break
+        search = median([r.reported for r in tlc_runs]) - setup
+        wall = median([r.seconds for r in tlc_runs])
+        med = f"median of {repeats[n]}" if repeats[n] > 1 else "one run"
+        short = "; TLC searches under a second here, the difference of two close times: " \
+                "noisy" if search < 1.0 else ""
+        figures.append(Figure(
+            f"distinct states/s searching, tasks={n}", rate, "states/s", "TLC, 1 worker",
+            ours.distinct / search if search > 0 else None, target=TARGET,
+            note=f"{ours.distinct:,} states; ours {ours.seconds:.2f} s, TLC "
+                 f"{search + setup:.2f} s reported - {setup:.2f} s set-up; {med}{short}"))
+        figures.append(Figure(
+            f"distinct states/s with process start, tasks={n}", rate_wall, "states/s",
+            "TLC, 1 worker", ours.distinct / wall,
+            note=f"ours {ours.wall:.2f} s (Python start included), TLC {wall:.2f} s (JVM start "
+                 f"included); {med}"))
+    return settle(NAME, figures, checks, notes, missing, t0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(NAME, run))

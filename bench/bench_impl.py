@@ -1,0 +1,343 @@
+"""Speed of the implementation, measured side by side in one run.
+
+    python bench/bench_impl.py            # full run (readiness up to 100k tasks)
+    python bench/bench_impl.py --quick    # smaller, for a smoke run
+    python bench/bench_impl.py --json
+
+Figures:
+
+1. durable accepted requests/s against a raw SQLite commit-per-row loop with
+   the same pragmas (WAL, synchronous=FULL, busy timeout, one BEGIN IMMEDIATE
+   per row), in the same directory, in interleaved rounds so that both see the
+   same disk; two kernel workloads: heartbeats (evidence-only) and the whole
+   completion transaction (13 request kinds). The same again with
+   synchronous=OFF shows the CPU part alone;
+2. duplicates/s, answered without a write (checked: no change counted, the
+   database's data_version and the WAL's size unchanged);
+3. dependency readiness for 1k/10k/100k tasks: the indexed pending-count query
+   against an anti-join that recomputes readiness from the edges;
+4. ledger rebuild: events/s replayed into a fresh database (every table);
+5. peak memory (RSS) of the process.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+
+from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
+
+OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
+
+
+# --- the raw baseline ------------------------------------------------------------------------
+
+
+class Raw:
+    """One row per committed transaction, with the kernel's pragmas."""
+
+    def __init__(self, path: str, pragmas: Pragmas):
+        self.conn = sqlite3.connect(path, isolation_level=None)
+        self.conn.execute(f"PRAGMA busy_timeout = {pragmas.busy_timeout_ms}")
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute(f"PRAGMA synchronous = {pragmas.synchronous}")
+        self.conn.execute("CREATE TABLE IF NOT EXISTS row (key TEXT PRIMARY KEY, body TEXT)")
+        self.n = 0
+
+    def run(self, count: int) -> float:
+        c = self.conn
+        start = time.perf_counter()
+        for _ in range(count):
+            self.n += 1
+            c.execute("BEGIN IMMEDIATE")
+            c.execute("INSERT INTO row VALUES (?, ?)", (f"row-{self.n}", "x" * 200))
+            c.execute("COMMIT")
+        return time.perf_counter() - start
+
+
+# --- kernel workloads ---------------------------------------------------------------------------
+
+
+def cap(task: str, fence: int = 1) -> dict:
+    return {"graph": "g", "task": task, "generation": 0, "attempt": 1, "fence": fence,
+            "lease-epoch": fence}
+
+
+class Heartbeats:
+    """Evidence-only heartbeats with fresh evidence ids on 8 running attempts."""
+
+    name = "heartbeats (evidence-only)"
+
+    def __init__(self, path: str, pragmas: Pragmas):
+        self.world = MemoryWorld.create(target="main-0")
+        self.kernel = Kernel(path, self.world.environment(), pragmas=pragmas)
+        self.kernel.create_graph("g", [TaskPolicy(f"t{i}") for i in range(8)])
+        for i in range(8):
+            self.kernel.handle({"kind": "dispatch", "actor": "daemon", "task": f"t{i}",
+                                "key": f"d{i}", "expected-attempt": 0, "owner": OWNER})
+        self.n = 0
+        self.sent: list[dict] = []
+
+    def requests(self, count: int) -> list[dict]:
+        out = []
+        for _ in range(count):
+            self.n += 1
+            task = f"t{self.n % 8}"
+            out.append({"kind": "heartbeat", "actor": "worker", "task": task, "key": f"hb{self.n}",
+                        "cap": cap(task), "evidence": f"beat-{self.n}"})
+        return out
+
+    def run(self, count: int) -> float:
+        batch = self.requests(count)
+        start = time.perf_counter()
+        for r in batch:
+            self.kernel.handle(r)
+        elapsed = time.perf_counter() - start
+        self.sent += batch
+        return elapsed
+
+
+class Completions:
+    """The whole SaveTransaction: dispatch and 12 edges per task, 13 accepted requests."""
+
+    name = "completion transaction (13 kinds)"
+
+    def __init__(self, path: str, pragmas: Pragmas):
+        self.world = MemoryWorld.create(target="main-0")
+        self.kernel = Kernel(path, self.world.environment(), pragmas=pragmas)
+        self.kernel.create_graph("g", [])
+        self.tasks = 0
+        self.pending: list[dict] = []
+
+    def _script(self, task: str) -> list:
+        base = self.world.repository.target()
+        work = f"work-{task}"
+        def edge(n, kind, actor, phase, **kw):
+            return {"kind": kind, "actor": actor, "task": task, "key": f"{kind}:{task}",
+                    "cap": cap(task), "expected-phase": phase, "expected-revision": n, **kw}
+        return [
+            {"kind": "dispatch", "actor": "daemon", "task": task, "key": f"dispatch:{task}",
+             "expected-attempt": 0, "owner": OWNER},
+            ("edit", task, work),
+            edge(0, "submit", "worker", "absent"),
+            edge(1, "quiesce", "wrapper", "prepared"),
+            edge(2, "save-work", "wrapper", "quiescing", candidate=work, base=base),
+            edge(3, "seal-candidate", "daemon", "work-saved", candidate=work),
+            edge(4, "validate", "validator", "candidate-sealed", candidate=work, verdict="pass"),
+            edge(5, "accept", "daemon", "validated", candidate=work, verdict="not-required"),
+            edge(6, "record-disposition", "wrapper", "accepted", disposition="land"),
+            edge(7, "prepare-effect", "promoter", "disposition-recorded"),
+            edge(8, "commit-effect", "promoter", "effect-prepared", candidate=work, base=base),
+            edge(9, "prepare-cleanup", "cleanup", "effect-committed"),
+            edge(10, "commit-cleanup", "cleanup", "cleanup-prepared"),
+            edge(11, "save-graph", "daemon", "cleanup-committed"),
+        ]
+
+    def run(self, count: int) -> float:
+        k, elapsed, done = self.kernel, 0.0, 0
+        while done < count:
+            if not self.pending:
+                self.tasks += 1
+                task = f"c{self.tasks}"
+                k.add_tasks([TaskPolicy(task)])                 # graph edits are not timed
+                self.pending = self._script(task)
+            step = self.pending.pop(0)
+            if isinstance(step, tuple):
+                k.apply_env({"env": "edit", "task": step[1], "content": step[2]})
+                continue
+            start = time.perf_counter()
+            d = k.handle(step)
+            elapsed += time.perf_counter() - start
+            assert d["decision"] == "applied", (step, d)
+            done += 1
+        return elapsed
+
+
+def durable_rates(workdir: str, pragmas: Pragmas, rounds: int, batch: int) -> dict:
+    """Rates over all rounds, and the median of the per-round ratios: the columns take turns
+    in small batches (rotating who goes first) so that all of them see the same disk."""
+    raw = Raw(os.path.join(workdir, f"raw-{pragmas.synchronous}.db"), pragmas)
+    loads = [Heartbeats(os.path.join(workdir, f"hb-{pragmas.synchronous}.db"), pragmas),
+             Completions(os.path.join(workdir, f"tx-{pragmas.synchronous}.db"), pragmas)]
+    columns = [("raw", raw)] + [(w.name, w) for w in loads]
+    times = {name: 0.0 for name, _ in columns}
+    per_round: dict[str, list[float]] = {w.name: [] for w in loads}
+    for i in range(rounds):
+        elapsed = {}
+        order = columns[i % len(columns):] + columns[:i % len(columns)]
+        for name, column in order:
+            elapsed[name] = column.run(batch)
+            times[name] += elapsed[name]
+        for w in loads:
+            per_round[w.name].append(elapsed["raw"] / elapsed[w.name])
+    n = rounds * batch
+    rates = {name: n / t for name, t in times.items()}
+    return {"synchronous": pragmas.synchronous, "requests": n, "rates": rates,
+            "ratios": {w.name: rates[w.name] / rates["raw"] for w in loads},
+            "median-round-ratios": {name: statistics.median(v) for name, v in per_round.items()},
+            "loads": loads}
+
+
+def duplicates(load: Heartbeats) -> dict:
+    k = load.kernel
+    watcher = sqlite3.connect(k.store.path)
+    version = watcher.execute("PRAGMA data_version").fetchone()[0]
+    wal = k.store.path + "-wal"
+    wal_size = os.path.getsize(wal) if os.path.exists(wal) else 0
+    changes = k.conn.total_changes
+    start = time.perf_counter()
+    answers = [k.handle(r)["decision"] for r in load.sent]
+    elapsed = time.perf_counter() - start
+    writes = k.conn.total_changes - changes
+    unchanged = (watcher.execute("PRAGMA data_version").fetchone()[0] == version
+                 and (os.path.getsize(wal) if os.path.exists(wal) else 0) == wal_size)
+    watcher.close()
+    return {"requests": len(answers), "per-second": len(answers) / elapsed,
+            "all-duplicates": set(answers) == {"duplicate"}, "writes": writes,
+            "database-unchanged": unchanged}
+
+
+# --- readiness -------------------------------------------------------------------------------------
+
+ANTI_JOIN = (
+    "SELECT t.name FROM task_view v JOIN tasks t ON t.id = v.task WHERE v.status = 'open' "
+    "AND NOT EXISTS (SELECT 1 FROM edges e JOIN task_view d ON d.task = e.dep "
+    "WHERE e.task = v.task AND d.satisfied = 0) ORDER BY t.id")
+
+
+def layered(n: int) -> list[TaskPolicy]:
+    """n tasks in layers of width ~sqrt(n); each depends on two tasks of the layer above."""
+    width = max(2, int(n ** 0.5))
+    specs = []
+    for i in range(n):
+        deps = () if i < width else (f"t{i - width}", f"t{i - width + 1 if (i + 1) % width else i - width}")
+        specs.append(TaskPolicy(f"t{i}", tuple(sorted(set(deps)))))
+    return specs
+
+
+def complete(k: Kernel, world: MemoryWorld, task: str) -> None:
+    c = cap(task)
+    base = world.repository.target()
+    k.handle({"kind": "dispatch", "actor": "daemon", "task": task, "key": f"d:{task}",
+              "expected-attempt": 0, "owner": OWNER})
+    k.apply_env({"env": "edit", "task": task, "content": f"w-{task}"})
+    for n, (kind, actor, phase, kw) in enumerate([
+            ("submit", "worker", "absent", {}), ("quiesce", "wrapper", "prepared", {}),
+            ("save-work", "wrapper", "quiescing", {"candidate": f"w-{task}", "base": base}),
+            ("seal-candidate", "daemon", "work-saved", {"candidate": f"w-{task}"}),
+            ("validate", "validator", "candidate-sealed", {"candidate": f"w-{task}", "verdict": "pass"}),
+            ("accept", "daemon", "validated", {"candidate": f"w-{task}", "verdict": "not-required"}),
+            ("record-disposition", "wrapper", "accepted", {"disposition": "report"}),
+            ("prepare-effect", "promoter", "disposition-recorded", {}),
+            ("commit-effect", "promoter", "effect-prepared", {"candidate": f"w-{task}", "base": base}),
+            ("prepare-cleanup", "cleanup", "effect-committed", {}),
+            ("commit-cleanup", "cleanup", "cleanup-prepared", {}),
+            ("save-graph", "daemon", "cleanup-committed", {})]):
+        d = k.handle({"kind": kind, "actor": actor, "task": task, "key": f"{kind}:{task}",
+                      "cap": c, "expected-phase": phase, "expected-revision": n, **kw})
+        assert d["decision"] == "applied", (task, kind, d)
+
+
+def timed(fn, repeats: int) -> tuple[float, object]:
+    samples, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples), result
+
+
+def readiness(workdir: str, n: int) -> dict:
+    world = MemoryWorld.create(target="main-0")
+    k = Kernel(os.path.join(workdir, f"ready-{n}.db"), world.environment(),
+               pragmas=Pragmas(synchronous="OFF"))      # the set-up is not what is measured
+    specs = layered(n)
+    start = time.perf_counter()
+    k.create_graph("g", specs)
+    build = time.perf_counter() - start
+    width = max(2, int(n ** 0.5))
+    for i in range(width):                               # the first layer is Done
+        complete(k, world, f"t{i}")
+    indexed, ready = timed(k.ready, 15)
+    naive, naive_ready = timed(lambda: [r for (r,) in k.conn.execute(ANTI_JOIN)], 5)
+    assert ready == naive_ready and len(ready) == width, (len(ready), len(naive_ready))
+    start = time.perf_counter()
+    report = k.rebuild()
+    rebuild = time.perf_counter() - start
+    assert report.ok, report.differences
+    k.close()
+    return {"tasks": n, "ready": len(ready), "indexed-ms": indexed * 1e3,
+            "anti-join-ms": naive * 1e3, "graph-build-s": build,
+            "rebuild-events": report.events, "rebuild-events-per-s": report.events / rebuild}
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="fewer requests, graphs up to 10k tasks")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--dir", help="where the databases go (default: a temporary directory)")
+    args = p.parse_args(argv)
+    rounds, batch = (12, 25) if args.quick else (40, 50)
+    sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
+    workdir = tempfile.mkdtemp(prefix="wgk-bench-", dir=args.dir)
+    log = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
+    try:
+        log(f"durable requests: {rounds} interleaved rounds of {batch} (synchronous=FULL) ...")
+        full = durable_rates(workdir, Pragmas(synchronous="FULL"), rounds, batch)
+        log("the same with synchronous=OFF (the CPU part) ...")
+        cpu = durable_rates(workdir, Pragmas(synchronous="OFF"), rounds, batch)
+        log("duplicates ...")
+        dup = duplicates(full["loads"][0])
+        ready = []
+        for n in sizes:
+            log(f"readiness and rebuild on {n:,} tasks ...")
+            ready.append(readiness(workdir, n))
+        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        result = {"durable": {k: v for k, v in full.items() if k != "loads"},
+                  "cpu": {k: v for k, v in cpu.items() if k != "loads"},
+                  "duplicates": dup, "readiness": ready, "peak-rss-mb": peak_mb}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if args.json:
+        json.dump(result, sys.stdout, indent=2)
+        print()
+    else:
+        print_report(result)
+    return 0
+
+
+def print_report(r: dict) -> None:
+    for section, title in (("durable", "durable accepted requests, WAL + synchronous=FULL, "
+                                        "one BEGIN IMMEDIATE each (target: ratio >= 0.90)"),
+                           ("cpu", "the same with synchronous=OFF: the CPU part alone")):
+        d = r[section]
+        print(f"{title}; {d['requests']:,} requests per column, taking turns")
+        print(f"  {'raw SQLite commit-per-row loop':40} {d['rates']['raw']:9,.0f} /s")
+        for name, ratio in d["ratios"].items():
+            print(f"  {'kernel: ' + name:40} {d['rates'][name]:9,.0f} /s   ratio {ratio:.2f}"
+                  f"   (median of rounds {d['median-round-ratios'][name]:.2f})")
+    dup = r["duplicates"]
+    print(f"duplicates answered: {dup['per-second']:,.0f} /s over {dup['requests']:,} re-sent "
+          f"requests; rows written {dup['writes']}, database unchanged: {dup['database-unchanged']}")
+    print("dependency readiness (median): indexed pending count vs anti-join over the edges")
+    for x in r["readiness"]:
+        print(f"  {x['tasks']:>8,} tasks, {x['ready']:4} ready: {x['indexed-ms']:8.2f} ms "
+              f"vs {x['anti-join-ms']:8.2f} ms   (graph built in {x['graph-build-s']:.1f} s)")
+    print("ledger rebuild into a fresh database (every table compared):")
+    for x in r["readiness"]:
+        print(f"  {x['rebuild-events']:>8,} events: {x['rebuild-events-per-s']:9,.0f} events/s")
+    print(f"peak memory (RSS): {r['peak-rss-mb']:.0f} MB")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""The wire form of docs/vocabulary.md, converted to and from the model's types.
+
+Content ids are strings on the wire and ints in the model; ``Names`` interns
+them. Malformed input raises ``WireError`` naming the JSON pointer of the
+offending field, so a trace loader or the JSON-lines protocol can report it in
+one line.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from wgk.model.env import EnvKind, EnvStep
+from wgk.model.kernel import Decision
+from wgk.model.observe import Names
+from wgk.model.requests import Capability, Owner, Request
+from wgk.model.vocab import (
+    Actor, Code, DecisionKind, Disposition, Exit, Kind, Phase, Reason, Verdict,
+    TRANSACTION_KINDS,
+)
+
+
+class WireError(ValueError):
+    """A malformed wire object; ``pointer`` is a JSON pointer into it."""
+
+    def __init__(self, pointer: str, message: str):
+        super().__init__(f"{pointer or '/'}: {message}")
+        self.pointer = pointer
+        self.message = message
+
+
+REQUEST_FIELDS = {
+    "kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
+    "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
+    "verdict", "disposition", "evidence", "deadline", "reason",
+}
+CAP_FIELDS = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
+OWNER_FIELDS = ("pid", "birth", "session", "wrapper-epoch", "child-epoch")
+
+
+def _enum(cls, value: Any, pointer: str):
+    if not isinstance(value, str):
+        raise WireError(pointer, f"expected a {cls.__name__} label, got {value!r}")
+    try:
+        return cls.parse(value)
+    except ValueError as e:
+        raise WireError(pointer, str(e)) from None
+
+
+def _int(value: Any, pointer: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise WireError(pointer, f"expected an integer, got {value!r}")
+    return value
+
+
+def _phase(value: Any, pointer: str) -> Phase | Exit:
+    if not isinstance(value, str):
+        raise WireError(pointer, f"expected a phase label, got {value!r}")
+    for cls in (Phase, Exit):
+        try:
+            return cls.parse(value)
+        except ValueError:
+            continue
+    allowed = ", ".join(Phase.labels() + [e for e in Exit.labels() if e != "none"])
+    raise WireError(pointer, f"unknown phase {value!r} (expected one of: {allowed})")
+
+
+def request_from_wire(d: Any, names: Names, pointer: str = "") -> Request:
+    """Build a model Request from its wire form (raises WireError)."""
+    if not isinstance(d, dict):
+        raise WireError(pointer, "a request must be a JSON object")
+    unknown = sorted(set(d) - REQUEST_FIELDS)
+    if unknown:
+        raise WireError(f"{pointer}/{unknown[0]}", "unknown request field")
+    for required in ("kind", "actor", "task"):
+        if required not in d:
+            raise WireError(f"{pointer}/{required}", "missing")
+    kind = _enum(Kind, d["kind"], f"{pointer}/kind")
+    actor = _enum(Actor, d["actor"], f"{pointer}/actor")
+    if not isinstance(d["task"], str):
+        raise WireError(f"{pointer}/task", "expected a task name")
+    kw: dict[str, Any] = {}
+    if "key" in d:
+        if not isinstance(d["key"], str) or not d["key"]:
+            raise WireError(f"{pointer}/key", "expected a non-empty string")
+        kw["key"] = d["key"]
+    if d.get("cap") is not None:
+        c = d["cap"]
+        if not isinstance(c, dict):
+            raise WireError(f"{pointer}/cap", "expected an object")
+        missing = [f for f in CAP_FIELDS if f not in c]
+        if missing:
+            raise WireError(f"{pointer}/cap/{missing[0]}", "missing")
+        extra = sorted(set(c) - set(CAP_FIELDS))
+        if extra:
+            raise WireError(f"{pointer}/cap/{extra[0]}", "unknown capability field")
+        kw["cap"] = Capability(
+            graph=str(c["graph"]), task=str(c["task"]),
+            generation=_int(c["generation"], f"{pointer}/cap/generation"),
+            attempt=_int(c["attempt"], f"{pointer}/cap/attempt"),
+            fence=_int(c["fence"], f"{pointer}/cap/fence"),
+            lease_epoch=_int(c["lease-epoch"], f"{pointer}/cap/lease-epoch"))
+    if "expected-phase" in d:
+        kw["expected_phase"] = _phase(d["expected-phase"], f"{pointer}/expected-phase")
+    for f in ("expected-revision", "expected-attempt", "expected-generation", "deadline"):
+        if f in d:
+            kw[f.replace("-", "_")] = _int(d[f], f"{pointer}/{f}")
+    if d.get("owner") is not None:
+        o = d["owner"]
+        if not isinstance(o, dict):
+            raise WireError(f"{pointer}/owner", "expected an object")
+        for f in ("pid", "birth"):
+            if f not in o:
+                raise WireError(f"{pointer}/owner/{f}", "missing")
+        kw["owner"] = Owner(
+            pid=_int(o["pid"], f"{pointer}/owner/pid"),
+            birth=_int(o["birth"], f"{pointer}/owner/birth"),
+            session=names.sid(o.get("session")),
+            wrapper_epoch=_int(o.get("wrapper-epoch", 1), f"{pointer}/owner/wrapper-epoch"),
+            child_epoch=_int(o.get("child-epoch", 1), f"{pointer}/owner/child-epoch"))
+    for f in ("imports", "candidate", "base"):
+        if d.get(f) is not None:
+            if not isinstance(d[f], str):
+                raise WireError(f"{pointer}/{f}", "expected a content id (string)")
+            kw[f] = names.cid(d[f])
+    if "verdict" in d:
+        kw["verdict"] = _enum(Verdict, d["verdict"], f"{pointer}/verdict")
+    if "disposition" in d:
+        kw["disposition"] = _enum(Disposition, d["disposition"], f"{pointer}/disposition")
+    if "reason" in d:
+        kw["reason"] = _enum(Reason, d["reason"], f"{pointer}/reason")
+    if "evidence" in d:
+        if not isinstance(d["evidence"], str):
+            raise WireError(f"{pointer}/evidence", "expected an evidence id (string)")
+        kw["evidence"] = d["evidence"]
+    if kind in TRANSACTION_KINDS:
+        for f in ("expected-phase", "expected-revision"):
+            if f not in d:
+                raise WireError(f"{pointer}/{f}", f"missing: {kind.label} moves the SaveTransaction")
+    return Request(kind, actor, d["task"], **kw)
+
+
+def request_to_wire(r: Request, names: Names) -> dict[str, Any]:
+    """The wire form of a model Request (content ids as names)."""
+    out: dict[str, Any] = {"kind": r.kind.label, "actor": r.actor.label, "task": r.task}
+    if r.key is not None:
+        out["key"] = r.key
+    if r.cap is not None:
+        c = r.cap
+        out["cap"] = {"graph": c.graph, "task": c.task, "generation": c.generation,
+                      "attempt": c.attempt, "fence": c.fence, "lease-epoch": c.lease_epoch}
+    if r.expected_phase is not None:
+        out["expected-phase"] = r.expected_phase.label
+    for f in ("expected_revision", "expected_attempt", "expected_generation"):
+        v = getattr(r, f)
+        if v is not None:
+            out[f.replace("_", "-")] = v
+    if r.owner is not None:
+        o = r.owner
+        out["owner"] = {"pid": o.pid, "birth": o.birth, "session": names.sname(o.session),
+                        "wrapper-epoch": o.wrapper_epoch, "child-epoch": o.child_epoch}
+    for f in ("imports", "candidate", "base"):
+        v = getattr(r, f)
+        if v:
+            out[f] = names.cname(v)
+    if r.verdict is not None:
+        out["verdict"] = r.verdict.label
+    if r.disposition is not None:
+        out["disposition"] = r.disposition.label
+    if r.evidence:
+        out["evidence"] = r.evidence
+    if r.deadline:
+        out["deadline"] = r.deadline
+    if r.reason != Reason.NONE:
+        out["reason"] = r.reason.label
+    return out
+
+
+def decision_to_wire(d: Decision) -> dict[str, Any]:
+    return d.to_json()
+
+
+def decision_label(wire: dict) -> str:
+    """``applied``, ``rejected:cas-moved`` ...: the comparable form of a wire decision."""
+    label = wire.get("decision", "?")
+    return f"{label}:{wire['code']}" if wire.get("code") else label
+
+
+ENV_FIELDS = {"env", "task", "content", "birth", "amount"}
+
+
+def env_from_wire(d: Any, names: Names, pointer: str = "") -> EnvStep:
+    if not isinstance(d, dict):
+        raise WireError(pointer, "an environment step must be a JSON object")
+    unknown = sorted(set(d) - ENV_FIELDS)
+    if unknown:
+        raise WireError(f"{pointer}/{unknown[0]}", "unknown environment field")
+    kind = _enum(EnvKind, d.get("env"), f"{pointer}/env")
+    task = d.get("task", "")
+    if kind in (EnvKind.EDIT, EnvKind.OWNER_DIES, EnvKind.PID_REUSE) and not task:
+        raise WireError(f"{pointer}/task", f"{kind.label} needs a task")
+    content = 0
+    if kind in (EnvKind.EDIT, EnvKind.MOVE_TARGET):
+        if not isinstance(d.get("content"), str):
+            raise WireError(f"{pointer}/content", "expected a content id (string)")
+        content = names.cid(d["content"])
+    birth = _int(d["birth"], f"{pointer}/birth") if kind == EnvKind.PID_REUSE else 0
+    amount = _int(d.get("amount", 1), f"{pointer}/amount") if kind == EnvKind.TICK else 1
+    return EnvStep(kind, task, content=content, birth=birth, amount=amount)
+
+
+def env_to_wire(e: EnvStep, names: Names) -> dict[str, Any]:
+    out: dict[str, Any] = {"env": e.kind.label}
+    if e.task:
+        out["task"] = e.task
+    if e.kind in (EnvKind.EDIT, EnvKind.MOVE_TARGET):
+        out["content"] = names.cname(e.content)
+    if e.kind == EnvKind.PID_REUSE:
+        out["birth"] = e.birth
+    if e.kind == EnvKind.TICK:
+        out["amount"] = e.amount
+    return out
+
+
+__all__ = [
+    "WireError", "request_from_wire", "request_to_wire", "decision_to_wire", "decision_label",
+    "env_from_wire", "env_to_wire", "DecisionKind", "Code",
+]

@@ -1,0 +1,219 @@
+"""Rebuilding every projection from the ledger, and auditing the live state.
+
+``rebuild`` replays the ledger into a fresh database through the very
+``apply_event`` the live path uses, then compares every projected table and
+the observable projection with the live ones: equal, or the differences. A
+broken hash link stops the replay and is reported.
+
+``audit`` checks the stored state against the kernel's invariants (each by
+its id) and the ledger against the journal; findings are data.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+
+from .kernel import Kernel, apply_event
+from .ledger import LedgerVerdict
+from .projection import finished, plan, satisfies_dependents, status
+from .store import PROJECTED_TABLES, Pragmas
+from .vocabulary import RECEIPTS
+
+
+@dataclass
+class RebuildReport:
+    ledger: LedgerVerdict
+    events: int = 0
+    differences: list[str] = field(default_factory=list)
+    applied: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.ledger.ok and not self.differences
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "ledger": self.ledger.to_json(), "events": self.events,
+                "differences": self.differences, "applied": self.applied}
+
+
+def replay(kernel: Kernel, path: str) -> tuple[Kernel, int]:
+    """A kernel on a fresh database at ``path`` holding the replayed ledger."""
+    fresh = Kernel(path, kernel.env, pragmas=Pragmas(synchronous="OFF"))
+    n = 0
+    with fresh.store.atomic():
+        for ev in kernel.ledger.events():
+            seq = fresh.ledger.append(ev.event, ev.body, task=ev.task, key=ev.key)
+            apply_event(fresh, seq, ev.event, json.loads(ev.body), key=ev.key, task=ev.task)
+            n += 1
+            if n % 20_000 == 0:
+                fresh._records.clear()            # bounded memory; records reload from tables
+    return fresh, n
+
+
+def rebuild(kernel: Kernel, *, apply: bool = False) -> RebuildReport:
+    """Replay the ledger and compare (``apply``: then replace the live tables with it)."""
+    kernel._sync()
+    verdict = kernel.ledger.verify()
+    report = RebuildReport(verdict)
+    if not verdict.ok:
+        report.differences.append(f"ledger broken at seq {verdict.broken_at}: {verdict.problem}")
+        return report
+    with tempfile.TemporaryDirectory(prefix="wgk-rebuild-") as tmp:
+        fresh, report.events = replay(kernel, os.path.join(tmp, "rebuilt.db"))
+        try:
+            report.differences += compare_tables(kernel, fresh.store.path)
+            if not report.differences:
+                report.differences += compare_projections(kernel, fresh)
+            if apply and report.differences:
+                _replace_tables(kernel, fresh)
+                report.applied = True
+        finally:
+            fresh.close()
+    return report
+
+
+def compare_tables(kernel: Kernel, other: str) -> list[str]:
+    """Every projected table, row for row (in SQLite: nothing is loaded into memory)."""
+    out = []
+    c = kernel.conn
+    c.execute("ATTACH DATABASE ? AS rebuilt", (other,))
+    try:
+        for table in PROJECTED_TABLES:
+            live_only = c.execute(f"SELECT * FROM main.{table} EXCEPT "
+                                  f"SELECT * FROM rebuilt.{table} LIMIT 3").fetchall()
+            rebuilt_only = c.execute(f"SELECT * FROM rebuilt.{table} EXCEPT "
+                                     f"SELECT * FROM main.{table} LIMIT 3").fetchall()
+            counts = [c.execute(f"SELECT count(*) FROM {db}.{table}").fetchone()[0]
+                      for db in ("main", "rebuilt")]
+            if live_only or rebuilt_only or counts[0] != counts[1]:
+                out.append(f"table {table}: {counts[0]} live rows, {counts[1]} rebuilt; "
+                           f"live only {live_only}, rebuilt only {rebuilt_only}")
+    finally:
+        c.execute("DETACH DATABASE rebuilt")
+    return out
+
+
+def compare_projections(kernel: Kernel, fresh: Kernel, chunk: int = 2000) -> list[str]:
+    """The observable projection, task by task (in chunks), then the globals."""
+    names = kernel.names()
+    for i in range(0, len(names), chunk):
+        part = names[i:i + chunk]
+        live, rebuilt = kernel.project_tasks(part), fresh.project_tasks(part)
+        for name in part:
+            if live[name] != rebuilt[name]:
+                return [f"the observable projection of task {name!r} differs"]
+    live, rebuilt = kernel.project(tasks=False), fresh.project(tasks=False)
+    return [] if live == rebuilt else ["the observable projection's globals differ"]
+
+
+def _replace_tables(kernel: Kernel, fresh: Kernel) -> None:
+    c = kernel.conn
+    c.execute("ATTACH DATABASE ? AS rebuilt", (fresh.store.path,))
+    try:
+        with kernel.store.atomic():
+            for table in PROJECTED_TABLES:
+                c.execute(f"DELETE FROM main.{table}")
+                c.execute(f"INSERT INTO main.{table} SELECT * FROM rebuilt.{table}")
+    finally:
+        c.execute("DETACH DATABASE rebuilt")
+    kernel._version = None
+    kernel._forget()
+
+
+# --- audit --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    task: str | None
+    detail: str
+
+    def to_json(self) -> dict:
+        return {"check": self.check, "task": self.task, "detail": self.detail}
+
+
+@dataclass
+class AuditReport:
+    findings: list[Finding]
+    tasks: int
+    events: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "tasks": self.tasks, "events": self.events,
+                "findings": [f.to_json() for f in self.findings]}
+
+
+def audit(kernel: Kernel) -> AuditReport:
+    kernel._sync()
+    out: list[Finding] = []
+    verdict = kernel.ledger.verify()
+    if not verdict.ok:
+        out.append(Finding("ledger-chain", None, f"broken at seq {verdict.broken_at}: "
+                                                 f"{verdict.problem}"))
+    out += _journal_matches_ledger(kernel)
+    views = {name: (st, bool(sat), pending) for name, st, sat, pending in kernel.conn.execute(
+        "SELECT t.name, v.status, v.satisfied, v.pending FROM task_view v "
+        "JOIN tasks t ON t.id = v.task")}
+    pinned = {(task, content) for task, content in kernel.conn.execute(
+        "SELECT t.name, p.content FROM pins p JOIN tasks t ON t.id = p.task")}
+    for name in kernel.ids():
+        out += _task_findings(kernel, name, views[name], pinned)
+    return AuditReport(out, len(kernel.ids()), verdict.events)
+
+
+def _journal_matches_ledger(kernel: Kernel) -> list[Finding]:
+    journal = dict(kernel.conn.execute("SELECT key, seq FROM journal"))
+    events = dict(kernel.conn.execute("SELECT key, seq FROM ledger WHERE event = 'request'"))
+    if journal == events:
+        return []
+    only_j = sorted(set(journal) - set(events))[:3]
+    only_l = sorted(set(events) - set(journal))[:3]
+    return [Finding("journal-matches-ledger", None,
+                    f"{len(journal)} journal rows, {len(events)} request events; journal only "
+                    f"{only_j}, ledger only {only_l}")]
+
+
+def _task_findings(kernel: Kernel, name: str, view, pinned) -> list[Finding]:
+    out = []
+    t = kernel.record(name)
+    p = kernel.policy(name)
+    deps = [kernel.record(d) for d in p.deps]
+    st, sat, pending = view
+    if (st, sat) != (status(t), satisfies_dependents(t)):
+        out.append(Finding("status-projection", name, f"stored {st}/{sat}, computed "
+                                                      f"{status(t)}/{satisfies_dependents(t)}"))
+    if pending != sum(1 for d in deps if not d.graph_saved):
+        out.append(Finding("status-projection", name, f"stored pending {pending}"))
+    agree = t.fence != 0 and t.exit == "none" and all(t.receipt(k) == t.binding for k in RECEIPTS) \
+        and t.phase == "graph-saved"
+    if (status(t) == "done") != agree:
+        out.append(Finding("done-iff-graphsave", name, f"status {status(t)}, receipts agree {agree}"))
+    if t.attempt_state in ("running", "succeeded") and not all(d.graph_saved for d in deps):
+        out.append(Finding("dependency-needs-done", name, f"{t.attempt_state} with a dependency "
+                                                          "not Done"))
+    if t.legacy_done and satisfies_dependents(t):
+        out.append(Finding("legacy-never-satisfies", name, "a legacy claim satisfies dependents"))
+    stray = [k for k in RECEIPTS if t.receipt(k).fence not in (0, t.fence)]
+    if stray:
+        out.append(Finding("receipts-fenced", name, f"receipts of another fence: {stray}"))
+    promotions = kernel.conn.execute("SELECT count(*) FROM effects WHERE task = ? AND "
+                                     "state = 'committed'", (kernel.ids()[name],)).fetchone()[0]
+    if promotions > 1:
+        out.append(Finding("promotion-at-most-once", name, f"{promotions} effects"))
+    if not finished(t):
+        pl = plan(kernel, name, kernel.observe(name))
+        if pl.way == "hold" and (pl.reason == "no way forward" or pl.reason.startswith("several")):
+            out.append(Finding("exactly-one-way-forward", name, pl.reason))
+        if t.running and t.owner_seen == "dead" and pl.way == "live-owner":
+            out.append(Finding("no-dead-owner-in-progress-without-action", name, pl.reason))
+    if t.retained is not None and (name, t.retained) not in pinned:
+        out.append(Finding("retained-work-never-erased", name,
+                           f"retained {t.retained} has no immutable ref"))
+    return out

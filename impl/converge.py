@@ -1,0 +1,148 @@
+"""Daemon convergence: for every unfinished task, its one way forward, acted on when due.
+
+``converge(kernel)`` reads owners, deadlines and transactions through the
+planner and executes the due scheduled actions by sending the corresponding
+daemon requests through ``kernel.handle`` — the same path as every other
+request, with deterministic idempotency keys so that a convergence interrupted
+by a crash is resumed, never repeated:
+
+- ``probe-owner`` for a live owner on its deadline and for a suspect one (once
+  per run): the exact owner alive is evidence; its proven death is applied;
+- ``declare-lost`` once a proven death's deadline has come;
+- the next SaveTransaction edge the daemon is authorised for (resuming an
+  interrupted completion; an effect that already happened is re-observed);
+- ``mark-repair`` when a land's target moved before the CAS.
+
+Runnable tasks (dispatch, assign) need a worker and are left to a dispatcher;
+waits and holds are reported with their reason. A verified-live owner is never
+terminalised: nothing here sends a terminal request for a running owner whose
+death was not proven.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .projection import Plan, finished
+from .records import TaskRecord
+from .vocabulary import APPLIED
+
+#: The daemon's request for each phase whose next edge it drives.
+DAEMON_EDGES = {
+    "prepared": "quiesce",
+    "quiescing": "save-work",
+    "work-saved": "seal-candidate",
+    "accepted": "record-disposition",
+    "disposition-recorded": "prepare-effect",
+    "effect-prepared": "commit-effect",
+    "effect-committed": "prepare-cleanup",
+    "cleanup-prepared": "commit-cleanup",
+    "cleanup-committed": "save-graph",
+}
+
+
+@dataclass(frozen=True)
+class Sent:
+    request: dict
+    response: dict
+
+    def to_json(self) -> dict:
+        return {"request": self.request, "response": self.response}
+
+
+@dataclass
+class ConvergeReport:
+    plans: list[Plan] = field(default_factory=list)
+    sent: list[Sent] = field(default_factory=list)
+    now: int = 0
+
+    @property
+    def holds(self) -> list[Plan]:
+        return [p for p in self.plans if p.way == "hold"]
+
+    def to_json(self) -> dict:
+        return {"now": self.now, "plans": [p.to_json() for p in self.plans],
+                "sent": [s.to_json() for s in self.sent]}
+
+
+def capability(kernel, name: str, t: TaskRecord) -> dict:
+    return {"graph": kernel.graph_id, "task": name, "generation": t.generation,
+            "attempt": t.attempt, "fence": t.fence, "lease-epoch": t.lease_epoch}
+
+
+def next_request(kernel, name: str, p: Plan, now: int, probed: set[str]) -> dict | None:
+    """The daemon request that acts on plan ``p`` now, or None (not due / not ours)."""
+    if p.way not in ("live-owner", "scheduled") or p.deadline > now:
+        return None
+    t = kernel.record(name)
+    cap = capability(kernel, name, t)
+    base = {"actor": "daemon", "task": name, "cap": cap}
+    if p.action == "probe-owner":
+        if name in probed:
+            return None
+        probed.add(name)
+        birth = kernel.env.processes.birth_of(t.owner_pid)
+        evidence = f"pid:{t.owner_pid}:birth:{'none' if birth is None else birth}"
+        return dict(base, kind="probe-owner", evidence=evidence,
+                    key=f"converge:{name}:f{t.fence}:probe:{evidence}:{t.owner_seen}:t{now}")
+    if p.action == "declare-lost":
+        return dict(base, kind="declare-lost",
+                    key=f"converge:{name}:g{t.generation}:f{t.fence}:declare-lost")
+    tx = dict(base, **{"expected-phase": t.visible_phase, "expected-revision": t.revision})
+    if p.action == "mark-repair":
+        return dict(tx, kind="mark-repair",
+                    key=f"converge:{name}:f{t.fence}:r{t.revision}:mark-repair")
+    if p.action == "drive-transaction":
+        kind, params = _edge(kernel, name, t)
+        if kind is None:
+            return None
+        return dict(tx, kind=kind, **params,
+                    key=f"converge:{name}:g{t.generation}:f{t.fence}:r{t.revision}:{kind}")
+    return None
+
+
+def _edge(kernel, name: str, t: TaskRecord) -> tuple[str | None, dict[str, Any]]:
+    policy = kernel.policy(name)
+    if t.phase == "validated":
+        if policy.review_required:
+            return "request-review", {}
+        return "accept", {"candidate": t.candidate, "verdict": "not-required"}
+    kind = DAEMON_EDGES.get(t.phase)
+    if kind == "save-work":
+        view = kernel.env.repository.observe_worktree(t.worktree_id) if t.worktree_id else None
+        content = view.content if view is not None and view.present else None
+        return kind, {"candidate": content, "base": t.base_hint}
+    if kind == "seal-candidate":
+        return kind, {"candidate": t.candidate}
+    if kind == "record-disposition":
+        return kind, {"disposition": policy.disposition}
+    if kind == "commit-effect":
+        return kind, {"candidate": t.candidate, "base": t.base}
+    return kind, {}
+
+
+def converge(kernel, *, max_rounds: int = 64) -> ConvergeReport:
+    """Act on every due way forward until nothing more is due; report every plan."""
+    now = kernel.env.clock.now()
+    report = ConvergeReport(now=now)
+    probed: set[str] = set()
+    for _ in range(max_rounds):
+        progressed = False
+        for name in kernel.active_tasks():
+            p = kernel.plan(name)
+            if p is None:
+                continue
+            request = next_request(kernel, name, p, now, probed)
+            if request is None:
+                continue
+            request = {k: v for k, v in request.items() if v is not None}
+            response = kernel.handle(request)
+            report.sent.append(Sent(request, response))
+            if response["decision"] == APPLIED and request["kind"] != "probe-owner":
+                progressed = True
+        if not progressed:
+            break
+    for name in kernel.names():
+        if not finished(kernel.record(name)):
+            report.plans.append(kernel.plan(name))
+    return report

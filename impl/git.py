@@ -1,0 +1,223 @@
+"""The repository backend on a real git repository, through the ``git`` CLI.
+
+Every call is an argument list (never a shell). The design:
+
+- **Worktrees.** One per attempt, ``git worktree add --detach`` at the start
+  commit, under ``<worktrees>/<task>/f<fence>``. Workers edit and commit there.
+- **Content ids.** The exact bytes of a worktree are named by a commit oid: the
+  worktree's HEAD when the tree is clean (nothing modified, deleted or
+  untracked), else a *snapshot commit* whose tree is every tracked,
+  modified and untracked file (deletions applied; ``.gitignore``d files are not
+  work) and whose parent is HEAD. The snapshot is built in a temporary index
+  (``read-tree HEAD``, ``add -A``, ``write-tree``, ``commit-tree``) with a fixed
+  identity and date, so the same bytes always give the same oid and observing
+  never touches the worker's index or files.
+- **WorkSave and retained work** are immutable refs under ``refs/wgk/``,
+  created once with ``update-ref <ref> <oid> <zero-oid>``; a clean tree is
+  saved too (the ref names its HEAD).
+- **Land** is ``git update-ref -m "wgk-effect <id>" <target> <candidate>
+  <expected-base>``: a real compare-and-swap. A moved target fails the CAS and
+  nothing is rebased or forced. The reflog message makes the effect
+  re-observable after a crash between the ref update and the kernel's commit.
+- **Deliver / report** publish ``refs/wgk/outputs/<id>`` once.
+- **Cleanup** removes exactly the planned worktree (``git worktree remove``)
+  and proves it: the directory is gone and git no longer lists it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from .env import EnvError, WorktreeView
+
+SNAPSHOT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "wgk", "GIT_AUTHOR_EMAIL": "wgk@localhost",
+    "GIT_COMMITTER_NAME": "wgk", "GIT_COMMITTER_EMAIL": "wgk@localhost",
+    "GIT_AUTHOR_DATE": "1970-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "1970-01-01T00:00:00Z",
+}
+_UNSAFE = re.compile(r"[^A-Za-z0-9_\-]")
+
+
+def safe(component: str) -> str:
+    """A name usable as one ref component and one directory name."""
+    return _UNSAFE.sub(lambda m: "%" + "".join(f"{b:02X}" for b in m.group().encode()), component)
+
+
+class GitError(EnvError):
+    pass
+
+
+class GitRepository:
+    def __init__(self, repo: str, *, target: str = "refs/heads/main",
+                 worktrees: str | None = None, namespace: str = "refs/wgk"):
+        self.repo = os.path.abspath(repo)
+        self.target_ref = target
+        self.worktrees = os.path.abspath(worktrees or self.repo.rstrip("/") + "-worktrees")
+        self.namespace = namespace
+        self._zero: str | None = None
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    def git(self, *args: str, cwd: str | None = None, env: dict | None = None,
+            input: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        full_env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+        full_env.pop("GIT_DIR", None)
+        full_env.pop("GIT_INDEX_FILE", None)
+        if env:
+            full_env.update(env)
+        # --no-optional-locks: observing a worktree never rewrites the worker's index
+        p = subprocess.run(["git", "--no-optional-locks", "-C", cwd or self.repo, *args],
+                           capture_output=True,
+                           env=full_env, input=input)
+        if check and p.returncode != 0:
+            raise GitError(f"git {' '.join(args)}: {p.stderr.decode(errors='replace').strip()}")
+        return p
+
+    def out(self, *args: str, **kw) -> str:
+        return self.git(*args, **kw).stdout.decode().strip()
+
+    @property
+    def zero(self) -> str:
+        if self._zero is None:
+            fmt = self.out("rev-parse", "--show-object-format")
+            self._zero = "0" * (64 if fmt == "sha256" else 40)
+        return self._zero
+
+    def ref(self, name: str) -> str:
+        return f"{self.namespace}/" + "/".join(safe(part) for part in name.split("/"))
+
+    def resolve(self, ref: str) -> str | None:
+        p = self.git("rev-parse", "--verify", "-q", ref + "^{commit}", check=False)
+        return p.stdout.decode().strip() or None if p.returncode == 0 else None
+
+    # --- the Repository contract -----------------------------------------------------------------
+
+    def target(self) -> str | None:
+        return self.resolve(self.target_ref)
+
+    def worktree_path(self, wt: str) -> str:
+        return os.path.join(self.worktrees, *(safe(part) for part in wt.split("/")))
+
+    def _registered(self) -> set[str]:
+        listing = self.out("worktree", "list", "--porcelain")
+        return {os.path.realpath(line[len("worktree "):]) for line in listing.splitlines()
+                if line.startswith("worktree ")}
+
+    def create_worktree(self, wt: str, start: str | None) -> None:
+        if start is None:
+            raise GitError(f"worktree {wt}: no start commit (the target ref does not exist)")
+        path = self.worktree_path(wt)
+        if os.path.realpath(path) in self._registered():
+            return          # created before a crash; the attempt was never recorded until now
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self.git("worktree", "add", "--detach", path, start)
+
+    def observe_worktree(self, wt: str) -> WorktreeView:
+        path = self.worktree_path(wt)
+        if not os.path.exists(os.path.join(path, ".git")):
+            return WorktreeView(False, None)
+        return WorktreeView(True, self.snapshot(path))
+
+    def snapshot(self, path: str) -> str:
+        """The content id of the exact bytes in the worktree at ``path``."""
+        head = self.out("rev-parse", "HEAD", cwd=path)
+        status = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                          "--ignore-submodules=none", cwd=path).stdout
+        if not status:
+            return head
+        with tempfile.TemporaryDirectory(prefix="wgk-index-") as tmp:
+            env = dict(SNAPSHOT_IDENTITY, GIT_INDEX_FILE=os.path.join(tmp, "index"))
+            self.git("read-tree", "HEAD", cwd=path, env=env)
+            self.git("add", "-A", ".", cwd=path, env=env)
+            tree = self.out("write-tree", cwd=path, env=env)
+            return self.out("commit-tree", tree, "-p", head, "-m", "wgk: worktree bytes",
+                            cwd=path, env=env)
+
+    def pin(self, ref: str, content: str) -> None:
+        full = self.ref(ref)
+        p = self.git("update-ref", full, content, self.zero, check=False)
+        if p.returncode != 0 and self.resolve(full) != content:
+            raise GitError(f"immutable ref {full} already holds {self.resolve(full)}, not {content}")
+
+    def remove_worktree(self, wt: str) -> None:
+        path = self.worktree_path(wt)
+        if os.path.realpath(path) in self._registered():
+            self.git("worktree", "remove", "--force", path)
+        if os.path.realpath(path) in self._registered() or os.path.exists(path):
+            raise GitError(f"worktree {path} is still there after its removal")
+
+    def land(self, effect: str, candidate: str, base: str) -> bool:
+        p = self.git("update-ref", "--create-reflog", "-m", f"wgk-effect {effect}",
+                     self.target_ref, candidate, base, check=False)
+        if p.returncode == 0:
+            return True
+        if self.target() != base:
+            return False        # the CAS failed: someone moved the target
+        raise GitError(f"update-ref {self.target_ref}: {p.stderr.decode(errors='replace').strip()}")
+
+    def output(self, effect: str, candidate: str, disposition: str) -> None:
+        full = self.ref(f"outputs/{effect}")
+        p = self.git("update-ref", "-m", f"wgk-effect {effect} {disposition}", full, candidate,
+                     self.zero, check=False)
+        if p.returncode != 0 and self.resolve(full) != candidate:
+            raise GitError(f"output ref {full} already holds {self.resolve(full)}")
+
+    def effect_observed(self, effect: str) -> bool:
+        if self.resolve(self.ref(f"outputs/{effect}")) is not None:
+            return True
+        p = self.git("reflog", "show", "--format=%gs", self.target_ref, "--", check=False)
+        if p.returncode != 0:
+            return False
+        return f"wgk-effect {effect}" in p.stdout.decode().splitlines()
+
+    # --- environment steps on a real repository ------------------------------------------------
+
+    def write(self, wt: str, content: str) -> None:
+        """The edit step: the owner writes ``content`` into its worktree's file ``work.txt``."""
+        path = self.worktree_path(wt)
+        if not os.path.isdir(path):
+            raise GitError(f"worktree {wt} does not exist")
+        with open(os.path.join(path, "work.txt"), "w") as f:
+            f.write(content)
+
+    def move_target(self, content: str) -> str:
+        """Someone else commits ``content`` (as ``moved.txt``) on top of the target."""
+        old = self.target()
+        blob = self.out("hash-object", "-w", "--stdin", input=content.encode())
+        with tempfile.TemporaryDirectory(prefix="wgk-index-") as tmp:
+            env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+            if old:
+                self.git("read-tree", old, env=env)
+            self.git("update-index", "--add", "--cacheinfo", f"100644,{blob},moved.txt", env=env)
+            tree = self.out("write-tree", env=env)
+        parents = ["-p", old] if old else []
+        new = self.out("commit-tree", tree, *parents, "-m", "someone else's change")
+        self.git("update-ref", "-m", "moved by someone else", self.target_ref, new,
+                 old or self.zero)
+        return new
+
+    def remove_all_worktrees(self) -> None:
+        """Tidy up (tests and the demo): every worktree under the kernel's directory."""
+        for path in self._registered():
+            if path.startswith(os.path.realpath(self.worktrees) + os.sep):
+                self.git("worktree", "remove", "--force", path, check=False)
+        shutil.rmtree(self.worktrees, ignore_errors=True)
+        self.git("worktree", "prune", check=False)
+
+
+def init_repository(path: str, *, branch: str = "main", files: dict[str, str] | None = None) -> str:
+    """A new repository with one commit on ``branch`` (for tests and the demo); its oid."""
+    os.makedirs(path, exist_ok=True)
+    run = lambda *a: subprocess.run(["git", "-C", path, *a], check=True, capture_output=True,
+                                    env=dict(os.environ, **SNAPSHOT_IDENTITY))
+    run("init", "-q", "-b", branch)
+    for name, text in (files or {"README": "start\n"}).items():
+        with open(os.path.join(path, name), "w") as f:
+            f.write(text)
+    run("add", "-A")
+    run("commit", "-q", "-m", "start")
+    return subprocess.run(["git", "-C", path, "rev-parse", "HEAD"], check=True,
+                          capture_output=True).stdout.decode().strip()

@@ -1,0 +1,245 @@
+"""Projections: everything a reader sees is computed from recorded facts.
+
+``status`` is the one place a task's status comes from, and
+``StatusProjection`` is the one routine that writes the ``task_view`` table
+(status, dependency-satisfied, pending dependencies) that readiness queries
+use. No other code writes a status. ``plan`` is the planner: for every
+unfinished task exactly one way forward, or a named fail-closed hold.
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Protocol
+
+from .records import TaskPolicy, TaskRecord
+from .rules import Observe, target_moved
+from .vocabulary import EFFECT_PHASES, RECEIPTS as RECEIPT_NAMES
+
+
+def status(t: TaskRecord) -> str:
+    """Task status as a pure function of the record (Done only from a GraphSave)."""
+    if t.graph_saved:
+        return "done"
+    if t.abandoned:
+        return "abandoned"
+    if t.exit == "needs-reconciliation" or t.legacy_done:
+        return "needs-reconciliation"
+    if t.exit != "none":
+        return t.exit          # needs-repair, upgrade-blocked, aborted-preserved
+    if t.running:
+        return "completing" if t.reserved else "in-progress"
+    return "open"
+
+
+def satisfies_dependents(t: TaskRecord) -> bool:
+    """Dependency-satisfying Done: a GraphSave, never a legacy claim."""
+    return t.graph_saved
+
+
+def finished(t: TaskRecord) -> bool:
+    return t.graph_saved or t.abandoned
+
+
+def recovery_rank(t: TaskRecord) -> int:
+    """0 nothing in flight; 1 a completion before any external effect; 2 an effect is
+    prepared or committed (re-observe, never redo)."""
+    if not (t.running and t.reserved):
+        return 0
+    return 2 if t.phase in EFFECT_PHASES else 1
+
+
+# --- the one writer of status -------------------------------------------------------------
+
+
+class StatusProjection:
+    """Maintains ``task_view``: status, satisfied, and the count of unsatisfied dependencies."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self._cache: dict[int, tuple[str, bool]] = {}
+
+    def forget(self) -> None:
+        self._cache.clear()
+
+    def _current(self, task_id: int) -> tuple[str, bool]:
+        if task_id not in self._cache:
+            row = self.conn.execute("SELECT status, satisfied FROM task_view WHERE task = ?",
+                                    (task_id,)).fetchone()
+            self._cache[task_id] = (row[0], bool(row[1]))
+        return self._cache[task_id]
+
+    def create(self, task_id: int, record: TaskRecord, pending: int) -> None:
+        view = (status(record), satisfies_dependents(record))
+        self.conn.execute("INSERT INTO task_view VALUES (?, ?, ?, ?)",
+                          (task_id, view[0], int(view[1]), pending))
+        self._cache[task_id] = view
+
+    def add_dependency(self, task_id: int, dep_satisfied: bool) -> None:
+        if not dep_satisfied:
+            self.conn.execute("UPDATE task_view SET pending = pending + 1 WHERE task = ?", (task_id,))
+
+    def refresh(self, task_id: int, record: TaskRecord) -> None:
+        """Recompute one task's view from its record; dependents learn a change of Done."""
+        old_status, old_satisfied = self._current(task_id)
+        new_status, new_satisfied = status(record), satisfies_dependents(record)
+        if (new_status, new_satisfied) == (old_status, old_satisfied):
+            return
+        self.conn.execute("UPDATE task_view SET status = ?, satisfied = ? WHERE task = ?",
+                          (new_status, int(new_satisfied), task_id))
+        if new_satisfied != old_satisfied:
+            delta = -1 if new_satisfied else 1
+            self.conn.execute("UPDATE task_view SET pending = pending + ? WHERE task IN "
+                              "(SELECT task FROM edges WHERE dep = ?)", (delta, task_id))
+        self._cache[task_id] = (new_status, new_satisfied)
+
+    def ready(self) -> list[str]:
+        """Open tasks whose dependencies are all dependency-satisfying Done."""
+        return [name for (name,) in self.conn.execute(
+            "SELECT tasks.name FROM task_view JOIN tasks ON tasks.id = task_view.task "
+            "WHERE task_view.status = 'open' AND task_view.pending = 0 ORDER BY tasks.id")]
+
+
+# --- the planner ------------------------------------------------------------------------------
+
+
+class GraphView(Protocol):
+    def policy(self, name: str) -> TaskPolicy: ...
+    def record(self, name: str) -> TaskRecord: ...
+
+
+@dataclass(frozen=True)
+class Way:
+    name: str
+    way: str
+    action: str
+    doc: str
+
+
+WAYS: tuple[Way, ...] = (
+    Way("assign", "runnable", "assign", "admission needs its assignment receipt"),
+    Way("dispatch", "runnable", "dispatch", "dependencies are Done: open an attempt"),
+    Way("await-dependencies", "wait", "await-dependencies", "a dependency is not Done yet"),
+    Way("dependency-abandoned", "hold", "await-operator", "a dependency was abandoned"),
+    Way("live-owner", "live-owner", "probe-owner",
+        "the exact owner is running; it is re-probed on its deadline"),
+    Way("probe-suspect", "scheduled", "probe-owner", "evidence raised suspicion: probe once"),
+    Way("declare-lost", "scheduled", "declare-lost",
+        "the exact owner is proven dead with no terminal intent"),
+    Way("drive-transaction", "scheduled", "drive-transaction",
+        "convergence drives the next SaveTransaction edge"),
+    Way("await-review", "wait", "await-review", "the validator or evaluator must answer"),
+    Way("mark-repair", "scheduled", "mark-repair", "the target moved before the CAS: needs repair"),
+    Way("hold", "hold", "await-operator", "fail-closed: an operator must act"),
+)
+
+
+def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
+    """Every way whose own condition holds; exactly one is the planner's invariant."""
+    t, p = view.record(name), view.policy(name)
+    deps = [view.record(d) for d in p.deps]
+    deps_done = all(d.graph_saved for d in deps)
+    dep_abandoned = any(d.abandoned for d in deps)
+    held = t.exit != "none" or t.legacy_done
+    admitted = not p.requires_assignment or t.assigned
+    idle = not t.running and not held
+    watching = t.running and not t.reserved and not held
+    waits = t.phase == "candidate-sealed" or (p.review_required and t.phase == "awaiting-acceptance")
+    moved = t.running and not held and target_moved(observe, t)
+    conditions = {
+        "assign": idle and p.requires_assignment and not t.assigned,
+        "dispatch": idle and deps_done and admitted,
+        "await-dependencies": idle and not deps_done and not dep_abandoned and admitted,
+        "dependency-abandoned": idle and dep_abandoned and admitted,
+        "live-owner": watching and t.owner_seen in ("unverified", "live"),
+        "probe-suspect": watching and t.owner_seen == "suspect",
+        "declare-lost": watching and t.owner_seen == "dead",
+        "drive-transaction": t.running and t.reserved and not held and not moved and not waits,
+        "await-review": t.running and not held and waits,
+        "mark-repair": moved,
+        "hold": held,
+    }
+    return [w for w in WAYS if conditions[w.name]]
+
+
+def hold_reason(t: TaskRecord) -> str:
+    if t.exit == "none":
+        return "needs-reconciliation: legacy-unproven" if t.legacy_done else "hold"
+    return f"{t.exit}: {t.reason}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    task: str
+    way: str
+    action: str
+    reason: str
+    deadline: int
+
+    def to_json(self) -> dict:
+        return {"task": self.task, "way": self.way, "action": self.action,
+                "reason": self.reason, "deadline": self.deadline}
+
+
+def plan(view: GraphView, name: str, observe: Observe) -> Plan | None:
+    """The one way forward for an unfinished task, or a named hold (None when finished)."""
+    t = view.record(name)
+    if finished(t):
+        return None
+    ways = enabled_ways(view, name, observe)
+    if len(ways) != 1:
+        why = "no way forward" if not ways else "several ways: " + ", ".join(w.name for w in ways)
+        return Plan(name, "hold", "await-operator", why, 0)
+    w = ways[0]
+    reason = hold_reason(t) if w.name == "hold" else w.name
+    return Plan(name, w.way, w.action, reason, t.deadline)
+
+
+# --- the observable projection of one task -------------------------------------------------------
+
+
+@dataclass
+class TaskFacts:
+    """Facts beside the record that the observable projection reports."""
+
+    evidence: list[list[str]]
+    counters: dict[str, int]
+    promotions: int
+    effect_done: bool
+    worktree: dict
+
+
+def observable_task(view: GraphView, name: str, facts: TaskFacts, observe: Observe) -> dict:
+    t = view.record(name)
+    p = plan(view, name, observe)
+    owner = None
+    if t.running:
+        owner = {"pid": t.owner_pid, "birth": t.owner_birth, "session": t.session,
+                 "wrapper-epoch": t.wrapper_epoch, "child-epoch": t.child_epoch}
+    return {
+        "status": status(t),
+        "dependency-satisfied": satisfies_dependents(t),
+        "plan": p.to_json() if p is not None else None,
+        "generation": t.generation, "attempt": t.attempt, "fence": t.fence,
+        "lease-epoch": t.lease_epoch,
+        "attempt-state": t.attempt_state,
+        "owner-seen": t.owner_seen,
+        "owner": owner,
+        "leases": {"worktree": t.worktree_lease, "session": t.session_lease,
+                   "finish": t.finish_lease},
+        "phase": t.phase, "exit": t.exit, "reason": t.reason, "revision": t.revision,
+        "candidate": t.candidate, "base": t.base, "version": t.version,
+        "disposition": t.disposition,
+        "receipts": {name_: {"fence": b.fence, "candidate": b.candidate, "base": b.base}
+                     for name_, b in zip(RECEIPT_NAMES, t.receipts) if b.fence != 0},
+        "worktree": facts.worktree,
+        "saved-work": t.saved_work, "retained": t.retained, "imported": t.imported,
+        "promotions": facts.promotions, "effect-done": facts.effect_done,
+        "deadline": t.deadline,
+        "recovery-rank": recovery_rank(t),
+        "counters": facts.counters,
+        "evidence": facts.evidence,
+        "assigned": t.assigned, "legacy-done": t.legacy_done,
+        "reconstructed": t.reconstructed, "abandoned": t.abandoned,
+    }
+

@@ -1,0 +1,261 @@
+"""Requests on the wire: parsing, normalisation and the digest of "same bytes".
+
+A request is a JSON object with kebab-case keys (docs/vocabulary.md). It is
+parsed into a frozen ``Request``; anything malformed raises ``BadRequest``
+naming the field, and is never journaled (it is not a request at all).
+
+The digest is sha256 of the canonical JSON of the normalised request without
+its key: sorted keys, no whitespace, defaults omitted, owner epochs filled in.
+Two requests have the same bytes iff their digests are equal.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .vocabulary import (
+    ACTORS, AUTHORITY, CAPABILITY_KINDS, DISPOSITIONS, EXITS, KINDS, PHASES, REASONS,
+    TRANSACTION_KINDS, VERDICTS,
+)
+
+
+class BadRequest(ValueError):
+    """A request that cannot be parsed: it gets no decision and changes nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class Capability:
+    """K = (graph, task, generation, attempt, fence, lease-epoch)."""
+
+    graph: str
+    task: str
+    generation: int
+    attempt: int
+    fence: int
+    lease_epoch: int
+
+    def to_wire(self) -> dict:
+        return {"graph": self.graph, "task": self.task, "generation": self.generation,
+                "attempt": self.attempt, "fence": self.fence, "lease-epoch": self.lease_epoch}
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The exact owner process: pid plus birth time, its session and epochs."""
+
+    pid: int
+    birth: int
+    session: str | None
+    wrapper_epoch: int = 1
+    child_epoch: int = 1
+
+    def to_wire(self) -> dict:
+        return {"pid": self.pid, "birth": self.birth, "session": self.session,
+                "wrapper-epoch": self.wrapper_epoch, "child-epoch": self.child_epoch}
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    kind: str
+    actor: str
+    task: str
+    key: str
+    cap: Capability | None = None
+    expected_phase: str | None = None
+    expected_revision: int | None = None
+    expected_attempt: int | None = None
+    expected_generation: int | None = None
+    owner: Owner | None = None
+    imports: str | None = None
+    candidate: str | None = None
+    base: str | None = None
+    verdict: str | None = None
+    disposition: str | None = None
+    evidence: str = ""
+    deadline: int = 0
+    reason: str = "none"
+    digest: str = ""             # sha256 of ``canonical``
+    canonical: str = ""          # canonical JSON of the request without its key
+
+    @property
+    def authorized(self) -> bool:
+        return self.actor in AUTHORITY[self.kind]
+
+    @property
+    def needs_capability(self) -> bool:
+        return self.kind in CAPABILITY_KINDS
+
+
+_FIELDS = frozenset({
+    "kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
+    "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
+    "verdict", "disposition", "evidence", "deadline", "reason",
+})
+_CAP_FIELDS = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
+_OWNER_FIELDS = frozenset({"pid", "birth", "session", "wrapper-epoch", "child-epoch"})
+_VISIBLE_PHASES = frozenset(PHASES) | frozenset(EXITS)   # "none" never matches a task
+_LABELS = {"kind": frozenset(KINDS), "actor": frozenset(ACTORS),
+           "expected-phase": _VISIBLE_PHASES, "verdict": frozenset(VERDICTS),
+           "disposition": frozenset(DISPOSITIONS), "reason": frozenset(REASONS)}
+
+
+def _label(body: Mapping, name: str, *, required: bool = False) -> str | None:
+    v = body.get(name)
+    if v is None:
+        if required:
+            raise BadRequest(f"request has no {name!r}")
+        return None
+    if type(v) is not str or v not in _LABELS[name]:
+        raise BadRequest(f"request field {name!r}: unknown label {v!r}")
+    return v
+
+
+def _int(body: Mapping, name: str, *, where: str = "request field") -> int | None:
+    v = body.get(name)
+    if v is None or type(v) is int:
+        return v
+    raise BadRequest(f"{where} {name!r}: expected an integer, got {v!r}")
+
+
+def _content(body: Mapping, name: str) -> str | None:
+    """A content id: a non-empty string, or none."""
+    v = body.get(name)
+    if v is None or v == "":
+        return None
+    if type(v) is not str:
+        raise BadRequest(f"request field {name!r}: a content id is a string, got {v!r}")
+    return v
+
+
+def _text(body: Mapping, name: str, *, required: bool = False) -> str:
+    v = body.get(name)
+    if v is None:
+        if required:
+            raise BadRequest(f"request has no {name!r}")
+        return ""
+    if type(v) is not str:
+        raise BadRequest(f"request field {name!r}: expected a string, got {v!r}")
+    return v
+
+
+def _capability(v: Any) -> Capability | None:
+    if v is None:
+        return None
+    if not isinstance(v, Mapping):
+        raise BadRequest(f"request field 'cap': expected an object, got {v!r}")
+    if len(v) != 6 or not all(f in v for f in _CAP_FIELDS):
+        extra = set(v) - set(_CAP_FIELDS)
+        missing = [f for f in _CAP_FIELDS if f not in v]
+        raise BadRequest("request field 'cap': " + (
+            f"unknown keys {sorted(extra)}" if extra else f"missing {missing}"))
+    graph, task = v["graph"], v["task"]
+    if type(graph) is not str or type(task) is not str:
+        raise BadRequest(f"cap fields 'graph' and 'task' are strings, got {graph!r}, {task!r}")
+    nums = [_int(v, f, where="cap field") for f in _CAP_FIELDS[2:]]
+    return Capability(graph, task, *nums)
+
+
+def _owner(v: Any) -> Owner | None:
+    if v is None:
+        return None
+    if not isinstance(v, Mapping):
+        raise BadRequest(f"request field 'owner': expected an object, got {v!r}")
+    extra = set(v) - _OWNER_FIELDS
+    if extra:
+        raise BadRequest(f"request field 'owner': unknown keys {sorted(extra)}")
+    pid = _int(v, "pid", where="owner field")
+    birth = _int(v, "birth", where="owner field")
+    if pid is None or birth is None:
+        raise BadRequest("request field 'owner': needs 'pid' and 'birth'")
+    session = v.get("session")
+    if isinstance(session, bool) or not isinstance(session, (str, int, type(None))):
+        raise BadRequest(f"owner field 'session': expected a string, got {session!r}")
+    session = None if session is None or session == "" else str(session)
+    we = _int(v, "wrapper-epoch", where="owner field")
+    ce = _int(v, "child-epoch", where="owner field")
+    return Owner(pid, birth, session, 1 if we is None else we, 1 if ce is None else ce)
+
+
+def parse(body: Any) -> Request:
+    """The typed, normalised request for a wire object (``BadRequest`` if malformed)."""
+    if type(body) is not dict:
+        if not isinstance(body, Mapping):
+            raise BadRequest(f"a request is a JSON object, got {type(body).__name__}")
+        body = dict(body)
+    if not body.keys() <= _FIELDS:
+        extra = set(body) - _FIELDS
+        raise BadRequest(f"request has unknown fields: {', '.join(sorted(extra))}")
+    kind = _label(body, "kind", required=True)
+    actor = _label(body, "actor", required=True)
+    task = _text(body, "task", required=True)
+    key = _text(body, "key", required=True)
+    if not key:
+        raise BadRequest("request has an empty 'key'")
+    deadline = _int(body, "deadline")
+    r = Request(
+        kind=kind, actor=actor, task=task, key=key,
+        cap=_capability(body.get("cap")),
+        expected_phase=_label(body, "expected-phase"),
+        expected_revision=_int(body, "expected-revision"),
+        expected_attempt=_int(body, "expected-attempt"),
+        expected_generation=_int(body, "expected-generation"),
+        owner=_owner(body.get("owner")),
+        imports=_content(body, "imports"),
+        candidate=_content(body, "candidate"),
+        base=_content(body, "base"),
+        verdict=_label(body, "verdict"),
+        disposition=_label(body, "disposition"),
+        evidence=_text(body, "evidence"),
+        deadline=deadline or 0,
+        reason=_label(body, "reason") or "none",
+    )
+    if kind in TRANSACTION_KINDS and (r.expected_phase is None or r.expected_revision is None):
+        raise BadRequest(f"{kind} moves the SaveTransaction and must carry "
+                         "'expected-phase' and 'expected-revision'")
+    if kind in _OWNED and r.owner is None:
+        raise BadRequest(f"{kind} must name its exact 'owner'")
+    canonical = to_wire(r)
+    del canonical["key"]
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    object.__setattr__(r, "canonical", text)
+    object.__setattr__(r, "digest", hashlib.sha256(text.encode()).hexdigest())
+    return r
+
+
+_OWNED = frozenset({"dispatch", "retry", "resume"})
+
+
+def to_wire(r: Request) -> dict[str, Any]:
+    """The normalised wire form: kebab-case keys, defaults omitted."""
+    out: dict[str, Any] = {"kind": r.kind, "actor": r.actor, "task": r.task, "key": r.key}
+    if r.cap is not None:
+        out["cap"] = r.cap.to_wire()
+    for name, value in (("expected-phase", r.expected_phase),
+                        ("expected-revision", r.expected_revision),
+                        ("expected-attempt", r.expected_attempt),
+                        ("expected-generation", r.expected_generation),
+                        ("imports", r.imports), ("candidate", r.candidate), ("base", r.base),
+                        ("verdict", r.verdict), ("disposition", r.disposition)):
+        if value is not None:
+            out[name] = value
+    if r.owner is not None:
+        out["owner"] = r.owner.to_wire()
+    if r.evidence:
+        out["evidence"] = r.evidence
+    if r.deadline:
+        out["deadline"] = r.deadline
+    if r.reason != "none":
+        out["reason"] = r.reason
+    return out
+
+
+def decision(kind: str, code: str | None = None, original: dict | None = None) -> dict:
+    """A wire decision: ``{"decision", "code"?, "original"?}``."""
+    out: dict[str, Any] = {"decision": kind}
+    if code:
+        out["code"] = code
+    if original is not None:
+        out["original"] = original
+    return out

@@ -1,0 +1,131 @@
+"""The conformance core: wire conversion, the model as a system, the oracle, fuzzing."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from wgk.conformance.fuzz import FuzzConfig, chain_graph, counterexample_trace, run_fuzz
+from wgk.conformance.lockstep import Observed, Oracle, diff_values, select
+from wgk.conformance.systems import ModelSystem, StepError
+from wgk.conformance.wire import WireError, request_from_wire, request_to_wire
+from wgk.model.observe import Names
+
+GRAPH = {"id": "g", "target": "main-0", "tasks": [{"name": "a", "deps": []},
+                                                  {"name": "b", "deps": ["a"]}]}
+
+
+def dispatch(key="k1", pid=10):
+    return {"kind": "dispatch", "actor": "daemon", "task": "a", "key": key, "expected-attempt": 0,
+            "owner": {"pid": pid, "birth": 100, "session": "s1"}}
+
+
+def test_wire_round_trip_and_pointer_errors():
+    names = Names()
+    wire = {"kind": "commit-effect", "actor": "promoter", "task": "a", "key": "p",
+            "cap": {"graph": "g", "task": "a", "generation": 0, "attempt": 1, "fence": 1,
+                    "lease-epoch": 1},
+            "expected-phase": "effect-prepared", "expected-revision": 8,
+            "candidate": "c-a1", "base": "main-0"}
+    r = request_from_wire(wire, names)
+    assert request_to_wire(r, names) == wire
+    with pytest.raises(WireError) as e:
+        request_from_wire({**wire, "kind": "commit"}, names)
+    assert e.value.pointer == "/kind" and "commit-effect" in str(e.value)
+    with pytest.raises(WireError) as e:
+        request_from_wire({k: v for k, v in wire.items() if k != "expected-revision"}, names)
+    assert e.value.pointer == "/expected-revision"
+    with pytest.raises(WireError) as e:
+        request_from_wire({**wire, "cap": {**wire["cap"], "fence": "one"}}, names, "/steps/3/request")
+    assert e.value.pointer == "/steps/3/request/cap/fence"
+
+
+def test_model_system_answers_in_wire_form():
+    m = ModelSystem(GRAPH)
+    assert m.apply({"request": dispatch()}) == {"decision": "applied"}
+    assert m.apply({"request": dispatch()}) == {"decision": "duplicate", "original": {"decision": "applied"}}
+    assert m.apply({"request": dispatch(pid=11)}) == {"decision": "rejected", "code": "idempotency-conflict"}
+    p = m.project()
+    assert p["tasks"]["a"]["status"] == "in-progress" and p["tasks"]["a"]["owner"]["pid"] == 10
+    assert p["journal"]["k1"] == {"decision": "applied"}
+    with pytest.raises(StepError):
+        m.apply({"env": "edit", "task": "b", "content": "x"})   # b has no running owner
+
+
+def test_oracle_accepts_a_faithful_system_and_names_divergences():
+    spec, sut = ModelSystem(GRAPH), ModelSystem(GRAPH)
+    oracle = Oracle(spec, trace="t")
+    step = {"request": dispatch()}
+    v = oracle.is_valid_step(step, Observed(sut.apply(step), sut.project()))
+    assert v.valid and v.model_decision == {"decision": "applied"}
+    # a system that answers differently and projects differently
+    step2 = {"request": dispatch(key="k2", pid=12)}
+    lying = Observed({"decision": "applied"}, {**sut.project(), "target": "elsewhere"})
+    v = oracle.is_valid_step(step2, lying)
+    assert not v.valid
+    whats = {d.what for d in v.divergences}
+    assert whats == {"lockstep-decision", "lockstep-projection"}
+    proj = next(d for d in v.divergences if d.what == "lockstep-projection")
+    assert [f.path for f in proj.diffs] == ["target", "journal.k2"]
+    assert "expected rejected:cas-moved, got applied" in \
+        next(d for d in v.divergences if d.what == "lockstep-decision").describe()
+
+
+def test_diff_and_select():
+    assert [d.path for d in diff_values({"a": {"b": 1, "c": 2}}, {"a": {"b": 2, "c": 2}})] == ["a.b"]
+    assert select({"tasks": {"a": {"x": 1, "evidence": []}}}, ["tasks.*.evidence"]) == \
+        {"tasks": {"a": {"x": 1}}}
+
+
+def test_fuzz_model_passes_and_is_reproducible(tmp_path):
+    r1 = run_fuzz(FuzzConfig(tasks=2), examples=30, steps=20, seed=5)
+    assert r1.verdict == "pass"
+
+
+class _Liar(ModelSystem):
+    """A system with a planted bug: it accepts a second dispatch while one runs."""
+
+    def apply(self, step):
+        d = super().apply(step)
+        if "request" in step and step["request"]["kind"] == "dispatch" and d.get("code") == "attempt-live":
+            return {"decision": "applied"}
+        return d
+
+
+def test_fuzz_finds_a_planted_bug_and_writes_a_trace(tmp_path):
+    r = run_fuzz(FuzzConfig(tasks=1, system=lambda g: _Liar(g)), examples=300, steps=25, seed=3,
+                 out_dir=str(tmp_path))
+    assert r.verdict == "fail" and "attempt-live" in r.failure
+    trace = json.loads(open(r.trace_path).read())
+    assert trace["format"] == "wgk-trace/1" and trace["source"]["kind"] == "counterexample"
+    kinds = [s["request"]["kind"] for s in trace["steps"] if "request" in s]
+    assert kinds.count("dispatch") >= 2 and len(trace["steps"]) <= 6   # shrunk
+    assert trace["steps"][-1]["expect"] == {"decision": "rejected", "code": "attempt-live"}
+
+
+def test_counterexample_trace_replays_expected_decisions_from_the_model():
+    graph = chain_graph(1)
+    t = counterexample_trace(graph, [{"request": {**dispatch(), "task": "t1"}}], seed=1, failure="x")
+    assert t["steps"][0]["expect"] == {"decision": "applied"}
+
+
+def test_external_system_over_json_lines_survives_kill_9():
+    import sys
+    from wgk.conformance.external import ExternalSystem
+    ext = ExternalSystem([sys.executable, "-m", "wgk.conformance.adapter", "--system", "model"], GRAPH)
+    try:
+        spec = ModelSystem(GRAPH)
+        oracle = Oracle(spec, trace="external")
+        steps = [{"request": dispatch()}, {"env": "edit", "task": "a", "content": "w1"},
+                 {"env": "crash"}, {"request": dispatch()},
+                 {"request": {**dispatch(key="k3"), "expected-attempt": 1}}]
+        for step in steps:
+            # a crash step is a real kill -9 and a restart on the same storage
+            observed = Observed(ext.apply(step), ext.project())
+            verdict = oracle.is_valid_step(step, observed)
+            assert verdict.valid, [d.describe() for d in verdict.divergences]
+        assert ext.project()["tasks"]["a"]["worktree"]["content"] == "w1"
+        with pytest.raises(StepError):
+            ext.apply({"env": "edit", "task": "b", "content": "x"})
+    finally:
+        ext.close()

@@ -1,0 +1,86 @@
+"""The gate: sections as data, JSON and JUnit output, exit codes, and that it can fail."""
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from wgk.conformance import gate
+from wgk.conformance.cli import main
+from wgk.model.explore import Instance
+
+ROOT = Path(__file__).resolve().parent.parent
+INCIDENT = ROOT / "traces" / "incidents" / "16-two-dispatchers-one-attempt.json"
+
+
+def test_quick_gate_passes_with_json_and_junit(tmp_path, capsys):
+    junit = tmp_path / "gate.xml"
+    code = main(["gate", "--quick", "--json", "--junit", str(junit), "--traces", str(INCIDENT)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["verdict"] == "pass"
+    assert set(out["sections"]) >= {"explore", "replay", "fuzz"}
+    assert out["sections"]["replay"]["checks"][0]["name"] == "incident-16-two-dispatchers-one-attempt"
+    suites = ET.parse(junit).getroot()
+    cases = suites.findall(".//testcase")
+    assert len(cases) == sum(len(s["checks"]) for s in out["sections"].values())
+    assert not suites.findall(".//failure")
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """A smaller quick budget for the tests that are about reporting, not coverage."""
+    monkeypatch.setitem(gate.BUDGETS, "quick", {"explore": [Instance(tasks=1, groups=("core",))],
+                                                "crash-cuts": ["in-process"],
+                                                "fuzz": {"examples": 3, "steps": 8, "tasks": 1}})
+
+
+def test_gate_fails_on_a_trace_the_model_contradicts(tmp_path, capsys, tiny):
+    bad = json.loads(INCIDENT.read_text())
+    for step in bad["steps"]:
+        if step.get("expect", {}).get("code") == "cas-moved":
+            step["expect"] = {"decision": "applied"}       # a lie about the second dispatcher
+    path = tmp_path / "lie.json"
+    path.write_text(json.dumps(bad, indent=2) + "\n")
+    junit = tmp_path / "gate.xml"
+    code = main(["gate", "--quick", "--junit", str(junit), "--traces", str(path)])
+    out = capsys.readouterr().out
+    assert code == 1 and "replay       FAIL" in out and "gate FAIL" in out
+    failures = ET.parse(junit).getroot().findall(".//failure")
+    assert len(failures) == 1 and "decision" in failures[0].get("message")
+
+
+def test_gate_bad_trace_is_bad_input(tmp_path, capsys, tiny):
+    path = tmp_path / "broken.json"
+    path.write_text("{\"format\": \"wgk-trace/1\",")
+    assert main(["gate", "--quick", "--traces", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "broken.json" in err
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_gate_inside_pytest(pytester, tiny):
+    pytester.makepyfile(test_project="""
+        def test_own(wgk_gate):
+            result = wgk_gate("quick", traces=[%r])
+            assert result.verdict == "pass", result.summary()
+    """ % str(INCIDENT))
+    result = pytester.runpytest("--wgk-gate", "quick", "--wgk-traces", str(INCIDENT), "-q")
+    from wgk.conformance.gate import SECTIONS
+    result.assert_outcomes(passed=1 + len(SECTIONS))   # the project's test + one item per section
+
+
+def test_gate_inside_pytest_reports_a_failing_section(pytester, tmp_path, tiny):
+    bad = json.loads(INCIDENT.read_text())
+    bad["expect"] = {"tasks": {"a": {"status": "done"}}}
+    path = tmp_path / "lie.json"
+    path.write_text(json.dumps(bad, indent=2) + "\n")
+    pytester.makepyfile(test_project="def test_own():\n    pass\n")
+    result = pytester.runpytest("--wgk-gate", "quick", "--wgk-traces", str(path), "-q")
+    from wgk.conformance.gate import SECTIONS
+    result.assert_outcomes(passed=len(SECTIONS), failed=1)   # own test + the other sections
+    result.stdout.fnmatch_lines(["*wgk gate section replay: 1 check(s) failed*"])

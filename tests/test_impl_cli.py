@@ -1,0 +1,163 @@
+"""wgk kernel: the operator CLI on a real repository and real processes."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from wgk.conformance.cli import main
+from wgk.impl.git import GitRepository, init_repository
+
+
+@pytest.fixture
+def setup(tmp_path):
+    init_repository(str(tmp_path / "repo"))
+    db = str(tmp_path / "k.db")
+    assert main(["kernel", "--db", db, "init", "--graph", "g", "--repo", str(tmp_path / "repo")]) == 0
+    yield db, tmp_path
+    GitRepository(str(tmp_path / "repo")).remove_all_worktrees()
+
+
+def run(capsys, db, *args) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["kernel", "--db", db, *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def fingerprint(db: str) -> str:
+    c = sqlite3.connect(db)
+    rows = [r for t in ("tasks", "edges", "journal", "ledger") for r in
+            c.execute(f"SELECT * FROM {t}").fetchall()]
+    c.close()
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+@pytest.fixture
+def sleeper():
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield p
+    p.kill()
+    p.wait()
+
+
+def test_bad_input_is_one_line_exit_2_and_the_database_untouched(setup, capsys):
+    db, tmp = setup
+    assert run(capsys, db, "task", "add", "a")[0] == 0
+    assert run(capsys, db, "task", "add", "b", "--after", "a")[0] == 0
+    before = fingerprint(db)
+    cases = [
+        (("task", "add", "c", "--after", "ghost"), "unknown task 'ghost'"),
+        (("task", "dep", "a", "--after", "b"), "dependency cycle: a -> b -> a"),
+        (("show", "zz"), "unknown task 'zz'"),
+        (("dispatch", "zz", "--pid", "1"), "unknown task 'zz'"),
+        (("dispatch", "a", "--pid", str(2**22 + 3)), "no live process"),
+        (("send", '{"kind": "dispatch"'), "request:"),
+        (("send", '{"kind": "launch", "actor": "daemon", "task": "a", "key": "k"}'), "unknown label"),
+    ]
+    for args, message in cases:
+        code, out, err = run(capsys, db, *args)
+        assert code == 2 and out == "" and message in err and err.count("\n") == 1, (args, err)
+    legacy = tmp / "graph.jsonl"
+    legacy.write_text('{"id": "x", "status": "done"}\n{"id": "y", "status": \n')
+    code, _, err = run(capsys, db, "import-legacy", str(legacy))
+    assert code == 2 and f"{legacy}:2" in err
+    assert fingerprint(db) == before
+
+
+def test_a_missing_or_corrupt_database_is_bad_input(tmp_path, capsys):
+    missing = str(tmp_path / "missing.db")
+    code, _, err = run(capsys, missing, "status")
+    assert code == 2 and "no kernel database" in err and not os.path.exists(missing)
+    corrupt = tmp_path / "corrupt.db"
+    junk = os.urandom(4096)
+    corrupt.write_bytes(junk)
+    code, _, err = run(capsys, str(corrupt), "status")
+    assert code == 2 and "corrupt.db" in err and err.count("\n") == 1
+    assert corrupt.read_bytes() == junk
+
+
+def test_dispatch_status_show_converge_and_retry_on_real_processes(setup, capsys, sleeper):
+    db, tmp = setup
+    run(capsys, db, "task", "add", "a")
+    run(capsys, db, "task", "add", "b", "--after", "a")
+    code, out, _ = run(capsys, db, "dispatch", "b", "--pid", str(sleeper.pid))
+    assert code == 1 and "dependency-not-done" in out
+    code, out, _ = run(capsys, db, "dispatch", "a", "--pid", str(sleeper.pid), "--session", "s1",
+                       "--json")
+    assert code == 0 and json.loads(out)["response"] == {"decision": "applied"}
+    code, out, _ = run(capsys, db, "status", "--json")
+    rows = {r["task"]: r for r in json.loads(out)["tasks"]}
+    assert rows["a"]["status"] == "in-progress" and rows["a"]["way"] == "live-owner"
+    assert rows["b"]["action"] == "await-dependencies"
+    code, out, _ = run(capsys, db, "status")
+    assert out.splitlines()[0].split()[:3] == ["TASK", "STATUS", "WAY"]
+    wt = GitRepository(str(tmp / "repo")).worktree_path("a/f1")
+    with open(os.path.join(wt, "half.txt"), "w") as f:
+        f.write("half\n")
+    code, out, _ = run(capsys, db, "converge", "--json")
+    assert [s["response"]["decision"] for s in json.loads(out)["sent"]] == ["evidence-only"]
+    sleeper.kill()
+    sleeper.wait()
+    code, out, _ = run(capsys, db, "converge")
+    assert "sent probe-owner for a: applied" in out and "a: scheduled / declare-lost" in out
+    replacement = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        code, out, _ = run(capsys, db, "retry", "a", "--pid", str(replacement.pid), "--json")
+        assert code == 0, out
+        request = json.loads(out)["request"]
+        assert "imports" in request                      # the dirty work is carried over
+        code, out, _ = run(capsys, db, "show", "a", "--json")
+        shown = json.loads(out)
+        assert [a["state"] for a in shown["attempts"]] == ["abandoned", "running"]
+        assert shown["imported"] == request["imports"] == shown["retained"]
+        assert shown["pins"][0]["ref"] == "retained/a/f1"
+        code, out, _ = run(capsys, db, "show", "a")
+        assert "receipts:" in out and "evidence:" in out and "probe" in out
+    finally:
+        replacement.kill()
+        replacement.wait()
+    for sub in ("audit", "verify-ledger", "rebuild"):
+        code, out, _ = run(capsys, db, sub)
+        assert code == 0, (sub, out)
+
+
+def test_abandon_reconcile_and_reconstruct(setup, capsys):
+    db, tmp = setup
+    run(capsys, db, "task", "add", "a")
+    run(capsys, db, "task", "add", "b", "--after", "a")
+    legacy = tmp / "graph.jsonl"
+    legacy.write_text('{"id": "a", "status": "done"}\n')
+    code, out, _ = run(capsys, db, "import-legacy", str(legacy), "--json")
+    report = json.loads(out)
+    assert code == 0 and report["quarantined"][0]["would-have-unlocked"] == ["b"]
+    target = GitRepository(str(tmp / "repo")).target()
+    code, out, _ = run(capsys, db, "reconstruct", "a", "--candidate", "0" * 40, "--base", target)
+    assert code == 1 and "evidence-missing" in out
+    code, out, _ = run(capsys, db, "reconstruct", "a", "--candidate", target, "--base", target)
+    assert code == 0
+    code, out, _ = run(capsys, db, "status", "--json")
+    assert json.loads(out)["ready"] == ["b"]
+    assert run(capsys, db, "abandon", "b")[0] == 0
+    code, out, _ = run(capsys, db, "abandon", "b")
+    assert code == 1 and "terminal-already" in out
+    assert run(capsys, db, "reconcile", "b")[0] == 1
+
+
+def test_a_tampered_ledger_fails_verification_and_rebuild(setup, capsys):
+    db, _ = setup
+    run(capsys, db, "task", "add", "a")
+    c = sqlite3.connect(db)
+    c.execute("UPDATE ledger SET body = replace(body, '\"a\"', '\"evil\"') WHERE seq = 2")
+    c.commit()
+    c.close()
+    code, out, _ = run(capsys, db, "verify-ledger")
+    assert code == 1 and "broken at seq 2" in out
+    assert run(capsys, db, "rebuild")[0] == 1
+    code, out, _ = run(capsys, db, "audit", "--json")
+    assert code == 1 and json.loads(out)["findings"][0]["check"] == "ledger-chain"

@@ -1,0 +1,145 @@
+"""The hash-linked ledger: verification, tampering, rebuild of every projection, and the
+rule that no code path outside the one projection routine writes a status."""
+from __future__ import annotations
+
+import pathlib
+import re
+
+from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
+
+FAST = Pragmas(synchronous="OFF")
+OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
+
+
+def cap(k: Kernel, task: str) -> dict:
+    t = k.record(task)
+    return {"graph": "g", "task": task, "generation": t.generation, "attempt": t.attempt,
+            "fence": t.fence, "lease-epoch": t.lease_epoch}
+
+
+def tx(k: Kernel, task: str, kind: str, actor: str, **params) -> dict:
+    t = k.record(task)
+    return k.handle({"kind": kind, "actor": actor, "task": task, "cap": cap(k, task),
+                     "key": f"{kind}:{task}:{t.fence}:{t.revision}",
+                     "expected-phase": t.visible_phase, "expected-revision": t.revision,
+                     **params})
+
+
+def finished_pair(tmp_path) -> tuple[Kernel, MemoryWorld]:
+    """a Done through the whole transaction, b dispatched, one rejection and evidence."""
+    w = MemoryWorld.create(target="main-0")
+    k = Kernel(str(tmp_path / "k.db"), w.environment(), pragmas=FAST)
+    k.create_graph("g", [TaskPolicy("a"), TaskPolicy("b", deps=("a",))])
+    assert k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d-a",
+                     "expected-attempt": 0, "owner": OWNER})["decision"] == "applied"
+    k.apply_env({"env": "edit", "task": "a", "content": "c-a1"})
+    k.handle({"kind": "heartbeat", "actor": "worker", "task": "a", "key": "hb", "cap": cap(k, "a"),
+              "evidence": "hb-1"})
+    assert tx(k, "a", "submit", "worker") == {"decision": "applied"}
+    k.converge()
+    assert tx(k, "a", "validate", "validator", candidate="c-a1", verdict="pass")["decision"] == "applied"
+    k.converge()
+    assert k.status("a") == "done"
+    assert k.handle({"kind": "dispatch", "actor": "daemon", "task": "b", "key": "d-b",
+                     "expected-attempt": 0, "owner": dict(OWNER, pid=4002)})["decision"] == "applied"
+    assert k.handle({"kind": "fail", "actor": "worker", "task": "b", "key": "stale",
+                     "cap": dict(cap(k, "b"), fence=9)})["code"] == "stale-capability"
+    return k, w
+
+
+def test_the_chain_verifies_and_every_request_is_one_event(tmp_path):
+    k, _ = finished_pair(tmp_path)
+    v = k.verify_ledger()
+    assert v.ok and v.events == k.conn.execute("SELECT count(*) FROM ledger").fetchone()[0]
+    requests = k.conn.execute("SELECT count(*) FROM ledger WHERE event = 'request'").fetchone()[0]
+    assert requests == k.conn.execute("SELECT count(*) FROM journal").fetchone()[0]
+
+
+def test_tampering_is_reported_with_the_first_broken_link(tmp_path):
+    k, _ = finished_pair(tmp_path)
+    k.conn.execute("UPDATE ledger SET body = replace(body, 'c-a1', 'c-evil') WHERE seq = 8")
+    v = k.verify_ledger()
+    assert not v.ok and v.broken_at == 8 and "hash" in v.problem
+    report = k.rebuild()
+    assert not report.ok and "seq 8" in report.differences[0]
+    assert k.audit().findings[0].check == "ledger-chain"
+
+
+def test_a_deleted_event_breaks_the_chain(tmp_path):
+    k, _ = finished_pair(tmp_path)
+    k.conn.execute("DELETE FROM ledger WHERE seq = 5")
+    v = k.verify_ledger()
+    assert not v.ok and v.broken_at == 6
+
+
+def test_rebuild_reproduces_every_table_and_the_projection(tmp_path):
+    k, _ = finished_pair(tmp_path)
+    report = k.rebuild()
+    assert report.ok, report.differences
+    assert report.events == k.verify_ledger().events
+
+
+def test_a_status_written_behind_the_kernels_back_is_found_and_repaired(tmp_path):
+    k, _ = finished_pair(tmp_path)
+    # b is in progress; someone writes "done" into the projection table directly
+    k.conn.execute("UPDATE task_view SET status = 'done', satisfied = 1 WHERE task = "
+                   "(SELECT id FROM tasks WHERE name = 'b')")
+    findings = k.audit().findings
+    assert [(f.check, f.task) for f in findings] == [("status-projection", "b")]
+    report = k.rebuild(apply=True)
+    assert not report.ok and report.applied
+    assert any("task_view" in d for d in report.differences)
+    assert k.rebuild().ok and k.audit().ok and k.status("b") == "in-progress"
+
+
+def test_a_forged_receipt_is_caught_by_the_audit(tmp_path):
+    k, _ = finished_pair(tmp_path)
+    k.conn.execute("DELETE FROM receipts WHERE kind = 'effect' AND task = "
+                   "(SELECT id FROM tasks WHERE name = 'a')")
+    k._forget()
+    checks = {f.check for f in k.audit().findings}
+    assert "done-iff-graphsave" in checks
+    assert not k.rebuild().ok
+
+
+IMPL = pathlib.Path(__file__).resolve().parent.parent / "impl"
+STATUS_WRITE = re.compile(r"(INSERT\s+(OR\s+\w+\s+)?INTO\s+task_view|UPDATE\s+task_view|"
+                          r"SET\s+[^\"']*\bstatus\s*=|\bsatisfied\s*=\s*\?)", re.I)
+
+
+def test_no_code_path_writes_a_status_outside_the_projection_routine():
+    """Status is a projection: only projection.StatusProjection writes task_view."""
+    writers = {}
+    for path in sorted(IMPL.glob("*.py")):
+        hits = [i + 1 for i, line in enumerate(path.read_text().splitlines())
+                if STATUS_WRITE.search(line)]
+        if hits:
+            writers[path.name] = hits
+    assert set(writers) == {"projection.py"}, writers
+    # and the only status/satisfied columns in the schema are the projection's
+    schema = (IMPL / "store.py").read_text()
+    assert len(re.findall(r"\bstatus TEXT\b", schema)) == 1
+    assert "done" not in re.findall(r"'(\w+)'", schema)
+    # no module but projection assigns a task status value
+    for path in IMPL.glob("*.py"):
+        if path.name != "projection.py":
+            assert not re.search(r"status\s*=\s*[\"']done[\"']", path.read_text()), path.name
+
+
+def test_the_implementation_imports_neither_the_model_nor_conformance():
+    """An independent implementation: impl/ imports nothing from wgk.model or wgk.conformance."""
+    import ast
+    found = {}
+    for path in sorted(IMPL.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            bad = [n for n in names if n.startswith(("wgk.model", "wgk.conformance", "model",
+                                                     "conformance"))]
+            if bad:
+                found.setdefault(path.name, []).extend(bad)
+    assert found == {}
+    assert len(list(IMPL.glob("*.py"))) >= 12          # the walk saw the package

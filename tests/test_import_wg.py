@@ -1,0 +1,138 @@
+"""The peer's 28 golden vectors: re-import equals the committed traces, and each replays."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from wgk.conformance.cli import main
+from wgk.conformance.import_wg import WgImportError, import_file, import_paths
+from wgk.conformance.replay import replay
+from wgk.conformance.traces import dump_trace, load_trace, trace_files
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "fixtures" / "wg"
+if not SHARED.is_dir():
+    SHARED = Path("/work/shared/fixtures/wg")
+COMMITTED = ROOT / "traces" / "peers" / "wg"
+SOURCES = sorted(p for p in SHARED.rglob("*.json") if p.name != "index.json")
+
+pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason="the peer fixtures are not checked out")
+
+def test_all_28_fixtures_are_imported():
+    imported = import_paths([SHARED])
+    assert len(SOURCES) == 28 and len(imported) == 28
+    assert sorted(i.family for i in imported).count("v1") == 15
+    assert len(trace_files([COMMITTED])) == 28
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_reimport_equals_the_committed_trace(src):
+    item = import_file(src)
+    committed = item.out_path(COMMITTED)
+    assert dump_trace(item.trace) == committed.read_text()
+    assert item.trace.source["file"] == f"fixtures/wg/{item.family}/{src.name}"
+
+
+@pytest.mark.parametrize("path", trace_files([COMMITTED]), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_committed_peer_trace_replays_through_the_model(path):
+    trace = load_trace(path)
+    result = replay(trace)
+    assert result.passed, "\n".join(d.describe() for d in result.divergences)
+
+
+#: The facts each family's expected_final always translates to.
+FINAL_FACTS = {
+    "v1": {"attempt-state", "owner", "leases", "plan", "deadline", "candidate", "base", "disposition",
+           "receipts", "promotions", "counters", "dependency-satisfied", "recovery-rank"},
+    "v2": {"revision", "generation", "attempt", "fence", "lease-epoch", "owner", "exit"},
+    "deletion-map": {"counters", "evidence", "exit", "assigned", "promotions"},
+}
+
+
+def _source_count(doc: dict) -> int:
+    if "events" in doc:
+        return len(doc["events"])
+    if "single_kernel_replay" in doc:
+        return len(doc["single_kernel_replay"]["steps"])
+    return len(doc["steps"])
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_source_decision_and_final_fact_is_kept(src):
+    doc = json.loads(src.read_text())
+    trace = import_file(src).trace
+    pointers = {s["from"]["pointer"] for s in trace.steps}
+    assert len(pointers) == _source_count(doc), "every source event/step became at least one step"
+    for s in trace.steps:
+        if "request" in s:
+            assert "expect" in s, "every request carries the expected decision"
+    facts = next(iter(trace.expect["tasks"].values()))
+    assert FINAL_FACTS[src.parent.name] <= set(facts), "every final fact is translated"
+
+
+def test_import_cli_writes_identical_bytes(tmp_path, capsys):
+    assert main(["import-wg", str(SHARED), "--out", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["count"] == 28
+    for f in trace_files([tmp_path]):
+        assert f.read_text() == (COMMITTED / f.relative_to(tmp_path)).read_text()
+
+
+def _copy(tmp_path, family, name, edit):
+    doc = json.loads((SHARED / family / name).read_text())
+    edit(doc)
+    p = tmp_path / name
+    p.write_text(json.dumps(doc))
+    return p
+
+
+def test_an_unmapped_field_is_an_error_naming_it(tmp_path):
+    p = _copy(tmp_path, "v1", "happy_land.json", lambda d: d["events"][1].update(colour="blue"))
+    with pytest.raises(WgImportError) as e:
+        import_file(p)
+    assert str(e.value) == f"{p}: /events/1/colour: field 'colour' cannot be mapped"
+
+
+@pytest.mark.parametrize("family,name,edit,message", [
+    ("v1", "happy_land.json", lambda d: d["events"][0].update(type="teleport"),
+     "/events/0/type: event type 'teleport' cannot be mapped"),
+    ("v1", "happy_land.json", lambda d: d["expected_decisions"][3].update(reason="bad_weather", status="rejected"),
+     "/expected_decisions/3/reason: rejection reason 'bad_weather' cannot be mapped"),
+    ("v1", "happy_land.json", lambda d: d["expected_final"].pop("promotion_count"),
+     "/expected_final/promotion_count: field 'promotion_count' is missing"),
+    ("v2", "happy_cleanup_boundary_v2.json",
+     lambda d: d["steps"][4]["request"]["source"].update(route_snapshot_cid="wgcid:v2:other"),
+     "/steps/4/request/route_snapshot_cid: field 'route_snapshot_cid' differs"),
+    ("v2", "stale_source_v2.json", lambda d: d["steps"][0]["expected"].update(code="gremlins"),
+     "/steps/0/expected/code: decision 'rejected' 'gremlins' cannot be mapped"),
+    ("deletion-map", "03-duplicate-provider-event.json",
+     lambda d: d["single_kernel_replay"]["steps"][0].update(decision="applied-maybe"),
+     "/single_kernel_replay/steps/0/decision: decision 'applied-maybe' cannot be mapped"),
+    ("deletion-map", "01-lost-ipc-response-after-durable-mutation.json",
+     lambda d: d["single_kernel_replay"]["expected_final"]["effect_ids"].append("teleport:x"),
+     "/single_kernel_replay/expected_final/effect_ids: effect id 'teleport:x' cannot be mapped"),
+])
+def test_unmappable_input_is_an_error_with_its_pointer(tmp_path, family, name, edit, message):
+    p = _copy(tmp_path, family, name, edit)
+    with pytest.raises(WgImportError) as e:
+        import_file(p)
+    assert str(e.value).startswith(f"{p}: {message}")
+
+
+def test_import_cli_exit_2_on_bad_input(tmp_path, capsys):
+    p = _copy(tmp_path, "v1", "happy_land.json", lambda d: d["events"][1].update(colour="blue"))
+    assert main(["import-wg", str(p), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"wgk import-wg: {p}: /events/1/colour: field 'colour' cannot be mapped"
+    assert not (tmp_path / "out").exists()
+
+
+def test_index_file_is_checked_not_imported(tmp_path):
+    d = tmp_path / "dm"
+    shutil.copytree(SHARED / "deletion-map", d)
+    assert import_file(d / "index.json") is None
+    (d / "02-live-pid-missing-heartbeat.json").unlink()
+    with pytest.raises(WgImportError, match="/traces/1: listed trace"):
+        import_file(d / "index.json")
