@@ -42,7 +42,7 @@ from .symbolic import (
 from .templates import (
     POOL, Catalogue, Pool, env_templates, request_templates,
 )
-from .transition import MODEL, Branch, Semantics, branches, discover_universe
+from .transition import MODEL, Branch, Semantics, actor_sensitive, branches, discover_universe
 
 GROUP_KINDS: dict[str, tuple[K, ...]] = {
     "core": (K.DISPATCH, K.FAIL, K.RESUME, K.PROBE_OWNER, K.DECLARE_LOST, K.SUBMIT, K.QUIESCE,
@@ -76,12 +76,14 @@ def instance_kinds(inst: Instance) -> list[K]:
     return kinds
 
 
-def instance_templates(inst: Instance, ids: tuple[str, ...]) -> list:
+def instance_templates(inst: Instance, ids: tuple[str, ...], sem: Semantics = MODEL) -> list:
     """The templates of the instance's request groups (and environment steps)."""
-    names = inst.graph().tasks
+    graph = inst.graph()
+    names = graph.tasks
     out: list = request_templates(instance_kinds(inst), names, ids, rejections=inst.keys,
                                   deadlines=False, verdicts=BMC_VERDICTS,
-                                  dispositions=BMC_DISPOSITIONS)
+                                  dispositions=BMC_DISPOSITIONS,
+                                  by_actor=actor_sensitive(graph, sem))
     if "env" in inst.groups:
         out += env_templates(names, (EnvKind.EDIT, EnvKind.OWNER_DIES, EnvKind.PID_REUSE,
                                      EnvKind.MOVE_TARGET))
@@ -189,7 +191,7 @@ class Unrolling:
                              keys=keys if inst.keys else 0)
         self.initial = inst.initial()
         graph = self.initial.graph
-        self.cat = Catalogue(instance_templates(inst, self.bounds.ids()), graph.graph_id)
+        self.cat = Catalogue(instance_templates(inst, self.bounds.ids(), sem), graph.graph_id)
         universe = discover_universe(graph, self.bounds.ids(), sem)
         self.space = Space(graph, universe, self.bounds.key_names(), len(POOL),
                            len(self.cat.shapes), self.cat.decode_digest)

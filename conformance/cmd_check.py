@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 
@@ -14,7 +13,7 @@ from .bmc import CheckResult, Goal, check, invariant_goal
 from .errors import UsageError
 from .export import step_json
 from .mutants import MUTANTS
-from .output import emit_json, progress, write_text
+from .output import emit_json, progress
 from .prove import SymbolicMismatch
 from .reach_expr import ReachError, compile_reach
 from .symbolic import field_diff
@@ -117,7 +116,8 @@ def _run(args: argparse.Namespace) -> int:
         finish_trace(result, args, command)
     if args.json:
         out = result.to_json()
-        out["reproduce"] = command
+        out["reproduce"] = reproduce_line(args, command) if command else None
+        out["found_by"] = command
         if result.trace is not None:
             out["steps"] = [step_json(s) for s in result.trace.steps]
         out["out"], out["itf"] = (args.out if result.trace else None,
@@ -132,29 +132,36 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if result.found else 0
 
 
-def finish_trace(result: CheckResult, args: argparse.Namespace, command: str | None) -> None:
+def finish_trace(result: CheckResult, args: argparse.Namespace, command: str) -> None:
+    """Name the trace, give its final facts, and write the files asked for."""
     trace = result.trace
     goal = result.goal
     trace.id = ("reach" if goal.kind == "reach" else goal.id) + (
         f"-{args.mutant}" if args.mutant else "")
-    kind = "witness" if goal.kind == "sometimes" or goal.kind == "reach" else "counterexample"
     trace.title = (f"{goal.id}: {goal.description}" if goal.kind != "reach"
                    else f"reach: {goal.description}")
-    trace.description = (f"Found by z3 bounded model checking at depth {result.found_at} "
-                         f"(instance {json.dumps(result.instance.describe(), sort_keys=True)})"
-                         + (f" on mutant {args.mutant}" if args.mutant else "") + ".")
-    trace.source = {"kind": kind, "tool": "wgk check", "command": command,
-                    **({"mutant": args.mutant} if args.mutant else {})}
-    names = trace.names()
-    final = observe(trace.states[-1], names)
+    found = "violates" if result.status == "violated" else "reaches"
+    trace.description = (f"A shortest trace that {found} it, found by z3 bounded model checking "
+                         f"at depth {result.found_at}"
+                         + (f" on the mutant {args.mutant} (not the model)" if args.mutant else "")
+                         + ".")
+    trace.provenance = command
+    final = observe(trace.states[-1], trace.names())
     trace.final = {"target": final["target"],
                    "tasks": {n: {"status": t["status"], "attempt-state": t["attempt-state"],
                                  "phase": t["phase"], "exit": t["exit"]}
                              for n, t in final["tasks"].items()}}
     if args.out:
-        write_text(args.out, json.dumps(trace.to_wgk(), indent=2) + "\n")
+        trace.write(args.out)
     if args.itf:
-        write_text(args.itf, json.dumps(trace.to_itf(), indent=2) + "\n")
+        trace.write_itf(args.itf)
+
+
+def reproduce_line(args: argparse.Namespace, command: str) -> str:
+    """The one command that shows the trace again."""
+    if args.out and not args.mutant:
+        return shlex.join(["wgk", "replay", args.out])
+    return command
 
 
 def print_result(result: CheckResult, args: argparse.Namespace, command: str | None) -> None:
@@ -178,7 +185,9 @@ def print_result(result: CheckResult, args: argparse.Namespace, command: str | N
         print(f"  {n:2}. {label}")
         for change in field_diff(trace.states[n - 1], trace.states[n]):
             print(f"        {change}")
-    print(f"reproduce: {command}")
+    print(f"reproduce: {reproduce_line(args, command)}")
+    if args.out and reproduce_line(args, command) != command:
+        print(f"found by: {command}")
     if args.out:
         print(f"trace written to {args.out}")
     if args.itf:

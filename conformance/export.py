@@ -1,5 +1,9 @@
 """Counterexamples and witnesses as files: ``wgk-trace/1`` traces and ITF JSON.
 
+Written with the project's own trace module (schema validation, canonical
+form) and ITF encoding, from the states the checked semantics produced (a
+mutant's counterexample keeps the mutant's states).
+
 Content ids (worktree bytes, candidates, bases, target commits) and sessions
 are small ints in the model; on the wire they are strings, interned with
 ``wgk.model.observe.Names`` (content ``n`` is named ``c<n>``, session ``n``
@@ -8,7 +12,7 @@ is ``s<n>``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
 
 from wgk.model.env import EnvKind, EnvStep
 from wgk.model.kernel import Decision
@@ -16,7 +20,8 @@ from wgk.model.observe import Names, observe
 from wgk.model.requests import Request
 from wgk.model.state import Graph, State
 
-TRACE_FORMAT = "wgk-trace/1"
+from .itf import FORMAT_DESCRIPTION, VARS, dumps as itf_dumps, encode_state
+from .traces import Trace as WireTrace, write_trace
 
 
 def names_for(*states: State, steps: list = ()) -> Names:
@@ -72,7 +77,7 @@ class Trace:
     states: list[State]
     steps: list[Request | EnvStep]
     decisions: list[Decision | None]
-    source: dict = field(default_factory=dict)
+    provenance: str = ""
     final: dict = field(default_factory=dict)      # expected final facts (projection keys)
 
     @property
@@ -85,65 +90,53 @@ class Trace:
     def names(self) -> Names:
         return names_for(*self.states, steps=self.steps)
 
-    def to_wgk(self) -> dict:
-        """The ``wgk-trace/1`` document."""
+    def wire_steps(self, names: Names) -> list[dict]:
+        """Steps on the wire. A request decided without a key (a keyless bounded
+        instance) gets a key of its own, used once: the same decision, journaled."""
+        out = []
+        for n, (step, d) in enumerate(zip(self.steps, self.decisions), 1):
+            if isinstance(step, EnvStep):
+                out.append(step_json(step, names))
+                continue
+            request = step_json(step, names)
+            if step.key is None:
+                request["key"] = f"{step.kind.label}:{step.task}:{n}"
+            out.append({"request": request, "expect": d.to_json()})
+        return out
+
+    def to_wgk(self) -> WireTrace:
+        """The ``wgk-trace/1`` document (a ``wgk.conformance.traces.Trace``)."""
         names = self.names()
         g = self.states[0].graph
-        steps = []
-        for step, d in zip(self.steps, self.decisions):
-            if isinstance(step, EnvStep):
-                steps.append(step_json(step, names))
-            else:
-                steps.append({"request": step_json(step, names), "expect": d.to_json()})
-        return {
-            "format": TRACE_FORMAT,
-            "id": self.id,
-            "title": self.title,
-            "source": self.source,
-            "description": self.description,
-            "graph": graph_json(g, names.cname(self.states[0].target)),
-            "steps": steps,
-            "expect": self.final,
-        }
+        return WireTrace(
+            id=self.id, title=self.title,
+            source={"kind": "counterexample", "provenance": self.provenance or "z3"},
+            description=self.description,
+            graph=graph_json(g, names.cname(self.states[0].target)),
+            steps=self.wire_steps(names), expect=self.final)
+
+    def write(self, path: str | Path) -> Path:
+        """Validate against the trace schema and write in the canonical form."""
+        return write_trace(self.to_wgk(), path)
 
     def to_itf(self) -> dict:
-        """The run as ITF (Informal Trace Format) JSON."""
+        """The run's states as ITF (the encoding of ``wgk.conformance.itf``)."""
         names = self.names()
-        states = []
-        actions = ["init"] + [step_label(s) for s in self.steps]
-        for n, s in enumerate(self.states):
-            obs = observe(s, names)
-            entry: dict[str, Any] = {"#meta": {"index": n}}
-            entry["target"] = obs["target"] if obs["target"] is not None else ""
-            entry["now"] = itf_value(obs["now"])
-            entry["tasks"] = {"#map": [[name, itf_value(t)] for name, t in obs["tasks"].items()]}
-            entry["journal"] = {"#map": [[k, itf_value(v)] for k, v in obs["journal"].items()]}
-            entry["mbt::actionTaken"] = actions[n]
-            states.append(entry)
+        steps = [None] + self.wire_steps(names)
+        decisions = [None] + [d.to_json() if d is not None else None for d in self.decisions]
         return {
-            "#meta": {"format": "ITF", "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
+            "#meta": {"format": "ITF", "format-description": FORMAT_DESCRIPTION,
                       "source": self.id, "description": self.title},
-            "vars": ["target", "now", "tasks", "journal", "mbt::actionTaken"],
-            "states": states,
+            "vars": list(VARS),
+            "states": [encode_state(n, observe(s, names), steps[n], decisions[n])
+                       for n, s in enumerate(self.states)],
         }
 
-
-def itf_value(v: Any) -> Any:
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, int):
-        return {"#bigint": str(int(v))}
-    if v is None:
-        return {"tag": "None", "value": {}}
-    if isinstance(v, str):
-        return v
-    if isinstance(v, dict):
-        return {str(k): itf_value(x) for k, x in v.items()}
-    if isinstance(v, tuple):
-        return {"#tup": [itf_value(x) for x in v]}
-    if isinstance(v, list):
-        return [itf_value(x) for x in v]
-    raise TypeError(f"no ITF encoding for {type(v).__name__}")
+    def write_itf(self, path: str | Path) -> Path:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(itf_dumps(self.to_itf()), encoding="utf-8")
+        return p
 
 
 def graph_json(g: Graph, target: str | None) -> dict:

@@ -43,7 +43,9 @@ from .symbolic import (
     substitute, within_type,
 )
 from .templates import POOL, Catalogue, EnvTemplate, Pool, env_templates, request_templates
-from .transition import MODEL, Branch, Semantics, as_term, branches, delta, discover_universe
+from .transition import (
+    MODEL, Branch, Semantics, actor_sensitive, as_term, branches, delta, discover_universe,
+)
 
 DOMAIN = Property("domain", "always", "state",
                   "Every field stays in its type: enums in range, ids and counters natural.",
@@ -181,7 +183,8 @@ class Prover:
         self.lemmas = dict(LEMMAS if lemmas is None else lemmas)
         names = bounds.task_names()
         graph = symbolic_graph(names, chain_deps(bounds.tasks))
-        self.cat = Catalogue(request_templates(list(Kind), names, bounds.ids())
+        self.cat = Catalogue(request_templates(list(Kind), names, bounds.ids(),
+                                               by_actor=actor_sensitive(graph, sem))
                              + env_templates(names), graph.graph_id)
         universe = discover_universe(graph, bounds.ids(), sem)
         self.space = Space(graph, universe, bounds.key_names(), len(POOL), len(self.cat.shapes),
@@ -382,7 +385,8 @@ def crosscheck(s: State, step: Request | EnvStep, sem: Semantics = MODEL,
     if isinstance(step, EnvStep):
         templates = [EnvTemplate(step.kind, step.task)]
     else:
-        templates = request_templates([step.kind], [step.task], ids)
+        templates = request_templates([step.kind], [step.task], ids,
+                                      by_actor=actor_sensitive(g, sem))
     cat = Catalogue(templates, g.graph_id)
     universe = tuple(sorted(set(discover_universe(g, ids, sem))
                             | {p for t in s.tasks for p in t.evidence}))

@@ -93,6 +93,7 @@ class Template:
     cap: str = "none"            # "none" | "own" | "foreign"
     imports: bool = False
     deadline: bool = False
+    by_actor: bool = False       # the rule asks who sent it: this template is one actor
     shapes: tuple[int, ...] = ()
 
     @property
@@ -102,6 +103,7 @@ class Template:
     @property
     def label(self) -> str:
         extra = [x for x in (
+            self.actors[0].label if self.by_actor else "",
             self.verdict.label if self.verdict else "",
             self.disposition.label if self.disposition else "",
             f"ev={self.evidence}" if self.evidence else "",
@@ -271,12 +273,14 @@ def _authority_classes(kind: K) -> tuple[tuple[Actor, ...], tuple[Actor, ...]]:
 
 def request_templates(kinds: Iterable[K], tasks: Iterable[str], evidence_ids: tuple[str, ...], *,
                       rejections: bool = True, deadlines: bool = True,
-                      verdicts: dict | None = None, dispositions: dict | None = None
-                      ) -> list[Template]:
+                      verdicts: dict | None = None, dispositions: dict | None = None,
+                      by_actor: frozenset = frozenset()) -> list[Template]:
     """Every behavioural class of request of the given kinds on the given tasks.
 
     ``rejections`` adds the classes rejected before any rule runs (an
-    unauthorized actor, an unknown task, a capability for another graph)."""
+    unauthorized actor, an unknown task, a capability for another graph).
+    Authorized actors form one class, except for the kinds in ``by_actor``
+    (whose rules ask who sent the request): there each actor is its own."""
     verdicts = VERDICTS if verdicts is None else verdicts
     dispositions = DISPOSITIONS if dispositions is None else dispositions
     out: list[Template] = []
@@ -292,9 +296,11 @@ def request_templates(kinds: Iterable[K], tasks: Iterable[str], evidence_ids: tu
                         for imports in ((False, True) if kind in WITH_IMPORTS else (False,)):
                             for deadline in ((False, True) if deadlines and kind in WITH_DEADLINE
                                              else (False,)):
-                                if allowed:
-                                    out.append(Template(kind, task, allowed, params, verdict,
-                                                        disposition, ev, cap, imports, deadline))
+                                for actors in ([(a,) for a in allowed] if kind in by_actor
+                                               else [allowed] if allowed else []):
+                                    out.append(Template(kind, task, actors, params, verdict,
+                                                        disposition, ev, cap, imports, deadline,
+                                                        kind in by_actor))
             if rejections:
                 first_ev = evidence_ids[0] if kind in WITH_EVIDENCE else ""
                 first_v = verdicts.get(kind, (None,))[0]

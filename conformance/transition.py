@@ -119,32 +119,83 @@ def as_term(x: Any) -> Any:
     return x
 
 
-_UNIVERSES: dict[int, tuple[Semantics, dict]] = {}
+_CACHE: dict[int, tuple[Semantics, dict]] = {}
+
+
+def _cached(sem: Semantics, key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per semantics and key (a semantics is identified by identity)."""
+    entry = _CACHE.get(id(sem))
+    if entry is None or entry[0] is not sem:   # new, or an id reused after garbage collection
+        entry = _CACHE[id(sem)] = (sem, {})
+    if key not in entry[1]:
+        entry[1][key] = compute()
+    return entry[1][key]
 
 
 def discover_universe(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics = MODEL
                       ) -> tuple:
-    """The evidence pairs the rules can record (cached per semantics and evidence ids)."""
-    entry = _UNIVERSES.setdefault(id(sem), (sem, {}))
-    if entry[0] is not sem:                    # an id reused after garbage collection
-        entry = _UNIVERSES[id(sem)] = (sem, {})
-    if evidence_ids not in entry[1]:
-        entry[1][evidence_ids] = _discover(graph, evidence_ids, sem)
-    return entry[1][evidence_ids]
-
-
-def _discover(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics) -> tuple:
     """The evidence pairs the rules can record: every record kind they use, times the ids.
 
     Found by running every kind once on a symbolic task whose evidence logs
     each pair the rules ask about or add."""
-    cat = Catalogue(request_templates(list(Kind), graph.tasks[:1], evidence_ids[:1],
-                                      rejections=False, deadlines=False), graph.graph_id)
+    return _cached(sem, ("universe", evidence_ids), lambda: _discover(graph, evidence_ids, sem))
+
+
+def _probe(graph: Graph, evidence_ids: tuple[str, ...], by_actor: frozenset
+           ) -> tuple[Catalogue, State, set]:
+    """Every kind's templates on one task, and a symbolic state whose evidence logs its use."""
+    cat = Catalogue(request_templates(list(Kind), graph.tasks[-1:], evidence_ids[:1],
+                                      rejections=False, deadlines=False, by_actor=by_actor),
+                    graph.graph_id)
     log: set = set()
     space = Space(graph=graph, universe=(), keys=("k",), width=len(POOL),
                   shapes=len(cat.shapes), decode_digest=cat.decode_digest)
-    s = fresh_state(space, "discover")
+    s = fresh_state(space, "probe")
     s = replace(s, tasks=tuple(replace(t, evidence=SymEvidence({}, log)) for t in s.tasks))
-    branches(cat, s, Pool("discover.r", 1), sem)
+    return cat, s, log
+
+
+def _discover(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics) -> tuple:
+    cat, s, log = _probe(graph, evidence_ids, actor_sensitive(graph, sem))
+    branches(cat, s, Pool("probe.r", 1), sem)
     kinds = sorted({k for k, _ in log})
     return tuple(sorted({(k, e) for k in kinds for e in evidence_ids} | log))
+
+
+class _AskedWho(Exception):
+    pass
+
+
+class _Anyone:
+    """An actor that cannot be compared: shows whether a rule asks who sent a request."""
+
+    def __eq__(self, other: object) -> bool:
+        raise _AskedWho
+
+    __ne__ = __eq__
+
+    def __hash__(self) -> int:
+        return 0
+
+
+def actor_sensitive(graph: Graph, sem: Semantics = MODEL) -> frozenset:
+    """The kinds whose rule asks which (authorized) actor sent the request.
+
+    For every other kind the authorized actors behave alike and share a template."""
+    return _cached(sem, "by-actor", lambda: _actor_sensitive(graph, sem))
+
+
+def _actor_sensitive(graph: Graph, sem: Semantics) -> frozenset:
+    cat, s, _ = _probe(graph, ("e1",), frozenset())
+    pool = Pool("probe.who", 1)
+    i = len(graph.tasks) - 1
+    found = set()
+    with symbolic(), sem.active():
+        for n, tpl in enumerate(cat.templates):
+            r = cat.step(n, pool)
+            object.__setattr__(r, "actor", _Anyone())
+            try:
+                sem.rules[tpl.kind](s, i, s.tasks[i], r).update()
+            except _AskedWho:
+                found.add(tpl.kind)
+    return frozenset(found)

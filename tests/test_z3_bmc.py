@@ -6,6 +6,7 @@ import pytest
 
 from wgk.conformance.bmc import Goal, check, goal_for, witness
 from wgk.conformance.reach_expr import ReachError, compile_reach
+from wgk.conformance.traces import load_trace
 from wgk.model.env import apply_env, EnvStep
 from wgk.model.explore import Instance
 from wgk.model.kernel import decide
@@ -59,18 +60,21 @@ def test_a_sometimes_property_gets_a_witness():
     assert r.trace.states[-1].tasks[0].attempt_state.label == "lost"
 
 
-def test_trace_exports():
+def test_trace_exports(tmp_path):
     inst = Instance(tasks=1, groups=("core", "env"))
     r = check(reach('t1.attempt_state == "lost"', inst), inst, 4)
     trace = r.trace
-    doc = trace.to_wgk()
-    assert doc["format"] == "wgk-trace/1"
+    trace.id, trace.provenance = "lost", "wgk check --reach ..."
+    doc = trace.to_wgk().to_json()
+    assert doc["format"] == "wgk-trace/1" and doc["source"]["kind"] == "counterexample"
     assert doc["graph"]["tasks"][0]["name"] == "t1" and doc["graph"]["target"] == "c1"
     requests = [s["request"] for s in doc["steps"] if "request" in s]
     assert requests[0]["kind"] == "dispatch" and requests[0]["task"] == "t1"
     assert all("expect" in s for s in doc["steps"] if "request" in s)
-    assert all(isinstance(s["request"]["owner"]["session"], str)
-               for s in doc["steps"] if "request" in s and "owner" in s["request"])
+    assert len({q["key"] for q in requests}) == len(requests)      # a key of its own each
+    assert all(isinstance(q["owner"]["session"], str) for q in requests if "owner" in q)
+    loaded = load_trace(trace.write(tmp_path / "lost.json"))
+    assert loaded.steps == doc["steps"]                              # schema-valid, canonical
     itf = trace.to_itf()
     assert set(itf) == {"#meta", "vars", "states"}
     assert len(itf["states"]) == r.found_at + 1
@@ -78,7 +82,8 @@ def test_trace_exports():
     assert first["#meta"] == {"index": 0} and first["now"] == {"#bigint": "0"}
     task = dict(first["tasks"]["#map"])["t1"]
     assert task["status"] == "open" and task["attempt"] == {"#bigint": "0"}
-    assert itf["states"][-1]["mbt::actionTaken"].startswith(("declare-lost", "probe", "env"))
+    last = dict(itf["states"][-1]["tasks"]["#map"])["t1"]
+    assert last["attempt-state"] == "lost"
 
 
 @pytest.mark.parametrize("text, message", [

@@ -49,6 +49,17 @@ def test_check_finds_a_mutant_counterexample_and_writes_files(tmp_path):
     assert len(ex["states"]) == data["found_at"] + 1 and "vars" in ex
 
 
+def test_a_model_trace_written_by_check_replays_with_wgk_replay(tmp_path):
+    trace = tmp_path / "lost.json"
+    out = wgk("check", "--reach", 't1.attempt_state == "lost"', "--tasks", "1", "--depth", "5",
+              "--out", str(trace))
+    assert out.returncode == 1, out.stderr
+    assert f"reproduce: wgk replay {trace}" in out.stdout
+    again = wgk("replay", str(trace))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "PASS" in again.stdout
+
+
 def test_check_text_prints_the_trace_and_the_command():
     out = wgk("check", "--reach", 't1.attempt_state == "lost"', "--tasks", "1", "--depth", "5")
     assert out.returncode == 1, out.stderr

@@ -119,12 +119,13 @@ def test_templates_leave_concrete_only_what_the_rules_do_not_compare():
     class parameters): poisoning the others changes nothing."""
     from wgk.conformance.symbolic import Space, fresh_state
     from wgk.conformance.templates import POOL, Catalogue, Pool, request_templates
-    from wgk.conformance.transition import discover_universe
+    from wgk.conformance.transition import actor_sensitive, discover_universe
     from wgk.model.kernel import decide
     from wgk.model.state import Graph
     from wgk.model.vocab import Kind
     g = Graph.build(["t1", "t2"], {"t2": ["t1"]}, graph_id="g")
-    cat = Catalogue(request_templates(list(Kind), ["t2"], ("e1",), rejections=False), "g")
+    cat = Catalogue(request_templates(list(Kind), ["t2"], ("e1",), rejections=False,
+                                      by_actor=actor_sensitive(g)), "g")
     space = Space(g, discover_universe(g, ("e1",)), ("k1",), len(POOL), len(cat.shapes),
                   cat.decode_digest)
     s = fresh_state(space, "p")
