@@ -199,6 +199,8 @@ class Unrolling:
         self.solver = z3.SimpleSolver()
         s0 = fresh_state(self.space, "s0")
         self.solver.add(*equals(self.space, s0, self.initial))
+        if self.solver.check() != z3.sat:     # every search would be empty, and say nothing
+            raise SymbolicMismatch("the initial state of the instance has no symbolic model")
         self.states: list[State] = [s0]
         self.steps: list[Unrolled] = []
         self.moving: set[int] = set()

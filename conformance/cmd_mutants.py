@@ -7,7 +7,7 @@ import sys
 from .errors import UsageError
 from .mutants import MUTANTS, kill
 from .output import emit_json, progress
-from .prove import Bounds, SymbolicMismatch, prove
+from .prove import Bounds, SymbolicMismatch, VacuousProof, prove
 
 HELP = "kill every mutant of the model: by a failed proof and by a BMC counterexample"
 EXAMPLES = """  wgk mutants
@@ -31,6 +31,9 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except SymbolicMismatch as e:     # an encoding error: never a silent pass
         print(f"wgk mutants: the solver and the executable model disagree: {e}", file=sys.stderr)
+        return 1
+    except VacuousProof as e:
+        print(f"wgk mutants: vacuous proof refused: {e}", file=sys.stderr)
         return 1
 
 

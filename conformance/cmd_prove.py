@@ -12,7 +12,7 @@ from .bmc import witness
 from .errors import UsageError
 from .lemmas import LEMMAS
 from .output import emit_json, progress
-from .prove import DOMAIN, Bounds, SymbolicMismatch, prove
+from .prove import DOMAIN, Bounds, SymbolicMismatch, VacuousProof, prove
 
 HELP = "prove every always invariant inductive (z3) and reach every sometimes property"
 EXAMPLES = """  wgk prove
@@ -48,6 +48,9 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except SymbolicMismatch as e:     # an encoding error: never a silent pass
         print(f"wgk prove: the solver and the executable model disagree: {e}", file=sys.stderr)
+        return 1
+    except VacuousProof as e:
+        print(f"wgk prove: vacuous proof refused: {e}", file=sys.stderr)
         return 1
 
 

@@ -56,6 +56,10 @@ class SymbolicMismatch(AssertionError):
     """The solver's model and the executable model disagree: an encoding error."""
 
 
+class VacuousProof(AssertionError):
+    """The assumptions of the inductive step are contradictory: nothing would be proved."""
+
+
 @dataclass(frozen=True)
 class Bounds:
     """The bounded domains of a proof or a model check."""
@@ -221,9 +225,13 @@ class Prover:
             self.reads: dict[str, list[set[str]]] = {}
             for p in self.state_props[1:]:
                 terms = [p.holds_for(self.s, i) for i in range(bounds.tasks)]
+                if any(x is False for x in terms):
+                    raise VacuousProof(f"{p.id} is false in every state")
                 self.assumed[p.id] = terms
                 self.reads[p.id] = [free_constants(x) for x in terms]
                 self.solver.add(*[x for x in terms if x is not True])
+        if self.solver.check() != z3.sat:     # contradictory assumptions would prove anything
+            raise VacuousProof("the invariants and lemmas together admit no state")
         self.build_seconds = time.perf_counter() - t0
 
     @property

@@ -147,3 +147,13 @@ def test_templates_leave_concrete_only_what_the_rules_do_not_compare():
 def test_lemmas_have_one_sentence_docstrings():
     for lem in LEMMAS.values():
         assert lem.doc.endswith(".") and ". " not in lem.doc, lem.id
+
+
+def test_contradictory_lemmas_are_refused_not_used_to_prove_everything():
+    from wgk.conformance.prove import VacuousProof
+    from wgk.model.invariants import Property
+    from wgk.model.logic import all_of
+    never = Property("never", "always", "state", "No attempt is ever open.",
+                     lambda s, i, t: all_of(t.attempt == 0, t.attempt == 1))
+    with pytest.raises(VacuousProof):
+        Prover(Bounds(tasks=1), lemmas={"never": never})
