@@ -1,4 +1,9 @@
-"""wgk prove: inductive proofs of every always invariant, and witnesses of every sometimes one."""
+"""wgk prove: inductive proofs of every always invariant, and witnesses of every sometimes one.
+
+The proofs hold for any number of attempts, generations, revisions and content
+ids (they are unbounded integers); the bounds are the tasks of the chain, the
+evidence ids per task and the journal's keys. The witnesses are searched on
+small instances of their own (``wgk.conformance.bmc.WITNESSES``)."""
 from __future__ import annotations
 
 import argparse
@@ -29,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="only this property (an invariant, a lemma or a sometimes property)")
     p.add_argument("--evidence-ids", type=int, default=2,
                    help="distinct evidence ids per task in the bounded domain (default 2)")
+    p.add_argument("--keys", type=int, default=1,
+                   help="idempotency keys in the journal (default 1: a step reads and writes "
+                        "only its own key's entry)")
     p.add_argument("--jobs", type=int, default=2,
                    help="processes: with 2 the witnesses are searched beside the proofs (default 2)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -59,13 +67,15 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--tasks must be between 1 and 8")
     if not 1 <= args.evidence_ids <= 4:
         raise UsageError("--evidence-ids must be between 1 and 4")
+    if not 1 <= args.keys <= 4:
+        raise UsageError("--keys must be between 1 and 4")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     pid = args.invariant
     if pid is not None and pid not in known_ids():
         raise UsageError(f"unknown invariant {pid!r} (known: {', '.join(sorted(REGISTRY))})")
     show = lambda msg: progress(f"  {msg}", enabled=not args.json)
-    bounds = Bounds(tasks=args.tasks, evidence_ids=args.evidence_ids)
+    bounds = Bounds(tasks=args.tasks, evidence_ids=args.evidence_ids, keys=args.keys)
     always = pid is None or not (pid in REGISTRY and REGISTRY[pid].kind == "sometimes")
     goals = [p.id for p in REGISTRY.values() if p.kind == "sometimes"
              and (pid is None or p.id == pid)]
@@ -103,10 +113,12 @@ def print_report(report) -> None:
     for r in report.results:
         per.setdefault(r.invariant, []).append(r)
     solved = sum(r.solved for r in report.results)
+    n, tasks = len(per), report.bounds.tasks
     print(f"{report.count('proved')} of {len(report.results)} frames proved "
-          f"({len(per)} properties x {len({r.transition for r in report.results})} transitions, "
-          f"{solved} by the solver, the rest untouched by the step) at {report.bounds.tasks} "
-          f"tasks in {report.seconds:.2f}s")
+          f"({n} propert{'y' if n == 1 else 'ies'} x "
+          f"{len({r.transition for r in report.results})} transitions, "
+          f"{solved} by the solver, the rest untouched by the step) at {tasks} "
+          f"task{'' if tasks == 1 else 's'} in {report.seconds:.2f}s")
     for pid, rs in per.items():
         bad = [r for r in rs if r.status != "proved"]
         kind = "lemma" if pid in LEMMAS else ("domain" if pid == DOMAIN.id else "invariant")
