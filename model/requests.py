@@ -40,9 +40,15 @@ class Owner:
     child_epoch: int = 1
 
 
-def phase_code(p: Phase | Exit) -> int:
-    """One integer for a visible phase: main-line phase, or 100 + side exit."""
-    return int(p) if isinstance(p, Phase) else 100 + int(p)
+def phase_code(p: Phase | Exit | Any) -> Any:
+    """One integer for a visible phase: main-line phase, or 100 + side exit.
+
+    Anything else is taken to be a code already (a solver term in proofs)."""
+    if isinstance(p, Phase):
+        return int(p)
+    if isinstance(p, Exit):
+        return 100 + int(p)
+    return p
 
 
 @dataclass(frozen=True, slots=True)

@@ -446,9 +446,9 @@ def accept(s, i, t, r):
             (own_verdict, Code.NOT_AUTHORIZED),
             _candidate_check(t, r),
             (r.verdict is not None, Code.ILLEGAL_PHASE_EDGE),
-            (from_awaiting if required else not_(from_awaiting), Code.REVIEW_REQUIRED
-             if required else Code.ILLEGAL_PHASE_EDGE),
-            (by_review or not required, Code.REVIEW_REQUIRED),
+            (ite(required, from_awaiting, not_(from_awaiting)),
+             ite(required, Code.REVIEW_REQUIRED, Code.ILLEGAL_PHASE_EDGE)),
+            (any_of(by_review, not_(required)), Code.REVIEW_REQUIRED),
         ],
         lambda: s.put(i, advance(t, Phase.ACCEPTED, deadline=r.deadline or t.deadline,
                                  receipts=t.with_receipt(Receipt.REVIEW, binding(t)))),

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping
 
 import networkx as nx
 
+from .logic import all_of, not_
 from .vocab import (
     AttemptState, Disposition, Exit, OwnerSeen, Phase, Reason, Receipt,
 )
@@ -103,6 +104,17 @@ class Binding:
     fence: Any = 0
     candidate: Any = 0
     base: Any = 0
+
+    def __eq__(self, other: object) -> Any:
+        """Field by field; a solver term when a field is one (a tuple compare would not be)."""
+        if not isinstance(other, Binding):
+            return NotImplemented
+        return all_of(self.fence == other.fence, self.candidate == other.candidate,
+                      self.base == other.base)
+
+    def __ne__(self, other: object) -> Any:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not_(eq)
 
 
 NO_RECEIPT = Binding()

@@ -1,0 +1,159 @@
+"""z3 proofs over the model's own rules: every always invariant inductive, counterexamples
+decoded and replayed, the symbolic transition equal to the executable one."""
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from wgk.conformance.lemmas import LEMMAS
+from wgk.conformance.prove import (
+    DOMAIN, Bounds, Prover, SymbolicMismatch, crosscheck, prove,
+)
+from wgk.conformance.symbolic import symbolic
+from wgk.model.env import EnvKind
+from wgk.model.explore import Instance, steps, successor
+from wgk.model.invariants import REGISTRY
+from wgk.model.kernel import decide
+from wgk.model.rules import RULES
+from wgk.model.vocab import Kind
+
+
+@pytest.fixture(scope="module")
+def report():
+    return prove(Bounds(tasks=2))
+
+
+def test_every_always_property_is_proved_for_every_transition(report):
+    assert report.ok, [(r.invariant, r.transition) for r in report.failed()]
+    always = {p.id for p in REGISTRY.values() if p.kind == "always"}
+    proved = {r.invariant for r in report.results}
+    assert always | set(LEMMAS) | {DOMAIN.id} == proved
+    transitions = {r.transition for r in report.results}
+    assert {k.label for k in Kind} <= transitions
+    assert {f"env:{k.label}" for k in (EnvKind.EDIT, EnvKind.OWNER_DIES, EnvKind.PID_REUSE,
+                                        EnvKind.MOVE_TARGET, EnvKind.TICK)} <= transitions
+    assert len(report.results) == len(proved) * len(transitions)
+    # most frames need the solver: the proof is not passed by skipping
+    assert sum(r.solved for r in report.results) > len(report.results) / 3
+
+
+def test_proof_json_shape(report):
+    data = report.to_json()
+    assert data["proved"] == len(data["results"]) and data["failed"] == data["unknown"] == 0
+    row = data["results"][0]
+    assert set(row) >= {"invariant", "transition", "status", "seconds"}
+    assert row["status"] == "proved"
+
+
+def test_without_lemmas_the_invariants_are_not_inductive_and_the_cti_replays():
+    """A counterexample to induction is a concrete pre-state and request; run it ourselves."""
+    prover = Prover(Bounds(tasks=1), lemmas={})
+    p = REGISTRY["done-iff-graphsave"]
+    results = [prover.check(p, t) for t in prover.groups]
+    bad = [r for r in results if r.status == "counterexample"]
+    assert bad, "done-iff-graphsave is not inductive on its own"
+    cex = bad[0].counterexample
+    assert p.holds(cex.pre) is True                     # the assumed invariant holds before
+    d, post = decide(cex.pre, cex.step, RULES)          # the executable model, by hand
+    assert post == cex.post and d.kind == cex.decision.kind
+    assert p.holds(post) is not True                    # and it is broken after
+    assert cex.tasks and cex.step_label.startswith(bad[0].transition)
+    assert "pre t1" in cex.render() and bad[0].transition in cex.render()
+
+
+def test_a_disagreement_between_solver_and_model_is_an_error():
+    prover = Prover(Bounds(tasks=1), lemmas={})
+    p = REGISTRY["done-iff-graphsave"]
+    cex = next(r.counterexample for t in prover.groups
+               if (r := prover.check(p, t)).status == "counterexample")
+    t = cex.post.tasks[0]
+    forged = replace(cex, post=cex.post.put(0, replace(t, revision=t.revision + 7)))
+    with pytest.raises(SymbolicMismatch, match="post-states differ"):
+        prover.replay(forged, p)
+
+
+def test_symbolic_transition_equals_the_executable_one_on_random_walks():
+    inst = Instance(tasks=2, attempts=2, generations=2, versions=2, review=True,
+                    groups=("core", "evidence", "operator", "legacy", "env"))
+    rng = random.Random(7)
+    checked = 0
+    for _ in range(4):
+        s = inst.initial()
+        for _ in range(20):
+            step = rng.choice([x for x in steps(inst, s) if x is not None])
+            crosscheck(s, step)
+            checked += 1
+            _, s2, _ = successor(inst, s, step, RULES)
+            s = s2 if s2 is not None else s
+    assert checked == 80
+
+
+def test_symbolic_backend_is_restored_after_use():
+    from wgk.model import logic
+    before = logic._backend
+    with pytest.raises(RuntimeError):
+        with symbolic():
+            assert logic._backend is not None
+            raise RuntimeError("boom")
+    assert logic._backend is before
+
+
+class _Unread:
+    """A request field a template claims the rules never read: any use of it fails."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def _fail(self, *args):
+        raise AssertionError(f"a rule read request field {self.name}")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __add__ = __radd__ = _fail
+    __bool__ = __int__ = __index__ = __hash__ = _fail
+    __getattr__ = _fail
+
+
+def test_templates_leave_concrete_only_what_the_rules_do_not_compare():
+    """Every request field a rule reads is symbolic in the template (or one of its concrete
+    class parameters): poisoning the others changes nothing."""
+    from wgk.conformance.symbolic import Space, fresh_state
+    from wgk.conformance.templates import POOL, Catalogue, Pool, request_templates
+    from wgk.conformance.transition import actor_sensitive, discover_universe
+    from wgk.model.kernel import decide
+    from wgk.model.state import Graph
+    from wgk.model.vocab import Kind
+    g = Graph.build(["t1", "t2"], {"t2": ["t1"]}, graph_id="g")
+    cat = Catalogue(request_templates(list(Kind), ["t2"], ("e1",), rejections=False,
+                                      by_actor=actor_sensitive(g)), "g")
+    space = Space(g, discover_universe(g, ("e1",)), ("k1",), len(POOL), len(cat.shapes),
+                  cat.decode_digest)
+    s = fresh_state(space, "p")
+    pool = Pool("pr", 1)
+    checked = 0
+    with symbolic():
+        for n, tpl in enumerate(cat.templates):
+            r = cat.step(n, pool)
+            for name in ("candidate", "base", "expected_attempt", "expected_generation"):
+                if name not in tpl.params:
+                    object.__setattr__(r, name, _Unread(name))
+            if "pid" not in tpl.params:
+                object.__setattr__(r, "owner", _Unread("owner"))
+            decide(s, r)
+            checked += 1
+    assert checked == len(cat.templates) > 40
+
+
+def test_lemmas_have_one_sentence_docstrings():
+    for lem in LEMMAS.values():
+        assert lem.doc.endswith(".") and ". " not in lem.doc, lem.id
+
+
+def test_contradictory_lemmas_are_refused_not_used_to_prove_everything():
+    from wgk.conformance.prove import VacuousProof
+    from wgk.model.invariants import Property
+    from wgk.model.logic import all_of
+    never = Property("never", "always", "state", "No attempt is ever open.",
+                     lambda s, i, t: all_of(t.attempt == 0, t.attempt == 1))
+    with pytest.raises(VacuousProof):
+        Prover(Bounds(tasks=1), lemmas={"never": never})
