@@ -109,6 +109,7 @@ def _environment(model: ModelSystem, task: str, observed: dict) -> list[dict]:
             names.cname(s.target) != observed["target"]:
         out.append({"env": "move-target", "content": observed["target"]})
     if task in s.graph.index:
+        # the owner wrote its bytes before it died: edits first, then the death
         t = s.task(task)
         running = t.attempt_state == AttemptState.RUNNING
         wt = observed.get("worktree")
@@ -125,6 +126,17 @@ def _environment(model: ModelSystem, task: str, observed: dict) -> list[dict]:
     return out
 
 
+def _replayed(trace: Trace) -> ModelSystem:
+    """The model after every step of ``trace`` so far."""
+    model = ModelSystem(trace)
+    for step in trace.steps:
+        try:
+            model.apply(step)
+        except StepError:
+            pass
+    return model
+
+
 def record_trace(path: str, *, id: str | None = None, title: str | None = None) -> Trace:
     """The run in the kernel database at ``path`` as a trace (expectations from the run)."""
     events = _events(path)
@@ -139,6 +151,7 @@ def record_trace(path: str, *, id: str | None = None, title: str | None = None) 
                               "environment steps inferred from what it observed.",
                   graph=graph, initial=initial)
     model = ModelSystem(trace)
+    deaths: dict[str, int] = {}               # task -> index of its inferred owner-dies step
     for e in events:
         if e.event != "request":
             continue
@@ -149,7 +162,14 @@ def record_trace(path: str, *, id: str | None = None, title: str | None = None) 
             try:
                 model.apply(env)
             except StepError:
-                continue                      # the world moved in a way the model cannot say
+                if env["env"] == "edit" and env["task"] in deaths:
+                    # bytes first seen after the owner's death were written while it lived
+                    trace.steps.insert(deaths[env["task"]], env)
+                    deaths[env["task"]] += 1
+                    model = _replayed(trace)
+                continue
+            if env["env"] == "owner-dies":
+                deaths[env["task"]] = len(trace.steps)
             trace.steps.append(env)
         trace.steps.append({"request": request, "expect": e.body["response"]})
         try:

@@ -1,0 +1,58 @@
+"""wgk record: a run of the implementation becomes a trace the model replays."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from wgk.conformance.cli import main
+from wgk.conformance.impl_system import ImplSystem
+from wgk.conformance.record import RecordError, record_trace
+from wgk.conformance.replay import replay
+from wgk.conformance.traces import load_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+INCIDENTS = ROOT / "traces" / "incidents"
+
+
+def run_impl(trace, workdir) -> str:
+    s = ImplSystem(trace, workdir=str(workdir))
+    for step in trace.steps:
+        s.apply(step)
+    s.kernel.close()
+    return str(workdir / "kernel.db")
+
+
+@pytest.mark.parametrize("name", ["11-pid-reuse-is-owner-death.json", "12-target-moved-needs-repair.json",
+                                  "acceptance-dead-worker-convergence.json"])
+def test_recording_recovers_requests_decisions_and_the_world(name, tmp_path):
+    original = load_trace(INCIDENTS / name)
+    recorded = record_trace(run_impl(original, tmp_path), id="rec")
+    requests = [s["request"] for s in original.steps if "request" in s]
+    assert [s["request"] for s in recorded.steps if "request" in s] == requests
+    world = [s for s in original.steps if "env" in s and s["env"] not in ("crash", "lost-response")]
+    assert [s for s in recorded.steps if "env" in s] == world
+    assert replay(recorded).passed
+
+
+def test_record_the_demo_and_replay_it(tmp_path, capsys):
+    out = tmp_path / "demo.json"
+    assert main(["record", "--demo", "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["model"] == "pass" and result["reproduce"] == f"wgk replay {out}"
+    trace = load_trace(out)
+    assert trace.source["kind"] == "recorded-run"
+    kinds = {s["request"]["kind"] for s in trace.steps if "request" in s}
+    assert {"dispatch", "declare-lost", "commit-effect", "mark-repair", "revise", "save-graph"} <= kinds
+    assert {"owner-dies", "move-target"} <= {s["env"] for s in trace.steps if "env" in s}
+
+
+def test_a_file_that_is_not_a_kernel_database_is_bad_input(tmp_path, capsys):
+    bad = tmp_path / "notes.db"
+    bad.write_text("not sqlite")
+    assert main(["record", "--db", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "notes.db" in err
+    with pytest.raises(RecordError):
+        record_trace(str(bad))
