@@ -167,6 +167,8 @@ class Template:
             out.append(p["imports"] > 0)
         if self.deadline:
             out.append(p["deadline"] > 0)
+        if "pid" in self.params:                  # an owner is a real process (the wire refuses 0)
+            out += [p["pid"] > 0, p["birth"] > 0]
         return out
 
     def concrete(self, values: dict[str, int], actor: Actor, key: str | None,
@@ -225,6 +227,11 @@ class EnvTemplate:
                        birth=pool.vars["birth"], amount=1)
 
     def constraints(self, pool: "Pool") -> list:
+        """Contents and birth times name something (the wire refuses empty ones)."""
+        if self.kind in (EnvKind.EDIT, EnvKind.MOVE_TARGET):
+            return [pool.vars["candidate"] > 0]
+        if self.kind == EnvKind.PID_REUSE:
+            return [pool.vars["birth"] > 0]
         return []
 
     def concrete(self, values: dict[str, int]) -> EnvStep:

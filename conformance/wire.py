@@ -111,6 +111,9 @@ def request_from_wire(d: Any, names: Names, pointer: str = "") -> Request:
         for f in ("pid", "birth"):
             if f not in o:
                 raise WireError(f"{pointer}/owner/{f}", "missing")
+        for f in ("pid", "birth"):
+            if _int(o[f], f"{pointer}/owner/{f}") <= 0:
+                raise WireError(f"{pointer}/owner/{f}", "must be positive (0 means no process)")
         kw["owner"] = Owner(
             pid=_int(o["pid"], f"{pointer}/owner/pid"),
             birth=_int(o["birth"], f"{pointer}/owner/birth"),
@@ -200,10 +203,12 @@ def env_from_wire(d: Any, names: Names, pointer: str = "") -> EnvStep:
         raise WireError(f"{pointer}/task", f"{kind.label} needs a task")
     content = 0
     if kind in (EnvKind.EDIT, EnvKind.MOVE_TARGET):
-        if not isinstance(d.get("content"), str):
-            raise WireError(f"{pointer}/content", "expected a content id (string)")
+        if not isinstance(d.get("content"), str) or not d["content"]:
+            raise WireError(f"{pointer}/content", "expected a content id (a non-empty string)")
         content = names.cid(d["content"])
-    birth = _int(d["birth"], f"{pointer}/birth") if kind == EnvKind.PID_REUSE else 0
+    birth = _int(d.get("birth"), f"{pointer}/birth") if kind == EnvKind.PID_REUSE else 0
+    if kind == EnvKind.PID_REUSE and birth <= 0:
+        raise WireError(f"{pointer}/birth", "must be positive")
     amount = _int(d.get("amount", 1), f"{pointer}/amount") if kind == EnvKind.TICK else 1
     return EnvStep(kind, task, content=content, birth=birth, amount=amount)
 

@@ -196,7 +196,7 @@ def open_attempt(ctx: Ctx, t: TaskRecord, actions: list[Action]) -> TaskRecord:
         t, attempt=t.attempt + 1, fence=fence, lease_epoch=t.lease_epoch + 1,
         attempt_state="running",
         owner_pid=o.pid, owner_birth=o.birth, session=o.session,
-        wrapper_epoch=o.wrapper_epoch, child_epoch=o.child_epoch, owner_seen="unverified",
+        wrapper_epoch=1, child_epoch=1, owner_seen="unverified",   # only resume raises epochs
         worktree_lease=True, session_lease=True, finish_lease=False,
         worktree_id=wt, origin=start, base_hint=base_hint, saved_work=None, imported=r.imports,
         phase="absent", exit="none", reason="none", revision=0, candidate=None, base=None,

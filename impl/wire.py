@@ -169,6 +169,8 @@ def _owner(v: Any) -> Owner | None:
     birth = _int(v, "birth", where="owner field")
     if pid is None or birth is None:
         raise BadRequest("request field 'owner': needs 'pid' and 'birth'")
+    if pid <= 0 or birth <= 0:
+        raise BadRequest("request field 'owner': pid and birth must be positive (0 means no process)")
     session = v.get("session")
     if isinstance(session, bool) or not isinstance(session, (str, int, type(None))):
         raise BadRequest(f"owner field 'session': expected a string, got {session!r}")

@@ -133,7 +133,7 @@ def open_attempt(s: State, t: TaskState, r: Request) -> TaskState:
         attempt=t.attempt + 1, fence=t.fence + 1, lease_epoch=t.lease_epoch + 1,
         attempt_state=AS.RUNNING,
         owner_pid=o.pid, owner_birth=o.birth, session=o.session,
-        wrapper_epoch=o.wrapper_epoch, child_epoch=o.child_epoch,
+        wrapper_epoch=1, child_epoch=1,        # a new attempt's first process; only resume raises them
         owner_seen=OwnerSeen.UNVERIFIED, proc_birth=o.birth,
         worktree_lease=True, session_lease=True, finish_lease=False,
         worktree=start, worktree_present=True, origin=start,
