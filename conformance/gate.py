@@ -10,13 +10,16 @@ from typing import Callable
 from wgk.model.explore import Instance, explore
 
 BUDGETS = {
-    "quick": {"explore": [Instance(tasks=1), Instance(tasks=2)],
+    "quick": {"prove": 2, "mutants": True, "replay": True,
+              "explore": [Instance(tasks=1), Instance(tasks=2)],
               "crash-cuts": ["in-process"],
               "fuzz": {"examples": 30, "steps": 25, "tasks": 2}},
-    "default": {"explore": [Instance(tasks=2), Instance(tasks=3)],
+    "default": {"prove": 3, "mutants": True, "replay": True,
+                "explore": [Instance(tasks=3)],
                 "crash-cuts": ["in-process"],
                 "fuzz": {"examples": 150, "steps": 40, "tasks": 3}},
-    "deep": {"explore": [Instance(tasks=3),
+    "deep": {"prove": 4, "mutants": True, "replay": True,
+             "explore": [Instance(tasks=3),
                          Instance(tasks=1, attempts=2, groups=("core", "env", "evidence", "operator",
                                                                "legacy")),
                          Instance(tasks=2, groups=("core", "env", "operator", "legacy"),
@@ -164,10 +167,47 @@ def fuzz_checks(budget: str, progress: Callable[[str], None] | None,
                   (r.failure or "").splitlines()[0] if r.failure else "", r.to_json())]
 
 
+def prove_checks(budget: str, progress: Callable[[str], None] | None) -> list[Check]:
+    """Every (invariant x transition) proof frame, and a witness for every sometimes property."""
+    from .cmd_prove import witness_reports
+    from .prove import Bounds, prove
+    from wgk.model.invariants import REGISTRY
+    tasks = BUDGETS[budget]["prove"]
+    if progress:
+        progress(f"  inductive proofs at {tasks} tasks, and sometimes witnesses")
+    report = prove(Bounds(tasks=tasks))
+    out = [Check("prove", f"{r.invariant} x {r.transition}",
+                 "pass" if r.status == "proved" else "fail", r.seconds,
+                 "" if r.status == "proved" else f"{r.status}: wgk prove --invariant {r.invariant}",
+                 {"solved": r.solved}) for r in report.results]
+    goals = [p.id for p in REGISTRY.values() if p.kind == "sometimes"]
+    for w in witness_reports(goals):
+        ok = w["status"] == "reached"
+        out.append(Check("prove", f"witness {w['goal']}", "pass" if ok else "fail", w.get("seconds", 0.0),
+                         "" if ok else f"{w['status']}: wgk prove --invariant {w['goal']}"))
+    return out
+
+
+def mutant_checks(budget: str, progress: Callable[[str], None] | None) -> list[Check]:
+    """Every known-bad variant of the model must be killed by a proof and by BMC."""
+    from .mutants import MUTANTS, kill
+    out = []
+    if progress:
+        progress(f"  {len(MUTANTS)} mutants")
+    for m in MUTANTS.values():
+        k = kill(m)
+        out.append(Check("mutants", m.name, "pass" if k.killed else "fail", k.seconds,
+                         "killed by " + ", ".join(k.by) if k.killed else
+                         f"survived (by: {', '.join(k.by) or 'nothing'}): wgk check --mutant {m.name}",
+                         {"by": k.by, "incidents": list(m.incidents)}))
+    return out
+
+
 #: Sections that take the loaded traces.
 TRACE_SECTIONS = ("replay", "crash-cuts")
 
-SECTIONS: list[tuple[str, Callable]] = [("explore", explore_checks), ("replay", replay_checks),
+SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mutant_checks),
+                                        ("explore", explore_checks), ("replay", replay_checks),
                                         ("crash-cuts", crash_cut_checks), ("fuzz", fuzz_checks)]
 
 
@@ -181,6 +221,8 @@ def run_gate(budget: str = "default", progress: Callable[[str], None] | None = N
     loaded = load_traces([str(p) for p in (traces or [BUNDLED_TRACES])])   # TraceError: bad input
     checks: list[Check] = []
     for name, fn in SECTIONS:
+        if name not in BUDGETS[budget]:
+            continue                          # a budget names the sections it runs
         if progress:
             progress(f"[{name}]")
         if name in TRACE_SECTIONS:

@@ -33,6 +33,8 @@ class GateSectionItem(pytest.Item):
         if self.section in gate_mod.TRACE_SECTIONS:
             loaded = load_traces([str(p) for p in (self.traces or [gate_mod.BUNDLED_TRACES])])
             checks = fn(self.budget, None, loaded)
+        elif self.section == "fuzz":
+            checks = fn(self.budget, None, str(self.path.parent / ".wgk-counterexamples"))
         else:
             checks = fn(self.budget, None)
         bad = [c for c in checks if c.verdict != "pass"]
@@ -60,8 +62,9 @@ class GateCollector(pytest.Collector):
         budget = self.config.getoption("--wgk-gate")
         traces = self.config.getoption("--wgk-traces")
         for section, _ in gate_mod.SECTIONS:
-            yield GateSectionItem.from_parent(self, name=section, section=section, budget=budget,
-                                              traces=traces)
+            if section in gate_mod.BUDGETS[budget]:
+                yield GateSectionItem.from_parent(self, name=section, section=section, budget=budget,
+                                                  traces=traces)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:

@@ -23,7 +23,7 @@ INCIDENTS = ROOT / "traces" / "incidents"
 def small_budget(monkeypatch, tmp_path):
     monkeypatch.setattr(gate, "run_gate", _in(tmp_path, gate.run_gate))
     monkeypatch.setitem(gate.BUDGETS, "quick", {"explore": [Instance(tasks=1, groups=("core",))],
-                                                "crash-cuts": ["in-process"],
+                                                "replay": True, "crash-cuts": ["in-process"],
                                                 "fuzz": {"examples": 10, "steps": 15, "tasks": 1}})
 
 
