@@ -31,6 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also crash the implementation at every durable boundary (in-process)")
     p.add_argument("--kill", action="store_true",
                    help="crash cuts by a real kill -9 of a child process (implies --crash-cuts)")
+    p.add_argument("--cut-checks", choices=("thorough", "scoped"), default="thorough",
+                   help="after each cut compare everything (default), or only what the step can "
+                        "touch, at a cost that does not grow with the trace (long recorded traces)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -73,7 +76,8 @@ def replay_one(trace, args: argparse.Namespace, progress) -> TraceResult:
     if not args.crash_cuts:
         return result
     from .crashcuts import crash_cuts
-    cuts = crash_cuts(trace, mode="kill" if args.kill else "in-process", progress=progress)
+    cuts = crash_cuts(trace, mode="kill" if args.kill else "in-process", checks=args.cut_checks,
+                      progress=progress)
     extra = tuple(d for c in cuts.cuts for d in c.divergences)
     return replace(result, divergences=result.divergences + extra, crash_cuts=len(cuts.cuts))
 

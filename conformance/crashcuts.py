@@ -87,6 +87,7 @@ class CrashCutResult:
 class _Snapshot:
     db: str            # a consistent copy of the database (SQLite backup API)
     world: object      # a deep copy of the world the kernel acts on
+    head: int          # the last ledger event before the step
 
 
 def _snapshot(impl: ImplSystem, path: str) -> _Snapshot:
@@ -94,7 +95,43 @@ def _snapshot(impl: ImplSystem, path: str) -> _Snapshot:
     dst = sqlite3.connect(path)
     impl.kernel.conn.backup(dst)
     dst.close()
-    return _Snapshot(path, copy.deepcopy(impl.world))
+    return _Snapshot(path, copy.deepcopy(impl.world), impl.kernel.ledger_head())
+
+
+#: What is compared after a cut: "thorough" (the whole projection, the whole ledger,
+#: a rebuild and an audit) or "scoped" (what the step can touch: its task, its
+#: dependents, the target and its own journal entry, and the ledger since the
+#: snapshot), whose cost does not grow with the history.
+CHECKS = ("thorough", "scoped")
+
+
+@dataclass(frozen=True)
+class _Scope:
+    tasks: tuple[str, ...] | None      # None: every task
+    keys: tuple[str, ...] | None       # None: the whole journal
+
+    def of_model(self, p: dict) -> dict:
+        if self.tasks is None:
+            return p
+        return {"target": p["target"], "now": p["now"],
+                "tasks": {t: p["tasks"][t] for t in self.tasks},
+                "journal": {k: p["journal"][k] for k in self.keys if k in p["journal"]}}
+
+    def of_impl(self, impl: ImplSystem) -> dict:
+        if self.tasks is None:
+            return impl.project()
+        out = impl.kernel.project(tasks=False, journal_keys=list(self.keys))
+        out["tasks"] = impl.kernel.project_tasks(list(self.tasks))
+        return out
+
+
+def _scope(trace: Trace, step: dict, checks: str) -> _Scope:
+    if checks == "thorough":
+        return _Scope(None, None)
+    task = step["request"].get("task")
+    names = [t["name"] for t in trace.graph["tasks"]]
+    dependents = tuple(t["name"] for t in trace.graph["tasks"] if task in t.get("deps", ()))
+    return _Scope(((task,) if task in names else ()) + dependents, (step["request"].get("key"),))
 
 
 def _restore(snap: _Snapshot, workdir: str, hook) -> ImplSystem:
@@ -127,19 +164,24 @@ def _divergence(trace: Trace, step: int, what: str, request, expected, actual, d
 
 
 def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
+               steps: range | None = None, checks: str = "thorough",
                progress: Callable[[str], None] | None = None) -> CrashCutResult:
-    """Every crash cut of one trace: ``mode`` "in-process" (fast) or "kill" (a real kill -9)."""
+    """Every crash cut of one trace: ``mode`` "in-process" (fast) or "kill" (a real kill -9).
+
+    ``steps`` restricts the cuts to those steps (snapshots are taken only there)."""
+    wanted = steps if steps is not None else range(len(trace.steps))
     model = ModelSystem(trace)
     recorder = Recorder()
     impl = ImplSystem(trace, hook=recorder)
     projections = [model.project()]
     decisions: list[dict | None] = []
-    snapshots: list[_Snapshot] = []
+    snapshots: list[_Snapshot | None] = []
     calls: list[list] = []
     snapdir = tempfile.TemporaryDirectory(prefix="wgk-snap-")
     try:
         for n, step in enumerate(trace.steps):
-            snapshots.append(_snapshot(impl, os.path.join(snapdir.name, f"before-{n}.db")))
+            snapshots.append(_snapshot(impl, os.path.join(snapdir.name, f"before-{n}.db"))
+                             if n in wanted and "request" in step else None)
             start = len(recorder.seen)
             try:
                 decisions.append(model.apply(step))
@@ -153,13 +195,14 @@ def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
     cuts: list[Cut] = []
     with tempfile.TemporaryDirectory(prefix="wgk-cut-") as workdir:
         for k, step in enumerate(trace.steps):
-            if "request" not in step:
+            if "request" not in step or snapshots[k] is None:
                 continue
             for j, boundary in enumerate(calls[k]):
                 t0 = time.perf_counter()
                 cut = Cut(k, j, boundary.describe())
                 cut.divergences = _one_cut(trace, k, j, step, snapshots[k], workdir, decisions[k],
-                                           projections, finish, cut.boundary, mode)
+                                           projections, finish, cut.boundary, mode,
+                                           _scope(trace, step, checks))
                 cut.seconds = time.perf_counter() - t0
                 cuts.append(cut)
                 if progress:
@@ -224,7 +267,7 @@ def _save_world(world, path: str) -> None:
 
 def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, workdir: str,
              decision: dict | None, projections: list[dict], finish: bool, where: str,
-             mode: str = "in-process") -> list[Divergence]:
+             mode: str, scope: _Scope) -> list[Divergence]:
     out: list[Divergence] = []
     request = step["request"]
     crash = _crash_by_kill if mode == "kill" else _crash_in_process
@@ -233,8 +276,8 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, workdir:
         return [_divergence(trace, k, "boundary-not-reached", request, where, "no crash",
                             boundary=where)]
     try:
-        recovered = impl.project()
-        prefix, landed = projections[k], projections[k + 1]
+        recovered = scope.of_impl(impl)
+        prefix, landed = scope.of_model(projections[k]), scope.of_model(projections[k + 1])
         at_prefix = not diff_values(prefix, recovered)
         at_landed = not diff_values(landed, recovered)
         effect_only = not diff_values(with_effects(prefix, landed), recovered)
@@ -252,10 +295,16 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, workdir:
         if answer != want:
             out.append(_divergence(trace, k, "resend-decision", request, want, answer,
                                    boundary=where))
-        diffs = diff_values(landed, impl.project())
+        diffs = diff_values(landed, scope.of_impl(impl))
         if diffs:
             out.append(_divergence(trace, k, "after-resend", request, None, None, diffs,
                                    boundary=where))
+        if scope.tasks is not None:                   # scoped: the ledger since the snapshot
+            ledger = impl.kernel.verify_ledger(since=snap.head + 1)
+            if not ledger.ok:
+                out.append(_divergence(trace, k, "ledger", request, "hash links verify",
+                                       ledger.to_json(), boundary=where))
+            return out
         out += _consistent(trace, k, request, impl.kernel, where)
         if finish and not out:
             model = ModelSystem(trace)

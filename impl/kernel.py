@@ -469,9 +469,15 @@ class Kernel:
         from .audit import audit
         return audit(self)
 
-    def verify_ledger(self) -> LedgerVerdict:
+    def verify_ledger(self, since: int = 1) -> LedgerVerdict:
+        """The hash-linked ledger, from event ``since`` on (1: the whole ledger)."""
         self._sync()
-        return self.ledger.verify()
+        return self.ledger.verify(since)
+
+    def ledger_head(self) -> int:
+        """The sequence number of the last ledger event (0 for none)."""
+        row = self.conn.execute("SELECT max(seq) FROM ledger").fetchone()
+        return row[0] or 0
 
     def ready(self) -> list[str]:
         """Open tasks whose dependencies are all dependency-satisfying Done (indexed)."""
@@ -532,12 +538,17 @@ class Kernel:
                            "WHERE task = ? ORDER BY id", (name,))],
         }
 
-    def project(self, *, tasks: bool = True) -> dict:
+    def project(self, *, tasks: bool = True, journal_keys: list[str] | None = None) -> dict:
         """The observable projection of docs/vocabulary.md, computed from the tables
-        (environment facts — target, worktree bytes, effects — observed now)."""
+        (environment facts — target, worktree bytes, effects — observed now); with
+        ``journal_keys``, only those journal entries."""
         self._sync()
-        journal = {key: json.loads(resp) for key, resp in
-                   self.conn.execute("SELECT key, response FROM journal ORDER BY key")}
+        if journal_keys is None:
+            rows = self.conn.execute("SELECT key, response FROM journal ORDER BY key")
+        else:
+            rows = [r for key in journal_keys for r in self.conn.execute(
+                "SELECT key, response FROM journal WHERE key = ?", (key,))]
+        journal = {key: json.loads(resp) for key, resp in rows}
         return {"target": self.env.repository.target(), "now": self.env.clock.now(),
                 "tasks": self.project_tasks(list(self.ids())) if tasks else {},
                 "journal": journal}

@@ -82,10 +82,17 @@ class Ledger:
                 (since,)):
             yield LedgerEvent(seq, event, task, key, body)
 
-    def verify(self) -> LedgerVerdict:
-        prev, expected_seq, n = GENESIS, 1, 0
+    def verify(self, since: int = 1) -> LedgerVerdict:
+        """Check every hash link from event ``since`` on (``since`` > 1 trusts the stored
+        hash of the event before it: a tail check after a restart)."""
+        prev, expected_seq, n = GENESIS, since, 0
+        if since > 1:
+            row = self.conn.execute("SELECT hash FROM ledger WHERE seq = ?", (since - 1,)).fetchone()
+            if row is None:
+                return LedgerVerdict(False, 0, GENESIS, since - 1, f"seq {since - 1} is missing")
+            prev = row[0]
         for seq, stored_prev, digest, event, body in self.conn.execute(
-                "SELECT seq, prev, hash, event, body FROM ledger ORDER BY seq"):
+                "SELECT seq, prev, hash, event, body FROM ledger WHERE seq >= ? ORDER BY seq", (since,)):
             if seq != expected_seq:
                 return LedgerVerdict(False, n, prev, seq, f"seq {seq} follows {expected_seq - 1}")
             if stored_prev != prev:

@@ -86,3 +86,14 @@ def test_a_heartbeat_timeout_terminalizing_a_live_owner_is_reported(monkeypatch)
     r = gate.run_gate("quick", traces=[str(INCIDENTS / "06-live-owner-missing-heartbeat-stays-running.json")])
     bad = failing(r, "replay")
     assert r.verdict == "fail" and bad and "heartbeat-timeout" in bad[0].detail
+
+
+def test_scoped_crash_cut_checks_see_the_double_promotion_too(monkeypatch):
+    from wgk.conformance.crashcuts import crash_cuts
+    from wgk.conformance.traces import load_trace
+    trace = load_trace(INCIDENTS / "13-crash-at-every-phase.json")
+    assert crash_cuts(trace, checks="scoped").passed
+    monkeypatch.setattr(rules.Observe, "effect_happened", lambda self, t: False)
+    failed = crash_cuts(trace, checks="scoped").failed
+    assert failed and all(c.step == failed[0].step for c in failed)
+    assert any("ref-update" in c.boundary for c in failed)
