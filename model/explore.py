@@ -370,7 +370,7 @@ class _Space:
                                          "rules must be local to their task")
             bad = ()
             if d is not None and (s2 is not s or self.inst.keys):
-                bad = tuple(p.id for p in step_props if p.holds(s, r, d, s2) is not True)
+                bad = tuple(p.id for p in step_props if p.pred(s, r, d, s2) is not True)
             if s2 is s and not bad:
                 continue
             lab = label(step) if d is None else f"{label(step)} -> {d.label}"
@@ -432,8 +432,8 @@ def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = No
         if verdict is None:
             s = space.state(key)
             verdict = task_verdicts[ctx] = (
-                tuple(p.id for p in state_props if p.holds_for(s, i) is not True),
-                tuple(p.id for p in goals if p.holds_for(s, i) is True))
+                tuple(p.id for p in state_props if p.pred(s, i, s.tasks[i]) is not True),
+                tuple(p.id for p in goals if p.pred(s, i, s.tasks[i]) is True))
         bad, good = verdict
         for pid in bad:
             if pid not in found:

@@ -89,6 +89,8 @@ def iff(a: Any, b: Any) -> Any:
 
 def one_of(x: Any, options) -> Any:
     """``x`` equals one of the concrete ``options``."""
+    if isinstance(x, int):                     # concrete (bool and IntEnum are ints too)
+        return x in options
     return any_of(*[x == o for o in options])
 
 
