@@ -12,6 +12,7 @@ from .output import emit_json, write_text
 HELP = "explore every reachable state of a bounded instance and check every invariant"
 EXAMPLES = """  wgk explore --tasks 2
   wgk explore --tasks 3 --json
+  wgk explore --tasks 2 --invariant done-iff-graphsave --invariant no-phase-skip
   wgk explore --tasks 1 --attempts 2 --groups core,env,evidence,operator
   wgk explore --tasks 1 --max-states 500 --dot states.dot
 """
@@ -26,6 +27,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"request groups to enable, from {','.join(GROUPS)} (default core,env)")
     p.add_argument("--review", action="store_true", help="tasks require a FLIP review")
     p.add_argument("--keys", action="store_true", help="send idempotency keys (explores the journal)")
+    p.add_argument("--invariant", action="append", metavar="ID",
+                   help="check only this invariant (repeatable; default: every property of the registry)")
     p.add_argument("--max-states", type=int, default=None, help="stop after this many distinct states")
     p.add_argument("--dot", metavar="FILE", help="write the state graph as Graphviz DOT")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -49,8 +52,16 @@ def run(args: argparse.Namespace) -> int:
     inst = instance_from(args)
     if args.max_states is not None and args.max_states < 1:
         raise UsageError("--max-states must be at least 1")
+    properties = None
+    if args.invariant:
+        from wgk.model.invariants import REGISTRY
+        unknown = [i for i in args.invariant if i not in REGISTRY or REGISTRY[i].kind != "always"]
+        if unknown:
+            raise UsageError(f"unknown invariant {unknown[0]!r} (see wgk trace-matrix or "
+                             "model/invariants.py for the ids)")
+        properties = {i: REGISTRY[i] for i in args.invariant}
     show = (not args.json) and sys.stderr.isatty()
-    result = explore(inst, max_states=args.max_states, keep_graph=bool(args.dot),
+    result = explore(inst, max_states=args.max_states, keep_graph=bool(args.dot), properties=properties,
                      progress=(lambda n, q: print(f"  {n:,} states, {q:,} queued", file=sys.stderr,
                                                   flush=True)) if show else None)
     if args.dot:

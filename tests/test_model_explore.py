@@ -101,3 +101,14 @@ def test_explore_help_shows_an_example():
     out = subprocess.run([sys.executable, "-m", "wgk.conformance", "explore", "--help"],
                          capture_output=True, text=True, check=True)
     assert "wgk explore --tasks 2" in out.stdout
+
+
+def test_explore_checks_only_the_invariants_asked_for():
+    from wgk.conformance.cli import main
+    import io, contextlib
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["explore", "--tasks", "1", "--json", "--invariant", "done-iff-graphsave"])
+    data = json.loads(out.getvalue())
+    assert code == 0 and data["distinct_states"] == PINNED[Instance(tasks=1)]
+    assert data["sometimes_reached"] == [] and data["sometimes_unreached"] == []
