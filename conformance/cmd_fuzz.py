@@ -61,5 +61,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"FAIL after shrinking to {result.steps} steps:\n{result.failure}")
         if result.trace_path:
-            print(f"trace written to {result.trace_path}\nreproduce: wgk replay {result.trace_path}")
+            print(f"trace written to {result.trace_path}\nreproduce: {result.reproduce}")
     return 0 if result.verdict == "pass" else 1

@@ -263,11 +263,18 @@ class FuzzResult:
     failure: str | None = None
     trace_path: str | None = None
     steps: int = 0
+    lockstep: bool = False          # the failure came from the implementation beside the model
+
+    @property
+    def reproduce(self) -> str | None:
+        if not self.trace_path:
+            return None
+        return f"wgk replay {self.trace_path}" + (" --system both" if self.lockstep else "")
 
     def to_json(self) -> dict:
         return {"verdict": self.verdict, "examples": self.examples, "seed": self.seed,
                 "failure": self.failure, "trace": self.trace_path, "steps": self.steps,
-                "replay": f"wgk replay {self.trace_path}" if self.trace_path else None}
+                "replay": self.reproduce}
 
 
 def counterexample_trace(graph: dict, steps: list[dict], *, seed: int | None, failure: str) -> dict:
@@ -313,5 +320,6 @@ def run_fuzz(config: FuzzConfig, *, examples: int = 200, steps: int = 30, seed: 
             Path(out_dir).mkdir(parents=True, exist_ok=True)
             path = os.path.join(out_dir, f"{trace['id']}.json")
             Path(path).write_text(json.dumps(trace, indent=2) + "\n")
-        return FuzzResult("fail", examples, seed, failure, path, len(LAST_RUN.steps))
+        return FuzzResult("fail", examples, seed, failure, path, len(LAST_RUN.steps),
+                          lockstep=config.system is not None)
     return FuzzResult("pass", examples, seed)
