@@ -39,7 +39,7 @@ from typing import Callable
 from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook
 
 from .impl_system import ImplSystem
-from .lockstep import Divergence, diff_values, decision_label
+from .lockstep import Divergence, diff_values
 from .systems import ModelSystem, StepError
 from .traces import Trace
 

@@ -13,7 +13,6 @@ import shlex
 import signal
 import subprocess
 import tempfile
-from typing import Any
 
 from .systems import StepError, env_part
 

@@ -19,11 +19,11 @@ from typing import Any, Callable
 
 from hypothesis import HealthCheck, Phase, settings, strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
 from wgk.model.driver import current_capability, current_phase
 from wgk.model.vocab import (
-    Actor, AttemptState, Disposition, Exit, Kind, Reason, Verdict, AUTHORITY, NEEDS_CAPABILITY,
+    Actor, AttemptState, Exit, Kind, AUTHORITY, NEEDS_CAPABILITY,
     TRANSACTION_KINDS,
 )
 
@@ -226,7 +226,6 @@ def make_machine(config: FuzzConfig):
 
         @rule(data=st.data())
         def happen(self, data):
-            m = self.model
             kind = data.draw(st.sampled_from(["edit", "edit", "owner-dies", "pid-reuse", "move-target",
                                               "tick", "crash", "lost-response"]), label="env")
             step: dict[str, Any] = {"env": kind}

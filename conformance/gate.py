@@ -103,7 +103,6 @@ def _first_lines(divergences, n: int = 3) -> str:
 def replay_checks(budget: str, progress: Callable[[str], None] | None, loaded: list) -> list[Check]:
     """Every trace through the model and the implementation in lockstep."""
     from .cmd_replay import systems_for
-    from .lockstep import Divergence
     from .replay import replay
     from .systems import StepError
     out = []

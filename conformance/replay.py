@@ -16,8 +16,8 @@ from typing import Any, Sequence
 from wgk.model.vocab import Exit, Kind, Phase
 
 from .lockstep import (
-    Divergence, FieldDiff, MISSING, Observed, Oracle, _step_label, decision_label, decision_matches,
-    diff_values, match_facts,
+    Divergence, Observed, Oracle, _step_label, decision_matches,
+    match_facts,
 )
 from .systems import ModelSystem, StepError, System
 from .traces import Trace

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from .logic import all_of, any_of, not_, one_of
+from .logic import all_of, any_of, one_of
 from .rules import running
 from .state import State
 from .vocab import Exit, Labelled, Phase

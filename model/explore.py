@@ -28,7 +28,7 @@ from .requests import Capability, Owner, Request
 from .rules import RULES, graph_saved
 from .state import Graph, State, initial_state
 from .vocab import (
-    Actor, AttemptState, Disposition, Exit, Kind, Phase, Reason, Verdict, DecisionKind as D, EDGES,
+    Actor, AttemptState, Disposition, Exit, Kind, Phase, Reason, Verdict, EDGES,
 )
 
 GROUPS = ("core", "evidence", "review", "operator", "legacy", "env")

@@ -21,7 +21,7 @@ from .rules import (
 )
 from .state import State, TaskState
 from .vocab import (
-    AttemptState as AS, Code, DecisionKind as D, Disposition, Exit, Kind, OwnerSeen, Phase,
+    AttemptState as AS, Code, DecisionKind as D, Exit, Kind, OwnerSeen, Phase,
     Reason, Receipt, Status, EDGES, EVIDENCE_KINDS, TERMINAL_ATTEMPT, Way,
 )
 

@@ -13,7 +13,7 @@ from typing import Any
 import networkx as nx
 
 from .logic import all_of, any_of, ite, not_, one_of
-from .rules import dependency_satisfying, deps_done, graph_saved, reserved, running
+from .rules import deps_done, graph_saved, reserved, running
 from .state import State, TaskState
 from .vocab import (
     Action, Disposition, Exit, Kind, OwnerSeen, Phase, Reason, Status, Way, EDGES,

@@ -23,7 +23,7 @@ from .requests import Request
 from .state import NO_RECEIPTS, Binding, State, TaskState, replace_task as replace
 from .vocab import (
     Actor, AttemptState as AS, Code, DecisionKind as D, Disposition, Exit, Kind as K,
-    OwnerSeen, Phase, Reason, Receipt, Verdict, EDGES, PRE_EFFECT_PHASES,
+    OwnerSeen, Phase, Reason, Receipt, Verdict, PRE_EFFECT_PHASES,
 )
 
 

@@ -7,7 +7,6 @@ import sys
 
 from wgk.model.explore import Instance, explore, to_dot
 from wgk.model.invariants import REGISTRY
-from wgk.model.kernel import decide
 from wgk.model.rules import RULES, guarded
 from wgk.model.vocab import Code, Kind
 

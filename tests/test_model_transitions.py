@@ -13,7 +13,7 @@ from wgk.model.requests import Capability, Request
 from wgk.model.rules import TOUCHES
 from wgk.model.state import Graph
 from wgk.model.vocab import (
-    Actor as A, AttemptState as AS, Code, Disposition, Exit, Kind as K, OwnerSeen, Phase, Reason,
+    Actor as A, AttemptState as AS, Disposition, Exit, Kind as K, OwnerSeen, Phase, Reason,
     Receipt, Verdict,
 )
 
