@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "trace-matrix": "wgk.conformance.cmd_trace_matrix",
     "kernel": "wgk.conformance.cmd_kernel",
     "demo": "wgk.conformance.cmd_demo",
+    "complexity": "wgk.conformance.cmd_complexity",
 }
 
 

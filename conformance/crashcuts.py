@@ -211,6 +211,23 @@ def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
     return CrashCutResult(trace.id, trace.path, cuts, mode)
 
 
+def durable_boundaries(trace: Trace) -> list[tuple[int, str]]:
+    """(step, boundary) of every crash cut of ``trace``: the boundaries the
+    implementation crosses while running its requests, crash-free."""
+    recorder = Recorder()
+    impl = ImplSystem(trace, hook=recorder)
+    out: list[tuple[int, str]] = []
+    try:
+        for n, step in enumerate(trace.steps):
+            start = len(recorder.seen)
+            impl.apply(step)
+            if "request" in step:
+                out += [(n, b.describe()) for b in recorder.seen[start:]]
+    finally:
+        impl.close()
+    return out
+
+
 def _crash_in_process(snap: _Snapshot, workdir: str, j: int, step: dict) -> ImplSystem | None:
     """Run ``step`` and crash at hook call ``j`` by an exception; None if never reached."""
     crash = CrashAt(index=j)

@@ -323,7 +323,7 @@ def rejection_changes_nothing(s: State, r, d, s2: State) -> Any:
     return implies(d.kind == D.REJECTED, _same_state(s, replace(s2, journal=s.journal)))
 
 
-@prop("unchanged-outside-touches", scope="step")
+@prop("unchanged-outside-touches", scope="step", incidents=(14,))
 def unchanged_outside_touches(s: State, r, d, s2: State) -> Any:
     """A request changes only its own task, and only the fields its transition declares."""
     from .rules import TOUCHES

@@ -1,0 +1,115 @@
+"""The traceability matrix: complete for every invariant, and the document's copy identical."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from wgk.conformance import cmd_trace_matrix, tracematrix
+from wgk.conformance.cli import main
+from wgk.conformance.crashcuts import crash_cuts, durable_boundaries
+from wgk.conformance.traces import load_trace
+from wgk.model.invariants import always
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def matrix() -> tracematrix.Matrix:
+    return tracematrix.build(tasks=3)
+
+
+def test_every_invariant_has_a_row_and_every_column(matrix):
+    assert [r.invariant for r in matrix.rows] == [p.id for p in always()]
+    assert matrix.problems() == []
+    for r in matrix.rows:
+        assert r.frames and r.proved == r.frames, r.invariant
+        assert r.traces and r.crash_cuts > 0 and r.guards, r.invariant
+
+
+def test_traces_are_linked_through_the_incident_they_replay(matrix):
+    for r in matrix.rows:
+        for rel in r.traces:
+            incident = load_trace(ROOT / rel).source["incident"]
+            assert incident in r.incidents, (r.invariant, rel)
+
+
+def test_guards_point_at_code_in_the_implementation(matrix):
+    for r in matrix.rows:
+        for g in r.guards:
+            lines = (ROOT / g.path).read_text().splitlines()
+            assert g.path.startswith("impl/")
+            assert r.invariant in lines[g.line - 2] and "# guards:" in lines[g.line - 2]
+            assert lines[g.line - 1].strip() and not lines[g.line - 1].lstrip().startswith("#")
+
+
+def test_the_document_carries_the_generated_table(matrix):
+    block = tracematrix.document_block()
+    assert block is not None, f"{tracematrix.DOCUMENT} lacks the trace-matrix markers"
+    assert block == tracematrix.markdown(matrix), \
+        "the matrix in the design document is stale: run wgk trace-matrix --write-docs"
+
+
+def test_crash_cut_count_is_the_number_of_cuts_replay_runs():
+    trace = load_trace(ROOT / "traces/incidents/16-two-dispatchers-one-attempt.json")
+    assert len(durable_boundaries(trace)) == len(crash_cuts(trace, checks="scoped").cuts) > 0
+
+
+def test_a_missing_column_is_a_problem(matrix):
+    row = dataclasses.replace(matrix.rows[0], traces=[], crash_cuts=0, guards=[],
+                              proof_failures=["counterexample after submit-result"])
+    broken = tracematrix.Matrix([row], matrix.tasks, [])
+    assert not broken.ok
+    assert set(row.missing()) == {"traces", "crash test", "runtime guard", "z3 proof"}
+    assert any("counterexample after submit-result" in p for p in broken.problems())
+    elsewhere = dataclasses.replace(matrix.rows[0], predicate_at="conformance/lemmas.py:12")
+    assert elsewhere.missing() == ["model rule"]
+
+
+def test_guard_markers_are_parsed_and_bad_ones_reported(tmp_path):
+    (tmp_path / "k.py").write_text(
+        "class Kernel:\n"
+        "    def commit(self, t):\n"
+        "        # guards: cas-base-exact, promotion-at-most-once\n"
+        "        if t.moved:\n"
+        "            return 'needs-repair'\n"
+        "        # guards: no-such-invariant\n"
+        "        t.land()\n"
+        "        # guards: first-terminal-wins\n"
+        "\n"
+        "        return t\n"
+        "# guards:\n"
+        "X = 1\n")
+    rows = {p.id: tracematrix.Row(p.id, p.scope, p.doc, p.incidents, "f", "model/x.py:1")
+            for p in always()}
+    problems = tracematrix.guard_column(rows, tmp_path)
+    g = rows["cas-base-exact"].guards
+    assert [(x.line, x.function) for x in g] == [(4, "Kernel.commit")]
+    assert rows["promotion-at-most-once"].guards == g
+    assert not rows["first-terminal-wins"].guards
+    assert any("'no-such-invariant'" in p and "k.py:6" in p for p in problems)
+    assert any("k.py:8" in p and "directly above a statement" in p for p in problems)
+    assert any("k.py:11" in p and "names no invariant" in p for p in problems)
+
+
+def test_cli_check_json_and_stale_document(matrix, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cmd_trace_matrix, "build", lambda **_: matrix)
+    assert main(["trace-matrix", "--check", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] and out["document_current"] and len(out["rows"]) == len(always())
+    doc = tmp_path / "design.md"
+    doc.write_text(f"intro\n{tracematrix.BEGIN}\n| old |\n{tracematrix.END}\nafter\n")
+    monkeypatch.setattr(cmd_trace_matrix, "document_block",
+                        lambda: tracematrix.document_block(doc))
+    assert main(["trace-matrix", "--check"]) == 1
+    assert "--write-docs" in capsys.readouterr().out
+    tracematrix.write_document(matrix, doc)
+    assert doc.read_text().startswith("intro\n") and doc.read_text().endswith("after\n")
+    assert tracematrix.document_block(doc) == tracematrix.markdown(matrix)
+
+
+def test_cli_bad_usage_exits_2(capsys):
+    assert main(["trace-matrix", "--tasks", "9"]) == 2
+    assert "--tasks" in capsys.readouterr().err
