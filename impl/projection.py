@@ -148,7 +148,7 @@ def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
     watching = t.running and not t.reserved and not held
     waits = t.phase == "candidate-sealed" or (p.review_required and t.phase == "awaiting-acceptance")
     moved = t.running and not held and target_moved(observe, t)
-    # guards: no-dead-owner-in-progress-without-action
+    # guards: exactly-one-way-forward, no-dead-owner-in-progress-without-action
     conditions = {
         "assign": idle and p.requires_assignment and not t.assigned,
         "dispatch": idle and deps_done and admitted,

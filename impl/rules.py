@@ -745,7 +745,7 @@ def transaction_failure(ctx: Ctx) -> str | None:
     if t.visible_phase != r.expected_phase or t.revision != r.expected_revision:
         return "cas-moved"
     edge = EDGES.get(r.kind)
-    # guards: no-phase-skip, promotion-needs-review-of-exact-candidate
+    # guards: no-phase-skip, promotion-needs-review-of-exact-candidate, done-iff-graphsave
     if edge is not None and not (t.exit == "none" and t.phase in edge[0]):
         return "illegal-phase-edge"
     return None
