@@ -85,6 +85,7 @@ def next_request(kernel, name: str, p: Plan, now: int, probed: set[str]) -> dict
         evidence = f"pid:{t.owner_pid}:birth:{'none' if birth is None else birth}"
         return dict(base, kind="probe-owner", evidence=evidence,
                     key=f"converge:{name}:f{t.fence}:probe:{evidence}:{t.owner_seen}:t{now}")
+    # guards: no-dead-owner-in-progress-without-action
     if p.action == "declare-lost":
         return dict(base, kind="declare-lost",
                     key=f"converge:{name}:g{t.generation}:f{t.fence}:declare-lost")

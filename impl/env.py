@@ -155,6 +155,7 @@ class MemoryRepository:
 
     def pin(self, ref: str, content: str) -> None:
         old = self.refs.get(ref)
+        # guards: retained-work-never-erased
         if old is not None and old != content:
             raise EnvError(f"immutable ref {ref} already holds {old}, not {content}")
         self.refs[ref] = content
@@ -164,6 +165,7 @@ class MemoryRepository:
             self.removed.append(wt)
 
     def land(self, effect: str, candidate: str, base: str) -> bool:
+        # guards: cas-base-exact
         if self._target != base:
             return False
         self._target = candidate

@@ -138,6 +138,7 @@ class GitRepository:
 
     def pin(self, ref: str, content: str) -> None:
         full = self.ref(ref)
+        # guards: retained-work-never-erased
         p = self.git("update-ref", full, content, self.zero, check=False)
         if p.returncode != 0 and self.resolve(full) != content:
             raise GitError(f"immutable ref {full} already holds {self.resolve(full)}, not {content}")
@@ -150,6 +151,7 @@ class GitRepository:
             raise GitError(f"worktree {path} is still there after its removal")
 
     def land(self, effect: str, candidate: str, base: str) -> bool:
+        # guards: cas-base-exact
         p = self.git("update-ref", "--create-reflog", "-m", f"wgk-effect {effect}",
                      self.target_ref, candidate, base, check=False)
         if p.returncode == 0:
@@ -160,6 +162,7 @@ class GitRepository:
 
     def output(self, effect: str, candidate: str, disposition: str) -> None:
         full = self.ref(f"outputs/{effect}")
+        # guards: promotion-at-most-once
         p = self.git("update-ref", "-m", f"wgk-effect {effect} {disposition}", full, candidate,
                      self.zero, check=False)
         if p.returncode != 0 and self.resolve(full) != candidate:

@@ -309,6 +309,7 @@ class Kernel:
         r = parse(wire)
         try:
             used = self._journal(r.key)           # duplicates: answered without any write
+            # guards: idempotent-replay, idempotency-conflict-holds
             if used is not None:
                 return self._answer_used(r, used)
             with self.store.atomic(r.key) as unit:
@@ -333,13 +334,16 @@ class Kernel:
     @staticmethod
     def _answer_used(r: Request, used: tuple[str, str]) -> dict:
         digest, response = used
+        # guards: idempotency-conflict-holds
         if digest != r.digest:
             return decision(REJECTED, "idempotency-conflict")
+        # guards: idempotent-replay
         return decision(DUPLICATE, original=json.loads(response))
 
     def _decide_and_record(self, r: Request) -> dict:
         outcome, observe = self._decide(r)
         facts = list(outcome.facts)
+        # guards: rejection-changes-nothing
         if outcome.changes_state and outcome.actions:
             try:
                 facts += self._perform(outcome.actions, r.key, outcome.record)
@@ -350,7 +354,9 @@ class Kernel:
             return response
         body: dict[str, Any] = {"digest": r.digest, "response": response}
         changes = None
+        # guards: rejection-changes-nothing
         if outcome.changes_state:
+            # guards: unchanged-outside-touches
             changes = changed(self.record(r.task), outcome.record)
             body["changes"] = record_to_json(changes)
             body["facts"] = facts
@@ -651,6 +657,7 @@ class Kernel:
         writable = (t.running and view is not None and view.present and born == t.owner_birth
                     and ((t.exit == "none" and t.phase in ("absent", "prepared"))
                          or t.exit == "needs-repair"))
+        # guards: worksave-exact
         if not writable or not content or view.content == content:
             raise EnvError(f"edit is not possible now for task {task!r}")
         self.env.repository.write(t.worktree_id, content)

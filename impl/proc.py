@@ -37,6 +37,7 @@ class ProcProcessTable:
         # the command name may hold spaces and parentheses: fields resume after the last ')'
         fields = data[data.rindex(b")") + 2:].split()
         state, start_ticks = fields[0], int(fields[19])
+        # guards: liveness-needs-exact-birth
         if state in (b"Z", b"X"):
             return None
         return self.boot * self.hz + start_ticks

@@ -19,6 +19,7 @@ from .vocabulary import EFFECT_PHASES, RECEIPTS as RECEIPT_NAMES
 
 def status(t: TaskRecord) -> str:
     """Task status as a pure function of the record (Done only from a GraphSave)."""
+    # guards: done-iff-graphsave
     if t.graph_saved:
         return "done"
     if t.abandoned:
@@ -34,6 +35,7 @@ def status(t: TaskRecord) -> str:
 
 def satisfies_dependents(t: TaskRecord) -> bool:
     """Dependency-satisfying Done: a GraphSave, never a legacy claim."""
+    # guards: legacy-never-satisfies
     return t.graph_saved
 
 
@@ -146,6 +148,7 @@ def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
     watching = t.running and not t.reserved and not held
     waits = t.phase == "candidate-sealed" or (p.review_required and t.phase == "awaiting-acceptance")
     moved = t.running and not held and target_moved(observe, t)
+    # guards: exactly-one-way-forward, no-dead-owner-in-progress-without-action
     conditions = {
         "assign": idle and p.requires_assignment and not t.assigned,
         "dispatch": idle and deps_done and admitted,
@@ -187,6 +190,7 @@ def plan(view: GraphView, name: str, observe: Observe) -> Plan | None:
     if finished(t):
         return None
     ways = enabled_ways(view, name, observe)
+    # guards: exactly-one-way-forward
     if len(ways) != 1:
         why = "no way forward" if not ways else "several ways: " + ", ".join(w.name for w in ways)
         return Plan(name, "hold", "await-operator", why, 0)

@@ -105,6 +105,7 @@ class TaskRecord:
 
     @property
     def binding(self) -> Binding:
+        # guards: receipts-fenced
         return Binding(self.fence, self.candidate, self.base)
 
     @property
@@ -119,6 +120,7 @@ class TaskRecord:
     @property
     def graph_saved(self) -> bool:
         """A GraphSave of the current attempt exists and nothing left the main line."""
+        # guards: done-iff-graphsave, legacy-never-satisfies
         return (self.phase == "graph-saved" and self.exit == "none" and self.fence != 0
                 and self.receipts[-1].fence == self.fence)
 

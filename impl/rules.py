@@ -85,6 +85,7 @@ class Observe:
 
     def owner_alive(self, t: TaskRecord) -> bool:
         """The process at the owner's pid has the owner's birth time."""
+        # guards: liveness-needs-exact-birth
         return t.owner_birth != 0 and self.birth_of(t.owner_pid) == t.owner_birth
 
     def worktree(self, t: TaskRecord) -> WorktreeView:
@@ -168,6 +169,7 @@ def retain_work(ctx: Ctx, t: TaskRecord, actions: list[Action]) -> tuple[str | N
 
     Dirty bytes are pinned under an immutable ref so that they are never erased."""
     view = ctx.observe.worktree(t)
+    # guards: retained-work-never-erased
     if view.present and view.content != t.origin:
         actions.append(Action("pin", (f"retained/{ctx.task}/f{t.fence}", view.content)))
         return view.content, t.base_hint
@@ -187,11 +189,13 @@ def open_attempt(ctx: Ctx, t: TaskRecord, actions: list[Action]) -> TaskRecord:
     target = ctx.observe.target()
     start = r.imports if r.imports else target
     base_hint = (t.retained_base or target) if r.imports else target
+    # guards: first-terminal-wins, terminal-never-resurrects
     fence = t.fence + 1
     wt = f"{ctx.task}/f{fence}"
     o = r.owner
     actions.append(Action("create-worktree", (wt, start)))
     actions.append(Action("adopt", (o.pid, o.birth)))
+    # guards: receipts-fenced, retry-is-not-continuation-without-proof
     return replace(
         t, attempt=t.attempt + 1, fence=fence, lease_epoch=t.lease_epoch + 1,
         attempt_state="running",
@@ -220,12 +224,15 @@ def assign(ctx: Ctx) -> Outcome:
 def admission_failure(ctx: Ctx, t: TaskRecord) -> str | None:
     if t.abandoned:
         return "held"
+    # guards: terminal-never-resurrects
     if t.attempt_state == "succeeded":
         return "terminal-already"
+    # guards: legacy-never-satisfies
     if t.exit in ("needs-reconciliation", "upgrade-blocked"):
         return "held"
     if ctx.policy.requires_assignment and not t.assigned:
         return "assignment-required"
+    # guards: dependency-needs-done
     if not ctx.deps_done():
         return "dependency-not-done"
     if ctx.request.expected_attempt != t.attempt:
@@ -246,6 +253,7 @@ def import_failure(ctx: Ctx, t: TaskRecord) -> str | None:
 
 def dispatch(ctx: Ctx) -> Outcome:
     t = ctx.record
+    # guards: single-live-owner
     code = admission_failure(ctx, t) or ("attempt-live" if t.running else None) \
         or import_failure(ctx, t)
     if code:
@@ -256,6 +264,7 @@ def dispatch(ctx: Ctx) -> Outcome:
 
 def retry(ctx: Ctx) -> Outcome:
     t = ctx.record
+    # guards: single-live-owner
     stuck = (not t.running or (t.owner_seen == "dead" and not t.reserved)
              or t.exit in ("needs-repair", "aborted-preserved"))
     code = admission_failure(ctx, t) or (None if stuck else "attempt-live")
@@ -272,12 +281,15 @@ def retry(ctx: Ctx) -> Outcome:
 
 def resume(ctx: Ctx) -> Outcome:
     t, o = ctx.record, ctx.request.owner
+    # guards: first-terminal-wins, terminal-never-resurrects
     if not t.running:
         return reject(ctx, "terminal-already")
+    # guards: single-live-owner, retry-is-not-continuation-without-proof
     if t.owner_seen != "dead":
         return reject(ctx, "owner-not-proven-dead")
     if t.reserved:
         return reject(ctx, "terminal-already")
+    # guards: retry-is-not-continuation-without-proof
     if not (o.session == t.session and t.session_lease and t.worktree_lease
             and ctx.observe.worktree(t).present):
         return reject(ctx, "continuation-unproven")
@@ -298,6 +310,7 @@ def heartbeat(ctx: Ctx) -> Outcome:
 
 def _suspicion(ctx: Ctx, label: str) -> Outcome:
     t = ctx.record
+    # guards: evidence-cannot-terminalize-live-owner
     new = replace(t, owner_seen=suspect(t)) if t.running else t
     return done(ctx, new, kind=EVIDENCE_ONLY, facts=[evidence_fact(label, ctx.request.evidence)])
 
@@ -316,6 +329,7 @@ def probe_owner(ctx: Ctx) -> Outcome:
     proves_death = t.running and not alive and t.owner_seen != "dead"
     new = t
     if t.running:
+        # guards: liveness-needs-exact-birth, evidence-cannot-terminalize-live-owner
         new = replace(new, owner_seen="live" if alive else "dead")
     if proves_death:
         new = replace(new, deadline=ctx.observe.now() + 1)
@@ -334,6 +348,7 @@ def compaction(ctx: Ctx) -> Outcome:
 
 def ack_continuation(ctx: Ctx) -> Outcome:
     occ = ctx.request.evidence
+    # guards: compaction-occurrences-counted-once
     if not ctx.seen("continuation", occ):
         return reject(ctx, "unknown-occurrence")
     new = not ctx.seen("ack", occ)
@@ -369,6 +384,7 @@ def log(ctx: Ctx) -> Outcome:
 
 def fail(ctx: Ctx) -> Outcome:
     t = ctx.record
+    # guards: first-terminal-wins
     first = t.running and not t.reserved
     actions: list[Action] = []
     new = close_attempt(ctx, t, "failed", actions) if first else t
@@ -410,6 +426,7 @@ def save_work(ctx: Ctx) -> Outcome:
     if view.content != r.candidate:
         return reject(ctx, "candidate-mismatch")
     version = t.version + 1
+    # guards: worksave-exact
     new = advance(t, "work-saved", saved_work=view.content, candidate=r.candidate, base=r.base,
                   version=version,
                   receipts=t.with_receipts(work_save=Binding(t.fence, r.candidate, r.base)))
@@ -496,13 +513,16 @@ def commit_effect(ctx: Ctx) -> Outcome:
     land = t.disposition == "land"
     if t.candidate != r.candidate or r.base != t.base:
         return reject(ctx, "candidate-mismatch")
+    # guards: promotion-needs-review-of-exact-candidate
     if t.receipt("review") != t.binding:
         return reject(ctx, "review-required")
     happened = ctx.observe.effect_happened(t)
+    # guards: cas-base-exact
     if not (happened or not land or ctx.observe.target() == t.base):
         return reject(ctx, "cas-moved")
     effect = effect_name(ctx.task, t)
     actions: list[Action] = []
+    # guards: promotion-at-most-once
     if not happened:
         actions.append(Action("land", (effect, t.candidate, t.base)) if land
                        else Action("output", (effect, t.candidate, t.disposition)))
@@ -537,6 +557,7 @@ def prepare_cleanup(ctx: Ctx) -> Outcome:
 def commit_cleanup(ctx: Ctx) -> Outcome:
     t = ctx.record
     view = ctx.observe.worktree(t)
+    # guards: retained-work-never-erased
     if view.present and view.content != t.saved_work:
         return reject(ctx, "writer-not-quiescent")
     new = advance(t, "cleanup-committed", worktree_lease=False,
@@ -551,6 +572,7 @@ def commit_cleanup(ctx: Ctx) -> Outcome:
 def save_graph(ctx: Ctx) -> Outcome:
     t = ctx.record
     b = t.binding
+    # guards: done-iff-graphsave
     if any(t.receipt(k) != b for k in GRAPH_SAVE_NEEDS):
         return reject(ctx, "evidence-missing")
     new = release_owner(advance(t, "graph-saved", attempt_state="succeeded",
@@ -560,6 +582,7 @@ def save_graph(ctx: Ctx) -> Outcome:
 
 def revise(ctx: Ctx) -> Outcome:
     t, r = ctx.record, ctx.request
+    # guards: no-phase-skip
     if t.exit != "needs-repair":
         return reject(ctx, "illegal-phase-edge")
     view = ctx.observe.worktree(t)
@@ -597,6 +620,7 @@ def reset(ctx: Ctx) -> Outcome:
         return reject(ctx, "cas-moved")
     if t.abandoned:
         return reject(ctx, "held")
+    # guards: terminal-never-resurrects, promotion-at-most-once
     if t.attempt_state == "succeeded" or in_flight or ctx.observe.effect_happened(t):
         return reject(ctx, "terminal-already")
     if t.exit == "needs-reconciliation":
@@ -647,6 +671,7 @@ def reconstruct(ctx: Ctx) -> Outcome:
         return reject(ctx, "held")
     if t.running:
         return reject(ctx, "attempt-live")
+    # guards: dependency-needs-done
     if not ctx.deps_done():
         return reject(ctx, "dependency-not-done")
     if ctx.observe.target() != r.candidate:
@@ -670,6 +695,7 @@ def legacy_done(ctx: Ctx) -> Outcome:
     t = ctx.record
     inert = t.graph_saved or t.abandoned or t.reserved or t.exit != "none"
     facts = [evidence_fact("legacy-done", ctx.request.evidence)]
+    # guards: terminal-never-resurrects
     if inert:
         return done(ctx, t, kind=EVIDENCE_ONLY, facts=facts)
     new = leave_main_line(t, "needs-reconciliation", "legacy-unproven", legacy_done=True)
@@ -703,6 +729,7 @@ def capability_failure(ctx: Ctx) -> str | None:
     t, c = ctx.record, ctx.request.cap
     if t.attempt_state == "none":
         return "unknown-attempt"
+    # guards: attempt-fencing
     if (c.generation, c.attempt, c.fence, c.lease_epoch) != \
             (t.generation, t.attempt, t.fence, t.lease_epoch):
         return "stale-capability"
@@ -712,11 +739,13 @@ def capability_failure(ctx: Ctx) -> str | None:
 def transaction_failure(ctx: Ctx) -> str | None:
     """Check 5: a running attempt, the expected phase and revision (CAS), a legal edge."""
     t, r = ctx.record, ctx.request
+    # guards: first-terminal-wins, terminal-never-resurrects
     if not t.running:
         return "terminal-already"
     if t.visible_phase != r.expected_phase or t.revision != r.expected_revision:
         return "cas-moved"
     edge = EDGES.get(r.kind)
+    # guards: no-phase-skip, promotion-needs-review-of-exact-candidate, done-iff-graphsave
     if edge is not None and not (t.exit == "none" and t.phase in edge[0]):
         return "illegal-phase-edge"
     return None
@@ -726,6 +755,7 @@ def decide(ctx: Ctx) -> Outcome:
     """Checks 2 to 6 for a request the journal has not seen (the task exists)."""
     r = ctx.request
     if r.needs_capability:
+        # guards: attempt-fencing
         if r.cap is None or r.cap.graph != ctx.graph_id or r.cap.task != r.task:
             return reject(ctx, "stale-capability")
         code = capability_failure(ctx)

@@ -415,6 +415,7 @@ class FactTables:
             getattr(self, "_" + name.replace("-", "_"))(task_id, f, seq)
 
     def _evidence(self, task_id: int, f: dict, seq: int) -> None:
+        # guards: compaction-occurrences-counted-once
         self.conn.execute("INSERT OR IGNORE INTO evidence VALUES (?, ?, ?, ?, ?)",
                           (task_id, f["kind"], f["id"], int(f["counted"]), seq))
 
