@@ -295,8 +295,13 @@ def markdown(m: Matrix) -> str:
                  f"{len(r.transitions)} by the solver" if r.frames else "none")
         traces = "<br>".join(f"`{_short_trace(t)}`" for t in r.traces) or "none"
         crash = f"{r.crash_cuts} cuts" if r.crash_cuts else "none"
-        guard = "<br>".join(f"`{Path(g.path).name}` {g.function}" for g in r.guards) or "none"
+        places = dict.fromkeys(f"`{Path(g.path).name}` {g.function}" for g in r.guards)
+        guard = "<br>".join(places) or "none"
         lines.append(f"| `{r.invariant}` | {rule} | {proof} | {traces} | {crash} | {guard} |")
+    lines += ["", "A frame is (transition x invariant). Frames \"by the solver\" are those a "
+              "transition can affect; the others change nothing the invariant reads and are "
+              "preserved by construction. Crash cuts are counted over the traces listed; "
+              "every replay checks every invariant after every step."]
     return "\n".join(lines) + "\n"
 
 
