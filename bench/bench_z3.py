@@ -2,6 +2,7 @@
 
     python bench/bench_z3.py            # everything (several minutes on 2 cores)
     python bench/bench_z3.py --quick    # a smaller sweep
+    python bench/run.py --only z3       # the growth tables as figures (BenchResult)
 
 Every measurement runs in a fresh process (z3's term store grows within one
 process and later runs get slower). Prints wall-clock and CPU seconds; on a
@@ -14,6 +15,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 HERE = __file__
 
@@ -139,6 +141,46 @@ def frames(depth: int) -> None:
     off = measure("bmc", "promotion-at-most-once", 2, depth, "yes", "push")
     print(f"  assumption {on['cpu']:6.2f}s cpu, push/pop {off['cpu']:6.2f}s cpu, "
           f"ratio x{off['cpu'] / on['cpu']:.2f}")
+
+
+def run(quick: bool = False):
+    """The growth tables as figures: proof time for 2..6 tasks, BMC time by depth."""
+    sys.path.insert(0, str(Path(HERE).resolve().parent))
+    from common import Check, Figure, say, settle
+    t0 = time.perf_counter()
+    figures, checks = [], []
+    sizes = (2, 3, 4) if quick else (2, 3, 4, 5, 6)
+    base = None
+    for n in sizes:
+        say(f"  wgk prove at {n} tasks ...")
+        p = measure("prove", n)
+        base = base or p["cpu"]
+        checks.append(Check(f"every frame proved at {n} tasks", p["ok"],
+                            f"{p['frames']} frames"))
+        figures.append(Figure(f"prove, {n} tasks", p["cpu"], "s cpu", higher_is_better=False,
+                              target=None, note=f"{p['frames']} frames, {p['solved']} by the "
+                              f"solver, {p['wall']:.2f} s wall, x{p['cpu'] / base:.2f} of 2 tasks"))
+    ws = measure("witnesses")
+    checks.append(Check("every sometimes property reached", ws["reached"] == ws["total"],
+                        f"{ws['reached']}/{ws['total']}"))
+    figures.append(Figure("witnesses of every sometimes property", ws["cpu"], "s cpu",
+                          higher_is_better=False, note=f"{ws['total']} properties"))
+    depth = 12 if quick else 20
+    for tasks in (1, 2):
+        say(f"  BMC promotion-at-most-once, {tasks} task(s), to depth {depth} ...")
+        r = measure("bmc", "promotion-at-most-once", tasks, depth)
+        checks.append(Check(f"BMC {tasks} task(s): no violation within depth {depth}",
+                            r["status"] == "holds", r["status"]))
+        total = 0.0
+        for k, sec in enumerate(r["per_depth"]):
+            total += sec
+            if k in (5, 10, 15, 20) and k <= depth:
+                figures.append(Figure(f"BMC to depth {k}, {tasks} task(s)", total, "s",
+                                      higher_is_better=False,
+                                      note="cumulative over depths 0..k, UNSAT at every depth"))
+    return settle("z3", figures, checks, [
+        "growth tables; no peer runs the same proofs, so there is no ratio",
+        "every measurement in a fresh process"], [], t0)
 
 
 def main() -> None:
