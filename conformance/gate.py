@@ -14,11 +14,11 @@ BUDGETS = {
               "explore": [Instance(tasks=1), Instance(tasks=2)],
               "crash-cuts": ["in-process"],
               "fuzz": {"examples": 30, "steps": 25, "tasks": 2}},
-    "default": {"prove": 3, "mutants": True, "replay": True,
+    "default": {"prove": 3, "mutants": True, "replay": True, "trace-matrix": True,
                 "explore": [Instance(tasks=3)],
                 "crash-cuts": ["in-process"],
                 "fuzz": {"examples": 150, "steps": 40, "tasks": 3}},
-    "deep": {"prove": 4, "mutants": True, "replay": True,
+    "deep": {"prove": 4, "mutants": True, "replay": True, "trace-matrix": True,
              "explore": [Instance(tasks=3),
                          Instance(tasks=1, attempts=2, groups=("core", "env", "evidence", "operator",
                                                                "legacy")),
@@ -202,12 +202,37 @@ def mutant_checks(budget: str, progress: Callable[[str], None] | None) -> list[C
     return out
 
 
+def trace_matrix_checks(budget: str, progress: Callable[[str], None] | None) -> list[Check]:
+    """Every invariant traced: model rule, z3 proof, traces, crash cuts, runtime guard."""
+    from .tracematrix import DOCUMENT, build, document_block, markdown
+    tasks = BUDGETS[budget]["prove"]
+    if progress:
+        progress(f"  the traceability matrix (proofs at {tasks} tasks)")
+    t0 = time.perf_counter()
+    m = build(tasks=tasks)
+    each = (time.perf_counter() - t0) / max(1, len(m.rows))
+    out = [Check("trace-matrix", r.invariant, "fail" if r.missing() else "pass", each,
+                 f"no {', '.join(r.missing())}: wgk trace-matrix" if r.missing() else "")
+           for r in m.rows]
+    if m.findings:
+        out.append(Check("trace-matrix", "guard markers", "fail", 0.0,
+                         f"{m.findings[0]} ({len(m.findings)} problems): wgk trace-matrix"))
+    block = document_block()
+    if block is not None and tasks == 3:        # the document's table is generated at 3 tasks
+        current = block == markdown(m)
+        out.append(Check("trace-matrix", "design document current", "pass" if current else "fail",
+                         0.0, "" if current else
+                         f"{DOCUMENT.name} differs: wgk trace-matrix --write-docs"))
+    return out
+
+
 #: Sections that take the loaded traces.
 TRACE_SECTIONS = ("replay", "crash-cuts")
 
 SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mutant_checks),
                                         ("explore", explore_checks), ("replay", replay_checks),
-                                        ("crash-cuts", crash_cut_checks), ("fuzz", fuzz_checks)]
+                                        ("crash-cuts", crash_cut_checks), ("fuzz", fuzz_checks),
+                                        ("trace-matrix", trace_matrix_checks)]
 
 
 def run_gate(budget: str = "default", progress: Callable[[str], None] | None = None, *,

@@ -113,3 +113,18 @@ def test_cli_check_json_and_stale_document(matrix, monkeypatch, tmp_path, capsys
 def test_cli_bad_usage_exits_2(capsys):
     assert main(["trace-matrix", "--tasks", "9"]) == 2
     assert "--tasks" in capsys.readouterr().err
+
+
+def test_the_gate_has_a_trace_matrix_section_that_can_fail(matrix, monkeypatch):
+    from wgk.conformance import gate
+    assert "trace-matrix" in gate.BUDGETS["default"] and "trace-matrix" in gate.BUDGETS["deep"]
+    monkeypatch.setattr(tracematrix, "build", lambda **_: matrix)
+    checks = gate.trace_matrix_checks("default", None)
+    assert [c.name for c in checks] == [r.invariant for r in matrix.rows] + ["design document current"]
+    assert {c.verdict for c in checks} == {"pass"}
+    row = dataclasses.replace(matrix.rows[0], guards=[])
+    broken = tracematrix.Matrix([row] + matrix.rows[1:], matrix.tasks, ["impl/x.py:3: bad marker"])
+    monkeypatch.setattr(tracematrix, "build", lambda **_: broken)
+    failed = [c for c in gate.trace_matrix_checks("default", None) if c.verdict == "fail"]
+    assert [c.name for c in failed] == [row.invariant, "guard markers", "design document current"]
+    assert "no runtime guard" in failed[0].detail
