@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from .env import EnvError, Environment, WorktreeView
 from .hooks import REF_UPDATE, WORKTREE_ADD, WORKTREE_REMOVE, Boundary, Hook, no_hook
@@ -34,7 +34,7 @@ from .records import (
 from .rules import Action, Ctx, Observe, Outcome, decide, effect_name
 from .store import FactTables, Pragmas, Store, TaskTables, dumps
 from .vocabulary import ATTEMPT_STATES, DISPOSITIONS, DUPLICATE, OWNER_SEEN, RECEIPTS, REJECTED
-from .wire import Request, decision, parse
+from .wire import BadRequest, Request, decision, parse
 
 
 class GraphError(ValueError):
@@ -327,6 +327,53 @@ class Kernel:
             self._forget()
             raise
 
+    def handle_batch(self, wires: Sequence[Any]) -> list[dict]:
+        """Decide several requests with one commit for all of them (group commit).
+
+        Each request is decided exactly as ``handle`` would decide it, in order,
+        inside its own savepoint, and the answers are returned only after the one
+        commit that makes them all durable: a crash before it loses every answer
+        together, and the senders re-send under the same keys. A request whose
+        decision performs an external effect (a worktree, a ref, a land) never
+        waits behind uncommitted requests: the batch commits first and the effect
+        opens the next commit, so every intent it relies on is durable before it
+        happens. A malformed request refuses the whole batch before anything runs
+        (``BadRequest`` naming its position)."""
+        requests = []
+        for n, wire in enumerate(wires):
+            try:
+                requests.append(parse(wire))
+            except BadRequest as e:
+                raise BadRequest(f"request {n}: {e}") from None
+        answers: list[dict] = []
+        try:
+            while len(answers) < len(requests):
+                with self.store.atomic(f"batch:{requests[len(answers)].key}"):
+                    self._sync()
+                    uncommitted = 0
+                    for r in requests[len(answers):]:
+                        try:
+                            answers.append(self._in_savepoint(r, effects=not uncommitted))
+                        except _CommitFirst:
+                            break                  # commit what is decided, then this one
+                        uncommitted += 1
+            return answers
+        except BaseException:
+            self._version = None
+            self._forget()
+            raise
+
+    def _in_savepoint(self, r: Request, effects: bool) -> dict:
+        with self.store.atomic(r.key) as unit:
+            used = self._journal(r.key)
+            if used is not None:
+                unit.abandon()
+                return self._answer_used(r, used)
+            response = self._decide_and_record(r, effects)
+            if is_hold(response):
+                unit.abandon()
+            return response
+
     def _journal(self, key: str) -> tuple[str, str] | None:
         return self.conn.execute("SELECT digest, response FROM journal WHERE key = ?",
                                  (key,)).fetchone()
@@ -340,11 +387,13 @@ class Kernel:
         # guards: idempotent-replay
         return decision(DUPLICATE, original=json.loads(response))
 
-    def _decide_and_record(self, r: Request) -> dict:
+    def _decide_and_record(self, r: Request, effects: bool = True) -> dict:
         outcome, observe = self._decide(r)
         facts = list(outcome.facts)
         # guards: rejection-changes-nothing
         if outcome.changes_state and outcome.actions:
+            if not effects:
+                raise _CommitFirst()
             try:
                 facts += self._perform(outcome.actions, r.key, outcome.record)
             except CasMoved:
@@ -670,6 +719,10 @@ HOLD_CODES = ("assignment-required", "dependency-not-done")
 
 def is_hold(response: dict) -> bool:
     return response.get("decision") == REJECTED and response.get("code") in HOLD_CODES
+
+
+class _CommitFirst(Exception):
+    """A batched request would perform an effect behind uncommitted requests."""
 
 
 class CasMoved(Exception):
