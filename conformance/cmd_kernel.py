@@ -32,6 +32,7 @@ EXAMPLES = """  wgk kernel --db k.db init --graph g --repo ./repo --target refs/
   wgk kernel --db k.db status --json
   wgk kernel --db k.db show schema
   wgk kernel --db k.db converge
+  wgk kernel --db k.db send --lines requests.jsonl       (group commit: one commit for all lines)
   wgk kernel --db k.db retry schema --pid 4343 --fresh
   wgk kernel --db k.db import-legacy graph.jsonl
   wgk kernel --db k.db audit && wgk kernel --db k.db verify-ledger && wgk kernel --db k.db rebuild
@@ -100,8 +101,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s = sub.add_parser("rebuild", parents=[js], help="replay the ledger and compare every table")
     s.add_argument("--apply", action="store_true", help="replace the tables with the rebuilt ones")
     sub.add_parser("verify-ledger", parents=[js], help="walk the hash chain")
-    s = sub.add_parser("send", parents=[js], help="send one wire request (JSON argument or stdin)")
+    s = sub.add_parser("send", parents=[js], help="send one wire request (JSON argument or stdin), "
+                       "or many with one commit (--lines)")
     s.add_argument("request", nargs="?", help="the request as JSON (default: read stdin)")
+    s.add_argument("--lines", metavar="FILE",
+                   help="send every JSON line of FILE ('-': stdin) with one commit (group commit: "
+                        "no answer before it); one answer per line")
 
 
 # --- opening the kernel ----------------------------------------------------------------------
@@ -187,6 +192,38 @@ def send(k: Kernel, args, request: dict) -> int:
         o = response["original"]
         text += f" (original: {o['decision']}{': ' + o['code'] if 'code' in o else ''})"
     return emit(args, {"request": request, "response": response}, text, 0 if ok else 1)
+
+
+def send_lines(k: Kernel, args) -> int:
+    """Every JSON line of a file decided with one commit (``Kernel.handle_batch``)."""
+    name = "<stdin>" if args.lines == "-" else args.lines
+    try:
+        text = sys.stdin.read() if args.lines == "-" else open(args.lines).read()
+    except OSError as e:
+        raise UsageError(f"{name}: {e.strerror}") from None
+    requests, lines = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            requests.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise UsageError(f"{name}:{n}: {e.msg} at column {e.colno}") from None
+        lines.append(n)
+    try:
+        responses = k.handle_batch(requests)
+    except BadRequest as e:          # "request N: ..." -> the file's line
+        message = str(e)
+        if message.startswith("request "):
+            index, _, rest = message[len("request "):].partition(": ")
+            message = f"{name}:{lines[int(index)]}: {rest}"
+        raise UsageError(message) from None
+    rejected = [r for r in responses if r["decision"] == "rejected"
+                or r.get("original", {}).get("decision") == "rejected"]
+    text_out = "\n".join(f"{name}:{n}: {r['decision']}" + (f": {r['code']}" if "code" in r else "")
+                          for n, r in zip(lines, responses))
+    return emit(args, {"responses": responses, "requests": len(requests),
+                       "rejected": len(rejected)}, text_out, 1 if rejected else 0)
 
 
 def fresh_key(args, kind: str, task: str) -> str:
@@ -356,6 +393,8 @@ def do_verify(k: Kernel, args) -> int:
 
 
 def do_send(k: Kernel, args) -> int:
+    if args.lines is not None:
+        return send_lines(k, args)
     raw = args.request if args.request is not None else sys.stdin.read()
     try:
         request = json.loads(raw)

@@ -161,3 +161,32 @@ def test_a_tampered_ledger_fails_verification_and_rebuild(setup, capsys):
     assert run(capsys, db, "rebuild")[0] == 1
     code, out, _ = run(capsys, db, "audit", "--json")
     assert code == 1 and json.loads(out)["findings"][0]["check"] == "ledger-chain"
+
+
+def test_send_lines_decides_every_line_with_one_commit(setup, capsys, sleeper):
+    db, tmp = setup
+    assert run(capsys, db, "task", "add", "a")[0] == 0
+    assert run(capsys, db, "dispatch", "a", "--pid", str(sleeper.pid), "--session", "s1")[0] == 0
+    cap = {"graph": "g", "task": "a", "generation": 0, "attempt": 1, "fence": 1, "lease-epoch": 1}
+    beat = lambda n, **kw: json.dumps({"kind": "heartbeat", "actor": "worker", "task": "a",
+                                       "key": f"hb{n}", "cap": cap, "evidence": f"b{n}", **kw})
+    good = tmp / "beats.jsonl"
+    good.write_text("\n".join([beat(1), beat(2), "", beat(1)]) + "\n")
+    code, out, _ = run(capsys, db, "send", "--lines", str(good))
+    assert code == 0
+    assert out.splitlines() == [f"{good}:1: evidence-only", f"{good}:2: evidence-only",
+                                f"{good}:4: duplicate"]
+    stale = tmp / "stale.jsonl"
+    stale.write_text(beat(3) + "\n" + beat(4, cap={**cap, "fence": 9}) + "\n")
+    code, out, _ = run(capsys, db, "--json", "send", "--lines", str(stale))
+    data = json.loads(out)
+    assert code == 1 and data["requests"] == 2 and data["rejected"] == 1
+    assert data["responses"][1] == {"decision": "rejected", "code": "stale-capability"}
+    before = fingerprint(db)
+    for text, message in ((beat(5) + "\n{\"kind\": \n", f"{tmp / 'bad.jsonl'}:2: "),
+                          (beat(5) + "\n" + beat(6, kind="launch") + "\n",
+                           f"{tmp / 'bad.jsonl'}:2: ")):
+        (tmp / "bad.jsonl").write_text(text)
+        code, out, err = run(capsys, db, "send", "--lines", str(tmp / "bad.jsonl"))
+        assert code == 2 and out == "" and message in err and err.count("\n") == 1, err
+    assert fingerprint(db) == before            # a bad line refuses the whole batch
