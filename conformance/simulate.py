@@ -29,10 +29,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from wgk.model.explore import Instance, global_steps, label, successor, task_steps
+from wgk.model.explore import Instance, Interner, global_steps, label, successor, task_steps
 from wgk.model.invariants import REGISTRY, Property
 from wgk.model.kernel import Rules
-from wgk.model.rules import RULES, graph_saved
+from wgk.model.rules import RULES
 from wgk.model.state import State
 from wgk.model.vocab import DecisionKind
 
@@ -100,57 +100,20 @@ class SimulationResult:
 _Move = list
 
 
-class _Walker:
-    """Interned task states and journals; a state is the tuple
-    ``(task ids..., target, now, journal id)``, as in the explorer."""
+class _Walker(Interner):
+    """The simulator's view of the interned states, as in the explorer, with the
+    enabled moves cached per local context."""
 
     def __init__(self, inst: Instance, rules: Rules, step_props: list[Property],
                  state_props: list[Property], goals: list[Property]):
-        self.inst = inst
         self.rules = rules
         self.step_props = step_props
         self.state_props = state_props
         self.goals = goals
-        s0 = inst.initial()
-        self.graph = s0.graph
-        self.n = len(s0.tasks)
-        self.deps = self.graph.deps
-        self.task_of: list = []
-        self.tid: dict = {}
-        self.flags: list = []
-        self.journal_of: list = []
-        self.jid: dict = {}
         self.moves: dict = {}
         self.global_moves: dict = {}
         self.verdicts: dict = {}
-        self.key0 = tuple(self.intern(t) for t in s0.tasks) + (
-            s0.target, s0.now, self.intern_journal(s0.journal))
-
-    def intern(self, t) -> int:
-        n = self.tid.get(t)
-        if n is None:
-            n = self.tid[t] = len(self.task_of)
-            self.task_of.append(t)
-            self.flags.append((graph_saved(t) is True, t.abandoned is True))
-        return n
-
-    def intern_journal(self, j) -> int:
-        n = self.jid.get(j)
-        if n is None:
-            n = self.jid[j] = len(self.journal_of)
-            self.journal_of.append(j)
-        return n
-
-    def state(self, key: tuple) -> State:
-        n = self.n
-        return State(graph=self.graph, tasks=tuple(self.task_of[k] for k in key[:n]),
-                     target=key[n], now=key[n + 1], journal=self.journal_of[key[n + 2]])
-
-    def context(self, key: tuple, i: int) -> tuple:
-        n = self.n
-        flags = self.flags
-        return (i, key[i], tuple([flags[key[d]] for d in self.deps[i]]),
-                key[n], key[n + 1], key[n + 2])
+        super().__init__(inst)
 
     def task_moves(self, key: tuple, i: int) -> list[_Move]:
         ctx = self.context(key, i)

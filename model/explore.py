@@ -270,30 +270,21 @@ class ExploreResult:
         }
 
 
-class _Space:
-    """Interned task states and journals; a global state is a small tuple of ids.
+class Interner:
+    """Interned task states and journals: a global state is the small tuple
+    ``key = (task ids..., target, now, journal id)`` (shared by the explorer and
+    the simulator)."""
 
-    ``key = (task ids..., target, now, journal id)``. A rule for task ``i`` reads
-    only task ``i``, its dependencies' Done/abandoned flags, the target, the
-    clock and the journal, so the successors of task ``i`` are computed once per
-    *local context* and reused across every global state sharing it. Locality is
-    checked, not assumed: a step that changes another task raises.
-    """
-
-    def __init__(self, inst: Instance, rules: Rules):
-        self.inst = inst
-        self.rules = rules
+    def __init__(self, inst: Instance):
         s0 = inst.initial()
+        self.inst = inst
         self.graph = s0.graph
         self.n = len(s0.tasks)
         self.task_of: list = []
         self.tid: dict = {}
-        self.flags: list = []
+        self.flags: list = []          # per task id: (Done by GraphSave, abandoned)
         self.journal_of: list = []
         self.jid: dict = {}
-        self.local: dict = {}
-        self.inside: list = []
-        self.global_cache: dict = {}
         self.key0 = tuple(self.intern(t) for t in s0.tasks) + (s0.target, s0.now,
                                                                  self.intern_journal(s0.journal))
 
@@ -303,8 +294,51 @@ class _Space:
             n = self.tid[t] = len(self.task_of)
             self.task_of.append(t)
             self.flags.append((graph_saved(t) is True, t.abandoned is True))
-            self.inside.append(self.inst.task_within(t))
+            self.interned(t)
         return n
+
+    def interned(self, t) -> None:
+        """Called once for every new task state."""
+
+    def intern_journal(self, j) -> int:
+        n = self.jid.get(j)
+        if n is None:
+            n = self.jid[j] = len(self.journal_of)
+            self.journal_of.append(j)
+        return n
+
+    def state(self, key: tuple) -> State:
+        n = self.n
+        return State(graph=self.graph, tasks=tuple(self.task_of[k] for k in key[:n]),
+                     target=key[n], now=key[n + 1], journal=self.journal_of[key[n + 2]])
+
+    def context(self, key: tuple, i: int) -> tuple:
+        """Task ``i``'s local context: its state, its dependencies' flags and the globals."""
+        n = self.n
+        flags = self.flags
+        return (i, key[i], tuple([flags[key[d]] for d in self.graph.deps[i]]),
+                key[n], key[n + 1], key[n + 2])
+
+
+class _Space(Interner):
+    """The explorer's view of the interned states.
+
+    A rule for task ``i`` reads only task ``i``, its dependencies' Done/abandoned
+    flags, the target, the clock and the journal, so the successors of task
+    ``i`` are computed once per *local context* and reused across every global
+    state sharing it. Locality is checked, not assumed: a step that changes
+    another task raises.
+    """
+
+    def __init__(self, inst: Instance, rules: Rules):
+        self.rules = rules
+        self.local: dict = {}
+        self.inside: list = []
+        self.global_cache: dict = {}
+        super().__init__(inst)
+
+    def interned(self, t) -> None:
+        self.inside.append(self.inst.task_within(t))
 
     def global_successors(self, key: tuple) -> list:
         """Environment steps that change no task depend on the target and clock only."""
@@ -320,23 +354,6 @@ class _Space:
                     out.append((s2.target, s2.now, label(step), step))
             self.global_cache[ctx] = out
         return out
-
-    def intern_journal(self, j) -> int:
-        n = self.jid.get(j)
-        if n is None:
-            n = self.jid[j] = len(self.journal_of)
-            self.journal_of.append(j)
-        return n
-
-    def state(self, key: tuple) -> State:
-        n = self.n
-        return State(graph=self.graph, tasks=tuple(self.task_of[k] for k in key[:n]),
-                     target=key[n], now=key[n + 1], journal=self.journal_of[key[n + 2]])
-
-    def context(self, key: tuple, i: int) -> tuple:
-        n = self.n
-        return (i, key[i], tuple(self.flags[key[d]] for d in self.graph.deps[i]),
-                key[n], key[n + 1], key[n + 2])
 
     def contexts(self, key: tuple) -> tuple:
         """The local context of every task of ``key`` (``context`` for each ``i``)."""
