@@ -5,12 +5,14 @@ import argparse
 import shlex
 import sys
 
-from wgk.model.explore import GROUPS, Instance
+from wgk.model.explore import Instance
 from wgk.model.invariants import REGISTRY
 from wgk.model.observe import observe
 
+from . import instance_args
 from .bmc import CheckResult, Goal, check, invariant_goal
 from .errors import UsageError
+from .instance_args import add_instance_arguments
 from .export import step_json
 from .mutants import MUTANTS
 from .output import emit_json, progress
@@ -39,29 +41,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mutant", metavar="NAME", help="check a named mutant instead of the model")
     p.add_argument("--out", metavar="TRACE", help="write the trace found as a wgk-trace/1 file")
     p.add_argument("--itf", metavar="FILE", help="write the trace found as ITF JSON")
-    p.add_argument("--tasks", type=int, default=2, help="tasks in a dependency chain (default 2)")
-    p.add_argument("--attempts", type=int, default=1, help="attempts per generation (default 1)")
-    p.add_argument("--generations", type=int, default=1, help="generations per task (default 1)")
-    p.add_argument("--versions", type=int, default=1, help="candidate versions per attempt (default 1)")
-    p.add_argument("--groups", default="core,env",
-                   help=f"request groups, from {','.join(GROUPS)} (default core,env)")
-    p.add_argument("--review", action="store_true", help="tasks require a FLIP review")
-    p.add_argument("--keys", action="store_true", help="requests carry idempotency keys")
+    add_instance_arguments(p, tasks=2, keys_help="requests carry idempotency keys")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def instance_from(args: argparse.Namespace) -> Instance:
-    groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
-    unknown = [g for g in groups if g not in GROUPS]
-    if unknown:
-        raise UsageError(f"unknown group {unknown[0]!r} (expected some of: {', '.join(GROUPS)})")
-    for name in ("tasks", "attempts", "generations", "versions"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name} must be at least 1")
-    if args.tasks > 6:
-        raise UsageError("--tasks above 6 is beyond bounded model checking")
-    return Instance(tasks=args.tasks, attempts=args.attempts, generations=args.generations,
-                    versions=args.versions, groups=groups, review=args.review, keys=args.keys)
+    return instance_args.instance_from(args, max_tasks=6,
+                                       too_many="--tasks above 6 is beyond bounded model checking")
 
 
 def goal_from(args: argparse.Namespace, inst: Instance) -> Goal:

@@ -4,9 +4,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from wgk.model.explore import GROUPS, Instance, explore, to_dot
+from wgk.model.explore import Instance, explore, to_dot
 
+from . import instance_args
 from .errors import UsageError
+from .instance_args import add_instance_arguments
 from .output import emit_json, write_text
 
 HELP = "explore every reachable state of a bounded instance and check every invariant"
@@ -19,14 +21,7 @@ EXAMPLES = """  wgk explore --tasks 2
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tasks", type=int, default=2, help="tasks in a dependency chain (default 2)")
-    p.add_argument("--attempts", type=int, default=1, help="attempts per generation (default 1)")
-    p.add_argument("--generations", type=int, default=1, help="generations per task (default 1: no reset)")
-    p.add_argument("--versions", type=int, default=1, help="candidate versions per attempt (default 1)")
-    p.add_argument("--groups", default="core,env",
-                   help=f"request groups to enable, from {','.join(GROUPS)} (default core,env)")
-    p.add_argument("--review", action="store_true", help="tasks require a FLIP review")
-    p.add_argument("--keys", action="store_true", help="send idempotency keys (explores the journal)")
+    add_instance_arguments(p, tasks=2, keys_help="send idempotency keys (explores the journal)")
     p.add_argument("--invariant", action="append", metavar="ID",
                    help="check only this invariant (repeatable; default: every property of the registry)")
     p.add_argument("--max-states", type=int, default=None, help="stop after this many distinct states")
@@ -35,17 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def instance_from(args: argparse.Namespace) -> Instance:
-    groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
-    unknown = [g for g in groups if g not in GROUPS]
-    if unknown:
-        raise UsageError(f"unknown group {unknown[0]!r} (expected some of: {', '.join(GROUPS)})")
-    for name in ("tasks", "attempts", "generations", "versions"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name} must be at least 1")
-    if args.tasks > 8:
-        raise UsageError("--tasks above 8 is beyond a bounded instance; use wgk simulate")
-    return Instance(tasks=args.tasks, attempts=args.attempts, generations=args.generations,
-                    versions=args.versions, groups=groups, review=args.review, keys=args.keys)
+    return instance_args.instance_from(
+        args, max_tasks=8, too_many="--tasks above 8 is beyond a bounded instance; use wgk simulate")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,9 @@ import sys
 
 from wgk.model.explore import GROUPS, Instance
 
+from . import instance_args
 from .errors import UsageError
+from .instance_args import add_instance_arguments
 from .output import emit_json
 from .simulate import SimulationResult, simulate
 
@@ -25,33 +27,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=20, help="steps per walk at most (default 20)")
     p.add_argument("--seed", type=int, default=None,
                    help="random seed; the same seed reproduces the run (default: a fresh one, printed)")
-    p.add_argument("--tasks", type=int, default=3, help="tasks in a dependency chain (default 3)")
-    p.add_argument("--attempts", type=int, default=2, help="attempts per generation (default 2)")
-    p.add_argument("--generations", type=int, default=2, help="generations per task (default 2)")
-    p.add_argument("--versions", type=int, default=2, help="candidate versions per attempt (default 2)")
-    p.add_argument("--groups", default=",".join(GROUPS),
-                   help=f"request groups to enable, from {','.join(GROUPS)} (default: all)")
-    p.add_argument("--review", action="store_true", help="tasks require a FLIP review")
-    p.add_argument("--keys", action="store_true", help="send idempotency keys (walks the journal)")
+    add_instance_arguments(p, tasks=3, attempts=2, generations=2, versions=2,
+                           groups=",".join(GROUPS), keys_help="send idempotency keys (walks the journal)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def instance_from(args: argparse.Namespace) -> Instance:
-    groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
-    unknown = [g for g in groups if g not in GROUPS]
-    if unknown:
-        raise UsageError(f"unknown group {unknown[0]!r} (expected some of: {', '.join(GROUPS)})")
-    if not groups:
-        raise UsageError("--groups names no group")
-    for name in ("tasks", "attempts", "generations", "versions", "traces"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name} must be at least 1")
+    if args.traces < 1:
+        raise UsageError("--traces must be at least 1")
     if args.steps < 0:
         raise UsageError("--steps must not be negative")
-    if args.tasks > MAX_TASKS:
-        raise UsageError(f"--tasks must be at most {MAX_TASKS}")
-    return Instance(tasks=args.tasks, attempts=args.attempts, generations=args.generations,
-                    versions=args.versions, groups=groups, review=args.review, keys=args.keys)
+    return instance_args.instance_from(args, max_tasks=MAX_TASKS,
+                                       too_many=f"--tasks must be at most {MAX_TASKS}")
 
 
 def reproduce_command(args: argparse.Namespace, seed: int) -> str:
