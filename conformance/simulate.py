@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from wgk.model.explore import Instance, Interner, global_steps, label, successor, task_steps
+from wgk.model.explore import Instance, Interner, label, successor, task_steps
 from wgk.model.invariants import REGISTRY, Property
 from wgk.model.kernel import Rules
 from wgk.model.rules import RULES
@@ -106,14 +106,12 @@ class _Walker(Interner):
 
     def __init__(self, inst: Instance, rules: Rules, step_props: list[Property],
                  state_props: list[Property], goals: list[Property]):
-        self.rules = rules
         self.step_props = step_props
         self.state_props = state_props
         self.goals = goals
         self.moves: dict = {}
-        self.global_moves: dict = {}
         self.verdicts: dict = {}
-        super().__init__(inst)
+        super().__init__(inst, rules)
 
     def task_moves(self, key: tuple, i: int) -> list[_Move]:
         ctx = self.context(key, i)
@@ -148,21 +146,6 @@ class _Walker(Interner):
                                   if p.holds(s, r, d, s2) is not True)
             move[7] = None
         return bad
-
-    def env_moves(self, key: tuple) -> list:
-        """Environment steps that change no task: they depend on the target and clock only."""
-        n = self.n
-        ctx = (key[n], key[n + 1])
-        out = self.global_moves.get(ctx)
-        if out is None:
-            s = self.state(key)
-            out = []
-            for step in global_steps(self.inst, s):
-                _, s2, _ = successor(self.inst, s, step, self.rules)
-                if s2 is not None:
-                    out.append((label(step), step, s2.target, s2.now))
-            self.global_moves[ctx] = out
-        return out
 
     def verdict(self, key: tuple, i: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(state invariants violated, sometimes-properties holding) for task ``i``."""
@@ -212,7 +195,7 @@ def simulate(inst: Instance, traces: int, steps: int, seed: int, *, rules: Rules
     def enabled(key: tuple) -> tuple:
         """(enabled steps per task, environment steps, how many in all) of a state."""
         per_task = tuple(w.task_moves(key, i) for i in range(n))
-        env = w.env_moves(key)
+        env = w.global_successors(key)
         return per_task, env, sum(map(len, per_task)) + len(env)
 
     check_state(w.key0, 0, [], [])
@@ -242,7 +225,7 @@ def simulate(inst: Instance, traces: int, steps: int, seed: int, *, rules: Rules
                     break
                 pick -= len(moves)
             else:
-                lab, obj, target, now = env[pick]
+                target, now, lab, obj = env[pick]
                 new, bad = key[:n] + (target, now, key[n + 2]), ()
             path.append(lab)
             objs.append(obj)

@@ -275,9 +275,11 @@ class Interner:
     ``key = (task ids..., target, now, journal id)`` (shared by the explorer and
     the simulator)."""
 
-    def __init__(self, inst: Instance):
+    def __init__(self, inst: Instance, rules: Rules):
         s0 = inst.initial()
         self.inst = inst
+        self.rules = rules
+        self.global_cache: dict = {}
         self.graph = s0.graph
         self.n = len(s0.tasks)
         self.task_of: list = []
@@ -312,6 +314,21 @@ class Interner:
         return State(graph=self.graph, tasks=tuple(self.task_of[k] for k in key[:n]),
                      target=key[n], now=key[n + 1], journal=self.journal_of[key[n + 2]])
 
+    def global_successors(self, key: tuple) -> list:
+        """Environment steps that change no task depend on the target and clock only."""
+        n = self.n
+        ctx = (key[n], key[n + 1])
+        out = self.global_cache.get(ctx)
+        if out is None:
+            s = self.state(key)
+            out = []
+            for step in global_steps(self.inst, s):
+                _, s2, _ = successor(self.inst, s, step, self.rules)
+                if s2 is not None:
+                    out.append((s2.target, s2.now, label(step), step))
+            self.global_cache[ctx] = out
+        return out
+
     def context(self, key: tuple, i: int) -> tuple:
         """Task ``i``'s local context: its state, its dependencies' flags and the globals."""
         n = self.n
@@ -331,29 +348,12 @@ class _Space(Interner):
     """
 
     def __init__(self, inst: Instance, rules: Rules):
-        self.rules = rules
         self.local: dict = {}
         self.inside: list = []
-        self.global_cache: dict = {}
-        super().__init__(inst)
+        super().__init__(inst, rules)
 
     def interned(self, t) -> None:
         self.inside.append(self.inst.task_within(t))
-
-    def global_successors(self, key: tuple) -> list:
-        """Environment steps that change no task depend on the target and clock only."""
-        n = self.n
-        ctx = (key[n], key[n + 1])
-        out = self.global_cache.get(ctx)
-        if out is None:
-            s = self.state(key)
-            out = []
-            for step in global_steps(self.inst, s):
-                _, s2, _ = successor(self.inst, s, step, self.rules)
-                if s2 is not None:
-                    out.append((s2.target, s2.now, label(step), step))
-            self.global_cache[ctx] = out
-        return out
 
     def contexts(self, key: tuple) -> tuple:
         """The local context of every task of ``key`` (``context`` for each ``i``)."""
