@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 
 from wgk.model.explore import Instance
 from wgk.model.invariants import REGISTRY
@@ -16,7 +15,7 @@ from .instance_args import add_instance_arguments
 from .export import step_json
 from .mutants import MUTANTS
 from .output import emit_json, progress
-from .prove import SymbolicMismatch
+from .prove import solver_guarded
 from .reach_expr import ReachError, compile_reach
 from .symbolic import field_diff
 from .transition import MODEL
@@ -80,11 +79,7 @@ def reproduce(args: argparse.Namespace, depth: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except SymbolicMismatch as e:     # an encoding error: never a silent pass
-        print(f"wgk check: the solver and the executable model disagree: {e}", file=sys.stderr)
-        return 1
+    return solver_guarded("check", lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:

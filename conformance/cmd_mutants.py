@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from .errors import UsageError
 from .mutants import MUTANTS, kill
 from .output import emit_json, progress
-from .prove import Bounds, SymbolicMismatch, VacuousProof, prove
+from .prove import Bounds, prove, solver_guarded
 
 HELP = "kill every mutant of the model: by a failed proof and by a BMC counterexample"
 EXAMPLES = """  wgk mutants
@@ -27,14 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except SymbolicMismatch as e:     # an encoding error: never a silent pass
-        print(f"wgk mutants: the solver and the executable model disagree: {e}", file=sys.stderr)
-        return 1
-    except VacuousProof as e:
-        print(f"wgk mutants: vacuous proof refused: {e}", file=sys.stderr)
-        return 1
+    return solver_guarded("mutants", lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from .bmc import witness
 from .errors import UsageError
 from .lemmas import LEMMAS
 from .output import emit_json, progress
-from .prove import DOMAIN, Bounds, SymbolicMismatch, VacuousProof, prove
+from .prove import DOMAIN, Bounds, prove, solver_guarded
 
 HELP = "prove every always invariant inductive (z3) and reach every sometimes property"
 EXAMPLES = """  wgk prove
@@ -52,14 +52,7 @@ def witness_reports(goals: list[str]) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except SymbolicMismatch as e:     # an encoding error: never a silent pass
-        print(f"wgk prove: the solver and the executable model disagree: {e}", file=sys.stderr)
-        return 1
-    except VacuousProof as e:
-        print(f"wgk prove: vacuous proof refused: {e}", file=sys.stderr)
-        return 1
+    return solver_guarded("prove", lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -30,7 +30,10 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 from wgk.model.vocab import (
     AUTHORITY, EDGES, NEEDS_CAPABILITY, PRE_EFFECT_PHASES, TRANSACTION_KINDS, Actor, Kind, Phase,

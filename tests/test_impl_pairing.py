@@ -14,8 +14,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from wgk.conformance.impl_system import initial_of
 from wgk.conformance.systems import initial_model_state
-from wgk.impl import EnvError as ImplEnvError, Initial, Kernel, MemoryWorld, Pragmas, TaskPolicy
+from wgk.impl import EnvError as ImplEnvError, Kernel, MemoryWorld, Pragmas, TaskPolicy
 from wgk.model.driver import Driver
 from wgk.model.env import EnvError as ModelEnvError, EnvKind
 from wgk.model.observe import Names, observe
@@ -61,23 +62,6 @@ def to_model(wire: dict, names: Names) -> Request:
     )
 
 
-def initial_from_trace(seed: dict, target: str) -> Initial | None:
-    """The implementation's seed for a trace's ``initial`` attempt (every field the model's
-    seeding reads: state, owner, liveness, what was proven, leases, worktree and origin)."""
-    a = seed.get("attempt")
-    if a is None:
-        return None
-    owner = a.get("owner") or {}
-    return Initial(
-        generation=a["generation"], attempt=a["attempt"], fence=a["fence"],
-        lease_epoch=a["lease-epoch"], pid=owner.get("pid", 0), birth=owner.get("birth", 0),
-        session=owner.get("session"), worktree=a.get("worktree") or target,
-        origin=a.get("origin") or target, wrapper_epoch=owner.get("wrapper-epoch", 1),
-        child_epoch=owner.get("child-epoch", 1), state=a.get("state", "running"),
-        owner_seen=a.get("owner-seen", "unverified"), alive=a.get("alive", True),
-        leases=a.get("leases"))
-
-
 @dataclass
 class Pair:
     """One graph, decided by the model and by the implementation in lockstep."""
@@ -99,7 +83,7 @@ class Pair:
         self.impl = Kernel(self.path, self.world.environment(), pragmas=FAST)
         self.impl.create_graph("g", self.specs)
         for name, seed in self.initial.items():
-            self.impl.seed(name, initial_from_trace(seed, self.target))
+            self.impl.seed(name, initial_of(seed, self.target))
         self.history: list[Any] = []
 
     def send(self, wire: dict) -> tuple[dict, dict]:
