@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import BenchResult, Check, Figure, main, say, settle  # noqa: E402
 
-from wgk.conformance.crashcuts import crash_cuts  # noqa: E402
-from wgk.conformance.replay import TraceBuilder  # noqa: E402
+from wgk.conformance.oracle.crashcuts import crash_cuts  # noqa: E402
+from wgk.conformance.oracle.replay import TraceBuilder  # noqa: E402
 
 NAME = "crashcuts"
 LAST = 8          # steps cut at the end of every trace

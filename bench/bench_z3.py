@@ -30,7 +30,7 @@ def timed(fn):
 
 def m_prove(tasks: str, solver: str = "simple") -> dict:
     import z3
-    from wgk.conformance.prove import Bounds, Prover
+    from wgk.conformance.z3.prove import Bounds, Prover
     prover = Prover(Bounds(tasks=int(tasks)))
     if solver == "default":
         fresh = z3.Solver()
@@ -44,14 +44,14 @@ def m_prove(tasks: str, solver: str = "simple") -> dict:
 
 
 def m_witnesses() -> dict:
-    from wgk.conformance.bmc import witnesses
+    from wgk.conformance.z3.bmc import witnesses
     ws, w, c = timed(witnesses)
     return {"reached": sum(r.found for r in ws), "total": len(ws), "wall": w, "cpu": c}
 
 
 def m_bmc(goal: str, tasks: str, depth: str, prune: str = "yes", frames: str = "assume") -> dict:
-    from wgk.conformance.bmc import Unrolling, check, goal_for
-    from wgk.model.explore import Instance
+    from wgk.conformance.z3.bmc import Unrolling, check, goal_for
+    from wgk.conformance.check.explore import Instance
     if prune == "no":
         Unrolling.forbid_rejection = lambda self, k: None
     inst = Instance(tasks=int(tasks), groups=("core", "env"))

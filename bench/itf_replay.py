@@ -6,7 +6,7 @@ instance (or environment step) the explorer would send for that action and
 task, decides it with the model, and compares the state reached with Quint's,
 field by field: the step must be accepted, and every field of every task and
 the target must be equal. Fields the slice leaves out must still hold their
-initial value in the model. ITF is read by ``wgk.conformance.itf``.
+initial value in the model. ITF is read by ``wgk.conformance.traces.itf``.
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wgk.conformance import itf
+from wgk.conformance.traces import itf
 from wgk.model.env import EnvKind, EnvStep
-from wgk.model.explore import Instance, global_steps, successor, task_steps
+from wgk.conformance.check.explore import Instance, global_steps, successor, task_steps
 from wgk.model.requests import Request
 from wgk.model.rules import RULES
 from wgk.model.state import State, TaskState

@@ -1,5 +1,5 @@
 import sys
 
-from wgk.conformance.cli import main
+from wgk.conformance.cli.main import main
 
 sys.exit(main())

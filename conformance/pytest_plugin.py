@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from . import gate as gate_mod
+from wgk.conformance.reports import gate as gate_mod
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -28,7 +28,7 @@ class GateSectionItem(pytest.Item):
         self.section, self.budget, self.traces = section, budget, traces
 
     def runtest(self) -> None:
-        from .traces import load_traces
+        from wgk.conformance.traces.format import load_traces
         fn = dict(gate_mod.SECTIONS)[self.section]
         if self.section in gate_mod.TRACE_SECTIONS:
             loaded = load_traces([str(p) for p in (self.traces or [gate_mod.BUNDLED_TRACES])])

@@ -2,7 +2,7 @@
 
 The rules in ``wgk.model`` are written once. Run on a concrete state they are
 ordinary Python; run on a state whose fields are solver terms (see
-``wgk.conformance.symbolic``) the very same functions build the z3 encoding.
+``wgk.conformance.z3.symbolic``) the very same functions build the z3 encoding.
 To make that possible, rule code never branches with ``if``/``and``/``or``/
 ``not`` on *state* values: it uses ``ite``, ``all_of``, ``any_of``, ``not_``
 and ``implies`` from here. Request parameters are always concrete, so code may

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from wgk.model.driver import Driver
+from wgk.conformance.check.driver import Driver
 from wgk.model.env import EnvKind
 from wgk.model.requests import Owner
 from wgk.model.state import Graph

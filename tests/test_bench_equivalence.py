@@ -21,7 +21,7 @@ import common  # noqa: E402
 import itf_replay  # noqa: E402
 import peer_tools  # noqa: E402
 import run as bench_run  # noqa: E402
-from wgk.model.explore import Instance, explore, successor  # noqa: E402
+from wgk.conformance.check.explore import Instance, explore, successor  # noqa: E402
 
 
 @pytest.fixture(scope="module")

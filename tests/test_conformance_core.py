@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from wgk.conformance.fuzz import FuzzConfig, chain_graph, counterexample_trace, run_fuzz
-from wgk.conformance.lockstep import Observed, Oracle, diff_values, select
-from wgk.conformance.systems import ModelSystem, StepError
-from wgk.conformance.wire import WireError, request_from_wire, request_to_wire
+from wgk.conformance.oracle.fuzz import FuzzConfig, chain_graph, counterexample_trace, run_fuzz
+from wgk.conformance.oracle.lockstep import Observed, Oracle, diff_values, select
+from wgk.conformance.oracle.systems import ModelSystem, StepError
+from wgk.conformance.oracle.wire import WireError, request_from_wire, request_to_wire
 from wgk.model.observe import Names
 
 GRAPH = {"id": "g", "target": "main-0", "tasks": [{"name": "a", "deps": []},
@@ -111,8 +111,8 @@ def test_counterexample_trace_replays_expected_decisions_from_the_model():
 
 def test_external_system_over_json_lines_survives_kill_9():
     import sys
-    from wgk.conformance.external import ExternalSystem
-    ext = ExternalSystem([sys.executable, "-m", "wgk.conformance.adapter", "--system", "model"], GRAPH)
+    from wgk.conformance.oracle.external import ExternalSystem
+    ext = ExternalSystem([sys.executable, "-m", "wgk.conformance.oracle.adapter", "--system", "model"], GRAPH)
     try:
         spec = ModelSystem(GRAPH)
         oracle = Oracle(spec, trace="external")

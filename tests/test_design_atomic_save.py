@@ -1,6 +1,6 @@
 """docs/design-atomic-graph-work-save.md and its plan stay true to the code.
 
-Every check is a function of ``wgk.conformance.docgen_save`` that returns its
+Every check is a function of ``wgk.conformance.reports.docgen_save`` that returns its
 findings; each is run on the real document or plan (no findings) and on a
 deliberately broken copy (the finding names what is wrong).
 """
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from wgk.conformance import docgen_save as dg
+from wgk.conformance.reports import docgen_save as dg
 
 ROOT = dg.ROOT
 
@@ -84,7 +84,7 @@ def test_an_adapter_beside_the_gate_is_found(plan):
 def test_a_task_after_the_synthesis_gate_is_found(plan):
     def change(t, p):
         p["tasks"].append(dict(t["operator-cli"], id="canary", depends_on=["synthesis-gate"],
-                               owned_files=["conformance/cmd_demo.py"]))
+                               owned_files=["conformance/cli/cmd_demo.py"]))
     problems = dg.structure_problems(_with(plan, change))
     assert problems == ["canary: the synthesis gate synthesis-gate does not follow it"]
 
@@ -130,7 +130,7 @@ def test_markdown_table_agrees_with_the_json(text, plan):
 
 def test_generated_blocks_are_identical(text):
     diff = dg.doc_diff()
-    assert diff == "", "refresh with: python -m wgk.conformance.docgen_save --write\n" + diff
+    assert diff == "", "refresh with: python -m wgk.conformance.reports.docgen_save --write\n" + diff
 
 
 def test_generated_blocks_restate_the_code(text):
@@ -229,7 +229,7 @@ def test_a_search_line_must_be_git_grep():
 
 
 def test_every_named_trace_and_test_exists(text):
-    named = set(re.findall(r"\b((?:traces|tests)/[\w./-]+\.(?:json|py))", text))
+    named = set(re.findall(r"(?<![\w/])((?:traces|tests)/[\w./-]+\.(?:json|py))", text))
     traces = {n for n in named if n.startswith("traces/incidents/")}
     assert len(traces) >= 15
     missing = sorted(n for n in named if not (ROOT / n).is_file())

@@ -7,8 +7,12 @@ import re
 
 import pytest
 
-from wgk.conformance import cli, complexity, docgen
-from wgk.conformance.complexity import BUDGET, ROOT, measure
+from wgk.conformance.cli import main as cli
+
+from wgk.conformance.reports import complexity
+
+from wgk.conformance.reports import docgen
+from wgk.conformance.reports.complexity import BUDGET, ROOT, measure
 from wgk.model.env import EnvKind
 from wgk.model.invariants import REGISTRY
 from wgk.model.rules import RULES

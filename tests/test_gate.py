@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from wgk.conformance import gate
-from wgk.conformance.cli import main
-from wgk.model.explore import Instance
+from wgk.conformance.reports import gate
+from wgk.conformance.cli.main import main
+from wgk.conformance.check.explore import Instance
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENT = ROOT / "traces" / "incidents" / "16-two-dispatchers-one-attempt.json"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import wgk.impl.rules as rules
-from wgk.conformance import gate
-from wgk.model.explore import Instance
+from wgk.conformance.reports import gate
+from wgk.conformance.check.explore import Instance
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"
@@ -89,8 +89,8 @@ def test_a_heartbeat_timeout_terminalizing_a_live_owner_is_reported(monkeypatch)
 
 
 def test_scoped_crash_cut_checks_see_the_double_promotion_too(monkeypatch):
-    from wgk.conformance.crashcuts import crash_cuts
-    from wgk.conformance.traces import load_trace
+    from wgk.conformance.oracle.crashcuts import crash_cuts
+    from wgk.conformance.traces.format import load_trace
     trace = load_trace(INCIDENTS / "13-crash-at-every-phase.json")
     assert crash_cuts(trace, checks="scoped").passed
     monkeypatch.setattr(rules.Observe, "effect_happened", lambda self, t: False)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from wgk.conformance.cli import main
+from wgk.conformance.cli.main import main
 from wgk.impl.git import GitRepository, init_repository
 
 

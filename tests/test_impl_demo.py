@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 import os
 
-from wgk.conformance import cmd_demo
-from wgk.conformance.cli import main
+from wgk.conformance.cli import cmd_demo
+from wgk.conformance.cli.main import main
 
 
 def test_the_demo_keeps_every_promise_and_its_checks_can_fail(tmp_path, capsys):

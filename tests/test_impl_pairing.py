@@ -14,10 +14,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from wgk.conformance.impl_system import initial_of
-from wgk.conformance.systems import initial_model_state
+from wgk.conformance.oracle.impl_system import initial_of
+from wgk.conformance.oracle.systems import initial_model_state
 from wgk.impl import EnvError as ImplEnvError, Kernel, MemoryWorld, Pragmas, TaskPolicy
-from wgk.model.driver import Driver
+from wgk.conformance.check.driver import Driver
 from wgk.model.env import EnvError as ModelEnvError, EnvKind
 from wgk.model.observe import Names, observe
 from wgk.model.requests import Capability, Owner, Request

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from wgk.conformance.cli import main
-from wgk.conformance.import_wg import WgImportError, import_file, import_paths
-from wgk.conformance.replay import replay
-from wgk.conformance.traces import dump_trace, load_trace, trace_files
+from wgk.conformance.cli.main import main
+from wgk.conformance.traces.import_wg import WgImportError, import_file, import_paths
+from wgk.conformance.oracle.replay import replay
+from wgk.conformance.traces.format import dump_trace, load_trace, trace_files
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "fixtures" / "wg"

@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from wgk.model.explore import Instance, explore, to_dot
+from wgk.conformance.check.explore import Instance, explore, to_dot
 from wgk.model.invariants import REGISTRY
 from wgk.model.rules import RULES, guarded
 from wgk.model.vocab import Code, Kind
@@ -103,7 +103,7 @@ def test_explore_help_shows_an_example():
 
 
 def test_explore_checks_only_the_invariants_asked_for():
-    from wgk.conformance.cli import main
+    from wgk.conformance.cli.main import main
     import io, contextlib
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -68,7 +68,7 @@ def test_idempotency_conflict_same_key_different_bytes(one):
 # --- admission and attempts ----------------------------------------------------
 
 def test_assign_then_dispatch():
-    d = __import__("wgk.model.driver", fromlist=["Driver"]).Driver(
+    d = __import__("wgk.conformance.check.driver", fromlist=["Driver"]).Driver(
         Graph.build(["a"], graph_id="g", requires_assignment=["a"]))
     rejects(d, K.DISPATCH, A.DAEMON, "assignment-required", owner=owner())
     assert ok(d, K.ASSIGN, A.DAEMON).label == "applied"

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from wgk.conformance.cli import main
-from wgk.conformance.impl_system import ImplSystem
-from wgk.conformance.record import RecordError, record_trace
-from wgk.conformance.replay import replay
-from wgk.conformance.traces import load_trace
+from wgk.conformance.cli.main import main
+from wgk.conformance.oracle.impl_system import ImplSystem
+from wgk.conformance.oracle.record import RecordError, record_trace
+from wgk.conformance.oracle.replay import replay
+from wgk.conformance.traces.format import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"

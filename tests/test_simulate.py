@@ -6,8 +6,8 @@ import subprocess
 import sys
 from dataclasses import replace
 
-from wgk.conformance.simulate import simulate
-from wgk.model.explore import Instance
+from wgk.conformance.check.simulate import simulate
+from wgk.conformance.check.explore import Instance
 from wgk.model.invariants import REGISTRY
 from wgk.model.kernel import decide
 from wgk.model.rules import RULES, close_attempt, guarded

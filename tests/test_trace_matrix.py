@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from wgk.conformance import cmd_trace_matrix, tracematrix
-from wgk.conformance.cli import main
-from wgk.conformance.crashcuts import crash_cuts, durable_boundaries
-from wgk.conformance.traces import load_trace
+from wgk.conformance.cli import cmd_trace_matrix
+
+from wgk.conformance.reports import tracematrix
+from wgk.conformance.cli.main import main
+from wgk.conformance.oracle.crashcuts import crash_cuts, durable_boundaries
+from wgk.conformance.traces.format import load_trace
 from wgk.model.invariants import always
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +66,7 @@ def test_a_missing_column_is_a_problem(matrix):
     assert not broken.ok
     assert set(row.missing()) == {"traces", "crash test", "runtime guard", "z3 proof"}
     assert any("counterexample after submit-result" in p for p in broken.problems())
-    elsewhere = dataclasses.replace(matrix.rows[0], predicate_at="conformance/lemmas.py:12")
+    elsewhere = dataclasses.replace(matrix.rows[0], predicate_at="conformance/z3/lemmas.py:12")
     assert elsewhere.missing() == ["model rule"]
 
 
@@ -116,7 +118,7 @@ def test_cli_bad_usage_exits_2(capsys):
 
 
 def test_the_gate_has_a_trace_matrix_section_that_can_fail(matrix, monkeypatch):
-    from wgk.conformance import gate
+    from wgk.conformance.reports import gate
     assert "trace-matrix" in gate.BUDGETS["default"] and "trace-matrix" in gate.BUDGETS["deep"]
     monkeypatch.setattr(tracematrix, "build", lambda **_: matrix)
     checks = gate.trace_matrix_checks("default", None)

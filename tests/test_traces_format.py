@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from wgk.conformance.cli import main
-from wgk.conformance.traces import (
+from wgk.conformance.cli.main import main
+from wgk.conformance.traces.format import (
     Trace, TraceError, dump_trace, load_trace, parse_trace, schema, schema_errors, trace_files,
     write_trace,
 )
@@ -131,7 +131,7 @@ def test_write_refuses_an_invalid_trace(tmp_path):
 
 
 def test_fuzz_counterexamples_are_valid_traces():
-    fuzz = pytest.importorskip("wgk.conformance.fuzz")
+    fuzz = pytest.importorskip("wgk.conformance.oracle.fuzz")
     steps = [
         {"request": {"kind": "dispatch", "actor": "daemon", "task": "t1", "key": "d1", "expected-attempt": 0,
                      "owner": {"pid": 1, "birth": 2, "session": "s"}}},

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from wgk.conformance.cli import main
-from wgk.conformance.itf import (
+from wgk.conformance.cli.main import main
+from wgk.conformance.traces.itf import (
     ItfError, ItfMap, ItfSet, Variant, decode, decode_value, encode_trace, encode_value, loads, plain,
     projections,
 )
-from wgk.conformance.replay import states
-from wgk.conformance.traces import load_trace
+from wgk.conformance.oracle.replay import states
+from wgk.conformance.traces.format import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = [ROOT / "traces" / "incidents" / n for n in (

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from wgk.conformance.cli import main
-from wgk.conformance.lockstep import MISSING, decision_matches, match_facts
-from wgk.conformance.replay import TraceBuilder, replay
-from wgk.conformance.systems import ModelSystem
-from wgk.conformance.traces import load_trace, trace_files
+from wgk.conformance.cli.main import main
+from wgk.conformance.oracle.lockstep import MISSING, decision_matches, match_facts
+from wgk.conformance.oracle.replay import TraceBuilder, replay
+from wgk.conformance.oracle.systems import ModelSystem
+from wgk.conformance.traces.format import load_trace, trace_files
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = trace_files([ROOT / "traces" / "incidents"])

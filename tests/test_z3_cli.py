@@ -111,8 +111,9 @@ def test_help_shows_examples(cmd, example):
 
 
 def test_a_solver_model_disagreement_exits_one_with_one_line(monkeypatch, capsys):
-    from wgk.conformance import cli, cmd_check
-    from wgk.conformance.prove import SymbolicMismatch
+    from wgk.conformance.cli import main as cli
+    from wgk.conformance.cli import cmd_check
+    from wgk.conformance.z3.prove import SymbolicMismatch
 
     def disagree(*args, **kwargs):
         raise SymbolicMismatch("step 1: solver decided applied, model rejected")

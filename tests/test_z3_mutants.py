@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wgk.conformance.bmc import check, goal_for
-from wgk.conformance.mutants import MUTANTS, kill, patched
+from wgk.conformance.z3.bmc import check, goal_for
+from wgk.conformance.z3.mutants import MUTANTS, kill, patched
 from wgk.model import kernel, projections, rules
 from wgk.model.env import EnvStep, apply_env
 from wgk.model.invariants import REGISTRY

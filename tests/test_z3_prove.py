@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from wgk.conformance.lemmas import LEMMAS
-from wgk.conformance.prove import (
+from wgk.conformance.z3.lemmas import LEMMAS
+from wgk.conformance.z3.prove import (
     DOMAIN, Bounds, Prover, SymbolicMismatch, crosscheck, prove,
 )
-from wgk.conformance.symbolic import symbolic
+from wgk.conformance.z3.symbolic import symbolic
 from wgk.model.env import EnvKind
-from wgk.model.explore import Instance, steps, successor
+from wgk.conformance.check.explore import Instance, steps, successor
 from wgk.model.invariants import REGISTRY
 from wgk.model.kernel import decide
 from wgk.model.rules import RULES
@@ -117,9 +117,9 @@ class _Unread:
 def test_templates_leave_concrete_only_what_the_rules_do_not_compare():
     """Every request field a rule reads is symbolic in the template (or one of its concrete
     class parameters): poisoning the others changes nothing."""
-    from wgk.conformance.symbolic import Space, fresh_state
-    from wgk.conformance.templates import POOL, Catalogue, Pool, request_templates
-    from wgk.conformance.transition import actor_sensitive, discover_universe
+    from wgk.conformance.z3.symbolic import Space, fresh_state
+    from wgk.conformance.z3.templates import POOL, Catalogue, Pool, request_templates
+    from wgk.conformance.z3.transition import actor_sensitive, discover_universe
     from wgk.model.kernel import decide
     from wgk.model.state import Graph
     from wgk.model.vocab import Kind
@@ -150,7 +150,7 @@ def test_lemmas_have_one_sentence_docstrings():
 
 
 def test_contradictory_lemmas_are_refused_not_used_to_prove_everything():
-    from wgk.conformance.prove import VacuousProof
+    from wgk.conformance.z3.prove import VacuousProof
     from wgk.model.invariants import Property
     from wgk.model.logic import all_of
     never = Property("never", "always", "state", "No attempt is ever open.",

@@ -1,0 +1,1 @@
+"""wgk.conformance.check"""

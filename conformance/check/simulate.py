@@ -1,0 +1,249 @@
+"""Random simulation: seeded random walks through the model.
+
+Each walk starts in the instance's initial state and takes up to ``steps``
+steps. At every step it lists the *enabled* steps of the current state — the
+request instances the bounded actors may send (``wgk.conformance.check.explore``:
+``task_steps``, ``global_steps``) that the kernel does not reject, and the
+environment steps whose guard holds — and picks one uniformly at random. A walk
+that reaches a state with no enabled step ends early (a deadlock, counted).
+
+Every ``always`` invariant is checked after every step: the state properties on
+the state reached, the step properties on the decided request. A rule for task
+``i`` reads only task ``i``, its dependencies' Done/abandoned flags, the
+target, the clock and the journal (the explorer's locality, checked here too),
+so the enabled steps of a task and the verdicts of its invariants are computed
+once per such *local context* and reused whenever a walk meets it again: a
+verdict is a pure function of that context, so reusing it is checking it.
+
+Unlike exploration, walks are bounded by their length only: the explorer's
+state constraint (``Instance.within``) does not apply.
+
+A run is reproducible: walk ``k`` of a run with seed ``S`` draws from its own
+generator seeded with ``"S:k"``, so the same seed, instance, trace count and
+length give the same walks, whatever else changes.
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from wgk.conformance.check.explore import Instance, Interner, label, successor, task_steps
+from wgk.model.invariants import REGISTRY, Property
+from wgk.model.kernel import Rules
+from wgk.model.rules import RULES
+from wgk.model.state import State
+from wgk.model.vocab import DecisionKind
+
+
+@dataclass(frozen=True)
+class WalkViolation:
+    """The first walk (and step) on which an invariant failed: ``steps`` replays it from
+    the initial state, ``state`` is the state it fails in (for a step property, the state
+    the failing step was taken from)."""
+
+    invariant: str
+    doc: str
+    trace: int                  # index of the walk in the run
+    path: tuple[str, ...]       # the walk's steps from the initial state, the failing one last
+    steps: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    state: Any = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict:
+        return {"invariant": self.invariant, "doc": self.doc, "trace": self.trace,
+                "depth": len(self.path), "path": list(self.path)}
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    instance: Instance
+    seed: int
+    traces: int
+    max_steps: int
+    steps: int                  # steps taken, all walks together
+    deadlocks: int              # walks that ended early: no step enabled
+    violations: tuple[WalkViolation, ...]
+    reached: tuple[str, ...]    # sometimes-properties seen on some walk
+    unreached: tuple[str, ...]
+    seconds: float
+
+    @property
+    def traces_per_second(self) -> float:
+        return self.traces / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else float("inf")
+
+    def to_json(self) -> dict:
+        return {
+            "instance": self.instance.describe(),
+            "seed": self.seed,
+            "traces": self.traces,
+            "max_steps": self.max_steps,
+            "steps": self.steps,
+            "deadlocks": self.deadlocks,
+            "violations": [v.to_json() for v in self.violations],
+            "sometimes_reached": list(self.reached),
+            "sometimes_unreached": list(self.unreached),
+            "seconds": round(self.seconds, 3),
+            "traces_per_second": round(self.traces_per_second, 1),
+            "steps_per_second": round(self.steps_per_second),
+        }
+
+
+# An enabled step, as cached per local context: [label, step, new task id,
+# target, now, journal id, ids of the step properties it violates (None until
+# the step is first taken), and what checking them needs: the states before
+# and after and the decision (dropped once checked)].
+_Move = list
+
+
+class _Walker(Interner):
+    """The simulator's view of the interned states, as in the explorer, with the
+    enabled moves cached per local context."""
+
+    def __init__(self, inst: Instance, rules: Rules, step_props: list[Property],
+                 state_props: list[Property], goals: list[Property]):
+        self.step_props = step_props
+        self.state_props = state_props
+        self.goals = goals
+        self.moves: dict = {}
+        self.verdicts: dict = {}
+        super().__init__(inst, rules)
+
+    def task_moves(self, key: tuple, i: int) -> list[_Move]:
+        ctx = self.context(key, i)
+        out = self.moves.get(ctx)
+        if out is None:
+            out = self.moves[ctx] = self._enabled(self.state(key), i)
+        return out
+
+    def _enabled(self, s: State, i: int) -> list[_Move]:
+        out = []
+        for step in task_steps(self.inst, s, i):
+            d, s2, r = successor(self.inst, s, step, self.rules)
+            if s2 is None or (d is not None and d.kind == DecisionKind.REJECTED):
+                continue
+            for j in range(self.n):
+                if j != i and s2.tasks[j] is not s.tasks[j]:
+                    raise AssertionError(f"{label(step)} changed task {self.graph.tasks[j]}: "
+                                         "rules must be local to their task")
+            lab = label(step) if d is None else f"{label(step)} -> {d.label}"
+            out.append([lab, step if r is None else r, self.intern(s2.tasks[i]), s2.target,
+                        s2.now, self.intern_journal(s2.journal), () if d is None else None,
+                        (s, d, s2)])
+        return out
+
+    def step_verdict(self, move: _Move) -> tuple[str, ...]:
+        """The step properties a move violates, checked the first time it is taken."""
+        bad = move[6]
+        if bad is None:
+            s, d, s2 = move[7]
+            r = move[1]
+            bad = move[6] = tuple(p.id for p in self.step_props
+                                  if p.holds(s, r, d, s2) is not True)
+            move[7] = None
+        return bad
+
+    def verdict(self, key: tuple, i: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(state invariants violated, sometimes-properties holding) for task ``i``."""
+        ctx = self.context(key, i)
+        v = self.verdicts.get(ctx)
+        if v is None:
+            s = self.state(key)
+            v = self.verdicts[ctx] = (
+                tuple(p.id for p in self.state_props if p.holds_for(s, i) is not True),
+                tuple(p.id for p in self.goals if p.holds_for(s, i) is True))
+        return v
+
+
+#: Distinct states whose enabled steps are kept between visits; past this the
+#: per-state table is dropped and rebuilt from the per-context caches.
+STATE_CACHE_LIMIT = 1_000_000
+
+
+def simulate(inst: Instance, traces: int, steps: int, seed: int, *, rules: Rules = RULES,
+             properties: dict[str, Property] | None = None,
+             progress: Callable[[int, int], None] | None = None) -> SimulationResult:
+    """Run ``traces`` random walks of up to ``steps`` steps each, checking every invariant."""
+    if traces < 0 or steps < 0:
+        raise ValueError("traces and steps must not be negative")
+    props = properties or REGISTRY
+    state_props = [p for p in props.values() if p.kind == "always" and p.scope == "state"]
+    step_props = [p for p in props.values() if p.kind == "always" and p.scope == "step"]
+    goals = [p for p in props.values() if p.kind == "sometimes"]
+    t0 = time.perf_counter()
+    w = _Walker(inst, rules, step_props, state_props, goals)
+    n = w.n
+    found: dict[str, WalkViolation] = {}
+    reached: set[str] = set()
+    table: dict[tuple, tuple] = {}
+    taken = 0
+    deadlocks = 0
+
+    def check_state(key: tuple, trace: int, path: list, objs: list) -> None:
+        for i in range(n):
+            bad, good = w.verdict(key, i)
+            reached.update(good)
+            for pid in bad:
+                if pid not in found:
+                    found[pid] = WalkViolation(pid, props[pid].doc, trace, tuple(path),
+                                               tuple(objs), w.state(key))
+
+    def enabled(key: tuple) -> tuple:
+        """(enabled steps per task, environment steps, how many in all) of a state."""
+        per_task = tuple(w.task_moves(key, i) for i in range(n))
+        env = w.global_successors(key)
+        return per_task, env, sum(map(len, per_task)) + len(env)
+
+    check_state(w.key0, 0, [], [])
+    for k in range(traces):
+        rng = random.Random(f"{seed}:{k}")
+        key = w.key0
+        path: list[str] = []
+        objs: list = []
+        for _ in range(steps):
+            entry = table.get(key)
+            if entry is None:
+                if len(table) >= STATE_CACHE_LIMIT:
+                    table.clear()
+                entry = table[key] = enabled(key)
+            per_task, env, total = entry
+            if total == 0:
+                deadlocks += 1
+                break
+            pick = rng.randrange(total)
+            for i, moves in enumerate(per_task):
+                if pick < len(moves):
+                    move = moves[pick]
+                    lab, obj, tid, target, now, jid, bad = move[:7]
+                    if bad is None:
+                        bad = w.step_verdict(move)
+                    new = key[:i] + (tid,) + key[i + 1:n] + (target, now, jid)
+                    break
+                pick -= len(moves)
+            else:
+                target, now, lab, obj = env[pick]
+                new, bad = key[:n] + (target, now, key[n + 2]), ()
+            path.append(lab)
+            objs.append(obj)
+            for pid in bad:
+                if pid not in found:
+                    found[pid] = WalkViolation(pid, props[pid].doc, k, tuple(path), tuple(objs),
+                                               w.state(key))
+            key = new
+            taken += 1
+            if key not in table:    # a state met before has had its invariants checked
+                check_state(key, k, path, objs)
+        if progress and (k + 1) % 1000 == 0:
+            progress(k + 1, traces)
+    seconds = time.perf_counter() - t0
+    return SimulationResult(
+        instance=inst, seed=seed, traces=traces, max_steps=steps, steps=taken,
+        deadlocks=deadlocks,
+        violations=tuple(sorted(found.values(), key=lambda v: (len(v.path), v.invariant))),
+        reached=tuple(sorted(reached)), unreached=tuple(sorted({p.id for p in goals} - reached)),
+        seconds=seconds,
+    )

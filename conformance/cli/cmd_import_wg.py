@@ -1,0 +1,50 @@
+"""wgk import-wg: translate the peer's golden vectors into wgk-trace/1 files."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from wgk.conformance.cli.errors import UsageError
+from wgk.conformance.traces.import_wg import WgImportError, import_paths
+from wgk.conformance.cli.output import emit_json
+from wgk.conformance.traces.format import TraceError, write_trace
+
+HELP = "translate WG's fixture files (v1, v2, deletion map) into wgk-trace/1 traces"
+EXAMPLES = """  wgk import-wg ../shared/fixtures/wg --out traces/peers/wg
+  wgk import-wg ../shared/fixtures/wg/v1/happy_land.json --out /tmp/wg
+  wgk import-wg ../shared/fixtures/wg --out traces/peers/wg --json
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sources", nargs="+", metavar="SRC", help="fixture files or directories")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="output directory (one subdirectory per family: v1, v2, deletion-map)")
+    p.add_argument("--json", action="store_true", help="print what was written as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        imported = import_paths(args.sources)
+    except WgImportError as e:
+        raise UsageError(str(e)) from None
+    if not imported:
+        raise UsageError("no WG fixture files found in " + " ".join(args.sources))
+    out = Path(args.out)
+    written = []
+    for item in imported:
+        path = item.out_path(out)
+        try:
+            write_trace(item.trace, path)
+        except TraceError as e:
+            raise UsageError(f"translation of {item.source} is not a valid trace: {e}") from None
+        written.append({"source": str(item.source), "family": item.family, "trace": item.trace.id,
+                        "path": str(path), "steps": len(item.trace.steps)})
+    if args.json:
+        emit_json({"written": written, "count": len(written)})
+    else:
+        for w in written:
+            print(f"{w['path']}  <- {w['source']} ({w['steps']} steps)")
+        print(f"{len(written)} traces written to {out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,139 @@
+"""wgk prove: inductive proofs of every always invariant, and witnesses of every sometimes one.
+
+The proofs hold for any number of attempts, generations, revisions and content
+ids (they are unbounded integers); the bounds are the tasks of the chain, the
+evidence ids per task and the journal's keys. The witnesses are searched on
+small instances of their own (``wgk.conformance.z3.bmc.WITNESSES``)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+
+from wgk.model.invariants import REGISTRY
+
+from wgk.conformance.z3.bmc import witness
+from wgk.conformance.cli.errors import UsageError
+from wgk.conformance.z3.lemmas import LEMMAS
+from wgk.conformance.cli.output import emit_json, progress
+from wgk.conformance.z3.prove import DOMAIN, Bounds, prove, solver_guarded
+
+HELP = "prove every always invariant inductive (z3) and reach every sometimes property"
+EXAMPLES = """  wgk prove
+  wgk prove --tasks 4
+  wgk prove --invariant done-iff-graphsave --json
+  wgk prove --invariant done-reached          (a sometimes property: find its witness)
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tasks", type=int, default=3,
+                   help="tasks in the dependency chain of the proof (default 3)")
+    p.add_argument("--invariant", metavar="ID",
+                   help="only this property (an invariant, a lemma or a sometimes property)")
+    p.add_argument("--evidence-ids", type=int, default=2,
+                   help="distinct evidence ids per task in the bounded domain (default 2)")
+    p.add_argument("--keys", type=int, default=1,
+                   help="idempotency keys in the journal (default 1: a step reads and writes "
+                        "only its own key's entry)")
+    p.add_argument("--jobs", type=int, default=2,
+                   help="processes: with 2 the witnesses are searched beside the proofs (default 2)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def known_ids() -> list[str]:
+    return [DOMAIN.id] + list(LEMMAS) + list(REGISTRY)
+
+
+def witness_reports(goals: list[str]) -> list[dict]:
+    """Shortest witnesses of ``goals``, as JSON (runs in a worker process too)."""
+    return [witness(g).to_json() for g in goals]
+
+
+def run(args: argparse.Namespace) -> int:
+    return solver_guarded("prove", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not 1 <= args.tasks <= 8:
+        raise UsageError("--tasks must be between 1 and 8")
+    if not 1 <= args.evidence_ids <= 4:
+        raise UsageError("--evidence-ids must be between 1 and 4")
+    if not 1 <= args.keys <= 4:
+        raise UsageError("--keys must be between 1 and 4")
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    pid = args.invariant
+    if pid is not None and pid not in known_ids():
+        raise UsageError(f"unknown invariant {pid!r} (known: {', '.join(sorted(REGISTRY))})")
+    show = lambda msg: progress(f"  {msg}", enabled=not args.json)
+    bounds = Bounds(tasks=args.tasks, evidence_ids=args.evidence_ids, keys=args.keys)
+    always = pid is None or not (pid in REGISTRY and REGISTRY[pid].kind == "sometimes")
+    goals = [p.id for p in REGISTRY.values() if p.kind == "sometimes"
+             and (pid is None or p.id == pid)]
+
+    pool = None
+    if args.jobs > 1 and goals and always:
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
+        pending = pool.submit(witness_reports, goals)
+    try:
+        report = prove(bounds, only=None if pid is None else [pid], progress=show) \
+            if always else None
+        found = pending.result() if pool is not None else witness_reports(goals)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    for w in found:
+        show(f"{w['goal']}: {w['status']}")
+
+    failed = (report is not None and not report.ok) or any(w["status"] != "reached" for w in found)
+    if args.json:
+        out = report.to_json() if report is not None else {
+            "results": [], "proved": 0, "failed": 0, "unknown": 0, "bounds": bounds.to_json()}
+        out["witnesses"] = found
+        out["ok"] = not failed
+        emit_json(out)
+    else:
+        if report is not None:
+            print_report(report)
+        print_witnesses(found)
+    return 1 if failed else 0
+
+
+def print_report(report) -> None:
+    per: dict[str, list] = {}
+    for r in report.results:
+        per.setdefault(r.invariant, []).append(r)
+    solved = sum(r.solved for r in report.results)
+    n, tasks = len(per), report.bounds.tasks
+    print(f"{report.count('proved')} of {len(report.results)} frames proved "
+          f"({n} propert{'y' if n == 1 else 'ies'} x "
+          f"{len({r.transition for r in report.results})} transitions, "
+          f"{solved} by the solver, the rest untouched by the step) at {tasks} "
+          f"task{'' if tasks == 1 else 's'} in {report.seconds:.2f}s")
+    for pid, rs in per.items():
+        bad = [r for r in rs if r.status != "proved"]
+        kind = "lemma" if pid in LEMMAS else ("domain" if pid == DOMAIN.id else "invariant")
+        if not bad:
+            print(f"  proved  {pid} ({kind}, {len(rs)} transitions)")
+            continue
+        for r in bad:
+            print(f"  {r.status.upper()}  {pid} ({kind}) after {r.transition}")
+            if r.counterexample is not None:
+                print(r.counterexample.render())
+
+
+def print_witnesses(found: list[dict]) -> None:
+    if not found:
+        return
+    print("sometimes properties (shortest witnesses):")
+    for w in found:
+        inst = w["instance"]
+        where = f"tasks={inst['tasks']}, groups={','.join(inst['groups'])}"
+        if w["found_at"] is not None:
+            print(f"  reached {w['goal']} at depth {w['found_at']} ({where}): "
+                  + "; ".join(w["trace"]))
+        else:
+            print(f"  {w['status'].upper()} {w['goal']} within depth {w['depth']} ({where})")
+    sys.stdout.flush()

@@ -1,0 +1,118 @@
+"""wgk replay: run trace files through the model, the implementation or both in lockstep,
+optionally crashing the implementation at every durable boundary."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dataclasses import replace
+
+from wgk.conformance.cli.errors import UsageError
+from wgk.conformance.oracle.lockstep import Divergence
+from wgk.conformance.oracle.replay import TraceResult, replay
+from wgk.conformance.oracle.systems import ModelSystem, StepError
+from wgk.conformance.cli.output import emit_json
+from wgk.conformance.traces.format import TraceError, load_traces
+
+HELP = "replay traces through the model and/or the implementation, with every crash cut"
+EXAMPLES = """  wgk replay traces/
+  wgk replay traces/incidents/04-dead-worker-converges.json --system both
+  wgk replay traces/ --system both --crash-cuts --json
+  wgk replay traces/incidents/13-crash-at-every-phase.json --system impl --crash-cuts --kill
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR",
+                   help="trace files, or directories searched recursively for *.json")
+    p.add_argument("--system", default="model", choices=("model", "impl", "both"),
+                   help="what to replay through (default model)")
+    p.add_argument("--crash-cuts", action="store_true",
+                   help="also crash the implementation at every durable boundary (in-process)")
+    p.add_argument("--kill", action="store_true",
+                   help="crash cuts by a real kill -9 of a child process (implies --crash-cuts)")
+    p.add_argument("--cut-checks", choices=("thorough", "scoped"), default="thorough",
+                   help="after each cut compare everything (default), or only what the step can "
+                        "touch, at a cost that does not grow with the trace (long recorded traces)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def check_usage(args: argparse.Namespace) -> None:
+    if (args.crash_cuts or args.kill) and args.system == "model":
+        raise UsageError("crash cuts crash the implementation: use --system impl or --system both")
+    if args.kill:
+        args.crash_cuts = True
+
+
+def reproduce(result: TraceResult, args: argparse.Namespace) -> str:
+    flags = " --crash-cuts" if args.crash_cuts else ""
+    flags += " --kill" if args.kill else ""
+    return f"wgk replay {result.path or result.id} --system {args.system}{flags}"
+
+
+def systems_for(trace, system: str) -> list:
+    """The systems a trace runs through; the model first (the reference) when present."""
+    out = []
+    if system in ("model", "both"):
+        out.append(ModelSystem(trace))
+    if system in ("impl", "both"):
+        from wgk.conformance.oracle.impl_system import ImplSystem
+        out.append(ImplSystem(trace))
+    return out
+
+
+def replay_one(trace, args: argparse.Namespace, progress) -> TraceResult:
+    """Replay one trace; with --crash-cuts every cut's divergences join the result."""
+    try:
+        systems = systems_for(trace, args.system)
+    except StepError as e:
+        return TraceResult(trace.id, trace.path, (args.system,), (), (Divergence(
+            trace.id, None, args.system, "step-error", None, "set up the trace", str(e)),))
+    try:
+        result = replay(trace, systems)
+    finally:
+        for s in systems:
+            s.close()
+    if not args.crash_cuts:
+        return result
+    from wgk.conformance.oracle.crashcuts import crash_cuts
+    cuts = crash_cuts(trace, mode="kill" if args.kill else "in-process", checks=args.cut_checks,
+                      progress=progress)
+    extra = tuple(d for c in cuts.cuts for d in c.divergences)
+    return replace(result, divergences=result.divergences + extra, crash_cuts=len(cuts.cuts))
+
+
+def run(args: argparse.Namespace) -> int:
+    check_usage(args)
+    try:
+        traces = load_traces(args.paths)
+    except TraceError as e:
+        raise UsageError(str(e)) from None
+    if not traces:
+        raise UsageError("no trace files found in " + " ".join(args.paths))
+    results = []
+    for n, trace in enumerate(traces, 1):
+        show = not args.json and sys.stderr.isatty()
+        if show:
+            print(f"  [{n}/{len(traces)}] {trace.id}", file=sys.stderr, flush=True)
+        results.append(replay_one(trace, args, None))
+    failed = [r for r in results if not r.passed]
+    if args.json:
+        emit_json({"system": args.system, "traces": [r.to_json() for r in results],
+                   "passed": len(results) - len(failed), "failed": len(failed)})
+    else:
+        print_human(results, args)
+    return 1 if failed else 0
+
+
+def print_human(results: list[TraceResult], args: argparse.Namespace) -> None:
+    for r in results:
+        cuts = f", {r.crash_cuts} crash cuts" if args.crash_cuts else ""
+        print(f"{r.verdict.upper():4} {r.id} ({len(r.steps)} steps{cuts}, {r.path})")
+        for d in r.divergences:
+            for line in d.describe().splitlines():
+                print("     " + line)
+        if not r.passed:
+            print(f"     reproduce: {reproduce(r, args)}")
+    failed = sum(1 for r in results if not r.passed)
+    print(f"{len(results) - failed} passed, {failed} failed")

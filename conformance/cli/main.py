@@ -1,0 +1,89 @@
+"""The ``wgk`` command line.
+
+Each subcommand lives in its own module ``wgk.conformance.cmd_<name>`` that
+defines ``HELP`` (one line), ``EXAMPLES`` (shown by ``--help``),
+``add_arguments(parser)`` and ``run(args) -> int``. Exit codes everywhere:
+0 all hold, 1 a violation or divergence, 2 bad usage or input.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from wgk.conformance.cli.errors import UsageError
+
+#: name -> module; listed here so ``wgk --help`` can show every command.
+COMMANDS: dict[str, str] = {
+    "gate": "wgk.conformance.cli.cmd_gate",
+    "explore": "wgk.conformance.cli.cmd_explore",
+    "simulate": "wgk.conformance.cli.cmd_simulate",
+    "prove": "wgk.conformance.cli.cmd_prove",
+    "check": "wgk.conformance.cli.cmd_check",
+    "mutants": "wgk.conformance.cli.cmd_mutants",
+    "replay": "wgk.conformance.cli.cmd_replay",
+    "fuzz": "wgk.conformance.cli.cmd_fuzz",
+    "import-wg": "wgk.conformance.cli.cmd_import_wg",
+    "record": "wgk.conformance.cli.cmd_record",
+    "export-itf": "wgk.conformance.cli.cmd_export_itf",
+    "trace-matrix": "wgk.conformance.cli.cmd_trace_matrix",
+    "kernel": "wgk.conformance.cli.cmd_kernel",
+    "demo": "wgk.conformance.cli.cmd_demo",
+    "complexity": "wgk.conformance.cli.cmd_complexity",
+}
+
+
+def _load(name: str):
+    try:
+        return importlib.import_module(COMMANDS[name])
+    except ModuleNotFoundError as e:
+        if e.name == COMMANDS[name]:
+            return None
+        raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wgk",
+        description="Formal-model-first verification of the attempt-control kernel: "
+                    "model, proofs, implementation and the conformance gate.",
+        epilog="Exit codes: 0 all hold, 1 violation or divergence, 2 bad usage or input.\n"
+               "Run 'wgk COMMAND --help' for examples.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        mod = _load(name)
+        if mod is None:
+            continue
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP,
+                           epilog="examples:\n" + mod.EXAMPLES,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.add_arguments(p)
+        p.set_defaults(_module=mod)
+    return parser
+
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    # argparse exits with 2 on bad usage, which is our code for bad usage too.
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._module.run(args))
+    except UsageError as e:
+        print(f"wgk {args.command}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"wgk {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,365 @@
+"""Crash cuts (BRIEF §5): crash at every durable boundary a trace crosses.
+
+A durable boundary is each committed SQLite transaction and each external
+effect (ref update, worktree creation or removal); the implementation calls
+one hook just before and just after each. For every such call during a trace:
+
+1. restore the implementation's durable state as it was before that step (a
+   snapshot taken in the crash-free run: the SQLite backup and the world), so
+   the cost of a cut does not grow with the trace's length;
+2. run the step with a hook that crashes at exactly that call (in-process:
+   an exception no handler swallows; or ``kill -9`` of a child process);
+3. restart the implementation from disk; the recovered state must equal the
+   model's state after the acknowledged prefix, or after prefix + 1 when the
+   commit landed but the response was lost;
+4. the client re-sends the request it never got an answer to, with the same
+   idempotency key: the answer is the model's decision (a ``duplicate`` of it
+   when the commit had landed), and the state must now equal the model's after
+   the step — one effect, never two; no retained work lost;
+5. the ledger must verify and rebuild to the live projection, and daemon
+   convergence must leave it so;
+6. optionally (``finish``) the rest of the trace runs and its final projection
+   must equal the crash-free model run's.
+
+Each cut is a reported case with its own verdict.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+import shutil
+import signal
+import sqlite3
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook
+
+from wgk.conformance.oracle.impl_system import ImplSystem
+from wgk.conformance.oracle.lockstep import Divergence, diff_values
+from wgk.conformance.oracle.systems import ModelSystem, StepError
+from wgk.conformance.traces.format import Trace
+
+
+@dataclass
+class Cut:
+    """One crash point and its verdict."""
+
+    step: int
+    index: int                 # which hook call within the step
+    boundary: str              # e.g. "after commit [submit:a:5]"
+    divergences: list[Divergence] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def verdict(self) -> str:
+        return "pass" if not self.divergences else "fail"
+
+    @property
+    def name(self) -> str:
+        return f"step {self.step} {self.boundary}"
+
+    def to_json(self) -> dict:
+        return {"step": self.step, "boundary": self.boundary, "verdict": self.verdict,
+                "seconds": round(self.seconds, 4), "divergences": [d.to_json() for d in self.divergences]}
+
+
+@dataclass
+class CrashCutResult:
+    trace: str
+    path: str | None
+    cuts: list[Cut]
+    mode: str
+
+    @property
+    def passed(self) -> bool:
+        return all(c.verdict == "pass" for c in self.cuts)
+
+    @property
+    def failed(self) -> list[Cut]:
+        return [c for c in self.cuts if c.verdict != "pass"]
+
+
+@dataclass
+class _Snapshot:
+    db: str            # a consistent copy of the database (SQLite backup API)
+    world: object      # a deep copy of the world the kernel acts on
+    head: int          # the last ledger event before the step
+
+
+def _snapshot(impl: ImplSystem, path: str) -> _Snapshot:
+    """The implementation's durable state before a step."""
+    dst = sqlite3.connect(path)
+    impl.kernel.conn.backup(dst)
+    dst.close()
+    return _Snapshot(path, copy.deepcopy(impl.world), impl.kernel.ledger_head())
+
+
+#: What is compared after a cut: "thorough" (the whole projection, the whole ledger,
+#: a rebuild and an audit) or "scoped" (what the step can touch: its task, its
+#: dependents, the target and its own journal entry, and the ledger since the
+#: snapshot), whose cost does not grow with the history.
+CHECKS = ("thorough", "scoped")
+
+
+@dataclass(frozen=True)
+class _Scope:
+    tasks: tuple[str, ...] | None      # None: every task
+    keys: tuple[str, ...] | None       # None: the whole journal
+
+    def of_model(self, p: dict) -> dict:
+        if self.tasks is None:
+            return p
+        return {"target": p["target"], "now": p["now"],
+                "tasks": {t: p["tasks"][t] for t in self.tasks},
+                "journal": {k: p["journal"][k] for k in self.keys if k in p["journal"]}}
+
+    def of_impl(self, impl: ImplSystem) -> dict:
+        if self.tasks is None:
+            return impl.project()
+        out = impl.kernel.project(tasks=False, journal_keys=list(self.keys))
+        out["tasks"] = impl.kernel.project_tasks(list(self.tasks))
+        return out
+
+
+def _scope(trace: Trace, step: dict, checks: str) -> _Scope:
+    if checks == "thorough":
+        return _Scope(None, None)
+    task = step["request"].get("task")
+    names = [t["name"] for t in trace.graph["tasks"]]
+    dependents = tuple(t["name"] for t in trace.graph["tasks"] if task in t.get("deps", ()))
+    return _Scope(((task,) if task in names else ()) + dependents, (step["request"].get("key"),))
+
+
+def _restore(snap: _Snapshot, workdir: str, hook) -> ImplSystem:
+    path = os.path.join(workdir, "kernel.db")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    shutil.copyfile(snap.db, path)
+    return ImplSystem.reopen(path, copy.deepcopy(snap.world), hook=hook)
+
+
+#: Projection facts that are the world's, not the kernel's: an external effect
+#: (ref update, worktree removal) can have happened before the commit recording it.
+EFFECT_FACTS = ("promotions", "effect-done", "worktree")
+
+
+def with_effects(prefix: dict, landed: dict) -> dict:
+    """``prefix`` with the world as it is after the step: the effect done, not yet recorded."""
+    out = copy.deepcopy(prefix)
+    out["target"] = landed["target"]
+    for name, task in out["tasks"].items():
+        for fact in EFFECT_FACTS:
+            task[fact] = copy.deepcopy(landed["tasks"][name][fact])
+    return out
+
+
+def _divergence(trace: Trace, step: int, what: str, request, expected, actual, diffs=(), boundary=None):
+    return Divergence(trace.id, step, "impl", what, request, expected, actual, tuple(diffs),
+                      boundary=boundary)
+
+
+def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
+               steps: range | None = None, checks: str = "thorough",
+               progress: Callable[[str], None] | None = None) -> CrashCutResult:
+    """Every crash cut of one trace: ``mode`` "in-process" (fast) or "kill" (a real kill -9).
+
+    ``steps`` restricts the cuts to those steps (snapshots are taken only there)."""
+    wanted = steps if steps is not None else range(len(trace.steps))
+    model = ModelSystem(trace)
+    recorder = Recorder()
+    impl = ImplSystem(trace, hook=recorder)
+    projections = [model.project()]
+    decisions: list[dict | None] = []
+    snapshots: list[_Snapshot | None] = []
+    calls: list[list] = []
+    snapdir = tempfile.TemporaryDirectory(prefix="wgk-snap-")
+    try:
+        for n, step in enumerate(trace.steps):
+            snapshots.append(_snapshot(impl, os.path.join(snapdir.name, f"before-{n}.db"))
+                             if n in wanted and "request" in step else None)
+            start = len(recorder.seen)
+            try:
+                decisions.append(model.apply(step))
+            except StepError:
+                decisions.append(None)
+            impl.apply(step)
+            calls.append(recorder.seen[start:])
+            projections.append(model.project())
+    finally:
+        impl.close()
+    cuts: list[Cut] = []
+    with tempfile.TemporaryDirectory(prefix="wgk-cut-") as workdir:
+        for k, step in enumerate(trace.steps):
+            if "request" not in step or snapshots[k] is None:
+                continue
+            for j, boundary in enumerate(calls[k]):
+                t0 = time.perf_counter()
+                cut = Cut(k, j, boundary.describe())
+                cut.divergences = _one_cut(trace, k, j, step, snapshots[k], workdir, decisions[k],
+                                           projections, finish, cut.boundary, mode,
+                                           _scope(trace, step, checks))
+                cut.seconds = time.perf_counter() - t0
+                cuts.append(cut)
+                if progress:
+                    progress(f"  cut {len(cuts)}: {cut.name} {cut.verdict}")
+    snapdir.cleanup()
+    return CrashCutResult(trace.id, trace.path, cuts, mode)
+
+
+def durable_boundaries(trace: Trace) -> list[tuple[int, str]]:
+    """(step, boundary) of every crash cut of ``trace``: the boundaries the
+    implementation crosses while running its requests, crash-free."""
+    recorder = Recorder()
+    impl = ImplSystem(trace, hook=recorder)
+    out: list[tuple[int, str]] = []
+    try:
+        for n, step in enumerate(trace.steps):
+            start = len(recorder.seen)
+            impl.apply(step)
+            if "request" in step:
+                out += [(n, b.describe()) for b in recorder.seen[start:]]
+    finally:
+        impl.close()
+    return out
+
+
+def _crash_in_process(snap: _Snapshot, workdir: str, j: int, step: dict) -> ImplSystem | None:
+    """Run ``step`` and crash at hook call ``j`` by an exception; None if never reached."""
+    crash = CrashAt(index=j)
+    impl = _restore(snap, workdir, crash)
+    try:
+        impl.apply(step)
+    except Crash:
+        pass
+    if crash.fired is None:
+        impl.close()
+        return None
+    impl.hook = no_hook
+    impl.crash()                                      # restart from disk, without the crash hook
+    return impl
+
+
+def _crash_by_kill(snap: _Snapshot, workdir: str, j: int, step: dict) -> ImplSystem | None:
+    """Run ``step`` in a forked child that is killed with SIGKILL at hook call ``j``.
+
+    The child persists the in-memory world at every hook call (effects happen only
+    between a boundary's before and after), so what survives the kill is exactly
+    what a real world would keep: the database file and the world at the crash."""
+    world_file = os.path.join(workdir, "world.pickle")
+    pid = os.fork()
+    if pid == 0:                                      # the child
+        try:
+            crash = CrashAt(index=j, mode="kill")
+            impl = _restore(snap, workdir, no_hook)
+
+            def hook(boundary):
+                _save_world(impl.world, world_file)
+                crash(boundary)
+            impl.hook = hook
+            impl.crash()                              # reopen with the persisting hook
+            impl.apply(step)
+        finally:
+            os._exit(3)                               # not killed: the boundary was not reached
+    _, status = os.waitpid(pid, 0)
+    if not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL):
+        return None
+    with open(world_file, "rb") as f:
+        world = pickle.load(f)
+    return ImplSystem.reopen(os.path.join(workdir, "kernel.db"), world)
+
+
+def _save_world(world, path: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(world, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, workdir: str,
+             decision: dict | None, projections: list[dict], finish: bool, where: str,
+             mode: str, scope: _Scope) -> list[Divergence]:
+    out: list[Divergence] = []
+    request = step["request"]
+    crash = _crash_by_kill if mode == "kill" else _crash_in_process
+    impl = crash(snap, workdir, j, step)
+    if impl is None:
+        return [_divergence(trace, k, "boundary-not-reached", request, where, "no crash",
+                            boundary=where)]
+    try:
+        recovered = scope.of_impl(impl)
+        prefix, landed = scope.of_model(projections[k]), scope.of_model(projections[k + 1])
+        at_prefix = not diff_values(prefix, recovered)
+        at_landed = not diff_values(landed, recovered)
+        effect_only = not diff_values(with_effects(prefix, landed), recovered)
+        if not (at_prefix or at_landed or effect_only):
+            out.append(_divergence(trace, k, "recovered-state", request,
+                                   "prefix, prefix + 1, or prefix with the step's external effect",
+                                   "none of them", diff_values(prefix, recovered), boundary=where))
+            return out
+        answer = impl.apply(step)                     # the client re-sends, same key
+        want = decision if not at_landed or at_prefix else \
+            {"decision": "duplicate", "original": decision}
+        if decision is not None and decision.get("decision") == "rejected" and \
+                decision.get("code") in ("assignment-required", "dependency-not-done"):
+            want = decision                           # a hold is never journaled
+        if answer != want:
+            out.append(_divergence(trace, k, "resend-decision", request, want, answer,
+                                   boundary=where))
+        diffs = diff_values(landed, scope.of_impl(impl))
+        if diffs:
+            out.append(_divergence(trace, k, "after-resend", request, None, None, diffs,
+                                   boundary=where))
+        if scope.tasks is not None:                   # scoped: the ledger since the snapshot
+            ledger = impl.kernel.verify_ledger(since=snap.head + 1)
+            if not ledger.ok:
+                out.append(_divergence(trace, k, "ledger", request, "hash links verify",
+                                       ledger.to_json(), boundary=where))
+            return out
+        out += _consistent(trace, k, request, impl.kernel, where)
+        if finish and not out:
+            model = ModelSystem(trace)
+            for s in trace.steps:
+                try:
+                    model.apply(s)
+                except StepError:
+                    pass
+            for s in trace.steps[k + 1:]:
+                try:
+                    impl.apply(s)
+                except StepError:
+                    pass
+            diffs = diff_values(model.project(), impl.project())
+            if diffs:
+                out.append(_divergence(trace, None, "final-projection", None, None, None, diffs,
+                                       boundary=where))
+        else:
+            impl.kernel.converge()
+            out += _consistent(trace, k, request, impl.kernel, where + " + converge")
+    finally:
+        impl.close()
+    return out
+
+
+def _consistent(trace: Trace, k: int, request: dict, kernel: Kernel, where: str) -> list[Divergence]:
+    """The ledger verifies, rebuilds to the live projection, and the audit finds nothing."""
+    out = []
+    ledger = kernel.verify_ledger()
+    if not ledger.ok:
+        out.append(_divergence(trace, k, "ledger", request, "hash links verify", ledger.to_json(),
+                               boundary=where))
+    rebuilt = kernel.rebuild()
+    if not rebuilt.ok:
+        out.append(_divergence(trace, k, "rebuild", request, "rebuild equals the live projection",
+                               rebuilt.differences[:5], boundary=where))
+    report = kernel.audit()
+    if not report.ok:
+        out.append(_divergence(trace, k, "audit", request, "no finding", report.to_json(),
+                               boundary=where))
+    return out

@@ -1,0 +1,324 @@
+"""Hypothesis stateful testing: generated request sequences from every actor.
+
+A ``RuleBasedStateMachine`` draws requests (well-formed, stale, unauthorized,
+replayed with the same key, same key with other bytes) and environment steps
+(owner death, pid reuse, target movement, edits, clock, crash + recover, lost
+responses re-sent by their client). Every step goes to the model and, in
+lockstep, to a system under test if one is given; the oracle checks decisions,
+projections and every invariant after each step. A failure shrinks to a
+minimal run, which is written as a ``wgk-trace/1`` file with the one command
+that replays it.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from hypothesis import HealthCheck, Phase, settings, strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
+
+from wgk.conformance.check.driver import current_capability, current_phase
+from wgk.model.vocab import (
+    Actor, AttemptState, Exit, Kind, AUTHORITY, NEEDS_CAPABILITY,
+    TRANSACTION_KINDS,
+)
+
+from wgk.conformance.oracle.lockstep import Observed, Oracle
+from wgk.conformance.oracle.systems import ModelSystem, StepError
+
+CONTENTS = ("w1", "w2", "w3", "w4")
+EVIDENCE = ("e1", "e2", "e3")
+FOREIGN = ("moved-1", "moved-2")
+
+
+def chain_graph(tasks: int, *, review: bool = False) -> dict:
+    names = [f"t{n + 1}" for n in range(tasks)]
+    return {"id": "g", "target": "main-0", "tasks": [
+        {"name": n, "deps": [names[i - 1]] if i else [], "review-required": review and i % 2 == 1,
+         "requires-assignment": False} for i, n in enumerate(names)]}
+
+
+@dataclass
+class FuzzConfig:
+    tasks: int = 2
+    review: bool = False
+    system: Callable[[dict], Any] | None = None     # factory: graph spec -> system under test
+    ignore: tuple[str, ...] = ()
+
+
+@dataclass
+class Run:
+    """The steps of the current example (the last one is the shrunk failure)."""
+
+    steps: list[dict] = field(default_factory=list)
+
+
+LAST_RUN = Run()
+
+
+def _kinds_by_weight() -> list[Kind]:
+    heavy = [Kind.DISPATCH, Kind.SUBMIT, Kind.QUIESCE, Kind.SAVE_WORK, Kind.SEAL_CANDIDATE,
+             Kind.VALIDATE, Kind.ACCEPT, Kind.RECORD_DISPOSITION, Kind.PREPARE_EFFECT,
+             Kind.COMMIT_EFFECT, Kind.PREPARE_CLEANUP, Kind.COMMIT_CLEANUP, Kind.SAVE_GRAPH,
+             Kind.PROBE_OWNER, Kind.DECLARE_LOST]
+    rare = {Kind.RESET, Kind.ABANDON, Kind.LEGACY_DONE, Kind.BLOCK_UPGRADE}
+    return heavy * 3 + [k for k in Kind if k not in rare] + list(rare)
+
+
+KINDS = _kinds_by_weight()
+
+
+def make_machine(config: FuzzConfig):
+    graph = chain_graph(config.tasks, review=config.review)
+    names = [t["name"] for t in graph["tasks"]]
+
+    class KernelMachine(RuleBasedStateMachine):
+        def __init__(self):
+            super().__init__()
+            self.model = ModelSystem(graph)
+            self.sut = config.system(graph) if config.system else None
+            self.oracle = Oracle(self.model, ignore=config.ignore) if self.sut else None
+            self.steps: list[dict] = []
+            self.last_request: dict | None = None
+            self.unacked: dict | None = None
+            self.pid = 5000
+            LAST_RUN.steps = self.steps
+
+        # --- drawing a request like some client would --------------------------
+        def _progress_kind(self, task: str) -> Kind:
+            """The request that moves ``task`` forward (what a convergent client sends)."""
+            from wgk.model.projections import next_edge
+            m = self.model
+            t = m.state.task(task)
+            if t.attempt_state != AttemptState.RUNNING:
+                return Kind.RECONSTRUCT if t.exit == Exit.NEEDS_RECONCILIATION else Kind.DISPATCH
+            if t.exit == Exit.NEEDS_REPAIR:
+                return Kind.REVISE
+            if t.exit != Exit.NONE:
+                return Kind.RECONCILE
+            if t.owner_seen == 3 and t.phase == 0:
+                return Kind.DECLARE_LOST
+            edge = next_edge(t, m.graph.review_required[m.graph.index[task]])
+            return Kind(edge) if edge else Kind.SUBMIT
+
+        def _request(self, data) -> dict:
+            m = self.model
+            active = [n for n in names if m.state.task(n).attempt_state == AttemptState.RUNNING
+                      or all(m.state.tasks[d].phase == 13 for d in m.graph.deps[m.graph.index[n]])]
+            pool = active or names
+            task = data.draw(st.sampled_from(pool + ["ghost"] if data.draw(st.integers(0, 30)) == 0
+                                             else pool), label="task")
+            if task in m.graph.index and data.draw(st.integers(0, 9), label="progress") < 6:
+                kind = self._progress_kind(task)
+            else:
+                kind = data.draw(st.sampled_from(KINDS), label="kind")
+            allowed = sorted(AUTHORITY[kind], key=int)
+            actor = data.draw(st.sampled_from(allowed) if data.draw(st.integers(0, 15))
+                              else st.sampled_from(list(Actor)), label="actor")
+            req: dict[str, Any] = {"kind": kind.label, "actor": actor.label, "task": task}
+            known = task in m.graph.index
+            t = m.state.task(task) if known else None
+            if kind in NEEDS_CAPABILITY and known:
+                c = current_capability(m.state, task)
+                mode = data.draw(st.sampled_from(["current"] * 8 + ["stale", "none", "no-lease"]),
+                                 label="cap")
+                if mode != "none":
+                    req["cap"] = {"graph": c.graph, "task": c.task, "generation": c.generation,
+                                  "attempt": c.attempt - (mode == "stale"), "fence": c.fence - (mode == "stale"),
+                                  "lease-epoch": 0 if mode == "no-lease" else c.lease_epoch}
+            if kind in TRANSACTION_KINDS:
+                if known:
+                    req["expected-phase"] = current_phase(m.state, task).label
+                    req["expected-revision"] = t.revision - data.draw(st.sampled_from([0] * 9 + [1]),
+                                                                      label="stale-revision")
+                else:
+                    req["expected-phase"], req["expected-revision"] = "absent", 0
+            if kind in (Kind.DISPATCH, Kind.RETRY):
+                req["expected-attempt"] = (t.attempt if known else 0) - data.draw(
+                    st.sampled_from([0] * 9 + [1]), label="stale-attempt")
+            if kind == Kind.RESET:
+                req["expected-generation"] = t.generation if known else 0
+            if kind in (Kind.DISPATCH, Kind.RETRY, Kind.RESUME):
+                self.pid += 1
+                same = kind == Kind.RESUME and known and data.draw(st.booleans(), label="same-session")
+                req["owner"] = {"pid": self.pid, "birth": 10 * self.pid,
+                                "session": m.names.sname(t.session) if same else f"s{self.pid}",
+                                "wrapper-epoch": (t.wrapper_epoch + 1) if known else 1,
+                                "child-epoch": (t.child_epoch + 1) if known else 1}
+            if kind in (Kind.DISPATCH, Kind.RETRY) and known and t.retained and data.draw(st.booleans()):
+                req["imports"] = m.names.cname(t.retained)
+            if kind in (Kind.SAVE_WORK, Kind.SEAL_CANDIDATE, Kind.VALIDATE, Kind.ACCEPT,
+                        Kind.COMMIT_EFFECT, Kind.REVISE, Kind.RECONSTRUCT):
+                options = CONTENTS + (("main-0",) if kind == Kind.RECONSTRUCT else ())
+                if known:
+                    current = {Kind.SAVE_WORK: t.worktree, Kind.REVISE: t.worktree,
+                               Kind.RECONSTRUCT: m.state.target}.get(kind, t.candidate)
+                    if current:
+                        options = (m.names.cname(current),) * 6 + options
+                req["candidate"] = data.draw(st.sampled_from(options), label="candidate")
+            if kind in (Kind.SAVE_WORK, Kind.COMMIT_EFFECT, Kind.REVISE, Kind.RECONSTRUCT):
+                base = {Kind.SAVE_WORK: t.origin, Kind.COMMIT_EFFECT: t.base,
+                        Kind.REVISE: m.state.target}.get(kind, m.state.target) if known else 0
+                req["base"] = m.names.cname(base) if base else "main-0"
+            if kind == Kind.VALIDATE:
+                req["verdict"] = data.draw(st.sampled_from(["pass"] * 4 + ["fail"]), label="verdict")
+            if kind == Kind.ACCEPT:
+                req["verdict"] = data.draw(st.sampled_from(["pass", "not-required", "not-required", "fail"]),
+                                           label="verdict")
+            if kind == Kind.RECORD_DISPOSITION:
+                req["disposition"] = data.draw(st.sampled_from(["land", "land", "deliver", "report"]),
+                                               label="disposition")
+            if kind in (Kind.HEARTBEAT, Kind.HEARTBEAT_TIMEOUT, Kind.OBSERVE_EOF, Kind.PROBE_OWNER,
+                        Kind.COMPACTION, Kind.ACK_CONTINUATION, Kind.PROVIDER_FAILURE, Kind.MESSAGE,
+                        Kind.OWNERSHIP_CONTENTION, Kind.FAIL, Kind.LEGACY_DONE):
+                req["evidence"] = data.draw(st.sampled_from(EVIDENCE), label="evidence")
+            if kind == Kind.BLOCK_UPGRADE:
+                req["reason"] = "version-skew"
+            return req
+
+        def _key(self, data, req: dict) -> None:
+            policy = data.draw(st.sampled_from(["fresh"] * 10 + ["replay", "conflict"]), label="key")
+            if policy == "replay" and self.last_request is not None:
+                req.clear()
+                req.update(self.last_request)
+                return
+            if policy == "conflict" and self.last_request is not None:
+                req["key"] = self.last_request["key"]
+                return
+            req["key"] = f"k{len(self.steps) + 1}"
+
+        def _do(self, step: dict) -> None:
+            self.steps.append(step)
+            request = step.get("request")
+            try:
+                if self.sut is None:
+                    self.model.apply(step)
+                    return self._check_model()
+                if request is None:
+                    self.model_env_check(step)    # impossible environment steps are not taken
+                observed = Observed(self.sut.apply(step), self.sut.project())
+            except StepError:
+                self.steps.pop()
+                return
+            verdict = self.oracle.is_valid_step(step, observed)     # steps self.model too
+            assert verdict.valid, "\n".join(d.describe() for d in verdict.divergences)
+
+        def model_env_check(self, step: dict) -> None:
+            probe = ModelSystem(graph)
+            probe.restore(self.model.snapshot())
+            probe.apply(step)                     # raises StepError when impossible
+
+        def _check_model(self) -> None:
+            bad = self.model.check()
+            assert not bad, f"model invariants violated: {', '.join(bad)}"
+
+        # --- rules --------------------------------------------------------------
+        @rule(data=st.data())
+        def send(self, data):
+            req = self._request(data)
+            self._key(data, req)
+            self.last_request = dict(req)
+            self._do({"request": req})
+
+        @rule(data=st.data())
+        def happen(self, data):
+            kind = data.draw(st.sampled_from(["edit", "edit", "owner-dies", "pid-reuse", "move-target",
+                                              "tick", "crash", "lost-response"]), label="env")
+            step: dict[str, Any] = {"env": kind}
+            if kind in ("edit", "owner-dies", "pid-reuse"):
+                step["task"] = data.draw(st.sampled_from(names), label="env-task")
+            if kind == "edit":
+                step["content"] = data.draw(st.sampled_from(CONTENTS), label="content")
+            if kind == "pid-reuse":
+                step["birth"] = data.draw(st.integers(1, 3), label="birth")
+            if kind == "move-target":
+                step["content"] = data.draw(st.sampled_from(FOREIGN + CONTENTS), label="target")
+            if kind == "lost-response":
+                if self.last_request is None:
+                    return
+                self._do(step)
+                self._do({"request": dict(self.last_request)})   # the client re-sends, same key
+                return
+            if kind in ("edit", "owner-dies", "pid-reuse", "move-target", "tick"):
+                try:
+                    self.model_env_check(step)
+                except StepError:
+                    return
+            self._do(step)
+
+    KernelMachine.__name__ = "KernelMachine"
+    return KernelMachine
+
+
+@dataclass
+class FuzzResult:
+    verdict: str                   # "pass" | "fail"
+    examples: int
+    seed: int | None
+    failure: str | None = None
+    trace_path: str | None = None
+    steps: int = 0
+    lockstep: bool = False          # the failure came from the implementation beside the model
+
+    @property
+    def reproduce(self) -> str | None:
+        if not self.trace_path:
+            return None
+        return f"wgk replay {self.trace_path}" + (" --system both" if self.lockstep else "")
+
+    def to_json(self) -> dict:
+        return {"verdict": self.verdict, "examples": self.examples, "seed": self.seed,
+                "failure": self.failure, "trace": self.trace_path, "steps": self.steps,
+                "replay": self.reproduce}
+
+
+def counterexample_trace(graph: dict, steps: list[dict], *, seed: int | None, failure: str) -> dict:
+    """A shrunk failing run as a wgk-trace/1 document (expected decisions from the model)."""
+    model = ModelSystem(graph)
+    out_steps = []
+    for step in steps:
+        try:
+            d = model.apply(step)
+        except StepError:
+            continue
+        out_steps.append({"request": step["request"], "expect": d} if "request" in step else step)
+    return {
+        "format": "wgk-trace/1",
+        "id": f"fuzz-{seed if seed is not None else 'run'}",
+        "title": "Minimised counterexample found by generated request sequences",
+        "source": {"kind": "counterexample", "provenance": f"wgk fuzz --seed {seed}"},
+        "description": failure.splitlines()[0] if failure else "",
+        "graph": graph,
+        "steps": out_steps,
+    }
+
+
+def run_fuzz(config: FuzzConfig, *, examples: int = 200, steps: int = 30, seed: int | None = None,
+             out_dir: str | None = None, database: str | None = None) -> FuzzResult:
+    """Run the state machine; on failure write the shrunk run as a trace."""
+    machine = make_machine(config)
+    db = DirectoryBasedExampleDatabase(database) if database else None
+    cfg = settings(max_examples=examples, stateful_step_count=steps, deadline=None, database=db,
+                   suppress_health_check=list(HealthCheck),
+                   phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])
+    if seed is not None:
+        import hypothesis
+        machine = hypothesis.seed(seed)(machine)
+    try:
+        run_state_machine_as_test(machine, settings=cfg)
+    except AssertionError as e:
+        failure = str(e)
+        path = None
+        if out_dir is not None:
+            trace = counterexample_trace(chain_graph(config.tasks, review=config.review),
+                                         LAST_RUN.steps, seed=seed, failure=failure)
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+            path = os.path.join(out_dir, f"{trace['id']}.json")
+            Path(path).write_text(json.dumps(trace, indent=2) + "\n")
+        return FuzzResult("fail", examples, seed, failure, path, len(LAST_RUN.steps),
+                          lockstep=config.system is not None)
+    return FuzzResult("pass", examples, seed)

@@ -1,0 +1,126 @@
+"""The implementation as a system: ``wgk.impl.Kernel`` on SQLite in a temp dir.
+
+The environment is the implementation's in-memory world (process table,
+repository, clock), which survives a crash the way the real world would: a
+``crash`` step closes the kernel (losing every cache and open transaction) and
+opens a new one on the same database file and the same world.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+from wgk.impl import (
+    BadRequest, EnvError, Initial, Kernel, MemoryWorld, SeedError, TaskPolicy, no_hook,
+)
+
+from wgk.conformance.oracle.systems import StepError, env_part
+
+
+def policies(graph: dict) -> list[TaskPolicy]:
+    return [TaskPolicy(t["name"], deps=tuple(t.get("deps", ())),
+                       review_required=bool(t.get("review-required")),
+                       requires_assignment=bool(t.get("requires-assignment")))
+            for t in graph.get("tasks", [])]
+
+
+def initial_of(seed: dict, target: str) -> Initial | None:
+    """The implementation's seed for a trace's initial attempt (worktree and origin default
+    to the target, as in the model)."""
+    a = seed.get("attempt")
+    if a is None:
+        return None
+    owner = a.get("owner") or {}
+    return Initial(
+        generation=a["generation"], attempt=a["attempt"], fence=a["fence"],
+        lease_epoch=a["lease-epoch"], pid=owner.get("pid", 0), birth=owner.get("birth", 0),
+        session=owner.get("session"), worktree=a.get("worktree") or target,
+        origin=a.get("origin") or target,
+        wrapper_epoch=owner.get("wrapper-epoch", 1), child_epoch=owner.get("child-epoch", 1),
+        state=a.get("state", "running"), owner_seen=a.get("owner-seen", "unverified"),
+        alive=a.get("alive", True), leases=a.get("leases"),
+    )
+
+
+class ImplSystem:
+    """wgk.impl behind the System interface (apply, project, check, close)."""
+
+    name = "impl"
+
+    def __init__(self, source: Any, initial: dict | None = None, *, workdir: str | None = None,
+                 hook=no_hook):
+        graph = getattr(source, "graph", source)
+        initial = getattr(source, "initial", initial) or {}
+        self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="wgk-impl-")
+        self.workdir = workdir or self._tmp.name
+        self.path = os.path.join(self.workdir, "kernel.db")
+        self.world = MemoryWorld.create(target=graph.get("target", "main-0"))
+        self.hook = hook
+        self.kernel = Kernel(self.path, self.world.environment(), hook=hook)
+        self.kernel.create_graph(graph.get("id", "g"), policies(graph))
+        target = graph.get("target", "main-0")
+        for name, seed in initial.items():
+            unsupported = sorted(set(seed) - {"attempt"})
+            if unsupported:
+                raise StepError(f"/initial/{name}/{unsupported[0]}: not seeded by the implementation")
+            init = initial_of(seed, target)
+            if init is not None:
+                try:
+                    self.kernel.seed(name, init)
+                except SeedError as e:
+                    raise StepError(f"/initial/{name}: {e}") from None
+
+    @classmethod
+    def reopen(cls, path: str, world: MemoryWorld, *, hook=no_hook) -> "ImplSystem":
+        """An implementation on an existing database file and world (a restored snapshot)."""
+        self = cls.__new__(cls)
+        self._tmp = None
+        self.workdir = os.path.dirname(path)
+        self.path = path
+        self.world = world
+        self.hook = hook
+        self.kernel = Kernel(path, world.environment(), hook=hook)
+        return self
+
+    def apply(self, step: dict) -> dict | None:
+        if "request" in step:
+            try:
+                return self.kernel.handle(step["request"])
+            except BadRequest as e:
+                raise StepError(str(e)) from None
+        wire = env_part(step)
+        if wire.get("env") == "crash":
+            self.crash()
+        elif wire.get("env") != "lost-response":
+            try:
+                self.kernel.apply_env(wire)
+            except EnvError as e:
+                raise StepError(str(e)) from None
+        return None
+
+    def crash(self) -> None:
+        """Lose everything volatile; reopen from the database file and the same world."""
+        try:
+            self.kernel.close()
+        except Exception:
+            pass
+        self.kernel = Kernel(self.path, self.world.environment(), hook=self.hook)
+
+    def project(self) -> dict:
+        return self.kernel.project()
+
+    def check(self) -> list[str]:
+        return []
+
+    def close(self) -> None:
+        try:
+            self.kernel.close()
+        finally:
+            if self._tmp is not None:
+                self._tmp.cleanup()
+
+
+def factory():
+    """For ``wgk fuzz --system impl``: graph spec -> a fresh implementation."""
+    return lambda graph: ImplSystem(graph)

@@ -1,0 +1,167 @@
+"""Systems under comparison, behind one interface.
+
+A *system* takes the steps of a trace: ``apply(step)`` answers a request step
+with its wire decision and takes an environment step (answering ``None``);
+``project()`` is its observable projection (docs/vocabulary.md); ``check()``
+lists the invariants its last step broke (``[]`` for a system that cannot
+tell); ``close()`` releases it. A ``crash`` environment step is performed by
+the system on itself: the model loses nothing, the implementation closes and
+reopens its database, an external implementation is killed with ``kill -9``
+and restarted. The model, the implementation and an external implementation
+over JSON lines all present this interface, so replay, generated runs and crash
+cuts share one code path.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Protocol
+
+from wgk.model.env import EnvError, apply_env
+from wgk.model.invariants import step_violations, violations
+from wgk.model.kernel import Rules, decide
+from wgk.model.observe import Names, observe
+from wgk.model.rules import RULES
+from wgk.model.state import Graph, GraphError, State, TaskState, initial_state
+from wgk.model.vocab import AttemptState, OwnerSeen
+
+from wgk.conformance.oracle.wire import WireError, env_from_wire, request_from_wire
+
+
+class StepError(ValueError):
+    """A step a system cannot take: an impossible environment step, a request it cannot build."""
+
+
+class System(Protocol):
+    """One side of a comparison: the model, the implementation, an external process."""
+
+    name: str
+
+    def apply(self, step: dict) -> dict | None: ...
+    def project(self) -> dict: ...
+    def check(self) -> list[str]: ...
+    def close(self) -> None: ...
+
+
+#: Step fields that annotate a trace; the wire step is the rest.
+ANNOTATIONS = ("expect", "expect-facts", "from", "note")
+
+
+def env_part(step: dict) -> dict:
+    """The environment step itself, without the trace's annotations."""
+    return {k: v for k, v in step.items() if k not in ANNOTATIONS}
+
+
+# --- a trace's graph and initial facts, in the model ----------------------------------------
+
+
+def graph_of(spec: dict) -> Graph:
+    """The model's Graph for a trace's ``graph`` section."""
+    tasks = spec["tasks"]
+    try:
+        return Graph.build(
+            [t["name"] for t in tasks], {t["name"]: t.get("deps", []) for t in tasks},
+            graph_id=spec.get("id", "g"),
+            review_required=[t["name"] for t in tasks if t.get("review-required")],
+            requires_assignment=[t["name"] for t in tasks if t.get("requires-assignment")],
+        )
+    except GraphError as e:
+        raise StepError(f"/graph: {e}") from None
+
+
+def seed_task(t: TaskState, seed: dict, names: Names, target: int) -> TaskState:
+    """A task as a trace's ``initial`` section describes it: an attempt that already exists."""
+    ch: dict[str, Any] = {}
+    a = seed.get("attempt")
+    if a is not None:
+        state = AttemptState.parse(a.get("state", "running"))
+        live = state == AttemptState.RUNNING
+        owner = a.get("owner") or {}
+        birth = owner.get("birth", 0)
+        leases = a.get("leases", {"worktree": live, "session": live, "finish": False})
+        worktree = names.cid(a["worktree"]) if a.get("worktree") else target
+        ch.update(
+            generation=a["generation"], attempt=a["attempt"], fence=a["fence"],
+            lease_epoch=a["lease-epoch"], attempt_state=state,
+            owner_pid=owner.get("pid", 0) if live else 0, owner_birth=birth if live else 0,
+            session=names.sid(owner.get("session")) if live else 0,
+            wrapper_epoch=owner.get("wrapper-epoch", 1) if live else 0,
+            child_epoch=owner.get("child-epoch", 1) if live else 0,
+            owner_seen=OwnerSeen.parse(a.get("owner-seen", "unverified")),
+            proc_birth=birth if live and a.get("alive", True) else 0,
+            worktree_lease=leases.get("worktree", False), session_lease=leases.get("session", False),
+            finish_lease=leases.get("finish", False),
+            worktree=worktree if live else 0, worktree_present=live,
+            origin=(names.cid(a["origin"]) if a.get("origin") else target) if live else 0,
+        )
+    return replace(t, **ch) if ch else t
+
+
+def initial_model_state(graph: dict, initial: dict, names: Names) -> State:
+    g = graph_of(graph)
+    target = names.cid(graph.get("target", "main-0"))
+    s = initial_state(g, target=target)
+    for name, seed in (initial or {}).items():
+        if name not in g.index:
+            raise StepError(f"/initial/{name}: unknown task")
+        i = g.index[name]
+        s = s.put(i, seed_task(s.tasks[i], seed, names, target))
+    return s
+
+
+# --- the model as a system ---------------------------------------------------------------
+
+
+class ModelSystem:
+    """The executable model: decide() for requests, apply_env() for environment steps.
+
+    ``crash`` and ``lost-response`` change nothing in the model: every model field
+    is durable, and a lost response only matters to the client that re-sends."""
+
+    name = "model"
+
+    def __init__(self, source: Any, initial: dict | None = None, *, rules: Rules = RULES):
+        """``source`` is a Trace, or a trace's ``graph`` section (then ``initial`` may seed it)."""
+        graph = getattr(source, "graph", source)
+        initial = getattr(source, "initial", initial)
+        self.names = Names()
+        self.rules = rules
+        self.state = initial_model_state(graph, initial or {}, self.names)
+        self.graph = self.state.graph
+        self.last: tuple | None = None
+        self._violations = violations(self.state)
+
+    def apply(self, step: dict) -> dict | None:
+        before = self.state
+        if "request" in step:
+            try:
+                r = request_from_wire(step["request"], self.names, "/request")
+            except WireError as e:
+                raise StepError(str(e)) from None
+            d, self.state = decide(before, r, self.rules)
+            self.last = (before, r, d, self.state)
+            self._violations = violations(self.state) + step_violations(*self.last)
+            return d.to_json()
+        try:
+            self.state = apply_env(before, env_from_wire(env_part(step), self.names))
+        except (EnvError, WireError) as e:
+            raise StepError(str(e)) from None
+        self.last = None
+        self._violations = violations(self.state)
+        return None
+
+    def project(self) -> dict:
+        return observe(self.state, self.names)
+
+    def check(self) -> list[str]:
+        return list(self._violations)
+
+
+    def snapshot(self) -> Any:
+        return (self.state, dict(self.names.content), dict(self.names.sessions))
+
+    def restore(self, snap: Any) -> None:
+        self.state, content, sessions = snap
+        self.names.content, self.names.sessions = dict(content), dict(sessions)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,344 @@
+"""The traceability matrix, generated from the code.
+
+For every ``always`` invariant of the registry (``wgk.model.invariants``) one
+row with a column per kind of evidence:
+
+- **model rule**: the predicate in ``model/`` that states it, and the
+  transitions of the model that can affect it (those with a frame the solver
+  has to decide: a transition that changes nothing the invariant reads
+  preserves it by construction);
+- **z3 proof**: the inductive proof of every (transition x invariant) frame,
+  run now (``wgk.conformance.z3.prove``);
+- **traces**: the recorded traces of the incidents the invariant prevents
+  (a trace's ``source.incident`` against the property's ``incidents``); every
+  replay checks every invariant after every step;
+- **crash test**: the crash cuts of those traces (every durable boundary the
+  implementation crosses while replaying them, each a case of
+  ``wgk replay --crash-cuts``);
+- **runtime guard**: the code in ``impl/`` that enforces it, marked by a
+  comment ``# guards: <id>[, <id> ...]`` directly above the statement.
+
+The killing mutants of the catalogue are shown too. A row with an empty
+column, a proof that is not complete, or a guard marker that names no known
+invariant or sits on no statement is a finding; ``wgk trace-matrix --check``
+fails on any finding.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from wgk.model.invariants import Property, always
+
+ROOT = Path(__file__).resolve().parents[2]
+GUARD = re.compile(r"^\s*#\s*guards:\s*(.*?)\s*$")
+BEGIN, END = "<!-- trace-matrix:begin -->", "<!-- trace-matrix:end -->"
+DOCUMENT = ROOT / "docs" / "design-atomic-graph-work-save.md"
+COLUMNS = ("model rule", "z3 proof", "traces", "crash test", "runtime guard")
+
+
+@dataclass(frozen=True)
+class Guard:
+    """One ``# guards:`` marker: where it is and what it guards."""
+
+    path: str                  # relative to the repository root
+    line: int                  # the line of the guarded statement
+    function: str              # the enclosing def (Class.method), or "<module>"
+    ids: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "line": self.line, "function": self.function}
+
+
+@dataclass
+class Row:
+    invariant: str
+    scope: str
+    doc: str
+    incidents: tuple[int, ...]
+    predicate: str                              # module.function
+    predicate_at: str                           # path:line
+    transitions: list[str] = field(default_factory=list)
+    frames: int = 0
+    proved: int = 0
+    proof_failures: list[str] = field(default_factory=list)
+    traces: list[str] = field(default_factory=list)
+    crash_cuts: int = 0
+    guards: list[Guard] = field(default_factory=list)
+    mutants: list[str] = field(default_factory=list)
+
+    def missing(self) -> list[str]:
+        """The columns this row lacks."""
+        out = []
+        if not self.predicate_at.startswith("model/"):
+            out.append("model rule")
+        if not self.frames or self.proof_failures or self.proved != self.frames:
+            out.append("z3 proof")
+        if not self.traces:
+            out.append("traces")
+        if not self.crash_cuts:
+            out.append("crash test")
+        if not self.guards:
+            out.append("runtime guard")
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "invariant": self.invariant, "scope": self.scope, "doc": self.doc,
+            "incidents": list(self.incidents),
+            "model_rule": {"predicate": self.predicate, "at": self.predicate_at,
+                           "transitions": self.transitions},
+            "z3_proof": {"frames": self.frames, "proved": self.proved,
+                         "failures": self.proof_failures,
+                         "command": f"wgk prove --invariant {self.invariant}"},
+            "traces": self.traces,
+            "crash_test": {"cuts": self.crash_cuts,
+                           "command": "wgk replay TRACE --system both --crash-cuts"},
+            "runtime_guard": [g.to_json() for g in self.guards],
+            "mutants": self.mutants,
+            "missing": self.missing(),
+        }
+
+
+@dataclass
+class Matrix:
+    rows: list[Row]
+    tasks: int
+    findings: list[str]            # problems that are not a missing column (bad markers)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings and not any(r.missing() for r in self.rows)
+
+    def problems(self) -> list[str]:
+        out = [f"{r.invariant}: no {c}" for r in self.rows for c in r.missing()]
+        out += [f"{r.invariant}: {f}" for r in self.rows for f in r.proof_failures]
+        return out + self.findings
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "tasks": self.tasks, "columns": list(COLUMNS),
+                "rows": [r.to_json() for r in self.rows], "problems": self.problems()}
+
+
+# --- the columns ----------------------------------------------------------------
+
+
+def predicate_of(p: Property) -> tuple[str, str]:
+    fn = p.pred
+    path = Path(inspect.getsourcefile(fn)).resolve()
+    line = inspect.getsourcelines(fn)[1]
+    return f"invariants.{fn.__name__}", f"{_rel(path)}:{line}"
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def proof_column(rows: dict[str, Row], tasks: int, progress: Callable[[str], None]) -> None:
+    """Run the inductive proof of every frame; fill transitions, frames and failures."""
+    from wgk.conformance.z3.prove import Bounds, Prover
+    prover = Prover(Bounds(tasks=tasks))
+    for transition in prover.groups:
+        for p in [q for q in prover.properties if q.id in rows]:
+            result = prover.check(p, transition)
+            row = rows[p.id]
+            row.frames += 1
+            if result.status == "proved":
+                row.proved += 1
+            else:
+                row.proof_failures.append(f"{result.status} after {transition}")
+            if result.solved:
+                row.transitions.append(transition)
+        progress(f"  proved frames of {transition}")
+
+
+def trace_column(rows: dict[str, Row], trace_paths: Iterable[Path]) -> dict[str, Path]:
+    """Link every incident trace to the invariants that name its incident."""
+    from wgk.conformance.traces.format import load_trace
+    by_id: dict[str, Path] = {}
+    for path in trace_paths:
+        trace = load_trace(path)
+        incident = (trace.source or {}).get("incident")
+        if incident is None:
+            continue
+        for row in rows.values():
+            if incident in row.incidents:
+                row.traces.append(_rel(path.resolve()))
+                by_id[_rel(path.resolve())] = path
+    return by_id
+
+
+def crash_column(rows: dict[str, Row], traces: dict[str, Path],
+                 progress: Callable[[str], None]) -> None:
+    """Count the crash cuts (durable boundaries of requests) of every linked trace."""
+    from wgk.conformance.oracle.crashcuts import durable_boundaries
+    from wgk.conformance.traces.format import load_trace
+    cuts = {}
+    for rel, path in sorted(traces.items()):
+        cuts[rel] = len(durable_boundaries(load_trace(path)))
+        progress(f"  {rel}: {cuts[rel]} crash cuts")
+    for row in rows.values():
+        row.crash_cuts = sum(cuts[t] for t in row.traces)
+
+
+def guards(root: Path = ROOT / "impl") -> tuple[list[Guard], list[str]]:
+    """Every ``# guards:`` marker under ``root`` and the problems with them."""
+    found, problems = [], []
+    for path in sorted(root.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        marks = [(n, m.group(1)) for n, text in enumerate(lines, 1) if (m := GUARD.match(text))]
+        if not marks:
+            continue
+        tree = ast.parse("\n".join(lines), str(path))
+        statements = _statement_lines(tree)
+        for n, ids_text in marks:
+            where = f"{_rel(path.resolve())}:{n}"
+            ids = tuple(x.strip() for x in ids_text.split(",") if x.strip())
+            if not ids:
+                problems.append(f"{where}: a guard marker names no invariant")
+                continue
+            if n + 1 not in statements:
+                problems.append(f"{where}: a guard marker must sit directly above a statement")
+                continue
+            found.append(Guard(_rel(path.resolve()), n + 1, _enclosing(tree, n + 1), ids))
+    return found, problems
+
+
+def _statement_lines(tree: ast.AST) -> set[int]:
+    return {node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.stmt) and not isinstance(
+                node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _enclosing(tree: ast.AST, line: int) -> str:
+    """The qualified name of the innermost def or class around ``line``."""
+    scopes: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            name = prefix
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}.{child.name}" if prefix else child.name
+                if child.lineno <= line <= (child.end_lineno or child.lineno):
+                    scopes.append((child.lineno, name))
+            visit(child, name)
+    visit(tree, "")
+    return max(scopes)[1] if scopes else "<module>"
+
+
+def guard_column(rows: dict[str, Row], root: Path = ROOT / "impl") -> list[str]:
+    found, problems = guards(root)
+    for g in found:
+        for id in g.ids:
+            if id in rows:
+                rows[id].guards.append(g)
+            else:
+                problems.append(f"{g.path}:{g.line - 1}: a guard marker names {id!r}, "
+                                f"which is no invariant of the registry")
+    return problems
+
+
+def mutant_column(rows: dict[str, Row]) -> None:
+    from wgk.conformance.z3.mutants import MUTANTS
+    for m in MUTANTS.values():
+        if m.kills in rows:
+            rows[m.kills].mutants.append(m.name)
+
+
+# --- the matrix -----------------------------------------------------------------
+
+
+def default_traces() -> list[Path]:
+    from wgk.conformance.traces.format import trace_files
+    return trace_files([ROOT / "traces"])
+
+
+def build(tasks: int = 3, trace_paths: Iterable[Path] | None = None,
+          guard_root: Path = ROOT / "impl",
+          progress: Callable[[str], None] = lambda _: None) -> Matrix:
+    rows: dict[str, Row] = {}
+    for p in always():
+        predicate, at = predicate_of(p)
+        rows[p.id] = Row(p.id, p.scope, p.doc, p.incidents, predicate, at)
+    progress("z3 proof of every frame ...")
+    proof_column(rows, tasks, progress)
+    linked = trace_column(rows, default_traces() if trace_paths is None else trace_paths)
+    progress("crash cuts of the linked traces ...")
+    crash_column(rows, linked, progress)
+    findings = guard_column(rows, guard_root)
+    mutant_column(rows)
+    return Matrix(list(rows.values()), tasks, findings)
+
+
+# --- rendering ------------------------------------------------------------------
+
+
+def _short_trace(rel: str) -> str:
+    return Path(rel).stem
+
+
+def markdown(m: Matrix) -> str:
+    """The matrix as the markdown table the design document carries."""
+    head = ("| invariant | model rule | z3 proof | traces | crash test | runtime guard |\n"
+            "| --- | --- | --- | --- | --- | --- |")
+    lines = [head]
+    for r in m.rows:
+        rule = f"`{r.predicate}` ({r.scope})"
+        proof = (f"{r.proved}/{r.frames} frames proved at {m.tasks} tasks, "
+                 f"{len(r.transitions)} by the solver" if r.frames else "none")
+        traces = "<br>".join(f"`{_short_trace(t)}`" for t in r.traces) or "none"
+        crash = f"{r.crash_cuts} cuts" if r.crash_cuts else "none"
+        places = dict.fromkeys(f"`{Path(g.path).name}` {g.function}" for g in r.guards)
+        guard = "<br>".join(places) or "none"
+        lines.append(f"| `{r.invariant}` | {rule} | {proof} | {traces} | {crash} | {guard} |")
+    lines += ["", "A frame is (transition x invariant). Frames \"by the solver\" are those a "
+              "transition can affect; the others change nothing the invariant reads and are "
+              "preserved by construction. Crash cuts are counted over the traces listed; "
+              "every replay checks every invariant after every step."]
+    return "\n".join(lines) + "\n"
+
+
+def text(m: Matrix) -> str:
+    """A terse human report: one line per invariant, then the problems."""
+    out = []
+    for r in m.rows:
+        miss = r.missing()
+        out.append(f"{'MISSING' if miss else 'ok':7} {r.invariant}: "
+                   f"{len(r.transitions)} transitions, {r.proved}/{r.frames} proved, "
+                   f"{len(r.traces)} traces, {r.crash_cuts} crash cuts, {len(r.guards)} guards"
+                   + (f"  (no {', '.join(miss)})" if miss else ""))
+    problems = m.problems()
+    out.append(f"{len(m.rows)} invariants, {sum(not r.missing() for r in m.rows)} fully traced"
+               + (f"; {len(problems)} problems" if problems else ""))
+    out += [f"  {p}" for p in problems]
+    return "\n".join(out) + "\n"
+
+
+def document_block(path: Path = DOCUMENT) -> str | None:
+    """The generated block of the design document (between the markers), or None."""
+    if not path.exists():
+        return None
+    body = path.read_text()
+    if BEGIN not in body or END not in body:
+        return None
+    return body.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+
+
+def write_document(m: Matrix, path: Path = DOCUMENT) -> None:
+    body = path.read_text()
+    if BEGIN not in body or END not in body:
+        raise ValueError(f"{_rel(path)}: the markers {BEGIN} and {END} are missing")
+    before, rest = body.split(BEGIN, 1)
+    after = rest.split(END, 1)[1]
+    path.write_text(f"{before}{BEGIN}\n{markdown(m)}{END}{after}")
+
+
+__all__ = ["Guard", "Row", "Matrix", "build", "markdown", "text", "guards",
+           "document_block", "write_document"]

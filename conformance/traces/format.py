@@ -1,0 +1,383 @@
+"""The trace format ``wgk-trace/1``: load, validate, build and write traces.
+
+A trace is a JSON document (schema: ``traces/schema/wgk-trace-1.schema.json``)
+with an id, a title, its source and provenance, a description, the task graph,
+optional seeded ``initial`` facts, ordered ``steps`` (a wire request with its
+idempotency key, or an environment step), the expected decision per step where
+known, optional per-step expected facts and the expected final facts.
+
+Expected facts use the keys of the observable projection (docs/vocabulary.md)
+and are matched by the keys they list, recursively through objects: a fact
+that is not listed is not checked, a listed ``null`` also matches an absent
+key, arrays and scalars compare by equality. Two matchers exist for arrays:
+``{"$contains": [...]}`` (every listed element is present) and
+``{"$kinds": [...], "$exactly": [...]}`` (the ``[kind, id]`` entries whose kind
+is listed are exactly these, in any order).
+
+The written form is canonical so that files diff readably in review: stable
+key order, 2-space indent, a container kept on one line when it fits in 120
+columns, a trailing newline. ``load_trace`` reports a malformed file in one
+line naming the path and a JSON pointer (``TraceError``); the CLI maps it to
+exit code 2.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+FORMAT = "wgk-trace/1"
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "traces" / "schema" / "wgk-trace-1.schema.json"
+SOURCE_KINDS = ("incident", "peer-fixture", "counterexample", "recorded-run")
+LINE_WIDTH = 120
+NOT_TRACES = (".schema.json", ".itf.json")
+
+
+class TraceError(ValueError):
+    """A malformed trace file: one line, ``path: /pointer: message``."""
+
+    def __init__(self, path: str, pointer: str, message: str):
+        where = f"{path}: {pointer}: " if pointer else f"{path}: "
+        super().__init__(where + message)
+        self.path = path
+        self.pointer = pointer
+        self.message = message
+
+
+@dataclass
+class Trace:
+    """One ``wgk-trace/1`` document. Steps, graph and facts keep their wire (JSON) shape."""
+
+    id: str
+    title: str
+    source: dict[str, Any]
+    description: str
+    graph: dict[str, Any]
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    initial: dict[str, Any] = field(default_factory=dict)
+    expect: dict[str, Any] = field(default_factory=dict)
+    path: str | None = field(default=None, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "format": FORMAT, "id": self.id, "title": self.title, "source": self.source,
+            "description": self.description, "graph": self.graph,
+        }
+        if self.initial:
+            out["initial"] = self.initial
+        out["steps"] = self.steps
+        if self.expect:
+            out["expect"] = self.expect
+        return canonical(out)
+
+    @staticmethod
+    def from_json(doc: dict[str, Any], path: str | None = None) -> "Trace":
+        return Trace(
+            id=doc["id"], title=doc["title"], source=doc["source"],
+            description=doc["description"], graph=doc["graph"], steps=list(doc["steps"]),
+            initial=doc.get("initial", {}), expect=doc.get("expect", {}), path=path,
+        )
+
+    @property
+    def task_names(self) -> list[str]:
+        return [t["name"] for t in self.graph.get("tasks", [])]
+
+
+# --- validation ----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+@functools.lru_cache(maxsize=1)
+def _validator():
+    import jsonschema
+    cls = jsonschema.validators.validator_for(schema())
+    cls.check_schema(schema())
+    return cls(schema())
+
+
+def pointer(parts: Iterable[Any]) -> str:
+    """A JSON pointer (RFC 6901) for a path of keys and indexes."""
+    out = ""
+    for p in parts:
+        out += "/" + str(p).replace("~", "~0").replace("/", "~1")
+    return out or "/"
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+def schema_errors(doc: Any) -> list[tuple[str, str]]:
+    """``(pointer, message)`` for every schema violation, the most relevant first."""
+    import jsonschema
+    errors = list(_validator().iter_errors(doc))
+    if not errors:
+        return []
+    best = jsonschema.exceptions.best_match(errors)
+    ordered = [best] + [e for e in errors if e is not best]
+    return [(pointer(e.absolute_path), _one_line(e.message)) for e in ordered]
+
+
+def semantic_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the schema cannot say: task names must exist in the graph, the graph must be a DAG."""
+    from wgk.model.state import Graph, GraphError
+    out: list[tuple[str, str]] = []
+    tasks = doc["graph"]["tasks"]
+    names = [t["name"] for t in tasks]
+    try:
+        Graph.build(names, {t["name"]: t.get("deps", []) for t in tasks}, graph_id=doc["graph"]["id"])
+    except GraphError as e:
+        out.append(("/graph/tasks", str(e)))
+    known = set(names)
+    for name in doc.get("initial", {}):
+        if name not in known:
+            out.append((pointer(["initial", name]), f"unknown task {name!r}"))
+    for n, step in enumerate(doc["steps"]):
+        if "env" in step and step.get("task") and step["task"] not in known:
+            out.append((pointer(["steps", n, "task"]), f"unknown task {step['task']!r}"))
+        for where, facts in (("expect-facts", step.get("expect-facts")),):
+            out += _fact_task_errors(facts, ["steps", n, where], known)
+    out += _fact_task_errors(doc.get("expect"), ["expect"], known)
+    return out
+
+
+def _fact_task_errors(facts: Any, at: list, known: set[str]) -> list[tuple[str, str]]:
+    if not isinstance(facts, dict):
+        return []
+    return [(pointer(at + ["tasks", name]), f"unknown task {name!r}")
+            for name in facts.get("tasks", {}) if name not in known]
+
+
+def validate(doc: Any, path: str = "<trace>") -> None:
+    """Raise ``TraceError`` for the first schema or semantic problem of a parsed document."""
+    errs = schema_errors(doc)
+    if not errs:
+        errs = semantic_errors(doc)
+    if errs:
+        where, message = errs[0]
+        raise TraceError(path, where, message)
+
+
+def parse_trace(text: str, path: str = "<trace>") -> Trace:
+    """Parse and validate trace text (``TraceError`` on invalid JSON or an invalid trace)."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise TraceError(path, "", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    validate(doc, path)
+    return Trace.from_json(doc, path)
+
+
+def load_trace(path: str | Path) -> Trace:
+    """Load one trace file (``TraceError`` naming the path and a JSON pointer)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TraceError(str(path), "", "no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise TraceError(str(path), "", f"cannot read: {e}") from None
+    return parse_trace(text, str(path))
+
+
+def trace_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The trace files named by ``paths``: files as given, directories searched recursively
+    for ``*.json`` (JSON Schemas ``*.schema.json`` and ITF files ``*.itf.json`` are skipped).
+    Sorted, deduplicated."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            out += sorted(f for f in p.rglob("*.json") if not f.name.endswith(NOT_TRACES))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise TraceError(str(raw), "", "no such file or directory")
+    seen: set[Path] = set()
+    unique = []
+    for f in out:
+        if f.resolve() not in seen:
+            seen.add(f.resolve())
+            unique.append(f)
+    return unique
+
+
+def load_traces(paths: Iterable[str | Path]) -> list[Trace]:
+    return [load_trace(f) for f in trace_files(paths)]
+
+
+# --- canonical form ----------------------------------------------------------------
+
+#: Key order per object kind; keys not listed follow in sorted order.
+TOP_ORDER = ("format", "id", "title", "source", "description", "graph", "initial", "steps", "expect")
+SOURCE_ORDER = ("kind", "incident", "provenance", "file")
+GRAPH_ORDER = ("id", "target", "tasks")
+TASK_ORDER = ("name", "deps", "review-required", "requires-assignment")
+STEP_ORDER = ("request", "env", "task", "content", "birth", "amount", "expect", "expect-facts",
+              "from", "note")
+REQUEST_ORDER = ("kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
+                 "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
+                 "verdict", "disposition", "reason", "evidence", "deadline")
+CAP_ORDER = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
+OWNER_ORDER = ("pid", "birth", "session", "wrapper-epoch", "child-epoch")
+DECISION_ORDER = ("decision", "code", "original")
+FACTS_ORDER = ("target", "now", "tasks", "journal")
+SEED_ORDER = ("attempt",)
+ATTEMPT_ORDER = ("generation", "attempt", "fence", "lease-epoch", "state", "owner", "alive",
+                 "owner-seen", "leases", "worktree", "origin")
+TASK_FACT_ORDER = (
+    "status", "dependency-satisfied", "plan", "generation", "attempt", "fence", "lease-epoch",
+    "attempt-state", "owner-seen", "owner", "leases", "phase", "exit", "reason", "revision",
+    "candidate", "base", "version", "disposition", "receipts", "worktree", "saved-work",
+    "retained", "imported", "promotions", "effect-done", "deadline", "recovery-rank", "counters",
+    "evidence", "assigned", "legacy-done", "reconstructed", "abandoned",
+)
+PLAN_ORDER = ("task", "way", "action", "reason", "deadline")
+RECEIPT_ORDER = ("work-save", "candidate", "validation", "review", "disposition", "effect",
+                 "cleanup", "graph-save")
+BINDING_ORDER = ("fence", "candidate", "base")
+LEASE_ORDER = ("worktree", "session", "finish")
+WORKTREE_ORDER = ("present", "content", "origin")
+COUNTER_ORDER = ("compactions", "continuations", "acks", "provider-failures", "messages", "logs")
+FROM_ORDER = ("pointer", "event", "decision")
+
+
+def _ordered(d: dict, order: tuple[str, ...]) -> dict:
+    out = {k: d[k] for k in order if k in d}
+    for k in sorted(d):
+        if k not in out:
+            out[k] = d[k]
+    return out
+
+
+def _facts(f: dict) -> dict:
+    out = _ordered(f, FACTS_ORDER)
+    if isinstance(out.get("tasks"), dict):
+        out["tasks"] = {name: _task_facts(tf) for name, tf in out["tasks"].items()}
+    if isinstance(out.get("journal"), dict):
+        out["journal"] = {k: _decision(v) for k, v in out["journal"].items()}
+    return out
+
+
+def _decision(d: Any) -> Any:
+    if not isinstance(d, dict):
+        return d
+    out = _ordered(d, DECISION_ORDER)
+    if isinstance(out.get("original"), dict):
+        out["original"] = _ordered(out["original"], DECISION_ORDER)
+    return out
+
+
+def _task_facts(tf: Any) -> Any:
+    if not isinstance(tf, dict):
+        return tf
+    out = _ordered(tf, TASK_FACT_ORDER)
+    subs = {"plan": PLAN_ORDER, "owner": OWNER_ORDER, "leases": LEASE_ORDER,
+            "worktree": WORKTREE_ORDER, "counters": COUNTER_ORDER}
+    for key, order in subs.items():
+        if isinstance(out.get(key), dict):
+            out[key] = _ordered(out[key], order)
+    if isinstance(out.get("receipts"), dict):
+        out["receipts"] = {k: (_ordered(v, BINDING_ORDER) if isinstance(v, dict) else v)
+                           for k, v in _ordered(out["receipts"], RECEIPT_ORDER).items()}
+    return out
+
+
+def _seed(seed: dict) -> dict:
+    out = _ordered(seed, SEED_ORDER)
+    a = out.get("attempt")
+    if isinstance(a, dict):
+        a = _ordered(a, ATTEMPT_ORDER)
+        if isinstance(a.get("owner"), dict):
+            a["owner"] = _ordered(a["owner"], OWNER_ORDER)
+        if isinstance(a.get("leases"), dict):
+            a["leases"] = _ordered(a["leases"], LEASE_ORDER)
+        out["attempt"] = a
+    if isinstance(out.get("counters"), dict):
+        out["counters"] = _ordered(out["counters"], COUNTER_ORDER)
+    return out
+
+
+def canonical_request(r: dict) -> dict:
+    out = _ordered(r, REQUEST_ORDER)
+    if isinstance(out.get("cap"), dict):
+        out["cap"] = _ordered(out["cap"], CAP_ORDER)
+    if isinstance(out.get("owner"), dict):
+        out["owner"] = _ordered(out["owner"], OWNER_ORDER)
+    return out
+
+
+def canonical_step(step: dict) -> dict:
+    out = _ordered(step, STEP_ORDER)
+    if isinstance(out.get("request"), dict):
+        out["request"] = canonical_request(out["request"])
+    if "expect" in out:
+        out["expect"] = _decision(out["expect"])
+    if isinstance(out.get("expect-facts"), dict):
+        out["expect-facts"] = _facts(out["expect-facts"])
+    if isinstance(out.get("from"), dict):
+        out["from"] = _ordered(out["from"], FROM_ORDER)
+    return out
+
+
+def canonical(doc: dict) -> dict:
+    """The document with every object's keys in the canonical order."""
+    out = _ordered(doc, TOP_ORDER)
+    out["source"] = _ordered(out["source"], SOURCE_ORDER)
+    g = _ordered(out["graph"], GRAPH_ORDER)
+    g["tasks"] = [_ordered(t, TASK_ORDER) for t in g.get("tasks", [])]
+    out["graph"] = g
+    if "initial" in out:
+        out["initial"] = {name: _seed(s) for name, s in out["initial"].items()}
+    out["steps"] = [canonical_step(s) for s in out["steps"]]
+    if "expect" in out:
+        out["expect"] = _facts(out["expect"])
+    return out
+
+
+def render(value: Any, indent: int = 0, width: int = LINE_WIDTH, lead: int = 0) -> str:
+    """JSON with 2-space indent; a container stays on one line when it fits in ``width``
+    (``lead`` is the width of what precedes the value on its line, e.g. its key)."""
+    flat = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    if not isinstance(value, (dict, list)) or not value or indent + lead + len(flat) <= width:
+        return flat
+    pad = " " * (indent + 2)
+    if isinstance(value, dict):
+        items = []
+        for k, v in value.items():
+            key = json.dumps(k, ensure_ascii=False) + ": "
+            items.append(pad + key + render(v, indent + 2, width, len(key)))
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    inner = ",\n".join(pad + render(v, indent + 2, width) for v in value)
+    return "[\n" + inner + "\n" + " " * indent + "]"
+
+
+def dump_trace(trace: Trace) -> str:
+    """The canonical, review-friendly text of a trace (trailing newline included)."""
+    return dumps_json(trace.to_json())
+
+
+def dumps_json(doc: Any) -> str:
+    return render(doc) + "\n"
+
+
+def write_trace(trace: Trace, path: str | Path) -> Path:
+    """Validate and write ``trace`` in canonical form; parent directories are created."""
+    doc = trace.to_json()
+    validate(doc, str(path))
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(dumps_json(doc), encoding="utf-8")
+    return p
+
+
+def iter_requests(trace: Trace) -> Iterator[tuple[int, dict]]:
+    for n, step in enumerate(trace.steps):
+        if "request" in step:
+            yield n, step["request"]

@@ -1,0 +1,361 @@
+"""The mutant catalogue: named, known-bad variants of the model, one or more per incident.
+
+A mutant is an alternative rule table (``decide`` takes ``rules=``), an
+alternative reducer, or an alternative for one function the rules or the
+planner use, installed only inside ``Semantics.active()`` and always
+restored. A mutant rule wraps the model's own rule and changes one thing: it
+drops a guard, or changes the update. Each mutant states the invariant that
+catches it, the bounded instance and the depth within which bounded model
+checking must find a counterexample; ``kill`` also runs the inductive proof
+on the mutant, which must fail. A surviving mutant means the checks have lost
+their teeth.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace as dc_replace
+from typing import Callable, Iterator
+
+from wgk.model import kernel, projections, rules as R
+from wgk.conformance.check.explore import Instance
+from wgk.model.kernel import Decision
+from wgk.model.logic import all_of, any_of, ite, not_
+from wgk.model.rules import RULES, guarded, running
+from wgk.model.state import NO_RECEIPT, replace_task
+from wgk.model.vocab import (
+    AttemptState as AS, Code, DecisionKind as D, Kind as K, Phase, Receipt,
+)
+
+from wgk.conformance.z3.bmc import CheckResult, check, goal_for
+from wgk.conformance.z3.prove import Bounds, ProofResult, Prover
+from wgk.conformance.z3.transition import Semantics
+
+
+# --- building blocks ------------------------------------------------------------------
+
+def without_checks(kind: K, *codes: Code) -> Callable:
+    """The model's rule for ``kind`` with the guards naming ``codes`` removed."""
+    base = RULES[kind]
+
+    def rule(s, i, t, r):
+        g = base(s, i, t, r)
+        return guarded([c for c in g.checks if not (isinstance(c[1], Code) and c[1] in codes)],
+                       g.update, g.kind)
+    rule.__name__ = f"{kind.name.lower()}_without_{'_'.join(c.name.lower() for c in codes)}"
+    return rule
+
+
+def with_update(kind: K, change: Callable) -> Callable:
+    """The model's rule for ``kind`` whose post-state passes through ``change(s, i, t, r, s2)``."""
+    base = RULES[kind]
+
+    def rule(s, i, t, r):
+        g = base(s, i, t, r)
+        return guarded(g.checks, lambda: change(s, i, t, r, g.update()), g.kind)
+    return rule
+
+
+def with_check(kind: K, code: Code, cond: Callable) -> Callable:
+    """The model's rule for ``kind`` with the guard naming ``code`` replaced by ``cond(s, i, t, r)``."""
+    base = RULES[kind]
+
+    def rule(s, i, t, r):
+        g = base(s, i, t, r)
+        return guarded([(cond(s, i, t, r), c) if c == code else (x, c) for x, c in g.checks],
+                       g.update, g.kind)
+    return rule
+
+
+def task_update(change: Callable) -> Callable:
+    """``change(t_before, t_after, s, r) -> t`` applied to the rule's own task."""
+    def apply(s, i, t, r, s2):
+        return s2.put(i, change(t, s2.tasks[i], s, r))
+    return apply
+
+
+@contextmanager
+def patched(patches: tuple) -> Iterator[None]:
+    """Install ``(object, name, value)`` patches (attributes, or keys of a dict); always restore."""
+    saved = []
+    try:
+        for obj, name, new in patches:
+            if isinstance(obj, dict):
+                saved.append((obj, name, obj[name]))
+                obj[name] = new
+            else:
+                saved.append((obj, name, getattr(obj, name)))
+                setattr(obj, name, new)
+        yield
+    finally:
+        for obj, name, old in reversed(saved):
+            if isinstance(obj, dict):
+                obj[name] = old
+            else:
+                setattr(obj, name, old)
+
+
+# --- the mutants --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Mutant:
+    """A known-bad variant of the model and the check expected to catch it."""
+
+    name: str
+    incidents: tuple[int, ...]
+    doc: str
+    kills: str                          # the invariant BMC must find violated
+    instance: Instance
+    depth: int
+    rules: dict = field(default_factory=dict)
+    decide: Callable | None = None
+    patches: tuple = ()
+
+    def semantics(self) -> Semantics:
+        table = dict(RULES)
+        table.update(self.rules)
+        ctx = (lambda: patched(self.patches)) if self.patches else None
+        return Semantics(self.name, table, self.decide, ctx)
+
+    @property
+    def changed_kinds(self) -> tuple[K, ...]:
+        return tuple(self.rules)
+
+
+def _close_lost(t, t2, s, r):
+    return ite(running(t), R.close_attempt(t2, AS.LOST), t2)
+
+
+def _deps_or_legacy(s, i, t, r):
+    return all_of(*[any_of(R.graph_saved(s.tasks[d]), s.tasks[d].legacy_done)
+                    for d in s.graph.deps[i]])
+
+
+def _decide_reexecuting(s, r, rules=RULES):
+    """A reducer that forgets what it answered: a repeated key is decided (and executed) again."""
+    if r.key is None:
+        return kernel.decide_fresh(s, r, rules)
+    used, same, _, _ = s.journal.lookup(r.key, r.digest)
+    d, s2 = kernel.decide_fresh(s, r, rules)
+    fresh = dc_replace(s2, journal=s2.journal.put(r.key, r.digest, d.kind, d.code))
+    conflict = all_of(used, not_(same))
+    return (Decision(ite(conflict, D.REJECTED, d.kind),
+                     ite(conflict, Code.IDEMPOTENCY_CONFLICT, d.code)),
+            ite(conflict, s, fresh))
+
+
+_DECLARE_LOST = projections.WAY_CONDITIONS["declare-lost"]
+
+
+def _declare_lost_only_if_dirty(s, i, t):
+    return all_of(_DECLARE_LOST(s, i, t), R.dirty(t))
+
+
+def _pid_only_alive(t):
+    return t.proc_birth != 0
+
+
+def _generation_only(t, r):
+    return t.generation == r.cap.generation
+
+
+CORE = ("core",)
+ENV = ("core", "env")
+
+
+MUTANTS: dict[str, Mutant] = {m.name: m for m in (
+    Mutant(
+        "done-without-promotion-receipt", (1,),
+        "GraphSave without the promotion receipt: the effect is committed without recording "
+        "its receipt and save-graph does not check the receipts.",
+        "done-iff-graphsave", Instance(tasks=1, groups=CORE), 13,
+        rules={
+            K.COMMIT_EFFECT: with_update(K.COMMIT_EFFECT, task_update(
+                lambda t, t2, s, r: replace_task(t2, receipts=t2.with_receipt(Receipt.EFFECT,
+                                                                             NO_RECEIPT)))),
+            K.SAVE_GRAPH: without_checks(K.SAVE_GRAPH, Code.EVIDENCE_MISSING),
+        }),
+    Mutant(
+        "broker-drops-worktree-context", (2,),
+        "A brokered submit (DoneHandoff) loses the worktree context: the attempt is recorded "
+        "succeeded and its worktree dropped, nothing saved or retained.",
+        "retained-work-never-erased", Instance(tasks=1, groups=ENV), 3,
+        rules={K.SUBMIT: with_update(K.SUBMIT, task_update(
+            lambda t, t2, s, r: R.release_owner(t, attempt_state=AS.SUCCEEDED,
+                                                worktree_present=False)))}),
+    Mutant(
+        "reset-claims-continuation", (3,),
+        "A relaunch in a new session claims same-attempt continuation: resume is accepted "
+        "without proven owner death or the same session.",
+        "retry-is-not-continuation-without-proof", Instance(tasks=1, groups=CORE), 2,
+        rules={K.RESUME: without_checks(K.RESUME, Code.OWNER_NOT_PROVEN_DEAD,
+                                        Code.CONTINUATION_UNPROVEN)}),
+    Mutant(
+        "dead-owner-stays-in-progress", (4,),
+        "The planner converges a proven-dead owner only when its worktree is dirty: a dead "
+        "worker with a clean worktree stays in progress with no way forward.",
+        "no-dead-owner-in-progress-without-action", Instance(tasks=1, groups=ENV), 3,
+        patches=((projections.WAY_CONDITIONS, "declare-lost", _declare_lost_only_if_dirty),)),
+    Mutant(
+        "replay-reexecutes-effect", (5, 13),
+        "A retried request with the same key and bytes is executed again instead of answered "
+        "from the journal.",
+        "idempotent-replay", Instance(tasks=1, groups=CORE, keys=True), 2,
+        decide=_decide_reexecuting),
+    Mutant(
+        "heartbeat-timeout-terminalizes-live-owner", (6,),
+        "A missing heartbeat closes the attempt as lost, though its exact owner is alive.",
+        "evidence-cannot-terminalize-live-owner",
+        Instance(tasks=1, groups=("core", "evidence")), 2,
+        rules={K.HEARTBEAT_TIMEOUT: with_update(K.HEARTBEAT_TIMEOUT, task_update(_close_lost))}),
+    Mutant(
+        "duplicate-failure-double-counted", (7,),
+        "A duplicate provider failure event is counted again.",
+        "compaction-occurrences-counted-once", Instance(tasks=1, groups=("core", "evidence")), 3,
+        rules={K.PROVIDER_FAILURE: with_update(K.PROVIDER_FAILURE, task_update(
+            lambda t, t2, s, r: replace_task(t2, provider_failures=t.provider_failures + 1)))}),
+    Mutant(
+        "duplicate-compaction-double-counted", (8,),
+        "A duplicate compaction occurrence is counted again.",
+        "compaction-occurrences-counted-once", Instance(tasks=1, groups=("core", "evidence")), 3,
+        rules={K.COMPACTION: with_update(K.COMPACTION, task_update(
+            lambda t, t2, s, r: replace_task(t2, compactions=t.compactions + 1)))}),
+    Mutant(
+        "eof-terminalizes", (9,),
+        "Observer EOF without a terminal intent closes the attempt as failed.",
+        "evidence-cannot-terminalize-live-owner", Instance(tasks=1, groups=("core", "evidence")),
+        2,
+        rules={K.OBSERVE_EOF: with_update(K.OBSERVE_EOF, task_update(
+            lambda t, t2, s, r: ite(running(t), R.close_attempt(t2, AS.FAILED), t2)))}),
+    Mutant(
+        "stale-capability-accepted", (10,),
+        "The capability check compares the generation only: a caller from an old attempt "
+        "or fence writes.",
+        "attempt-fencing", Instance(tasks=1, groups=CORE), 2,
+        patches=((kernel, "capability_matches", _generation_only),)),
+    Mutant(
+        "pid-only-liveness", (11,),
+        "Liveness from the pid alone: a reused pid with another birth time counts as the "
+        "live owner.",
+        "liveness-needs-exact-birth", Instance(tasks=1, groups=ENV), 4,
+        patches=((R, "owner_alive", _pid_only_alive),)),
+    Mutant(
+        "cas-ignores-moved-target", (12,),
+        "Promotion without the compare-and-swap: a land moves the target from whatever it "
+        "points at.",
+        "cas-base-exact", Instance(tasks=1, groups=ENV), 11,
+        rules={K.COMMIT_EFFECT: without_checks(K.COMMIT_EFFECT, Code.CAS_MOVED)}),
+    Mutant(
+        "phase-skip", (13,),
+        "Quiesce jumps straight to work-saved: a SaveTransaction row is skipped.",
+        "no-phase-skip", Instance(tasks=1, groups=CORE), 3,
+        rules={K.QUIESCE: with_update(K.QUIESCE, task_update(
+            lambda t, t2, s, r: replace_task(t2, phase=Phase.WORK_SAVED)))}),
+    Mutant(
+        "message-resurrects-done", (14,),
+        "A message to a finished attempt reopens it.",
+        "terminal-never-resurrects", Instance(tasks=1, groups=("core", "evidence")), 3,
+        rules={K.MESSAGE: with_update(K.MESSAGE, task_update(
+            lambda t, t2, s, r: replace_task(t2, attempt_state=AS.RUNNING)))}),
+    Mutant(
+        "legacy-done-satisfies-dependency", (15, 1),
+        "A legacy Done without evidence satisfies a dependency: a dependent is dispatched.",
+        "dependency-needs-done", Instance(tasks=2, groups=("core", "legacy")), 2,
+        rules={k: with_check(k, Code.DEPENDENCY_NOT_DONE, _deps_or_legacy)
+               for k in (K.DISPATCH, K.RETRY, K.RECONSTRUCT)}),
+    Mutant(
+        "double-dispatch", (16,),
+        "Two dispatchers race: dispatch ignores the expected attempt and the live attempt.",
+        "single-live-owner", Instance(tasks=1, attempts=2, groups=CORE), 2,
+        rules={K.DISPATCH: without_checks(K.DISPATCH, Code.CAS_MOVED, Code.ATTEMPT_LIVE)}),
+    Mutant(
+        "second-terminal-overwrites-first", (17,),
+        "A later terminal report overwrites the first durable terminal outcome.",
+        "first-terminal-wins", Instance(tasks=1, groups=("core", "operator")), 3,
+        rules={K.FAIL: with_update(K.FAIL, task_update(
+            lambda t, t2, s, r: ite(all_of(not_(running(t)), not_(R.reserved(t))),
+                                    R.close_attempt(t2, AS.FAILED), t2)))}),
+    Mutant(
+        "promotion-without-review", (1, 12),
+        "Acceptance records no review receipt and the promotion does not ask for one.",
+        "promotion-needs-review-of-exact-candidate", Instance(tasks=1, groups=CORE), 10,
+        rules={
+            K.ACCEPT: with_update(K.ACCEPT, task_update(
+                lambda t, t2, s, r: replace_task(t2, receipts=t2.with_receipt(Receipt.REVIEW,
+                                                                             NO_RECEIPT)))),
+            K.COMMIT_EFFECT: without_checks(K.COMMIT_EFFECT, Code.REVIEW_REQUIRED),
+        }),
+)}
+
+
+# --- killing ---------------------------------------------------------------------------
+
+@dataclass
+class Kill:
+    """How one mutant fared: the failed proof frame and the BMC counterexample."""
+
+    mutant: Mutant
+    proof: ProofResult | None
+    bmc: CheckResult | None
+    seconds: float
+
+    @property
+    def killed(self) -> bool:
+        return self.by_proof and self.by_bmc
+
+    @property
+    def by_proof(self) -> bool:
+        return self.proof is not None and self.proof.status == "counterexample"
+
+    @property
+    def by_bmc(self) -> bool:
+        return self.bmc is not None and self.bmc.status == "violated"
+
+    @property
+    def by(self) -> list[str]:
+        out = []
+        if self.by_proof:
+            out.append(f"proof:{self.proof.invariant}@{self.proof.transition}")
+        if self.by_bmc:
+            out.append(f"bmc:{self.bmc.goal.id}@depth{self.bmc.found_at}")
+        return out
+
+    def to_json(self) -> dict:
+        m = self.mutant
+        out = {"name": m.name, "incidents": list(m.incidents), "doc": m.doc,
+               "killed": self.killed, "by": self.by,
+               "expected": {"invariant": m.kills, "depth": m.depth,
+                            "instance": m.instance.describe()},
+               "seconds": round(self.seconds, 3)}
+        if self.bmc is not None and self.bmc.trace is not None:
+            out["trace"] = self.bmc.trace.labels
+        return out
+
+
+def refute(m: Mutant, bounds: Bounds | None = None) -> ProofResult | None:
+    """The first failing proof frame on the mutant (its changed kinds are checked first)."""
+    sem = m.semantics()
+    prover = Prover(bounds or Bounds(tasks=m.instance.tasks), sem)
+    first = [k.label for k in m.changed_kinds]
+    order = first + [t for t in prover.groups if t not in first]
+    for transition in order:
+        if transition not in prover.groups:
+            continue
+        for p in prover.properties:
+            r = prover.check(p, transition)
+            if r.status == "counterexample":
+                return r
+    return None
+
+
+def kill(m: Mutant, progress: Callable[[str], None] | None = None) -> Kill:
+    """Run the proof and the stated BMC check on one mutant."""
+    t0 = time.perf_counter()
+    proof = refute(m)
+    if progress:
+        progress(f"{m.name}: proof {'fails' if proof else 'passes'}")
+    bmc = check(goal_for(m.kills), m.instance, m.depth, m.semantics())
+    if progress:
+        progress(f"{m.name}: bmc {bmc.status}"
+                 + (f" at depth {bmc.found_at}" if bmc.found_at is not None else ""))
+    return Kill(m, proof, bmc, time.perf_counter() - t0)

@@ -1,0 +1,444 @@
+"""Inductive proofs of every ``always`` invariant over the model's own transitions.
+
+For each transition kind (a request kind, or an environment step kind) and
+each property, one solver frame checks
+
+    Domain(s) ∧ Inv(s) ∧ Lemmas(s) ∧ T_kind(s, s') ∧ ¬P(s')         (state properties)
+    Domain(s) ∧ Inv(s) ∧ Lemmas(s) ∧ T_kind(s, s') ∧ ¬P(s, r, d, s')  (step properties)
+
+where ``T_kind`` is the disjunction of that kind's templates on every task,
+obtained by running ``decide`` (or the environment step) on the symbolic
+pre-state. The state properties (invariants, lemmas, the type domain) are
+assumed together in the pre-state and each is shown preserved, so their
+conjunction is inductive. UNSAT proves the frame; SAT is a counterexample to
+induction, decoded into a concrete pre-state and request and run back through
+the executable model, which must agree on the decision, the post-state and
+the verdicts (``SymbolicMismatch`` otherwise).
+
+Per-task state properties are checked only for the tasks whose leaves the
+step changes among those the property reads (its free constants): an
+unaffected task keeps its verdict from the pre-state.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import z3
+
+from wgk.model.env import EnvStep
+from wgk.model.invariants import REGISTRY, Property
+from wgk.model.kernel import Decision
+from wgk.model.requests import Request
+from wgk.model.state import State
+from wgk.model.vocab import Code, DecisionKind as D, Kind
+
+from wgk.conformance.traces.export import step_json
+from wgk.conformance.z3.lemmas import LEMMAS
+from wgk.conformance.z3.symbolic import (
+    Space, decode_graph, decode_state, describe_task, domain, equals, field_diff, fresh_state,
+    free_constants, leaf_domain, leaf_types, leaves, symbolic, symbolic_graph, value,
+    substitute, within_type,
+)
+from wgk.conformance.z3.templates import POOL, Catalogue, EnvTemplate, Pool, env_templates, request_templates
+from wgk.conformance.z3.transition import (
+    MODEL, Branch, Semantics, actor_sensitive, as_term, branches, delta, discover_universe,
+)
+
+DOMAIN = Property("domain", "always", "state",
+                  "Every field stays in its type: enums in range, ids and counters natural.",
+                  lambda s, i, t: True)
+
+
+class SymbolicMismatch(AssertionError):
+    """The solver's model and the executable model disagree: an encoding error."""
+
+
+class VacuousProof(AssertionError):
+    """The assumptions of the inductive step are contradictory: nothing would be proved."""
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The bounded domains of a proof or a model check."""
+
+    tasks: int = 3
+    evidence_ids: int = 2
+    keys: int = 1
+
+    def task_names(self) -> tuple[str, ...]:
+        return tuple(f"t{n + 1}" for n in range(self.tasks))
+
+    def ids(self) -> tuple[str, ...]:
+        return tuple(f"e{n + 1}" for n in range(self.evidence_ids))
+
+    def key_names(self) -> tuple[str, ...]:
+        return tuple(f"k{n + 1}" for n in range(self.keys))
+
+    def to_json(self) -> dict:
+        return {"tasks": self.tasks, "evidence_ids": self.evidence_ids, "keys": self.keys}
+
+
+@dataclass
+class Counterexample:
+    """A concrete pre-state and step that break a property, replayed through the model."""
+
+    property: str
+    transition: str
+    step_label: str
+    pre: State
+    step: Request | EnvStep
+    decision: Decision | None
+    post: State
+    tasks: list[str]
+
+    def to_json(self) -> dict:
+        return {
+            "property": self.property, "transition": self.transition, "template": self.step_label,
+            "step": step_json(self.step), "decision": self.decision.to_json() if self.decision else None,
+            "violated_for": self.tasks,
+            "pre": {n: describe_task(t) for n, t in zip(self.pre.graph.tasks, self.pre.tasks)},
+            "changes": field_diff(self.pre, self.post),
+            "policy": {"review_required": [n for n, f in zip(self.pre.graph.tasks,
+                                                               self.pre.graph.review_required) if f],
+                       "requires_assignment": [n for n, f in zip(
+                           self.pre.graph.tasks, self.pre.graph.requires_assignment) if f]},
+        }
+
+    def render(self) -> str:
+        lines = [f"  after {self.step_label}: {self.property} fails"
+                 + (f" for {', '.join(self.tasks)}" if self.tasks else "")]
+        g = self.pre.graph
+        for n, t in zip(g.tasks, self.pre.tasks):
+            pol = [p for p, f in (("review", g.review_required[g.index[n]]),
+                                  ("assignment", g.requires_assignment[g.index[n]])) if f]
+            lines.append(f"    pre {n}{' [' + ','.join(pol) + ']' if pol else ''}: {describe_task(t)}")
+        lines.append(f"    pre target={self.pre.target} now={self.pre.now} "
+                     f"journal={len(self.pre.journal)} entries")
+        lines.append("    step " + json.dumps(step_json(self.step), sort_keys=True)
+                     + (f" -> {self.decision.label}" if self.decision else ""))
+        for c in field_diff(self.pre, self.post):
+            lines.append(f"    post {c}")
+        return "\n".join(lines)
+
+
+@dataclass
+class ProofResult:
+    """One (property x transition) frame."""
+
+    invariant: str
+    transition: str
+    status: str                     # proved | counterexample | unknown
+    seconds: float
+    solved: bool = True             # False: no template can affect the property (frame)
+    counterexample: Counterexample | None = None
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"invariant": self.invariant, "transition": self.transition,
+                               "status": self.status, "seconds": round(self.seconds, 4)}
+        if self.counterexample is not None:
+            out["counterexample"] = self.counterexample.to_json()
+        return out
+
+
+@dataclass
+class ProofReport:
+    bounds: Bounds
+    semantics: str
+    results: list[ProofResult]
+    seconds: float
+    build_seconds: float
+    lemmas: list[str] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(r.status == status for r in self.results)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status == "proved" for r in self.results)
+
+    def failed(self) -> list[ProofResult]:
+        return [r for r in self.results if r.status != "proved"]
+
+    def to_json(self) -> dict:
+        return {
+            "semantics": self.semantics, "bounds": self.bounds.to_json(),
+            "results": [r.to_json() for r in self.results],
+            "proved": self.count("proved"), "failed": self.count("counterexample"),
+            "unknown": self.count("unknown"), "lemmas": self.lemmas,
+            "seconds": round(self.seconds, 3), "build_seconds": round(self.build_seconds, 3),
+        }
+
+
+def chain_deps(n: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(() if i == 0 else (i - 1,) for i in range(n))
+
+
+class Prover:
+    """The symbolic pre-state, every branch on it, and one solver holding the assumptions."""
+
+    def __init__(self, bounds: Bounds = Bounds(), sem: Semantics = MODEL,
+                 lemmas: dict[str, Property] | None = None, timeout_ms: int = 60_000):
+        t0 = time.perf_counter()
+        self.bounds = bounds
+        self.sem = sem
+        self.lemmas = dict(LEMMAS if lemmas is None else lemmas)
+        names = bounds.task_names()
+        graph = symbolic_graph(names, chain_deps(bounds.tasks))
+        self.cat = Catalogue(request_templates(list(Kind), names, bounds.ids(),
+                                               by_actor=actor_sensitive(graph, sem))
+                             + env_templates(names), graph.graph_id)
+        universe = discover_universe(graph, bounds.ids(), sem)
+        self.space = Space(graph, universe, bounds.key_names(), len(POOL), len(self.cat.shapes),
+                           self.cat.decode_digest)
+        self.s = fresh_state(self.space, "pre")
+        self.pool = Pool("r", bounds.keys)
+        self.branches = branches(self.cat, self.s, self.pool, sem)
+        self.groups: dict[str, list[Branch]] = {}
+        for b in self.branches:
+            self.groups.setdefault(b.transition, []).append(b)
+        pre = leaves(self.space, self.s)
+        self.types = leaf_types(self.space)
+        self.var_types = {x.decl().name(): tp for x, tp in zip(pre, self.types)}
+        self.var_types.update({v.decl().name(): int for v in self.pool.vars.values()})
+        self.var_types[self.pool.shape.decl().name()] = ("shape", len(self.cat.shapes))
+        self.type_memo: dict = {}
+        self.delta: dict[int, list] = {}
+        self.changed: dict[int, set[str]] = {}
+        self.substitution: dict[int, list] = {}
+        for b in self.branches:
+            d = delta(self.space, self.s, b.post)
+            self.delta[b.index] = d
+            self.changed[b.index] = {pre[n].decl().name() for n, _ in d}
+            self.substitution[b.index] = [(pre[n], as_term(v)) for n, v in d]
+        self.state_props = [DOMAIN] + list(self.lemmas.values()) + [
+            p for p in REGISTRY.values() if p.kind == "always" and p.scope == "state"]
+        self.step_props = [p for p in REGISTRY.values() if p.kind == "always" and p.scope == "step"]
+        # The plain incremental core (no tactic preprocessing) is the fastest on these frames.
+        self.solver = z3.SimpleSolver()
+        self.solver.set("timeout", timeout_ms)
+        with symbolic(), sem.active():
+            self.solver.add(*domain(self.space, self.s), *self.pool.domain())
+            self.assumed: dict[str, list] = {}
+            self.reads: dict[str, list[set[str]]] = {}
+            for p in self.state_props[1:]:
+                terms = [p.holds_for(self.s, i) for i in range(bounds.tasks)]
+                if any(x is False for x in terms):
+                    raise VacuousProof(f"{p.id} is false in every state")
+                self.assumed[p.id] = terms
+                self.reads[p.id] = [free_constants(x) for x in terms]
+                self.solver.add(*[x for x in terms if x is not True])
+        if self.solver.check() != z3.sat:     # contradictory assumptions would prove anything
+            raise VacuousProof("the invariants and lemmas together admit no state")
+        self.build_seconds = time.perf_counter() - t0
+
+    @property
+    def properties(self) -> list[Property]:
+        return self.state_props + self.step_props
+
+    # -- goals -------------------------------------------------------------------
+
+    def _violations(self, p: Property, b: Branch) -> list[tuple[Any, list[int]]]:
+        """(term that is true when ``b`` breaks ``p``, tasks concerned).
+
+        A per-task state property on the post-state is its pre-state term with the
+        changed leaves substituted: the same function of the same fields."""
+        if p.id == "domain":
+            new = [leaf_domain(self.types[n], v) for n, v in self.delta[b.index]
+                   if not within_type(self.types[n], v, self.var_types, self.type_memo)]
+            new = [c for c in new if c is not True]
+            return [(z3.Not(z3.And(new)), [])] if new else []
+        if p.scope == "step":
+            if b.decision is None:        # step properties judge decided requests only
+                return []
+            ok = p.holds(self.s, b.step, b.decision, b.post)
+            return [] if ok is True else [(z3.Not(ok) if ok is not False else z3.BoolVal(True), [])]
+        out = []
+        moved = self.changed[b.index]
+        for m in range(self.bounds.tasks):
+            if not (self.reads[p.id][m] & moved):
+                continue
+            ok = substitute(self.assumed[p.id][m], self.substitution[b.index])
+            out.append((z3.Not(ok), [m]))
+        return out
+
+    def goal(self, p: Property, transition: str) -> list[tuple[Branch, Any, list[int]]]:
+        out = []
+        with symbolic(), self.sem.active():
+            for b in self.groups[transition]:
+                for bad, tasks in self._violations(p, b):
+                    out.append((b, z3.And(b.guard, bad), tasks))
+        return out
+
+    # -- checking -----------------------------------------------------------------
+
+    def check(self, p: Property, transition: str, replay: bool = True) -> ProofResult:
+        t0 = time.perf_counter()
+        disjuncts = self.goal(p, transition)
+        if not disjuncts:
+            return ProofResult(p.id, transition, "proved", time.perf_counter() - t0, solved=False)
+        self.solver.push()
+        try:
+            self.solver.add(z3.Or([d for _, d, _ in disjuncts]))
+            verdict = self.solver.check()
+            model = self.solver.model() if verdict == z3.sat else None
+        finally:
+            self.solver.pop()
+        seconds = time.perf_counter() - t0
+        if verdict == z3.unsat:
+            return ProofResult(p.id, transition, "proved", seconds)
+        if verdict == z3.unknown:
+            return ProofResult(p.id, transition, "unknown", seconds)
+        cex = self.counterexample(model, p, transition, disjuncts, replay)
+        return ProofResult(p.id, transition, "counterexample", seconds, counterexample=cex)
+
+    def counterexample(self, model: z3.ModelRef, p: Property, transition: str,
+                       disjuncts: list, replay: bool = True) -> Counterexample:
+        hits = [(b, tasks) for b, d, tasks in disjuncts if value(model, d)]
+        if not hits:
+            raise SymbolicMismatch(f"{p.id} after {transition}: the model satisfies no disjunct")
+        b = hits[0][0]
+        tasks = sorted({self.space.graph.tasks[m] for hb, ts in hits if hb is b for m in ts})
+        graph = decode_graph(model, self.space.graph)
+        pre = decode_state(model, self.space, self.s, graph)
+        step = self.cat.concrete_step(b.index, model, self.pool, self.space.keys)
+        decision = decode_decision(model, b.decision)
+        if p.id == "domain":
+            return Counterexample(p.id, transition, b.label, pre, step, decision, pre, [])
+        post = decode_state(model, self.space, b.post, graph)
+        cex = Counterexample(p.id, transition, b.label, pre, step, decision, post, tasks)
+        if replay:
+            self.replay(cex, p)
+        return cex
+
+    def replay(self, cex: Counterexample, p: Property) -> None:
+        """Run the decoded pre-state and step through the executable model; raise on disagreement."""
+        where = f"{p.id} after {cex.step_label}"
+        with self.sem.active():
+            for q in self.state_props[1:]:
+                if q.holds(cex.pre) is not True:
+                    raise SymbolicMismatch(f"{where}: the decoded pre-state breaks assumed {q.id}")
+            d, post = self.sem.run(cex.pre, cex.step)
+            if post is None:
+                raise SymbolicMismatch(f"{where}: the environment step is not enabled concretely")
+            compare_step(where, cex.decision, cex.post, d, post)
+            if p.scope == "state":
+                broken = p.holds(post) is not True
+            else:
+                broken = p.holds(cex.pre, cex.step, d, post) is not True
+        if not broken:
+            raise SymbolicMismatch(f"{where}: the executable model says it holds")
+
+    def run(self, only: list[str] | None = None, replay: bool = True,
+            progress: Callable[[str], None] | None = None) -> ProofReport:
+        t0 = time.perf_counter()
+        props = [p for p in self.properties if only is None or p.id in only]
+        results = []
+        for transition in self.groups:
+            for p in props:
+                results.append(self.check(p, transition, replay))
+            if progress:
+                done = sum(r.status == "proved" for r in results)
+                progress(f"{transition}: {done}/{len(results)} frames proved")
+        return ProofReport(self.bounds, self.sem.name, results, time.perf_counter() - t0
+                           + self.build_seconds, self.build_seconds, list(self.lemmas))
+
+
+def solver_guarded(command: str, body: Callable[[], int]) -> int:
+    """Run a command's body; a disagreement between the solver and the executable model,
+    or a vacuous proof, fails the command (exit 1) with one line: never a silent pass."""
+    import sys
+    try:
+        return body()
+    except SymbolicMismatch as e:
+        print(f"wgk {command}: the solver and the executable model disagree: {e}", file=sys.stderr)
+        return 1
+    except VacuousProof as e:
+        print(f"wgk {command}: vacuous proof refused: {e}", file=sys.stderr)
+        return 1
+
+
+def decode_decision(model: z3.ModelRef, d: Decision | None) -> Decision | None:
+    if d is None:
+        return None
+    kind = D(value(model, d.kind))
+    code = Code(value(model, d.code))
+    if kind == D.DUPLICATE:
+        return Decision(kind, code, D(value(model, d.original_kind)),
+                        Code(value(model, d.original_code)))
+    return Decision(kind, code)
+
+
+def compare_step(where: str, sym_d: Decision | None, sym_post: State, d: Decision | None,
+                 post: State) -> None:
+    """The solver's decision and post-state must equal the executable model's."""
+    if (sym_d is None) != (d is None):
+        raise SymbolicMismatch(f"{where}: decision present on one side only")
+    if d is not None:
+        same = sym_d.kind == d.kind and sym_d.code == d.code
+        if d.kind == D.DUPLICATE:
+            same = same and sym_d.original_kind == d.original_kind \
+                and sym_d.original_code == d.original_code
+        if not same:
+            raise SymbolicMismatch(f"{where}: solver decided {sym_d.label}, model {d.label}")
+    if sym_post != post:
+        diff = field_diff(post, sym_post)
+        raise SymbolicMismatch(f"{where}: post-states differ (model -> solver): "
+                               + "; ".join(diff or ["journal or evidence"]))
+
+
+def prove(bounds: Bounds = Bounds(), sem: Semantics = MODEL, only: list[str] | None = None,
+          lemmas: dict[str, Property] | None = None, replay: bool = True,
+          progress: Callable[[str], None] | None = None) -> ProofReport:
+    """Prove every ``always`` property (or those in ``only``) inductive."""
+    return Prover(bounds, sem, lemmas).run(only, replay, progress)
+
+
+def crosscheck(s: State, step: Request | EnvStep, sem: Semantics = MODEL,
+               evidence_ids: tuple[str, ...] = ("e1", "e2")) -> Decision | None:
+    """Evaluate one concrete step both ways: the symbolic transition, pinned to ``s`` and
+    ``step`` by the solver, must give the executable model's decision and state."""
+    g = s.graph
+    ids = tuple(sorted(set(evidence_ids) | ({step.evidence} if isinstance(step, Request)
+                                              and step.evidence else set())
+                       | {e for t in s.tasks for _, e in t.evidence}))
+    if isinstance(step, EnvStep):
+        templates = [EnvTemplate(step.kind, step.task)]
+    else:
+        templates = request_templates([step.kind], [step.task], ids,
+                                      by_actor=actor_sensitive(g, sem))
+    cat = Catalogue(templates, g.graph_id)
+    universe = tuple(sorted(set(discover_universe(g, ids, sem))
+                            | {p for t in s.tasks for p in t.evidence}))
+    keys = (step.key,) if isinstance(step, Request) and step.key is not None else ()
+    space = Space(g, universe, keys, len(POOL), len(cat.shapes), cat.decode_digest)
+    sym = fresh_state(space, "x")
+    pool = Pool("xr", len(keys))
+    solver = z3.Solver()
+    solver.add(*equals(space, sym, s))
+    if isinstance(step, EnvStep):
+        n = 0
+        values = {"candidate": step.content, "birth": step.birth}
+    else:
+        n, shape, values = cat.locate(step)
+        solver.add(pool.shape == shape)
+        if keys:
+            solver.add(pool.key == 0)
+    for name, v in values.items():
+        solver.add(pool.vars[name] == v)
+    b = branches(cat, sym, pool, sem, indices=[n])[0]
+    d, post = sem.run(s, step)
+    solver.add(b.guard)
+    where = f"crosscheck {getattr(step, 'kind').label} on {getattr(step, 'task', '')}"
+    if solver.check() != z3.sat:
+        if post is None:
+            return None              # an environment step disabled on both sides
+        raise SymbolicMismatch(f"{where}: the symbolic step is not enabled")
+    if post is None:
+        raise SymbolicMismatch(f"{where}: enabled symbolically, disabled concretely")
+    model = solver.model()
+    compare_step(where, decode_decision(model, b.decision),
+                 decode_state(model, space, b.post, g), d, post)
+    return d

@@ -1,0 +1,201 @@
+"""The transition relation, obtained by running the model's own ``decide`` and
+environment steps on a symbolic state.
+
+``branches`` evaluates every template of a catalogue once on a symbolic state
+and a pool of request variables: each ``Branch`` is one template's guard, its
+decision and its post-state (the model's own ``State`` holding z3 terms).
+Proofs take the disjunction of branches of one transition kind; bounded
+model checking chains every branch with a selector variable per step.
+
+``Semantics`` bundles what a mutant may replace: the rule table, ``decide``
+and a context that installs alternative functions (always restored).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, ContextManager, Iterator
+
+import z3
+
+from wgk.model import kernel
+from wgk.model.env import EnvStep, guard_and_update
+from wgk.model.kernel import Decision
+from wgk.model.vocab import Kind
+from wgk.model.rules import RULES
+from wgk.model.state import Graph, State
+
+from wgk.conformance.z3.symbolic import (
+    Space, SymEvidence, as_bool, fresh_state, identical, leaves, symbolic,
+)
+from wgk.conformance.z3.templates import POOL, Catalogue, Pool, request_templates
+
+
+@dataclass(frozen=True)
+class Semantics:
+    """The model a check runs: rule table, reducer and a context for patched functions."""
+
+    name: str = "model"
+    rules: Any = field(default_factory=lambda: RULES)
+    decide: Callable[..., tuple[Decision, State]] | None = None
+    context: Callable[[], ContextManager] | None = None
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        """Install this semantics' patched functions (if any) for the duration."""
+        with (self.context() if self.context is not None else nullcontext()):
+            yield
+
+    def run(self, s: State, step: Any) -> tuple[Decision | None, State | None]:
+        """Apply one concrete or symbolic step; an env step that is not enabled gives (None, None)."""
+        if isinstance(step, EnvStep):
+            ok, update = guard_and_update(s, step)
+            return None, (update() if ok is True else None)
+        decide = self.decide or kernel.decide
+        return decide(s, step, self.rules)
+
+
+MODEL = Semantics()
+
+
+@dataclass
+class Branch:
+    """One template evaluated on a symbolic state."""
+
+    index: int
+    template: Any
+    step: Any
+    guard: Any                 # z3 Bool: the template's constraints and, for env steps, its guard
+    decision: Decision | None
+    post: State
+
+    @property
+    def label(self) -> str:
+        return self.template.label
+
+    @property
+    def transition(self) -> str:
+        """The transition kind this branch belongs to (request kind or env step kind)."""
+        t = self.template
+        return f"env:{t.kind.label}" if t.is_env else t.kind.label
+
+
+def branches(cat: Catalogue, s: State, pool: Pool, sem: Semantics = MODEL,
+             indices: list[int] | None = None,
+             bound: Callable[[Any, Any, State], Any] | None = None) -> list[Branch]:
+    """Every (or the listed) template of ``cat`` evaluated on symbolic state ``s``."""
+    out = []
+    with symbolic(), sem.active():
+        for n in (range(len(cat.templates)) if indices is None else indices):
+            tpl = cat.templates[n]
+            step = cat.step(n, pool)
+            guard = list(tpl.constraints(pool))
+            if tpl.is_env:
+                ok, update = guard_and_update(s, step)
+                decision, post = None, update()
+                guard.append(ok)
+            else:
+                decision, post = (sem.decide or kernel.decide)(s, step, sem.rules)
+            if bound is not None:
+                guard.append(bound(tpl, step, s))
+            guard = [as_bool(g) for g in guard if g is not True]
+            out.append(Branch(n, tpl, step, z3.And(guard) if guard else z3.BoolVal(True),
+                              decision, post))
+    return out
+
+
+def delta(space: Space, s: State, post: State) -> list[tuple[int, Any]]:
+    """``(leaf position, new value)`` for every leaf ``post`` changes (by identity)."""
+    return [(n, b) for n, (a, b) in enumerate(zip(leaves(space, s), leaves(space, post)))
+            if not identical(a, b)]
+
+
+def as_term(x: Any) -> Any:
+    """A leaf value as a z3 term (Python bools and ints become values)."""
+    if isinstance(x, bool):
+        return z3.BoolVal(x)
+    if isinstance(x, int):
+        return z3.IntVal(int(x))
+    return x
+
+
+_CACHE: dict[int, tuple[Semantics, dict]] = {}
+
+
+def _cached(sem: Semantics, key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per semantics and key (a semantics is identified by identity)."""
+    entry = _CACHE.get(id(sem))
+    if entry is None or entry[0] is not sem:   # new, or an id reused after garbage collection
+        entry = _CACHE[id(sem)] = (sem, {})
+    if key not in entry[1]:
+        entry[1][key] = compute()
+    return entry[1][key]
+
+
+def discover_universe(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics = MODEL
+                      ) -> tuple:
+    """The evidence pairs the rules can record: every record kind they use, times the ids.
+
+    Found by running every kind once on a symbolic task whose evidence logs
+    each pair the rules ask about or add."""
+    return _cached(sem, ("universe", evidence_ids), lambda: _discover(graph, evidence_ids, sem))
+
+
+def _probe(graph: Graph, evidence_ids: tuple[str, ...], by_actor: frozenset
+           ) -> tuple[Catalogue, State, set]:
+    """Every kind's templates on one task, and a symbolic state whose evidence logs its use."""
+    cat = Catalogue(request_templates(list(Kind), graph.tasks[-1:], evidence_ids[:1],
+                                      rejections=False, deadlines=False, by_actor=by_actor),
+                    graph.graph_id)
+    log: set = set()
+    space = Space(graph=graph, universe=(), keys=("k",), width=len(POOL),
+                  shapes=len(cat.shapes), decode_digest=cat.decode_digest)
+    s = fresh_state(space, "probe")
+    s = replace(s, tasks=tuple(replace(t, evidence=SymEvidence({}, log)) for t in s.tasks))
+    return cat, s, log
+
+
+def _discover(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics) -> tuple:
+    cat, s, log = _probe(graph, evidence_ids, actor_sensitive(graph, sem))
+    branches(cat, s, Pool("probe.r", 1), sem)
+    kinds = sorted({k for k, _ in log})
+    return tuple(sorted({(k, e) for k in kinds for e in evidence_ids} | log))
+
+
+class _AskedWho(Exception):
+    pass
+
+
+class _Anyone:
+    """An actor that cannot be compared: shows whether a rule asks who sent a request."""
+
+    def __eq__(self, other: object) -> bool:
+        raise _AskedWho
+
+    __ne__ = __eq__
+
+    def __hash__(self) -> int:
+        return 0
+
+
+def actor_sensitive(graph: Graph, sem: Semantics = MODEL) -> frozenset:
+    """The kinds whose rule asks which (authorized) actor sent the request.
+
+    For every other kind the authorized actors behave alike and share a template."""
+    return _cached(sem, "by-actor", lambda: _actor_sensitive(graph, sem))
+
+
+def _actor_sensitive(graph: Graph, sem: Semantics) -> frozenset:
+    cat, s, _ = _probe(graph, ("e1",), frozenset())
+    pool = Pool("probe.who", 1)
+    i = len(graph.tasks) - 1
+    found = set()
+    with symbolic(), sem.active():
+        for n, tpl in enumerate(cat.templates):
+            r = cat.step(n, pool)
+            object.__setattr__(r, "actor", _Anyone())
+            try:
+                sem.rules[tpl.kind](s, i, s.tasks[i], r).update()
+            except _AskedWho:
+                found.add(tpl.kind)
+    return frozenset(found)
