@@ -8,7 +8,7 @@ first failing guard names the rejection; a rejected request changes nothing.
 
 A rule returns an ``Outcome``: the decision, the task's new record, the facts
 to record beside it (evidence, logs, effect intents, worktrees) and the
-external ``actions`` to perform before the transaction commits. Rules read the
+external ``effects`` to perform before the transaction commits. Rules read the
 environment only through ``Observe`` (worktree bytes, the target ref, the
 process table, whether an effect already happened) and never perform an
 effect themselves.
@@ -29,7 +29,7 @@ from .vocabulary import (
 
 
 @dataclass(frozen=True)
-class Action:
+class Effect:
     """An external effect to perform before the request's transaction commits."""
 
     name: str                      # create-worktree | pin | land | output | remove-worktree | adopt
@@ -42,7 +42,7 @@ class Outcome:
     code: str | None
     record: TaskRecord
     facts: list[tuple[str, dict]] = field(default_factory=list)
-    actions: list[Action] = field(default_factory=list)
+    effects: list[Effect] = field(default_factory=list)
     observed: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -135,8 +135,8 @@ def reject(ctx: Ctx, code: str) -> Outcome:
     return Outcome(REJECTED, code, ctx.record)
 
 
-def done(ctx: Ctx, record: TaskRecord, *, kind: str = APPLIED, facts=(), actions=()) -> Outcome:
-    return Outcome(kind, None, record, list(facts), list(actions))
+def succeeded(ctx: Ctx, record: TaskRecord, *, kind: str = APPLIED, facts=(), effects=()) -> Outcome:
+    return Outcome(kind, None, record, list(facts), list(effects))
 
 
 def evidence_fact(kind: str, ident: str, counted: bool = False) -> tuple[str, dict]:
@@ -164,26 +164,26 @@ def release_owner(t: TaskRecord, **changes: Any) -> TaskRecord:
     )
 
 
-def retain_work(ctx: Ctx, t: TaskRecord, actions: list[Action]) -> tuple[str | None, str | None]:
+def retain_work(ctx: Ctx, t: TaskRecord, effects: list[Effect]) -> tuple[str | None, str | None]:
     """(retained, its base) when an attempt closes: a dirty worktree, else the saved work.
 
     Dirty bytes are pinned under an immutable ref so that they are never erased."""
     view = ctx.observe.worktree(t)
     # guards: retained-work-never-erased
     if view.present and view.content != t.origin:
-        actions.append(Action("pin", (f"retained/{ctx.task}/f{t.fence}", view.content)))
+        effects.append(Effect("pin", (f"retained/{ctx.task}/f{t.fence}", view.content)))
         return view.content, t.base_hint
     if t.saved_work is not None:
         return t.saved_work, t.base
     return t.retained, t.retained_base
 
 
-def close_attempt(ctx: Ctx, t: TaskRecord, outcome: str, actions: list[Action]) -> TaskRecord:
-    retained, retained_base = retain_work(ctx, t, actions)
+def close_attempt(ctx: Ctx, t: TaskRecord, outcome: str, effects: list[Effect]) -> TaskRecord:
+    retained, retained_base = retain_work(ctx, t, effects)
     return release_owner(t, attempt_state=outcome, retained=retained, retained_base=retained_base)
 
 
-def open_attempt(ctx: Ctx, t: TaskRecord, actions: list[Action]) -> TaskRecord:
+def open_attempt(ctx: Ctx, t: TaskRecord, effects: list[Effect]) -> TaskRecord:
     """A new attempt: next attempt and fence, a fresh worktree, an empty transaction."""
     r = ctx.request
     target = ctx.observe.target()
@@ -193,8 +193,8 @@ def open_attempt(ctx: Ctx, t: TaskRecord, actions: list[Action]) -> TaskRecord:
     fence = t.fence + 1
     wt = f"{ctx.task}/f{fence}"
     o = r.owner
-    actions.append(Action("create-worktree", (wt, start)))
-    actions.append(Action("adopt", (o.pid, o.birth)))
+    effects.append(Effect("create-worktree", (wt, start)))
+    effects.append(Effect("adopt", (o.pid, o.birth)))
     # guards: receipts-fenced, retry-is-not-continuation-without-proof
     return replace(
         t, attempt=t.attempt + 1, fence=fence, lease_epoch=t.lease_epoch + 1,
@@ -218,7 +218,7 @@ def suspect(t: TaskRecord) -> str:
 
 def assign(ctx: Ctx) -> Outcome:
     t = ctx.record
-    return done(ctx, replace(t, assigned=True), kind=EVIDENCE_ONLY if t.assigned else APPLIED)
+    return succeeded(ctx, replace(t, assigned=True), kind=EVIDENCE_ONLY if t.assigned else APPLIED)
 
 
 def admission_failure(ctx: Ctx, t: TaskRecord) -> str | None:
@@ -258,8 +258,8 @@ def dispatch(ctx: Ctx) -> Outcome:
         or import_failure(ctx, t)
     if code:
         return reject(ctx, code)
-    actions: list[Action] = []
-    return done(ctx, open_attempt(ctx, t, actions), actions=actions)
+    effects: list[Effect] = []
+    return succeeded(ctx, open_attempt(ctx, t, effects), effects=effects)
 
 
 def retry(ctx: Ctx) -> Outcome:
@@ -270,13 +270,13 @@ def retry(ctx: Ctx) -> Outcome:
     code = admission_failure(ctx, t) or (None if stuck else "attempt-live")
     if code:
         return reject(ctx, code)
-    actions: list[Action] = []
-    closed = close_attempt(ctx, t, "abandoned", actions) if t.running else t
+    effects: list[Effect] = []
+    closed = close_attempt(ctx, t, "abandoned", effects) if t.running else t
     code = import_failure(ctx, closed)
     if code:
         return reject(ctx, code)
     facts = [("attempt-closed", {"fence": t.fence, "state": "abandoned"})] if t.running else []
-    return done(ctx, open_attempt(ctx, closed, actions), actions=actions, facts=facts)
+    return succeeded(ctx, open_attempt(ctx, closed, effects), effects=effects, facts=facts)
 
 
 def resume(ctx: Ctx) -> Outcome:
@@ -297,14 +297,14 @@ def resume(ctx: Ctx) -> Outcome:
         return reject(ctx, "continuation-unproven")
     new = replace(t, owner_pid=o.pid, owner_birth=o.birth, wrapper_epoch=o.wrapper_epoch,
                   child_epoch=o.child_epoch, owner_seen="unverified", deadline=0)
-    return done(ctx, new, actions=[Action("adopt", (o.pid, o.birth))])
+    return succeeded(ctx, new, effects=[Effect("adopt", (o.pid, o.birth))])
 
 
 # --- evidence -------------------------------------------------------------------------------
 
 
 def heartbeat(ctx: Ctx) -> Outcome:
-    return done(ctx, ctx.record, kind=EVIDENCE_ONLY,
+    return succeeded(ctx, ctx.record, kind=EVIDENCE_ONLY,
                 facts=[evidence_fact("heartbeat", ctx.request.evidence)])
 
 
@@ -312,7 +312,7 @@ def _suspicion(ctx: Ctx, label: str) -> Outcome:
     t = ctx.record
     # guards: evidence-cannot-terminalize-live-owner
     new = replace(t, owner_seen=suspect(t)) if t.running else t
-    return done(ctx, new, kind=EVIDENCE_ONLY, facts=[evidence_fact(label, ctx.request.evidence)])
+    return succeeded(ctx, new, kind=EVIDENCE_ONLY, facts=[evidence_fact(label, ctx.request.evidence)])
 
 
 def heartbeat_timeout(ctx: Ctx) -> Outcome:
@@ -333,7 +333,7 @@ def probe_owner(ctx: Ctx) -> Outcome:
         new = replace(new, owner_seen="live" if alive else "dead")
     if proves_death:
         new = replace(new, deadline=ctx.observe.now() + 1)
-    return done(ctx, new, kind=APPLIED if proves_death else EVIDENCE_ONLY,
+    return succeeded(ctx, new, kind=APPLIED if proves_death else EVIDENCE_ONLY,
                 facts=[evidence_fact("probe", ctx.request.evidence)])
 
 
@@ -343,7 +343,7 @@ def compaction(ctx: Ctx) -> Outcome:
     facts = [evidence_fact("compaction", occ)]
     if new and t.running and not t.reserved:
         facts.append(evidence_fact("continuation", occ))
-    return done(ctx, t, kind=APPLIED if new else EVIDENCE_ONLY, facts=facts)
+    return succeeded(ctx, t, kind=APPLIED if new else EVIDENCE_ONLY, facts=facts)
 
 
 def ack_continuation(ctx: Ctx) -> Outcome:
@@ -352,31 +352,31 @@ def ack_continuation(ctx: Ctx) -> Outcome:
     if not ctx.seen("continuation", occ):
         return reject(ctx, "unknown-occurrence")
     new = not ctx.seen("ack", occ)
-    return done(ctx, ctx.record, kind=APPLIED if new else EVIDENCE_ONLY,
+    return succeeded(ctx, ctx.record, kind=APPLIED if new else EVIDENCE_ONLY,
                 facts=[evidence_fact("ack", occ)])
 
 
 def provider_failure(ctx: Ctx) -> Outcome:
     new = not ctx.seen("provider-failure", ctx.request.evidence)
-    return done(ctx, ctx.record, kind=APPLIED if new else EVIDENCE_ONLY,
+    return succeeded(ctx, ctx.record, kind=APPLIED if new else EVIDENCE_ONLY,
                 facts=[evidence_fact("provider-failure", ctx.request.evidence)])
 
 
 def message(ctx: Ctx) -> Outcome:
     held = ctx.record.running and not ctx.seen("message", ctx.request.evidence)
-    return done(ctx, ctx.record, kind=EVIDENCE_ONLY,
+    return succeeded(ctx, ctx.record, kind=EVIDENCE_ONLY,
                 facts=[evidence_fact("message", ctx.request.evidence, counted=held)])
 
 
 def ownership_contention(ctx: Ctx) -> Outcome:
-    return done(ctx, ctx.record, kind=EVIDENCE_ONLY,
+    return succeeded(ctx, ctx.record, kind=EVIDENCE_ONLY,
                 facts=[evidence_fact("contention", ctx.request.evidence)])
 
 
 def log(ctx: Ctx) -> Outcome:
     if not ctx.record.running:
         return reject(ctx, "terminal-already")
-    return done(ctx, ctx.record, facts=[("log", {})])
+    return succeeded(ctx, ctx.record, facts=[("log", {})])
 
 
 # --- terminal reports and convergence ------------------------------------------------------
@@ -386,9 +386,9 @@ def fail(ctx: Ctx) -> Outcome:
     t = ctx.record
     # guards: first-terminal-wins
     first = t.running and not t.reserved
-    actions: list[Action] = []
-    new = close_attempt(ctx, t, "failed", actions) if first else t
-    return done(ctx, new, kind=APPLIED if first else EVIDENCE_ONLY, actions=actions,
+    effects: list[Effect] = []
+    new = close_attempt(ctx, t, "failed", effects) if first else t
+    return succeeded(ctx, new, kind=APPLIED if first else EVIDENCE_ONLY, effects=effects,
                 facts=[evidence_fact("terminal-report", ctx.request.evidence)])
 
 
@@ -400,8 +400,8 @@ def declare_lost(ctx: Ctx) -> Outcome:
         return reject(ctx, "owner-not-proven-dead")
     if t.reserved:
         return reject(ctx, "terminal-already")
-    actions: list[Action] = []
-    return done(ctx, close_attempt(ctx, t, "lost", actions), actions=actions)
+    effects: list[Effect] = []
+    return succeeded(ctx, close_attempt(ctx, t, "lost", effects), effects=effects)
 
 
 # --- the SaveTransaction ---------------------------------------------------------------------
@@ -411,11 +411,11 @@ def submit(ctx: Ctx) -> Outcome:
     t = ctx.record
     if not (t.worktree_lease and ctx.observe.worktree(t).present):
         return reject(ctx, "stale-capability")
-    return done(ctx, advance(t, "prepared", deadline=ctx.request.deadline or t.deadline))
+    return succeeded(ctx, advance(t, "prepared", deadline=ctx.request.deadline or t.deadline))
 
 
 def quiesce(ctx: Ctx) -> Outcome:
-    return done(ctx, advance(ctx.record, "quiescing"))
+    return succeeded(ctx, advance(ctx.record, "quiescing"))
 
 
 def save_work(ctx: Ctx) -> Outcome:
@@ -430,8 +430,8 @@ def save_work(ctx: Ctx) -> Outcome:
     new = advance(t, "work-saved", saved_work=view.content, candidate=r.candidate, base=r.base,
                   version=version,
                   receipts=t.with_receipts(work_save=Binding(t.fence, r.candidate, r.base)))
-    pin = Action("pin", (f"worksave/{ctx.task}/f{t.fence}-v{version}", view.content))
-    return done(ctx, new, actions=[pin])
+    pin = Effect("pin", (f"worksave/{ctx.task}/f{t.fence}-v{version}", view.content))
+    return succeeded(ctx, new, effects=[pin])
 
 
 def _candidate_failure(ctx: Ctx) -> str | None:
@@ -443,7 +443,7 @@ def seal_candidate(ctx: Ctx) -> Outcome:
     code = _candidate_failure(ctx)
     if code:
         return reject(ctx, code)
-    return done(ctx, advance(t, "candidate-sealed", receipts=t.with_receipts(candidate=t.binding)))
+    return succeeded(ctx, advance(t, "candidate-sealed", receipts=t.with_receipts(candidate=t.binding)))
 
 
 def validate(ctx: Ctx) -> Outcome:
@@ -452,15 +452,15 @@ def validate(ctx: Ctx) -> Outcome:
     if code:
         return reject(ctx, code)
     if verdict == "pass":
-        return done(ctx, advance(t, "validated", receipts=t.with_receipts(validation=t.binding)))
-    return done(ctx, leave_main_line(t, "needs-repair", "validation-failed"))
+        return succeeded(ctx, advance(t, "validated", receipts=t.with_receipts(validation=t.binding)))
+    return succeeded(ctx, leave_main_line(t, "needs-repair", "validation-failed"))
 
 
 def request_review(ctx: Ctx) -> Outcome:
     t = ctx.record
     if not ctx.policy.review_required:
         return reject(ctx, "illegal-phase-edge")
-    return done(ctx, advance(t, "awaiting-acceptance", deadline=ctx.request.deadline or t.deadline))
+    return succeeded(ctx, advance(t, "awaiting-acceptance", deadline=ctx.request.deadline or t.deadline))
 
 
 def accept(ctx: Ctx) -> Outcome:
@@ -474,7 +474,7 @@ def accept(ctx: Ctx) -> Outcome:
         code = _candidate_failure(ctx) or (None if from_awaiting else "illegal-phase-edge")
         if code:
             return reject(ctx, code)
-        return done(ctx, leave_main_line(t, "needs-repair", "review-failed"))
+        return succeeded(ctx, leave_main_line(t, "needs-repair", "review-failed"))
     code = _candidate_failure(ctx)
     if code is None and r.verdict is None:
         code = "illegal-phase-edge"
@@ -486,7 +486,7 @@ def accept(ctx: Ctx) -> Outcome:
         code = "review-required"
     if code:
         return reject(ctx, code)
-    return done(ctx, advance(t, "accepted", deadline=r.deadline or t.deadline,
+    return succeeded(ctx, advance(t, "accepted", deadline=r.deadline or t.deadline,
                              receipts=t.with_receipts(review=t.binding)))
 
 
@@ -494,7 +494,7 @@ def record_disposition(ctx: Ctx) -> Outcome:
     t, r = ctx.record, ctx.request
     if r.disposition not in ("land", "deliver", "report"):
         return reject(ctx, "illegal-phase-edge")
-    return done(ctx, advance(t, "disposition-recorded", disposition=r.disposition, finish_lease=True,
+    return succeeded(ctx, advance(t, "disposition-recorded", disposition=r.disposition, finish_lease=True,
                              deadline=r.deadline or t.deadline,
                              receipts=t.with_receipts(disposition=t.binding)))
 
@@ -505,7 +505,7 @@ def prepare_effect(ctx: Ctx) -> Outcome:
     new = advance(t, "effect-prepared")
     intent = {"id": effect_name(ctx.task, new), "fence": t.fence, "version": t.version,
               "disposition": t.disposition, "candidate": t.candidate, "base": t.base}
-    return done(ctx, new, facts=[("effect-prepared", intent)])
+    return succeeded(ctx, new, facts=[("effect-prepared", intent)])
 
 
 def commit_effect(ctx: Ctx) -> Outcome:
@@ -521,15 +521,15 @@ def commit_effect(ctx: Ctx) -> Outcome:
     if not (happened or not land or ctx.observe.target() == t.base):
         return reject(ctx, "cas-moved")
     effect = effect_name(ctx.task, t)
-    actions: list[Action] = []
+    effects: list[Effect] = []
     # guards: promotion-at-most-once
     if not happened:
-        actions.append(Action("land", (effect, t.candidate, t.base)) if land
-                       else Action("output", (effect, t.candidate, t.disposition)))
+        effects.append(Effect("land", (effect, t.candidate, t.base)) if land
+                       else Effect("output", (effect, t.candidate, t.disposition)))
     new = advance(t, "effect-committed", effect_done=True,
                   receipts=t.with_receipts(effect=t.binding))
     facts = [("effect-committed", {"id": effect, "re-observed": happened})]
-    return done(ctx, new, facts=facts, actions=actions)
+    return succeeded(ctx, new, facts=facts, effects=effects)
 
 
 def target_moved(observe: Observe, t: TaskRecord) -> bool:
@@ -543,7 +543,7 @@ def mark_repair(ctx: Ctx) -> Outcome:
     if t.exit != "none" or not target_moved(ctx.observe, t):
         return reject(ctx, "illegal-phase-edge")
     new = leave_main_line(t, "needs-repair", "target-moved", finish_lease=False)
-    return done(ctx, new, facts=[("effect-void", {"id": effect_name(ctx.task, t)})])
+    return succeeded(ctx, new, facts=[("effect-void", {"id": effect_name(ctx.task, t)})])
 
 
 def prepare_cleanup(ctx: Ctx) -> Outcome:
@@ -551,7 +551,7 @@ def prepare_cleanup(ctx: Ctx) -> Outcome:
     t = ctx.record
     view = ctx.observe.worktree(t)
     plan = {"worktree": t.worktree_id, "content": view.content if view.present else None}
-    return done(ctx, advance(t, "cleanup-prepared"), facts=[("cleanup-planned", plan)])
+    return succeeded(ctx, advance(t, "cleanup-prepared"), facts=[("cleanup-planned", plan)])
 
 
 def commit_cleanup(ctx: Ctx) -> Outcome:
@@ -565,8 +565,8 @@ def commit_cleanup(ctx: Ctx) -> Outcome:
     facts = [("worktree-removed", {"worktree": t.worktree_id,
                                    "content": view.content if view.present else None,
                                    "re-observed": not view.present})]
-    actions = [Action("remove-worktree", (t.worktree_id,))] if view.present else []
-    return done(ctx, new, facts=facts, actions=actions)
+    effects = [Effect("remove-worktree", (t.worktree_id,))] if view.present else []
+    return succeeded(ctx, new, facts=facts, effects=effects)
 
 
 def save_graph(ctx: Ctx) -> Outcome:
@@ -577,7 +577,7 @@ def save_graph(ctx: Ctx) -> Outcome:
         return reject(ctx, "evidence-missing")
     new = release_owner(advance(t, "graph-saved", attempt_state="succeeded",
                                 receipts=t.with_receipts(graph_save=b)))
-    return done(ctx, new)
+    return succeeded(ctx, new)
 
 
 def revise(ctx: Ctx) -> Outcome:
@@ -599,15 +599,15 @@ def revise(ctx: Ctx) -> Outcome:
         saved_work=view.content, candidate=r.candidate, base=r.base, version=version,
         receipts=NO_RECEIPTS[:0] + (Binding(t.fence, r.candidate, r.base),) + NO_RECEIPTS[1:],
     )
-    pin = Action("pin", (f"worksave/{ctx.task}/f{t.fence}-v{version}", view.content))
-    return done(ctx, new, actions=[pin])
+    pin = Effect("pin", (f"worksave/{ctx.task}/f{t.fence}-v{version}", view.content))
+    return succeeded(ctx, new, effects=[pin])
 
 
 def block_upgrade(ctx: Ctx) -> Outcome:
     t = ctx.record
     if not (t.phase not in ("absent", "graph-saved") and t.exit == "none"):
         return reject(ctx, "illegal-phase-edge")
-    return done(ctx, leave_main_line(t, "upgrade-blocked", "version-skew"))
+    return succeeded(ctx, leave_main_line(t, "upgrade-blocked", "version-skew"))
 
 
 # --- operator and migration ---------------------------------------------------------------
@@ -625,8 +625,8 @@ def reset(ctx: Ctx) -> Outcome:
         return reject(ctx, "terminal-already")
     if t.exit == "needs-reconciliation":
         return reject(ctx, "held")
-    actions: list[Action] = []
-    retained, retained_base = retain_work(ctx, t, actions)
+    effects: list[Effect] = []
+    retained, retained_base = retain_work(ctx, t, effects)
     closed = close_attempt(ctx, t, "superseded", []) if t.running else t
     generation = t.generation + 1
     new = replace(
@@ -634,7 +634,7 @@ def reset(ctx: Ctx) -> Outcome:
         revision=0, candidate=None, base=None, version=0, disposition="none",
         receipts=NO_RECEIPTS, effect_done=False, retained=retained, retained_base=retained_base,
     )
-    return done(ctx, new, actions=actions, facts=[("generation-opened", {"generation": generation})])
+    return succeeded(ctx, new, effects=effects, facts=[("generation-opened", {"generation": generation})])
 
 
 def abandon(ctx: Ctx) -> Outcome:
@@ -642,14 +642,14 @@ def abandon(ctx: Ctx) -> Outcome:
     effect_started = t.phase in EFFECT_PHASES and t.exit == "none"
     if t.abandoned or t.attempt_state == "succeeded" or effect_started:
         return reject(ctx, "terminal-already")
-    actions: list[Action] = []
-    closed = close_attempt(ctx, t, "abandoned", actions) if t.running else t
+    effects: list[Effect] = []
+    closed = close_attempt(ctx, t, "abandoned", effects) if t.running else t
     in_tx = t.phase in PRE_EFFECT_PHASES and t.exit == "none"
     new = replace(closed, abandoned=True)
     if in_tx:
         new = replace(new, exit="aborted-preserved", reason="operator-abort",
                       revision=t.revision + 1)
-    return done(ctx, new, actions=actions)
+    return succeeded(ctx, new, effects=effects)
 
 
 def reconcile(ctx: Ctx) -> Outcome:
@@ -660,7 +660,7 @@ def reconcile(ctx: Ctx) -> Outcome:
     new = replace(t, exit="none", reason="none", revision=t.revision + 1,
                   phase="absent" if legacy else t.phase,
                   legacy_done=False if legacy else t.legacy_done)
-    return done(ctx, new)
+    return succeeded(ctx, new)
 
 
 def reconstruct(ctx: Ctx) -> Outcome:
@@ -686,7 +686,7 @@ def reconstruct(ctx: Ctx) -> Outcome:
         legacy_done=False, imported=None,
         worktree_lease=False, session_lease=False, finish_lease=False,
     )
-    return done(ctx, new)
+    return succeeded(ctx, new)
 
 
 def legacy_done(ctx: Ctx) -> Outcome:
@@ -697,9 +697,9 @@ def legacy_done(ctx: Ctx) -> Outcome:
     facts = [evidence_fact("legacy-done", ctx.request.evidence)]
     # guards: terminal-never-resurrects
     if inert:
-        return done(ctx, t, kind=EVIDENCE_ONLY, facts=facts)
+        return succeeded(ctx, t, kind=EVIDENCE_ONLY, facts=facts)
     new = leave_main_line(t, "needs-reconciliation", "legacy-unproven", legacy_done=True)
-    return done(ctx, new, facts=facts)
+    return succeeded(ctx, new, facts=facts)
 
 
 RULES: dict[str, Callable[[Ctx], Outcome]] = {

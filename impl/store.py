@@ -14,15 +14,12 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import StoreError
 from .hooks import COMMIT, Boundary, Hook, no_hook
 from .records import EMPTY, NO_BINDING, RECORD_FIELDS, Binding, TaskPolicy, TaskRecord
 from .vocabulary import (
     ATTEMPT_STATES, DISPOSITIONS, EXITS, OWNER_SEEN, PHASES, REASONS, RECEIPTS,
 )
-
-
-class StoreError(RuntimeError):
-    """The database cannot be used (not a kernel database, too new, corrupt)."""
 
 
 # --- schema and forward migrations ------------------------------------------------------

@@ -194,7 +194,7 @@ def test_inventory_names_the_kernel_writers(text):
                   ("promote", "impl/git.py", "GitRepository.land"),
                   ("read-status", "impl/projection.py", "StatusProjection.refresh"),
                   ("migrate", "impl/legacy.py", "import_legacy"),
-                  ("ownership", "impl/kernel.py", "Kernel.seed")]:
+                  ("ownership", "impl/seeding.py", "seeded")]:
         assert dg.Entry(*entry) in rows
 
 

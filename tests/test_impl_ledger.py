@@ -6,6 +6,7 @@ import pathlib
 import re
 
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
+from wgk.conformance.oracle.impl_world import apply_env
 
 FAST = Pragmas(synchronous="OFF")
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
@@ -32,7 +33,7 @@ def finished_pair(tmp_path) -> tuple[Kernel, MemoryWorld]:
     k.create_graph("g", [TaskPolicy("a"), TaskPolicy("b", deps=("a",))])
     assert k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d-a",
                      "expected-attempt": 0, "owner": OWNER})["decision"] == "applied"
-    k.apply_env({"env": "edit", "task": "a", "content": "c-a1"})
+    apply_env(k, {"env": "edit", "task": "a", "content": "c-a1"})
     k.handle({"kind": "heartbeat", "actor": "worker", "task": "a", "key": "hb", "cap": cap(k, "a"),
               "evidence": "hb-1"})
     assert tx(k, "a", "submit", "worker") == {"decision": "applied"}

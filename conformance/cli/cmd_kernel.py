@@ -19,7 +19,7 @@ from wgk.conformance.cli.output import emit_json
 from wgk.impl import BadRequest, EnvError, Environment, GraphError, Kernel, StoreError, TaskPolicy
 from wgk.impl.env import WallClock
 from wgk.impl.git import GitRepository
-from wgk.impl.kernel import EffectError
+from wgk.impl import EffectError
 from wgk.impl.legacy import LegacyError
 from wgk.impl.proc import ProcProcessTable
 from wgk.impl.store import Store

@@ -15,6 +15,7 @@ from wgk.impl import (
     BadRequest, EnvError, Initial, Kernel, MemoryWorld, SeedError, TaskPolicy, no_hook,
 )
 
+from wgk.conformance.oracle.impl_world import apply_env
 from wgk.conformance.oracle.systems import StepError, env_part
 
 
@@ -94,7 +95,7 @@ class ImplSystem:
             self.crash()
         elif wire.get("env") != "lost-response":
             try:
-                self.kernel.apply_env(wire)
+                apply_env(self.kernel, wire)
             except EnvError as e:
                 raise StepError(str(e)) from None
         return None
