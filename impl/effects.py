@@ -13,7 +13,7 @@ from .env import Environment
 from .errors import EffectError
 from .hooks import REF_UPDATE, WORKTREE_ADD, WORKTREE_REMOVE, Boundary, Hook
 from .records import TaskRecord
-from .rules import Effect
+from .decision import Effect
 
 
 class CasMoved(Exception):

@@ -33,7 +33,8 @@ from .hooks import Hook, no_hook
 from .ledger import Ledger, LedgerVerdict
 from .projection import Plan, StatusProjection, observable_task, plan, status
 from .records import EMPTY, TaskPolicy, TaskRecord, changed, record_to_json
-from .rules import Ctx, Observe, Outcome, decide
+from .decision import Ctx, Observe, Outcome
+from .rules import decide
 from .seeding import Initial, check_initial, seeded
 from .store import FactTables, Pragmas, Store, TaskTables, dumps
 from .wire import BadRequest, Request, decision, parse

@@ -10,7 +10,7 @@ import json
 from .env import WorktreeView
 from .projection import TaskFacts, status
 from .records import TaskRecord
-from .rules import effect_name
+from .decision import effect_name
 from .vocabulary import RECEIPTS
 
 COUNTERS = ("compactions", "continuations", "acks", "provider-failures", "messages", "logs")

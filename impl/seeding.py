@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from .errors import SeedError
 from .records import TaskRecord, evolve
-from .rules import Effect
+from .decision import Effect
 from .vocabulary import ATTEMPT_STATES, OWNER_SEEN
 
 
