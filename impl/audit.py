@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from .apply import apply_event
 from .ledger import LedgerVerdict
 from .projection import finished, plan, satisfies_dependents, status
-from .store import PROJECTED_TABLES, Pragmas
+from .schema import PROJECTED_TABLES
+from .store import Pragmas
 from .vocabulary import RECEIPTS
 
 
