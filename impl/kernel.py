@@ -106,15 +106,7 @@ class Kernel:
     def policy(self, name: str) -> TaskPolicy:
         p = self._policies.get(name)
         if p is None:
-            tid = self.ids()[name]
-            review, assign, disposition = self.conn.execute(
-                "SELECT review_required, requires_assignment, disposition_policy FROM tasks "
-                "WHERE id = ?", (tid,)).fetchone()
-            deps = tuple(n for (n,) in self.conn.execute(
-                "SELECT t.name FROM edges e JOIN tasks t ON t.id = e.dep WHERE e.task = ? "
-                "ORDER BY t.name", (tid,)))
-            p = TaskPolicy(name, deps, bool(review), bool(assign), disposition)
-            self._policies[name] = p
+            p = self._policies[name] = self.tables.load_policy(self.ids()[name], name)
         return p
 
     def record(self, name: str) -> TaskRecord:
@@ -410,15 +402,9 @@ class Kernel:
         (environment facts — target, worktree bytes, effects — observed now); with
         ``journal_keys``, only those journal entries."""
         self._sync()
-        if journal_keys is None:
-            rows = self.conn.execute("SELECT key, response FROM journal ORDER BY key")
-        else:
-            rows = [r for key in journal_keys for r in self.conn.execute(
-                "SELECT key, response FROM journal WHERE key = ?", (key,))]
-        journal = {key: json.loads(resp) for key, resp in rows}
         return {"target": self.env.repository.target(), "now": self.env.clock.now(),
                 "tasks": self.project_tasks(list(self.ids())) if tasks else {},
-                "journal": journal}
+                "journal": observed.journal(self.conn, journal_keys)}
 
     def project_tasks(self, names: list[str]) -> dict[str, dict]:
         """The observable projection of some tasks."""

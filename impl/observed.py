@@ -18,6 +18,16 @@ COUNTED_EVIDENCE = {"compaction": "compactions", "continuation": "continuations"
                     "provider-failure": "provider-failures", "message": "messages"}
 
 
+def journal(conn, keys: list[str] | None = None) -> dict[str, dict]:
+    """The stored responses by key (every key, or only ``keys``)."""
+    if keys is None:
+        rows = conn.execute("SELECT key, response FROM journal ORDER BY key")
+    else:
+        rows = [r for key in keys for r in conn.execute(
+            "SELECT key, response FROM journal WHERE key = ?", (key,))]
+    return {key: json.loads(resp) for key, resp in rows}
+
+
 def task_facts(k, names: list[str]) -> dict[str, TaskFacts]:
     """The stored facts the observable projection of ``names`` needs, in few queries."""
     ids = k.ids()

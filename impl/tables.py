@@ -63,6 +63,16 @@ class TaskTables:
         self.conn.executemany("INSERT INTO leases VALUES (?, ?, 0)",
                               [(task_id, k) for k in LEASE_KINDS.values()])
 
+    def load_policy(self, task_id: int, name: str) -> TaskPolicy:
+        """A task's policy: its flags and its dependencies (by name, sorted)."""
+        review, assign, disposition = self.conn.execute(
+            "SELECT review_required, requires_assignment, disposition_policy FROM tasks "
+            "WHERE id = ?", (task_id,)).fetchone()
+        deps = tuple(n for (n,) in self.conn.execute(
+            "SELECT t.name FROM edges e JOIN tasks t ON t.id = e.dep WHERE e.task = ? "
+            "ORDER BY t.name", (task_id,)))
+        return TaskPolicy(name, deps, bool(review), bool(assign), disposition)
+
     def load(self, task_id: int) -> TaskRecord:
         c = self.conn
         values: dict[str, Any] = dict(zip(TASK_COLUMNS, c.execute(self._sel_task, (task_id,)).fetchone()))
