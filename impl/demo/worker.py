@@ -47,14 +47,14 @@ def worker_main(argv: list[str]) -> int:
         return 0 if d["decision"] == "applied" else 4
     beat(1)
     path = os.path.join(wt, args.file)
-    done = open(path).read() if os.path.exists(path) else ""
+    written = open(path).read() if os.path.exists(path) else ""
     if args.mode == "hang":
         with open(path, "w") as f:
             f.write(args.text[: len(args.text) // 2])      # half the work, uncommitted
         beat(2)
         time.sleep(600)                                  # the dispatcher kills us here
         return 5
-    if done != args.text:
+    if written != args.text:
         with open(path, "w") as f:
             f.write(args.text)
     git(wt, "add", "-A")
