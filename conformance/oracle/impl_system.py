@@ -3,7 +3,8 @@
 The environment is the implementation's in-memory world (process table,
 repository, clock), which survives a crash the way the real world would: a
 ``crash`` step closes the kernel (losing every cache and open transaction) and
-opens a new one on the same database file and the same world.
+opens a new one on the same database file and the same world. The other
+environment steps are played on that world by ``impl_world.apply_env``.
 """
 from __future__ import annotations
 
