@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 
+from wgk.conformance.oracle.impl_world import apply_env
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
 
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
@@ -170,7 +171,7 @@ class Completions:
                 self.pending = self._script(task)
             step = self.pending.pop(0)
             if isinstance(step, tuple):
-                k.apply_env({"env": "edit", "task": step[1], "content": step[2]})
+                apply_env(k, {"env": "edit", "task": step[1], "content": step[2]})
                 continue
             start = time.perf_counter()
             d = k.handle(step)
@@ -248,7 +249,7 @@ def complete(k: Kernel, world: MemoryWorld, task: str) -> None:
     base = world.repository.target()
     k.handle({"kind": "dispatch", "actor": "daemon", "task": task, "key": f"d:{task}",
               "expected-attempt": 0, "owner": OWNER})
-    k.apply_env({"env": "edit", "task": task, "content": f"w-{task}"})
+    apply_env(k, {"env": "edit", "task": task, "content": f"w-{task}"})
     for n, (kind, actor, phase, kw) in enumerate([
             ("submit", "worker", "absent", {}), ("quiesce", "wrapper", "prepared", {}),
             ("save-work", "wrapper", "quiescing", {"candidate": f"w-{task}", "base": base}),

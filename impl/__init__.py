@@ -15,15 +15,16 @@ from .env import (
     Environment, EnvError, ManualClock, MemoryProcesses, MemoryRepository, MemoryWorld, WallClock,
     WorktreeView,
 )
+from .errors import BadRequest, EffectError, GraphError, LegacyError, SeedError, StoreError
 from .hooks import Boundary, Crash, CrashAt, Recorder, no_hook
-from .kernel import EffectError, GraphError, Initial, Kernel, SeedError
+from .kernel import Kernel
 from .records import TaskPolicy, TaskRecord
-from .store import Pragmas, StoreError
-from .wire import BadRequest
+from .seeding import Initial
+from .store import Pragmas
 
 __all__ = [
     "BadRequest", "Boundary", "Crash", "CrashAt", "EffectError", "EnvError", "Environment",
-    "GraphError", "Initial", "Kernel", "ManualClock", "MemoryProcesses", "MemoryRepository",
+    "GraphError", "Initial", "Kernel", "LegacyError", "ManualClock", "MemoryProcesses", "MemoryRepository",
     "MemoryWorld", "Pragmas", "Recorder", "SeedError", "StoreError", "TaskPolicy", "TaskRecord",
     "WallClock", "WorktreeView", "no_hook",
 ]

@@ -15,10 +15,11 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
-from .kernel import Kernel, apply_event
+from .apply import apply_event
 from .ledger import LedgerVerdict
 from .projection import finished, plan, satisfies_dependents, status
-from .store import PROJECTED_TABLES, Pragmas
+from .schema import PROJECTED_TABLES
+from .store import Pragmas
 from .vocabulary import RECEIPTS
 
 
@@ -38,9 +39,10 @@ class RebuildReport:
                 "differences": self.differences, "applied": self.applied}
 
 
-def replay(kernel: Kernel, path: str) -> tuple[Kernel, int]:
-    """A kernel on a fresh database at ``path`` holding the replayed ledger."""
-    fresh = Kernel(path, kernel.env, pragmas=Pragmas(synchronous="OFF"))
+def replay(kernel, path: str) -> tuple:
+    """A kernel of the same class on a fresh database at ``path`` holding the replayed
+    ledger, and the number of events replayed."""
+    fresh = type(kernel)(path, kernel.env, pragmas=Pragmas(synchronous="OFF"))
     n = 0
     with fresh.store.atomic():
         for ev in kernel.ledger.events():
@@ -52,7 +54,7 @@ def replay(kernel: Kernel, path: str) -> tuple[Kernel, int]:
     return fresh, n
 
 
-def rebuild(kernel: Kernel, *, apply: bool = False) -> RebuildReport:
+def rebuild(kernel, *, apply: bool = False) -> RebuildReport:
     """Replay the ledger and compare (``apply``: then replace the live tables with it)."""
     kernel._sync()
     verdict = kernel.ledger.verify()
@@ -74,7 +76,7 @@ def rebuild(kernel: Kernel, *, apply: bool = False) -> RebuildReport:
     return report
 
 
-def compare_tables(kernel: Kernel, other: str) -> list[str]:
+def compare_tables(kernel, other: str) -> list[str]:
     """Every projected table, row for row (in SQLite: nothing is loaded into memory)."""
     out = []
     c = kernel.conn
@@ -95,7 +97,7 @@ def compare_tables(kernel: Kernel, other: str) -> list[str]:
     return out
 
 
-def compare_projections(kernel: Kernel, fresh: Kernel, chunk: int = 2000) -> list[str]:
+def compare_projections(kernel, fresh, chunk: int = 2000) -> list[str]:
     """The observable projection, task by task (in chunks), then the globals."""
     names = kernel.names()
     for i in range(0, len(names), chunk):
@@ -112,7 +114,7 @@ def compare_projections(kernel: Kernel, fresh: Kernel, chunk: int = 2000) -> lis
     return [] if not diff else [f"the observable projection's globals differ: {', '.join(diff)}"]
 
 
-def _replace_tables(kernel: Kernel, fresh: Kernel) -> None:
+def _replace_tables(kernel, fresh) -> None:
     c = kernel.conn
     c.execute("ATTACH DATABASE ? AS rebuilt", (fresh.store.path,))
     try:
@@ -154,7 +156,7 @@ class AuditReport:
                 "findings": [f.to_json() for f in self.findings]}
 
 
-def audit(kernel: Kernel) -> AuditReport:
+def audit(kernel) -> AuditReport:
     kernel._sync()
     out: list[Finding] = []
     verdict = kernel.ledger.verify()
@@ -172,7 +174,7 @@ def audit(kernel: Kernel) -> AuditReport:
     return AuditReport(out, len(kernel.ids()), verdict.events)
 
 
-def _journal_matches_ledger(kernel: Kernel) -> list[Finding]:
+def _journal_matches_ledger(kernel) -> list[Finding]:
     journal = dict(kernel.conn.execute("SELECT key, seq FROM journal"))
     events = dict(kernel.conn.execute("SELECT key, seq FROM ledger WHERE event = 'request'"))
     if journal == events:
@@ -184,7 +186,7 @@ def _journal_matches_ledger(kernel: Kernel) -> list[Finding]:
                     f"{only_j}, ledger only {only_l}")]
 
 
-def _task_findings(kernel: Kernel, name: str, view, pinned) -> list[Finding]:
+def _task_findings(kernel, name: str, view, pinned) -> list[Finding]:
     out = []
     t = kernel.record(name)
     p = kernel.policy(name)

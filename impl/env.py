@@ -16,9 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-
-class EnvError(RuntimeError):
-    """An environment operation that cannot be performed."""
+from .errors import EnvError
 
 
 class ProcessTable(Protocol):

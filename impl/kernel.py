@@ -19,60 +19,27 @@ table can be rebuilt from the ledger by the same ``apply_event``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
-from .env import EnvError, Environment, WorktreeView
-from .hooks import REF_UPDATE, WORKTREE_ADD, WORKTREE_REMOVE, Boundary, Hook, no_hook
+from . import audit as audit_
+from . import converge as converge_
+from . import legacy, observed
+from .apply import apply_event
+from .effects import CasMoved, perform
+from .env import Environment
+from .errors import GraphError, SeedError
+from .graph import dependency_path, task_added_events
+from .hooks import Hook, no_hook
 from .ledger import Ledger, LedgerVerdict
-from .projection import (
-    Plan, StatusProjection, TaskFacts, observable_task, plan, status,
-)
-from .records import (
-    EMPTY, TaskPolicy, TaskRecord, apply_changes, changed, evolve, record_to_json,
-)
-from .rules import Action, Ctx, Observe, Outcome, decide, effect_name
-from .store import FactTables, Pragmas, Store, TaskTables, dumps
-from .vocabulary import ATTEMPT_STATES, DISPOSITIONS, DUPLICATE, OWNER_SEEN, RECEIPTS, REJECTED
+from .projection import Plan, StatusProjection, observable_task, plan, status
+from .records import EMPTY, TaskPolicy, TaskRecord, changed, record_to_json
+from .decision import Ctx, Observe, Outcome
+from .rules import decide
+from .seeding import Initial, check_initial, seeded
+from .store import Pragmas, Store, dumps
+from .tables import FactTables, TaskTables
 from .wire import BadRequest, Request, decision, parse
-
-
-class GraphError(ValueError):
-    """A graph edit that cannot be made (unknown task, duplicate, cycle, fixed dependencies)."""
-
-
-class SeedError(ValueError):
-    """Initial facts that cannot be seeded (task already has an attempt, malformed)."""
-
-
-class EffectError(RuntimeError):
-    """An external effect did not do what it must (e.g. a removed worktree is still there)."""
-
-
-@dataclass(frozen=True)
-class Initial:
-    """Initial facts a migration seeds: the current attempt with its explicit K.
-
-    A running attempt (the default) has its exact owner and a worktree holding
-    ``worktree`` (started from ``origin``, by default the same content); the owner
-    process is alive unless ``alive`` is false. An attempt in any other state
-    keeps only its K, what was proven about its owner, and its leases."""
-
-    generation: int
-    attempt: int
-    fence: int
-    lease_epoch: int
-    pid: int = 0
-    birth: int = 0
-    session: str | None = None
-    worktree: str | None = None
-    origin: str | None = None
-    wrapper_epoch: int = 1
-    child_epoch: int = 1
-    state: str = "running"
-    owner_seen: str = "unverified"
-    alive: bool = True
-    leases: dict | None = None      # {"worktree", "session", "finish"}: by default held while running
+from .vocabulary import DUPLICATE, REJECTED
 
 
 class Kernel:
@@ -139,15 +106,7 @@ class Kernel:
     def policy(self, name: str) -> TaskPolicy:
         p = self._policies.get(name)
         if p is None:
-            tid = self.ids()[name]
-            review, assign, disposition = self.conn.execute(
-                "SELECT review_required, requires_assignment, disposition_policy FROM tasks "
-                "WHERE id = ?", (tid,)).fetchone()
-            deps = tuple(n for (n,) in self.conn.execute(
-                "SELECT t.name FROM edges e JOIN tasks t ON t.id = e.dep WHERE e.task = ? "
-                "ORDER BY t.name", (tid,)))
-            p = TaskPolicy(name, deps, bool(review), bool(assign), disposition)
-            self._policies[name] = p
+            p = self._policies[name] = self.tables.load_policy(self.ids()[name], name)
         return p
 
     def record(self, name: str) -> TaskRecord:
@@ -187,27 +146,8 @@ class Kernel:
             self._add_tasks(list(tasks))
 
     def _add_tasks(self, specs: list[TaskPolicy]) -> None:
-        known = self.ids()
-        new = {}
-        for s in specs:
-            if not s.name:
-                raise GraphError("a task needs a non-empty name")
-            if s.name in known or s.name in new:
-                raise GraphError(f"task {s.name!r} already exists")
-            if s.disposition not in DISPOSITIONS[1:]:
-                raise GraphError(f"task {s.name!r}: unknown disposition {s.disposition!r}")
-            new[s.name] = s
-        for s in specs:
-            for d in s.deps:
-                if d not in known and d not in new:
-                    raise GraphError(f"task {s.name!r} depends on unknown task {d!r}")
-        cycle = find_cycle({s.name: s.deps for s in specs}, set(new))
-        if cycle:
-            raise GraphError("dependency cycle: " + " -> ".join(cycle))
-        for s in specs:
-            self._append("task-added", {
-                "task": s.name, "deps": sorted(set(s.deps)), "review-required": s.review_required,
-                "requires-assignment": s.requires_assignment, "disposition": s.disposition})
+        for body in task_added_events(self.ids(), specs):
+            self._append("task-added", body)
 
     def import_records(self, tasks: list[TaskPolicy], records: list[dict]) -> None:
         """New tasks and the legacy records preserving their original bytes, in one
@@ -222,8 +162,7 @@ class Kernel:
 
     def import_legacy(self, path: str):
         """Import a WG-style graph.jsonl or JSON list (see ``legacy.import_legacy``)."""
-        from .legacy import import_legacy
-        return import_legacy(self, path)
+        return legacy.import_legacy(self, path)
 
     def add_dependency(self, task: str, dep: str) -> None:
         """A new edge ``dep -> task``; refused when it closes a cycle (named) or the task
@@ -238,65 +177,24 @@ class Kernel:
                 raise GraphError(f"task {task!r} already depends on {dep!r}")
             if self.record(task).fence != 0 or self.record(task).legacy_done:
                 raise GraphError(f"task {task!r} already had an attempt: its dependencies are fixed")
-            path = self._dependency_path(task, dep)
+            path = dependency_path(self.conn, ids, task, dep)
             if path is not None:
                 raise GraphError("dependency cycle: " + " -> ".join(path + [task]))
             self._append("dependency-added", {"task": task, "dep": dep})
-
-    def _dependency_path(self, start: str, goal: str) -> list[str] | None:
-        """A path of dependents from ``start`` to ``goal`` (None when unreachable)."""
-        seen = {start}
-        stack = [(start, [start])]
-        while stack:
-            node, path = stack.pop()
-            if node == goal:
-                return path
-            for (nxt,) in self.conn.execute(
-                    "SELECT t.name FROM edges e JOIN tasks t ON t.id = e.task "
-                    "WHERE e.dep = ?", (self.ids()[node],)):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append((nxt, path + [nxt]))
-        return None
 
     # --- seeding initial facts --------------------------------------------------------------------
 
     def seed(self, task: str, initial: Initial) -> None:
         """Seed the current attempt with explicit K (what a migration of running attempts
         does). The task must not have had an attempt yet."""
-        if initial.state not in ATTEMPT_STATES or initial.owner_seen not in OWNER_SEEN:
-            raise SeedError(f"task {task!r}: unknown attempt state {initial.state!r} or "
-                            f"owner knowledge {initial.owner_seen!r}")
-        if initial.fence < 0 or initial.attempt < 0 or initial.generation < 0 \
-                or (initial.state != "none" and initial.fence < 1):
-            raise SeedError(f"task {task!r}: a seeded attempt needs fence >= 1")
-        live = initial.state == "running"
-        held = {"worktree": live, "session": live, "finish": False, **(initial.leases or {})}
+        check_initial(task, initial)
         with self.store.atomic():
             self._sync()
             if task not in self.ids():
                 raise SeedError(f"unknown task {task!r}")
             t = self.record(task)
-            if t.fence != 0 or t.attempt_state != "none":
-                raise SeedError(f"task {task!r} already has an attempt")
-            new = evolve(
-                t, generation=initial.generation, attempt=initial.attempt, fence=initial.fence,
-                lease_epoch=initial.lease_epoch, attempt_state=initial.state,
-                owner_seen=initial.owner_seen, worktree_lease=bool(held["worktree"]),
-                session_lease=bool(held["session"]), finish_lease=bool(held["finish"]),
-            )
-            actions = []
-            if live:
-                wt = f"{task}/f{initial.fence}"
-                origin = initial.origin if initial.origin is not None else initial.worktree
-                new = evolve(new, owner_pid=initial.pid, owner_birth=initial.birth,
-                             session=initial.session, wrapper_epoch=initial.wrapper_epoch,
-                             child_epoch=initial.child_epoch, worktree_id=wt, origin=origin,
-                             base_hint=origin)
-                actions.append(Action("create-worktree", (wt, initial.worktree)))
-                if initial.alive:
-                    actions.append(Action("adopt", (initial.pid, initial.birth)))
-            facts = self._perform(actions, None, new)
+            new, effects = seeded(task, t, initial)
+            facts = perform(self.env, self.hook, effects, None, new)
             if initial.generation:
                 facts.append(("generation-opened", {"generation": initial.generation}))
             self._append("seed", {"task": task, "changes": record_to_json(changed(t, new)),
@@ -353,7 +251,7 @@ class Kernel:
                     uncommitted = 0
                     for r in requests[len(answers):]:
                         try:
-                            answers.append(self._in_savepoint(r, effects=not uncommitted))
+                            answers.append(self._in_savepoint(r, may_perform=not uncommitted))
                         except _CommitFirst:
                             break                  # commit what is decided, then this one
                         uncommitted += 1
@@ -363,13 +261,13 @@ class Kernel:
             self._forget()
             raise
 
-    def _in_savepoint(self, r: Request, effects: bool) -> dict:
+    def _in_savepoint(self, r: Request, may_perform: bool) -> dict:
         with self.store.atomic(r.key) as unit:
             used = self._journal(r.key)
             if used is not None:
                 unit.abandon()
                 return self._answer_used(r, used)
-            response = self._decide_and_record(r, effects)
+            response = self._decide_and_record(r, may_perform)
             if is_hold(response):
                 unit.abandon()
             return response
@@ -387,15 +285,15 @@ class Kernel:
         # guards: idempotent-replay
         return decision(DUPLICATE, original=json.loads(response))
 
-    def _decide_and_record(self, r: Request, effects: bool = True) -> dict:
+    def _decide_and_record(self, r: Request, may_perform: bool = True) -> dict:
         outcome, observe = self._decide(r)
         facts = list(outcome.facts)
         # guards: rejection-changes-nothing
-        if outcome.changes_state and outcome.actions:
-            if not effects:
+        if outcome.changes_state and outcome.effects:
+            if not may_perform:
                 raise _CommitFirst()
             try:
-                facts += self._perform(outcome.actions, r.key, outcome.record)
+                facts += perform(self.env, self.hook, outcome.effects, r.key, outcome.record)
             except CasMoved:
                 outcome = Outcome(REJECTED, "cas-moved", outcome.record)
         response = decision(outcome.decision, outcome.code)
@@ -438,52 +336,6 @@ class Kernel:
             "SELECT 1 FROM evidence WHERE task = ? AND kind = ? AND ident = ?",
             (self.ids()[task], kind, ident)).fetchone() is not None
 
-    # --- external effects ---------------------------------------------------------------------
-
-    def _boundary(self, kind: str, key: str | None, detail: str, effect: Callable[[], Any]) -> Any:
-        self.hook(Boundary(kind, "before", key, detail))
-        result = effect()
-        self.hook(Boundary(kind, "after", key, detail))
-        return result
-
-    def _perform(self, actions: list[Action], key: str | None, record: TaskRecord) -> list:
-        """Perform a decision's effects in order; returns the facts they establish."""
-        repo = self.env.repository
-        facts: list[tuple[str, dict]] = []
-        for a in actions:
-            if a.name == "adopt":
-                self.env.processes.adopt(*a.args)
-            elif a.name == "create-worktree":
-                wt, start = a.args
-                self._boundary(WORKTREE_ADD, key, wt, lambda: repo.create_worktree(wt, start))
-                facts.append(("worktree-added", {"worktree": wt, "fence": record.fence,
-                                                 "origin": start, "path": repo.worktree_path(wt)}))
-            elif a.name == "pin":
-                ref, content = a.args
-                self._boundary(REF_UPDATE, key, ref, lambda: repo.pin(ref, content))
-                facts.append(("pinned", {"ref": ref, "content": content}))
-            elif a.name == "land":
-                effect, candidate, base = a.args
-                if not self._boundary(REF_UPDATE, key, effect,
-                                      lambda: repo.land(effect, candidate, base)):
-                    raise CasMoved(effect)
-            elif a.name == "output":
-                effect, candidate, disposition = a.args
-                self._boundary(REF_UPDATE, key, effect,
-                               lambda: repo.output(effect, candidate, disposition))
-            elif a.name == "remove-worktree":
-                (wt,) = a.args
-                self._boundary(WORKTREE_REMOVE, key, wt, lambda: self._remove_exactly(wt))
-            else:
-                raise EffectError(f"unknown action {a.name!r}")
-        return facts
-
-    def _remove_exactly(self, wt: str) -> None:
-        repo = self.env.repository
-        repo.remove_worktree(wt)
-        if repo.observe_worktree(wt).present:
-            raise EffectError(f"worktree {wt} is still present after its removal")
-
     # --- the ledger and the one write path ---------------------------------------------------------
 
     def _append(self, event: str, body: dict) -> int:
@@ -511,18 +363,15 @@ class Kernel:
 
     def converge(self, *, max_rounds: int = 64):
         """Daemon convergence (see ``converge.converge``)."""
-        from .converge import converge
-        return converge(self, max_rounds=max_rounds)
+        return converge_.converge(self, max_rounds=max_rounds)
 
     def rebuild(self, *, apply: bool = False):
         """Replay the ledger into a fresh database and compare (see ``audit.rebuild``)."""
-        from .audit import rebuild
-        return rebuild(self, apply=apply)
+        return audit_.rebuild(self, apply=apply)
 
     def audit(self):
         """Check the stored state against the invariants (see ``audit.audit``)."""
-        from .audit import audit
-        return audit(self)
+        return audit_.audit(self)
 
     def verify_ledger(self, since: int = 1) -> LedgerVerdict:
         """The hash-linked ledger, from event ``since`` on (1: the whole ledger)."""
@@ -546,170 +395,23 @@ class Kernel:
         self._sync()
         if name not in self.ids():
             raise GraphError(f"unknown task {name!r}")
-        tid, t, p = self.ids()[name], self.record(name), self.policy(name)
-        pl = self.plan(name)
-        rows = lambda sql: [dict(zip([d[0] for d in cur.description], r))
-                            for cur in [self.conn.execute(sql, (tid,))] for r in cur.fetchall()]
-        phases = []
-        for seq, key, body in self.conn.execute(
-                "SELECT seq, key, body FROM ledger WHERE task = ? AND event IN ('request', 'seed') "
-                "ORDER BY seq", (name,)):
-            b = json.loads(body)
-            ch = b.get("changes", {})
-            if "phase" in ch or "exit" in ch:
-                entry = {"seq": seq, "key": key, "kind": b.get("request", {}).get("kind")}
-                entry.update({f: ch[f] for f in ("phase", "exit", "reason") if f in ch})
-                phases.append(entry)
-        return {
-            "task": name, "deps": list(p.deps), "review-required": p.review_required,
-            "requires-assignment": p.requires_assignment, "disposition-policy": p.disposition,
-            "status": status(t), "plan": pl.to_json() if pl else None,
-            "generation": t.generation, "attempt": t.attempt, "fence": t.fence,
-            "lease-epoch": t.lease_epoch, "attempt-state": t.attempt_state,
-            "owner": {"pid": t.owner_pid, "birth": t.owner_birth, "session": t.session,
-                      "seen": t.owner_seen},
-            "phase": t.phase, "exit": t.exit, "reason": t.reason, "revision": t.revision,
-            "candidate": t.candidate, "base": t.base, "version": t.version,
-            "retained": t.retained, "saved-work": t.saved_work, "imported": t.imported,
-            "receipts": {k: {"fence": b.fence, "candidate": b.candidate, "base": b.base}
-                         for k, b in zip(RECEIPTS, t.receipts) if b.exists},
-            "phases": phases,
-            "evidence": [[k, i, seq] for k, i, seq in self.conn.execute(
-                "SELECT kind, ident, seq FROM evidence WHERE task = ? ORDER BY seq, kind, ident",
-                (tid,))],
-            "attempts": rows("SELECT fence, generation, attempt, state, worktree, origin, "
-                             "saved_work, imported, opened_seq FROM attempts WHERE task = ? "
-                             "ORDER BY fence"),
-            "pins": rows("SELECT ref, content, seq FROM pins WHERE task = ? ORDER BY seq"),
-            "effects": rows("SELECT id, disposition, candidate, base, state, re_observed, "
-                            "prepared_seq, settled_seq FROM effects WHERE task = ? "
-                            "ORDER BY prepared_seq"),
-            "worktrees": rows("SELECT id, fence, origin, path, planned_removal, removed, "
-                              "last_content FROM worktrees WHERE task = ? ORDER BY fence"),
-            "legacy": [{"source": s_, "line": ln, "status": st,
-                        "original": o.decode("utf-8", "replace")}
-                       for s_, ln, st, o in self.conn.execute(
-                           "SELECT source, line, legacy_status, original FROM legacy_records "
-                           "WHERE task = ? ORDER BY id", (name,))],
-        }
+        return observed.show(self, name)
 
     def project(self, *, tasks: bool = True, journal_keys: list[str] | None = None) -> dict:
         """The observable projection of docs/vocabulary.md, computed from the tables
         (environment facts — target, worktree bytes, effects — observed now); with
         ``journal_keys``, only those journal entries."""
         self._sync()
-        if journal_keys is None:
-            rows = self.conn.execute("SELECT key, response FROM journal ORDER BY key")
-        else:
-            rows = [r for key in journal_keys for r in self.conn.execute(
-                "SELECT key, response FROM journal WHERE key = ?", (key,))]
-        journal = {key: json.loads(resp) for key, resp in rows}
         return {"target": self.env.repository.target(), "now": self.env.clock.now(),
                 "tasks": self.project_tasks(list(self.ids())) if tasks else {},
-                "journal": journal}
+                "journal": observed.journal(self.conn, journal_keys)}
 
     def project_tasks(self, names: list[str]) -> dict[str, dict]:
         """The observable projection of some tasks."""
         self._sync()
-        facts = self._task_facts(names)
+        facts = observed.task_facts(self, names)
         return {name: observable_task(self, name, facts[name], self.observe(name))
                 for name in names}
-
-    def _task_facts(self, names: list[str]) -> dict[str, TaskFacts]:
-        ids = self.ids()
-        by_id = {ids[n]: n for n in names}
-        where = ("" if len(by_id) == len(ids) else
-                 f" WHERE task IN ({', '.join(str(i) for i in by_id)})")
-        evidence: dict[str, list] = {n: [] for n in names}
-        counts: dict[str, dict[str, int]] = {n: dict.fromkeys(COUNTERS, 0) for n in names}
-        for tid, kind, ident, counted in self.conn.execute(
-                "SELECT task, kind, ident, counted FROM evidence" + where):
-            name = by_id[tid]
-            evidence[name].append([kind, ident])
-            counter = COUNTED_EVIDENCE.get(kind)
-            if counter and (kind != "message" or counted):
-                counts[name][counter] += 1
-        for tid, n in self.conn.execute("SELECT task, count(*) FROM logs" + where
-                                        + " GROUP BY task"):
-            counts[by_id[tid]]["logs"] = n
-        promotions = dict.fromkeys(names, 0)
-        happened: set[str] = set()
-        repo = self.env.repository
-        for tid, effect, state in self.conn.execute("SELECT task, id, state FROM effects" + where):
-            if state == "committed" or (state == "prepared" and repo.effect_observed(effect)):
-                promotions[by_id[tid]] += 1
-                happened.add(effect)
-        last = {wt: content for wt, content in
-                self.conn.execute("SELECT id, last_content FROM worktrees" + where)}
-        out = {}
-        for name in names:
-            t = self.record(name)
-            out[name] = TaskFacts(
-                evidence=sorted(evidence[name]), counters=counts[name],
-                promotions=promotions[name],
-                effect_done=t.effect_done or effect_name(name, t) in happened,
-                worktree=self._worktree_fact(t, last))
-        return out
-
-    def _worktree_fact(self, t: TaskRecord, last: dict[str, str | None]) -> dict:
-        if t.worktree_id is None:
-            return {"present": False, "content": None, "origin": None}
-        view: WorktreeView = self.env.repository.observe_worktree(t.worktree_id)
-        content = view.content if view.present else last.get(t.worktree_id)
-        return {"present": view.present, "content": content, "origin": t.origin}
-
-    # --- environment steps (the model's env steps, on whatever backends are injected) ------------
-
-    def apply_env(self, step: dict) -> None:
-        """Apply one environment step: edit, owner-dies, pid-reuse, move-target, tick.
-
-        A step the world cannot take now raises ``EnvError``, with the model's guards:
-        only a live owner writes, and only before quiescing or in repair; only a live
-        owner dies; a pid is reused by another birth only after its owner died; the
-        target moves to another commit; the clock moves forward."""
-        kind = step.get("env")
-        repo, procs, clock = self.env.repository, self.env.processes, self.env.clock
-        self._sync()
-        try:
-            if kind == "tick":
-                clock.advance(int(step.get("amount", 1)))
-            elif kind == "move-target":
-                if not step.get("content") or repo.target() == step["content"]:
-                    raise EnvError("move-target is not possible now: the target is there already")
-                repo.move_target(step["content"])
-            elif kind in ("edit", "owner-dies", "pid-reuse"):
-                task = step.get("task")
-                if task not in self.ids():
-                    raise EnvError(f"environment step {kind} names unknown task {task!r}")
-                t = self.record(task)
-                born = procs.birth_of(t.owner_pid) or 0 if t.owner_pid else 0
-                if kind == "edit":
-                    self._edit(t, task, step.get("content"), born)
-                elif kind == "owner-dies":
-                    if born == 0 or born != t.owner_birth:
-                        raise EnvError(f"owner-dies is not possible now: the owner of task "
-                                       f"{task!r} is not alive")
-                    procs.kill(t.owner_pid)
-                else:
-                    birth = int(step["birth"])
-                    if not (born != t.owner_birth and birth not in (0, t.owner_birth, born)
-                            and t.owner_birth != 0):
-                        raise EnvError(f"pid-reuse is not possible now for task {task!r}")
-                    procs.reuse(t.owner_pid, birth)
-            else:
-                raise EnvError(f"{kind!r} is not an environment step the kernel can apply")
-        except AttributeError as e:
-            raise EnvError(f"this environment cannot perform {kind!r} ({e})") from None
-
-    def _edit(self, t: TaskRecord, task: str, content: str | None, born: int) -> None:
-        view = self.env.repository.observe_worktree(t.worktree_id) if t.worktree_id else None
-        writable = (t.running and view is not None and view.present and born == t.owner_birth
-                    and ((t.exit == "none" and t.phase in ("absent", "prepared"))
-                         or t.exit == "needs-repair"))
-        # guards: worksave-exact
-        if not writable or not content or view.content == content:
-            raise EnvError(f"edit is not possible now for task {task!r}")
-        self.env.repository.write(t.worktree_id, content)
 
 
 #: Rejections that only say "not yet" (an admission fact is missing): they are not an
@@ -723,119 +425,3 @@ def is_hold(response: dict) -> bool:
 
 class _CommitFirst(Exception):
     """A batched request would perform an effect behind uncommitted requests."""
-
-
-class CasMoved(Exception):
-    """The target moved between the check and the compare-and-swap."""
-
-
-COUNTERS = ("compactions", "continuations", "acks", "provider-failures", "messages", "logs")
-COUNTED_EVIDENCE = {"compaction": "compactions", "continuation": "continuations", "ack": "acks",
-                    "provider-failure": "provider-failures", "message": "messages"}
-
-
-# --- applying one ledger event (live and during rebuild) ------------------------------------------
-
-
-def apply_event(k: "Kernel", seq: int, event: str, body: dict, *, key: str | None = None,
-                task: str | None = None, record: TaskRecord | None = None,
-                changes: dict | None = None) -> None:
-    """Write the tables an event determines. The live path and ``rebuild`` both use this
-    (``key`` and ``task`` are the ledger row's columns; ``record``/``changes`` spare the
-    live path from decoding what it has just encoded)."""
-    if event == "graph-created":
-        k.store.set_meta("graph-id", body["graph"])
-        for key, value in body.get("config", {}).items():
-            k.store.set_meta(f"config:{key}", value)
-        k._graph_id = body["graph"]
-    elif event == "task-added":
-        _apply_task_added(k, seq, body)
-    elif event == "dependency-added":
-        ids = k.ids()
-        tid, dep = ids[body["task"]], ids[body["dep"]]
-        k.conn.execute("INSERT INTO edges VALUES (?, ?)", (tid, dep))
-        k.view.add_dependency(tid, k.record(body["dep"]).graph_saved)
-        k._policies.pop(body["task"], None)
-    elif event in ("seed", "request"):
-        if event == "request":
-            k.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
-                           (key, body["digest"], response_text(body["response"]), seq))
-        if "changes" in body:
-            name = body["task"] if event == "seed" else task
-            _apply_task_changes(k, seq, name, changes if changes is not None else body["changes"],
-                                body.get("facts", []), record)
-    elif event == "legacy-record":
-        k.facts.write(0, [("legacy-record", body)], seq)
-    else:
-        raise ValueError(f"unknown ledger event {event!r} at seq {seq}")
-
-
-_RESPONSES: dict[tuple, str] = {}
-
-
-def response_text(response: dict) -> str:
-    """The stored form of a response (memoised: there are few distinct ones)."""
-    key = (response["decision"], response.get("code"))
-    text = _RESPONSES.get(key)
-    if text is None:
-        text = _RESPONSES[key] = dumps(response)
-    return text
-
-
-def _apply_task_added(k: "Kernel", seq: int, body: dict) -> None:
-    cur = k.conn.execute(
-        "INSERT INTO tasks (name, review_required, requires_assignment, disposition_policy) "
-        "VALUES (?, ?, ?, ?)",
-        (body["task"], int(body["review-required"]), int(body["requires-assignment"]),
-         body["disposition"]))
-    tid = cur.lastrowid
-    ids = k.ids()
-    ids[body["task"]] = tid
-    k.tables.create(tid)
-    k.conn.execute("INSERT INTO generations VALUES (?, 0, ?)", (tid, seq))
-    pending = 0
-    for d in body["deps"]:
-        k.conn.execute("INSERT INTO edges VALUES (?, ?)", (tid, ids[d]))
-        pending += 0 if k.record(d).graph_saved else 1
-    k.view.create(tid, EMPTY, pending)
-
-
-def _apply_task_changes(k: "Kernel", seq: int, name: str, changes: dict, facts: list,
-                        record: TaskRecord | None) -> None:
-    tid = k.ids()[name]
-    old = k.record(name)
-    new = record if record is not None else apply_changes(old, changes)
-    k.tables.save(tid, old, new, changes, seq)
-    k.facts.write(tid, [(f[0], f[1]) for f in facts], seq)
-    k.view.refresh(tid, new)
-    k._records[name] = new
-
-
-def find_cycle(deps: dict[str, Iterable[str]], among: set[str]) -> list[str] | None:
-    """A dependency cycle among ``among`` as a path ``a -> b -> ... -> a`` (dependency first)."""
-    dependents: dict[str, list[str]] = {n: [] for n in among}
-    for task, ds in deps.items():
-        for d in ds:
-            if d in among:
-                dependents[d].append(task)
-    state: dict[str, int] = {}
-    for root in sorted(among):
-        if root in state:
-            continue
-        stack = [(root, iter(sorted(dependents[root])))]
-        path = [root]
-        state[root] = 1
-        while stack:
-            node, children = stack[-1]
-            child = next(children, None)
-            if child is None:
-                state[node] = 2
-                stack.pop()
-                path.pop()
-            elif state.get(child) == 1:
-                return path[path.index(child):] + [child]
-            elif child not in state:
-                state[child] = 1
-                path.append(child)
-                stack.append((child, iter(sorted(dependents[child]))))
-    return None

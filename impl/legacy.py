@@ -16,14 +16,11 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from .errors import GraphError, LegacyError
 from .records import TaskPolicy
 
 NAME_KEYS = ("id", "name", "task")
 DEP_KEYS = ("after", "deps", "depends_on", "dependencies", "blocked_by")
-
-
-class LegacyError(ValueError):
-    """A legacy file that cannot be imported (the message names path and line)."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +127,6 @@ def parse_legacy(path: str) -> tuple[list[LegacyRecord], list[int]]:
 
 def import_legacy(kernel, path: str) -> ImportReport:
     """Import a legacy graph into ``kernel`` (see the module docstring)."""
-    from .kernel import GraphError
     records, skipped = parse_legacy(path)
     source = os.path.basename(path)
     report = ImportReport(source, skipped=skipped)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .records import TaskPolicy, TaskRecord
-from .rules import Observe, target_moved
+from .decision import Observe
+from .rules_save import target_moved
 from .vocabulary import EFFECT_PHASES, RECEIPTS as RECEIPT_NAMES
 
 

@@ -8,7 +8,7 @@ worktree, the target ref, the process table, whether an external effect
 happened) are not stored here: they are observed (``rules.Observe``).
 
 The store maps a record onto its normalised tables and back
-(``store.TaskTables``); the ledger records the fields each request changed.
+(``tables.TaskTables``); the ledger records the fields each request changed.
 """
 from __future__ import annotations
 

@@ -15,14 +15,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .errors import BadRequest
 from .vocabulary import (
     ACTORS, AUTHORITY, CAPABILITY_KINDS, DISPOSITIONS, EXITS, KINDS, PHASES, REASONS,
     TRANSACTION_KINDS, VERDICTS,
 )
-
-
-class BadRequest(ValueError):
-    """A request that cannot be parsed: it gets no decision and changes nothing."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,7 +159,7 @@ def test_figures_equal_independent_recounts(measured):
     assert set(measured.get("kernel-public-methods").items) == public
     model_writers = {i.split(":")[1] for i in measured.get("terminal-writers-model").items}
     impl_writers = {i.split(":")[1] for i in measured.get("terminal-writers-impl").items}
-    assert impl_writers == model_writers | {"Kernel.seed"}
+    assert impl_writers == model_writers | {"seeded"}
     for f in measured.figures:
         if f.name not in ("helper-processes",):
             assert f.value > 0, f.name

@@ -58,7 +58,7 @@ def test_skipping_the_fence_check_is_reported(monkeypatch):
 def test_writing_done_on_submit_is_reported(monkeypatch):
     def done_on_submit(ctx):
         t = ctx.record
-        return rules.done(ctx, replace(t, phase="graph-saved", attempt_state="succeeded"))
+        return rules.succeeded(ctx, replace(t, phase="graph-saved", attempt_state="succeeded"))
     monkeypatch.setitem(rules.RULES, "submit", done_on_submit)
     r = gate.run_gate("quick", traces=[str(INCIDENTS / "14-message-does-not-resurrect-done.json")])
     assert r.verdict == "fail" and failing(r, "replay")
@@ -80,8 +80,8 @@ def test_a_heartbeat_timeout_terminalizing_a_live_owner_is_reported(monkeypatch)
         if not t.running:
             return rules.heartbeat_timeout(ctx)
         actions: list = []
-        return rules.done(ctx, rules.close_attempt(ctx, t, "lost", actions), actions=actions,
-                          kind=rules.EVIDENCE_ONLY)
+        return rules.succeeded(ctx, rules.close_attempt(ctx, t, "lost", actions), effects=actions,
+                               kind=rules.EVIDENCE_ONLY)
     monkeypatch.setitem(rules.RULES, "heartbeat-timeout", timeout_kills)
     r = gate.run_gate("quick", traces=[str(INCIDENTS / "06-live-owner-missing-heartbeat-stays-running.json")])
     bad = failing(r, "replay")

@@ -11,6 +11,7 @@ import pytest
 from wgk.impl import BadRequest, Crash, CrashAt, Kernel, Recorder
 
 from test_impl_crash import CAP_A, FAST, SCRIPT, fresh
+from wgk.conformance.oracle.impl_world import apply_env
 
 OWNER_B = {"pid": 4002, "birth": 922, "session": "s2"}
 
@@ -41,7 +42,7 @@ def one_by_one(tmp_path) -> tuple[list[dict], dict]:
     answers = []
     for step in workload():
         if "env" in step:
-            k.apply_env(step)
+            apply_env(k, step)
         else:
             answers.append(k.handle(step))
     return answers, k.project()
@@ -56,7 +57,7 @@ def batched(k: Kernel, size: int) -> list[dict]:
     for step in workload():
         if "env" in step:
             flush()
-            k.apply_env(step)
+            apply_env(k, step)
             continue
         batch.append(step)
         if len(batch) == size:
@@ -92,7 +93,7 @@ def test_an_effect_never_runs_behind_uncommitted_requests(tmp_path):
     k.handle(SCRIPT[0])
     world_steps = [s for s in SCRIPT[1:] if "env" in s]
     for s in world_steps:
-        k.apply_env(s)
+        apply_env(k, s)
     for step in SCRIPT[2:10]:
         k.handle(step)                                  # up to prepare-effect
     start = len(rec.seen)

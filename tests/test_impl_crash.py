@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from wgk.impl import Crash, CrashAt, Kernel, MemoryWorld, Pragmas, Recorder, TaskPolicy
+from wgk.conformance.oracle.impl_world import apply_env
 
 FAST = Pragmas(synchronous="OFF")
 CAP_A = {"graph": "g", "task": "a", "generation": 0, "attempt": 1, "fence": 1, "lease-epoch": 1}
@@ -64,7 +65,7 @@ def crash_free(tmp_path):
     for i, step in enumerate(SCRIPT):
         before = len(rec.seen)
         if "env" in step:
-            k.apply_env(step)
+            apply_env(k, step)
         else:
             assert k.handle(step)["decision"] == "applied", step
         cuts += [(i, j) for j in range(before, len(rec.seen))]
@@ -83,7 +84,7 @@ def test_every_boundary_of_a_completion(tmp_path):
         resent = None
         for i, step in enumerate(SCRIPT):
             if "env" in step:
-                k.apply_env(step)
+                apply_env(k, step)
                 continue
             try:
                 d = k.handle(step)
@@ -111,7 +112,7 @@ def test_crash_between_the_ref_update_and_the_commit_is_re_observed(tmp_path):
     crash = CrashAt(0, kind="ref-update", when="after")
     k, world, path = fresh(tmp_path, "k.db")
     for step in SCRIPT[:10]:
-        k.apply_env(step) if "env" in step else k.handle(step)
+        apply_env(k, step) if "env" in step else k.handle(step)
     k.hook = crash
     with pytest.raises(Crash):
         k.handle(SCRIPT[10])
@@ -133,7 +134,7 @@ def test_convergence_resumes_an_interrupted_completion_at_every_cut(tmp_path):
     """The owner submitted; the daemon drives the rest and crashes at each boundary."""
     def prepare(k):
         for step in SCRIPT[:3]:
-            k.apply_env(step) if "env" in step else k.handle(step)
+            apply_env(k, step) if "env" in step else k.handle(step)
 
     k, world, _ = fresh(tmp_path, "free.db")
     prepare(k)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 
-from wgk.conformance.cli import cmd_demo
+from wgk.impl.demo import checks, world
 from wgk.conformance.cli.main import main
 
 
@@ -18,7 +18,7 @@ def test_the_demo_keeps_every_promise_and_its_checks_can_fail(tmp_path, capsys):
     assert (tasks["api"]["attempt"], tasks["ui"]["version"]) == (2, 2)
     assert any("killed api worker" in line for line in out["story"])
     # the checks compare facts: a different promise is reported broken
-    k = cmd_demo.open_kernel(str(workdir / "kernel.db"), str(workdir / "repo"))
+    k = world.open_kernel(str(workdir / "kernel.db"), str(workdir / "repo"))
     try:
         facts = {"final": k.project(), "schema": tasks["schema"]["candidate"],
                  "base": tasks["schema"]["base"], "moved": tasks["ui"]["base"],
@@ -26,7 +26,7 @@ def test_the_demo_keeps_every_promise_and_its_checks_can_fail(tmp_path, capsys):
                  "ui-after-move": {"status": "needs-repair", "reason": "target-moved",
                                    "candidate": tasks["ui"]["retained"],
                                    "target": tasks["ui"]["base"]}}
-        failed = {c.name for c in cmd_demo.check(k, facts) if not c.ok}
+        failed = {c.name for c in checks.check(k, facts) if not c.ok}
         assert failed == {"the moved target sent ui to needs-repair with its candidate retained",
                           "ui's first candidate stays retained, the revision is version 2"}
     finally:

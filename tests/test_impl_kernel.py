@@ -10,6 +10,7 @@ from wgk.impl import (
     BadRequest, GraphError, Initial, Kernel, MemoryWorld, Pragmas, Recorder, SeedError, TaskPolicy,
 )
 from wgk.impl.legacy import LegacyError
+from wgk.conformance.oracle.impl_world import apply_env
 
 FAST = Pragmas(synchronous="OFF")
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
@@ -103,21 +104,21 @@ def test_seeding_a_running_attempt_with_explicit_k_and_owner(tmp_path):
 def test_environment_steps_on_the_memory_doubles(tmp_path):
     k, world = kernel(tmp_path, [TaskPolicy("a")])
     dispatch(k, "a")
-    k.apply_env({"env": "edit", "task": "a", "content": "c1"})
+    apply_env(k, {"env": "edit", "task": "a", "content": "c1"})
     assert k.project()["tasks"]["a"]["worktree"]["content"] == "c1"
-    k.apply_env({"env": "owner-dies", "task": "a"})
+    apply_env(k, {"env": "owner-dies", "task": "a"})
     assert world.processes.birth_of(4001) is None
-    k.apply_env({"env": "pid-reuse", "task": "a", "birth": 5})
+    apply_env(k, {"env": "pid-reuse", "task": "a", "birth": 5})
     assert world.processes.birth_of(4001) == 5
-    k.apply_env({"env": "move-target", "content": "t1"})
-    k.apply_env({"env": "tick", "amount": 3})
+    apply_env(k, {"env": "move-target", "content": "t1"})
+    apply_env(k, {"env": "tick", "amount": 3})
     p = k.project()
     assert (p["target"], p["now"]) == ("t1", 3)
     from wgk.impl import EnvError
     with pytest.raises(EnvError):
-        k.apply_env({"env": "owner-dies", "task": "a"})        # the owner is not alive
+        apply_env(k, {"env": "owner-dies", "task": "a"})        # the owner is not alive
     with pytest.raises(EnvError):
-        k.apply_env({"env": "crash"})
+        apply_env(k, {"env": "crash"})
 
 
 # --- requests ---------------------------------------------------------------------------------
@@ -199,8 +200,8 @@ def test_a_live_owner_with_a_missing_heartbeat_stays_running(tmp_path):
 def test_a_dead_owner_converges_to_lost_on_its_deadline_and_becomes_runnable(tmp_path):
     k, world = kernel(tmp_path, [TaskPolicy("a")])
     dispatch(k, "a")
-    k.apply_env({"env": "edit", "task": "a", "content": "half"})
-    k.apply_env({"env": "owner-dies", "task": "a"})
+    apply_env(k, {"env": "edit", "task": "a", "content": "half"})
+    apply_env(k, {"env": "owner-dies", "task": "a"})
     first = k.converge()
     assert [(s.request["kind"], s.response["decision"]) for s in first.sent] == \
         [("probe-owner", "applied")]
@@ -222,7 +223,7 @@ def test_a_dead_owner_converges_to_lost_on_its_deadline_and_becomes_runnable(tmp
 def test_a_moved_target_sends_the_finish_to_repair_with_the_candidate_retained(tmp_path):
     k, world = kernel(tmp_path, [TaskPolicy("a")])
     dispatch(k, "a")
-    k.apply_env({"env": "edit", "task": "a", "content": "c1"})
+    apply_env(k, {"env": "edit", "task": "a", "content": "c1"})
     tx(k, "a", "submit", "worker")
     k.converge()
     tx(k, "a", "validate", "validator", candidate="c1", verdict="pass")
@@ -230,7 +231,7 @@ def test_a_moved_target_sends_the_finish_to_repair_with_the_candidate_retained(t
         params = {"accept": {"candidate": "c1", "verdict": "not-required"},
                   "record-disposition": {"disposition": "land"}}.get(kind, {})
         assert tx(k, "a", kind, "daemon", **params)["decision"] == "applied"
-    k.apply_env({"env": "move-target", "content": "t1"})
+    apply_env(k, {"env": "move-target", "content": "t1"})
     assert tx(k, "a", "commit-effect", "promoter", candidate="c1", base="main-0") == \
         {"decision": "rejected", "code": "cas-moved"}
     report = k.converge()
@@ -242,7 +243,7 @@ def test_a_moved_target_sends_the_finish_to_repair_with_the_candidate_retained(t
     assert report.plans[0].to_json()["reason"] == "needs-repair: target-moved"
     assert report.plans[0].way == "hold"
     # the worker rebases its own work; a revised candidate lands from the new base
-    k.apply_env({"env": "edit", "task": "a", "content": "c2"})
+    apply_env(k, {"env": "edit", "task": "a", "content": "c2"})
     assert tx(k, "a", "revise", "worker", candidate="c2", base="t1") == {"decision": "applied"}
     assert k.record("a").retained == "c1"
     k.converge()
@@ -333,7 +334,7 @@ def test_a_malformed_legacy_file_names_the_place_and_writes_nothing(tmp_path, te
 def test_show_lists_every_receipt_phase_and_evidence_id(tmp_path):
     k, _ = kernel(tmp_path, [TaskPolicy("a")])
     dispatch(k, "a")
-    k.apply_env({"env": "edit", "task": "a", "content": "c1"})
+    apply_env(k, {"env": "edit", "task": "a", "content": "c1"})
     k.handle({"kind": "heartbeat", "actor": "worker", "task": "a", "key": "hb", "cap": cap(k, "a"),
               "evidence": "hb-7"})
     tx(k, "a", "submit", "worker")

@@ -6,6 +6,7 @@ import pathlib
 import re
 
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
+from wgk.conformance.oracle.impl_world import apply_env
 
 FAST = Pragmas(synchronous="OFF")
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
@@ -32,7 +33,7 @@ def finished_pair(tmp_path) -> tuple[Kernel, MemoryWorld]:
     k.create_graph("g", [TaskPolicy("a"), TaskPolicy("b", deps=("a",))])
     assert k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d-a",
                      "expected-attempt": 0, "owner": OWNER})["decision"] == "applied"
-    k.apply_env({"env": "edit", "task": "a", "content": "c-a1"})
+    apply_env(k, {"env": "edit", "task": "a", "content": "c-a1"})
     k.handle({"kind": "heartbeat", "actor": "worker", "task": "a", "key": "hb", "cap": cap(k, "a"),
               "evidence": "hb-1"})
     assert tx(k, "a", "submit", "worker") == {"decision": "applied"}
@@ -110,18 +111,18 @@ STATUS_WRITE = re.compile(r"(INSERT\s+(OR\s+\w+\s+)?INTO\s+task_view|UPDATE\s+ta
 def test_no_code_path_writes_a_status_outside_the_projection_routine():
     """Status is a projection: only projection.StatusProjection writes task_view."""
     writers = {}
-    for path in sorted(IMPL.glob("*.py")):
+    for path in sorted(IMPL.rglob("*.py")):
         hits = [i + 1 for i, line in enumerate(path.read_text().splitlines())
                 if STATUS_WRITE.search(line)]
         if hits:
             writers[path.name] = hits
     assert set(writers) == {"projection.py"}, writers
     # and the only status/satisfied columns in the schema are the projection's
-    schema = (IMPL / "store.py").read_text()
+    schema = (IMPL / "schema.py").read_text()
     assert len(re.findall(r"\bstatus TEXT\b", schema)) == 1
     assert "done" not in re.findall(r"'(\w+)'", schema)
     # no module but projection assigns a task status value
-    for path in IMPL.glob("*.py"):
+    for path in IMPL.rglob("*.py"):
         if path.name != "projection.py":
             assert not re.search(r"status\s*=\s*[\"']done[\"']", path.read_text()), path.name
 
@@ -130,7 +131,7 @@ def test_the_implementation_imports_neither_the_model_nor_conformance():
     """An independent implementation: impl/ imports nothing from wgk.model or wgk.conformance."""
     import ast
     found = {}
-    for path in sorted(IMPL.glob("*.py")):
+    for path in sorted(IMPL.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.Import):
@@ -142,4 +143,4 @@ def test_the_implementation_imports_neither_the_model_nor_conformance():
             if bad:
                 found.setdefault(path.name, []).extend(bad)
     assert found == {}
-    assert len(list(IMPL.glob("*.py"))) >= 12          # the walk saw the package
+    assert len(list(IMPL.rglob("*.py"))) >= 12          # the walk saw the package

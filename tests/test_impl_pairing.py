@@ -24,6 +24,7 @@ from wgk.model.requests import Capability, Owner, Request
 from wgk.model.vocab import (
     Actor, AUTHORITY, Disposition, Exit, Kind, Phase, Reason, Verdict, TRANSACTION_KINDS,
 )
+from wgk.conformance.oracle.impl_world import apply_env
 
 FAST = Pragmas(synchronous="OFF")
 
@@ -107,12 +108,12 @@ class Pair:
             self.model.env(kind, step.get("task", ""), **kw)
         except ModelEnvError:
             try:                                   # what the model's world cannot do, nor can ours
-                self.impl.apply_env(step)
+                apply_env(self.impl, step)
             except ImplEnvError:
                 return False
             raise AssertionError(f"the implementation took a step the model refuses: {step}")
         self.history.append(step)
-        self.impl.apply_env(step)
+        apply_env(self.impl, step)
         return True
 
     def restart(self) -> None:

@@ -13,6 +13,7 @@ from wgk.conformance.cli.output import emit_json
 from wgk.conformance.oracle.record import RecordError, record_trace
 from wgk.conformance.oracle.replay import replay
 from wgk.conformance.traces.format import write_trace
+from wgk.impl.cli import demo
 
 HELP = "record a run of the implementation (a kernel database, or the demo) as a trace"
 EXAMPLES = """  wgk record --db .wgk/kernel.db --out traces/incidents/18-what-happened.json
@@ -32,12 +33,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_demo(workdir: str) -> str:
-    from wgk.conformance.cli import cmd_demo
     args = argparse.Namespace(workdir=workdir, json=True, keep=True)
     devnull = open(os.devnull, "w")
     old, sys.stdout = sys.stdout, devnull
     try:
-        code = cmd_demo.run(args)
+        code = demo.run(args)
     finally:
         sys.stdout = old
         devnull.close()

@@ -13,6 +13,7 @@ import sys
 from typing import Sequence
 
 from wgk.conformance.cli.errors import UsageError
+from wgk.impl.cli.output import UsageError as ImplUsageError
 
 #: name -> module; listed here so ``wgk --help`` can show every command.
 COMMANDS: dict[str, str] = {
@@ -28,8 +29,8 @@ COMMANDS: dict[str, str] = {
     "record": "wgk.conformance.cli.cmd_record",
     "export-itf": "wgk.conformance.cli.cmd_export_itf",
     "trace-matrix": "wgk.conformance.cli.cmd_trace_matrix",
-    "kernel": "wgk.conformance.cli.cmd_kernel",
-    "demo": "wgk.conformance.cli.cmd_demo",
+    "kernel": "wgk.impl.cli.kernel",
+    "demo": "wgk.impl.cli.demo",
     "complexity": "wgk.conformance.cli.cmd_complexity",
 }
 
@@ -75,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args._module.run(args))
-    except UsageError as e:
+    except (UsageError, ImplUsageError) as e:
         print(f"wgk {args.command}: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

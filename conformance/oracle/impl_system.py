@@ -3,7 +3,8 @@
 The environment is the implementation's in-memory world (process table,
 repository, clock), which survives a crash the way the real world would: a
 ``crash`` step closes the kernel (losing every cache and open transaction) and
-opens a new one on the same database file and the same world.
+opens a new one on the same database file and the same world. The other
+environment steps are played on that world by ``impl_world.apply_env``.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from wgk.impl import (
     BadRequest, EnvError, Initial, Kernel, MemoryWorld, SeedError, TaskPolicy, no_hook,
 )
 
+from wgk.conformance.oracle.impl_world import apply_env
 from wgk.conformance.oracle.systems import StepError, env_part
 
 
@@ -94,7 +96,7 @@ class ImplSystem:
             self.crash()
         elif wire.get("env") != "lost-response":
             try:
-                self.kernel.apply_env(wire)
+                apply_env(self.kernel, wire)
             except EnvError as e:
                 raise StepError(str(e)) from None
         return None

@@ -1,0 +1,64 @@
+"""wgk kernel: the operator's command line for a kernel database.
+
+The subcommands live in ``kernel_requests`` (those that send requests) and
+``kernel_reports`` (those that read); their arguments in ``kernel_args``.
+
+The database remembers its repository (``init --repo``); every command opens
+the kernel on the real environment: the git repository, ``/proc`` and the wall
+clock. Bad input (a missing or corrupt database, an unknown task, a malformed
+file) is one line on stderr and exit 2, with the database untouched; a
+rejected request, a failed audit or a differing rebuild is exit 1.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import BadRequest, EffectError, EnvError, GraphError, LegacyError
+from .kernel_args import add_arguments  # noqa: F401  (the command's interface)
+from .kernel_open import init, open_kernel
+from .kernel_reports import (
+    do_audit, do_converge, do_import, do_rebuild, do_show, do_status, do_verify,
+)
+from .kernel_requests import do_dispatch, do_retry, do_send, do_task, operator_request
+from .output import UsageError
+
+HELP = "operate a durable kernel database: tasks, dispatch, status, convergence, audit, rebuild"
+EXAMPLES = """  wgk kernel --db k.db init --graph g --repo ./repo --target refs/heads/main
+  wgk kernel --db k.db task add schema
+  wgk kernel --db k.db task add api --after schema --review-required
+  wgk kernel --db k.db dispatch schema --pid 4242 --session s1
+  wgk kernel --db k.db status --json
+  wgk kernel --db k.db show schema
+  wgk kernel --db k.db converge
+  wgk kernel --db k.db send --lines requests.jsonl       (group commit: one commit for all lines)
+  wgk kernel --db k.db retry schema --pid 4343 --fresh
+  wgk kernel --db k.db import-legacy graph.jsonl
+  wgk kernel --db k.db audit && wgk kernel --db k.db verify-ledger && wgk kernel --db k.db rebuild
+"""
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "init":
+        return init(args)
+    k = open_kernel(args.db)
+    try:
+        return ACTIONS[args.action](k, args)
+    except (GraphError, LegacyError, BadRequest) as e:
+        raise UsageError(str(e)) from None
+    except (EnvError, EffectError) as e:
+        print(f"wgk kernel: effect failed, nothing recorded: {e}", file=sys.stderr)
+        return 1
+    finally:
+        k.close()
+
+
+ACTIONS = {
+    "task": do_task, "dispatch": do_dispatch, "retry": do_retry, "status": do_status,
+    "show": do_show, "converge": do_converge, "audit": do_audit,
+    "reconcile": operator_request("reconcile"),
+    "reconstruct": operator_request("reconstruct", candidate=None, base=None),
+    "abandon": operator_request("abandon"), "reset": operator_request("reset"),
+    "import-legacy": do_import, "rebuild": do_rebuild, "verify-ledger": do_verify,
+    "send": do_send,
+}

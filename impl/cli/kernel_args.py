@@ -1,0 +1,92 @@
+"""The arguments of ``wgk kernel``: global options and one parser per subcommand."""
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", required=True, metavar="PATH", help="the kernel database (SQLite)")
+    p.add_argument("--json", action="store_true", help="print results as JSON")
+    sub = p.add_subparsers(dest="action", metavar="SUBCOMMAND", required=True)
+    js = argparse.ArgumentParser(add_help=False)
+    js.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                    help="print results as JSON")
+    key = argparse.ArgumentParser(add_help=False, parents=[js])
+    key.add_argument("--key", help="idempotency key (default: a fresh one)")
+    _graph_commands(sub, js)
+    _attempt_commands(sub, key)
+    _reading_commands(sub, js)
+    _operator_commands(sub, key)
+    _ledger_commands(sub, js)
+
+
+def _graph_commands(sub, js: argparse.ArgumentParser) -> None:
+    s = sub.add_parser("init", parents=[js], help="create the database and its graph")
+    s.add_argument("--graph", required=True, help="graph id (part of every capability)")
+    s.add_argument("--repo", required=True, help="the git repository holding the target")
+    s.add_argument("--target", default="refs/heads/main", help="the target ref")
+    s.add_argument("--worktrees", help="where attempt worktrees live (default: REPO-worktrees)")
+
+    task = sub.add_parser("task", help="edit the task graph").add_subparsers(
+        dest="task_action", metavar="ACTION", required=True)
+    s = task.add_parser("add", parents=[js], help="add a task")
+    s.add_argument("name")
+    s.add_argument("--after", action="append", default=[], metavar="DEP",
+                   help="a dependency (repeatable)")
+    s.add_argument("--review-required", action="store_true")
+    s.add_argument("--requires-assignment", action="store_true")
+    s.add_argument("--disposition", default="land", choices=["land", "deliver", "report"])
+    s = task.add_parser("dep", parents=[js], help="add a dependency to a task without attempts")
+    s.add_argument("name")
+    s.add_argument("--after", required=True, metavar="DEP")
+
+
+def _attempt_commands(sub, key: argparse.ArgumentParser) -> None:
+    for name, helptext in (("dispatch", "open an attempt owned by a live process"),
+                           ("retry", "close a stuck attempt (work retained) and open a new one")):
+        s = sub.add_parser(name, parents=[key], help=helptext)
+        s.add_argument("name", metavar="TASK")
+        s.add_argument("--pid", type=int, required=True, help="the owner process")
+        s.add_argument("--session", help="the owner's session id")
+        if name == "dispatch":
+            s.add_argument("--imports", help="retained work (a content id) the attempt imports")
+        else:
+            s.add_argument("--fresh", action="store_true",
+                           help="start from the target instead of importing the retained work")
+
+
+def _reading_commands(sub, js: argparse.ArgumentParser) -> None:
+    sub.add_parser("status", parents=[js], help="every task's status and way forward")
+    s = sub.add_parser("show", parents=[js], help="every receipt, phase and evidence id of a task")
+    s.add_argument("name", metavar="TASK")
+    sub.add_parser("converge", parents=[js], help="act on every due way forward")
+    sub.add_parser("audit", parents=[js], help="check the stored state against the invariants")
+
+
+def _operator_commands(sub, key: argparse.ArgumentParser) -> None:
+    s = sub.add_parser("reconcile", parents=[key], help="resolve a hold (legacy claim, upgrade block)")
+    s.add_argument("name", metavar="TASK")
+    s = sub.add_parser("reconstruct", parents=[key],
+                       help="prove a legacy Done by the target holding its exact candidate")
+    s.add_argument("name", metavar="TASK")
+    s.add_argument("--candidate", required=True)
+    s.add_argument("--base", required=True)
+    s = sub.add_parser("abandon", parents=[key], help="give a task up, its work preserved")
+    s.add_argument("name", metavar="TASK")
+    s = sub.add_parser("reset", parents=[key], help="open a new generation (work retained)")
+    s.add_argument("name", metavar="TASK")
+
+
+def _ledger_commands(sub, js: argparse.ArgumentParser) -> None:
+    s = sub.add_parser("import-legacy", parents=[js],
+                       help="import a WG graph.jsonl or JSON list, quarantining unproven Done")
+    s.add_argument("file")
+    s = sub.add_parser("rebuild", parents=[js], help="replay the ledger and compare every table")
+    s.add_argument("--apply", action="store_true", help="replace the tables with the rebuilt ones")
+    sub.add_parser("verify-ledger", parents=[js], help="walk the hash chain")
+    s = sub.add_parser("send", parents=[js], help="send one wire request (JSON argument or stdin), "
+                       "or many with one commit (--lines)")
+    s.add_argument("request", nargs="?", help="the request as JSON (default: read stdin)")
+    s.add_argument("--lines", metavar="FILE",
+                   help="send every JSON line of FILE ('-': stdin) with one commit (group commit: "
+                        "no answer before it); one answer per line")

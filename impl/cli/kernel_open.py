@@ -1,0 +1,58 @@
+"""Opening a kernel database on the real environment: git, /proc and the wall clock."""
+from __future__ import annotations
+
+import os
+
+from ..env import Environment, WallClock
+from ..errors import EnvError, StoreError
+from ..git import GitRepository
+from ..kernel import Kernel
+from ..proc import ProcProcessTable
+from ..store import Store
+from .output import UsageError, emit
+
+
+def environment(repo: str, target: str, worktrees: str | None) -> Environment:
+    return Environment(ProcProcessTable(), GitRepository(repo, target=target, worktrees=worktrees),
+                       WallClock())
+
+
+def open_kernel(path: str) -> Kernel:
+    if not os.path.isfile(path):
+        raise UsageError(f"{path}: no kernel database here (create one with 'init')")
+    try:
+        store = Store(path)
+        repo, target = store.meta("config:repo"), store.meta("config:target")
+        worktrees = store.meta("config:worktrees")
+        store.close()
+        if repo is None or target is None:
+            raise UsageError(f"{path}: the database names no repository (was it made by 'init'?)")
+        return Kernel(path, environment(repo, target, worktrees))
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+
+
+def require_task(k: Kernel, name: str) -> None:
+    if name not in k.names():
+        raise UsageError(f"unknown task {name!r}")
+
+
+def init(args) -> int:
+    if os.path.exists(args.db):
+        raise UsageError(f"{args.db}: already exists")
+    repo = os.path.abspath(args.repo)
+    probe = GitRepository(repo, target=args.target, worktrees=args.worktrees)
+    try:
+        probe.out("rev-parse", "--git-dir")
+    except EnvError:
+        raise UsageError(f"{args.repo}: not a git repository") from None
+    if probe.target() is None:
+        raise UsageError(f"{args.repo}: the target {args.target} does not exist")
+    k = Kernel(args.db, environment(repo, args.target, args.worktrees))
+    try:
+        k.create_graph(args.graph, config={"repo": repo, "target": args.target,
+                                           "worktrees": probe.worktrees})
+    finally:
+        k.close()
+    return emit(args, {"db": args.db, "graph": args.graph, "repo": repo, "target": args.target},
+                f"created graph {args.graph} on {repo} ({args.target})")

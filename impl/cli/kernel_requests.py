@@ -1,0 +1,132 @@
+"""``wgk kernel`` subcommands that send requests: task edits, dispatch, retry, operator requests,
+and raw wire requests (one, or many with one commit)."""
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+
+from ..errors import BadRequest
+from ..kernel import Kernel
+from ..proc import ProcProcessTable
+from ..records import TaskPolicy
+from .kernel_open import require_task
+from .output import UsageError, emit
+
+
+def send(k: Kernel, args, request: dict) -> int:
+    response = k.handle(request)
+    ok = response["decision"] != "rejected" and response.get("original", {}).get("decision") != "rejected"
+    text = response["decision"] + (f": {response['code']}" if "code" in response else "")
+    if "original" in response:
+        o = response["original"]
+        text += f" (original: {o['decision']}{': ' + o['code'] if 'code' in o else ''})"
+    return emit(args, {"request": request, "response": response}, text, 0 if ok else 1)
+
+
+def send_lines(k: Kernel, args) -> int:
+    """Every JSON line of a file decided with one commit (``Kernel.handle_batch``)."""
+    name = "<stdin>" if args.lines == "-" else args.lines
+    try:
+        text = sys.stdin.read() if args.lines == "-" else open(args.lines).read()
+    except OSError as e:
+        raise UsageError(f"{name}: {e.strerror}") from None
+    requests, lines = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            requests.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise UsageError(f"{name}:{n}: {e.msg} at column {e.colno}") from None
+        lines.append(n)
+    try:
+        responses = k.handle_batch(requests)
+    except BadRequest as e:          # "request N: ..." -> the file's line
+        message = str(e)
+        if message.startswith("request "):
+            index, _, rest = message[len("request "):].partition(": ")
+            message = f"{name}:{lines[int(index)]}: {rest}"
+        raise UsageError(message) from None
+    rejected = [r for r in responses if r["decision"] == "rejected"
+                or r.get("original", {}).get("decision") == "rejected"]
+    text_out = "\n".join(f"{name}:{n}: {r['decision']}" + (f": {r['code']}" if "code" in r else "")
+                          for n, r in zip(lines, responses))
+    return emit(args, {"responses": responses, "requests": len(requests),
+                       "rejected": len(rejected)}, text_out, 1 if rejected else 0)
+
+
+def fresh_key(args, kind: str, task: str) -> str:
+    return args.key or f"cli:{kind}:{task}:{uuid.uuid4().hex[:12]}"
+
+
+def do_task(k: Kernel, args) -> int:
+    if args.task_action == "add":
+        k.add_tasks([TaskPolicy(args.name, tuple(args.after), args.review_required,
+                                args.requires_assignment, args.disposition)])
+        return emit(args, {"added": args.name, "deps": args.after}, f"added {args.name}")
+    require_task(k, args.name)
+    k.add_dependency(args.name, args.after)
+    return emit(args, {"task": args.name, "dep": args.after},
+                f"{args.name} now depends on {args.after}")
+
+
+def owner(args) -> dict:
+    birth = ProcProcessTable().birth_of(args.pid)
+    if birth is None:
+        raise UsageError(f"no live process {args.pid}")
+    out = {"pid": args.pid, "birth": birth}
+    if args.session:
+        out["session"] = args.session
+    return out
+
+
+def do_dispatch(k: Kernel, args) -> int:
+    require_task(k, args.name)
+    r = {"kind": "dispatch", "actor": "daemon", "task": args.name,
+         "key": fresh_key(args, "dispatch", args.name),
+         "expected-attempt": k.record(args.name).attempt, "owner": owner(args)}
+    if args.imports:
+        r["imports"] = args.imports
+    return send(k, args, r)
+
+
+def do_retry(k: Kernel, args) -> int:
+    require_task(k, args.name)
+    t = k.record(args.name)
+    r = {"kind": "retry", "actor": "operator", "task": args.name,
+         "key": fresh_key(args, "retry", args.name), "expected-attempt": t.attempt,
+         "owner": owner(args)}
+    retained = t.retained
+    if t.running:        # what closing the attempt will retain: its dirty work, or its saved work
+        view = k.env.repository.observe_worktree(t.worktree_id) if t.worktree_id else None
+        if view is not None and view.present and view.content != t.origin:
+            retained = view.content
+        elif t.saved_work is not None:
+            retained = t.saved_work
+    if retained and not args.fresh:
+        r["imports"] = retained
+    return send(k, args, r)
+
+
+def operator_request(kind: str, **params):
+    def action(k: Kernel, args) -> int:
+        require_task(k, args.name)
+        r = {"kind": kind, "actor": "operator", "task": args.name,
+             "key": fresh_key(args, kind, args.name)}
+        r.update({p: getattr(args, p) for p in params})
+        if kind == "reset":
+            r["expected-generation"] = k.record(args.name).generation
+        return send(k, args, r)
+    return action
+
+
+def do_send(k: Kernel, args) -> int:
+    if args.lines is not None:
+        return send_lines(k, args)
+    raw = args.request if args.request is not None else sys.stdin.read()
+    try:
+        request = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"request: {e.msg} at line {e.lineno} column {e.colno}") from None
+    return send(k, args, request)

@@ -1,0 +1,71 @@
+"""Performing a decision's external effects, each a durable boundary through the hook.
+
+A worktree created, a ref pinned, the target landed by compare-and-swap, an
+output published, a worktree removed (and checked gone), an owner adopted:
+``perform`` does them in order before the request's transaction commits and
+returns the facts they establish. A failed compare-and-swap raises ``CasMoved``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .env import Environment
+from .errors import EffectError
+from .hooks import REF_UPDATE, WORKTREE_ADD, WORKTREE_REMOVE, Boundary, Hook
+from .records import TaskRecord
+from .decision import Effect
+
+
+class CasMoved(Exception):
+    """The target moved between the check and the compare-and-swap."""
+
+
+def boundary(hook: Hook, kind: str, key: str | None, detail: str,
+             effect: Callable[[], Any]) -> Any:
+    """Run one effect between its ``before`` and ``after`` boundaries."""
+    hook(Boundary(kind, "before", key, detail))
+    result = effect()
+    hook(Boundary(kind, "after", key, detail))
+    return result
+
+
+def perform(env: Environment, hook: Hook, effects: list[Effect], key: str | None,
+            record: TaskRecord) -> list:
+    """Perform a decision's effects in order; returns the facts they establish."""
+    repo = env.repository
+    facts: list[tuple[str, dict]] = []
+    for a in effects:
+        if a.name == "adopt":
+            env.processes.adopt(*a.args)
+        elif a.name == "create-worktree":
+            wt, start = a.args
+            boundary(hook, WORKTREE_ADD, key, wt, lambda: repo.create_worktree(wt, start))
+            facts.append(("worktree-added", {"worktree": wt, "fence": record.fence,
+                                             "origin": start, "path": repo.worktree_path(wt)}))
+        elif a.name == "pin":
+            ref, content = a.args
+            boundary(hook, REF_UPDATE, key, ref, lambda: repo.pin(ref, content))
+            facts.append(("pinned", {"ref": ref, "content": content}))
+        elif a.name == "land":
+            effect, candidate, base = a.args
+            if not boundary(hook, REF_UPDATE, key, effect,
+                            lambda: repo.land(effect, candidate, base)):
+                raise CasMoved(effect)
+        elif a.name == "output":
+            effect, candidate, disposition = a.args
+            boundary(hook, REF_UPDATE, key, effect,
+                     lambda: repo.output(effect, candidate, disposition))
+        elif a.name == "remove-worktree":
+            (wt,) = a.args
+            boundary(hook, WORKTREE_REMOVE, key, wt, lambda: remove_exactly(env, wt))
+        else:
+            raise EffectError(f"unknown effect {a.name!r}")
+    return facts
+
+
+def remove_exactly(env: Environment, wt: str) -> None:
+    """Remove the planned worktree and check that it is gone."""
+    repo = env.repository
+    repo.remove_worktree(wt)
+    if repo.observe_worktree(wt).present:
+        raise EffectError(f"worktree {wt} is still present after its removal")

@@ -1,0 +1,34 @@
+"""The error classes of the implementation, in one module that imports nothing.
+
+Every layer raises these; keeping them here lets the kernel, the store, the
+audit, the legacy import and the CLI share them without importing each other.
+"""
+from __future__ import annotations
+
+
+class BadRequest(ValueError):
+    """A request that cannot be parsed: it gets no decision and changes nothing."""
+
+
+class EnvError(RuntimeError):
+    """An environment operation that cannot be performed."""
+
+
+class GraphError(ValueError):
+    """A graph edit that cannot be made (unknown task, duplicate, cycle, fixed dependencies)."""
+
+
+class SeedError(ValueError):
+    """Initial facts that cannot be seeded (task already has an attempt, malformed)."""
+
+
+class EffectError(RuntimeError):
+    """An external effect did not do what it must (e.g. a removed worktree is still there)."""
+
+
+class StoreError(RuntimeError):
+    """The database cannot be used (not a kernel database, too new, corrupt)."""
+
+
+class LegacyError(ValueError):
+    """A legacy file that cannot be imported (the message names path and line)."""

@@ -1,0 +1,116 @@
+"""The kernel database's schema: forward migrations, the version, the projected tables."""
+from __future__ import annotations
+
+
+# --- schema and forward migrations ------------------------------------------------------
+
+SCHEMA_V1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE tasks (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    review_required INTEGER NOT NULL DEFAULT 0,
+    requires_assignment INTEGER NOT NULL DEFAULT 0,
+    disposition_policy TEXT NOT NULL DEFAULT 'land',
+    generation INTEGER NOT NULL DEFAULT 0,
+    attempt INTEGER NOT NULL DEFAULT 0,
+    fence INTEGER NOT NULL DEFAULT 0,
+    lease_epoch INTEGER NOT NULL DEFAULT 0,
+    retained TEXT,
+    retained_base TEXT,
+    deadline INTEGER NOT NULL DEFAULT 0,
+    assigned INTEGER NOT NULL DEFAULT 0,
+    legacy_done INTEGER NOT NULL DEFAULT 0,
+    reconstructed INTEGER NOT NULL DEFAULT 0,
+    abandoned INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE edges (
+    task INTEGER NOT NULL, dep INTEGER NOT NULL, PRIMARY KEY (task, dep)
+) WITHOUT ROWID;
+CREATE TABLE generations (
+    task INTEGER NOT NULL, generation INTEGER NOT NULL, opened_seq INTEGER NOT NULL,
+    PRIMARY KEY (task, generation)
+) WITHOUT ROWID;
+CREATE TABLE attempts (
+    task INTEGER NOT NULL, fence INTEGER NOT NULL,
+    generation INTEGER NOT NULL, attempt INTEGER NOT NULL, lease_epoch INTEGER NOT NULL,
+    state TEXT NOT NULL, worktree TEXT, origin TEXT, base_hint TEXT, saved_work TEXT,
+    imported TEXT, opened_seq INTEGER NOT NULL,
+    PRIMARY KEY (task, fence)
+) WITHOUT ROWID;
+CREATE TABLE owners (
+    task INTEGER NOT NULL, fence INTEGER NOT NULL,
+    pid INTEGER NOT NULL, birth INTEGER NOT NULL, session TEXT,
+    wrapper_epoch INTEGER NOT NULL, child_epoch INTEGER NOT NULL, seen TEXT NOT NULL,
+    PRIMARY KEY (task, fence)
+) WITHOUT ROWID;
+CREATE TABLE leases (
+    task INTEGER NOT NULL, kind TEXT NOT NULL, held INTEGER NOT NULL,
+    PRIMARY KEY (task, kind)
+) WITHOUT ROWID;
+CREATE TABLE transactions (
+    task INTEGER PRIMARY KEY,
+    fence INTEGER NOT NULL DEFAULT 0,
+    phase TEXT NOT NULL DEFAULT 'absent',
+    exit TEXT NOT NULL DEFAULT 'none',
+    reason TEXT NOT NULL DEFAULT 'none',
+    revision INTEGER NOT NULL DEFAULT 0,
+    candidate TEXT, base TEXT,
+    version INTEGER NOT NULL DEFAULT 0,
+    disposition TEXT NOT NULL DEFAULT 'none',
+    effect_done INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE receipts (
+    task INTEGER NOT NULL, kind TEXT NOT NULL,
+    fence INTEGER NOT NULL, candidate TEXT, base TEXT,
+    PRIMARY KEY (task, kind)
+) WITHOUT ROWID;
+CREATE TABLE evidence (
+    task INTEGER NOT NULL, kind TEXT NOT NULL, ident TEXT NOT NULL,
+    counted INTEGER NOT NULL, seq INTEGER NOT NULL,
+    PRIMARY KEY (task, kind, ident)
+) WITHOUT ROWID;
+CREATE TABLE logs (seq INTEGER PRIMARY KEY, task INTEGER NOT NULL);
+CREATE TABLE effects (
+    id TEXT PRIMARY KEY, task INTEGER NOT NULL, fence INTEGER NOT NULL,
+    version INTEGER NOT NULL, disposition TEXT NOT NULL, candidate TEXT, base TEXT,
+    state TEXT NOT NULL, re_observed INTEGER NOT NULL DEFAULT 0,
+    prepared_seq INTEGER NOT NULL, settled_seq INTEGER
+);
+CREATE TABLE worktrees (
+    id TEXT PRIMARY KEY, task INTEGER NOT NULL, fence INTEGER NOT NULL,
+    origin TEXT, path TEXT, planned_removal INTEGER NOT NULL DEFAULT 0,
+    removed INTEGER NOT NULL DEFAULT 0, last_content TEXT
+);
+CREATE TABLE pins (ref TEXT PRIMARY KEY, task INTEGER NOT NULL, content TEXT NOT NULL,
+                   seq INTEGER NOT NULL);
+CREATE TABLE journal (
+    key TEXT PRIMARY KEY, digest TEXT NOT NULL, response TEXT NOT NULL, seq INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE ledger (
+    seq INTEGER PRIMARY KEY, prev TEXT NOT NULL, hash TEXT NOT NULL, event TEXT NOT NULL,
+    task TEXT, key TEXT, body TEXT NOT NULL
+);
+CREATE TABLE task_view (
+    task INTEGER PRIMARY KEY, status TEXT NOT NULL, satisfied INTEGER NOT NULL,
+    pending INTEGER NOT NULL
+);
+CREATE TABLE legacy_records (
+    id INTEGER PRIMARY KEY, task TEXT NOT NULL, source TEXT NOT NULL, line INTEGER NOT NULL,
+    original BLOB NOT NULL, legacy_status TEXT NOT NULL, seq INTEGER NOT NULL
+);
+"""
+
+SCHEMA_V2 = """
+CREATE INDEX edges_by_dep ON edges (dep, task);
+CREATE INDEX task_view_ready ON task_view (status, pending);
+"""
+
+#: version -> the SQL that takes a database from version - 1 to version.
+MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2}
+SCHEMA_VERSION = max(MIGRATIONS)
+
+#: Tables whose rows the ledger must reproduce exactly (``rebuild``).
+PROJECTED_TABLES = ("tasks", "edges", "generations", "attempts", "owners", "leases",
+                    "transactions", "receipts", "evidence", "logs", "effects", "worktrees",
+                    "pins", "journal", "task_view", "legacy_records")

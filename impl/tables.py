@@ -1,0 +1,230 @@
+"""Task records on their normalised tables, and the facts recorded beside a record.
+
+``TaskTables`` loads and saves a ``TaskRecord`` across the generation, attempt,
+owner, lease, transaction and receipt rows (only the changed fields are
+written); ``FactTables`` writes the facts a ledger event establishes (evidence,
+logs, effect intents, worktrees, pins, closed attempts, legacy records).
+"""
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from .errors import StoreError
+from .records import EMPTY, NO_BINDING, RECORD_FIELDS, Binding, TaskPolicy, TaskRecord
+from .vocabulary import (
+    ATTEMPT_STATES, DISPOSITIONS, EXITS, OWNER_SEEN, PHASES, REASONS, RECEIPTS,
+)
+
+
+# --- task records on their tables -------------------------------------------------------------
+
+TASK_COLUMNS = ("generation", "attempt", "fence", "lease_epoch", "retained", "retained_base",
+                "deadline", "assigned", "legacy_done", "reconstructed", "abandoned")
+ATTEMPT_COLUMNS = {"attempt_state": "state", "worktree_id": "worktree", "origin": "origin",
+                   "base_hint": "base_hint", "saved_work": "saved_work", "imported": "imported"}
+OWNER_COLUMNS = {"owner_pid": "pid", "owner_birth": "birth", "session": "session",
+                 "wrapper_epoch": "wrapper_epoch", "child_epoch": "child_epoch",
+                 "owner_seen": "seen"}
+LEASE_KINDS = {"worktree_lease": "worktree", "session_lease": "session", "finish_lease": "finish"}
+TX_COLUMNS = ("phase", "exit", "reason", "revision", "candidate", "base", "version",
+              "disposition", "effect_done")
+_LABELS = {"attempt_state": frozenset(ATTEMPT_STATES), "owner_seen": frozenset(OWNER_SEEN),
+           "phase": frozenset(PHASES), "exit": frozenset(EXITS), "reason": frozenset(REASONS),
+           "disposition": frozenset(DISPOSITIONS)}
+_BOOLS = {"assigned", "legacy_done", "reconstructed", "abandoned", "effect_done",
+          "worktree_lease", "session_lease", "finish_lease"}
+
+_mapped = set(TASK_COLUMNS) | set(ATTEMPT_COLUMNS) | set(OWNER_COLUMNS) | set(LEASE_KINDS) \
+    | set(TX_COLUMNS) | {"receipts"}
+assert _mapped == set(RECORD_FIELDS), sorted(set(RECORD_FIELDS) ^ _mapped)
+
+
+def _db(field: str, value: Any) -> Any:
+    return int(value) if field in _BOOLS else value
+
+
+class TaskTables:
+    """Reads a ``TaskRecord`` from its tables and writes the fields a request changed."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        sel = ", ".join(TASK_COLUMNS)
+        self._sel_task = f"SELECT {sel} FROM tasks WHERE id = ?"
+        self._sel_attempt = ("SELECT " + ", ".join(ATTEMPT_COLUMNS.values())
+                             + " FROM attempts WHERE task = ? AND fence = ?")
+        self._sel_owner = ("SELECT " + ", ".join(OWNER_COLUMNS.values())
+                           + " FROM owners WHERE task = ? AND fence = ?")
+        self._sel_tx = "SELECT " + ", ".join(TX_COLUMNS) + " FROM transactions WHERE task = ?"
+
+    def create(self, task_id: int) -> None:
+        """The rows every task has from its creation on."""
+        self.conn.execute("INSERT INTO transactions (task) VALUES (?)", (task_id,))
+        self.conn.executemany("INSERT INTO leases VALUES (?, ?, 0)",
+                              [(task_id, k) for k in LEASE_KINDS.values()])
+
+    def load_policy(self, task_id: int, name: str) -> TaskPolicy:
+        """A task's policy: its flags and its dependencies (by name, sorted)."""
+        review, assign, disposition = self.conn.execute(
+            "SELECT review_required, requires_assignment, disposition_policy FROM tasks "
+            "WHERE id = ?", (task_id,)).fetchone()
+        deps = tuple(n for (n,) in self.conn.execute(
+            "SELECT t.name FROM edges e JOIN tasks t ON t.id = e.dep WHERE e.task = ? "
+            "ORDER BY t.name", (task_id,)))
+        return TaskPolicy(name, deps, bool(review), bool(assign), disposition)
+
+    def load(self, task_id: int) -> TaskRecord:
+        c = self.conn
+        values: dict[str, Any] = dict(zip(TASK_COLUMNS, c.execute(self._sel_task, (task_id,)).fetchone()))
+        fence = values["fence"]
+        if fence:
+            row = c.execute(self._sel_attempt, (task_id, fence)).fetchone()
+            values.update(zip(ATTEMPT_COLUMNS, row))
+            row = c.execute(self._sel_owner, (task_id, fence)).fetchone()
+            values.update(zip(OWNER_COLUMNS, row))
+        for kind, held in c.execute("SELECT kind, held FROM leases WHERE task = ?", (task_id,)):
+            values[f"{kind}_lease"] = held
+        values.update(zip(TX_COLUMNS, c.execute(self._sel_tx, (task_id,)).fetchone()))
+        receipts = list(EMPTY.receipts)
+        index = {name: i for i, name in enumerate(RECEIPTS)}
+        for kind, f, cand, base in c.execute(
+                "SELECT kind, fence, candidate, base FROM receipts WHERE task = ?", (task_id,)):
+            receipts[index[kind]] = Binding(f, cand, base)
+        values["receipts"] = tuple(receipts)
+        for name in _BOOLS:
+            values[name] = bool(values[name])
+        for name, allowed in _LABELS.items():
+            if name in values and values[name] not in allowed:
+                raise StoreError(f"task {task_id}: unknown {name.replace('_', '-')} "
+                                 f"{values[name]!r} in the database")
+        return TaskRecord(**values)
+
+    def save(self, task_id: int, old: TaskRecord, new: TaskRecord, changes: dict[str, Any],
+             seq: int) -> None:
+        """Write exactly the changed fields (``changes`` = records.changed(old, new))."""
+        if not changes:
+            return
+        c = self.conn
+        cols = [f for f in TASK_COLUMNS if f in changes]
+        if cols:
+            c.execute(f"UPDATE tasks SET {', '.join(f'{f} = ?' for f in cols)} WHERE id = ?",
+                      [_db(f, changes[f]) for f in cols] + [task_id])
+        if new.fence and new.fence != old.fence:
+            c.execute("INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                      (task_id, new.fence, new.generation, new.attempt, new.lease_epoch,
+                       new.attempt_state, new.worktree_id, new.origin, new.base_hint,
+                       new.saved_work, new.imported, seq))
+            c.execute("INSERT OR REPLACE INTO owners VALUES (?,?,?,?,?,?,?,?)",
+                      (task_id, new.fence, new.owner_pid, new.owner_birth, new.session,
+                       new.wrapper_epoch, new.child_epoch, new.owner_seen))
+        elif new.fence:
+            self._update(c, "attempts", ATTEMPT_COLUMNS, changes, task_id, new.fence)
+            self._update(c, "owners", OWNER_COLUMNS, changes, task_id, new.fence)
+        for field, kind in LEASE_KINDS.items():
+            if field in changes:
+                c.execute("UPDATE leases SET held = ? WHERE task = ? AND kind = ?",
+                          (int(changes[field]), task_id, kind))
+        cols = [f for f in TX_COLUMNS if f in changes]
+        if cols or "fence" in changes:
+            cols = cols + ["fence"] if "fence" in changes else cols
+            c.execute(f"UPDATE transactions SET {', '.join(f'{f} = ?' for f in cols)} WHERE task = ?",
+                      [_db(f, getattr(new, f)) for f in cols] + [task_id])
+        if "receipts" in changes:
+            for name, before, after in zip(RECEIPTS, old.receipts, new.receipts):
+                if before == after:
+                    continue
+                if after == NO_BINDING:
+                    c.execute("DELETE FROM receipts WHERE task = ? AND kind = ?", (task_id, name))
+                else:
+                    c.execute("INSERT OR REPLACE INTO receipts VALUES (?, ?, ?, ?, ?)",
+                              (task_id, name, *after))
+
+    @staticmethod
+    def _update(c, table: str, mapping: dict[str, str], changes: dict, task_id: int,
+                fence: int) -> None:
+        cols = [f for f in mapping if f in changes]
+        if cols:
+            c.execute(f"UPDATE {table} SET {', '.join(f'{mapping[f]} = ?' for f in cols)} "
+                      "WHERE task = ? AND fence = ?",
+                      [changes[f] for f in cols] + [task_id, fence])
+
+
+# --- facts recorded beside a record ----------------------------------------------------------
+
+
+class FactTables:
+    """Writes the facts a decision records (evidence, logs, effects, worktrees, pins)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def write(self, task_id: int, facts: list[tuple[str, dict]], seq: int) -> None:
+        for name, f in facts:
+            getattr(self, "_" + name.replace("-", "_"))(task_id, f, seq)
+
+    def _evidence(self, task_id: int, f: dict, seq: int) -> None:
+        # guards: compaction-occurrences-counted-once
+        self.conn.execute("INSERT OR IGNORE INTO evidence VALUES (?, ?, ?, ?, ?)",
+                          (task_id, f["kind"], f["id"], int(f["counted"]), seq))
+
+    def _log(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("INSERT INTO logs VALUES (?, ?)", (seq, task_id))
+
+    def _effect_prepared(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO effects (id, task, fence, version, disposition, candidate, "
+            "base, state, prepared_seq) VALUES (?, ?, ?, ?, ?, ?, ?, 'prepared', ?)",
+            (f["id"], task_id, f["fence"], f["version"], f["disposition"], f["candidate"],
+             f["base"], seq))
+
+    def _effect_committed(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("UPDATE effects SET state = 'committed', re_observed = ?, "
+                          "settled_seq = ? WHERE id = ?", (int(f["re-observed"]), seq, f["id"]))
+
+    def _effect_void(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("UPDATE effects SET state = 'void', settled_seq = ? WHERE id = ?",
+                          (seq, f["id"]))
+
+    def _worktree_added(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO worktrees (id, task, fence, origin, path, last_content) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (f["worktree"], task_id, f["fence"], f["origin"], f["path"], f["origin"]))
+
+    def _cleanup_planned(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("UPDATE worktrees SET planned_removal = 1, "
+                          "last_content = coalesce(?, last_content) WHERE id = ?",
+                          (f["content"], f["worktree"]))
+
+    def _worktree_removed(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("UPDATE worktrees SET removed = 1, "
+                          "last_content = coalesce(?, last_content) WHERE id = ?",
+                          (f["content"], f["worktree"]))
+
+    def _attempt_closed(self, task_id: int, f: dict, seq: int) -> None:
+        """An attempt closed in the same request that opened its successor (retry)."""
+        self.conn.execute("UPDATE attempts SET state = ? WHERE task = ? AND fence = ?",
+                          (f["state"], task_id, f["fence"]))
+        self.conn.execute("UPDATE owners SET pid = 0, birth = 0, session = NULL, wrapper_epoch = 0, "
+                          "child_epoch = 0, seen = 'unverified' WHERE task = ? AND fence = ?",
+                          (task_id, f["fence"]))
+
+    def _generation_opened(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("INSERT INTO generations VALUES (?, ?, ?)",
+                          (task_id, f["generation"], seq))
+
+    def _pinned(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO pins VALUES (?, ?, ?, ?)",
+                          (f["ref"], task_id, f["content"], seq))
+
+    def _legacy_record(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute(
+            "INSERT INTO legacy_records (task, source, line, original, legacy_status, seq) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (f["task"], f["source"], f["line"], f["original"].encode("utf-8", "surrogateescape"),
+             f["status"], seq))
+
+
+def policy_from_row(row) -> TaskPolicy:
+    name, review, assign, disposition = row
+    return TaskPolicy(name, (), bool(review), bool(assign), disposition)

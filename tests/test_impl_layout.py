@@ -1,0 +1,148 @@
+"""The implementation's layout: imports only at module level, an acyclic import graph, and
+nothing from the model or the harness.
+
+The walk reads every module under impl/ with ``ast`` (nothing is imported), resolves
+relative imports to module names (``from . import audit`` is the module
+``wgk.impl.audit``), and looks for a cycle among the modules of ``wgk.impl``. The
+implicit import of a parent package is not an edge (every submodule would otherwise
+close a cycle with its package's ``__init__``).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+IMPL = Path(__file__).resolve().parent.parent / "impl"
+PACKAGE = "wgk.impl"
+
+
+def module_names(root: Path, package: str) -> dict[str, Path]:
+    """Dotted module name -> file, for every module under ``root`` (packages by __init__)."""
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join([package, *parts])] = path
+    return out
+
+
+def _top_level(body: list[ast.stmt]):
+    """Import statements at module level (also inside a module-level if/try, never in a def)."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, (ast.If, ast.Try)):
+            for block in (node.body, getattr(node, "orelse", []), getattr(node, "finalbody", []),
+                          *[h.body for h in getattr(node, "handlers", [])]):
+                yield from _top_level(block)
+
+
+def imported(name: str, path: Path, modules: set[str]) -> set[str]:
+    """The modules the module ``name`` (file ``path``) imports at module level."""
+    is_package = path.name == "__init__.py"
+    here = name if is_package else name.rpartition(".")[0]
+    out = set()
+    for node in _top_level(ast.parse(path.read_text(), str(path)).body):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+            continue
+        if node.module == "__future__":
+            continue
+        base = here
+        for _ in range(node.level - 1):
+            base = base.rpartition(".")[0]
+        target = (f"{base}.{node.module}" if node.module else base) if node.level else node.module
+        for a in node.names:
+            sub = f"{target}.{a.name}"
+            out.add(sub if sub in modules else target)
+    return out
+
+
+def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Module -> every module it imports at module level (inside the package or not)."""
+    files = module_names(root, package)
+    return {name: imported(name, path, set(files)) for name, path in files.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle ``a -> b -> ... -> a`` among the graph's own nodes, or None."""
+    state: dict[str, int] = {}
+    for root in sorted(graph):
+        if root in state:
+            continue
+        path, stack = [root], [iter(sorted(graph[root] & graph.keys()))]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(sorted(graph[nxt] & graph.keys())))
+    return None
+
+
+def nested_imports(root: Path) -> list[str]:
+    """``file:line`` of every import inside a function or class body."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for scope in ast.walk(tree):
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out += [f"{path.relative_to(root)}:{n.lineno}" for n in ast.walk(scope)
+                        if isinstance(n, (ast.Import, ast.ImportFrom))]
+    return sorted(set(out))
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return import_graph(IMPL, PACKAGE)
+
+
+def test_the_walk_sees_the_package_and_its_edges(graph):
+    assert {"wgk.impl", "wgk.impl.kernel", "wgk.impl.apply", "wgk.impl.errors", "wgk.impl.audit",
+            "wgk.impl.cli.kernel", "wgk.impl.demo.story"} <= set(graph)
+    assert "wgk.impl.apply" in graph["wgk.impl.audit"]
+    assert {"wgk.impl.audit", "wgk.impl.converge", "wgk.impl.legacy"} <= graph["wgk.impl.kernel"]
+    assert "wgk.impl.kernel" in graph["wgk.impl.cli.kernel_open"]      # from ..kernel import
+    assert "wgk.impl.demo.world" in graph["wgk.impl.demo.story"]       # from .world import
+    assert sum(len(v & graph.keys()) for v in graph.values()) > 60
+
+
+def test_the_import_graph_of_impl_is_acyclic(graph):
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_every_import_is_at_module_level():
+    assert nested_imports(IMPL) == []
+
+
+def test_nothing_imports_the_model_or_the_harness(graph):
+    bad = {m: sorted(i for i in imports if i.split(".")[:2] in (["wgk", "model"],
+                                                              ["wgk", "conformance"]))
+           for m, imports in graph.items()}
+    assert {m: i for m, i in bad.items() if i} == {}
+
+
+def test_a_cycle_and_a_nested_import_are_found(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from .a import A\n")
+    (pkg / "a.py").write_text("from __future__ import annotations\nfrom .sub.b import B\nA = 1\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "b.py").write_text("from ..c import C\nB = 2\n")
+    (pkg / "c.py").write_text("import json\nfrom . import a\n\ndef f():\n    import os\n")
+    g = import_graph(pkg, "x")
+    assert g["x.c"] == {"json", "x.a"} and g["x.sub.b"] == {"x.c"}
+    assert find_cycle(g) == ["x.a", "x.sub.b", "x.c", "x.a"]
+    assert nested_imports(pkg) == ["c.py:5"]
+    (pkg / "c.py").write_text("C = 3\n")
+    assert find_cycle(import_graph(pkg, "x")) is None
