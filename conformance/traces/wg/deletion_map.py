@@ -1,5 +1,4 @@
-"""Deletion map (single-kernel replays)
-------------------------------------
+"""The deletion-map family (the peer's single-kernel replays of its incidents).
 
 ================================  ==============================================
 source request kind               our steps (evidence := the key, unless noted)

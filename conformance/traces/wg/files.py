@@ -53,9 +53,12 @@ class FileResult:
     status: str
     imported: Imported | None = None
     reason: str | None = None
+    family: str | None = None          # "index" for a deletion-map index (checked, not imported)
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {"source": str(self.source), "status": self.status}
+        if self.family is not None:
+            out["family"] = self.family
         if self.imported is not None:
             out.update(family=self.imported.family, trace=self.imported.trace.id,
                        steps=len(self.imported.trace.steps))
@@ -125,7 +128,7 @@ def import_one(path: Path) -> FileResult:
     except WgImportError as e:
         return FileResult(path, "error", reason=str(e))
     if imported is None:
-        return FileResult(path, "skipped", reason=f"{path}: {INDEX_CHECKED}")
+        return FileResult(path, "skipped", reason=f"{path}: {INDEX_CHECKED}", family="index")
     return FileResult(path, "imported", imported)
 
 

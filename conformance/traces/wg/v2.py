@@ -1,5 +1,4 @@
-"""v2 (SaveTransaction schema 2)
------------------------------
+"""The v2 family (SaveTransaction schema 2): each source step becomes one request.
 
 ``next_phase`` names the edge: the kind whose edge ends there (``prepared`` ->
 submit (worker), ``quiescing`` -> quiesce, ``work-saved`` -> save-work, ...,
