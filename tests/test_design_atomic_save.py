@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from wgk.conformance.cli.main import main
 from wgk.conformance.reports import docgen_save as dg
 
 ROOT = dg.ROOT
@@ -130,7 +131,7 @@ def test_markdown_table_agrees_with_the_json(text, plan):
 
 def test_generated_blocks_are_identical(text):
     diff = dg.doc_diff()
-    assert diff == "", "refresh with: python -m wgk.conformance.reports.docgen_save --write\n" + diff
+    assert diff == "", "refresh with: wgk docs --write\n" + diff
 
 
 def test_generated_blocks_restate_the_code(text):
@@ -168,10 +169,18 @@ def test_a_missing_marker_is_an_error(text):
         dg.refreshed(text.replace("<!-- generated:authority:end -->", ""))
 
 
-def test_check_command_exit_codes(tmp_path, monkeypatch):
-    assert dg.main(["--check"]) == 0
+def test_check_command_exit_codes(tmp_path, monkeypatch, capsys):
+    assert main(["docs", "--check"]) == 0
+    stale = tmp_path / "stale.md"
+    stale.write_text(dg.DOC.read_text().replace("| --- | --- | --- |", "| - | - | - |", 1))
+    monkeypatch.setattr(dg, "DOC", stale)
+    capsys.readouterr()
+    assert main(["docs", "--check"]) == 1
+    out, err = capsys.readouterr()
+    assert "+| --- | --- | --- |" in out and "refresh: wgk docs --write" in err
     monkeypatch.setattr(dg, "DOC", tmp_path / "missing.md")
-    assert dg.main(["--check"]) == 2
+    assert main(["docs", "--check"]) == 2
+    assert "missing.md" in capsys.readouterr().err
 
 
 # --- the mutation/read inventory ------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from wgk.conformance.cli.main import main
-from wgk.conformance.traces.import_wg import WgImportError, import_file, import_paths
+from wgk.conformance.traces.wg import WgImportError, import_file, import_paths
 from wgk.conformance.oracle.replay import replay
 from wgk.conformance.traces.format import dump_trace, load_trace, trace_files
 
@@ -136,3 +136,47 @@ def test_index_file_is_checked_not_imported(tmp_path):
     (d / "02-live-pid-missing-heartbeat.json").unlink()
     with pytest.raises(WgImportError, match="/traces/1: listed trace"):
         import_file(d / "index.json")
+
+
+def _dir_with_an_unknown_family(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy(SHARED / "v1" / "happy_land.json", src / "happy_land.json")
+    (src / "notes.json").write_text(json.dumps({"schema_version": 7, "name": "not a fixture"}))
+    return src
+
+
+def test_a_file_of_an_unknown_family_is_skipped_not_fatal(tmp_path, capsys):
+    src = _dir_with_an_unknown_family(tmp_path)
+    out = tmp_path / "out"
+    assert main(["import-wg", str(src), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"skipped {src / 'notes.json'}: /: not a WG fixture" in err
+    assert "1 traces written" in err
+    assert (out / "v1" / "happy_land.json").read_text() == (COMMITTED / "v1" / "happy_land.json").read_text()
+    assert not (out / "v1" / "notes.json").exists()
+
+
+def test_import_json_gives_a_result_per_file(tmp_path, capsys):
+    src = _dir_with_an_unknown_family(tmp_path)
+    assert main(["import-wg", str(src), "--out", str(tmp_path / "out"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["count"] == 1
+    files = {Path(f["source"]).name: f for f in doc["files"]}
+    assert files["happy_land.json"]["status"] == "imported"
+    assert files["happy_land.json"]["trace"] == "wg-v1-happy-land"
+    assert files["notes.json"]["status"] == "skipped"
+    assert "not a WG fixture" in files["notes.json"]["reason"]
+
+
+def test_import_json_reports_an_error_per_file_and_writes_nothing(tmp_path, capsys):
+    src = _dir_with_an_unknown_family(tmp_path)
+    _copy(src, "v1", "cas_target_movement.json", lambda d: d["events"][1].update(colour="blue"))
+    out = tmp_path / "out"
+    assert main(["import-wg", str(src), "--out", str(out), "--json"]) == 2
+    captured = capsys.readouterr()
+    statuses = {Path(f["source"]).name: f["status"] for f in json.loads(captured.out)["files"]}
+    assert statuses == {"cas_target_movement.json": "error", "happy_land.json": "imported",
+                        "notes.json": "skipped"}
+    assert captured.err.strip().endswith("/events/1/colour: field 'colour' cannot be mapped")
+    assert not out.exists()

@@ -23,7 +23,7 @@ SAMPLES = [ROOT / "traces" / "incidents" / n for n in (
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.stem)
 def test_encode_decode_round_trips_every_state(path):
     trace = load_trace(path)
-    doc = encode_trace(trace)
+    doc = encode_trace(trace, states(trace))
     again = decode(json.loads(json.dumps(doc)))
     expected = [p for _, _, p in states(trace)]
     assert projections(again) == expected
@@ -35,7 +35,7 @@ def test_encode_decode_round_trips_every_state(path):
 
 def test_encoding_uses_itf_value_forms():
     p = load_trace(SAMPLES[0])
-    st = encode_trace(p)["states"][-1]
+    st = encode_trace(p, states(p))["states"][-1]
     assert st["now"] == {"#bigint": "0"}
     assert st["target"] == {"tag": "Some", "value": "c-a1"}
     assert st["tasks"]["#map"][0][0] == "a"

@@ -6,6 +6,7 @@ import sys
 
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.traces.itf import dumps, encode_trace
+from wgk.conformance.oracle.replay import states
 from wgk.conformance.oracle.systems import StepError
 from wgk.conformance.cli.output import emit_json, write_text
 from wgk.conformance.traces.format import TraceError, load_trace
@@ -27,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         trace = load_trace(args.trace)
-        doc = encode_trace(trace)
+        doc = encode_trace(trace, states(trace))
     except TraceError as e:
         raise UsageError(str(e)) from None
     except StepError as e:

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from wgk.conformance.cli.errors import UsageError
-from wgk.conformance.traces.import_wg import WgImportError, import_paths
+from wgk.conformance.traces.wg import Imported, WgImportError, import_results
 from wgk.conformance.cli.output import emit_json
 from wgk.conformance.traces.format import TraceError, write_trace
 
@@ -21,30 +21,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("sources", nargs="+", metavar="SRC", help="fixture files or directories")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="output directory (one subdirectory per family: v1, v2, deletion-map)")
-    p.add_argument("--json", action="store_true", help="print what was written as JSON")
+    p.add_argument("--json", action="store_true", help="print what was written, and a result per file, as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        imported = import_paths(args.sources)
+        results = import_results(args.sources)
     except WgImportError as e:
         raise UsageError(str(e)) from None
-    if not imported:
+    errors = [r for r in results if r.status == "error"]
+    imported = [r for r in results if r.status == "imported"]
+    if not errors and not imported:
         raise UsageError("no WG fixture files found in " + " ".join(args.sources))
     out = Path(args.out)
-    written = []
-    for item in imported:
-        path = item.out_path(out)
-        try:
-            write_trace(item.trace, path)
-        except TraceError as e:
-            raise UsageError(f"translation of {item.source} is not a valid trace: {e}") from None
-        written.append({"source": str(item.source), "family": item.family, "trace": item.trace.id,
-                        "path": str(path), "steps": len(item.trace.steps)})
+    written = [] if errors else [_write(r.imported, out) for r in imported]
     if args.json:
-        emit_json({"written": written, "count": len(written)})
+        emit_json({"written": written, "count": len(written), "files": [r.to_json() for r in results]})
     else:
         for w in written:
             print(f"{w['path']}  <- {w['source']} ({w['steps']} steps)")
-        print(f"{len(written)} traces written to {out}", file=sys.stderr)
+        for r in results:
+            if r.status == "skipped" and r.family != "index":
+                print(f"skipped {r.reason}", file=sys.stderr)
+        if not errors:
+            print(f"{len(written)} traces written to {out}", file=sys.stderr)
+    if errors:
+        raise UsageError(errors[0].reason + (f" (and {len(errors) - 1} more files with errors; nothing written)"
+                                              if len(errors) > 1 else ""))
     return 0
+
+
+def _write(item: Imported, out: Path) -> dict:
+    path = item.out_path(out)
+    try:
+        write_trace(item.trace, path)
+    except TraceError as e:
+        raise UsageError(f"translation of {item.source} is not a valid trace: {e}") from None
+    return {"source": str(item.source), "family": item.family, "trace": item.trace.id,
+            "path": str(path), "steps": len(item.trace.steps)}

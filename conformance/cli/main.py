@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "kernel": "wgk.impl.cli.kernel",
     "demo": "wgk.impl.cli.demo",
     "complexity": "wgk.conformance.cli.cmd_complexity",
+    "docs": "wgk.conformance.cli.cmd_docs",
 }
 
 

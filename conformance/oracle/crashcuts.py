@@ -39,7 +39,7 @@ from typing import Callable
 from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook
 
 from wgk.conformance.oracle.impl_system import ImplSystem
-from wgk.conformance.oracle.lockstep import Divergence, diff_values
+from wgk.conformance.oracle.lockstep import Divergence, Observed, diff_values, is_valid_step
 from wgk.conformance.oracle.systems import ModelSystem, StepError
 from wgk.conformance.traces.format import Trace
 
@@ -285,7 +285,6 @@ def _save_world(world, path: str) -> None:
 def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, workdir: str,
              decision: dict | None, projections: list[dict], finish: bool, where: str,
              mode: str, scope: _Scope) -> list[Divergence]:
-    out: list[Divergence] = []
     request = step["request"]
     crash = _crash_by_kill if mode == "kill" else _crash_in_process
     impl = crash(snap, workdir, j, step)
@@ -293,29 +292,20 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, workdir:
         return [_divergence(trace, k, "boundary-not-reached", request, where, "no crash",
                             boundary=where)]
     try:
-        recovered = scope.of_impl(impl)
         prefix, landed = scope.of_model(projections[k]), scope.of_model(projections[k + 1])
+        recovered = scope.of_impl(impl)
         at_prefix = not diff_values(prefix, recovered)
         at_landed = not diff_values(landed, recovered)
         effect_only = not diff_values(with_effects(prefix, landed), recovered)
         if not (at_prefix or at_landed or effect_only):
-            out.append(_divergence(trace, k, "recovered-state", request,
-                                   "prefix, prefix + 1, or prefix with the step's external effect",
-                                   "none of them", diff_values(prefix, recovered), boundary=where))
-            return out
+            return [_divergence(trace, k, "recovered-state", request,
+                                "prefix, prefix + 1, or prefix with the step's external effect",
+                                "none of them", diff_values(prefix, recovered), boundary=where)]
+        want = _resend_answer(decision, landed=at_landed and not at_prefix)
         answer = impl.apply(step)                     # the client re-sends, same key
-        want = decision if not at_landed or at_prefix else \
-            {"decision": "duplicate", "original": decision}
-        if decision is not None and decision.get("decision") == "rejected" and \
-                decision.get("code") in ("assignment-required", "dependency-not-done"):
-            want = decision                           # a hold is never journaled
-        if answer != want:
-            out.append(_divergence(trace, k, "resend-decision", request, want, answer,
-                                   boundary=where))
-        diffs = diff_values(landed, scope.of_impl(impl))
-        if diffs:
-            out.append(_divergence(trace, k, "after-resend", request, None, None, diffs,
-                                   boundary=where))
+        out = is_valid_step(Observed(want, landed), Observed(answer, scope.of_impl(impl)),
+                            trace=trace.id, step=k, system="impl", request=request, boundary=where,
+                            what=("resend-decision", "after-resend")).divergences
         if scope.tasks is not None:                   # scoped: the ledger since the snapshot
             ledger = impl.kernel.verify_ledger(since=snap.head + 1)
             if not ledger.ok:
@@ -324,27 +314,40 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, workdir:
             return out
         out += _consistent(trace, k, request, impl.kernel, where)
         if finish and not out:
-            model = ModelSystem(trace)
-            for s in trace.steps:
-                try:
-                    model.apply(s)
-                except StepError:
-                    pass
-            for s in trace.steps[k + 1:]:
-                try:
-                    impl.apply(s)
-                except StepError:
-                    pass
-            diffs = diff_values(model.project(), impl.project())
-            if diffs:
-                out.append(_divergence(trace, None, "final-projection", None, None, None, diffs,
-                                       boundary=where))
+            out += _finish(trace, k, impl, where)
         else:
             impl.kernel.converge()
             out += _consistent(trace, k, request, impl.kernel, where + " + converge")
     finally:
         impl.close()
     return out
+
+
+def _resend_answer(decision: dict | None, *, landed: bool) -> dict | None:
+    """The model's answer to the re-sent request: its decision, or a duplicate of it when the
+    commit had landed (a hold is never journaled, so it is answered again as it was)."""
+    if decision is not None and decision.get("decision") == "rejected" and \
+            decision.get("code") in ("assignment-required", "dependency-not-done"):
+        return decision
+    return {"decision": "duplicate", "original": decision} if landed else decision
+
+
+def _finish(trace: Trace, k: int, impl: ImplSystem, where: str) -> list[Divergence]:
+    """The rest of the trace after the cut: the final projection equals the crash-free model's."""
+    model = ModelSystem(trace)
+    for s in trace.steps:
+        try:
+            model.apply(s)
+        except StepError:
+            pass
+    for s in trace.steps[k + 1:]:
+        try:
+            impl.apply(s)
+        except StepError:
+            pass
+    return is_valid_step(Observed(None, model.project()), Observed(None, impl.project()),
+                         trace=trace.id, step=None, system="impl", request=None, decided=False,
+                         boundary=where, what=("final-decision", "final-projection")).divergences
 
 
 def _consistent(trace: Trace, k: int, request: dict, kernel: Kernel, where: str) -> list[Divergence]:

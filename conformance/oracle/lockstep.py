@@ -3,7 +3,10 @@
 The model is the specification. ``Oracle.is_valid_step(step, observed)``
 applies one step to the reference system and says whether what the system
 under test observed (its decision and its projection) is what the model
-allows; ``is_valid_history(steps)`` does it for a whole run. Verdicts are
+allows; ``is_valid_history(steps)`` does it for a whole run. The comparison itself is the
+module's ``is_valid_step(reference, observed)``, which replay (system against
+system) and crash cuts (the recovered implementation's answer and state against
+the model's) use too; ``meets_expectations`` holds a system to what a trace wrote. Verdicts are
 data: ``StepVerdict`` and ``Divergence`` records, printed only at the edge.
 This module also holds the comparisons everything shares: field-by-field
 diffs of projections and the matching of a trace's expected facts.
@@ -204,6 +207,47 @@ def select(projection: Any, ignore: Iterable[str]) -> Any:
     return walk(projection, [])
 
 
+LOCKSTEP = ("lockstep-decision", "lockstep-projection")
+
+
+def is_valid_step(reference: Observed, observed: Observed, *, trace: str, step: int | None,
+                  system: str, request: dict | None, decided: bool = True, ignore: Iterable[str] = (),
+                  boundary: str | None = None, what: tuple[str, str] = LOCKSTEP) -> StepVerdict:
+    """The one comparison of a step's outcome, shared by lockstep, replay and crash cuts: the
+    observed decision must equal the reference's (when the step is ``decided``) and the observed
+    projection the reference's, field by field outside ``ignore``. ``what`` names the two kinds
+    of divergence (decision, projection) as the caller reports them."""
+    out: list[Divergence] = []
+    if decided and observed.decision != reference.decision:
+        out.append(Divergence(trace, step, system, what[0], request, reference.decision,
+                              observed.decision, boundary=boundary))
+    diffs = diff_values(select(reference.projection, ignore), select(observed.projection, ignore))
+    if diffs:
+        out.append(Divergence(trace, step, system, what[1], request, None, None, tuple(diffs),
+                              boundary=boundary))
+    return StepVerdict(not out, reference.decision, out)
+
+
+def meets_expectations(trace: str, n: int, step: dict, system: System,
+                       decision: dict | None) -> list[Divergence]:
+    """A system after one step of a trace against what the trace wrote down: the expected
+    decision (``decision_matches``), no broken invariant, the step's expected facts."""
+    out: list[Divergence] = []
+    request = step.get("request", step)
+    expected = step.get("expect")
+    if expected is not None and not decision_matches(expected, decision):
+        out.append(Divergence(trace, n, system.name, "decision", request, expected, decision))
+    bad = system.check()
+    if bad:
+        out.append(Divergence(trace, n, system.name, "invariant", request, [], bad))
+    if "expect-facts" in step:
+        diffs = match_facts(step["expect-facts"], system.project())
+        if diffs:
+            out.append(Divergence(trace, n, system.name, "facts", request, step["expect-facts"], None,
+                                  tuple(diffs)))
+    return out
+
+
 class Oracle:
     """The model (or any reference system), stepped alongside a system under test."""
 
@@ -227,15 +271,10 @@ class Oracle:
         if bad:
             out.append(Divergence(self.trace, self.n, self.reference.name, "invariant", request, [],
                                   bad, boundary=boundary))
-        if "request" in step and observed.decision != reference_decision:
-            out.append(Divergence(self.trace, self.n, system, "lockstep-decision", request,
-                                  reference_decision, observed.decision, boundary=boundary))
-        diffs = diff_values(select(self.reference.project(), self.ignore),
-                            select(observed.projection, self.ignore))
-        if diffs:
-            out.append(Divergence(self.trace, self.n, system, "lockstep-projection", request, None,
-                                  None, tuple(diffs), boundary=boundary))
-        return out
+        verdict = is_valid_step(Observed(reference_decision, self.reference.project()), observed,
+                                trace=self.trace, step=self.n, system=system, request=request,
+                                decided="request" in step, ignore=self.ignore, boundary=boundary)
+        return out + verdict.divergences
 
     def is_valid_step(self, step: dict, observed: Observed, *, system: str = "impl",
                       boundary: str | None = None) -> StepVerdict:

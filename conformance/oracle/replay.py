@@ -16,8 +16,7 @@ from typing import Any, Sequence
 from wgk.model.vocab import Exit, Kind, Phase
 
 from wgk.conformance.oracle.lockstep import (
-    Divergence, Observed, Oracle, _step_label, decision_matches,
-    match_facts,
+    Divergence, Observed, Oracle, _step_label, match_facts, meets_expectations,
 )
 from wgk.conformance.oracle.systems import ModelSystem, StepError, System
 from wgk.conformance.traces.format import Trace
@@ -76,23 +75,6 @@ def _apply(system: System, trace: Trace, n: int, step: dict, out: list[Divergenc
         return False, None
 
 
-def _expectations(trace: Trace, n: int, step: dict, s: System, decision: dict | None) -> list[Divergence]:
-    out: list[Divergence] = []
-    request = step.get("request", step)
-    expected = step.get("expect")
-    if expected is not None and not decision_matches(expected, decision):
-        out.append(Divergence(trace.id, n, s.name, "decision", request, expected, decision))
-    bad = s.check()
-    if bad:
-        out.append(Divergence(trace.id, n, s.name, "invariant", request, [], bad))
-    if "expect-facts" in step:
-        diffs = match_facts(step["expect-facts"], s.project())
-        if diffs:
-            out.append(Divergence(trace.id, n, s.name, "facts", request, step["expect-facts"], None,
-                                  tuple(diffs)))
-    return out
-
-
 def replay(trace: Trace, systems: Sequence[System] | None = None) -> TraceResult:
     """Run every step through every system and compare with the trace.
 
@@ -113,7 +95,7 @@ def replay(trace: Trace, systems: Sequence[System] | None = None) -> TraceResult
         oracle.n = n - 1
         try:
             decisions[ref.name] = oracle.advance(step)
-            divs += _expectations(trace, n, step, ref, decisions[ref.name])
+            divs += meets_expectations(trace.id, n, step, ref, decisions[ref.name])
             ref_ok = True
         except StepError as e:
             divs.append(Divergence(trace.id, n, ref.name, "step-error", step, None, str(e)))
@@ -122,7 +104,7 @@ def replay(trace: Trace, systems: Sequence[System] | None = None) -> TraceResult
             took, decisions[s.name] = _apply(s, trace, n, step, divs)
             if not took:
                 continue
-            divs += _expectations(trace, n, step, s, decisions[s.name])
+            divs += meets_expectations(trace.id, n, step, s, decisions[s.name])
             if ref_ok:
                 observed = Observed(decisions[s.name], s.project())
                 divs += [d for d in oracle.compare(step, decisions[ref.name], observed, system=s.name)

@@ -84,42 +84,14 @@ def request_from_wire(d: Any, names: Names, pointer: str = "") -> Request:
             raise WireError(f"{pointer}/key", "expected a non-empty string")
         kw["key"] = d["key"]
     if d.get("cap") is not None:
-        c = d["cap"]
-        if not isinstance(c, dict):
-            raise WireError(f"{pointer}/cap", "expected an object")
-        missing = [f for f in CAP_FIELDS if f not in c]
-        if missing:
-            raise WireError(f"{pointer}/cap/{missing[0]}", "missing")
-        extra = sorted(set(c) - set(CAP_FIELDS))
-        if extra:
-            raise WireError(f"{pointer}/cap/{extra[0]}", "unknown capability field")
-        kw["cap"] = Capability(
-            graph=str(c["graph"]), task=str(c["task"]),
-            generation=_int(c["generation"], f"{pointer}/cap/generation"),
-            attempt=_int(c["attempt"], f"{pointer}/cap/attempt"),
-            fence=_int(c["fence"], f"{pointer}/cap/fence"),
-            lease_epoch=_int(c["lease-epoch"], f"{pointer}/cap/lease-epoch"))
+        kw["cap"] = _cap_from_wire(d["cap"], f"{pointer}/cap")
     if "expected-phase" in d:
         kw["expected_phase"] = _phase(d["expected-phase"], f"{pointer}/expected-phase")
     for f in ("expected-revision", "expected-attempt", "expected-generation", "deadline"):
         if f in d:
             kw[f.replace("-", "_")] = _int(d[f], f"{pointer}/{f}")
     if d.get("owner") is not None:
-        o = d["owner"]
-        if not isinstance(o, dict):
-            raise WireError(f"{pointer}/owner", "expected an object")
-        for f in ("pid", "birth"):
-            if f not in o:
-                raise WireError(f"{pointer}/owner/{f}", "missing")
-        for f in ("pid", "birth"):
-            if _int(o[f], f"{pointer}/owner/{f}") <= 0:
-                raise WireError(f"{pointer}/owner/{f}", "must be positive (0 means no process)")
-        kw["owner"] = Owner(
-            pid=_int(o["pid"], f"{pointer}/owner/pid"),
-            birth=_int(o["birth"], f"{pointer}/owner/birth"),
-            session=names.sid(o.get("session")),
-            wrapper_epoch=_int(o.get("wrapper-epoch", 1), f"{pointer}/owner/wrapper-epoch"),
-            child_epoch=_int(o.get("child-epoch", 1), f"{pointer}/owner/child-epoch"))
+        kw["owner"] = _owner_from_wire(d["owner"], names, f"{pointer}/owner")
     for f in ("imports", "candidate", "base"):
         if d.get(f) is not None:
             if not isinstance(d[f], str):
@@ -140,6 +112,40 @@ def request_from_wire(d: Any, names: Names, pointer: str = "") -> Request:
             if f not in d:
                 raise WireError(f"{pointer}/{f}", f"missing: {kind.label} moves the SaveTransaction")
     return Request(kind, actor, d["task"], **kw)
+
+
+def _cap_from_wire(c: Any, at: str) -> Capability:
+    if not isinstance(c, dict):
+        raise WireError(at, "expected an object")
+    missing = [f for f in CAP_FIELDS if f not in c]
+    if missing:
+        raise WireError(f"{at}/{missing[0]}", "missing")
+    extra = sorted(set(c) - set(CAP_FIELDS))
+    if extra:
+        raise WireError(f"{at}/{extra[0]}", "unknown capability field")
+    return Capability(
+        graph=str(c["graph"]), task=str(c["task"]),
+        generation=_int(c["generation"], f"{at}/generation"),
+        attempt=_int(c["attempt"], f"{at}/attempt"),
+        fence=_int(c["fence"], f"{at}/fence"),
+        lease_epoch=_int(c["lease-epoch"], f"{at}/lease-epoch"))
+
+
+def _owner_from_wire(o: Any, names: Names, at: str) -> Owner:
+    if not isinstance(o, dict):
+        raise WireError(at, "expected an object")
+    for f in ("pid", "birth"):
+        if f not in o:
+            raise WireError(f"{at}/{f}", "missing")
+    for f in ("pid", "birth"):
+        if _int(o[f], f"{at}/{f}") <= 0:
+            raise WireError(f"{at}/{f}", "must be positive (0 means no process)")
+    return Owner(
+        pid=_int(o["pid"], f"{at}/pid"),
+        birth=_int(o["birth"], f"{at}/birth"),
+        session=names.sid(o.get("session")),
+        wrapper_epoch=_int(o.get("wrapper-epoch", 1), f"{at}/wrapper-epoch"),
+        child_epoch=_int(o.get("child-epoch", 1), f"{at}/child-epoch"))
 
 
 def request_to_wire(r: Request, names: Names) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from wgk.model.requests import Request
 from wgk.model.state import Graph, State
 
 from wgk.conformance.traces.itf import FORMAT_DESCRIPTION, VARS, dumps as itf_dumps, encode_state
-from wgk.conformance.traces.format import Trace as WireTrace, write_trace
+from wgk.conformance.traces.format import Trace, write_trace
 
 
 def names_for(*states: State, steps: list = ()) -> Names:
@@ -68,8 +68,9 @@ def step_json(step: Request | EnvStep, names: Names | None = None) -> dict:
 
 
 @dataclass
-class Trace:
-    """A concrete run: the starting state, the steps with their decisions, the states."""
+class ModelRun:
+    """A concrete run of the model to be written as a trace: the starting state, the steps with
+    their decisions, the states (a counterexample or a witness)."""
 
     id: str
     title: str
@@ -104,11 +105,11 @@ class Trace:
             out.append({"request": request, "expect": d.to_json()})
         return out
 
-    def to_wgk(self) -> WireTrace:
+    def to_wgk(self) -> Trace:
         """The ``wgk-trace/1`` document (a ``wgk.conformance.traces.format.Trace``)."""
         names = self.names()
         g = self.states[0].graph
-        return WireTrace(
+        return Trace(
             id=self.id, title=self.title,
             source={"kind": "counterexample", "provenance": self.provenance or "z3"},
             description=self.description,

@@ -25,7 +25,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from wgk.conformance.oracle.replay import states
 from wgk.conformance.traces.format import Trace, render
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
@@ -122,9 +121,13 @@ def encode_state(index: int, projection: dict, step: dict | None, decision: dict
     return state
 
 
-def encode_trace(trace: Trace) -> dict:
-    """The model's state sequence for a trace, as an ITF document (deterministic)."""
-    seq = states(trace)
+States = list[tuple["dict | None", "dict | None", dict]]
+
+
+def encode_trace(trace: Trace, seq: States) -> dict:
+    """The model's state sequence ``seq`` of a trace (``(step, decision, projection)`` for the
+    initial state and after every step, as ``oracle.replay.states`` gives it), as an ITF
+    document (deterministic)."""
     return {
         "#meta": {"format": "ITF", "format-description": FORMAT_DESCRIPTION,
                   "source": trace.path or trace.id,

@@ -33,7 +33,7 @@ from wgk.model.logic import not_
 from wgk.model.state import State
 from wgk.model.vocab import DecisionKind as D, Disposition, Kind as K, Verdict
 
-from wgk.conformance.traces.export import Trace, step_label
+from wgk.conformance.traces.export import ModelRun, step_label
 from wgk.conformance.z3.prove import Bounds, SymbolicMismatch, compare_step, decode_decision
 from wgk.conformance.z3.symbolic import (
     BACKEND, Space, as_bool, decode_state, equals, fresh_state, identical,
@@ -147,7 +147,7 @@ class CheckResult:
     depth: int
     status: str                      # violated | reached | holds | unreachable | unknown
     found_at: int | None
-    trace: Trace | None
+    trace: ModelRun | None
     seconds: float
     per_depth: list[float] = field(default_factory=list)
     semantics: str = "model"
@@ -311,7 +311,7 @@ class Unrolling:
 
     # -- decoding -------------------------------------------------------------------
 
-    def trace(self, model: z3.ModelRef, length: int, goal: Goal) -> Trace:
+    def trace(self, model: z3.ModelRef, length: int, goal: Goal) -> ModelRun:
         """Decode the first ``length`` steps and replay them through the executable model."""
         graph = self.initial.graph
         states = [self.initial]
@@ -334,7 +334,7 @@ class Unrolling:
                 states.append(s2)
                 s = s2
             self._confirm(goal, states, steps, decisions)
-        return Trace(id=f"bmc-{goal.id}", title=goal.description, description="",
+        return ModelRun(id=f"bmc-{goal.id}", title=goal.description, description="",
                      states=states, steps=steps, decisions=decisions)
 
     def _confirm(self, goal: Goal, states: list[State], steps: list, decisions: list) -> None:
@@ -368,7 +368,7 @@ def check_many(goals: list[Goal], inst: Instance, depth: int, sem: Semantics = M
     per_depth: dict[str, list[float]] = {g.id: [] for g in goals}
     results: dict[str, CheckResult] = {}
 
-    def done(g: Goal, status: str, length: int | None, trace: Trace | None) -> None:
+    def done(g: Goal, status: str, length: int | None, trace: ModelRun | None) -> None:
         results[g.id] = CheckResult(g, inst, depth, status, length, trace,
                                     time.perf_counter() - t0, per_depth[g.id], sem.name)
 

@@ -1,0 +1,35 @@
+"""Translate the peer's golden vectors (graphwork/wg fixtures) into ``wgk-trace/1``.
+
+Three families (``../shared/fixtures/wg/``): finish wire **v1** (15 files),
+SaveTransaction schema **v2** (5) and the single-kernel **deletion map** (8).
+Every expected decision and every expected final fact is kept, translated into
+our vocabulary; the source file and a JSON pointer per step are kept in the
+trace (``source.file``, ``steps[].from``). A field or event the importer cannot
+map is an error naming the file, the JSON pointer and the field: every field of
+every source object is either translated, or checked against what the trace
+already says (and then named in the family's table); nothing is dropped.
+
+Idempotency keys: a v1 event has none, so each gets a stable key derived from
+its content, ``wg:<type>:<sha256 of the canonical event, 12 hex>/<our kind>``:
+an identical re-delivered event is a duplicate. v2 and deletion-map requests
+keep their keys (``<key>/<our kind>`` when one request becomes several).
+
+One source event may become several of our steps; the CAS fields
+(expected phase and revision) are those a well-behaved client knows from the
+responses it was given, i.e. from the fixture's own expected decisions.
+
+Modules: ``common`` (source objects read field by field, the client's transaction
+state), one module per family with its mapping table (``v1`` and
+``v1_records``, ``v2``, ``deletion_map``), and ``files`` (which family a file
+is, and the result of importing each file). A file of no known family is
+skipped with its reason, never fatal to the directory it lies in.
+"""
+from __future__ import annotations
+
+from wgk.conformance.traces.wg.common import FAMILIES, WgImportError
+from wgk.conformance.traces.wg.files import (
+    FileResult, Imported, NotAFixture, family_of, import_file, import_paths, import_results, source_files,
+)
+
+__all__ = ["FAMILIES", "FileResult", "Imported", "NotAFixture", "WgImportError", "family_of",
+           "import_file", "import_paths", "import_results", "source_files"]

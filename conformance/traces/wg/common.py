@@ -1,0 +1,183 @@
+"""Shared helpers of the WG importer: source objects read field by field, the decision and fact
+shapes, and the transaction state a well-behaved client keeps between requests."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from wgk.model.vocab import EDGES, Kind, NEEDS_CAPABILITY, TRANSACTION_KINDS
+
+V1_COMMIT = "b0892ea7"
+FAMILIES = ("v1", "v2", "deletion-map")
+FAMILY_PATHS = {
+    "v1": "formal/fixtures/v1",
+    "v2": "formal/fixtures/v2",
+    "deletion-map": "docs/research/traces/wg-control-plane-authority-deletion-map",
+}
+PHASE_AFTER = {to.label: kind.label for kind, (_, to) in EDGES.items()}
+
+
+class WgImportError(ValueError):
+    """A source field or event that cannot be mapped: ``file: /pointer: message``."""
+
+    def __init__(self, file: str, at: str, message: str):
+        super().__init__(f"{file}: {at or '/'}: {message}")
+        self.file = file
+        self.at = at
+
+
+# --- reading source objects, field by field ------------------------------------------------
+
+
+class Src:
+    """A source object whose every field must be consumed: ``finish()`` names the first unmapped one."""
+
+    def __init__(self, value: Any, at: str, file: str):
+        self.value = value
+        self.at = at
+        self.file = file
+        self.used: set[str] = set()
+        if not isinstance(value, dict):
+            raise self.error("expected an object")
+
+    def error(self, message: str, key: str | None = None) -> WgImportError:
+        at = self.at + ("/" + key if key is not None else "")
+        return WgImportError(self.file, at, message)
+
+    def has(self, key: str) -> bool:
+        return key in self.value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.used.add(key)
+        return self.value.get(key, default)
+
+    def req(self, key: str, kind: type | tuple | None = None) -> Any:
+        if key not in self.value:
+            raise self.error(f"field {key!r} is missing", key)
+        self.used.add(key)
+        v = self.value[key]
+        if kind is not None and not isinstance(v, kind):
+            raise self.error(f"field {key!r} has an unexpected value {v!r}", key)
+        return v
+
+    def const(self, key: str, expected: Any) -> None:
+        v = self.req(key)
+        if v != expected:
+            raise self.error(f"field {key!r} is {v!r}; only {expected!r} can be mapped", key)
+
+    def sub(self, key: str) -> "Src":
+        return Src(self.req(key), f"{self.at}/{key}", self.file)
+
+    def items(self, key: str) -> list["Src"]:
+        seq = self.req(key, list)
+        return [Src(v, f"{self.at}/{key}/{i}", self.file) for i, v in enumerate(seq)]
+
+    def finish(self) -> None:
+        extra = [k for k in self.value if k not in self.used]
+        if extra:
+            raise self.error(f"field {extra[0]!r} cannot be mapped", extra[0])
+
+
+def merge_facts(facts: dict, more: dict, err: Callable[[str], WgImportError], path: str = "") -> dict:
+    """Merge nested fact dicts; the same fact with two different values is an error."""
+    for k, v in more.items():
+        if k in facts and isinstance(facts[k], dict) and isinstance(v, dict) \
+                and not any(m in v for m in ("$kinds", "$contains")):
+            merge_facts(facts[k], v, err, f"{path}.{k}")
+        elif k in facts and facts[k] != v:
+            raise err(f"conflicting facts for {path}.{k}: {facts[k]!r} and {v!r}")
+        else:
+            facts[k] = v
+    return facts
+
+
+def content_key(value: Any) -> str:
+    raw = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(raw).hexdigest()[:12]
+
+
+def decided(decision: str, code: str | None = None) -> dict:
+    return {"decision": decision, "code": code} if code else {"decision": decision}
+
+
+def duplicate_of(original: dict) -> dict:
+    return {"decision": "duplicate", "original": original}
+
+
+def binding_of(fence: int, candidate: str, base: str) -> dict:
+    return {"fence": fence, "candidate": candidate, "base": base}
+
+
+# --- shared trace-writing state ------------------------------------------------------------------
+
+
+@dataclass
+class Tx:
+    """What a well-behaved client knows from the responses it was given."""
+
+    task: str
+    graph: str
+    k: dict
+    phase: str = "absent"
+    revision: int = 0
+    target: str = "main-0"
+    worktree: str = "main-0"
+    candidate: str | None = None
+    base: str | None = None
+    disposition: str | None = None
+    steps: list[dict] = field(default_factory=list)
+    first: dict[str, dict] = field(default_factory=dict)   # key -> first decision
+
+    def cap(self, **override: Any) -> dict:
+        return {"graph": self.graph, "task": self.task, **self.k, **override}
+
+    def request(self, kind: str, actor: str, key: str, cap: dict | None = None, **params: Any) -> dict:
+        r: dict[str, Any] = {"kind": kind, "actor": actor, "task": self.task, "key": key}
+        k = Kind.parse(kind)
+        if k in NEEDS_CAPABILITY:
+            r["cap"] = cap if cap is not None else self.cap()
+        if k in TRANSACTION_KINDS:
+            r["expected-phase"] = self.phase
+            r["expected-revision"] = self.revision
+        for name, value in params.items():
+            if value is not None:
+                r[name.replace("_", "-")] = value
+        return r
+
+    def emit(self, step: dict, expect: dict | None, origin: dict) -> dict:
+        if expect is not None:
+            step["expect"] = expect
+        step["from"] = origin
+        self.steps.append(step)
+        if "request" in step and expect is not None:
+            key = step["request"]["key"]
+            self.first.setdefault(key, expect)
+            if expect["decision"] == "applied":
+                self.advance(step["request"])
+        return step
+
+    def advance(self, r: dict) -> None:
+        """An applied request: move the transaction as the client will have seen it."""
+        k = Kind.parse(r["kind"])
+        if k in EDGES:
+            self.phase = EDGES[k][1].label
+            self.revision += 1
+        if k == Kind.SAVE_WORK:
+            self.candidate, self.base = r["candidate"], r["base"]
+        if k == Kind.RECORD_DISPOSITION:
+            self.disposition = r["disposition"]
+        if k == Kind.COMMIT_EFFECT and self.disposition == "land":
+            self.target = r["candidate"]
+        if k == Kind.LEGACY_DONE:
+            self.phase, self.revision = "needs-reconciliation", self.revision + 1
+
+
+def origin_of(at: str, event: str, decision: Any) -> dict:
+    return {"pointer": at, "event": event, "decision": decision}
+
+
+def task_spec(name: str, requires_assignment: bool = False) -> dict:
+    return {"name": name, "deps": [], "review-required": False, "requires-assignment": requires_assignment}
+

@@ -1,0 +1,121 @@
+"""Symbolic counterparts of the model's two containers over bounded domains: evidence
+(one Bool per ``(kind, id)`` of a fixed universe) and the journal (a fixed number of keys)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from wgk.model.logic import all_of, count, ite
+from wgk.model.symbolic_eq import value_eq
+
+
+# --- evidence ---------------------------------------------------------------------
+
+class SymEvidence:
+    """A task's evidence over a bounded universe of ``(kind, id)`` pairs: one Bool each.
+
+    A pair outside ``bits`` is absent. ``log``, when given, collects every pair
+    the rules ask about or add (used once to discover the universe)."""
+
+    __slots__ = ("bits", "log")
+
+    def __init__(self, bits: dict, log: set | None = None):
+        self.bits = bits
+        self.log = log
+
+    def has(self, item) -> Any:
+        if self.log is not None:
+            self.log.add(item)
+        return self.bits.get(item, False)
+
+    def add(self, item) -> "SymEvidence":
+        if self.log is not None:
+            self.log.add(item)
+        if self.bits.get(item, False) is True:
+            return self
+        bits = dict(self.bits)
+        bits[item] = True
+        return SymEvidence(bits, self.log)
+
+    def count(self, pred) -> Any:
+        return count([all_of(b, pred(item)) for item, b in self.bits.items()])
+
+    def __ite__(self, c: Any, other: "SymEvidence") -> "SymEvidence":
+        if other is self:
+            return self
+        keys = list(self.bits) + [k for k in other.bits if k not in self.bits]
+        bits = {}
+        for k in keys:
+            a, b = self.bits.get(k, False), other.bits.get(k, False)
+            bits[k] = a if a is b else ite(c, a, b)
+        return SymEvidence(bits, self.log if self.log is not None else other.log)
+
+    def __sym_eq__(self, other: "SymEvidence") -> Any:
+        keys = list(self.bits) + [k for k in other.bits if k not in self.bits]
+        return all_of(*[value_eq(self.bits.get(k, False), other.bits.get(k, False)) for k in keys])
+
+
+# --- journal ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SymDigest:
+    """The digest of a symbolic request: its shape id and the values of its symbolic fields."""
+
+    shape: Any
+    slots: dict          # slot index -> term
+
+
+@dataclass(frozen=True)
+class SymEntry:
+    """One key's journal entry: used, the stored digest, the stored decision."""
+
+    used: Any
+    shape: Any
+    slots: tuple
+    kind: Any
+    code: Any
+
+
+class SymJournal:
+    """Idempotency journal over a fixed set of keys (key ``k`` is the ``k``-th entry).
+
+    Digests compare by shape and by the slots the request's shape uses, so two
+    requests with the same shape and the same field values have the same digest,
+    as the concrete sha256 digests do."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self, entries: tuple):
+        self.entries = entries
+
+    def _same(self, e: SymEntry, d: SymDigest) -> Any:
+        return all_of(e.used, e.shape == d.shape, *[e.slots[j] == v for j, v in d.slots.items()])
+
+    def lookup(self, key, digest: SymDigest) -> tuple[Any, Any, Any, Any]:
+        used: Any = False
+        same: Any = False
+        kind: Any = 0
+        code: Any = 0
+        for k in reversed(range(len(self.entries))):
+            e = self.entries[k]
+            hit = key == k
+            used = ite(hit, e.used, used)
+            same = ite(hit, self._same(e, digest), same)
+            kind = ite(hit, e.kind, kind)
+            code = ite(hit, e.code, code)
+        return used, same, kind, code
+
+    def put(self, key, digest: SymDigest, kind, code) -> "SymJournal":
+        width = len(self.entries[0].slots) if self.entries else 0
+        slots = tuple(digest.slots.get(j, 0) for j in range(width))
+        new = SymEntry(True, digest.shape, slots, kind, code)
+        return SymJournal(tuple(ite(key == k, new, e) for k, e in enumerate(self.entries)))
+
+    def __ite__(self, c: Any, other: "SymJournal") -> "SymJournal":
+        if other is self:
+            return self
+        return SymJournal(tuple(ite(c, a, b) for a, b in zip(self.entries, other.entries,
+                                                             strict=True)))
+
+    def __sym_eq__(self, other: "SymJournal") -> Any:
+        return all_of(*[value_eq(a, b) for a, b in zip(self.entries, other.entries, strict=True)])

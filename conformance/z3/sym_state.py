@@ -1,0 +1,209 @@
+"""The shape of a symbolic state: fresh states, their leaves, and domain constraints."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, Callable
+
+import z3
+
+from wgk.model.state import TASK_FIELDS, Binding, Graph, State, TaskState
+from wgk.model.vocab import (
+    AttemptState, Code, DecisionKind, Disposition, Exit, OwnerSeen, Phase, Reason, Receipt,
+)
+
+from wgk.conformance.z3.sym_backend import as_bool, is_term
+from wgk.conformance.z3.sym_containers import SymEntry, SymEvidence, SymJournal
+
+
+# --- the shape of a symbolic state ----------------------------------------------------
+
+ENUM_FIELDS: dict[str, type[IntEnum]] = {
+    "attempt_state": AttemptState, "owner_seen": OwnerSeen, "phase": Phase, "exit": Exit,
+    "reason": Reason, "disposition": Disposition,
+}
+DEFAULT_TASK = TaskState()
+BOOL_FIELDS: tuple[str, ...] = tuple(f for f in TASK_FIELDS if isinstance(getattr(DEFAULT_TASK, f), bool))
+INT_FIELDS: tuple[str, ...] = tuple(
+    f for f in TASK_FIELDS
+    if f not in BOOL_FIELDS and f not in ("receipts", "evidence"))
+
+
+@dataclass(frozen=True)
+class Space:
+    """Everything fixed about the symbolic states of one check.
+
+    ``graph`` may hold z3 Bools as policy flags (proofs cover every policy);
+    ``universe`` is the evidence pairs per task; ``keys`` the journal's keys;
+    ``width`` the digest slots; ``decode_digest(shape, slots) -> str`` turns a
+    stored digest back into the concrete sha256 digest."""
+
+    graph: Graph
+    universe: tuple
+    keys: tuple[str, ...]
+    width: int
+    shapes: int
+    decode_digest: Callable[[int, tuple], str]
+
+    @property
+    def ntasks(self) -> int:
+        return len(self.graph.tasks)
+
+
+def fresh_task(space: Space, name: str) -> TaskState:
+    vals: dict[str, Any] = {}
+    for f in BOOL_FIELDS:
+        vals[f] = z3.Bool(f"{name}.{f}")
+    for f in INT_FIELDS:
+        vals[f] = z3.Int(f"{name}.{f}")
+    vals["receipts"] = tuple(
+        Binding(z3.Int(f"{name}.rcpt.{k.label}.fence"), z3.Int(f"{name}.rcpt.{k.label}.candidate"),
+                z3.Int(f"{name}.rcpt.{k.label}.base"))
+        for k in Receipt)
+    vals["evidence"] = SymEvidence({p: z3.Bool(f"{name}.ev.{p[0]}.{p[1]}") for p in space.universe})
+    return TaskState(**vals)
+
+
+def fresh_journal(space: Space, prefix: str) -> SymJournal:
+    return SymJournal(tuple(
+        SymEntry(z3.Bool(f"{prefix}.j.{k}.used"), z3.Int(f"{prefix}.j.{k}.shape"),
+                 tuple(z3.Int(f"{prefix}.j.{k}.slot{n}") for n in range(space.width)),
+                 z3.Int(f"{prefix}.j.{k}.kind"), z3.Int(f"{prefix}.j.{k}.code"))
+        for k in space.keys))
+
+
+def fresh_state(space: Space, prefix: str) -> State:
+    """A state whose every leaf is a fresh z3 constant named ``prefix.task.field``."""
+    return State(
+        graph=space.graph,
+        tasks=tuple(fresh_task(space, f"{prefix}.{n}") for n in space.graph.tasks),
+        target=z3.Int(f"{prefix}.target"),
+        now=z3.Int(f"{prefix}.now"),
+        journal=fresh_journal(space, prefix),
+    )
+
+
+def symbolic_graph(names: tuple[str, ...], deps: tuple[tuple[int, ...], ...], graph_id: str = "g"
+                   ) -> Graph:
+    """A graph whose review and assignment policies are z3 Bools (every policy at once)."""
+    return Graph(graph_id=graph_id, tasks=names, deps=deps,
+                 review_required=tuple(z3.Bool(f"policy.{n}.review") for n in names),
+                 requires_assignment=tuple(z3.Bool(f"policy.{n}.assignment") for n in names),
+                 index={n: i for i, n in enumerate(names)})
+
+
+# --- leaves: a state as a flat list of terms ------------------------------------------
+
+def task_leaves(space: Space, t: TaskState) -> list:
+    out: list = [getattr(t, f) for f in BOOL_FIELDS] + [getattr(t, f) for f in INT_FIELDS]
+    for b in t.receipts:
+        out += [b.fence, b.candidate, b.base]
+    ev = t.evidence
+    extra = [p for p in ev.bits if p not in space.universe]
+    if extra:
+        raise DomainError(f"evidence {extra[0]} is outside the bounded universe")
+    out += [ev.bits.get(p, False) for p in space.universe]
+    return out
+
+
+def leaves(space: Space, s: State) -> list:
+    """Every leaf of ``s`` in a fixed order (the same for every state of ``space``)."""
+    out: list = []
+    for t in s.tasks:
+        out += task_leaves(space, t)
+    out += [s.target, s.now]
+    for e in s.journal.entries:
+        out += [e.used, e.shape, *e.slots, e.kind, e.code]
+    return out
+
+
+class DomainError(ValueError):
+    """A symbolic state left its bounded domain (an evidence pair or key outside it)."""
+
+
+# --- domain constraints ---------------------------------------------------------------
+
+def _in_enum(x: Any, enum: type[IntEnum]) -> Any:
+    values = sorted(int(m) for m in enum)
+    if values == list(range(values[0], values[-1] + 1)):
+        return z3.And(x >= values[0], x <= values[-1])
+    return z3.Or([x == v for v in values])
+
+
+def leaf_types(space: Space) -> list:
+    """The type of every leaf, in ``leaves`` order: ``bool``, ``int`` (natural), an enum, or
+    ``("shape", n)`` for a digest shape below ``n``."""
+    task = [bool] * len(BOOL_FIELDS) + [ENUM_FIELDS.get(f, int) for f in INT_FIELDS]
+    task += [int] * (3 * len(Receipt)) + [bool] * len(space.universe)
+    out = task * space.ntasks + [int, int]
+    for _ in space.keys:
+        out += [bool, ("shape", space.shapes)] + [int] * space.width + [DecisionKind, Code]
+    return out
+
+
+def leaf_domain(tp: Any, x: Any) -> Any:
+    """The domain constraint of one leaf (``True`` when there is none)."""
+    if tp is bool or not is_term(x):
+        return True
+    if tp is int:
+        return x >= 0
+    if isinstance(tp, tuple):
+        return z3.And(x >= 0, x < tp[1])
+    return _in_enum(x, tp)
+
+
+def within_type(tp: Any, x: Any, var_types: dict[str, Any], memo: dict | None = None) -> bool:
+    """Syntactically in its type: a value in range, a variable of that type, an if-then-else
+    of such, or (for naturals) a sum of naturals. ``False`` means "ask the solver"."""
+    if tp is bool:
+        return True
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, int) or z3.is_int_value(x):
+        v = x if isinstance(x, int) else x.as_long()
+        if tp is int:
+            return v >= 0
+        if isinstance(tp, tuple):
+            return 0 <= v < tp[1]
+        return v in {int(m) for m in tp}
+    memo = {} if memo is None else memo
+    key = (tp, x.get_id())
+    if key not in memo:
+        memo[key] = _within(tp, x, var_types, memo)
+    return memo[key]
+
+
+def _within(tp: Any, x: Any, var_types: dict[str, Any], memo: dict) -> bool:
+    if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+        return var_types.get(x.decl().name()) == tp
+    if z3.is_app_of(x, z3.Z3_OP_ITE):
+        return (within_type(tp, x.arg(1), var_types, memo)
+                and within_type(tp, x.arg(2), var_types, memo))
+    if tp is int and z3.is_app_of(x, z3.Z3_OP_ADD):
+        return all(within_type(int, c, var_types, memo) for c in x.children())
+    return False
+
+
+def domain(space: Space, s: State) -> list:
+    """Type constraints of a state: enum fields in range, ids and counters natural."""
+    out = [leaf_domain(tp, x) for tp, x in zip(leaf_types(space), leaves(space, s))]
+    return [c for c in out if c is not True]
+
+
+def equals(space: Space, s: State, concrete: State) -> list:
+    """Constraints making symbolic ``s`` equal to concrete state ``concrete``."""
+    out = []
+    for t, c in zip(s.tasks, concrete.tasks, strict=True):
+        for f in BOOL_FIELDS + INT_FIELDS:
+            out.append(getattr(t, f) == getattr(c, f))
+        for b, cb in zip(t.receipts, c.receipts, strict=True):
+            out += [b.fence == cb.fence, b.candidate == cb.candidate, b.base == cb.base]
+        unknown = [p for p in c.evidence if p not in space.universe]
+        if unknown:
+            raise DomainError(f"evidence {unknown[0]} is outside the bounded universe")
+        out += [t.evidence.bits[p] == (p in c.evidence) for p in space.universe]
+    out += [s.target == concrete.target, s.now == concrete.now]
+    if len(concrete.journal):
+        raise DomainError("a starting state with a non-empty journal is not supported")
+    out += [z3.Not(e.used) for e in s.journal.entries]
+    return [as_bool(x) for x in out]
