@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "kernel": "wgk.conformance.cli.cmd_kernel",
     "demo": "wgk.conformance.cli.cmd_demo",
     "complexity": "wgk.conformance.cli.cmd_complexity",
+    "view": "wgk.conformance.cli.cmd_view",
 }
 
 
