@@ -40,7 +40,7 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
-        if isinstance(v, dict) and v:
+        if isinstance(v, dict):  # an empty object has no rows (like an absent one)
             out.update(flatten(v, key + "."))
         else:
             out[key] = v
