@@ -44,7 +44,7 @@ details.fold summary { color: #667; cursor: pointer; font-size: 12px; }
 #enabled button.choice:hover { background: #e8f0ff; }
 #enabled button.choice.breaks { border-color: #b00020; }
 #enabled .muted { color: #889; font-size: 12px; }
-#message { color: #b00020; min-height: 1.2em; }
+#message { color: #b00020; min-height: 1.2em; } #message.ok { color: #1b7f3b; }
 .static .live { display: none; }
 """
 

@@ -35,7 +35,7 @@ async function api(method, path, body) {
   if (!r.ok) throw new Error(data.error || r.statusText);
   return data;
 }
-function say(text) { $("message").textContent = text || ""; }
+function say(text, ok) { $("message").textContent = text || ""; $("message").className = ok ? "ok" : ""; }
 function decisionCell(text) {
   const cls = "decision " + (text || "").split(":")[0];
   return el("td", {cls, text: text || "-"});
@@ -193,9 +193,9 @@ function wire() {
   $("ask-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     const body = {depth: +$("ask-depth").value}; body[$("ask-kind").value] = $("ask-text").value;
-    say("asking z3\u2026");
+    say("asking z3\u2026", true);
     try { session = await api("POST", "/api/ask", body); renderSession();
-          say(`found: ${session.steps.length} steps`); await go(session.steps.length); }
+          say(`found: ${session.steps.length} steps`, true); await go(session.steps.length); }
     catch (err) { say(err.message); }
   });
 }
