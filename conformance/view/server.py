@@ -6,8 +6,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
 from wgk.conformance.view.api import Api
-from wgk.conformance.view.page_html import page
-from wgk.conformance.view.page_js import SCRIPT
+from wgk.conformance.view.page import page
 
 HOST = "127.0.0.1"
 
@@ -32,7 +31,7 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
         def _answer(self, method: str, body) -> None:
             url = urlsplit(self.path)
             if method == "GET" and url.path in ("/", "/index.html"):
-                self._send(200, page(SCRIPT, title=f"wgk view: {api.session.title}").encode(),
+                self._send(200, page(title=f"wgk view: {api.session.title}").encode(),
                            "text/html; charset=utf-8")
                 return
             if not url.path.startswith("/api/"):

@@ -4,8 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from wgk.conformance.view.api import enabled_json, export_json, session_json, state_json
-from wgk.conformance.view.page_html import page
-from wgk.conformance.view.page_js import SCRIPT
+from wgk.conformance.view.page import page
 from wgk.conformance.view.session import Session
 
 
@@ -21,7 +20,7 @@ def report_data(session: Session, impl: list | None = None) -> dict:
 
 
 def report_html(session: Session, impl: list | None = None) -> str:
-    return page(SCRIPT, report_data(session, impl), title=f"wgk view: {session.title}")
+    return page(report_data(session, impl), title=f"wgk view: {session.title}")
 
 
 def write_report(session: Session, path: str | Path, impl: list | None = None) -> Path:

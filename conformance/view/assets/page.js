@@ -1,11 +1,3 @@
-"""The page's script: the stepper, the explorer and the z3 form (plain JS, no build step).
-
-It talks to the JSON API of ``wgk.conformance.view.api``; in a static report it
-reads the same answers from the embedded ``wgk-data`` block instead.
-"""
-from __future__ import annotations
-
-SCRIPT = r"""
 "use strict";
 const embedded = document.getElementById("wgk-data");
 const STATIC = embedded ? JSON.parse(embedded.textContent) : null;
@@ -203,4 +195,3 @@ function wire() {
 wire();
 reload(STATIC ? STATIC.start : 0).then(() => { document.body.dataset.ready = "1"; })
   .catch(e => say(e.message));
-"""
