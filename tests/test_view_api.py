@@ -224,3 +224,30 @@ def test_system_both_shows_the_implementations_decision(counterexample):
     assert s["system"] == "both"
     assert [r["impl"] for r in s["steps"][:10]] == [r["decision"] for r in s["steps"][:10]]
     assert s["steps"][10]["decision"] == "applied" and s["steps"][10]["impl"] == "rejected:cas-moved"
+
+
+def test_the_command_prints_its_url_and_stops_on_ctrl_c():
+    import signal
+    proc = subprocess.Popen([sys.executable, "-m", "wgk.conformance", "view", "--tasks", "1", "--no-open"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        proc.stdout.readline()
+        url = proc.stdout.readline().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", url), url
+        assert json.loads(urllib.request.urlopen(url + "api/session").read())["steps"] == []
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+        assert "wgk view: stopped" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_busy_port_is_one_line_and_exit_2():
+    import socket
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        run = wgk("view", "--tasks", "1", "--no-open", "--port", str(busy.getsockname()[1]))
+    assert run.returncode == 2 and run.stderr.count("\n") == 1 and "--port" in run.stderr, run.stderr
