@@ -68,11 +68,18 @@ def test_a_counterexample_breaks_at_its_last_step_under_its_mutant(counterexampl
     assert state["globals"]["target"] == {"value": "c1", "before": "c2"}   # names, not ints
 
 
-def test_the_model_refuses_what_the_mutant_takes(counterexample):
+def test_the_model_refuses_what_the_mutant_takes(counterexample, tmp_path):
     api = api_for(counterexample)
     status, s = api.handle("POST", "/api/semantics", {}, {"mutant": "model"})
     assert status == 200 and s["semantics"] == "model"
     assert s["steps"][10]["decision"] == "rejected:cas-moved" and s["first_break"] is None
+    doc = get(api, "/api/export")
+    assert doc["steps"][10]["expect"] == {"decision": "rejected", "code": "cas-moved"}
+    assert doc["expect"]["tasks"]["t1"]["phase"] == "effect-prepared"
+    out = tmp_path / "by-the-model.json"
+    out.write_text(json.dumps(doc), encoding="utf-8")
+    run = wgk("replay", str(out), "--system", "both")
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_enabled_steps_extend_the_path_and_the_export_replays(counterexample, tmp_path):

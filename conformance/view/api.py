@@ -104,7 +104,8 @@ def _choice(session: Session, n: int, e: Entry, before: dict) -> dict:
                   for row in task_rows(before["tasks"][name], t).values()
                   if "before" in row and row["section"] != "plan")
     changed += sum(1 for key in ("target", "now") if before[key] != after[key])
-    breaks = violations(e.state) + [i for i in e.step_broken if i not in violations(e.state)]
+    state = violations(e.state)
+    breaks = state + [i for i in e.step_broken if i not in state]
     return {"n": n, "label": session.label_of(e), "env": e.decision is None,
             "decision": describe(e.decision), "changes": changed, "breaks": breaks,
             "wire": e.wire}

@@ -42,6 +42,7 @@ class Entry:
     decision: dict | None
     state: State
     step_broken: list[str]
+    broken: list[str] | None = None     # every invariant broken by it or in the state after it
 
 
 def semantics_of(mutant: str | None):
@@ -89,8 +90,10 @@ class Session:
         except (StepError, WireError, KeyError, TypeError, ValueError) as e:
             raise SessionError(f"the start: {e}") from None
         self.entries: list[Entry] = []
+        self._start_broken: list[str] | None = None
         self.loaded: list[dict] = []
         self.loaded_expect: dict = {}
+        self.loaded_mutant: str | None = None
 
     # --- starting ---------------------------------------------------------------------------
 
@@ -103,6 +106,7 @@ class Session:
             s.push(wire, where=f"{trace.path or trace.id}: /steps/{n}")
         s.loaded = [copy.deepcopy(e.wire) for e in s.entries]
         s.loaded_expect = dict(trace.expect)
+        s.loaded_mutant = mutant
         return s
 
     @classmethod
@@ -186,9 +190,16 @@ class Session:
         return observe(self.state(k), self.names)
 
     def broken(self, k: int) -> list[str]:
-        """Invariants that fail in state ``k`` or for the step into it."""
-        step = self.entries[k - 1].step_broken if k else []
-        return violations(self.state(k)) + [i for i in step if i not in violations(self.state(k))]
+        """Invariants that fail in state ``k`` or for the step into it (kept once computed)."""
+        if k == 0:
+            if self._start_broken is None:
+                self._start_broken = violations(self.start)
+            return self._start_broken
+        entry = self.entries[k - 1]
+        if entry.broken is None:
+            state = violations(entry.state)
+            entry.broken = state + [i for i in entry.step_broken if i not in state]
+        return entry.broken
 
     def first_break(self) -> dict | None:
         for k in range(len(self.entries) + 1):
@@ -204,7 +215,9 @@ class Session:
     # --- writing ----------------------------------------------------------------------------
 
     def pristine(self) -> bool:
-        return bool(self.loaded) and [e.wire for e in self.entries] == self.loaded
+        """The loaded trace's own steps, decided by the semantics it was loaded with."""
+        return (bool(self.loaded) and [e.wire for e in self.entries] == self.loaded
+                and self.mutant == self.loaded_mutant)
 
     def export(self) -> Trace:
         """The path as a ``wgk-trace/1`` document; each request expects the decision shown."""
@@ -217,8 +230,10 @@ class Session:
         changed = not self.pristine()
         expect = final_facts(self.observed(len(self.entries))) if changed else self.loaded_expect
         description = self.description
-        if changed and self.loaded:
+        if self.loaded and [e.wire for e in self.entries] != self.loaded:
             description += " Then explored by hand in wgk view."
+        elif changed and self.loaded:
+            description += f" Decided again by the {self.mutant or 'model'} in wgk view."
         if self.mutant:
             description += f" Decisions by the mutant {self.mutant}, not the model."
         title = self.title if not changed or not self.loaded else f"{self.title} (explored)"
@@ -228,9 +243,10 @@ class Session:
 
     def with_semantics(self, mutant: str | None) -> "Session":
         """The same steps decided again by another semantics (the model when ``None``)."""
-        trace = replace(self.export(), expect={})
+        trace = replace(self.export(), steps=[copy.deepcopy(e.wire) for e in self.entries], expect={})
         other = Session.from_trace(trace, self.inst, mutant)
         other.loaded, other.loaded_expect = self.loaded, self.loaded_expect
+        other.loaded_mutant = self.loaded_mutant
         return other
 
 
