@@ -175,3 +175,23 @@ def test_static_report_opens_without_a_server(page, counterexample, tmp_path):
     download.value.save_as(saved)
     run = wgk("replay", str(saved))          # the mutant's decisions, which the model refuses at step 10
     assert run.returncode == 1 and "step 10" in run.stdout and "rejected:cas-moved" in run.stdout, run.stdout
+
+
+def test_ask_for_an_invariant_by_its_id(page, tmp_path):
+    proc, url = served("--tasks", "1", "--mutant", "cas-ignores-moved-target")
+    try:
+        page.goto(url)
+        page.wait_for_selector("body[data-ready='1']", timeout=15000)
+        assert page.locator("#invariant-ids option[value='cas-base-exact']").count() == 1
+        page.select_option("#ask-kind", "invariant")
+        page.fill("#ask-text", "cas-base-exact")
+        page.fill("#ask-depth", "11")
+        page.click("#ask-go")
+        page.wait_for_selector("#message:has-text('found')", timeout=60000)
+        steps = page.locator("#steps tr[data-k]").count() - 1
+        at(page, steps)
+        assert "cas-base-exact" in page.inner_text("#broken")
+        assert page.inner_text(f"#steps tr[data-k='{steps}'] td.label").startswith("commit-effect(t1)")
+        page.screenshot(path=str(tmp_path / "7-asked-invariant.png"), full_page=True)
+    finally:
+        stop(proc)

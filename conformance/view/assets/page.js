@@ -63,6 +63,7 @@ function renderSession() {
                  decisionCell(s.decision), session.system === "both" ? implCell(s) : null));
   }
   $("steps").replaceChildren(...rows);
+  $("invariant-ids").replaceChildren(...session.invariants.map(i => el("option", {value: i})));
   for (const tr of $("steps").querySelectorAll("tr[data-k]"))
     tr.addEventListener("click", () => go(+tr.dataset.k));
 }
