@@ -171,3 +171,11 @@ def test_library_modules_do_not_print():
                 if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
                     bad.append(f"{p.relative_to(ROOT)}:{node.lineno}")
     assert bad == []
+
+
+def test_every_package_is_in_the_distribution():
+    """A package missing from pyproject's list would vanish from a (non-editable) install."""
+    import tomllib
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {module_name(p) for top in TOPS for p in (ROOT / top).rglob("__init__.py")}
+    assert found - listed == set()

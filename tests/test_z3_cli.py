@@ -64,7 +64,7 @@ def test_check_text_prints_the_trace_and_the_command():
     out = wgk("check", "--reach", 't1.attempt_state == "lost"', "--tasks", "1", "--depth", "5")
     assert out.returncode == 1, out.stderr
     assert "REACHED" in out.stdout and "reproduce: wgk check --reach" in out.stdout
-    assert " 1. dispatch(t1) -> applied" in out.stdout
+    assert "step 0: dispatch(t1) -> applied" in out.stdout
 
 
 def test_check_reports_nothing_found_with_exit_zero():

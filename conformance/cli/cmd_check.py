@@ -5,6 +5,7 @@ import argparse
 import shlex
 
 from wgk.conformance.check.explore import Instance
+from wgk.model.env import EnvStep
 from wgk.model.invariants import REGISTRY
 from wgk.model.observe import observe
 
@@ -12,12 +13,13 @@ from wgk.conformance.cli import instance_args
 from wgk.conformance.z3.bmc import CheckResult, Goal, check, invariant_goal
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.cli.instance_args import add_instance_arguments
-from wgk.conformance.traces.export import step_json
+from wgk.conformance.traces.export import step_json, step_label
+from wgk.conformance.view.diff import changes
+from wgk.conformance.view.session import step_label as view_label
 from wgk.conformance.z3.mutants import MUTANTS
 from wgk.conformance.cli.output import emit_json, progress
 from wgk.conformance.z3.prove import solver_guarded
 from wgk.conformance.z3.reach_expr import ReachError, compile_reach
-from wgk.conformance.z3.symbolic import field_diff
 from wgk.conformance.z3.transition import MODEL
 
 HELP = "search for a shortest trace that breaks an invariant or reaches a state (z3 BMC)"
@@ -138,6 +140,19 @@ def finish_trace(result: CheckResult, args: argparse.Namespace, command: str) ->
         trace.write_itf(args.itf)
 
 
+def trace_lines(trace) -> list[str]:
+    """Each step numbered from 0 as ``wgk replay`` numbers them, then what it changed in the
+    observable projection, content ids by the names the trace file gives them."""
+    names = trace.names()
+    seen = [observe(s, names) for s in trace.states]
+    out = []
+    for n, (step, d) in enumerate(zip(trace.steps, trace.decisions)):
+        text = view_label(step, names) if isinstance(step, EnvStep) else step_label(step)
+        out.append(f"  step {n}: {text}" + (f" -> {d.label}" if d is not None else ""))
+        out += [f"      {change}" for change in changes(seen[n], seen[n + 1])]
+    return out
+
+
 def reproduce_line(args: argparse.Namespace, command: str) -> str:
     """The one command that shows the trace again."""
     if args.out and not args.mutant:
@@ -161,11 +176,8 @@ def print_result(result: CheckResult, args: argparse.Namespace, command: str | N
           f"{result.found_at} ({where}) in {result.seconds:.2f}s")
     if goal.kind != "reach":
         print(f"  {goal.description}")
-    trace = result.trace
-    for n, label in enumerate(trace.labels, 1):
-        print(f"  {n:2}. {label}")
-        for change in field_diff(trace.states[n - 1], trace.states[n]):
-            print(f"        {change}")
+    for line in trace_lines(result.trace):
+        print(line)
     print(f"reproduce: {reproduce_line(args, command)}")
     if args.out and reproduce_line(args, command) != command:
         print(f"found by: {command}")

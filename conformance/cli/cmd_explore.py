@@ -17,6 +17,8 @@ EXAMPLES = """  wgk explore --tasks 2
   wgk explore --tasks 2 --invariant done-iff-graphsave --invariant no-phase-skip
   wgk explore --tasks 1 --attempts 2 --groups core,env,evidence,operator
   wgk explore --tasks 1 --max-states 500 --dot states.dot
+  wgk explore --tasks 1 --dot near.dot --around 3        # labelled: within 3 steps of the start
+  wgk explore --tasks 1 --dot path.dot --path cx.json    # a trace's path and its alternatives
 """
 
 
@@ -26,6 +28,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="check only this invariant (repeatable; default: every property of the registry)")
     p.add_argument("--max-states", type=int, default=None, help="stop after this many distinct states")
     p.add_argument("--dot", metavar="FILE", help="write the state graph as Graphviz DOT")
+    p.add_argument("--around", type=int, metavar="N",
+                   help="with --dot: only the labelled states within N steps of the initial state")
+    p.add_argument("--path", metavar="TRACE",
+                   help="with --dot: only a trace's path (labelled) and the alternatives at each state")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -47,11 +53,16 @@ def run(args: argparse.Namespace) -> int:
                              "model/invariants.py for the ids)")
         properties = {i: REGISTRY[i] for i in args.invariant}
     show = (not args.json) and sys.stderr.isatty()
-    result = explore(inst, max_states=args.max_states, keep_graph=bool(args.dot), properties=properties,
+    bounded = args.around is not None or args.path is not None
+    if bounded and not args.dot:
+        raise UsageError("--around and --path choose what --dot draws: give --dot FILE")
+    picture = bounded_dot(inst, args) if bounded else None
+    result = explore(inst, max_states=args.max_states, keep_graph=bool(args.dot) and not bounded,
+                     properties=properties,
                      progress=(lambda n, q: print(f"  {n:,} states, {q:,} queued", file=sys.stderr,
                                                   flush=True)) if show else None)
     if args.dot:
-        write_text(args.dot, to_dot(result.graph))
+        write_text(args.dot, picture if bounded else to_dot(result.graph))
     if args.json:
         emit_json(result.to_json())
     else:
@@ -70,3 +81,19 @@ def run(args: argparse.Namespace) -> int:
         if args.dot:
             print(f"state graph written to {args.dot}")
     return 1 if result.violations else 0
+
+
+def bounded_dot(inst: Instance, args: argparse.Namespace) -> str:
+    """The labelled, bounded DOT of ``--around`` or ``--path`` (drawn by wgk view's writer)."""
+    from wgk.conformance.traces.format import TraceError, load_trace
+    from wgk.conformance.view.dot import neighbourhood, path_with_alternatives
+    from wgk.conformance.view.session import Session, SessionError, mutant_of
+    if args.around is not None and args.around < 0:
+        raise UsageError("--around must be at least 0")
+    try:
+        if args.path is None:
+            return neighbourhood(Session.from_instance(inst), 0, args.around)
+        trace = load_trace(args.path)
+        return path_with_alternatives(Session.from_trace(trace, inst, mutant_of(trace)))
+    except (TraceError, SessionError) as e:
+        raise UsageError(str(e)) from None

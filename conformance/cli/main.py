@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "demo": "wgk.impl.cli.demo",
     "complexity": "wgk.conformance.cli.cmd_complexity",
     "docs": "wgk.conformance.cli.cmd_docs",
+    "view": "wgk.conformance.cli.cmd_view",
 }
 
 
