@@ -22,10 +22,13 @@ def test_quick_gate_passes_with_json_and_junit(tmp_path, capsys):
     assert code == 0 and out["verdict"] == "pass"
     assert set(out["sections"]) >= {"explore", "replay", "fuzz"}
     assert out["sections"]["replay"]["checks"][0]["name"] == "incident-16-two-dispatchers-one-attempt"
+    assert out["sections"]["trace-matrix"]["verdict"] == "skipped"     # not in the quick budget
     suites = ET.parse(junit).getroot()
     cases = suites.findall(".//testcase")
-    assert len(cases) == sum(len(s["checks"]) for s in out["sections"].values())
-    assert not suites.findall(".//failure")
+    assert len(cases) == sum(len(s["checks"]) for s in out["sections"].values()) + 1
+    assert not suites.findall(".//failure") and not suites.findall(".//error")
+    assert [s.get("name") for s in suites.findall("testsuite") if s.get("skipped") == "1"] == \
+        ["trace-matrix"]
 
 
 @pytest.fixture
@@ -68,9 +71,11 @@ def test_gate_inside_pytest(pytester, tiny):
             result = wgk_gate("quick", traces=[%r])
             assert result.verdict == "pass", result.summary()
     """ % str(INCIDENT))
-    result = pytester.runpytest("--wgk-gate", "quick", "--wgk-traces", str(INCIDENT), "-q")
-    sections = [s for s, _ in gate.SECTIONS if s in gate.BUDGETS["quick"]]
-    result.assert_outcomes(passed=1 + len(sections))   # the project's test + one item per section
+    result = pytester.runpytest("--wgk-gate", "quick", "--wgk-traces", str(INCIDENT), "-q", "-rs")
+    sections = [s for s, _ in gate.SECTIONS if gate.BUDGETS["quick"].get(s)]
+    # the project's test + one item per section run; the sections the budget skips are skipped
+    result.assert_outcomes(passed=1 + len(sections), skipped=len(gate.SECTIONS) - len(sections))
+    result.stdout.fnmatch_lines(["*not run in the quick budget*"])
 
 
 def test_gate_inside_pytest_reports_a_failing_section(pytester, tmp_path, tiny):
@@ -80,6 +85,23 @@ def test_gate_inside_pytest_reports_a_failing_section(pytester, tmp_path, tiny):
     path.write_text(json.dumps(bad, indent=2) + "\n")
     pytester.makepyfile(test_project="def test_own():\n    pass\n")
     result = pytester.runpytest("--wgk-gate", "quick", "--wgk-traces", str(path), "-q")
-    sections = [s for s, _ in gate.SECTIONS if s in gate.BUDGETS["quick"]]
-    result.assert_outcomes(passed=len(sections), failed=1)   # own test + the other sections
+    sections = [s for s, _ in gate.SECTIONS if gate.BUDGETS["quick"].get(s)]
+    result.assert_outcomes(passed=len(sections), failed=1,   # own test + the other sections
+                           skipped=len(gate.SECTIONS) - len(sections))
     result.stdout.fnmatch_lines(["*wgk gate section replay: 1 check(s) failed*"])
+
+
+def test_gate_inside_pytest_an_empty_trace_set_fails(pytester, tmp_path, tiny):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    pytester.makepyfile(test_project="def test_own():\n    pass\n")
+    result = pytester.runpytest("--wgk-gate", "quick", "--wgk-traces", str(empty), "-q")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed") == 2, outcomes            # replay and crash cuts
+    result.stdout.fnmatch_lines(["*wgk gate section replay*", "*ERROR replay: no traces to replay in*"])
+
+
+def test_gate_inside_pytest_rejects_an_unknown_budget(pytester):
+    result = pytester.runpytest("--wgk-gate", "nightly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown budget 'nightly'*"])

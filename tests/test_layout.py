@@ -17,6 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPS = {"model": "model", "impl": "impl", "conformance": "conformance"}
+DATA = {"traces"}  # data packages (wgk.traces): listed in the distribution, no code
 
 #: The wings of wgk.conformance, lowest first: a wing imports only wings before it.
 WINGS = ("traces", "check", "z3", "oracle", "view", "reports", "cli")
@@ -177,5 +178,5 @@ def test_every_package_is_in_the_distribution():
     """A package missing from pyproject's list would vanish from a (non-editable) install."""
     import tomllib
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {module_name(p) for top in TOPS for p in (ROOT / top).rglob("__init__.py")}
+    found = {module_name(p) for top in (*TOPS, *DATA) for p in (ROOT / top).rglob("__init__.py")}
     assert found - listed == set()

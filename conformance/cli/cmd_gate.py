@@ -1,13 +1,17 @@
 """wgk gate: the CI conformance gate.
 
-Runs every section that is available and reports each as data. Sections are
-added as the suite grows; a section that is not part of this build is listed
-as such, never reported as passing.
+Runs every section its budget lists and reports each as data: a section the
+budget does not run is listed as skipped, a section that checks nothing or
+cannot run is an error, never a pass. Exit codes: 0 pass, 1 a check failed,
+2 a section is an error (or bad input).
 """
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import time
+from typing import TextIO
 
 from wgk.conformance.reports import gate as gate_mod
 from wgk.conformance.cli.errors import UsageError
@@ -19,7 +23,10 @@ EXAMPLES = """  wgk gate
   wgk gate --quick
   wgk gate --deep --junit gate.xml --json
   wgk gate --quick --traces traces/incidents
+  wgk gate --quick --progress 2> progress.log
 """
+
+EXIT = {"pass": 0, "fail": 1, "error": 2}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,19 +34,51 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     budget.add_argument("--quick", action="store_true", help="small budget for pull requests")
     budget.add_argument("--deep", action="store_true", help="large budget for nightly runs")
     p.add_argument("--traces", nargs="+", metavar="PATH",
-                   help="trace files or folders to replay (default: the bundled traces/)")
+                   help="trace files or folders to replay (default: the traces bundled with wgk)")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML, one testcase per check")
-    p.add_argument("--counterexamples", metavar="DIR", default="traces/counterexamples",
+    p.add_argument("--counterexamples", metavar="DIR", default=gate_mod.COUNTEREXAMPLES,
                    help="where a generated failure is written as a trace (default traces/counterexamples)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    p.add_argument("--progress", action="store_true",
+                   help="report progress on stderr even when it is not a terminal")
+
+
+class ProgressView:
+    """Per-section progress on a stream: one redrawn line on a terminal, else a line every
+    few seconds; a closing line per section with its count, time and rate."""
+
+    def __init__(self, stream: TextIO, tty: bool):
+        self.stream, self.tty = stream, tty
+        self.every = 0.1 if tty else 5.0
+        self.last, self.section = 0.0, ""
+        self.width = shutil.get_terminal_size((100, 20)).columns - 1 if tty else 10_000
+
+    def __call__(self, tick: gate_mod.Tick) -> None:
+        now = time.monotonic()
+        if tick.final:
+            self._write(f"[{tick.section}] {tick.label.upper()}: {tick.done} checks in "
+                        f"{tick.seconds:.1f}s ({tick.rate:.1f}/s)", end="\n")
+            self.last = 0.0
+            return
+        if now - self.last < self.every and tick.section == self.section:
+            return
+        self.last, self.section = now, tick.section
+        count = f"{tick.done}/{tick.total}" if tick.total is not None else f"{tick.done}"
+        line = f"[{tick.section}] {count} {tick.seconds:.1f}s ({tick.rate:.1f}/s) {tick.label}"
+        self._write(line, end="" if self.tty else "\n")
+
+    def _write(self, line: str, end: str) -> None:
+        prefix = "\r\x1b[K" if self.tty else ""
+        self.stream.write(prefix + line[:self.width] + end)
+        self.stream.flush()
 
 
 def run(args: argparse.Namespace) -> int:
     budget = "quick" if args.quick else "deep" if args.deep else "default"
-    show = not args.json
+    tty = sys.stderr.isatty()
+    view = ProgressView(sys.stderr, tty) if tty or args.progress else None
     try:
-        result = gate_mod.run_gate(budget, progress=(lambda m: print(m, file=sys.stderr, flush=True))
-                                   if show else None, traces=args.traces,
+        result = gate_mod.run_gate(budget, progress=view, traces=args.traces,
                                    counterexamples=args.counterexamples)
     except TraceError as e:
         raise UsageError(str(e)) from None
@@ -49,4 +88,4 @@ def run(args: argparse.Namespace) -> int:
         emit_json(result.to_json())
     else:
         print(result.summary())
-    return 0 if result.verdict == "pass" else 1
+    return EXIT[result.verdict]

@@ -13,11 +13,11 @@ from multiprocessing import get_context
 
 from wgk.model.invariants import REGISTRY
 
-from wgk.conformance.z3.bmc import witness
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.cli.output import emit_json, progress
 from wgk.conformance.z3.prove import DOMAIN, Bounds, prove, solver_guarded
+from wgk.conformance.z3.witnesses import witness_reports
 
 HELP = "prove every always invariant inductive (z3) and reach every sometimes property"
 EXAMPLES = """  wgk prove
@@ -44,11 +44,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def known_ids() -> list[str]:
     return [DOMAIN.id] + list(LEMMAS) + list(REGISTRY)
-
-
-def witness_reports(goals: list[str]) -> list[dict]:
-    """Shortest witnesses of ``goals``, as JSON (runs in a worker process too)."""
-    return [witness(g).to_json() for g in goals]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,8 @@ from dataclasses import replace
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.oracle.lockstep import Divergence
 from wgk.conformance.oracle.replay import TraceResult, replay
-from wgk.conformance.oracle.systems import ModelSystem, StepError
+from wgk.conformance.oracle.select import CHOICES, systems_for
+from wgk.conformance.oracle.systems import StepError
 from wgk.conformance.cli.output import emit_json
 from wgk.conformance.traces.format import TraceError, load_traces
 
@@ -25,7 +26,7 @@ EXAMPLES = """  wgk replay traces/
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR",
                    help="trace files, or directories searched recursively for *.json")
-    p.add_argument("--system", default="model", choices=("model", "impl", "both"),
+    p.add_argument("--system", default="model", choices=CHOICES,
                    help="what to replay through (default model)")
     p.add_argument("--crash-cuts", action="store_true",
                    help="also crash the implementation at every durable boundary (in-process)")
@@ -50,15 +51,15 @@ def reproduce(result: TraceResult, args: argparse.Namespace) -> str:
     return f"wgk replay {result.path or result.id} --system {args.system}{flags}"
 
 
-def systems_for(trace, system: str) -> list:
-    """The systems a trace runs through; the model first (the reference) when present."""
-    out = []
-    if system in ("model", "both"):
-        out.append(ModelSystem(trace))
-    if system in ("impl", "both"):
-        from wgk.conformance.oracle.impl_system import ImplSystem
-        out.append(ImplSystem(trace))
-    return out
+def unchecked_warning(trace, args: argparse.Namespace) -> str | None:
+    """A recorded run's expectations are the implementation's own answers: replayed on the
+    implementation alone, it is compared with nothing but itself."""
+    if args.system != "impl" or (trace.source or {}).get("kind") != "recorded-run":
+        return None
+    cuts = ("; only its crash cuts are compared with the model" if args.crash_cuts else "")
+    return (f"wgk replay: warning: {trace.path or trace.id}: the expectations of this recorded "
+            f"run were recorded from the implementation, so replaying it on the implementation "
+            f"alone checks nothing against the model{cuts} (use --system both)")
 
 
 def replay_one(trace, args: argparse.Namespace, progress) -> TraceResult:
@@ -90,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     if not traces:
         raise UsageError("no trace files found in " + " ".join(args.paths))
+    for trace in traces:
+        warning = unchecked_warning(trace, args)
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
     results = []
     for n, trace in enumerate(traces, 1):
         show = not args.json and sys.stderr.isatty()

@@ -1,16 +1,45 @@
-"""The gate as data: sections of checks, each check a verdict."""
+"""The gate as data: sections of checks, each check a verdict.
+
+A budget maps each section to a value that says how much of it runs (a number of
+tasks, a list of instances or modes, a flag); a false value (``0``, ``False``, an
+empty list) or a missing entry means the section is not run, and it is reported
+as ``skipped``. A section that checks nothing (an empty trace set) or raises is
+reported as an ``error`` naming it; the other sections still run. Nothing
+checked is never a pass.
+
+Progress goes through an injected callback that receives ``Tick`` values; the
+gate itself never prints.
+"""
 from __future__ import annotations
 
+import importlib.resources
 import time
-import xml.etree.ElementTree as ET
-from pathlib import Path
+import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
+from wgk.model.invariants import REGISTRY
+
 from wgk.conformance.check.explore import Instance, explore
+from wgk.conformance.oracle.crashcuts import crash_cuts
+from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
+from wgk.conformance.oracle.impl_system import factory
+from wgk.conformance.oracle.replay import replay
+from wgk.conformance.oracle.select import systems_for
+from wgk.conformance.oracle.systems import StepError
+from wgk.conformance.reports import tracematrix
+from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
+from wgk.conformance.traces.format import load_traces
+from wgk.conformance.z3 import mutants as mutants_mod
+from wgk.conformance.z3.prove import Bounds, prove
+from wgk.conformance.z3.witnesses import witness_reports
+
+__all__ = ["BUDGETS", "SECTIONS", "Check", "GateResult", "Section", "Tick", "bundled_traces",
+           "run_gate", "run_section", "write_junit"]
 
 BUDGETS = {
-    "quick": {"prove": 2, "mutants": True, "replay": True,
+    "quick": {"prove": 2, "mutants": True, "replay": True, "trace-matrix": False,
               "explore": [Instance(tasks=1), Instance(tasks=2)],
               "crash-cuts": ["in-process"],
               "fuzz": {"examples": 30, "steps": 25, "tasks": 2}},
@@ -28,71 +57,119 @@ BUDGETS = {
              "fuzz": {"examples": 2000, "steps": 60, "tasks": 3}},
 }
 
+CRASH_MODES = ("in-process", "kill")
+COUNTEREXAMPLES = "traces/counterexamples"
+
+
+def bundled_traces() -> Path:
+    """The trace corpus shipped with wgk: the package data ``wgk.traces`` (in an editable
+    install, the checkout's ``traces/``)."""
+    try:
+        return Path(str(importlib.resources.files("wgk.traces")))
+    except ModuleNotFoundError:     # an editable install made before wgk.traces was packaged
+        return Path(__file__).resolve().parents[2] / "traces"
+
+
 #: The bundled traces (the gate's default corpus).
-BUNDLED_TRACES = Path(__file__).resolve().parents[2] / "traces"
+BUNDLED_TRACES = bundled_traces()
 
 
-@dataclass
-class Check:
+# --- progress -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tick:
+    """Where a section is: ``done`` of ``total`` (None: not known in advance) after
+    ``seconds``; ``final`` once the section is over (``label`` is then its verdict)."""
+
     section: str
-    name: str
-    verdict: str            # "pass" | "fail" | "error"
+    done: int
+    total: int | None
     seconds: float
-    detail: str = ""
-    data: dict = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "verdict": self.verdict, "seconds": round(self.seconds, 3),
-                "detail": self.detail, **({"data": self.data} if self.data else {})}
-
-
-@dataclass
-class GateResult:
-    budget: str
-    checks: list[Check]
-    seconds: float
+    label: str = ""
+    final: bool = False
 
     @property
-    def verdict(self) -> str:
-        return "pass" if all(c.verdict == "pass" for c in self.checks) else "fail"
-
-    def sections(self) -> dict:
-        out: dict = {}
-        for c in self.checks:
-            sec = out.setdefault(c.section, {"verdict": "pass", "checks": []})
-            sec["checks"].append(c.to_json())
-            if c.verdict != "pass":
-                sec["verdict"] = "fail"
-        return out
-
-    def to_json(self) -> dict:
-        return {"verdict": self.verdict, "budget": self.budget, "sections": self.sections(),
-                "seconds": round(self.seconds, 3)}
-
-    def summary(self) -> str:
-        lines = []
-        for name, sec in self.sections().items():
-            n = len(sec["checks"])
-            bad = [c for c in sec["checks"] if c["verdict"] != "pass"]
-            lines.append(f"{name:12} {'PASS' if not bad else 'FAIL'}  {n - len(bad)}/{n}")
-            for c in bad:
-                lines.append(f"  FAIL {c['name']}: {c['detail']}")
-        lines.append(f"gate {self.verdict.upper()} ({self.budget} budget, {self.seconds:.1f}s)")
-        return "\n".join(lines)
+    def rate(self) -> float:
+        return self.done / self.seconds if self.seconds > 0 else 0.0
 
 
-def explore_checks(budget: str, progress: Callable[[str], None] | None) -> list[Check]:
+Progress = Callable[[Tick], None]
+
+
+class Meter:
+    """Counts a section's work and reports it to an optional ``Progress`` callback."""
+
+    def __init__(self, section: str, total: int | None, progress: Progress | None):
+        self.section, self.total, self.progress = section, total, progress
+        self.done, self.t0 = 0, time.perf_counter()
+        self.note("")
+
+    def step(self, label: str = "") -> None:
+        self.done += 1
+        self.note(label)
+
+    def note(self, label: str) -> None:
+        if self.progress:
+            done = self.done if self.total is None else min(self.done, self.total)
+            self.progress(Tick(self.section, done, self.total, time.perf_counter() - self.t0, label))
+
+
+# --- reading a budget by value ---------------------------------------------------
+
+
+def _count(budget: str, section: str, value, key: str | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        what = f"{section}.{key}" if key else section
+        raise ValueError(f"budget {budget}: {what} must be a positive number, not {value!r}")
+    return value
+
+
+def _flag(budget: str, section: str, value) -> None:
+    if value is not True:
+        raise ValueError(f"budget {budget}: {section} must be true or false, not {value!r}")
+
+
+def _modes(budget: str, value) -> list[str]:
+    if not isinstance(value, (list, tuple)) or not set(value) <= set(CRASH_MODES):
+        raise ValueError(f"budget {budget}: crash-cuts must list modes of {', '.join(CRASH_MODES)}, "
+                         f"not {value!r}")
+    return list(value)
+
+
+def _instances(budget: str, value) -> list[Instance]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(i, Instance) for i in value):
+        raise ValueError(f"budget {budget}: explore must list instances, not {value!r}")
+    return list(value)
+
+
+def _prove_tasks(budget: str) -> int:
+    """The tasks of the proofs: the budget's ``prove`` value, 3 when proofs are not run."""
+    value = BUDGETS[budget].get("prove")
+    return _count(budget, "prove", value) if value else 3
+
+
+# --- sections ------------------------------------------------------------------
+
+
+def instance_name(inst: Instance) -> str:
+    d = inst.describe()
+    name = f"tasks={d['tasks']} attempts={d['attempts']} groups={'+'.join(d['groups'])}"
+    return name + (" review" if d["review"] else "")
+
+
+def explore_checks(budget: str, progress: Progress | None) -> list[Check]:
+    instances = _instances(budget, BUDGETS[budget]["explore"])
+    meter = Meter("explore", len(instances), progress)
     out = []
-    for inst in BUDGETS[budget]["explore"]:
-        name = "explore " + ",".join(f"{k}={v}" for k, v in inst.describe().items()
-                                     if k in ("tasks", "attempts", "groups", "review"))
-        if progress:
-            progress(f"  {name} ...")
-        r = explore(inst)
+    for inst in instances:
+        name = instance_name(inst)
+        r = explore(inst, progress=lambda states, queue: meter.note(f"{name}: {states} states"))
         detail = (f"{r.distinct_states} states" if not r.violations else
                   "; ".join(f"{v.invariant} after {len(v.path)} steps" for v in r.violations))
         out.append(Check("explore", name, "pass" if not r.violations else "fail", r.seconds,
                          detail, {"distinct_states": r.distinct_states}))
+        meter.step(name)
     return out
 
 
@@ -100,20 +177,18 @@ def _first_lines(divergences, n: int = 3) -> str:
     return "; ".join(d.describe().splitlines()[0] for d in divergences[:n])
 
 
-def replay_checks(budget: str, progress: Callable[[str], None] | None, loaded: list) -> list[Check]:
+def replay_checks(budget: str, progress: Progress | None, loaded: list) -> list[Check]:
     """Every trace through the model and the implementation in lockstep."""
-    from wgk.conformance.cli.cmd_replay import systems_for
-    from wgk.conformance.oracle.replay import replay
-    from wgk.conformance.oracle.systems import StepError
+    _flag(budget, "replay", BUDGETS[budget]["replay"])
+    meter = Meter("replay", len(loaded), progress)
     out = []
-    if progress:
-        progress(f"  {len(loaded)} traces through the model and the implementation")
     for trace in loaded:
         t0 = time.perf_counter()
         try:
             systems = systems_for(trace, "both")
         except StepError as e:
             out.append(Check("replay", trace.id, "fail", 0.0, f"cannot set up: {e}"))
+            meter.step(trace.id)
             continue
         try:
             r = replay(trace, systems)
@@ -123,93 +198,99 @@ def replay_checks(budget: str, progress: Callable[[str], None] | None, loaded: l
         out.append(Check("replay", trace.id, r.verdict, time.perf_counter() - t0,
                          _first_lines(r.divergences), {"steps": len(r.steps), "systems": list(r.systems),
                                                        "reproduce": f"wgk replay {trace.path} --system both"}))
+        meter.step(trace.id)
     return out
 
 
-def crash_cut_checks(budget: str, progress: Callable[[str], None] | None, loaded: list) -> list[Check]:
+def crash_cut_checks(budget: str, progress: Progress | None, loaded: list) -> list[Check]:
     """Every durable boundary of every trace: one check per crash cut."""
-    from wgk.conformance.oracle.crashcuts import crash_cuts
-    from wgk.conformance.oracle.systems import StepError
-    modes = BUDGETS[budget]["crash-cuts"]
+    modes = _modes(budget, BUDGETS[budget]["crash-cuts"])
+    meter = Meter("crash-cuts", len(loaded) * len(modes), progress)
     out = []
     for mode in modes:
-        if progress:
-            progress(f"  {mode} crash cuts of {len(loaded)} traces")
         for trace in loaded:
             try:
-                result = crash_cuts(trace, mode=mode)
+                result = crash_cuts(trace, mode=mode,
+                                    progress=lambda m: meter.note(f"{trace.id}{m.rstrip()}"))
             except StepError as e:
-                out.append(Check("crash-cuts", f"{trace.id} ({mode})", "fail", 0.0, f"cannot set up: {e}"))
+                out.append(Check("crash-cuts", f"{trace.id} ({mode})", "fail", 0.0,
+                                 f"cannot set up: {e}", group=trace.id))
+                meter.step(trace.id)
                 continue
             flag = " --kill" if mode == "kill" else ""
             for cut in result.cuts:
                 out.append(Check("crash-cuts", f"{trace.id} {cut.name} ({mode})", cut.verdict,
                                  cut.seconds, _first_lines(cut.divergences),
                                  {"reproduce": f"wgk replay {trace.path} --system impl --crash-cuts{flag}"}
-                                 if cut.divergences else {}))
+                                 if cut.divergences else {}, group=trace.id))
+            meter.step(f"{trace.id} ({len(result.cuts)} cuts, {mode})")
     return out
 
 
-def fuzz_checks(budget: str, progress: Callable[[str], None] | None,
-                out_dir: str = "traces/counterexamples") -> list[Check]:
+def fuzz_checks(budget: str, progress: Progress | None,
+                out_dir: str = COUNTEREXAMPLES) -> list[Check]:
     """Generated request sequences through the model and the implementation in lockstep."""
-    from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
-    from wgk.conformance.oracle.impl_system import factory
     b = BUDGETS[budget]["fuzz"]
-    if progress:
-        progress(f"  {b['examples']} generated runs of {b['steps']} steps, {b['tasks']} tasks, in lockstep")
+    if not isinstance(b, dict):
+        raise ValueError(f"budget {budget}: fuzz must map examples, steps and tasks, not {b!r}")
+    examples, steps, tasks = (_count(budget, "fuzz", b.get(k), k) for k in ("examples", "steps", "tasks"))
+    meter = Meter("fuzz", examples, progress)
+    make = factory()
+
+    def counted(graph):                   # one system per generated run
+        meter.step(f"{examples}x{steps}, {tasks} tasks")
+        return make(graph)
     t0 = time.perf_counter()
-    r = run_fuzz(FuzzConfig(tasks=b["tasks"], system=factory()), examples=b["examples"],
-                 steps=b["steps"], seed=0, out_dir=out_dir)
-    return [Check("fuzz", f"lockstep {b['examples']}x{b['steps']}", r.verdict,
+    r = run_fuzz(FuzzConfig(tasks=tasks, system=counted), examples=examples,
+                 steps=steps, seed=0, out_dir=out_dir)
+    return [Check("fuzz", f"lockstep {examples}x{steps}", r.verdict,
                   time.perf_counter() - t0,
                   (r.failure or "").splitlines()[0] if r.failure else "", r.to_json())]
 
 
-def prove_checks(budget: str, progress: Callable[[str], None] | None) -> list[Check]:
+def prove_checks(budget: str, progress: Progress | None) -> list[Check]:
     """Every (invariant x transition) proof frame, and a witness for every sometimes property."""
-    from wgk.conformance.cli.cmd_prove import witness_reports
-    from wgk.conformance.z3.prove import Bounds, prove
-    from wgk.model.invariants import REGISTRY
-    tasks = BUDGETS[budget]["prove"]
-    if progress:
-        progress(f"  inductive proofs at {tasks} tasks, and sometimes witnesses")
-    report = prove(Bounds(tasks=tasks))
-    out = [Check("prove", f"{r.invariant} x {r.transition}",
+    tasks = _count(budget, "prove", BUDGETS[budget]["prove"])
+    goals = [p.id for p in REGISTRY.values() if p.kind == "sometimes"]
+    meter = Meter("prove", None, progress)
+    report = prove(Bounds(tasks=tasks), progress=lambda m: meter.step(f"{tasks} tasks: {m}"))
+    out = [Check("prove", f"{r.invariant} after {r.transition}",
                  "pass" if r.status == "proved" else "fail", r.seconds,
                  "" if r.status == "proved" else f"{r.status}: wgk prove --invariant {r.invariant}",
-                 {"solved": r.solved}) for r in report.results]
-    goals = [p.id for p in REGISTRY.values() if p.kind == "sometimes"]
-    for w in witness_reports(goals):
+                 {"solved": r.solved}, group=r.invariant) for r in report.results]
+    for goal in goals:
+        [w] = witness_reports([goal])
         ok = w["status"] == "reached"
         out.append(Check("prove", f"witness {w['goal']}", "pass" if ok else "fail", w.get("seconds", 0.0),
-                         "" if ok else f"{w['status']}: wgk prove --invariant {w['goal']}"))
+                         "" if ok else f"{w['status']}: wgk prove --invariant {w['goal']}",
+                         group="witnesses"))
+        meter.step(f"witness {goal}")
     return out
 
 
-def mutant_checks(budget: str, progress: Callable[[str], None] | None) -> list[Check]:
+def mutant_checks(budget: str, progress: Progress | None) -> list[Check]:
     """Every known-bad variant of the model must be killed by a proof and by BMC."""
-    from wgk.conformance.z3.mutants import MUTANTS, kill
+    _flag(budget, "mutants", BUDGETS[budget]["mutants"])
+    catalogue = mutants_mod.MUTANTS
+    meter = Meter("mutants", len(catalogue), progress)
     out = []
-    if progress:
-        progress(f"  {len(MUTANTS)} mutants")
-    for m in MUTANTS.values():
-        k = kill(m)
+    for m in catalogue.values():
+        k = mutants_mod.kill(m)
         out.append(Check("mutants", m.name, "pass" if k.killed else "fail", k.seconds,
                          "killed by " + ", ".join(k.by) if k.killed else
                          f"survived (by: {', '.join(k.by) or 'nothing'}): wgk check --mutant {m.name}",
                          {"by": k.by, "incidents": list(m.incidents)}))
+        meter.step(m.name)
     return out
 
 
-def trace_matrix_checks(budget: str, progress: Callable[[str], None] | None) -> list[Check]:
+def trace_matrix_checks(budget: str, progress: Progress | None) -> list[Check]:
     """Every invariant traced: model rule, z3 proof, traces, crash cuts, runtime guard."""
-    from wgk.conformance.reports.tracematrix import DOCUMENT, build, document_block, markdown
-    tasks = BUDGETS[budget]["prove"]
-    if progress:
-        progress(f"  the traceability matrix (proofs at {tasks} tasks)")
+    _flag(budget, "trace-matrix", BUDGETS[budget]["trace-matrix"])
+    tasks = _prove_tasks(budget)
+    meter = Meter("trace-matrix", None, progress)
     t0 = time.perf_counter()
-    m = build(tasks=tasks)
+    m = tracematrix.build(tasks=tasks, progress=lambda msg: meter.note(msg.strip()))
     each = (time.perf_counter() - t0) / max(1, len(m.rows))
     out = [Check("trace-matrix", r.invariant, "fail" if r.missing() else "pass", each,
                  f"no {', '.join(r.missing())}: wgk trace-matrix" if r.missing() else "")
@@ -217,12 +298,12 @@ def trace_matrix_checks(budget: str, progress: Callable[[str], None] | None) -> 
     if m.findings:
         out.append(Check("trace-matrix", "guard markers", "fail", 0.0,
                          f"{m.findings[0]} ({len(m.findings)} problems): wgk trace-matrix"))
-    block = document_block()
+    block = tracematrix.document_block()
     if block is not None and tasks == 3:        # the document's table is generated at 3 tasks
-        current = block == markdown(m)
+        current = block == tracematrix.markdown(m)
         out.append(Check("trace-matrix", "design document current", "pass" if current else "fail",
                          0.0, "" if current else
-                         f"{DOCUMENT.name} differs: wgk trace-matrix --write-docs"))
+                         f"{tracematrix.DOCUMENT.name} differs: wgk trace-matrix --write-docs"))
     return out
 
 
@@ -235,41 +316,54 @@ SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mut
                                         ("trace-matrix", trace_matrix_checks)]
 
 
-def run_gate(budget: str = "default", progress: Callable[[str], None] | None = None, *,
+def run_section(name: str, budget: str, progress: Progress | None = None, *,
+                loaded: list | None = None, sources: list[str] | None = None,
+                counterexamples: str = COUNTEREXAMPLES) -> Section:
+    """One section on the budget's value for it: skipped when that value is false or missing,
+    an error naming the section when it checks nothing or raises."""
+    value = BUDGETS[budget].get(name)
+    if not value:
+        why = "not listed" if name not in BUDGETS[budget] else f"{name}: {value!r}"
+        return Section(name, [], 0.0, skipped=f"not run in the {budget} budget ({why})")
+    t0 = time.perf_counter()
+    fn = dict(SECTIONS)[name]
+    try:
+        if name in TRACE_SECTIONS:
+            if not loaded:
+                raise _Nothing(f"no traces to {name.replace('-', ' ')} in {', '.join(sources or ['?'])}")
+            checks = fn(budget, progress, loaded)
+        elif name == "fuzz":
+            checks = fn(budget, progress, counterexamples)
+        else:
+            checks = fn(budget, progress)
+        if not checks:
+            raise _Nothing("the section checked nothing")
+    except _Nothing as e:
+        checks = [Check(name, name, "error", time.perf_counter() - t0, str(e))]
+    except Exception as e:             # noqa: BLE001 -- reported as the section's error verdict
+        checks = [Check(name, name, "error", time.perf_counter() - t0,
+                        f"raised {type(e).__name__}: {e}".splitlines()[0],
+                        {"traceback": traceback.format_exc()})]
+    section = Section(name, checks, time.perf_counter() - t0)
+    if progress:
+        progress(Tick(name, len(checks), len(checks), section.seconds, section.verdict, final=True))
+    return section
+
+
+class _Nothing(Exception):
+    """A section with nothing to check."""
+
+
+def run_gate(budget: str = "default", progress: Progress | None = None, *,
              traces: list[str] | None = None,
-             counterexamples: str = "traces/counterexamples") -> GateResult:
+             counterexamples: str = COUNTEREXAMPLES) -> GateResult:
     """Every section on the given budget; ``traces`` selects trace files or folders;
     a generated failure is written, minimised, under ``counterexamples``."""
-    from wgk.conformance.traces.format import load_traces
+    if budget not in BUDGETS:
+        raise ValueError(f"unknown budget {budget!r} (known: {', '.join(BUDGETS)})")
     t0 = time.perf_counter()
-    loaded = load_traces([str(p) for p in (traces or [BUNDLED_TRACES])])   # TraceError: bad input
-    checks: list[Check] = []
-    for name, fn in SECTIONS:
-        if name not in BUDGETS[budget]:
-            continue                          # a budget names the sections it runs
-        if progress:
-            progress(f"[{name}]")
-        if name in TRACE_SECTIONS:
-            checks += fn(budget, progress, loaded)
-        elif name == "fuzz":
-            checks += fn(budget, progress, counterexamples)
-        else:
-            checks += fn(budget, progress)
-    return GateResult(budget, checks, time.perf_counter() - t0)
-
-
-def write_junit(result: GateResult, path: str) -> None:
-    suites = ET.Element("testsuites", name="wgk gate", time=f"{result.seconds:.3f}")
-    for name, sec in result.sections().items():
-        checks = sec["checks"]
-        suite = ET.SubElement(suites, "testsuite", name=name, tests=str(len(checks)),
-                              failures=str(sum(c["verdict"] == "fail" for c in checks)),
-                              errors=str(sum(c["verdict"] == "error" for c in checks)))
-        for c in checks:
-            case = ET.SubElement(suite, "testcase", classname=f"wgk.{name}", name=c["name"],
-                                 time=str(c["seconds"]))
-            if c["verdict"] == "fail":
-                ET.SubElement(case, "failure", message=c["detail"])
-            elif c["verdict"] == "error":
-                ET.SubElement(case, "error", message=c["detail"])
-    ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
+    sources = [str(p) for p in (traces or [bundled_traces()])]
+    loaded = load_traces(sources)          # TraceError: bad input
+    sections = [run_section(name, budget, progress, loaded=loaded, sources=sources,
+                            counterexamples=counterexamples) for name, _ in SECTIONS]
+    return GateResult(budget, sections, time.perf_counter() - t0)

@@ -29,7 +29,20 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 FORMAT = "wgk-trace/1"
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "traces" / "schema" / "wgk-trace-1.schema.json"
+
+
+def _schema_path() -> Path:
+    """The schema shipped in the package data ``wgk.traces`` (the checkout's in an editable
+    install; the checkout's too in an editable install made before it was packaged)."""
+    import importlib.resources
+    try:
+        root = Path(str(importlib.resources.files("wgk.traces")))
+    except ModuleNotFoundError:
+        root = Path(__file__).resolve().parents[2] / "traces"
+    return root / "schema" / "wgk-trace-1.schema.json"
+
+
+SCHEMA_PATH = _schema_path()
 SOURCE_KINDS = ("incident", "peer-fixture", "counterexample", "recorded-run")
 LINE_WIDTH = 120
 NOT_TRACES = (".schema.json", ".itf.json")

@@ -1,0 +1,21 @@
+"""Which systems a trace runs through: the model, the implementation, or both in lockstep."""
+from __future__ import annotations
+
+from wgk.conformance.oracle.impl_system import ImplSystem
+from wgk.conformance.oracle.systems import ModelSystem
+
+#: The values of ``wgk replay --system``.
+CHOICES = ("model", "impl", "both")
+
+
+def systems_for(trace, system: str) -> list:
+    """The systems a trace runs through; the model first (the reference) when present.
+    Raises ``StepError`` when a trace cannot be set up on one of them."""
+    if system not in CHOICES:
+        raise ValueError(f"unknown system {system!r} (known: {', '.join(CHOICES)})")
+    out = []
+    if system in ("model", "both"):
+        out.append(ModelSystem(trace))
+    if system in ("impl", "both"):
+        out.append(ImplSystem(trace))
+    return out

@@ -1,0 +1,136 @@
+"""The gate's result as data, and its renderings: JSON, a human summary, JUnit XML.
+
+Verdicts: a check ``pass``es, ``fail``s or is an ``error`` (it could not be
+checked); a section is ``skipped`` when its budget does not run it. The gate is
+an ``error`` when any section is (or when nothing at all was checked), else
+``fail`` when any check failed, else ``pass``.
+"""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+VERDICTS = ("pass", "fail", "error")
+
+
+@dataclass
+class Check:
+    section: str
+    name: str
+    verdict: str            # "pass" | "fail" | "error"
+    seconds: float
+    detail: str = ""
+    data: dict = field(default_factory=dict)
+    group: str = ""         # what the check belongs to (a trace, an invariant): JUnit's class
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "verdict": self.verdict, "seconds": round(self.seconds, 3),
+                "detail": self.detail, **({"data": self.data} if self.data else {})}
+
+
+@dataclass
+class Section:
+    name: str
+    checks: list[Check]
+    seconds: float
+    skipped: str = ""       # why the section did not run ("" when it ran)
+
+    @property
+    def verdict(self) -> str:
+        if self.skipped:
+            return "skipped"
+        verdicts = {c.verdict for c in self.checks}
+        return "error" if "error" in verdicts or not self.checks else \
+            "fail" if "fail" in verdicts else "pass"
+
+    def count(self, verdict: str) -> int:
+        return sum(c.verdict == verdict for c in self.checks)
+
+    def to_json(self) -> dict:
+        out = {"verdict": self.verdict, "seconds": round(self.seconds, 3),
+               **{v: self.count(v) for v in VERDICTS}, "checks": [c.to_json() for c in self.checks]}
+        if self.skipped:
+            out["skipped"] = self.skipped
+        return out
+
+
+@dataclass
+class GateResult:
+    budget: str
+    sections_run: list[Section]
+    seconds: float
+
+    @property
+    def checks(self) -> list[Check]:
+        return [c for s in self.sections_run for c in s.checks]
+
+    @property
+    def verdict(self) -> str:
+        verdicts = {s.verdict for s in self.sections_run}
+        if "error" in verdicts or not self.checks:
+            return "error"
+        return "fail" if "fail" in verdicts else "pass"
+
+    def section(self, name: str) -> Section:
+        return next(s for s in self.sections_run if s.name == name)
+
+    def sections(self) -> dict:
+        return {s.name: s.to_json() for s in self.sections_run}
+
+    def to_json(self) -> dict:
+        out = {"verdict": self.verdict, "budget": self.budget, "sections": self.sections(),
+               "seconds": round(self.seconds, 3)}
+        if not self.checks:
+            out["error"] = "no section checked anything"
+        return out
+
+    def summary(self) -> str:
+        lines = []
+        for s in self.sections_run:
+            if s.skipped:
+                lines.append(f"{s.name:12} SKIP   {s.skipped}")
+                continue
+            ran = len(s.checks) - s.count("error")
+            lines.append(f"{s.name:12} {s.verdict.upper():6} {s.count('pass'):>5}/{ran:<5} "
+                         f"{s.seconds:7.1f}s")
+            for c in s.checks:
+                if c.verdict != "pass":
+                    lines.append(f"  {c.verdict.upper()} {c.name}: {c.detail}")
+        if not self.checks:
+            lines.append("  ERROR no section checked anything")
+        lines.append(f"gate {self.verdict.upper()} ({self.budget} budget, {self.seconds:.1f}s)")
+        return "\n".join(lines)
+
+
+def case_name(c: Check) -> str:
+    """The check's name without its group's prefix (the group is the JUnit class)."""
+    if c.group and c.name.startswith(c.group + " "):
+        return c.name[len(c.group) + 1:]
+    return c.name
+
+
+def write_junit(result: GateResult, path: str) -> None:
+    """One testsuite per section (its wall time), one testcase per check (its time); a
+    section its budget does not run is one skipped testcase."""
+    suites = ET.Element("testsuites", name="wgk gate", time=f"{result.seconds:.3f}",
+                        tests=str(sum(max(1, len(s.checks)) for s in result.sections_run)),
+                        failures=str(sum(s.count("fail") for s in result.sections_run)),
+                        errors=str(sum(s.count("error") for s in result.sections_run)),
+                        skipped=str(sum(bool(s.skipped) for s in result.sections_run)))
+    for s in result.sections_run:
+        suite = ET.SubElement(suites, "testsuite", name=s.name, tests=str(max(1, len(s.checks))),
+                              failures=str(s.count("fail")), errors=str(s.count("error")),
+                              skipped=str(int(bool(s.skipped))), time=f"{s.seconds:.3f}")
+        if s.skipped:
+            case = ET.SubElement(suite, "testcase", classname=f"wgk.{s.name}", name=s.name, time="0")
+            ET.SubElement(case, "skipped", message=s.skipped)
+            continue
+        for c in s.checks:
+            classname = f"wgk.{s.name}" + (f".{c.group}" if c.group else "")
+            case = ET.SubElement(suite, "testcase", classname=classname, name=case_name(c),
+                                 time=f"{c.seconds:.3f}")
+            if c.verdict == "fail":
+                ET.SubElement(case, "failure", message=c.detail)
+            elif c.verdict == "error":
+                ET.SubElement(case, "error", message=c.detail)
+    ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
