@@ -2,7 +2,7 @@
 
 Each walk starts in the instance's initial state and takes up to ``steps``
 steps. At every step it lists the *enabled* steps of the current state — the
-request instances the bounded actors may send (``wgk.conformance.check.explore``:
+request instances the bounded actors may send (``wgk.model.actions``:
 ``task_steps``, ``global_steps``) that the kernel does not reject, and the
 environment steps whose guard holds — and picks one uniformly at random. A walk
 that reaches a state with no enabled step ends early (a deadlock, counted).
@@ -29,7 +29,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from wgk.conformance.check.explore import Instance, Interner, label, successor, task_steps
+from wgk.conformance.check.interning import Interner, successor
+from wgk.model.actions import Instance, label, task_steps
 from wgk.model.invariants import REGISTRY, Property
 from wgk.model.kernel import Rules
 from wgk.model.rules import RULES
