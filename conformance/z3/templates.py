@@ -23,7 +23,7 @@ from typing import Any, Iterable
 import z3
 
 from wgk.model.env import EnvKind, EnvStep
-from wgk.model.requests import Capability, Owner, Request, phase_code
+from wgk.model.requests import EXIT_CODE_BASE, Capability, Owner, Request, phase_code
 from wgk.model.vocab import (
     AUTHORITY, EVIDENCE_KINDS, NEEDS_CAPABILITY, TRANSACTION_KINDS, Actor, Disposition, Exit,
     Kind as K, Phase, Verdict,
@@ -72,11 +72,11 @@ UNKNOWN_TASK = "unknown-task"
 FOREIGN_GRAPH = "foreign-graph"
 
 #: Phase codes a client may send as expected phase (``phase_code`` of a Phase or Exit).
-PHASE_CODES = tuple(int(p) for p in Phase) + tuple(100 + int(x) for x in Exit)
+PHASE_CODES = tuple(int(p) for p in Phase) + tuple(EXIT_CODE_BASE + int(x) for x in Exit)
 
 
 def code_to_phase(code: int) -> Phase | Exit:
-    return Phase(code) if code < 100 else Exit(code - 100)
+    return Phase(code) if code < EXIT_CODE_BASE else Exit(code - EXIT_CODE_BASE)
 
 
 @dataclass(frozen=True)
