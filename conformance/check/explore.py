@@ -131,35 +131,43 @@ class _Space(Interner):
         return out
 
 
-def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = None,
-            keep_graph: bool = False, check_steps: bool = True,
-            properties: dict[str, Property] | None = None,
-            progress: Callable[[int, int], None] | None = None) -> ExploreResult:
-    """Breadth-first search; the first violation of each invariant is its shortest path."""
-    props = properties or REGISTRY
+def _split(props: dict[str, Property], check_steps: bool = True) -> tuple[list, list, list]:
+    """(state invariants, step invariants, sometimes-properties) of a registry."""
     state_props = [p for p in props.values() if p.kind == "always" and p.scope == "state"]
     step_props = [p for p in props.values() if p.kind == "always" and p.scope == "step"] \
         if check_steps else []
     goals = [p for p in props.values() if p.kind == "sometimes"]
-    reached: set[str] = set()
-    t0 = time.perf_counter()
-    space = _Space(inst, rules)
-    n = space.n
-    key0 = space.key0
-    parent: dict[tuple, tuple | None] = {key0: None}
-    found: dict[str, Violation] = {}
-    task_verdicts: dict[tuple, tuple] = {}
-    transitions = 0
-    graph = nx.DiGraph() if keep_graph else None
-    if graph is not None:
-        graph.add_node(0)
-    node_id: dict[tuple, int] = {key0: 0}
+    return state_props, step_props, goals
 
-    def path_to(key: tuple, last: tuple = ()) -> tuple[list[str], list[Any]]:
+
+class _Search:
+    """The breadth-first search's bookkeeping: parents (for shortest paths), the first
+    violation of each invariant, the verdicts per local context, the optional graph."""
+
+    def __init__(self, inst: Instance, rules: Rules, props: dict[str, Property],
+                 check_steps: bool, max_states: int | None, keep_graph: bool,
+                 progress: Callable[[int, int], None] | None):
+        self.props = props
+        self.state_props, self.step_props, self.goals = _split(props, check_steps)
+        self.space = _Space(inst, rules)
+        self.max_states = max_states
+        self.progress = progress
+        self.parent: dict[tuple, tuple | None] = {self.space.key0: None}
+        self.found: dict[str, Violation] = {}
+        self.reached: set[str] = set()
+        self.task_verdicts: dict[tuple, tuple] = {}
+        self.transitions = 0
+        self.graph = nx.DiGraph() if keep_graph else None
+        if self.graph is not None:
+            self.graph.add_node(0)
+        self.node_id: dict[tuple, int] = {self.space.key0: 0}
+        self.queue: deque = deque()
+
+    def path_to(self, key: tuple, last: tuple = ()) -> tuple[list[str], list[Any]]:
         labels, objs = [], []
         cur = key
-        while parent[cur] is not None:
-            prev, lab, obj = parent[cur]
+        while self.parent[cur] is not None:
+            prev, lab, obj = self.parent[cur]
             labels.append(lab)
             objs.append(obj)
             cur = prev
@@ -170,108 +178,136 @@ def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = No
             objs.append(last[1])
         return labels, objs
 
-    local = space.local
-    inside = space.inside
+    def violated(self, pid: str, key: tuple, last: tuple = ()) -> None:
+        """Record the first violation of ``pid``, found in ``key`` (or on the step ``last``)."""
+        if pid not in self.found:
+            labels, objs = self.path_to(key, last)
+            p = self.props[pid]
+            self.found[pid] = Violation(pid, p.doc, labels, objs, self.space.state(key))
 
-    def check_task(key: tuple, i: int, ctx: tuple) -> None:
+    def check_task(self, key: tuple, i: int, ctx: tuple) -> None:
         """Check the state invariants for task ``i`` of ``key`` (once per local context)."""
-        verdict = task_verdicts.get(ctx)
+        verdict = self.task_verdicts.get(ctx)
         if verdict is None:
-            s = space.state(key)
-            verdict = task_verdicts[ctx] = (
-                tuple(p.id for p in state_props if p.pred(s, i, s.tasks[i]) is not True),
-                tuple(p.id for p in goals if p.pred(s, i, s.tasks[i]) is True))
+            s = self.space.state(key)
+            verdict = self.task_verdicts[ctx] = (
+                tuple(p.id for p in self.state_props if p.pred(s, i, s.tasks[i]) is not True),
+                tuple(p.id for p in self.goals if p.pred(s, i, s.tasks[i]) is True))
         bad, good = verdict
         for pid in bad:
-            if pid not in found:
-                labels, objs = path_to(key)
-                p = props[pid]
-                found[pid] = Violation(pid, p.doc, labels, objs, space.state(key))
+            self.violated(pid, key)
         if good:
-            reached.update(good)
+            self.reached.update(good)
 
-    def check_state(key: tuple) -> tuple:
+    def check_state(self, key: tuple) -> tuple:
         """Check the state invariants of ``key``; its task contexts, for its expansion."""
-        ctxs = space.contexts(key)
+        ctxs = self.space.contexts(key)
         for i, ctx in enumerate(ctxs):
-            check_task(key, i, ctx)
+            self.check_task(key, i, ctx)
         return ctxs
+
+    def add(self, key: tuple, new: tuple, lab: str, obj: Any) -> bool:
+        """Record a transition to a state not seen yet; False once ``max_states`` is passed."""
+        self.parent[new] = (key, lab, obj)
+        if self.max_states is not None and len(self.parent) > self.max_states:
+            return False
+        if self.graph is not None:
+            self.node_id[new] = len(self.node_id)
+            self.graph.add_node(self.node_id[new])
+        if self.progress and len(self.parent) % 50000 == 0:
+            self.progress(len(self.parent), len(self.queue))
+        return True
+
+    def edge(self, key: tuple, new: tuple, lab: str) -> None:
+        if self.graph is not None and new in self.node_id:
+            self.graph.add_edge(self.node_id[key], self.node_id[new], label=lab)
 
     # A queue entry is (state, its task contexts, whether it is within the bound).
     # A step marked local changes task i's context only: the others keep theirs,
     # and their verdicts were taken on the state it came from, so only task i is
     # checked anew.
-    queue = deque([(key0, check_state(key0), all(inside[k] for k in key0[:n]))])
-    complete = True
-    stop = False
 
-    def add(key: tuple, new: tuple, lab: str, obj: Any) -> bool:
-        """Record a transition to a state not seen yet; False once ``max_states`` is passed."""
-        parent[new] = (key, lab, obj)
-        if max_states is not None and len(parent) > max_states:
-            return False
-        if graph is not None:
-            node_id[new] = len(node_id)
-            graph.add_node(node_id[new])
-        if progress and len(parent) % 50000 == 0:
-            progress(len(parent), len(queue))
+    def expand_task(self, key: tuple, ctxs: tuple, i: int, stop: bool) -> bool:
+        """Follow the steps of task ``i`` from ``key``; True once ``max_states`` is passed."""
+        space, parent, queue, n = self.space, self.parent, self.queue, self.space.n
+        ctx = ctxs[i]
+        moves = space.local.get(ctx)
+        if moves is None:
+            moves = space.successors(key, i, self.step_props, ctx)
+        head, tail = key[:i], key[i + 1:n]
+        inside = space.inside
+        for lab, obj, r, d, tid, target, now, jid, bad, nctx, same, loop in moves:
+            for pid in bad:
+                self.violated(pid, key, (lab, obj))
+            if stop:
+                continue    # past max_states: only the step violations are still recorded
+            self.transitions += 1
+            if loop:
+                continue
+            new = head + (tid,) + tail + (target, now, jid)
+            if new not in parent:
+                if not self.add(key, new, lab, obj):
+                    stop = True
+                    continue
+                if same:
+                    self.check_task(new, i, nctx)
+                    queue.append((new, ctxs[:i] + (nctx,) + ctxs[i + 1:], inside[tid]))
+                else:
+                    queue.append((new, self.check_state(new), all(inside[k] for k in new[:n])))
+            self.edge(key, new, lab)
+        return stop
+
+    def expand_globals(self, key: tuple, expand: bool) -> bool:
+        """Follow the environment steps that change no task; True once ``max_states`` is passed."""
+        n = self.space.n
+        for target, now, lab, step in self.space.global_successors(key):
+            self.transitions += 1
+            new = key[:n] + (target, now, key[n + 2])
+            if new == key:
+                continue
+            if new not in self.parent:
+                if not self.add(key, new, lab, step):
+                    return True
+                self.queue.append((new, self.check_state(new), expand))
+            self.edge(key, new, lab)
+        return False
+
+    def run(self) -> bool:
+        """Search until the queue is empty or ``max_states`` is passed; whether it completed."""
+        key0, inside, n = self.space.key0, self.space.inside, self.space.n
+        self.queue.append((key0, self.check_state(key0), all(inside[k] for k in key0[:n])))
+        queue = self.queue
+        while queue:
+            key, ctxs, expand = queue.popleft()
+            if not expand:
+                continue
+            stop = False
+            for i in range(len(ctxs)):
+                stop = self.expand_task(key, ctxs, i, stop)
+            if not stop:
+                stop = self.expand_globals(key, expand)
+            if stop:
+                queue.clear()
+                return False
         return True
 
-    while queue:
-        key, ctxs, expand = queue.popleft()
-        if not expand:
-            continue
-        for i, ctx in enumerate(ctxs):
-            moves = local.get(ctx)
-            if moves is None:
-                moves = space.successors(key, i, step_props, ctx)
-            head, tail = key[:i], key[i + 1:n]
-            for lab, obj, r, d, tid, target, now, jid, bad, nctx, same, loop in moves:
-                if bad:
-                    for pid in bad:
-                        if pid not in found:
-                            labels, objs = path_to(key, (lab, obj))
-                            p = props[pid]
-                            found[pid] = Violation(pid, p.doc, labels, objs, space.state(key))
-                if stop:
-                    continue    # past max_states: only the step violations are still recorded
-                transitions += 1
-                if loop:
-                    continue
-                new = head + (tid,) + tail + (target, now, jid)
-                if new not in parent:
-                    if not add(key, new, lab, obj):
-                        stop = True
-                        continue
-                    if same:
-                        check_task(new, i, nctx)
-                        queue.append((new, ctxs[:i] + (nctx,) + ctxs[i + 1:], inside[tid]))
-                    else:
-                        queue.append((new, check_state(new), all(inside[k] for k in new[:n])))
-                if graph is not None and new in node_id:
-                    graph.add_edge(node_id[key], node_id[new], label=lab)
-        if not stop:
-            for target, now, lab, step in space.global_successors(key):
-                transitions += 1
-                new = key[:n] + (target, now, key[n + 2])
-                if new == key:
-                    continue
-                if new not in parent:
-                    if not add(key, new, lab, step):
-                        stop = True
-                        break
-                    queue.append((new, check_state(new), expand))
-                if graph is not None and new in node_id:
-                    graph.add_edge(node_id[key], node_id[new], label=lab)
-        if stop:
-            complete = False
-            queue.clear()
+
+def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = None,
+            keep_graph: bool = False, check_steps: bool = True,
+            properties: dict[str, Property] | None = None,
+            progress: Callable[[int, int], None] | None = None) -> ExploreResult:
+    """Breadth-first search; the first violation of each invariant is its shortest path."""
+    t0 = time.perf_counter()
+    search = _Search(inst, rules, properties or REGISTRY, check_steps, max_states, keep_graph,
+                     progress)
+    complete = search.run()
     seconds = time.perf_counter() - t0
     return ExploreResult(
-        instance=inst, distinct_states=len(parent), transitions=transitions,
-        violations=sorted(found.values(), key=lambda v: (len(v.path), v.invariant)),
-        reached=sorted(reached), unreached=sorted({p.id for p in goals} - reached),
-        seconds=seconds, complete=complete, graph=graph,
+        instance=inst, distinct_states=len(search.parent), transitions=search.transitions,
+        violations=sorted(search.found.values(), key=lambda v: (len(v.path), v.invariant)),
+        reached=sorted(search.reached),
+        unreached=sorted({p.id for p in search.goals} - search.reached),
+        seconds=seconds, complete=complete, graph=search.graph,
     )
 
 
