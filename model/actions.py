@@ -22,7 +22,9 @@ from typing import Any, Iterator
 from .env import EnvKind, EnvStep
 from .requests import Capability, Owner, Request
 from .state import Graph, State, initial_state
-from .vocab import Actor, AttemptState, Disposition, Exit, Kind as K, Phase, Reason, Verdict, EDGES
+from .vocab import (
+    Actor, AttemptState, Disposition, Exit, Kind as K, Phase, Reason, Verdict, EDGES, EVIDENCE_KINDS,
+)
 
 FOREIGN_COMMIT = 2
 INITIAL_TARGET = 1
@@ -46,6 +48,30 @@ GROUPS = tuple(GROUP_KINDS) + ("env",)
 #: sending them concretely would grow the explored space without new behaviour).
 SYMBOLIC_ONLY: frozenset[K] = frozenset({K.HEARTBEAT, K.OBSERVE_EOF, K.PROVIDER_FAILURE,
                                          K.OWNERSHIP_CONTENTION, K.LOG})
+
+OWNER = ("pid", "birth", "session", "wrapper_epoch", "child_epoch")
+
+#: The fields each kind carries besides its task, actor and capability (docs/vocabulary.md,
+#: "Kinds"); ``imports`` and ``deadline`` are carried by the kinds listed below.
+PARAMS: dict[K, tuple[str, ...]] = {
+    K.ASSIGN: (),
+    K.DISPATCH: ("expected_attempt",) + OWNER,
+    K.RETRY: ("expected_attempt",) + OWNER,
+    K.RESUME: OWNER,
+    K.SAVE_WORK: ("candidate", "base"),
+    K.SEAL_CANDIDATE: ("candidate",),
+    K.VALIDATE: ("candidate",),
+    K.ACCEPT: ("candidate",),
+    K.COMMIT_EFFECT: ("candidate", "base"),
+    K.REVISE: ("candidate", "base"),
+    K.RESET: ("expected_generation",),
+    K.RECONSTRUCT: ("candidate", "base"),
+}
+
+#: Kinds whose evidence id is recorded.
+WITH_EVIDENCE = EVIDENCE_KINDS | {K.ACK_CONTINUATION, K.FAIL, K.LEGACY_DONE}
+WITH_DEADLINE = frozenset({K.SUBMIT, K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION})
+WITH_IMPORTS = frozenset({K.DISPATCH, K.RETRY})
 
 #: The environment steps of the group "env" (per task, then global).
 ENV_TASK_KINDS = (EnvKind.EDIT, EnvKind.OWNER_DIES, EnvKind.PID_REUSE)
