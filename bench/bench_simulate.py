@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import BenchResult, Check, Figure, main, median, say, settle, wgk  # noqa: E402
 from itf_replay import ENV_STEPS, REQUESTS, read_itf, replay, ReplayResult  # noqa: E402
 from peer_tools import Unavailable, quint, run_quint  # noqa: E402
-from wgk.conformance.check.explore import Instance  # noqa: E402
+from wgk.model.actions import Instance  # noqa: E402
 
 NAME = "simulate"
 TARGET = 30.0

@@ -51,7 +51,7 @@ def m_witnesses() -> dict:
 
 def m_bmc(goal: str, tasks: str, depth: str, prune: str = "yes", frames: str = "assume") -> dict:
     from wgk.conformance.z3.bmc import Unrolling, check, goal_for
-    from wgk.conformance.check.explore import Instance
+    from wgk.model.actions import Instance
     if prune == "no":
         Unrolling.forbid_rejection = lambda self, k: None
     inst = Instance(tasks=int(tasks), groups=("core", "env"))

@@ -16,7 +16,8 @@ from typing import Any
 
 from wgk.conformance.traces import itf
 from wgk.model.env import EnvKind, EnvStep
-from wgk.conformance.check.explore import Instance, global_steps, successor, task_steps
+from wgk.conformance.check.interning import successor
+from wgk.model.actions import Instance, global_steps, task_steps
 from wgk.model.requests import Request
 from wgk.model.rules import RULES
 from wgk.model.state import State, TaskState

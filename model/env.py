@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from .logic import all_of, any_of, one_of
-from .rules import running
+from .predicates import running
 from .state import State
 from .vocab import Exit, Labelled, Phase
 

@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 from .logic import all_of, any_of, count, iff, implies, not_, one_of
 from .projections import WAYS, WAYS_BY_NAME, finished, status
-from .rules import (
-    dependency_satisfying, deps_done, graph_saved, has_receipt, owner_alive, receipt_of,
+from .predicates import (
+    deps_done, graph_saved, has_receipt, owner_alive, receipt_of,
     reserved, running,
 )
 from .state import State, TaskState
@@ -116,7 +116,7 @@ def dependency_needs_done(s: State, i: int, t: TaskState) -> Any:
 @prop("legacy-never-satisfies", incidents=(15,))
 def legacy_never_satisfies(s: State, i: int, t: TaskState) -> Any:
     """An unproven legacy Done never satisfies a dependency."""
-    return implies(t.legacy_done, not_(dependency_satisfying(t)))
+    return implies(t.legacy_done, not_(graph_saved(t)))
 
 
 @prop("receipts-fenced", incidents=(10,))

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from .logic import all_of, first_failure, ite, one_of
-from .requests import Request, phase_code
+from .requests import EXIT_CODE_BASE, Request, phase_code
 from .rules import RULES, Guarded
 from .state import State, TaskState
 from .vocab import (
@@ -71,9 +71,10 @@ def is_hold(d: "Decision") -> Any:
     return all_of(d.kind == D.REJECTED, one_of(d.code, HOLD_CODES))
 
 
-def visible_phase(t: TaskState) -> Any:
-    """What a client compares ``expected_phase`` with: the side exit if any, else the phase."""
-    return ite(t.exit == Exit.NONE, t.phase, 100 + t.exit)
+def current_phase_code(t: TaskState) -> Any:
+    """The phase code (``requests.phase_code``) a client's ``expected_phase`` is compared with:
+    the side exit's code if the transaction left the main line, else the phase's."""
+    return ite(t.exit == Exit.NONE, t.phase, EXIT_CODE_BASE + t.exit)
 
 
 def capability_matches(t: TaskState, r: Request) -> Any:
@@ -93,7 +94,7 @@ def generic_checks(s: State, i: int, t: TaskState, r: Request) -> list:
     if r.kind in TRANSACTION_KINDS:
         checks += [
             (t.attempt_state == AS.RUNNING, Code.TERMINAL_ALREADY),
-            (visible_phase(t) == phase_code(r.expected_phase), Code.CAS_MOVED),
+            (current_phase_code(t) == phase_code(r.expected_phase), Code.CAS_MOVED),
             (t.revision == r.expected_revision, Code.CAS_MOVED),
         ]
         if r.kind in EDGES:

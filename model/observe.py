@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .projections import plan, recovery_rank, status
-from .rules import dependency_satisfying
+from .predicates import graph_saved
 from .state import State, TaskState
 from .vocab import (
     AttemptState, Disposition, DecisionKind, Code, Exit, OwnerSeen, Phase, Reason, Receipt, Status,
@@ -69,7 +69,7 @@ def observe_task(s: State, i: int, names: Names) -> dict[str, Any]:
     c = names.cname
     return {
         "status": Status(status(t)).label,
-        "dependency-satisfied": bool(dependency_satisfying(t)),
+        "dependency-satisfied": bool(graph_saved(t)),
         "plan": p.to_json() if p is not None else None,
         "generation": t.generation, "attempt": t.attempt, "fence": t.fence,
         "lease-epoch": t.lease_epoch,

@@ -13,7 +13,7 @@ from typing import Any
 import networkx as nx
 
 from .logic import all_of, any_of, ite, not_, one_of
-from .rules import deps_done, graph_saved, reserved, running
+from .predicates import deps_done, graph_saved, reserved, running
 from .state import State, TaskState
 from .vocab import (
     Action, Disposition, Exit, Kind, OwnerSeen, Phase, Reason, Status, Way, EDGES,
@@ -36,11 +36,6 @@ def finished(t: TaskState) -> Any:
     return any_of(graph_saved(t), t.abandoned)
 
 
-def ready(s: State, i: int) -> Any:
-    """Dependency readiness: every dependency is dependency-satisfying Done."""
-    return deps_done(s, i)
-
-
 def ready_tasks(s: State) -> list[str]:
     """Open tasks whose dependencies are all Done, in topological order (networkx)."""
     order = list(nx.topological_sort(s.graph.digraph()))
@@ -48,7 +43,7 @@ def ready_tasks(s: State) -> list[str]:
     for name in order:
         i = s.graph.index[name]
         t = s.tasks[i]
-        if status(t) == Status.OPEN and ready(s, i) is True:
+        if status(t) == Status.OPEN and deps_done(s, i) is True:
             out.append(name)
     return out
 

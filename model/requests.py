@@ -40,14 +40,18 @@ class Owner:
     child_epoch: int = 1
 
 
+#: Phase codes of the side exits start here (a main-line phase's code is the phase itself).
+EXIT_CODE_BASE = 100
+
+
 def phase_code(p: Phase | Exit | Any) -> Any:
-    """One integer for a visible phase: main-line phase, or 100 + side exit.
+    """One integer for a visible phase: main-line phase, or ``EXIT_CODE_BASE`` + side exit.
 
     Anything else is taken to be a code already (a solver term in proofs)."""
     if isinstance(p, Phase):
         return int(p)
     if isinstance(p, Exit):
-        return 100 + int(p)
+        return EXIT_CODE_BASE + int(p)
     return p
 
 

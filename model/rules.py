@@ -7,91 +7,33 @@ rejection) and gives the update as a thunk. ``decide`` (kernel.py) runs the
 generic checks first (journal, authority, capability, CAS on the transaction),
 so a rule only states what is particular to it.
 
-``TOUCHES`` declares, per kind, the only fields a rule may change (the TLA+
-``UNCHANGED`` idea, inverted); a test checks every applied step against it.
+Each rule is declared where it is defined: ``@rule(kind, touches=...)`` names the
+kind it decides and the only fields it may change (the TLA+ ``UNCHANGED`` idea,
+inverted), so ``RULES`` and ``TOUCHES`` (``wgk.model.ruleset``) are derived from
+the decorations; a test checks every applied step against ``TOUCHES``. The
+predicates over one task are ``wgk.model.predicates``'.
 
 Rules never branch on state with ``if``/``and``/``or``/``not``: they use
 ``ite``/``all_of``/``any_of``/``not_`` so the same code builds the z3 encoding.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .logic import all_of, any_of, ite, not_, one_of
+from .predicates import (  # noqa: F401  (re-exported: callers import them from here)
+    binding, deps_done, dirty, graph_saved, has_receipt, note_evidence, owner_alive,
+    receipt_of, receipts_agree, reserved, running, seen,
+)
 from .requests import Request
+from .ruleset import (  # noqa: F401  (re-exported: callers import them from here)
+    CLOSE, EDGE, EXIT, OPEN, RULES, TOUCHES, Guarded, changed_fields, guarded, rule,
+)
 from .state import NO_RECEIPTS, Binding, State, TaskState, replace_task as replace
 from .vocab import (
     Actor, AttemptState as AS, Code, DecisionKind as D, Disposition, Exit, Kind as K,
     OwnerSeen, Phase, Reason, Receipt, Verdict, PRE_EFFECT_PHASES,
 )
-
-
-@dataclass(frozen=True)
-class Guarded:
-    """A rule's answer: guards, the update if they all hold, the decision kind."""
-
-    checks: list
-    update: Callable[[], State]
-    kind: Any = D.APPLIED
-
-
-def guarded(checks: list, update: Callable[[], State], kind: Any = D.APPLIED) -> Guarded:
-    return Guarded(checks, update, kind)
-
-
-# --- predicates over one task -------------------------------------------------
-
-def running(t: TaskState) -> Any:
-    return t.attempt_state == AS.RUNNING
-
-
-def owner_alive(t: TaskState) -> Any:
-    """Environment truth: the process at the owner's pid has the owner's birth time."""
-    return all_of(t.owner_birth != 0, t.proc_birth == t.owner_birth)
-
-
-def reserved(t: TaskState) -> Any:
-    """A completion transaction holds the attempt's terminal reservation."""
-    return t.phase != Phase.ABSENT
-
-
-def dirty(t: TaskState) -> Any:
-    """The worktree holds bytes that differ from the attempt's clean start."""
-    return all_of(t.worktree_present, t.worktree != t.origin)
-
-
-def binding(t: TaskState) -> Binding:
-    return Binding(t.fence, t.candidate, t.base)
-
-
-def receipt_of(t: TaskState, kind: Receipt) -> Binding:
-    return t.receipts[kind]
-
-
-def has_receipt(t: TaskState, kind: Receipt) -> Any:
-    return t.receipts[kind].fence != 0
-
-
-def graph_saved(t: TaskState) -> Any:
-    """A GraphSave receipt exists for the current attempt and nothing left the main line."""
-    return all_of(t.phase == Phase.GRAPH_SAVED, t.exit == Exit.NONE,
-                  receipt_of(t, Receipt.GRAPH_SAVE).fence == t.fence, t.fence != 0)
-
-
-def dependency_satisfying(t: TaskState) -> Any:
-    """Dependency-satisfying Done: a GraphSave, never a legacy claim."""
-    return graph_saved(t)
-
-
-def deps_done(s: State, i: int) -> Any:
-    return all_of(*[dependency_satisfying(s.tasks[d]) for d in s.graph.deps[i]])
-
-
-def receipts_agree(t: TaskState, upto: tuple[Receipt, ...]) -> Any:
-    """Every listed receipt exists and is bound to the current fence, candidate and base."""
-    b = binding(t)
-    return all_of(*[receipt_of(t, k) == b for k in upto])
 
 
 # --- updates shared by several rules ------------------------------------------
@@ -144,15 +86,6 @@ def open_attempt(s: State, t: TaskState, r: Request) -> TaskState:
     )
 
 
-def record(t: TaskState, kind: str, ident: str) -> Any:
-    """The task's evidence with ``(kind, ident)`` recorded (deduplicated by id)."""
-    return t.evidence.add((kind, ident))
-
-
-def seen(t: TaskState, kind: str, ident: str) -> Any:
-    return t.evidence.has((kind, ident))
-
-
 def suspect(t: TaskState) -> Any:
     """Evidence may raise suspicion; it never proves death and never clears it."""
     return ite(t.owner_seen == OwnerSeen.DEAD, OwnerSeen.DEAD, OwnerSeen.SUSPECT)
@@ -160,6 +93,7 @@ def suspect(t: TaskState) -> Any:
 
 # --- admission and attempts ---------------------------------------------------
 
+@rule(K.ASSIGN, touches={"assigned"})
 def assign(s, i, t, r):
     """The daemon records the assignment receipt that admits the task."""
     return guarded(
@@ -188,12 +122,14 @@ def _import_checks(t, r) -> list:
             (t.retained == r.imports, Code.CANDIDATE_MISMATCH)]
 
 
+@rule(K.DISPATCH, touches=OPEN)
 def dispatch(s, i, t, r):
     """Open an attempt on a task whose dependencies are all dependency-satisfying Done."""
     checks = _admission_checks(s, i, t, r) + [(not_(running(t)), Code.ATTEMPT_LIVE)]
     return guarded(checks + _import_checks(t, r), lambda: s.put(i, open_attempt(s, t, r)))
 
 
+@rule(K.RETRY, touches=OPEN | CLOSE)
 def retry(s, i, t, r):
     """The operator closes a stuck attempt (work retained) and opens a new one."""
     stuck = any_of(
@@ -206,6 +142,8 @@ def retry(s, i, t, r):
     return guarded(checks + _import_checks(closed, r), lambda: s.put(i, open_attempt(s, closed, r)))
 
 
+@rule(K.RESUME, touches={"owner_pid", "owner_birth", "proc_birth", "wrapper_epoch", "child_epoch",
+                         "owner_seen", "deadline"})
 def resume(s, i, t, r):
     """Same-attempt continuation: needs unchanged K, same session, proven death, no terminal intent."""
     o = r.owner
@@ -229,32 +167,36 @@ def resume(s, i, t, r):
 
 # --- evidence -----------------------------------------------------------------
 
+@rule(K.HEARTBEAT, touches={"evidence"})
 def heartbeat(s, i, t, r):
     """A heartbeat is evidence only: recorded by id, it proves nothing about the owner."""
-    return guarded([], lambda: s.put(i, replace(t, evidence=record(t, "heartbeat", r.evidence))),
+    return guarded([], lambda: s.put(i, replace(t, evidence=note_evidence(t, "heartbeat", r.evidence))),
                    kind=D.EVIDENCE_ONLY)
 
 
+@rule(K.HEARTBEAT_TIMEOUT, touches={"owner_seen", "evidence"})
 def heartbeat_timeout(s, i, t, r):
     """A missing heartbeat raises suspicion of a running owner; it never terminalizes."""
     return guarded(
         [],
         lambda: s.put(i, replace(t, owner_seen=ite(running(t), suspect(t), t.owner_seen),
-                                 evidence=record(t, "heartbeat-timeout", r.evidence))),
+                                 evidence=note_evidence(t, "heartbeat-timeout", r.evidence))),
         kind=D.EVIDENCE_ONLY,
     )
 
 
+@rule(K.OBSERVE_EOF, touches={"owner_seen", "evidence"})
 def observe_eof(s, i, t, r):
     """Observer EOF says only that an evidence channel closed: suspicion, one probe."""
     return guarded(
         [],
         lambda: s.put(i, replace(t, owner_seen=ite(running(t), suspect(t), t.owner_seen),
-                                 evidence=record(t, "eof", r.evidence))),
+                                 evidence=note_evidence(t, "eof", r.evidence))),
         kind=D.EVIDENCE_ONLY,
     )
 
 
+@rule(K.PROBE_OWNER, touches={"owner_seen", "deadline", "evidence"})
 def probe_owner(s, i, t, r):
     """Read pid + birth time: the exact owner alive is evidence; its proven death is applied."""
     alive = owner_alive(t)
@@ -266,18 +208,19 @@ def probe_owner(s, i, t, r):
             t,
             owner_seen=ite(running(t), seen_now, t.owner_seen),
             deadline=ite(proves_death, s.now + 1, t.deadline),
-            evidence=record(t, "probe", r.evidence),
+            evidence=note_evidence(t, "probe", r.evidence),
         )),
         kind=ite(proves_death, D.APPLIED, D.EVIDENCE_ONLY),
     )
 
 
+@rule(K.COMPACTION, touches={"evidence", "compactions", "continuations"})
 def compaction(s, i, t, r):
     """Each distinct compaction occurrence is counted once and earns one continuation."""
     new = not_(seen(t, "compaction", r.evidence))
     continues = all_of(new, running(t), not_(reserved(t)))
     def update():
-        ev = record(t, "compaction", r.evidence)
+        ev = note_evidence(t, "compaction", r.evidence)
         ev = ite(continues, ev.add(("continuation", r.evidence)), ev)
         return s.put(i, replace(
             t, evidence=ev,
@@ -287,17 +230,19 @@ def compaction(s, i, t, r):
     return guarded([], update, kind=ite(new, D.APPLIED, D.EVIDENCE_ONLY))
 
 
+@rule(K.ACK_CONTINUATION, touches={"acks", "evidence"})
 def ack_continuation(s, i, t, r):
     """The wrapper acknowledges delivery of the continuation a compaction earned."""
     new = not_(seen(t, "ack", r.evidence))
     return guarded(
         [(seen(t, "continuation", r.evidence), Code.UNKNOWN_OCCURRENCE)],
         lambda: s.put(i, replace(t, acks=ite(new, t.acks + 1, t.acks),
-                                 evidence=record(t, "ack", r.evidence))),
+                                 evidence=note_evidence(t, "ack", r.evidence))),
         kind=ite(new, D.APPLIED, D.EVIDENCE_ONLY),
     )
 
 
+@rule(K.PROVIDER_FAILURE, touches={"provider_failures", "evidence"})
 def provider_failure(s, i, t, r):
     """A provider failure event is counted once by its event id; it never terminalizes."""
     new = not_(seen(t, "provider-failure", r.evidence))
@@ -305,12 +250,13 @@ def provider_failure(s, i, t, r):
         [],
         lambda: s.put(i, replace(
             t, provider_failures=ite(new, t.provider_failures + 1, t.provider_failures),
-            evidence=record(t, "provider-failure", r.evidence),
+            evidence=note_evidence(t, "provider-failure", r.evidence),
         )),
         kind=ite(new, D.APPLIED, D.EVIDENCE_ONLY),
     )
 
 
+@rule(K.MESSAGE, touches={"messages", "evidence"})
 def message(s, i, t, r):
     """A message is inert evidence: held for a running attempt, never a resurrection."""
     new = not_(seen(t, "message", r.evidence))
@@ -318,18 +264,20 @@ def message(s, i, t, r):
         [],
         lambda: s.put(i, replace(
             t, messages=ite(all_of(new, running(t)), t.messages + 1, t.messages),
-            evidence=record(t, "message", r.evidence),
+            evidence=note_evidence(t, "message", r.evidence),
         )),
         kind=D.EVIDENCE_ONLY,
     )
 
 
+@rule(K.OWNERSHIP_CONTENTION, touches={"evidence"})
 def ownership_contention(s, i, t, r):
     """A foreign caller contending for ownership is recorded; it charges nothing."""
-    return guarded([], lambda: s.put(i, replace(t, evidence=record(t, "contention", r.evidence))),
+    return guarded([], lambda: s.put(i, replace(t, evidence=note_evidence(t, "contention", r.evidence))),
                    kind=D.EVIDENCE_ONLY)
 
 
+@rule(K.LOG, touches={"logs"})
 def log(s, i, t, r):
     """The owner appends a log line: one effect per request."""
     return guarded([(running(t), Code.TERMINAL_ALREADY)],
@@ -338,17 +286,19 @@ def log(s, i, t, r):
 
 # --- terminal reports and convergence -----------------------------------------
 
+@rule(K.FAIL, touches=CLOSE | {"evidence"})
 def fail(s, i, t, r):
     """A terminal failure report: the first terminal wins, later ones are evidence only."""
     first = all_of(running(t), not_(reserved(t)))
     return guarded(
         [],
         lambda: s.put(i, replace(ite(first, close_attempt(t, AS.FAILED), t),
-                                 evidence=record(t, "terminal-report", r.evidence))),
+                                 evidence=note_evidence(t, "terminal-report", r.evidence))),
         kind=ite(first, D.APPLIED, D.EVIDENCE_ONLY),
     )
 
 
+@rule(K.DECLARE_LOST, touches=CLOSE)
 def declare_lost(s, i, t, r):
     """Convergence closes an attempt whose exact owner is proven dead and left no terminal intent."""
     return guarded(
@@ -363,6 +313,7 @@ def declare_lost(s, i, t, r):
 
 # --- the SaveTransaction ------------------------------------------------------
 
+@rule(K.SUBMIT, touches=EDGE | {"deadline"})
 def submit(s, i, t, r):
     """The owner submits: the completion transaction reserves the attempt's terminal."""
     return guarded(
@@ -371,11 +322,13 @@ def submit(s, i, t, r):
     )
 
 
+@rule(K.QUIESCE, touches=EDGE)
 def quiesce(s, i, t, r):
     """The writer is stopped; from now on the worktree bytes cannot change."""
     return guarded([], lambda: s.put(i, advance(t, Phase.QUIESCING)))
 
 
+@rule(K.SAVE_WORK, touches=EDGE | {"saved_work", "candidate", "base", "version", "receipts"})
 def save_work(s, i, t, r):
     """WorkSave: capture the exact worktree bytes (a clean tree too) bound to K and base."""
     def update():
@@ -396,6 +349,7 @@ def _candidate_check(t: TaskState, r: Request) -> tuple:
     return (t.candidate == r.candidate, Code.CANDIDATE_MISMATCH)
 
 
+@rule(K.SEAL_CANDIDATE, touches=EDGE | {"receipts"})
 def seal_candidate(s, i, t, r):
     """The saved work becomes the one immutable candidate."""
     return guarded(
@@ -405,6 +359,7 @@ def seal_candidate(s, i, t, r):
     )
 
 
+@rule(K.VALIDATE, touches=EDGE | EXIT | {"receipts"})
 def validate(s, i, t, r):
     """The validator's verdict on the exact candidate: pass advances, fail needs repair."""
     passed = r.verdict == Verdict.PASS
@@ -420,6 +375,7 @@ def validate(s, i, t, r):
     )
 
 
+@rule(K.REQUEST_REVIEW, touches=EDGE | {"deadline"})
 def request_review(s, i, t, r):
     """Policy requires a FLIP review: the transaction waits for the evaluator."""
     return guarded(
@@ -428,6 +384,7 @@ def request_review(s, i, t, r):
     )
 
 
+@rule(K.ACCEPT, touches=EDGE | EXIT | {"deadline", "receipts"})
 def accept(s, i, t, r):
     """Acceptance of the exact candidate: a passing review, or a not-required policy receipt."""
     required = s.graph.review_required[i]
@@ -455,6 +412,7 @@ def accept(s, i, t, r):
     )
 
 
+@rule(K.RECORD_DISPOSITION, touches=EDGE | {"disposition", "finish_lease", "deadline", "receipts"})
 def record_disposition(s, i, t, r):
     """The task-owned Land / Deliver / Report receipt; the finish lease is taken."""
     return guarded(
@@ -468,11 +426,13 @@ def record_disposition(s, i, t, r):
     )
 
 
+@rule(K.PREPARE_EFFECT, touches=EDGE)
 def prepare_effect(s, i, t, r):
     """Write-ahead intent before the external effect."""
     return guarded([], lambda: s.put(i, advance(t, Phase.EFFECT_PREPARED)))
 
 
+@rule(K.COMMIT_EFFECT, touches=EDGE | {"effect_done", "promotions", "receipts", "target"})
 def commit_effect(s, i, t, r):
     """Publish once: re-observe the effect; else Land moves the target by CAS from the exact base."""
     land = t.disposition == Disposition.LAND
@@ -497,6 +457,7 @@ def commit_effect(s, i, t, r):
     )
 
 
+@rule(K.MARK_REPAIR, touches=EXIT | {"finish_lease"})
 def mark_repair(s, i, t, r):
     """The target moved before the CAS: needs repair, candidate retained, never a rebase."""
     moved = all_of(t.exit == Exit.NONE, t.phase == Phase.EFFECT_PREPARED,
@@ -508,11 +469,13 @@ def mark_repair(s, i, t, r):
     )
 
 
+@rule(K.PREPARE_CLEANUP, touches=EDGE)
 def prepare_cleanup(s, i, t, r):
     """Plan removal of exactly this attempt's worktree."""
     return guarded([], lambda: s.put(i, advance(t, Phase.CLEANUP_PREPARED)))
 
 
+@rule(K.COMMIT_CLEANUP, touches=EDGE | {"worktree_present", "worktree_lease", "receipts"})
 def commit_cleanup(s, i, t, r):
     """Remove exactly the planned worktree (re-observed if already gone) and release its lease."""
     return guarded(
@@ -528,6 +491,7 @@ SAVE_GRAPH_NEEDS = (Receipt.WORK_SAVE, Receipt.CANDIDATE, Receipt.VALIDATION, Re
                     Receipt.DISPOSITION, Receipt.EFFECT, Receipt.CLEANUP)
 
 
+@rule(K.SAVE_GRAPH, touches=EDGE | CLOSE | {"receipts"})
 def save_graph(s, i, t, r):
     """GraphSave: every receipt exists and agrees on K, candidate and base; the attempt succeeds."""
     return guarded(
@@ -539,6 +503,8 @@ def save_graph(s, i, t, r):
     )
 
 
+@rule(K.REVISE, touches=EDGE | EXIT | {"retained", "saved_work", "candidate", "base", "version",
+                                       "receipts"})
 def revise(s, i, t, r):
     """A new candidate version after repair: earlier reviews no longer count."""
     def update():
@@ -557,6 +523,7 @@ def revise(s, i, t, r):
     )
 
 
+@rule(K.BLOCK_UPGRADE, touches=EXIT)
 def block_upgrade(s, i, t, r):
     """Version skew between daemon and binary: the transaction holds, fail-closed."""
     return guarded(
@@ -568,6 +535,8 @@ def block_upgrade(s, i, t, r):
 
 # --- operator and migration ---------------------------------------------------
 
+@rule(K.RESET, touches=CLOSE | EDGE | EXIT | {"generation", "attempt", "candidate", "base", "version",
+                                             "disposition", "receipts", "effect_done"})
 def reset(s, i, t, r):
     """A new generation; a completion that reserved the terminal first wins the race."""
     in_flight = all_of(running(t), reserved(t), t.exit == Exit.NONE)
@@ -593,6 +562,7 @@ def reset(s, i, t, r):
     )
 
 
+@rule(K.ABANDON, touches=CLOSE | EXIT | {"abandoned"})
 def abandon(s, i, t, r):
     """The operator gives the task up before any effect; retained work is preserved."""
     effect_started = all_of(one_of(t.phase, (Phase.EFFECT_PREPARED, Phase.EFFECT_COMMITTED,
@@ -617,6 +587,7 @@ def abandon(s, i, t, r):
     )
 
 
+@rule(K.RECONCILE, touches=EXIT | {"phase", "legacy_done"})
 def reconcile(s, i, t, r):
     """The operator resolves a hold: a legacy claim reopened, or an upgrade block lifted."""
     legacy = t.exit == Exit.NEEDS_RECONCILIATION
@@ -632,6 +603,10 @@ def reconcile(s, i, t, r):
     )
 
 
+@rule(K.RECONSTRUCT, touches=EDGE | EXIT | {"fence", "attempt", "lease_epoch", "attempt_state",
+                                           "candidate", "base", "receipts", "reconstructed",
+                                           "effect_done", "legacy_done", "worktree_lease",
+                                           "session_lease", "finish_lease", "imported"})
 def reconstruct(s, i, t, r):
     """A legacy Done is proven by the target holding its exact candidate: receipts are rebuilt."""
     def update():
@@ -657,6 +632,7 @@ def reconstruct(s, i, t, r):
     )
 
 
+@rule(K.LEGACY_DONE, touches=EXIT | {"legacy_done", "evidence"})
 def legacy_done(s, i, t, r):
     """A legacy Done without evidence is quarantined: needs reconciliation, never blessed.
 
@@ -667,98 +643,8 @@ def legacy_done(s, i, t, r):
         [],
         lambda: s.put(i, replace(ite(inert, t, leave_main_line(
             t, Exit.NEEDS_RECONCILIATION, Reason.LEGACY_UNPROVEN, legacy_done=True,
-        )), evidence=record(t, "legacy-done", r.evidence))),
+        )), evidence=note_evidence(t, "legacy-done", r.evidence))),
         kind=ite(inert, D.EVIDENCE_ONLY, D.APPLIED),
     )
 
 
-RULES: dict[K, Callable] = {
-    K.ASSIGN: assign, K.DISPATCH: dispatch, K.RETRY: retry, K.RESUME: resume,
-    K.HEARTBEAT: heartbeat, K.HEARTBEAT_TIMEOUT: heartbeat_timeout,
-    K.OBSERVE_EOF: observe_eof, K.PROBE_OWNER: probe_owner, K.COMPACTION: compaction,
-    K.ACK_CONTINUATION: ack_continuation, K.PROVIDER_FAILURE: provider_failure,
-    K.MESSAGE: message, K.OWNERSHIP_CONTENTION: ownership_contention, K.LOG: log,
-    K.FAIL: fail, K.DECLARE_LOST: declare_lost,
-    K.SUBMIT: submit, K.QUIESCE: quiesce, K.SAVE_WORK: save_work,
-    K.SEAL_CANDIDATE: seal_candidate, K.VALIDATE: validate, K.REQUEST_REVIEW: request_review,
-    K.ACCEPT: accept, K.RECORD_DISPOSITION: record_disposition,
-    K.PREPARE_EFFECT: prepare_effect, K.COMMIT_EFFECT: commit_effect,
-    K.MARK_REPAIR: mark_repair, K.PREPARE_CLEANUP: prepare_cleanup,
-    K.COMMIT_CLEANUP: commit_cleanup, K.SAVE_GRAPH: save_graph, K.REVISE: revise,
-    K.BLOCK_UPGRADE: block_upgrade,
-    K.RESET: reset, K.ABANDON: abandon, K.RECONCILE: reconcile,
-    K.RECONSTRUCT: reconstruct, K.LEGACY_DONE: legacy_done,
-}
-
-
-# --- what each transition may change (everything else is UNCHANGED) ------------
-
-_CLOSE = frozenset({"attempt_state", "retained", "worktree_lease", "session_lease", "finish_lease",
-                    "deadline", "owner_pid", "owner_birth", "session", "wrapper_epoch",
-                    "child_epoch", "owner_seen", "proc_birth"})
-_OPEN = frozenset({"attempt", "fence", "lease_epoch", "attempt_state", "owner_pid", "owner_birth",
-                   "session", "wrapper_epoch", "child_epoch", "owner_seen", "proc_birth",
-                   "worktree_lease", "session_lease", "finish_lease", "worktree",
-                   "worktree_present", "origin", "saved_work", "imported", "phase", "exit",
-                   "reason", "revision", "candidate", "base", "version", "disposition",
-                   "receipts", "deadline", "effect_done"})
-_EDGE = frozenset({"phase", "revision"})
-_EXIT = frozenset({"exit", "reason", "revision"})
-
-#: Per kind, the TaskState fields (and "target") a transition may change.
-TOUCHES: dict[K, frozenset[str]] = {
-    K.ASSIGN: frozenset({"assigned"}),
-    K.DISPATCH: _OPEN,
-    K.RETRY: _OPEN | _CLOSE,
-    K.RESUME: frozenset({"owner_pid", "owner_birth", "proc_birth", "wrapper_epoch", "child_epoch",
-                         "owner_seen", "deadline"}),
-    K.HEARTBEAT: frozenset({"evidence"}),
-    K.HEARTBEAT_TIMEOUT: frozenset({"owner_seen", "evidence"}),
-    K.OBSERVE_EOF: frozenset({"owner_seen", "evidence"}),
-    K.PROBE_OWNER: frozenset({"owner_seen", "deadline", "evidence"}),
-    K.COMPACTION: frozenset({"evidence", "compactions", "continuations"}),
-    K.ACK_CONTINUATION: frozenset({"acks", "evidence"}),
-    K.PROVIDER_FAILURE: frozenset({"provider_failures", "evidence"}),
-    K.MESSAGE: frozenset({"messages", "evidence"}),
-    K.OWNERSHIP_CONTENTION: frozenset({"evidence"}),
-    K.LOG: frozenset({"logs"}),
-    K.FAIL: _CLOSE | {"evidence"},
-    K.DECLARE_LOST: _CLOSE,
-    K.SUBMIT: _EDGE | {"deadline"},
-    K.QUIESCE: _EDGE,
-    K.SAVE_WORK: _EDGE | {"saved_work", "candidate", "base", "version", "receipts"},
-    K.SEAL_CANDIDATE: _EDGE | {"receipts"},
-    K.VALIDATE: _EDGE | _EXIT | {"receipts"},
-    K.REQUEST_REVIEW: _EDGE | {"deadline"},
-    K.ACCEPT: _EDGE | _EXIT | {"deadline", "receipts"},
-    K.RECORD_DISPOSITION: _EDGE | {"disposition", "finish_lease", "deadline", "receipts"},
-    K.PREPARE_EFFECT: _EDGE,
-    K.COMMIT_EFFECT: _EDGE | {"effect_done", "promotions", "receipts", "target"},
-    K.MARK_REPAIR: _EXIT | {"finish_lease"},
-    K.PREPARE_CLEANUP: _EDGE,
-    K.COMMIT_CLEANUP: _EDGE | {"worktree_present", "worktree_lease", "receipts"},
-    K.SAVE_GRAPH: _EDGE | _CLOSE | {"receipts"},
-    K.REVISE: _EDGE | _EXIT | {"retained", "saved_work", "candidate", "base", "version", "receipts"},
-    K.BLOCK_UPGRADE: _EXIT,
-    K.RESET: _CLOSE | _EDGE | _EXIT | {"generation", "attempt", "candidate", "base", "version",
-                                       "disposition", "receipts", "effect_done"},
-    K.ABANDON: _CLOSE | _EXIT | {"abandoned"},
-    K.RECONCILE: _EXIT | {"phase", "legacy_done"},
-    K.RECONSTRUCT: _EDGE | _EXIT | {"fence", "attempt", "lease_epoch", "attempt_state", "candidate",
-                                    "base", "receipts", "reconstructed", "effect_done",
-                                    "legacy_done", "worktree_lease", "session_lease",
-                                    "finish_lease", "imported"},
-    K.LEGACY_DONE: _EXIT | {"legacy_done", "evidence"},
-}
-
-
-def changed_fields(before: State, after: State, i: int) -> set[str]:
-    """Names of task ``i``'s fields (and "target"/"now") that differ between two states."""
-    from .state import TASK_FIELDS
-    t, t2 = before.tasks[i], after.tasks[i]
-    out = {f for f in TASK_FIELDS if getattr(t, f) != getattr(t2, f)}
-    if before.target != after.target:
-        out.add("target")
-    if before.now != after.now:
-        out.add("now")
-    return out

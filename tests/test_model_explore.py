@@ -5,7 +5,8 @@ import json
 import subprocess
 import sys
 
-from wgk.conformance.check.explore import Instance, explore, to_dot
+from wgk.conformance.check.explore import explore, to_dot
+from wgk.model.actions import Instance
 from wgk.model.invariants import REGISTRY
 from wgk.model.rules import RULES, guarded
 from wgk.model.vocab import Code, Kind

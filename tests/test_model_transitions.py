@@ -439,3 +439,13 @@ def test_mark_repair_leaves_the_main_line_once(one):
     revision = one.task("a").revision
     rejects(one, K.MARK_REPAIR, A.DAEMON, "illegal-phase-edge")
     assert one.task("a").revision == revision
+
+
+def test_rules_and_touches_are_derived_from_the_declarations():
+    from wgk.model.ruleset import RULES, TOUCHES, rule
+    from wgk.model.vocab import Kind
+    assert set(RULES) == set(TOUCHES) == set(Kind)
+    assert TOUCHES[Kind.ASSIGN] == frozenset({"assigned"})
+    with pytest.raises(ValueError, match="two rules"):
+        rule(Kind.ASSIGN, touches=())(lambda s, i, t, r: None)
+    assert RULES[Kind.ASSIGN].__name__ == "assign"

@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 
 from wgk.conformance.check.simulate import simulate
-from wgk.conformance.check.explore import Instance
+from wgk.model.actions import Instance
 from wgk.model.invariants import REGISTRY
 from wgk.model.kernel import decide
 from wgk.model.rules import RULES, close_attempt, guarded

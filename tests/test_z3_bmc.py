@@ -8,7 +8,7 @@ from wgk.conformance.z3.bmc import Goal, check, goal_for, witness
 from wgk.conformance.z3.reach_expr import ReachError, compile_reach
 from wgk.conformance.traces.format import load_trace
 from wgk.model.env import apply_env, EnvStep
-from wgk.conformance.check.explore import Instance
+from wgk.model.actions import Instance
 from wgk.model.kernel import decide
 from wgk.model.projections import status
 from wgk.model.vocab import DecisionKind as D, Status

@@ -13,7 +13,8 @@ from wgk.conformance.z3.prove import (
 )
 from wgk.conformance.z3.symbolic import symbolic
 from wgk.model.env import EnvKind
-from wgk.conformance.check.explore import Instance, steps, successor
+from wgk.conformance.check.interning import successor
+from wgk.model.actions import Instance, steps
 from wgk.model.invariants import REGISTRY
 from wgk.model.kernel import decide
 from wgk.model.rules import RULES

@@ -2,7 +2,7 @@
 
 Each walk starts in the instance's initial state and takes up to ``steps``
 steps. At every step it lists the *enabled* steps of the current state — the
-request instances the bounded actors may send (``wgk.conformance.check.explore``:
+request instances the bounded actors may send (``wgk.model.actions``:
 ``task_steps``, ``global_steps``) that the kernel does not reject, and the
 environment steps whose guard holds — and picks one uniformly at random. A walk
 that reaches a state with no enabled step ends early (a deadlock, counted).
@@ -29,7 +29,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from wgk.conformance.check.explore import Instance, Interner, label, successor, task_steps
+from wgk.conformance.check.interning import Interner, successor
+from wgk.model.actions import Instance, label, task_steps
 from wgk.model.invariants import REGISTRY, Property
 from wgk.model.kernel import Rules
 from wgk.model.rules import RULES
@@ -164,6 +165,79 @@ class _Walker(Interner):
 STATE_CACHE_LIMIT = 1_000_000
 
 
+class _Run:
+    """One simulation run's tallies: first violations, properties reached, steps taken,
+    deadlocks, and the per-state table of enabled steps."""
+
+    def __init__(self, w: _Walker, props: dict[str, Property]):
+        self.w = w
+        self.props = props
+        self.found: dict[str, WalkViolation] = {}
+        self.reached: set[str] = set()
+        self.table: dict[tuple, tuple] = {}
+        self.taken = 0
+        self.deadlocks = 0
+
+    def violated(self, pid: str, trace: int, path: list, objs: list, key: tuple) -> None:
+        if pid not in self.found:
+            self.found[pid] = WalkViolation(pid, self.props[pid].doc, trace, tuple(path),
+                                            tuple(objs), self.w.state(key))
+
+    def check_state(self, key: tuple, trace: int, path: list, objs: list) -> None:
+        for i in range(self.w.n):
+            bad, good = self.w.verdict(key, i)
+            self.reached.update(good)
+            for pid in bad:
+                self.violated(pid, trace, path, objs, key)
+
+    def enabled(self, key: tuple) -> tuple:
+        """(enabled steps per task, environment steps, how many in all) of a state."""
+        entry = self.table.get(key)
+        if entry is None:
+            if len(self.table) >= STATE_CACHE_LIMIT:
+                self.table.clear()
+            w = self.w
+            per_task = tuple(w.task_moves(key, i) for i in range(w.n))
+            env = w.global_successors(key)
+            entry = self.table[key] = (per_task, env, sum(map(len, per_task)) + len(env))
+        return entry
+
+    def pick(self, key: tuple, per_task: tuple, env: list, pick: int) -> tuple:
+        """The ``pick``-th enabled step of ``key``: (label, step, next state, violated ids)."""
+        w, n = self.w, self.w.n
+        for i, moves in enumerate(per_task):
+            if pick < len(moves):
+                move = moves[pick]
+                lab, obj, tid, target, now, jid, bad = move[:7]
+                if bad is None:
+                    bad = w.step_verdict(move)
+                return lab, obj, key[:i] + (tid,) + key[i + 1:n] + (target, now, jid), bad
+            pick -= len(moves)
+        target, now, lab, obj = env[pick]
+        return lab, obj, key[:n] + (target, now, key[n + 2]), ()
+
+    def walk(self, k: int, seed: int, steps: int) -> None:
+        """Walk ``k`` of the run: up to ``steps`` steps drawn from its own generator."""
+        rng = random.Random(f"{seed}:{k}")
+        key = self.w.key0
+        path: list[str] = []
+        objs: list = []
+        for _ in range(steps):
+            per_task, env, total = self.enabled(key)
+            if total == 0:
+                self.deadlocks += 1
+                break
+            lab, obj, new, bad = self.pick(key, per_task, env, rng.randrange(total))
+            path.append(lab)
+            objs.append(obj)
+            for pid in bad:
+                self.violated(pid, k, path, objs, key)
+            key = new
+            self.taken += 1
+            if key not in self.table:    # a state met before has had its invariants checked
+                self.check_state(key, k, path, objs)
+
+
 def simulate(inst: Instance, traces: int, steps: int, seed: int, *, rules: Rules = RULES,
              properties: dict[str, Property] | None = None,
              progress: Callable[[int, int], None] | None = None) -> SimulationResult:
@@ -175,75 +249,18 @@ def simulate(inst: Instance, traces: int, steps: int, seed: int, *, rules: Rules
     step_props = [p for p in props.values() if p.kind == "always" and p.scope == "step"]
     goals = [p for p in props.values() if p.kind == "sometimes"]
     t0 = time.perf_counter()
-    w = _Walker(inst, rules, step_props, state_props, goals)
-    n = w.n
-    found: dict[str, WalkViolation] = {}
-    reached: set[str] = set()
-    table: dict[tuple, tuple] = {}
-    taken = 0
-    deadlocks = 0
-
-    def check_state(key: tuple, trace: int, path: list, objs: list) -> None:
-        for i in range(n):
-            bad, good = w.verdict(key, i)
-            reached.update(good)
-            for pid in bad:
-                if pid not in found:
-                    found[pid] = WalkViolation(pid, props[pid].doc, trace, tuple(path),
-                                               tuple(objs), w.state(key))
-
-    def enabled(key: tuple) -> tuple:
-        """(enabled steps per task, environment steps, how many in all) of a state."""
-        per_task = tuple(w.task_moves(key, i) for i in range(n))
-        env = w.global_successors(key)
-        return per_task, env, sum(map(len, per_task)) + len(env)
-
-    check_state(w.key0, 0, [], [])
+    run = _Run(_Walker(inst, rules, step_props, state_props, goals), props)
+    run.check_state(run.w.key0, 0, [], [])
     for k in range(traces):
-        rng = random.Random(f"{seed}:{k}")
-        key = w.key0
-        path: list[str] = []
-        objs: list = []
-        for _ in range(steps):
-            entry = table.get(key)
-            if entry is None:
-                if len(table) >= STATE_CACHE_LIMIT:
-                    table.clear()
-                entry = table[key] = enabled(key)
-            per_task, env, total = entry
-            if total == 0:
-                deadlocks += 1
-                break
-            pick = rng.randrange(total)
-            for i, moves in enumerate(per_task):
-                if pick < len(moves):
-                    move = moves[pick]
-                    lab, obj, tid, target, now, jid, bad = move[:7]
-                    if bad is None:
-                        bad = w.step_verdict(move)
-                    new = key[:i] + (tid,) + key[i + 1:n] + (target, now, jid)
-                    break
-                pick -= len(moves)
-            else:
-                target, now, lab, obj = env[pick]
-                new, bad = key[:n] + (target, now, key[n + 2]), ()
-            path.append(lab)
-            objs.append(obj)
-            for pid in bad:
-                if pid not in found:
-                    found[pid] = WalkViolation(pid, props[pid].doc, k, tuple(path), tuple(objs),
-                                               w.state(key))
-            key = new
-            taken += 1
-            if key not in table:    # a state met before has had its invariants checked
-                check_state(key, k, path, objs)
+        run.walk(k, seed, steps)
         if progress and (k + 1) % 1000 == 0:
             progress(k + 1, traces)
     seconds = time.perf_counter() - t0
     return SimulationResult(
-        instance=inst, seed=seed, traces=traces, max_steps=steps, steps=taken,
-        deadlocks=deadlocks,
-        violations=tuple(sorted(found.values(), key=lambda v: (len(v.path), v.invariant))),
-        reached=tuple(sorted(reached)), unreached=tuple(sorted({p.id for p in goals} - reached)),
+        instance=inst, seed=seed, traces=traces, max_steps=steps, steps=run.taken,
+        deadlocks=run.deadlocks,
+        violations=tuple(sorted(run.found.values(), key=lambda v: (len(v.path), v.invariant))),
+        reached=tuple(sorted(run.reached)),
+        unreached=tuple(sorted({p.id for p in goals} - run.reached)),
         seconds=seconds,
     )

@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from wgk.conformance.check.explore import Instance, explore, to_dot
+from wgk.conformance.check.explore import explore, to_dot
+from wgk.model.actions import Instance
 
 from wgk.conformance.cli import instance_args
 from wgk.conformance.cli.errors import UsageError

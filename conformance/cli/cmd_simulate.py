@@ -5,7 +5,7 @@ import argparse
 import random
 import sys
 
-from wgk.conformance.check.explore import GROUPS, Instance
+from wgk.model.actions import GROUPS, Instance
 
 from wgk.conformance.cli import instance_args
 from wgk.conformance.cli.errors import UsageError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from wgk.conformance.check.explore import GROUPS, Instance
+from wgk.model.actions import GROUPS, Instance
 
 from wgk.conformance.cli.errors import UsageError
 

@@ -22,6 +22,8 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
 from wgk.conformance.check.driver import current_capability, current_phase
+from wgk.model.actions import PARAMS, WITH_EVIDENCE, WITH_IMPORTS
+from wgk.model.projections import next_edge
 from wgk.model.vocab import (
     Actor, AttemptState, Exit, Kind, AUTHORITY, NEEDS_CAPABILITY,
     TRANSACTION_KINDS,
@@ -72,186 +74,222 @@ def _kinds_by_weight() -> list[Kind]:
 KINDS = _kinds_by_weight()
 
 
-def make_machine(config: FuzzConfig):
-    graph = chain_graph(config.tasks, review=config.review)
-    names = [t["name"] for t in graph["tasks"]]
+def _progress_kind(m: ModelSystem, task: str) -> Kind:
+    """The request that moves ``task`` forward (what a convergent client sends)."""
+    t = m.state.task(task)
+    if t.attempt_state != AttemptState.RUNNING:
+        return Kind.RECONSTRUCT if t.exit == Exit.NEEDS_RECONCILIATION else Kind.DISPATCH
+    if t.exit == Exit.NEEDS_REPAIR:
+        return Kind.REVISE
+    if t.exit != Exit.NONE:
+        return Kind.RECONCILE
+    if t.owner_seen == 3 and t.phase == 0:
+        return Kind.DECLARE_LOST
+    edge = next_edge(t, m.graph.review_required[m.graph.index[task]])
+    return Kind(edge) if edge else Kind.SUBMIT
 
-    class KernelMachine(RuleBasedStateMachine):
-        def __init__(self):
-            super().__init__()
-            self.model = ModelSystem(graph)
-            self.sut = config.system(graph) if config.system else None
-            self.oracle = Oracle(self.model, ignore=config.ignore) if self.sut else None
-            self.steps: list[dict] = []
-            self.last_request: dict | None = None
-            self.unacked: dict | None = None
-            self.pid = 5000
-            LAST_RUN.steps = self.steps
 
-        # --- drawing a request like some client would --------------------------
-        def _progress_kind(self, task: str) -> Kind:
-            """The request that moves ``task`` forward (what a convergent client sends)."""
-            from wgk.model.projections import next_edge
-            m = self.model
-            t = m.state.task(task)
-            if t.attempt_state != AttemptState.RUNNING:
-                return Kind.RECONSTRUCT if t.exit == Exit.NEEDS_RECONCILIATION else Kind.DISPATCH
-            if t.exit == Exit.NEEDS_REPAIR:
-                return Kind.REVISE
-            if t.exit != Exit.NONE:
-                return Kind.RECONCILE
-            if t.owner_seen == 3 and t.phase == 0:
-                return Kind.DECLARE_LOST
-            edge = next_edge(t, m.graph.review_required[m.graph.index[task]])
-            return Kind(edge) if edge else Kind.SUBMIT
+def _carries(kind: Kind, name: str) -> bool:
+    """The kind carries the request field ``name`` (``wgk.model.actions.PARAMS``)."""
+    return name in PARAMS.get(kind, ())
 
-        def _request(self, data) -> dict:
-            m = self.model
-            active = [n for n in names if m.state.task(n).attempt_state == AttemptState.RUNNING
-                      or all(m.state.tasks[d].phase == 13 for d in m.graph.deps[m.graph.index[n]])]
-            pool = active or names
-            task = data.draw(st.sampled_from(pool + ["ghost"] if data.draw(st.integers(0, 30)) == 0
-                                             else pool), label="task")
-            if task in m.graph.index and data.draw(st.integers(0, 9), label="progress") < 6:
-                kind = self._progress_kind(task)
+
+class _Drawing:
+    """Drawing one request like some client would: mostly well-formed and current, sometimes
+    stale, unauthorized, for an unknown task or with mismatched bytes."""
+
+    model: ModelSystem
+    names: list[str]
+    pid: int
+
+    def _task_and_kind(self, data) -> tuple[str, Kind]:
+        m = self.model
+        active = [n for n in self.names if m.state.task(n).attempt_state == AttemptState.RUNNING
+                  or all(m.state.tasks[d].phase == 13 for d in m.graph.deps[m.graph.index[n]])]
+        pool = active or self.names
+        task = data.draw(st.sampled_from(pool + ["ghost"] if data.draw(st.integers(0, 30)) == 0
+                                         else pool), label="task")
+        if task in m.graph.index and data.draw(st.integers(0, 9), label="progress") < 6:
+            return task, _progress_kind(m, task)
+        return task, data.draw(st.sampled_from(KINDS), label="kind")
+
+    def _capability(self, data, req: dict, kind: Kind, task: str) -> None:
+        if kind not in NEEDS_CAPABILITY:
+            return
+        c = current_capability(self.model.state, task)
+        mode = data.draw(st.sampled_from(["current"] * 8 + ["stale", "none", "no-lease"]),
+                         label="cap")
+        if mode != "none":
+            req["cap"] = {"graph": c.graph, "task": c.task, "generation": c.generation,
+                          "attempt": c.attempt - (mode == "stale"), "fence": c.fence - (mode == "stale"),
+                          "lease-epoch": 0 if mode == "no-lease" else c.lease_epoch}
+
+    def _expectations(self, data, req: dict, kind: Kind, task: str, t) -> None:
+        """The compare-and-set fields: expected phase/revision, attempt, generation."""
+        if kind in TRANSACTION_KINDS:
+            if t is not None:
+                req["expected-phase"] = current_phase(self.model.state, task).label
+                req["expected-revision"] = t.revision - data.draw(st.sampled_from([0] * 9 + [1]),
+                                                                  label="stale-revision")
             else:
-                kind = data.draw(st.sampled_from(KINDS), label="kind")
-            allowed = sorted(AUTHORITY[kind], key=int)
-            actor = data.draw(st.sampled_from(allowed) if data.draw(st.integers(0, 15))
-                              else st.sampled_from(list(Actor)), label="actor")
-            req: dict[str, Any] = {"kind": kind.label, "actor": actor.label, "task": task}
-            known = task in m.graph.index
-            t = m.state.task(task) if known else None
-            if kind in NEEDS_CAPABILITY and known:
-                c = current_capability(m.state, task)
-                mode = data.draw(st.sampled_from(["current"] * 8 + ["stale", "none", "no-lease"]),
-                                 label="cap")
-                if mode != "none":
-                    req["cap"] = {"graph": c.graph, "task": c.task, "generation": c.generation,
-                                  "attempt": c.attempt - (mode == "stale"), "fence": c.fence - (mode == "stale"),
-                                  "lease-epoch": 0 if mode == "no-lease" else c.lease_epoch}
-            if kind in TRANSACTION_KINDS:
-                if known:
-                    req["expected-phase"] = current_phase(m.state, task).label
-                    req["expected-revision"] = t.revision - data.draw(st.sampled_from([0] * 9 + [1]),
-                                                                      label="stale-revision")
-                else:
-                    req["expected-phase"], req["expected-revision"] = "absent", 0
-            if kind in (Kind.DISPATCH, Kind.RETRY):
-                req["expected-attempt"] = (t.attempt if known else 0) - data.draw(
-                    st.sampled_from([0] * 9 + [1]), label="stale-attempt")
-            if kind == Kind.RESET:
-                req["expected-generation"] = t.generation if known else 0
-            if kind in (Kind.DISPATCH, Kind.RETRY, Kind.RESUME):
-                self.pid += 1
-                same = kind == Kind.RESUME and known and data.draw(st.booleans(), label="same-session")
-                req["owner"] = {"pid": self.pid, "birth": 10 * self.pid,
-                                "session": m.names.sname(t.session) if same else f"s{self.pid}",
-                                "wrapper-epoch": (t.wrapper_epoch + 1) if known else 1,
-                                "child-epoch": (t.child_epoch + 1) if known else 1}
-            if kind in (Kind.DISPATCH, Kind.RETRY) and known and t.retained and data.draw(st.booleans()):
-                req["imports"] = m.names.cname(t.retained)
-            if kind in (Kind.SAVE_WORK, Kind.SEAL_CANDIDATE, Kind.VALIDATE, Kind.ACCEPT,
-                        Kind.COMMIT_EFFECT, Kind.REVISE, Kind.RECONSTRUCT):
-                options = CONTENTS + (("main-0",) if kind == Kind.RECONSTRUCT else ())
-                if known:
-                    current = {Kind.SAVE_WORK: t.worktree, Kind.REVISE: t.worktree,
-                               Kind.RECONSTRUCT: m.state.target}.get(kind, t.candidate)
-                    if current:
-                        options = (m.names.cname(current),) * 6 + options
-                req["candidate"] = data.draw(st.sampled_from(options), label="candidate")
-            if kind in (Kind.SAVE_WORK, Kind.COMMIT_EFFECT, Kind.REVISE, Kind.RECONSTRUCT):
-                base = {Kind.SAVE_WORK: t.origin, Kind.COMMIT_EFFECT: t.base,
-                        Kind.REVISE: m.state.target}.get(kind, m.state.target) if known else 0
-                req["base"] = m.names.cname(base) if base else "main-0"
-            if kind == Kind.VALIDATE:
-                req["verdict"] = data.draw(st.sampled_from(["pass"] * 4 + ["fail"]), label="verdict")
-            if kind == Kind.ACCEPT:
-                req["verdict"] = data.draw(st.sampled_from(["pass", "not-required", "not-required", "fail"]),
-                                           label="verdict")
-            if kind == Kind.RECORD_DISPOSITION:
-                req["disposition"] = data.draw(st.sampled_from(["land", "land", "deliver", "report"]),
-                                               label="disposition")
-            if kind in (Kind.HEARTBEAT, Kind.HEARTBEAT_TIMEOUT, Kind.OBSERVE_EOF, Kind.PROBE_OWNER,
-                        Kind.COMPACTION, Kind.ACK_CONTINUATION, Kind.PROVIDER_FAILURE, Kind.MESSAGE,
-                        Kind.OWNERSHIP_CONTENTION, Kind.FAIL, Kind.LEGACY_DONE):
-                req["evidence"] = data.draw(st.sampled_from(EVIDENCE), label="evidence")
-            if kind == Kind.BLOCK_UPGRADE:
-                req["reason"] = "version-skew"
-            return req
+                req["expected-phase"], req["expected-revision"] = "absent", 0
+        if _carries(kind, "expected_attempt"):
+            req["expected-attempt"] = (t.attempt if t is not None else 0) - data.draw(
+                st.sampled_from([0] * 9 + [1]), label="stale-attempt")
+        if _carries(kind, "expected_generation"):
+            req["expected-generation"] = t.generation if t is not None else 0
 
-        def _key(self, data, req: dict) -> None:
-            policy = data.draw(st.sampled_from(["fresh"] * 10 + ["replay", "conflict"]), label="key")
-            if policy == "replay" and self.last_request is not None:
-                req.clear()
-                req.update(self.last_request)
+    def _owner(self, data, req: dict, kind: Kind, t) -> None:
+        m = self.model
+        known = t is not None
+        if _carries(kind, "pid"):
+            self.pid += 1
+            same = kind == Kind.RESUME and known and data.draw(st.booleans(), label="same-session")
+            req["owner"] = {"pid": self.pid, "birth": 10 * self.pid,
+                            "session": m.names.sname(t.session) if same else f"s{self.pid}",
+                            "wrapper-epoch": (t.wrapper_epoch + 1) if known else 1,
+                            "child-epoch": (t.child_epoch + 1) if known else 1}
+        if kind in WITH_IMPORTS and known and t.retained and data.draw(st.booleans()):
+            req["imports"] = m.names.cname(t.retained)
+
+    def _payload(self, data, req: dict, kind: Kind, t) -> None:
+        """Candidate, base, verdict, disposition, evidence id and reason."""
+        m = self.model
+        if _carries(kind, "candidate"):
+            options = CONTENTS + (("main-0",) if kind == Kind.RECONSTRUCT else ())
+            if t is not None:
+                current = {Kind.SAVE_WORK: t.worktree, Kind.REVISE: t.worktree,
+                           Kind.RECONSTRUCT: m.state.target}.get(kind, t.candidate)
+                if current:
+                    options = (m.names.cname(current),) * 6 + options
+            req["candidate"] = data.draw(st.sampled_from(options), label="candidate")
+        if _carries(kind, "base"):
+            base = {Kind.SAVE_WORK: t.origin, Kind.COMMIT_EFFECT: t.base,
+                    Kind.REVISE: m.state.target}.get(kind, m.state.target) if t is not None else 0
+            req["base"] = m.names.cname(base) if base else "main-0"
+        if kind == Kind.VALIDATE:
+            req["verdict"] = data.draw(st.sampled_from(["pass"] * 4 + ["fail"]), label="verdict")
+        if kind == Kind.ACCEPT:
+            req["verdict"] = data.draw(st.sampled_from(["pass", "not-required", "not-required", "fail"]),
+                                       label="verdict")
+        if kind == Kind.RECORD_DISPOSITION:
+            req["disposition"] = data.draw(st.sampled_from(["land", "land", "deliver", "report"]),
+                                           label="disposition")
+        if kind in WITH_EVIDENCE:
+            req["evidence"] = data.draw(st.sampled_from(EVIDENCE), label="evidence")
+        if kind == Kind.BLOCK_UPGRADE:
+            req["reason"] = "version-skew"
+
+    def _request(self, data) -> dict:
+        task, kind = self._task_and_kind(data)
+        allowed = sorted(AUTHORITY[kind], key=int)
+        actor = data.draw(st.sampled_from(allowed) if data.draw(st.integers(0, 15))
+                          else st.sampled_from(list(Actor)), label="actor")
+        req: dict[str, Any] = {"kind": kind.label, "actor": actor.label, "task": task}
+        known = task in self.model.graph.index
+        t = self.model.state.task(task) if known else None
+        if known:
+            self._capability(data, req, kind, task)
+        self._expectations(data, req, kind, task, t)
+        self._owner(data, req, kind, t)
+        self._payload(data, req, kind, t)
+        return req
+
+
+class _KernelMachine(_Drawing, RuleBasedStateMachine):
+    """The state machine of ``make_machine``; its subclass sets ``graph`` and ``config``."""
+
+    graph: dict = {}
+    config: FuzzConfig = FuzzConfig()
+
+    def __init__(self):
+        super().__init__()
+        graph, config = self.graph, self.config
+        self.names = [t["name"] for t in graph["tasks"]]
+        self.model = ModelSystem(graph)
+        self.sut = config.system(graph) if config.system else None
+        self.oracle = Oracle(self.model, ignore=config.ignore) if self.sut else None
+        self.steps: list[dict] = []
+        self.last_request: dict | None = None
+        self.unacked: dict | None = None
+        self.pid = 5000
+        LAST_RUN.steps = self.steps
+
+    def _key(self, data, req: dict) -> None:
+        policy = data.draw(st.sampled_from(["fresh"] * 10 + ["replay", "conflict"]), label="key")
+        if policy == "replay" and self.last_request is not None:
+            req.clear()
+            req.update(self.last_request)
+            return
+        if policy == "conflict" and self.last_request is not None:
+            req["key"] = self.last_request["key"]
+            return
+        req["key"] = f"k{len(self.steps) + 1}"
+
+    def _do(self, step: dict) -> None:
+        self.steps.append(step)
+        request = step.get("request")
+        try:
+            if self.sut is None:
+                self.model.apply(step)
+                return self._check_model()
+            if request is None:
+                self.model_env_check(step)    # impossible environment steps are not taken
+            observed = Observed(self.sut.apply(step), self.sut.project())
+        except StepError:
+            self.steps.pop()
+            return
+        verdict = self.oracle.is_valid_step(step, observed)     # steps self.model too
+        assert verdict.valid, "\n".join(d.describe() for d in verdict.divergences)
+
+    def model_env_check(self, step: dict) -> None:
+        probe = ModelSystem(self.graph)
+        probe.restore(self.model.snapshot())
+        probe.apply(step)                     # raises StepError when impossible
+
+    def _check_model(self) -> None:
+        bad = self.model.check()
+        assert not bad, f"model invariants violated: {', '.join(bad)}"
+
+    # --- rules --------------------------------------------------------------
+    @rule(data=st.data())
+    def send(self, data):
+        req = self._request(data)
+        self._key(data, req)
+        self.last_request = dict(req)
+        self._do({"request": req})
+
+    @rule(data=st.data())
+    def happen(self, data):
+        kind = data.draw(st.sampled_from(["edit", "edit", "owner-dies", "pid-reuse", "move-target",
+                                          "tick", "crash", "lost-response"]), label="env")
+        step: dict[str, Any] = {"env": kind}
+        if kind in ("edit", "owner-dies", "pid-reuse"):
+            step["task"] = data.draw(st.sampled_from(self.names), label="env-task")
+        if kind == "edit":
+            step["content"] = data.draw(st.sampled_from(CONTENTS), label="content")
+        if kind == "pid-reuse":
+            step["birth"] = data.draw(st.integers(1, 3), label="birth")
+        if kind == "move-target":
+            step["content"] = data.draw(st.sampled_from(FOREIGN + CONTENTS), label="target")
+        if kind == "lost-response":
+            if self.last_request is None:
                 return
-            if policy == "conflict" and self.last_request is not None:
-                req["key"] = self.last_request["key"]
-                return
-            req["key"] = f"k{len(self.steps) + 1}"
-
-        def _do(self, step: dict) -> None:
-            self.steps.append(step)
-            request = step.get("request")
-            try:
-                if self.sut is None:
-                    self.model.apply(step)
-                    return self._check_model()
-                if request is None:
-                    self.model_env_check(step)    # impossible environment steps are not taken
-                observed = Observed(self.sut.apply(step), self.sut.project())
-            except StepError:
-                self.steps.pop()
-                return
-            verdict = self.oracle.is_valid_step(step, observed)     # steps self.model too
-            assert verdict.valid, "\n".join(d.describe() for d in verdict.divergences)
-
-        def model_env_check(self, step: dict) -> None:
-            probe = ModelSystem(graph)
-            probe.restore(self.model.snapshot())
-            probe.apply(step)                     # raises StepError when impossible
-
-        def _check_model(self) -> None:
-            bad = self.model.check()
-            assert not bad, f"model invariants violated: {', '.join(bad)}"
-
-        # --- rules --------------------------------------------------------------
-        @rule(data=st.data())
-        def send(self, data):
-            req = self._request(data)
-            self._key(data, req)
-            self.last_request = dict(req)
-            self._do({"request": req})
-
-        @rule(data=st.data())
-        def happen(self, data):
-            kind = data.draw(st.sampled_from(["edit", "edit", "owner-dies", "pid-reuse", "move-target",
-                                              "tick", "crash", "lost-response"]), label="env")
-            step: dict[str, Any] = {"env": kind}
-            if kind in ("edit", "owner-dies", "pid-reuse"):
-                step["task"] = data.draw(st.sampled_from(names), label="env-task")
-            if kind == "edit":
-                step["content"] = data.draw(st.sampled_from(CONTENTS), label="content")
-            if kind == "pid-reuse":
-                step["birth"] = data.draw(st.integers(1, 3), label="birth")
-            if kind == "move-target":
-                step["content"] = data.draw(st.sampled_from(FOREIGN + CONTENTS), label="target")
-            if kind == "lost-response":
-                if self.last_request is None:
-                    return
-                self._do(step)
-                self._do({"request": dict(self.last_request)})   # the client re-sends, same key
-                return
-            if kind in ("edit", "owner-dies", "pid-reuse", "move-target", "tick"):
-                try:
-                    self.model_env_check(step)
-                except StepError:
-                    return
             self._do(step)
+            self._do({"request": dict(self.last_request)})   # the client re-sends, same key
+            return
+        if kind in ("edit", "owner-dies", "pid-reuse", "move-target", "tick"):
+            try:
+                self.model_env_check(step)
+            except StepError:
+                return
+        self._do(step)
 
-    KernelMachine.__name__ = "KernelMachine"
-    return KernelMachine
+
+def make_machine(config: FuzzConfig):
+    """The Hypothesis state machine for a chain of ``config.tasks`` tasks."""
+    graph = chain_graph(config.tasks, review=config.review)
+    return type("KernelMachine", (_KernelMachine,), {"graph": graph, "config": config})
 
 
 @dataclass

@@ -13,7 +13,7 @@ steps and replayed through the executable model from the instance's initial
 state; every decision, every state and the goal must agree
 (``SymbolicMismatch`` otherwise).
 
-Which requests exist follows the instance (``wgk.conformance.check.explore.Instance``):
+Which requests exist follows the instance (``wgk.model.actions``):
 its request groups, review policy, keys, and its bounds on attempts per
 generation, generations and candidate versions. Unlike the explorer, every
 compared request field is free: stale and current callers alike.
@@ -26,8 +26,7 @@ from typing import Any, Callable
 
 import z3
 
-from wgk.model.env import EnvKind
-from wgk.conformance.check.explore import Instance
+from wgk.model.actions import ENV_GLOBAL_KINDS, ENV_TASK_KINDS, Instance, instance_kinds
 from wgk.model.invariants import REGISTRY, Property
 from wgk.model.logic import not_
 from wgk.model.state import State
@@ -44,36 +43,10 @@ from wgk.conformance.z3.templates import (
 )
 from wgk.conformance.z3.transition import MODEL, Branch, Semantics, actor_sensitive, branches, discover_universe
 
-GROUP_KINDS: dict[str, tuple[K, ...]] = {
-    "core": (K.DISPATCH, K.FAIL, K.RESUME, K.PROBE_OWNER, K.DECLARE_LOST, K.SUBMIT, K.QUIESCE,
-             K.SAVE_WORK, K.SEAL_CANDIDATE, K.VALIDATE, K.REQUEST_REVIEW, K.ACCEPT,
-             K.RECORD_DISPOSITION, K.PREPARE_EFFECT, K.COMMIT_EFFECT, K.MARK_REPAIR,
-             K.PREPARE_CLEANUP, K.COMMIT_CLEANUP, K.SAVE_GRAPH, K.REVISE),
-    "evidence": (K.HEARTBEAT, K.HEARTBEAT_TIMEOUT, K.OBSERVE_EOF, K.COMPACTION,
-                 K.ACK_CONTINUATION, K.PROVIDER_FAILURE, K.MESSAGE, K.OWNERSHIP_CONTENTION, K.LOG),
-    "review": (),
-    "operator": (K.RETRY, K.RESET, K.ABANDON, K.RECONCILE, K.BLOCK_UPGRADE),
-    "legacy": (K.ASSIGN, K.LEGACY_DONE, K.RECONCILE, K.RECONSTRUCT),
-}
 BMC_VERDICTS = {K.VALIDATE: (Verdict.PASS, Verdict.FAIL),
                 K.ACCEPT: (Verdict.PASS, Verdict.FAIL, Verdict.NOT_REQUIRED)}
 BMC_DISPOSITIONS = {K.RECORD_DISPOSITION: (Disposition.LAND, Disposition.DELIVER,
                                            Disposition.REPORT)}
-
-
-def instance_kinds(inst: Instance) -> list[K]:
-    kinds: list[K] = []
-    for g in inst.groups:
-        for k in GROUP_KINDS.get(g, ()):
-            if k not in kinds:
-                kinds.append(k)
-    if not inst.review and K.REQUEST_REVIEW in kinds:
-        kinds.remove(K.REQUEST_REVIEW)
-    if inst.versions < 2 and K.REVISE in kinds:
-        kinds.remove(K.REVISE)
-    if inst.generations < 2 and K.RESET in kinds:
-        kinds.remove(K.RESET)
-    return kinds
 
 
 def instance_templates(inst: Instance, ids: tuple[str, ...], sem: Semantics = MODEL) -> list:
@@ -85,8 +58,7 @@ def instance_templates(inst: Instance, ids: tuple[str, ...], sem: Semantics = MO
                                   dispositions=BMC_DISPOSITIONS,
                                   by_actor=actor_sensitive(graph, sem))
     if "env" in inst.groups:
-        out += env_templates(names, (EnvKind.EDIT, EnvKind.OWNER_DIES, EnvKind.PID_REUSE,
-                                     EnvKind.MOVE_TARGET))
+        out += env_templates(names, ENV_TASK_KINDS + ENV_GLOBAL_KINDS)
     return out
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace as dc_replace
 from typing import Callable, Iterator
 
 from wgk.model import kernel, projections, rules as R
-from wgk.conformance.check.explore import Instance
+from wgk.model.actions import Instance
 from wgk.model.kernel import Decision
 from wgk.model.logic import all_of, any_of, ite, not_
 from wgk.model.rules import RULES, guarded, running

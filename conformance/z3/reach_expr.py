@@ -14,7 +14,7 @@ and content ids with ints (content ids also with each other). Allowed: ``and``,
 Python's ``ast``; nothing is ever evaluated by Python itself.
 
 The compiled predicate is built from the model's own projections (``status``,
-``dependency_satisfying``, ``recovery_rank``) and the logic operators, so it
+``graph_saved``, ``recovery_rank``) and the logic operators, so it
 runs on symbolic states (z3 terms) and on concrete states alike.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from wgk.model.logic import all_of, any_of, not_, one_of
 from wgk.model.projections import recovery_rank, status
-from wgk.model.rules import dependency_satisfying
+from wgk.model.predicates import graph_saved
 from wgk.model.state import State, TaskState
 from wgk.model.vocab import (
     AttemptState, Disposition, Exit, Labelled, OwnerSeen, Phase, Reason, Status,
@@ -45,7 +45,7 @@ INT, BOOL, CONTENT = "int", "bool", "content"
 #: field -> (type: an enum class, "int", "bool" or "content"; getter(s, i, t))
 FIELDS: dict[str, tuple[Any, Callable[[State, int, TaskState], Any]]] = {
     "status": (Status, lambda s, i, t: status(t)),
-    "dependency_satisfied": (BOOL, lambda s, i, t: dependency_satisfying(t)),
+    "dependency_satisfied": (BOOL, lambda s, i, t: graph_saved(t)),
     "attempt_state": (AttemptState, _field("attempt_state")),
     "owner_seen": (OwnerSeen, _field("owner_seen")),
     "phase": (Phase, _field("phase")),

@@ -22,10 +22,11 @@ from typing import Any, Iterable
 
 import z3
 
+from wgk.model.actions import OWNER, PARAMS, WITH_DEADLINE, WITH_EVIDENCE, WITH_IMPORTS
 from wgk.model.env import EnvKind, EnvStep
-from wgk.model.requests import Capability, Owner, Request, phase_code
+from wgk.model.requests import EXIT_CODE_BASE, Capability, Owner, Request, phase_code
 from wgk.model.vocab import (
-    AUTHORITY, EVIDENCE_KINDS, NEEDS_CAPABILITY, TRANSACTION_KINDS, Actor, Disposition, Exit,
+    AUTHORITY, NEEDS_CAPABILITY, TRANSACTION_KINDS, Actor, Disposition, Exit,
     Kind as K, Phase, Verdict,
 )
 
@@ -33,34 +34,12 @@ from wgk.conformance.z3.symbolic import SymDigest, nonzero_int, value
 
 CAP = ("generation", "attempt", "fence", "lease_epoch")
 CAS = ("expected_phase", "expected_revision")
-OWNER = ("pid", "birth", "session", "wrapper_epoch", "child_epoch")
 
 #: Every symbolic request field; a digest slot each.
 POOL: tuple[str, ...] = CAP + CAS + ("expected_attempt", "expected_generation") + OWNER + (
     "imports", "candidate", "base", "deadline")
 SLOT = {name: n for n, name in enumerate(POOL)}
 
-#: The symbolic fields each kind carries (docs/vocabulary.md, "Kinds"); ``imports``
-#: and ``deadline`` are added by the template variants that set them.
-PARAMS: dict[K, tuple[str, ...]] = {
-    K.ASSIGN: (),
-    K.DISPATCH: ("expected_attempt",) + OWNER,
-    K.RETRY: ("expected_attempt",) + OWNER,
-    K.RESUME: OWNER,
-    K.SAVE_WORK: ("candidate", "base"),
-    K.SEAL_CANDIDATE: ("candidate",),
-    K.VALIDATE: ("candidate",),
-    K.ACCEPT: ("candidate",),
-    K.COMMIT_EFFECT: ("candidate", "base"),
-    K.REVISE: ("candidate", "base"),
-    K.RESET: ("expected_generation",),
-    K.RECONSTRUCT: ("candidate", "base"),
-}
-
-#: Kinds whose evidence id is recorded.
-WITH_EVIDENCE = EVIDENCE_KINDS | {K.ACK_CONTINUATION, K.FAIL, K.LEGACY_DONE}
-WITH_DEADLINE = frozenset({K.SUBMIT, K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION})
-WITH_IMPORTS = frozenset({K.DISPATCH, K.RETRY})
 VERDICTS: dict[K, tuple[Verdict | None, ...]] = {
     K.VALIDATE: (Verdict.PASS, Verdict.FAIL, Verdict.NOT_REQUIRED, None),
     K.ACCEPT: (Verdict.PASS, Verdict.FAIL, Verdict.NOT_REQUIRED, None),
@@ -72,11 +51,11 @@ UNKNOWN_TASK = "unknown-task"
 FOREIGN_GRAPH = "foreign-graph"
 
 #: Phase codes a client may send as expected phase (``phase_code`` of a Phase or Exit).
-PHASE_CODES = tuple(int(p) for p in Phase) + tuple(100 + int(x) for x in Exit)
+PHASE_CODES = tuple(int(p) for p in Phase) + tuple(EXIT_CODE_BASE + int(x) for x in Exit)
 
 
 def code_to_phase(code: int) -> Phase | Exit:
-    return Phase(code) if code < 100 else Exit(code - 100)
+    return Phase(code) if code < EXIT_CODE_BASE else Exit(code - EXIT_CODE_BASE)
 
 
 @dataclass(frozen=True)

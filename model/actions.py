@@ -1,0 +1,330 @@
+"""The one enumeration of the requests and environment steps of a bounded instance.
+
+An ``Instance`` fixes the graph (a chain of ``tasks``), bounds on attempts per
+generation, generations and candidate versions, and which groups of requests
+are enabled. ``GROUP_KINDS`` is the one definition of the request groups: the
+explorer and the simulator send the concrete requests ``task_steps`` lists,
+the bounded model checker builds its symbolic templates from the same kinds
+(``instance_kinds``), and the fuzzer draws its well-behaved requests from
+``task_steps`` too.
+
+Every request is issued by a well-behaved actor carrying the current K and the
+current phase/revision, plus a few deliberately stale or mismatched ones so
+that the rejection paths are exercised too. Contents, pids and birth times are
+chosen deterministically from the task, generation and attempt so that the
+state space stays finite. Pure: no I/O.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from .env import EnvKind, EnvStep
+from .requests import Capability, Owner, Request
+from .state import Graph, State, initial_state
+from .vocab import (
+    Actor, AttemptState, Disposition, Exit, Kind as K, Phase, Reason, Verdict, EDGES, EVIDENCE_KINDS,
+)
+
+FOREIGN_COMMIT = 2
+INITIAL_TARGET = 1
+
+#: The request kinds of each group (the environment steps are the group "env").
+GROUP_KINDS: dict[str, tuple[K, ...]] = {
+    "core": (K.DISPATCH, K.FAIL, K.RESUME, K.PROBE_OWNER, K.DECLARE_LOST, K.SUBMIT, K.QUIESCE,
+             K.SAVE_WORK, K.SEAL_CANDIDATE, K.VALIDATE, K.REQUEST_REVIEW, K.ACCEPT,
+             K.RECORD_DISPOSITION, K.PREPARE_EFFECT, K.COMMIT_EFFECT, K.MARK_REPAIR,
+             K.PREPARE_CLEANUP, K.COMMIT_CLEANUP, K.SAVE_GRAPH, K.REVISE),
+    "evidence": (K.HEARTBEAT, K.HEARTBEAT_TIMEOUT, K.OBSERVE_EOF, K.COMPACTION,
+                 K.ACK_CONTINUATION, K.PROVIDER_FAILURE, K.MESSAGE, K.OWNERSHIP_CONTENTION, K.LOG),
+    "review": (),
+    "operator": (K.RETRY, K.RESET, K.ABANDON, K.RECONCILE, K.BLOCK_UPGRADE),
+    "legacy": (K.ASSIGN, K.LEGACY_DONE, K.RECONCILE, K.RECONSTRUCT),
+}
+GROUPS = tuple(GROUP_KINDS) + ("env",)
+
+#: Kinds of a group that the concrete enumeration does not send: their rules only
+#: record evidence or count (the bounded model checker covers them symbolically;
+#: sending them concretely would grow the explored space without new behaviour).
+SYMBOLIC_ONLY: frozenset[K] = frozenset({K.HEARTBEAT, K.OBSERVE_EOF, K.PROVIDER_FAILURE,
+                                         K.OWNERSHIP_CONTENTION, K.LOG})
+
+OWNER = ("pid", "birth", "session", "wrapper_epoch", "child_epoch")
+
+#: The fields each kind carries besides its task, actor and capability (docs/vocabulary.md,
+#: "Kinds"); ``imports`` and ``deadline`` are carried by the kinds listed below.
+PARAMS: dict[K, tuple[str, ...]] = {
+    K.ASSIGN: (),
+    K.DISPATCH: ("expected_attempt",) + OWNER,
+    K.RETRY: ("expected_attempt",) + OWNER,
+    K.RESUME: OWNER,
+    K.SAVE_WORK: ("candidate", "base"),
+    K.SEAL_CANDIDATE: ("candidate",),
+    K.VALIDATE: ("candidate",),
+    K.ACCEPT: ("candidate",),
+    K.COMMIT_EFFECT: ("candidate", "base"),
+    K.REVISE: ("candidate", "base"),
+    K.RESET: ("expected_generation",),
+    K.RECONSTRUCT: ("candidate", "base"),
+}
+
+#: Kinds whose evidence id is recorded.
+WITH_EVIDENCE = EVIDENCE_KINDS | {K.ACK_CONTINUATION, K.FAIL, K.LEGACY_DONE}
+WITH_DEADLINE = frozenset({K.SUBMIT, K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION})
+WITH_IMPORTS = frozenset({K.DISPATCH, K.RETRY})
+
+#: The environment steps of the group "env" (per task, then global).
+ENV_TASK_KINDS = (EnvKind.EDIT, EnvKind.OWNER_DIES, EnvKind.PID_REUSE)
+ENV_GLOBAL_KINDS = (EnvKind.MOVE_TARGET,)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A bounded instance of the model (explored, simulated, proved or model-checked)."""
+
+    tasks: int = 2
+    attempts: int = 1          # attempts per generation
+    generations: int = 1       # generations per task (1 = no reset)
+    groups: tuple[str, ...] = ("core", "env")
+    keys: bool = False         # send idempotency keys (explores the journal)
+    review: bool = False       # tasks require a FLIP review
+    versions: int = 1          # candidate versions per attempt (1 = no revise)
+    rejections: bool = False   # also send edges whose source phase does not match
+
+    detours: int = 1           # side-exit round trips per transaction (upgrade block)
+
+    def within(self, s: State) -> bool:
+        """State constraint (as TLC's CONSTRAINT): states beyond it are not expanded."""
+        return all(self.task_within(t) for t in s.tasks)
+
+    def task_within(self, t) -> bool:
+        """Along the main line a transaction's revision equals its phase index; each
+        side-exit round trip adds two, each revision of the candidate at most 12."""
+        slack = 2 * self.detours + 12 * (self.versions - 1)
+        return t.version <= self.versions and t.revision <= t.phase + slack
+
+    def graph(self) -> Graph:
+        names = [f"t{n + 1}" for n in range(self.tasks)]
+        deps = {names[n]: [names[n - 1]] for n in range(1, self.tasks)}
+        return Graph.build(names, deps, graph_id="g",
+                           review_required=names if self.review else (),
+                           requires_assignment=names[:1] if "legacy" in self.groups else ())
+
+    def initial(self) -> State:
+        return initial_state(self.graph(), target=INITIAL_TARGET)
+
+    def describe(self) -> dict:
+        return {"tasks": self.tasks, "attempts": self.attempts, "generations": self.generations,
+                "groups": list(self.groups), "keys": self.keys, "review": self.review}
+
+
+Step = Request | EnvStep
+
+
+def instance_kinds(inst: Instance) -> list[K]:
+    """The request kinds of the instance's groups that its bounds and policy leave possible."""
+    kinds: list[K] = []
+    for g in inst.groups:
+        for k in GROUP_KINDS.get(g, ()):
+            if k not in kinds:
+                kinds.append(k)
+    if not inst.review and K.REQUEST_REVIEW in kinds:
+        kinds.remove(K.REQUEST_REVIEW)
+    if inst.versions < 2 and K.REVISE in kinds:
+        kinds.remove(K.REVISE)
+    if inst.generations < 2 and K.RESET in kinds:
+        kinds.remove(K.RESET)
+    return kinds
+
+
+def content(i: int, t) -> int:
+    """The bytes the owner of task ``i`` writes next (deterministic, unique)."""
+    return 1000 * (i + 1) + 100 * t.generation + 10 * t.attempt + t.version + 3
+
+
+def owner_for(i: int, generation: int, attempt: int, epoch: int = 1) -> Owner:
+    pid = 100 * (i + 1) + 10 * generation + attempt
+    return Owner(pid=pid, birth=pid * 10 + epoch, session=pid, wrapper_epoch=epoch, child_epoch=epoch)
+
+
+@dataclass(frozen=True)
+class _Caller:
+    """What the bounded actors of task ``i`` know in state ``s``: its name, the current
+    and a stale capability, the expected phase and revision."""
+
+    inst: Instance
+    s: State
+    i: int
+
+    @property
+    def name(self) -> str:
+        return self.s.graph.tasks[self.i]
+
+    @property
+    def t(self):
+        return self.s.tasks[self.i]
+
+    def cap(self) -> Capability:
+        t = self.t
+        return Capability(self.s.graph.graph_id, self.name, t.generation, t.attempt, t.fence,
+                          t.lease_epoch)
+
+    def stale(self) -> Capability:
+        t = self.t
+        return Capability(self.s.graph.graph_id, self.name, t.generation, max(t.attempt - 1, 0),
+                          max(t.fence - 1, 0), max(t.lease_epoch - 1, 0))
+
+    def tx(self, kind: K, actor: Actor, **kw: Any) -> Request | None:
+        """A SaveTransaction edge with the current K, phase and revision (``None`` for an
+        edge whose source phase does not match, unless the instance sends rejections)."""
+        t = self.t
+        if not self.inst.rejections and kind in EDGES and (
+                t.exit != Exit.NONE or t.phase not in EDGES[kind][0]):
+            return None
+        exp = Exit(t.exit) if t.exit != Exit.NONE else Phase(t.phase)
+        return Request(kind, actor, self.name, cap=kw.pop("cap", self.cap()), expected_phase=exp,
+                       expected_revision=t.revision, **kw)
+
+
+def _admission_requests(c: _Caller) -> Iterator[Request]:
+    """A new attempt (dispatch, with the retained work imported, or an operator retry)."""
+    t, name = c.t, c.name
+    if t.attempt >= c.inst.attempts:
+        return
+    nxt = owner_for(c.i, t.generation, t.attempt + 1)
+    yield Request(K.DISPATCH, Actor.DAEMON, name, expected_attempt=t.attempt, owner=nxt)
+    if t.retained:
+        yield Request(K.DISPATCH, Actor.DAEMON, name, expected_attempt=t.attempt, owner=nxt,
+                      imports=t.retained)
+    if "operator" in c.inst.groups:
+        yield Request(K.RETRY, Actor.OPERATOR, name, expected_attempt=t.attempt, owner=nxt)
+
+
+def _late_requests(c: _Caller) -> Iterator[Request]:
+    """What an attempt hears even once closed: a terminal report and a message."""
+    yield Request(K.FAIL, Actor.WORKER, c.name, cap=c.cap(), evidence="fail")
+    if "evidence" in c.inst.groups:
+        yield Request(K.MESSAGE, Actor.OPERATOR, c.name, evidence="m1")
+
+
+def _liveness_requests(c: _Caller) -> Iterator[Request]:
+    """A running attempt's owner: resume, probe, convergence and the evidence channels."""
+    t, name, cap = c.t, c.name, c.cap()
+    if t.wrapper_epoch < 2:
+        yield Request(K.RESUME, Actor.WRAPPER, name, cap=cap,
+                      owner=owner_for(c.i, t.generation, t.attempt, t.wrapper_epoch + 1))
+    yield Request(K.PROBE_OWNER, Actor.PROCESS_OBSERVER, name, cap=cap, evidence="probe")
+    yield Request(K.DECLARE_LOST, Actor.DAEMON, name, cap=cap)
+    if "evidence" in c.inst.groups:
+        yield Request(K.HEARTBEAT_TIMEOUT, Actor.DAEMON, name, cap=cap, evidence="hb")
+        yield Request(K.COMPACTION, Actor.WRAPPER, name, cap=cap, evidence="c1")
+        yield Request(K.ACK_CONTINUATION, Actor.WRAPPER, name, cap=cap, evidence="c1")
+        yield Request(K.FAIL, Actor.WORKER, name, cap=c.stale(), evidence="stale")
+
+
+def _transaction_requests(c: _Caller) -> Iterator[Request | None]:
+    """Every edge of the SaveTransaction, in order (``None`` where ``tx`` leaves one out)."""
+    t, tx = c.t, c.tx
+    yield tx(K.SUBMIT, Actor.WORKER)
+    yield tx(K.QUIESCE, Actor.WRAPPER)
+    yield tx(K.SAVE_WORK, Actor.WRAPPER, candidate=t.worktree, base=t.origin)
+    yield tx(K.SEAL_CANDIDATE, Actor.DAEMON, candidate=t.candidate)
+    yield tx(K.VALIDATE, Actor.VALIDATOR, candidate=t.candidate, verdict=Verdict.PASS)
+    yield tx(K.VALIDATE, Actor.VALIDATOR, candidate=t.candidate, verdict=Verdict.FAIL)
+    if c.s.graph.review_required[c.i]:
+        yield tx(K.REQUEST_REVIEW, Actor.DAEMON)
+        yield tx(K.ACCEPT, Actor.EVALUATOR, candidate=t.candidate, verdict=Verdict.PASS)
+        yield tx(K.ACCEPT, Actor.EVALUATOR, candidate=t.candidate, verdict=Verdict.FAIL)
+    else:
+        yield tx(K.ACCEPT, Actor.DAEMON, candidate=t.candidate, verdict=Verdict.NOT_REQUIRED)
+    yield tx(K.RECORD_DISPOSITION, Actor.WRAPPER, disposition=Disposition.LAND)
+    yield tx(K.PREPARE_EFFECT, Actor.PROMOTER)
+    yield tx(K.COMMIT_EFFECT, Actor.PROMOTER, candidate=t.candidate, base=t.base)
+    yield tx(K.MARK_REPAIR, Actor.DAEMON)
+    yield tx(K.PREPARE_CLEANUP, Actor.CLEANUP)
+    yield tx(K.COMMIT_CLEANUP, Actor.CLEANUP)
+    yield tx(K.SAVE_GRAPH, Actor.DAEMON)
+    if t.version < c.inst.versions:
+        yield tx(K.REVISE, Actor.WORKER, candidate=t.worktree, base=c.s.target)
+
+
+def _operator_requests(c: _Caller) -> Iterator[Request | None]:
+    """The operator's reset, abandon and reconcile, and the daemon's upgrade block."""
+    if "operator" not in c.inst.groups:
+        return
+    t, name = c.t, c.name
+    if t.generation + 1 < c.inst.generations:
+        yield Request(K.RESET, Actor.OPERATOR, name, expected_generation=t.generation)
+    yield Request(K.ABANDON, Actor.OPERATOR, name)
+    yield Request(K.RECONCILE, Actor.OPERATOR, name)
+    yield c.tx(K.BLOCK_UPGRADE, Actor.DAEMON, reason=Reason.VERSION_SKEW)
+
+
+def requests_for(inst: Instance, s: State, i: int) -> Iterator[Request | None]:
+    """The request instances the bounded actors may send for task ``i`` in state ``s``
+    (``None`` stands for a transaction edge left out; ``task_steps`` drops them)."""
+    c = _Caller(inst, s, i)
+    yield from _admission_requests(c)
+    if c.t.attempt_state == 0:
+        return
+    yield from _late_requests(c)
+    if c.t.attempt_state != AttemptState.RUNNING:
+        return  # a closed attempt only hears late reports and messages
+    yield from _liveness_requests(c)
+    yield from _transaction_requests(c)
+    yield from _operator_requests(c)
+
+
+def legacy_requests(inst: Instance, s: State, i: int) -> Iterator[Request]:
+    g = s.graph
+    name = g.tasks[i]
+    if g.requires_assignment[i]:
+        yield Request(K.ASSIGN, Actor.DAEMON, name)
+    yield Request(K.LEGACY_DONE, Actor.LEGACY_IMPORT, name, evidence="legacy")
+    yield Request(K.RECONCILE, Actor.OPERATOR, name)
+    yield Request(K.RECONSTRUCT, Actor.OPERATOR, name, candidate=s.target, base=INITIAL_TARGET)
+
+
+def env_steps(inst: Instance, s: State, i: int) -> Iterator[EnvStep]:
+    name = s.graph.tasks[i]
+    t = s.tasks[i]
+    if t.attempt_state != AttemptState.RUNNING:
+        return
+    yield EnvStep(EnvKind.EDIT, name, content=content(i, t))
+    yield EnvStep(EnvKind.OWNER_DIES, name)
+    yield EnvStep(EnvKind.PID_REUSE, name, birth=9)
+
+
+def task_steps(inst: Instance, s: State, i: int) -> Iterator[Step]:
+    """Steps that read and change task ``i`` only (plus the target and the clock)."""
+    if "legacy" in inst.groups:
+        yield from legacy_requests(inst, s, i)
+    yield from (r for r in requests_for(inst, s, i) if r is not None)
+    if "env" in inst.groups:
+        yield from env_steps(inst, s, i)
+
+
+def global_steps(inst: Instance, s: State) -> Iterator[EnvStep]:
+    """Environment steps that change no task."""
+    if "env" in inst.groups and s.target != FOREIGN_COMMIT:
+        yield EnvStep(EnvKind.MOVE_TARGET, content=FOREIGN_COMMIT)
+
+
+def steps(inst: Instance, s: State) -> Iterator[Step]:
+    for i in range(len(s.tasks)):
+        yield from task_steps(inst, s, i)
+    yield from global_steps(inst, s)
+
+
+def label(step: Step) -> str:
+    if isinstance(step, EnvStep):
+        extra = f"={step.content}" if step.kind in (EnvKind.EDIT, EnvKind.MOVE_TARGET) else ""
+        return f"env:{step.kind.label}({step.task}{extra})"
+    extra = ""
+    if step.verdict is not None:
+        extra = f",{step.verdict.label}"
+    if step.imports:
+        extra += ",import"
+    if step.cap is not None and step.cap.fence != 0 and step.evidence == "stale":
+        extra += ",stale"
+    return f"{step.kind.label}({step.task}{extra})"
