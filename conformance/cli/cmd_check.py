@@ -18,7 +18,7 @@ from wgk.conformance.view.diff import changes
 from wgk.conformance.view.session import step_label as view_label
 from wgk.conformance.z3.mutants import MUTANTS
 from wgk.conformance.cli.output import emit_json, progress
-from wgk.conformance.z3.prove import solver_guarded
+from wgk.conformance.cli.output import solver_guarded
 from wgk.conformance.z3.reach_expr import ReachError, compile_reach
 from wgk.conformance.z3.transition import MODEL
 

@@ -6,7 +6,8 @@ import argparse
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.z3.mutants import MUTANTS, kill
 from wgk.conformance.cli.output import emit_json, progress
-from wgk.conformance.z3.prove import Bounds, prove, solver_guarded
+from wgk.conformance.cli.output import solver_guarded
+from wgk.conformance.z3.prove import Bounds, prove
 
 HELP = "kill every mutant of the model: by a failed proof and by a BMC counterexample"
 EXAMPLES = """  wgk mutants

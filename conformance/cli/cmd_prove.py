@@ -16,7 +16,8 @@ from wgk.model.invariants import REGISTRY
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.cli.output import emit_json, progress
-from wgk.conformance.z3.prove import DOMAIN, Bounds, prove, solver_guarded
+from wgk.conformance.cli.output import solver_guarded
+from wgk.conformance.z3.prove import DOMAIN, Bounds, prove
 from wgk.conformance.z3.witnesses import witness_reports
 
 HELP = "prove every always invariant inductive (z3) and reach every sometimes property"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 
 def emit_json(data: Any, out: TextIO | None = None) -> None:
@@ -24,3 +24,17 @@ def write_text(path: str, text: str) -> None:
     if p.parent and not p.parent.exists():
         p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(text)
+
+
+def solver_guarded(command: str, body: Callable[[], int]) -> int:
+    """Run a command's body; a disagreement between the solver and the executable model,
+    or a vacuous proof, fails the command (exit 1) with one line: never a silent pass."""
+    from wgk.conformance.z3.prove import SymbolicMismatch, VacuousProof   # z3 only for z3 commands
+    try:
+        return body()
+    except SymbolicMismatch as e:
+        print(f"wgk {command}: the solver and the executable model disagree: {e}", file=sys.stderr)
+        return 1
+    except VacuousProof as e:
+        print(f"wgk {command}: vacuous proof refused: {e}", file=sys.stderr)
+        return 1

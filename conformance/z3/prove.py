@@ -346,20 +346,6 @@ class Prover:
                            + self.build_seconds, self.build_seconds, list(self.lemmas))
 
 
-def solver_guarded(command: str, body: Callable[[], int]) -> int:
-    """Run a command's body; a disagreement between the solver and the executable model,
-    or a vacuous proof, fails the command (exit 1) with one line: never a silent pass."""
-    import sys
-    try:
-        return body()
-    except SymbolicMismatch as e:
-        print(f"wgk {command}: the solver and the executable model disagree: {e}", file=sys.stderr)
-        return 1
-    except VacuousProof as e:
-        print(f"wgk {command}: vacuous proof refused: {e}", file=sys.stderr)
-        return 1
-
-
 def decode_decision(model: z3.ModelRef, d: Decision | None) -> Decision | None:
     if d is None:
         return None
