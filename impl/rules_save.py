@@ -6,7 +6,7 @@ from .decision import (
     succeeded,
 )
 from .records import Binding, NO_RECEIPTS, TaskRecord, evolve as replace
-from .vocabulary import GRAPH_SAVE_NEEDS
+from .vocabulary import SAVE_GRAPH_NEEDS
 
 
 # --- the SaveTransaction ---------------------------------------------------------------------
@@ -178,7 +178,7 @@ def save_graph(ctx: Ctx) -> Outcome:
     t = ctx.record
     b = t.binding
     # guards: done-iff-graphsave
-    if any(t.receipt(k) != b for k in GRAPH_SAVE_NEEDS):
+    if any(t.receipt(k) != b for k in SAVE_GRAPH_NEEDS):
         return reject(ctx, "evidence-missing")
     new = release_owner(advance(t, "graph-saved", attempt_state="succeeded",
                                 receipts=t.with_receipts(graph_save=b)))

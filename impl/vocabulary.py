@@ -76,7 +76,7 @@ TRANSACTION_KINDS = frozenset({
 })
 
 #: Kinds that must carry the exact capability tuple K of the current attempt.
-CAPABILITY_KINDS = TRANSACTION_KINDS | frozenset({
+NEEDS_CAPABILITY = TRANSACTION_KINDS | frozenset({
     "resume", "heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner", "compaction",
     "ack-continuation", "provider-failure", "log", "fail", "declare-lost",
 })
@@ -146,7 +146,7 @@ EFFECT_PHASES = frozenset({"effect-prepared", "effect-committed", "cleanup-prepa
                            "cleanup-committed"})
 
 #: Receipts a GraphSave needs (everything but itself).
-GRAPH_SAVE_NEEDS = RECEIPTS[:-1]
+SAVE_GRAPH_NEEDS = RECEIPTS[:-1]
 
 # --- planner ----------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from .errors import BadRequest
 from .vocabulary import (
-    ACTORS, AUTHORITY, CAPABILITY_KINDS, DISPOSITIONS, EXITS, KINDS, PHASES, REASONS,
+    ACTORS, AUTHORITY, NEEDS_CAPABILITY, DISPOSITIONS, EXITS, KINDS, PHASES, REASONS,
     TRANSACTION_KINDS, VERDICTS,
 )
 
@@ -82,7 +82,7 @@ class Request:
 
     @property
     def needs_capability(self) -> bool:
-        return self.kind in CAPABILITY_KINDS
+        return self.kind in NEEDS_CAPABILITY
 
 
 _FIELDS = frozenset({

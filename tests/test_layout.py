@@ -180,3 +180,4 @@ def test_every_package_is_in_the_distribution():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {module_name(p) for top in (*TOPS, *DATA) for p in (ROOT / top).rglob("__init__.py")}
     assert found - listed == set()
+

@@ -69,10 +69,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 
+def deepest(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The (sub)command parser that ``argv`` names: ``wgk kernel task add`` -> that of ``task add``."""
+    for token in argv:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs and token in subs[0].choices:
+            parser = subs[0].choices[token]
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    # argparse exits with 2 on bad usage, which is our code for bad usage too.
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # argparse exits with 2 on bad usage, which is our code for bad usage too; an unknown
+    # flag is reported with the usage of the subcommand it was given to, not the top level's.
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        deepest(parser, argv).error(f"unrecognized arguments: {' '.join(extras)}")
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
