@@ -9,8 +9,11 @@ after.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +28,17 @@ class Pragmas:
     busy_timeout_ms: int = 10_000
 
 
+def open_store(path: str, **kw) -> "Store":
+    """The store of ``path``: a SQLite file, or PostgreSQL for a ``postgresql://`` DSN."""
+    from .pg import PgStore, is_dsn           # psycopg itself is imported only for a DSN
+    return PgStore(path, **kw) if is_dsn(path) else Store(path, **kw)
+
+
 class Store:
-    """One connection to one kernel database."""
+    """One connection to one kernel database (SQLite; ``pg.PgStore`` on PostgreSQL)."""
+
+    #: SQLite's BEGIN IMMEDIATE already serialises writers: no row locks are needed.
+    row_locks = False
 
     def __init__(self, path: str, *, hook: Hook = no_hook, pragmas: Pragmas = Pragmas(),
                  migrate_to: int = SCHEMA_VERSION):
@@ -58,8 +70,48 @@ class Store:
         with a rollback instead (nothing was written)."""
         return Atomic(self, key)
 
+    def begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def committed(self) -> None:
+        """Called after each top-level commit."""
+
     def data_version(self) -> int:
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def retryable(self, exc: BaseException) -> bool:
+        """Whether a failed transaction is run again (never on SQLite: one writer at a time)."""
+        return False
+
+    def lock_tasks(self, ids: list[int], *, share: bool = False) -> None:
+        """Row locks on task rows (PostgreSQL); the whole database is locked on SQLite."""
+
+    def ledger(self):
+        from .ledger import Ledger
+        return Ledger(self.conn)
+
+    # --- scratch copies (rebuild, crash-cut snapshots) -------------------------------------
+
+    @contextlib.contextmanager
+    def scratch(self):
+        """A fresh, empty database of the same backend (removed afterwards)."""
+        with tempfile.TemporaryDirectory(prefix="wgk-rebuild-") as tmp:
+            yield os.path.join(tmp, "rebuilt.db")
+
+    @contextlib.contextmanager
+    def attached(self, other: str):
+        """(this database, the other) as qualifiers usable in one query."""
+        self.conn.execute("ATTACH DATABASE ? AS rebuilt", (other,))
+        try:
+            yield "main", "rebuilt"
+        finally:
+            self.conn.execute("DETACH DATABASE rebuilt")
+
+    def snapshot(self, path: str) -> None:
+        """A consistent copy of the database (``restore`` puts it back)."""
+        dst = sqlite3.connect(path)
+        self.conn.backup(dst)
+        dst.close()
 
     # --- schema ---------------------------------------------------------------------------
 
@@ -132,7 +184,7 @@ class Atomic:
             self.savepoint = f"sp{store.depth}"
             store.conn.execute(f"SAVEPOINT {self.savepoint}")
         else:
-            store.conn.execute("BEGIN IMMEDIATE")
+            store.begin()
         store.depth += 1
         return self
 
@@ -152,6 +204,7 @@ class Atomic:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            store.committed()
             store.hook(Boundary(COMMIT, "after", self.key))
             return False
         if conn.in_transaction:

@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from wgk.conformance.reports import gate as gate_mod
+from wgk.conformance.cli.backend_arg import add_backend_argument, backend_dsn
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.cli.output import emit_json
 from wgk.conformance.traces.format import TraceError
@@ -19,6 +20,7 @@ EXAMPLES = """  wgk gate
   wgk gate --quick
   wgk gate --deep --junit gate.xml --json
   wgk gate --quick --traces traces/incidents
+  wgk gate --quick --backend postgresql://wgk@localhost/wgk
 """
 
 
@@ -31,16 +33,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML, one testcase per check")
     p.add_argument("--counterexamples", metavar="DIR", default="traces/counterexamples",
                    help="where a generated failure is written as a trace (default traces/counterexamples)")
+    add_backend_argument(p)
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     budget = "quick" if args.quick else "deep" if args.deep else "default"
     show = not args.json
+    backend = backend_dsn(args)
     try:
         result = gate_mod.run_gate(budget, progress=(lambda m: print(m, file=sys.stderr, flush=True))
                                    if show else None, traces=args.traces,
-                                   counterexamples=args.counterexamples)
+                                   counterexamples=args.counterexamples, backend=backend)
     except TraceError as e:
         raise UsageError(str(e)) from None
     if args.junit:

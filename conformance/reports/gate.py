@@ -237,13 +237,28 @@ SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mut
 
 def run_gate(budget: str = "default", progress: Callable[[str], None] | None = None, *,
              traces: list[str] | None = None,
-             counterexamples: str = "traces/counterexamples") -> GateResult:
+             counterexamples: str = "traces/counterexamples",
+             backend: str | None = None) -> GateResult:
     """Every section on the given budget; ``traces`` selects trace files or folders;
-    a generated failure is written, minimised, under ``counterexamples``."""
+    a generated failure is written, minimised, under ``counterexamples``; ``backend``
+    (a PostgreSQL DSN) runs the implementation's sections on PostgreSQL, the races too."""
+    from wgk.conformance.oracle import impl_system
     from wgk.conformance.traces.format import load_traces
     t0 = time.perf_counter()
     loaded = load_traces([str(p) for p in (traces or [BUNDLED_TRACES])])   # TraceError: bad input
+    impl_system.use_backend(backend)
+    try:
+        checks = _sections(budget, progress, loaded, counterexamples, backend)
+    finally:
+        impl_system.use_backend(None)
+    return GateResult(budget, checks, time.perf_counter() - t0)
+
+
+def _sections(budget: str, progress, loaded: list, counterexamples: str,
+              backend: str | None) -> list[Check]:
     checks: list[Check] = []
+    if backend is not None:
+        checks += race_checks(budget, progress, backend)
     for name, fn in SECTIONS:
         if name not in BUDGETS[budget]:
             continue                          # a budget names the sections it runs
@@ -255,7 +270,21 @@ def run_gate(budget: str = "default", progress: Callable[[str], None] | None = N
             checks += fn(budget, progress, counterexamples)
         else:
             checks += fn(budget, progress)
-    return GateResult(budget, checks, time.perf_counter() - t0)
+    return checks
+
+
+def race_checks(budget: str, progress: Callable[[str], None] | None, dsn: str) -> list[Check]:
+    """The race incidents as real multi-process races on PostgreSQL: one winner a round."""
+    from wgk.conformance.oracle.races import RACES, race
+    rounds = {"quick": 100, "default": 100, "deep": 300}[budget]
+    out = []
+    if progress:
+        progress(f"[races] {len(RACES)} races, 8 processes, {rounds} rounds each, on PostgreSQL")
+    for name in RACES:
+        r = race(dsn, name, processes=8, rounds=rounds)
+        out.append(Check("races", name, "pass" if r.ok else "fail", r.seconds,
+                         "" if r.ok else r.problems[0], r.to_json()))
+    return out
 
 
 def write_junit(result: GateResult, path: str) -> None:
