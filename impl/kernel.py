@@ -246,14 +246,13 @@ class Kernel:
         that another connection's commit made stale."""
         if not self.store.row_locks:
             return self._sync()
-        stale = self._sync()
-        if r.task not in self.ids():
+        if r.task not in self.ids():              # a task added by another connection
             self._ids = None
         tid = self.ids().get(r.task)
         if tid is None:
-            return stale
+            return self._sync()
         self.store.lock_tasks([tid])
-        stale = self._sync() or stale
+        stale = self._sync()
         deps = self.policy(r.task).deps
         if deps:
             ids = self.ids()

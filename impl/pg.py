@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from . import pg_sql as sql
 from .errors import StoreError
 from .hooks import Hook, no_hook
-from .ledger import Ledger, link
+from .ledger import Ledger
 from .schema import SCHEMA_VERSION
 from .store import Pragmas, Store
 
@@ -100,6 +100,11 @@ class PgConnection:
             raise StoreError(f"unknown synchronous setting {pragmas.synchronous!r}")
         self.raw.execute(f"SET synchronous_commit = {sync}")
         self.raw.execute(f"SET lock_timeout = {int(pragmas.busy_timeout_ms)}")
+        encoding = self.raw.execute(sql.ENCODING).fetchone()[0]
+        if encoding.upper() not in ("UTF8", "UTF-8"):
+            raise StoreError(f"{redact(dsn)}: the database's encoding is {encoding}, the kernel "
+                             "needs UTF8 (its ledger hashes are computed on UTF-8 text)")
+        self.begin_pending = False     # BEGIN is sent with the transaction's first statement
         self._statements: dict[str, sql.Statement] = {}
         self._columns: dict[str, list[str]] = {}
 
@@ -108,7 +113,17 @@ class PgConnection:
             self._columns[table] = [r[0] for r in self.raw.execute(sql.COLUMNS, (table,))]
         return self._columns[table]
 
+    def _begin(self) -> None:
+        if self.begin_pending:
+            self.begin_pending = False
+            self.raw.execute(sql.BEGIN)
+
     def execute(self, text: str, params=()) -> PgCursor:
+        if self.begin_pending:
+            if text in ("COMMIT", "ROLLBACK"):       # nothing was sent: nothing to end
+                self.begin_pending = False
+                return PgCursor(None)
+            self._begin()
         st = self._statements.get(text)
         if st is None:
             st = self._statements[text] = sql.translate(text, self.columns)
@@ -121,11 +136,21 @@ class PgConnection:
 
     def native(self, text: str, params=()):
         """A statement already in PostgreSQL's dialect (pg_sql)."""
+        self._begin()
         return self.raw.execute(text, params)
+
+    def lock_tasks(self, ids: list[int], share: bool) -> int:
+        """Lock task rows (opening the pending transaction in the same round trip); returns
+        the ledger head read after the locks were granted."""
+        cur = self.raw.execute(sql.lock_tasks(ids, share, self.begin_pending))
+        self.begin_pending = False
+        while cur.nextset():
+            pass
+        return cur.fetchone()[0]
 
     @property
     def in_transaction(self) -> bool:
-        return self.raw.info.transaction_status != 0          # not IDLE
+        return self.begin_pending or self.raw.info.transaction_status != 0    # not IDLE
 
     def close(self) -> None:
         self.raw.close()
@@ -145,6 +170,7 @@ class PgStore(Store):
         self._seen_head = -1          # the ledger head this connection last knew of
         self._token = 0
         self._pending: int | None = None
+        self._fresh_head: int | None = None
         self.conn = PgConnection(dsn, pragmas)
         try:
             self.migrate(migrate_to)
@@ -154,7 +180,8 @@ class PgStore(Store):
     def begin(self) -> None:
         self.txn += 1
         self._pending = None
-        self.conn.native(sql.BEGIN)
+        self._fresh_head = None
+        self.conn.begin_pending = True
 
     def committed(self) -> None:
         if self._pending is not None:
@@ -162,7 +189,10 @@ class PgStore(Store):
 
     def data_version(self) -> int:
         """Changes whenever another connection has appended to the ledger."""
-        self.observed_head(self.conn.native(sql.HEAD_READ).fetchone()[0])
+        seq, self._fresh_head = self._fresh_head, None
+        if seq is None:
+            seq = self.conn.native(sql.HEAD_READ).fetchone()[0]
+        self.observed_head(seq)
         return self._token
 
     def observed_head(self, seq: int) -> None:
@@ -174,9 +204,9 @@ class PgStore(Store):
         return getattr(exc, "sqlstate", None) in sql.RETRY_STATES
 
     def lock_tasks(self, ids: list[int], *, share: bool = False) -> None:
+        """Row locks until COMMIT; the next ``data_version`` uses the head read after them."""
         if ids:
-            self.conn.native(sql.LOCK_TASKS.format(mode="SHARE" if share else "UPDATE"),
-                             (sorted(ids),)).fetchall()
+            self._fresh_head = self.conn.lock_tasks(ids, share)
 
     def ledger(self) -> "PgLedger":
         return PgLedger(self)
@@ -266,13 +296,12 @@ class PgLedger(Ledger):
 
     def append(self, event: str, body: str, *, task: str | None = None,
                key: str | None = None) -> int:
-        seq, prev = self.head()
-        seq += 1
-        digest = link(prev, event, body)
-        self.conn.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?)",
-                          (seq, prev, digest, event, task, key, body))
-        self.store.conn.native(sql.HEAD_WRITE, (seq, digest))
-        self._head = (seq, digest)
+        """One round trip (``pg_sql.APPEND``); the head it moved stays locked until COMMIT."""
+        seq, digest = self.store.conn.native(
+            sql.APPEND, {"event": event, "body": body, "task": task, "key": key}).fetchone()
+        if self.store.depth:
+            self.store.observed_head(seq - 1)   # another connection's commit: caches go stale
+        self._head, self._txn = (seq, digest), self.store.txn
         self.store._pending = seq
         return seq
 

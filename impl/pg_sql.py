@@ -36,8 +36,30 @@ INSERT INTO ledger_head VALUES (1, 0, '{GENESIS}')
 
 HEAD_FOR_UPDATE = "SELECT seq, hash FROM ledger_head WHERE id = 1 FOR UPDATE"
 HEAD_READ = "SELECT seq FROM ledger_head WHERE id = 1"
-HEAD_WRITE = "UPDATE ledger_head SET seq = %s, hash = %s WHERE id = 1"
-LOCK_TASKS = "SELECT id FROM tasks WHERE id = ANY(%s) ORDER BY id FOR {mode}"
+
+#: One append in one round trip: lock the head row (READ COMMITTED re-reads it after the
+#: wait, so the chain is linear), insert the event linked to it (the hash is
+#: ``ledger.link``: sha256 of prev, event and body joined by newlines, UTF-8) and
+#: move the head, all inside the writing transaction.
+APPEND = """
+WITH head AS (SELECT seq, hash FROM ledger_head WHERE id = 1 FOR UPDATE),
+     event AS (INSERT INTO ledger SELECT seq + 1, hash,
+                   encode(sha256(convert_to(hash || E'\n' || %(event)s || E'\n' || %(body)s,
+                                            'UTF8')), 'hex'),
+                   %(event)s, %(task)s, %(key)s, %(body)s FROM head RETURNING seq, hash)
+UPDATE ledger_head SET seq = event.seq, hash = event.hash FROM event WHERE ledger_head.id = 1
+RETURNING event.seq, event.hash"""
+
+
+def lock_tasks(ids: list[int], share: bool, begin: bool) -> str:
+    """Row locks on task rows, then the ledger head as it is after them (each statement of
+    a READ COMMITTED transaction sees what committed before it began): one round trip,
+    opening the transaction too when ``begin``. ``ids`` are integers (no injection)."""
+    listed = ", ".join(str(int(i)) for i in sorted(ids))
+    mode = "SHARE" if share else "UPDATE"
+    return (f"{BEGIN + '; ' if begin else ''}SELECT id FROM tasks WHERE id IN ({listed}) "
+            f"ORDER BY id FOR {mode}; {HEAD_READ}")
+ENCODING = "SHOW server_encoding"
 SCHEMA_EXISTS = "SELECT to_regclass('meta') IS NOT NULL, (SELECT count(*) FROM pg_tables " \
                 "WHERE schemaname = current_schema())"
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(7315172018)"   # one migrator at a time
