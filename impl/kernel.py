@@ -36,7 +36,8 @@ from .records import EMPTY, TaskPolicy, TaskRecord, changed, record_to_json
 from .decision import Ctx, Observe, Outcome
 from .rules import decide
 from .seeding import Initial, check_initial, seeded
-from .store import Pragmas, dumps, open_store
+from .backends import open_store
+from .store import Pragmas, dumps
 from .tables import FactTables, TaskTables
 from .wire import BadRequest, Request, decision, parse
 from .vocabulary import DUPLICATE, REJECTED

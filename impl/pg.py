@@ -13,6 +13,7 @@ again (``retryable``) with the same key by the kernel.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import pickle
 import urllib.parse
 import uuid
@@ -33,9 +34,10 @@ def is_dsn(path: Any) -> bool:
 
 
 def driver():
-    """psycopg, or a one-line StoreError naming the extra to install."""
+    """psycopg, imported on first use (the implementation imports without it), or a one-line
+    StoreError naming the extra to install."""
     try:
-        import psycopg
+        psycopg = importlib.import_module("psycopg")
     except ImportError:
         raise StoreError("a postgresql:// database needs the psycopg driver "
                          "(pip install 'wgk[pg]')") from None
@@ -201,7 +203,12 @@ class PgStore(Store):
             self._token += 1
 
     def retryable(self, exc: BaseException) -> bool:
-        return getattr(exc, "sqlstate", None) in sql.RETRY_STATES
+        """A deadlock or serialization failure; or the same key journaled by a concurrent
+        request on another task (run again, the journal answers it)."""
+        state = getattr(exc, "sqlstate", None)
+        if state == sql.UNIQUE_VIOLATION:
+            return getattr(getattr(exc, "diag", None), "constraint_name", None) == "journal_pkey"
+        return state in sql.RETRY_STATES
 
     def lock_tasks(self, ids: list[int], *, share: bool = False) -> None:
         """Row locks until COMMIT; the next ``data_version`` uses the head read after them."""
@@ -308,13 +315,12 @@ class PgLedger(Ledger):
 
 def redact(dsn: str) -> str:
     """A DSN without its password (for messages)."""
-    try:
-        from psycopg.conninfo import conninfo_to_dict, make_conninfo
-        params = conninfo_to_dict(dsn)
-    except Exception:
-        return dsn.split("@")[-1]
-    params.pop("password", None)
-    return make_conninfo(**params)
+    parts = urllib.parse.urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}@{host}"))
 
 
 def first_line(e: BaseException) -> str:

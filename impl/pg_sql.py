@@ -70,6 +70,7 @@ COLUMNS = ("SELECT column_name FROM information_schema.columns WHERE table_schem
 
 #: SQLSTATEs after which the whole transaction is run again with the same key.
 RETRY_STATES = frozenset({"40001", "40P01"})     # serialization failure, deadlock detected
+UNIQUE_VIOLATION = "23505"
 
 
 def schema(version: int) -> list[str]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from .errors import StoreError
 from .hooks import COMMIT, Boundary, Hook, no_hook
+from .ledger import Ledger
 from .schema import MIGRATIONS, PROJECTED_TABLES, SCHEMA_VERSION  # noqa: F401  (re-exported)
 
 
@@ -26,12 +27,6 @@ from .schema import MIGRATIONS, PROJECTED_TABLES, SCHEMA_VERSION  # noqa: F401  
 class Pragmas:
     synchronous: str = "FULL"
     busy_timeout_ms: int = 10_000
-
-
-def open_store(path: str, **kw) -> "Store":
-    """The store of ``path``: a SQLite file, or PostgreSQL for a ``postgresql://`` DSN."""
-    from .pg import PgStore, is_dsn           # psycopg itself is imported only for a DSN
-    return PgStore(path, **kw) if is_dsn(path) else Store(path, **kw)
 
 
 class Store:
@@ -86,8 +81,7 @@ class Store:
     def lock_tasks(self, ids: list[int], *, share: bool = False) -> None:
         """Row locks on task rows (PostgreSQL); the whole database is locked on SQLite."""
 
-    def ledger(self):
-        from .ledger import Ledger
+    def ledger(self) -> Ledger:
         return Ledger(self.conn)
 
     # --- scratch copies (rebuild, crash-cut snapshots) -------------------------------------

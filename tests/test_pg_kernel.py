@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from wgk.impl import Kernel, MemoryWorld, StoreError, TaskPolicy, pg
-from wgk.impl.store import open_store
+from wgk.impl.backends import open_store
 
 from pg_support import pg_dsn, pg_server  # noqa: F401  (fixtures)
 from test_impl_crash import SCRIPT, SPECS

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook, pg
-from wgk.impl.store import open_store
+from wgk.impl.backends import open_store
 
 from wgk.conformance.oracle.impl_system import ImplSystem, database
 from wgk.conformance.oracle.lockstep import Divergence, diff_values

@@ -9,7 +9,7 @@ from ..git import GitRepository
 from ..kernel import Kernel
 from ..pg import is_dsn, redact
 from ..proc import ProcProcessTable
-from ..store import open_store
+from ..backends import open_store
 from .output import UsageError, emit
 
 
