@@ -101,12 +101,6 @@ class Store:
         finally:
             self.conn.execute("DETACH DATABASE rebuilt")
 
-    def snapshot(self, path: str) -> None:
-        """A consistent copy of the database (``restore`` puts it back)."""
-        dst = sqlite3.connect(path)
-        self.conn.backup(dst)
-        dst.close()
-
     # --- schema ---------------------------------------------------------------------------
 
     def schema_version(self) -> int:

@@ -30,6 +30,7 @@ import os
 import pickle
 import shutil
 import signal
+import sqlite3
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -92,7 +93,12 @@ class _Snapshot:
 
 def _snapshot(impl: ImplSystem, path: str) -> _Snapshot:
     """The implementation's durable state before a step."""
-    impl.kernel.store.snapshot(path)
+    if pg.is_dsn(impl.path):
+        impl.kernel.store.snapshot(path)         # every table's rows
+    else:
+        dst = sqlite3.connect(path)              # the SQLite backup API
+        impl.kernel.conn.backup(dst)
+        dst.close()
     return _Snapshot(path, copy.deepcopy(impl.world), impl.kernel.ledger_head())
 
 
