@@ -1,11 +1,13 @@
-"""The kernel: one SQLite database, one task graph, an injected environment.
+"""The kernel: one database (SQLite, or PostgreSQL for a DSN), one task graph, an
+injected environment.
 
 ``handle(request)`` is the only way state changes after the graph exists:
 
 1. the journal: a used key with the same digest is a ``duplicate`` (the stored
    response, no write at all); with another digest ``idempotency-conflict``
    (no write either);
-2. ``BEGIN IMMEDIATE``; the journal again (another process may have won);
+2. ``BEGIN IMMEDIATE`` (on PostgreSQL: ``BEGIN`` and row locks on the task and its
+   dependencies, see ``pg``); the journal again (another process may have won);
 3. authority, the task, then ``rules.decide`` (K, CAS, the rule's guards);
 4. the decision's external effects, each a durable boundary through the hook
    (a failed CAS turns the decision into ``cas-moved``);
