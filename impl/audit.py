@@ -11,8 +11,6 @@ its id) and the ledger against the journal; findings are data.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 
 from .apply import apply_event
@@ -62,8 +60,8 @@ def rebuild(kernel, *, apply: bool = False) -> RebuildReport:
     if not verdict.ok:
         report.differences.append(f"ledger broken at seq {verdict.broken_at}: {verdict.problem}")
         return report
-    with tempfile.TemporaryDirectory(prefix="wgk-rebuild-") as tmp:
-        fresh, report.events = replay(kernel, os.path.join(tmp, "rebuilt.db"))
+    with kernel.store.scratch() as path:
+        fresh, report.events = replay(kernel, path)
         try:
             report.differences += compare_tables(kernel, fresh.store.path)
             if not report.differences:
@@ -77,23 +75,20 @@ def rebuild(kernel, *, apply: bool = False) -> RebuildReport:
 
 
 def compare_tables(kernel, other: str) -> list[str]:
-    """Every projected table, row for row (in SQLite: nothing is loaded into memory)."""
+    """Every projected table, row for row (in the database: nothing is loaded into memory)."""
     out = []
     c = kernel.conn
-    c.execute("ATTACH DATABASE ? AS rebuilt", (other,))
-    try:
+    with kernel.store.attached(other) as (main, rebuilt):
         for table in PROJECTED_TABLES:
-            live_only = c.execute(f"SELECT * FROM main.{table} EXCEPT "
-                                  f"SELECT * FROM rebuilt.{table} LIMIT 3").fetchall()
-            rebuilt_only = c.execute(f"SELECT * FROM rebuilt.{table} EXCEPT "
-                                     f"SELECT * FROM main.{table} LIMIT 3").fetchall()
+            live_only = c.execute(f"SELECT * FROM {main}.{table} EXCEPT "
+                                  f"SELECT * FROM {rebuilt}.{table} LIMIT 3").fetchall()
+            rebuilt_only = c.execute(f"SELECT * FROM {rebuilt}.{table} EXCEPT "
+                                     f"SELECT * FROM {main}.{table} LIMIT 3").fetchall()
             counts = [c.execute(f"SELECT count(*) FROM {db}.{table}").fetchone()[0]
-                      for db in ("main", "rebuilt")]
+                      for db in (main, rebuilt)]
             if live_only or rebuilt_only or counts[0] != counts[1]:
                 out.append(f"table {table}: {counts[0]} live rows, {counts[1]} rebuilt; "
                            f"live only {live_only}, rebuilt only {rebuilt_only}")
-    finally:
-        c.execute("DETACH DATABASE rebuilt")
     return out
 
 
@@ -116,14 +111,11 @@ def compare_projections(kernel, fresh, chunk: int = 2000) -> list[str]:
 
 def _replace_tables(kernel, fresh) -> None:
     c = kernel.conn
-    c.execute("ATTACH DATABASE ? AS rebuilt", (fresh.store.path,))
-    try:
+    with kernel.store.attached(fresh.store.path) as (main, rebuilt):
         with kernel.store.atomic():
             for table in PROJECTED_TABLES:
-                c.execute(f"DELETE FROM main.{table}")
-                c.execute(f"INSERT INTO main.{table} SELECT * FROM rebuilt.{table}")
-    finally:
-        c.execute("DETACH DATABASE rebuilt")
+                c.execute(f"DELETE FROM {main}.{table}")
+                c.execute(f"INSERT INTO {main}.{table} SELECT * FROM {rebuilt}.{table}")
     kernel._version = None
     kernel._forget()
 

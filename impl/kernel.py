@@ -1,11 +1,13 @@
-"""The kernel: one SQLite database, one task graph, an injected environment.
+"""The kernel: one database (SQLite, or PostgreSQL for a DSN), one task graph, an
+injected environment.
 
 ``handle(request)`` is the only way state changes after the graph exists:
 
 1. the journal: a used key with the same digest is a ``duplicate`` (the stored
    response, no write at all); with another digest ``idempotency-conflict``
    (no write either);
-2. ``BEGIN IMMEDIATE``; the journal again (another process may have won);
+2. ``BEGIN IMMEDIATE`` (on PostgreSQL: ``BEGIN`` and row locks on the task and its
+   dependencies, see ``pg``); the journal again (another process may have won);
 3. authority, the task, then ``rules.decide`` (K, CAS, the rule's guards);
 4. the decision's external effects, each a durable boundary through the hook
    (a failed CAS turns the decision into ``cas-moved``);
@@ -30,13 +32,14 @@ from .env import Environment
 from .errors import GraphError, SeedError
 from .graph import dependency_path, task_added_events
 from .hooks import Hook, no_hook
-from .ledger import Ledger, LedgerVerdict
+from .ledger import LedgerVerdict
 from .projection import Plan, StatusProjection, observable_task, plan, status
 from .records import EMPTY, TaskPolicy, TaskRecord, changed, record_to_json
 from .decision import Ctx, Observe, Outcome
 from .rules import decide
 from .seeding import Initial, check_initial, seeded
-from .store import Pragmas, Store, dumps
+from .backends import open_store
+from .store import Pragmas, dumps
 from .tables import FactTables, TaskTables
 from .wire import BadRequest, Request, decision, parse
 from .vocabulary import DUPLICATE, REJECTED
@@ -48,11 +51,11 @@ class Kernel:
     def __init__(self, path: str, env: Environment, *, hook: Hook = no_hook,
                  pragmas: Pragmas = Pragmas()):
         self.env = env
-        self.store = Store(path, hook=hook, pragmas=pragmas)
+        self.store = open_store(path, hook=hook, pragmas=pragmas)
         self.conn = self.store.conn
         self.tables = TaskTables(self.conn)
         self.facts = FactTables(self.conn)
-        self.ledger = Ledger(self.conn)
+        self.ledger = self.store.ledger()
         self.view = StatusProjection(self.conn)
         self._version: int | None = None
         self._forget()
@@ -173,6 +176,8 @@ class Kernel:
             for n in (task, dep):
                 if n not in ids:
                     raise GraphError(f"unknown task {n!r}")
+            self.store.lock_tasks([ids[task]])     # against a concurrent dispatch of the task
+            self._sync()
             if dep in self.policy(task).deps:
                 raise GraphError(f"task {task!r} already depends on {dep!r}")
             if self.record(task).fence != 0 or self.record(task).legacy_done:
@@ -205,13 +210,16 @@ class Kernel:
     def handle(self, wire: Any) -> dict:
         """Decide one wire request; returns the wire decision (``BadRequest`` if malformed)."""
         r = parse(wire)
+        return self._retrying(lambda: self._handle(r))
+
+    def _handle(self, r: Request) -> dict:
         try:
             used = self._journal(r.key)           # duplicates: answered without any write
             # guards: idempotent-replay, idempotency-conflict-holds
             if used is not None:
                 return self._answer_used(r, used)
             with self.store.atomic(r.key) as unit:
-                if self._sync():                   # another process committed meanwhile
+                if self._lock_and_sync(r):         # another process committed meanwhile
                     used = self._journal(r.key)
                     if used is not None:
                         unit.abandon()
@@ -224,6 +232,36 @@ class Kernel:
             self._version = None
             self._forget()
             raise
+
+    def _retrying(self, run, attempts: int = 50):
+        """Run a transaction again after a deadlock or serialization failure (PostgreSQL):
+        the same request, the same key, invisibly to the caller."""
+        for n in range(attempts):
+            try:
+                return run()
+            except Exception as e:
+                if n + 1 == attempts or not self.store.retryable(e):
+                    raise
+
+    def _lock_and_sync(self, r: Request) -> bool:
+        """Lock the request's task row and its dependencies' (PostgreSQL: the guards then
+        hold until COMMIT; SQLite's writer lock already covers them), then drop caches
+        that another connection's commit made stale."""
+        if not self.store.row_locks:
+            return self._sync()
+        if r.task not in self.ids():              # a task added by another connection
+            self._ids = None
+        tid = self.ids().get(r.task)
+        if tid is None:
+            return self._sync()
+        self.store.lock_tasks([tid])
+        stale = self._sync()
+        deps = self.policy(r.task).deps
+        if deps:
+            ids = self.ids()
+            self.store.lock_tasks([ids[d] for d in deps], share=True)
+            stale = self._sync() or stale
+        return stale
 
     def handle_batch(self, wires: Sequence[Any]) -> list[dict]:
         """Decide several requests with one commit for all of them (group commit).
@@ -246,23 +284,34 @@ class Kernel:
         answers: list[dict] = []
         try:
             while len(answers) < len(requests):
-                with self.store.atomic(f"batch:{requests[len(answers)].key}"):
-                    self._sync()
-                    uncommitted = 0
-                    for r in requests[len(answers):]:
-                        try:
-                            answers.append(self._in_savepoint(r, may_perform=not uncommitted))
-                        except _CommitFirst:
-                            break                  # commit what is decided, then this one
-                        uncommitted += 1
+                answers += self._retrying(lambda: self._batch_commit(requests[len(answers):]))
             return answers
         except BaseException:
             self._version = None
             self._forget()
             raise
 
+    def _batch_commit(self, requests: list[Request]) -> list[dict]:
+        """Decide a prefix of ``requests`` in one transaction; their answers once committed."""
+        answers: list[dict] = []
+        try:
+            with self.store.atomic(f"batch:{requests[0].key}"):
+                self._sync()
+                for r in requests:
+                    try:
+                        answers.append(self._in_savepoint(r, may_perform=not answers))
+                    except _CommitFirst:
+                        break                  # commit what is decided, then this one
+        except BaseException:
+            self._version = None
+            self._forget()
+            raise
+        return answers
+
     def _in_savepoint(self, r: Request, may_perform: bool) -> dict:
         with self.store.atomic(r.key) as unit:
+            if self.store.row_locks:
+                self._lock_and_sync(r)
             used = self._journal(r.key)
             if used is not None:
                 unit.abandon()

@@ -9,13 +9,17 @@ after.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import StoreError
 from .hooks import COMMIT, Boundary, Hook, no_hook
+from .ledger import Ledger
 from .schema import MIGRATIONS, PROJECTED_TABLES, SCHEMA_VERSION  # noqa: F401  (re-exported)
 
 
@@ -26,7 +30,10 @@ class Pragmas:
 
 
 class Store:
-    """One connection to one kernel database."""
+    """One connection to one kernel database (SQLite; ``pg.PgStore`` on PostgreSQL)."""
+
+    #: SQLite's BEGIN IMMEDIATE already serialises writers: no row locks are needed.
+    row_locks = False
 
     def __init__(self, path: str, *, hook: Hook = no_hook, pragmas: Pragmas = Pragmas(),
                  migrate_to: int = SCHEMA_VERSION):
@@ -58,8 +65,41 @@ class Store:
         with a rollback instead (nothing was written)."""
         return Atomic(self, key)
 
+    def begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def committed(self) -> None:
+        """Called after each top-level commit."""
+
     def data_version(self) -> int:
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def retryable(self, exc: BaseException) -> bool:
+        """Whether a failed transaction is run again (never on SQLite: one writer at a time)."""
+        return False
+
+    def lock_tasks(self, ids: list[int], *, share: bool = False) -> None:
+        """Row locks on task rows (PostgreSQL); the whole database is locked on SQLite."""
+
+    def ledger(self) -> Ledger:
+        return Ledger(self.conn)
+
+    # --- scratch copies (rebuild, crash-cut snapshots) -------------------------------------
+
+    @contextlib.contextmanager
+    def scratch(self):
+        """A fresh, empty database of the same backend (removed afterwards)."""
+        with tempfile.TemporaryDirectory(prefix="wgk-rebuild-") as tmp:
+            yield os.path.join(tmp, "rebuilt.db")
+
+    @contextlib.contextmanager
+    def attached(self, other: str):
+        """(this database, the other) as qualifiers usable in one query."""
+        self.conn.execute("ATTACH DATABASE ? AS rebuilt", (other,))
+        try:
+            yield "main", "rebuilt"
+        finally:
+            self.conn.execute("DETACH DATABASE rebuilt")
 
     # --- schema ---------------------------------------------------------------------------
 
@@ -132,7 +172,7 @@ class Atomic:
             self.savepoint = f"sp{store.depth}"
             store.conn.execute(f"SAVEPOINT {self.savepoint}")
         else:
-            store.conn.execute("BEGIN IMMEDIATE")
+            store.begin()
         store.depth += 1
         return self
 
@@ -152,6 +192,7 @@ class Atomic:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            store.committed()
             store.hook(Boundary(COMMIT, "after", self.key))
             return False
         if conn.in_transaction:

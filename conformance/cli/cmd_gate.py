@@ -14,6 +14,7 @@ import time
 from typing import TextIO
 
 from wgk.conformance.reports import gate as gate_mod
+from wgk.conformance.cli.backend_arg import add_backend_argument, backend_dsn
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.cli.output import emit_json
 from wgk.conformance.traces.format import TraceError
@@ -24,6 +25,7 @@ EXAMPLES = """  wgk gate
   wgk gate --deep --junit gate.xml --json
   wgk gate --quick --traces traces/incidents
   wgk gate --quick --progress 2> progress.log
+  wgk gate --quick --backend postgresql://wgk@localhost/wgk
 """
 
 EXIT = {"pass": 0, "fail": 1, "error": 2}
@@ -38,6 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML, one testcase per check")
     p.add_argument("--counterexamples", metavar="DIR", default=gate_mod.COUNTEREXAMPLES,
                    help="where a generated failure is written as a trace (default traces/counterexamples)")
+    add_backend_argument(p)
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
     p.add_argument("--progress", action="store_true",
                    help="report progress on stderr even when it is not a terminal")
@@ -77,9 +80,10 @@ def run(args: argparse.Namespace) -> int:
     budget = "quick" if args.quick else "deep" if args.deep else "default"
     tty = sys.stderr.isatty()
     view = ProgressView(sys.stderr, tty) if tty or args.progress else None
+    backend = backend_dsn(args)
     try:
         result = gate_mod.run_gate(budget, progress=view, traces=args.traces,
-                                   counterexamples=args.counterexamples)
+                                   counterexamples=args.counterexamples, backend=backend)
     except TraceError as e:
         raise UsageError(str(e)) from None
     if args.junit:

@@ -7,6 +7,7 @@ import sys
 
 from dataclasses import replace
 
+from wgk.conformance.cli.backend_arg import add_backend_argument, backend_dsn
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.oracle.lockstep import Divergence
 from wgk.conformance.oracle.replay import TraceResult, replay
@@ -20,6 +21,7 @@ EXAMPLES = """  wgk replay traces/
   wgk replay traces/incidents/04-dead-worker-converges.json --system both
   wgk replay traces/ --system both --crash-cuts --json
   wgk replay traces/incidents/13-crash-at-every-phase.json --system impl --crash-cuts --kill
+  wgk replay traces/ --system both --crash-cuts --backend postgresql://wgk@localhost/wgk
 """
 
 
@@ -35,6 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cut-checks", choices=("thorough", "scoped"), default="thorough",
                    help="after each cut compare everything (default), or only what the step can "
                         "touch, at a cost that does not grow with the trace (long recorded traces)")
+    add_backend_argument(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -48,6 +51,7 @@ def check_usage(args: argparse.Namespace) -> None:
 def reproduce(result: TraceResult, args: argparse.Namespace) -> str:
     flags = " --crash-cuts" if args.crash_cuts else ""
     flags += " --kill" if args.kill else ""
+    flags += f" --backend {args.backend}" if getattr(args, "backend", "sqlite") != "sqlite" else ""
     return f"wgk replay {result.path or result.id} --system {args.system}{flags}"
 
 
@@ -95,6 +99,18 @@ def run(args: argparse.Namespace) -> int:
         warning = unchecked_warning(trace, args)
         if warning:
             print(warning, file=sys.stderr, flush=True)
+    dsn = backend_dsn(args)
+    if dsn is None:
+        return _run(traces, args)
+    from wgk.conformance.oracle import impl_system
+    impl_system.use_backend(dsn)
+    try:
+        return _run(traces, args)
+    finally:
+        impl_system.use_backend(None)
+
+
+def _run(traces, args: argparse.Namespace) -> int:
     results = []
     for n, trace in enumerate(traces, 1):
         show = not args.json and sys.stderr.isatty()

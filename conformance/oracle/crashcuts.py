@@ -36,9 +36,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook
+from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook, pg
+from wgk.impl.backends import open_store
 
-from wgk.conformance.oracle.impl_system import ImplSystem
+from wgk.conformance.oracle.impl_system import ImplSystem, database
 from wgk.conformance.oracle.lockstep import Divergence, Observed, diff_values, is_valid_step
 from wgk.conformance.oracle.systems import ModelSystem, StepError
 from wgk.conformance.traces.format import Trace
@@ -92,9 +93,12 @@ class _Snapshot:
 
 def _snapshot(impl: ImplSystem, path: str) -> _Snapshot:
     """The implementation's durable state before a step."""
-    dst = sqlite3.connect(path)
-    impl.kernel.conn.backup(dst)
-    dst.close()
+    if pg.is_dsn(impl.path):
+        impl.kernel.store.snapshot(path)         # every table's rows
+    else:
+        dst = sqlite3.connect(path)              # the SQLite backup API
+        impl.kernel.conn.backup(dst)
+        dst.close()
     return _Snapshot(path, copy.deepcopy(impl.world), impl.kernel.ledger_head())
 
 
@@ -134,8 +138,12 @@ def _scope(trace: Trace, step: dict, checks: str) -> _Scope:
     return _Scope(((task,) if task in names else ()) + dependents, (step["request"].get("key"),))
 
 
-def _restore(snap: _Snapshot, workdir: str, hook) -> ImplSystem:
-    path = os.path.join(workdir, "kernel.db")
+def _restore(snap: _Snapshot, path: str, hook) -> ImplSystem:
+    if pg.is_dsn(path):                           # the cut's schema, emptied and refilled
+        store = open_store(path)
+        store.restore(snap.db)
+        store.close()
+        return ImplSystem.reopen(path, copy.deepcopy(snap.world), hook=hook)
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
@@ -193,14 +201,14 @@ def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
     finally:
         impl.close()
     cuts: list[Cut] = []
-    with tempfile.TemporaryDirectory(prefix="wgk-cut-") as workdir:
+    with tempfile.TemporaryDirectory(prefix="wgk-cut-") as tmp, database(tmp) as db:
         for k, step in enumerate(trace.steps):
             if "request" not in step or snapshots[k] is None:
                 continue
             for j, boundary in enumerate(calls[k]):
                 t0 = time.perf_counter()
                 cut = Cut(k, j, boundary.describe())
-                cut.divergences = _one_cut(trace, k, j, step, snapshots[k], workdir, decisions[k],
+                cut.divergences = _one_cut(trace, k, j, step, snapshots[k], db, decisions[k],
                                            projections, finish, cut.boundary, mode,
                                            _scope(trace, step, checks))
                 cut.seconds = time.perf_counter() - t0
@@ -228,10 +236,10 @@ def durable_boundaries(trace: Trace) -> list[tuple[int, str]]:
     return out
 
 
-def _crash_in_process(snap: _Snapshot, workdir: str, j: int, step: dict) -> ImplSystem | None:
+def _crash_in_process(snap: _Snapshot, db: str, j: int, step: dict) -> ImplSystem | None:
     """Run ``step`` and crash at hook call ``j`` by an exception; None if never reached."""
     crash = CrashAt(index=j)
-    impl = _restore(snap, workdir, crash)
+    impl = _restore(snap, db, crash)
     try:
         impl.apply(step)
     except Crash:
@@ -244,18 +252,18 @@ def _crash_in_process(snap: _Snapshot, workdir: str, j: int, step: dict) -> Impl
     return impl
 
 
-def _crash_by_kill(snap: _Snapshot, workdir: str, j: int, step: dict) -> ImplSystem | None:
+def _crash_by_kill(snap: _Snapshot, db: str, j: int, step: dict) -> ImplSystem | None:
     """Run ``step`` in a forked child that is killed with SIGKILL at hook call ``j``.
 
     The child persists the in-memory world at every hook call (effects happen only
     between a boundary's before and after), so what survives the kill is exactly
     what a real world would keep: the database file and the world at the crash."""
-    world_file = os.path.join(workdir, "world.pickle")
+    world_file = snap.db + ".world.pickle"
     pid = os.fork()
     if pid == 0:                                      # the child
         try:
             crash = CrashAt(index=j, mode="kill")
-            impl = _restore(snap, workdir, no_hook)
+            impl = _restore(snap, db, no_hook)
 
             def hook(boundary):
                 _save_world(impl.world, world_file)
@@ -270,7 +278,7 @@ def _crash_by_kill(snap: _Snapshot, workdir: str, j: int, step: dict) -> ImplSys
         return None
     with open(world_file, "rb") as f:
         world = pickle.load(f)
-    return ImplSystem.reopen(os.path.join(workdir, "kernel.db"), world)
+    return ImplSystem.reopen(db, world)
 
 
 def _save_world(world, path: str) -> None:
@@ -282,12 +290,12 @@ def _save_world(world, path: str) -> None:
     os.replace(tmp, path)
 
 
-def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, workdir: str,
+def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, db: str,
              decision: dict | None, projections: list[dict], finish: bool, where: str,
              mode: str, scope: _Scope) -> list[Divergence]:
     request = step["request"]
     crash = _crash_by_kill if mode == "kill" else _crash_in_process
-    impl = crash(snap, workdir, j, step)
+    impl = crash(snap, db, j, step)
     if impl is None:
         return [_divergence(trace, k, "boundary-not-reached", request, where, "no crash",
                             boundary=where)]

@@ -1,4 +1,5 @@
-"""The implementation as a system: ``wgk.impl.Kernel`` on SQLite in a temp dir.
+"""The implementation as a system: ``wgk.impl.Kernel`` on SQLite in a temp dir, or on
+PostgreSQL in a schema of its own (``use_backend(DSN)``; the schema is dropped on close).
 
 The environment is the implementation's in-memory world (process table,
 repository, clock), which survives a crash the way the real world would: a
@@ -8,16 +9,49 @@ environment steps are played on that world by ``impl_world.apply_env``.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from typing import Any
+import uuid
+from typing import Any, Iterator
 
 from wgk.impl import (
     BadRequest, EnvError, Initial, Kernel, MemoryWorld, SeedError, TaskPolicy, no_hook,
 )
 
+from wgk.impl import pg
 from wgk.conformance.oracle.impl_world import apply_env
 from wgk.conformance.oracle.systems import StepError, env_part
+
+#: The database every ImplSystem opens: None for a SQLite file in its directory, or a
+#: PostgreSQL DSN under which each gets a fresh schema (set by ``use_backend``).
+_BACKEND: dict[str, str | None] = {"postgres": None}
+
+
+def use_backend(dsn: str | None) -> None:
+    """Run every ImplSystem from now on on SQLite (None) or on the PostgreSQL at ``dsn``."""
+    if dsn is not None and not pg.is_dsn(dsn):
+        raise ValueError(f"{dsn}: not a postgresql:// DSN")
+    _BACKEND["postgres"] = dsn
+
+
+def backend() -> str | None:
+    return _BACKEND["postgres"]
+
+
+@contextlib.contextmanager
+def database(workdir: str) -> Iterator[str]:
+    """A fresh kernel database: ``workdir``/kernel.db, or a new PostgreSQL schema."""
+    dsn = _BACKEND["postgres"]
+    if dsn is None:
+        yield os.path.join(workdir, "kernel.db")
+        return
+    schema = f"wgk_impl_{uuid.uuid4().hex[:16]}"
+    pg.create_schema(dsn, schema)
+    try:
+        yield pg.with_schema(dsn, schema)
+    finally:
+        pg.drop_schema(dsn, schema)
 
 
 def policies(graph: dict) -> list[TaskPolicy]:
@@ -56,7 +90,8 @@ class ImplSystem:
         initial = getattr(source, "initial", initial) or {}
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="wgk-impl-")
         self.workdir = workdir or self._tmp.name
-        self.path = os.path.join(self.workdir, "kernel.db")
+        self._db = database(self.workdir)
+        self.path = self._db.__enter__()
         self.world = MemoryWorld.create(target=graph.get("target", "main-0"))
         self.hook = hook
         self.kernel = Kernel(self.path, self.world.environment(), hook=hook)
@@ -78,7 +113,8 @@ class ImplSystem:
         """An implementation on an existing database file and world (a restored snapshot)."""
         self = cls.__new__(cls)
         self._tmp = None
-        self.workdir = os.path.dirname(path)
+        self._db = None
+        self.workdir = os.path.dirname(path) if not pg.is_dsn(path) else tempfile.gettempdir()
         self.path = path
         self.world = world
         self.hook = hook
@@ -119,6 +155,9 @@ class ImplSystem:
         try:
             self.kernel.close()
         finally:
+            if self._db is not None:
+                self._db.__exit__(None, None, None)
+                self._db = None
             if self._tmp is not None:
                 self._tmp.cleanup()
 

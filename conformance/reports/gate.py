@@ -24,6 +24,7 @@ from wgk.model.invariants import REGISTRY
 from wgk.conformance.check.explore import Instance, explore
 from wgk.conformance.oracle.crashcuts import crash_cuts
 from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
+from wgk.conformance.oracle import impl_system
 from wgk.conformance.oracle.impl_system import factory
 from wgk.conformance.oracle.replay import replay
 from wgk.conformance.oracle.select import systems_for
@@ -356,14 +357,44 @@ class _Nothing(Exception):
 
 def run_gate(budget: str = "default", progress: Progress | None = None, *,
              traces: list[str] | None = None,
-             counterexamples: str = COUNTEREXAMPLES) -> GateResult:
+             counterexamples: str = COUNTEREXAMPLES,
+             backend: str | None = None) -> GateResult:
     """Every section on the given budget; ``traces`` selects trace files or folders;
-    a generated failure is written, minimised, under ``counterexamples``."""
+    a generated failure is written, minimised, under ``counterexamples``; ``backend``
+    (a PostgreSQL DSN) runs the implementation's sections on PostgreSQL, the races too."""
     if budget not in BUDGETS:
         raise ValueError(f"unknown budget {budget!r} (known: {', '.join(BUDGETS)})")
     t0 = time.perf_counter()
     sources = [str(p) for p in (traces or [bundled_traces()])]
     loaded = load_traces(sources)          # TraceError: bad input
-    sections = [run_section(name, budget, progress, loaded=loaded, sources=sources,
-                            counterexamples=counterexamples) for name, _ in SECTIONS]
+    impl_system.use_backend(backend)
+    try:
+        sections = [race_section(budget, progress, backend)] if backend is not None else []
+        sections += [run_section(name, budget, progress, loaded=loaded, sources=sources,
+                                 counterexamples=counterexamples) for name, _ in SECTIONS]
+    finally:
+        impl_system.use_backend(None)
     return GateResult(budget, sections, time.perf_counter() - t0)
+
+
+def race_section(budget: str, progress: Progress | None, dsn: str) -> Section:
+    """The race incidents as real multi-process races on PostgreSQL: one winner a round."""
+    from wgk.conformance.oracle.races import RACES, race
+    rounds = {"quick": 100, "default": 100, "deep": 300}[budget]
+    t0 = time.perf_counter()
+    checks = []
+    try:
+        for name in RACES:
+            r = race(dsn, name, processes=8, rounds=rounds)
+            checks.append(Check("races", name, "pass" if r.ok else "fail", r.seconds,
+                                "" if r.ok else r.problems[0], r.to_json()))
+        if not checks:
+            raise _Nothing("no race to run")
+    except Exception as e:             # noqa: BLE001 -- reported as the section's error verdict
+        checks = [Check("races", "races", "error", time.perf_counter() - t0,
+                        f"raised {type(e).__name__}: {e}".splitlines()[0],
+                        {"traceback": traceback.format_exc()})]
+    section = Section("races", checks, time.perf_counter() - t0)
+    if progress:
+        progress(Tick("races", len(checks), len(checks), section.seconds, section.verdict, final=True))
+    return section

@@ -5,7 +5,8 @@ import argparse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", required=True, metavar="PATH", help="the kernel database (SQLite)")
+    p.add_argument("--db", required=True, metavar="PATH|DSN", help="the kernel database: a SQLite file, or "
+                   "postgresql://user@host/db (several daemons on several hosts may share it)")
     p.add_argument("--json", action="store_true", help="print results as JSON")
     sub = p.add_subparsers(dest="action", metavar="SUBCOMMAND", required=True)
     js = argparse.ArgumentParser(add_help=False)

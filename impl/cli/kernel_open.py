@@ -7,8 +7,9 @@ from ..env import Environment, WallClock
 from ..errors import EnvError, StoreError
 from ..git import GitRepository
 from ..kernel import Kernel
+from ..pg import is_dsn, redact
 from ..proc import ProcProcessTable
-from ..store import Store
+from ..backends import open_store
 from .output import UsageError, emit
 
 
@@ -18,18 +19,35 @@ def environment(repo: str, target: str, worktrees: str | None) -> Environment:
 
 
 def open_kernel(path: str) -> Kernel:
-    if not os.path.isfile(path):
+    """The kernel of a SQLite file or a ``postgresql://`` database made by ``init``."""
+    if not is_dsn(path) and not os.path.isfile(path):
         raise UsageError(f"{path}: no kernel database here (create one with 'init')")
     try:
-        store = Store(path)
+        store = open_store(path)
         repo, target = store.meta("config:repo"), store.meta("config:target")
         worktrees = store.meta("config:worktrees")
         store.close()
         if repo is None or target is None:
-            raise UsageError(f"{path}: the database names no repository (was it made by 'init'?)")
+            where = redact(path) if is_dsn(path) else path
+            raise UsageError(f"{where}: the database names no repository (was it made by 'init'?)")
         return Kernel(path, environment(repo, target, worktrees))
     except StoreError as e:
         raise UsageError(str(e)) from None
+
+
+def _refuse_existing(db: str) -> None:
+    if not is_dsn(db):
+        if os.path.exists(db):
+            raise UsageError(f"{db}: already exists")
+        return
+    try:
+        store = open_store(db)
+        graph = store.meta("graph-id")
+        store.close()
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+    if graph is not None:
+        raise UsageError(f"{redact(db)}: already holds graph {graph!r}")
 
 
 def require_task(k: Kernel, name: str) -> None:
@@ -38,8 +56,7 @@ def require_task(k: Kernel, name: str) -> None:
 
 
 def init(args) -> int:
-    if os.path.exists(args.db):
-        raise UsageError(f"{args.db}: already exists")
+    _refuse_existing(args.db)
     repo = os.path.abspath(args.repo)
     probe = GitRepository(repo, target=args.target, worktrees=args.worktrees)
     try:
@@ -48,11 +65,15 @@ def init(args) -> int:
         raise UsageError(f"{args.repo}: not a git repository") from None
     if probe.target() is None:
         raise UsageError(f"{args.repo}: the target {args.target} does not exist")
-    k = Kernel(args.db, environment(repo, args.target, args.worktrees))
+    try:
+        k = Kernel(args.db, environment(repo, args.target, args.worktrees))
+    except StoreError as e:
+        raise UsageError(str(e)) from None
     try:
         k.create_graph(args.graph, config={"repo": repo, "target": args.target,
                                            "worktrees": probe.worktrees})
     finally:
         k.close()
-    return emit(args, {"db": args.db, "graph": args.graph, "repo": repo, "target": args.target},
+    db = redact(args.db) if is_dsn(args.db) else args.db
+    return emit(args, {"db": db, "graph": args.graph, "repo": repo, "target": args.target},
                 f"created graph {args.graph} on {repo} ({args.target})")
