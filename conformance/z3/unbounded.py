@@ -1,0 +1,108 @@
+"""Proofs for every graph: a cutoff theorem whose conditions are checked on the model's code.
+
+**Theorem.** Suppose
+
+1. every transition (rule or environment step) reads only its own task (its fields, its
+   policy and its evidence of the request's own id), the summaries "all dependencies are
+   dependency-satisfying Done" (``deps.done``), the globals it declares and its own key's
+   journal entry; and writes only its own task (evidence of its own id), the globals it
+   declares and its own key's journal entry (``cutoff.check_steps``);
+2. every state property (invariant or lemma) at a task ``m`` is a function of ``m``'s
+   fields and policy, the summaries ``deps.done`` and "some dependency is abandoned"
+   (``deps.abandoned``) of ``m``, and ``target``/``now`` — never the journal
+   (``cutoff.check_state_properties``); every step property reads no more than the step
+   it judges (``cutoff.check_step_properties``);
+3. three concrete padding tasks satisfy every state property whatever the globals and the
+   dependency summaries: an open task (not Done, not abandoned), a Done task and an
+   abandoned task; and no task satisfying the properties is both Done and abandoned
+   (``check_padding``);
+
+then every frame "property P at task m after a step on task i" of any graph, with any
+number of idempotency keys, is an instance of a frame of the cutoff graph
+``cutoff.CUTOFF_DEPS`` (t1 -> t2 -> t3 <- t4, t5 -> t6): the step only sees ``(i, its
+summaries, globals, own entry)`` and P only sees ``(m, its summaries, globals)``; the
+cases m = i (t2), m a dependent of i (t3, whose other dependency t4 carries the other
+dependencies' summaries) and m unrelated to i (t6 against t2) have their representatives,
+and the remaining tasks are filled with the padding tasks of 3, whose summaries take every
+value a set of dependencies can have ((not Done, not abandoned), (Done, not abandoned),
+(not Done, abandoned); (Done, abandoned) never occurs). So a counterexample to induction
+in any graph maps to one in the cutoff graph, and the cutoff proof
+(``prove.Prover(Bounds(tasks=6), deps=CUTOFF_DEPS)``) covers every graph.
+
+Evidence ids: every step reads and writes only its own id (condition 1). A property that
+counts recorded evidence across ids cannot be projected onto a bounded pool of ids, so the
+evidence-id dimension is generalised only when no state property reads evidence of more
+than one id; otherwise the report keeps the bound and names the properties that count.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import z3
+
+from wgk.model.state import Binding, TaskState
+from wgk.model.vocab import AttemptState as AS, Phase, Receipt
+
+from wgk.conformance.z3.cutoff import (
+    CUTOFF_DEPS, Finding, Twin, check_state_properties, check_step_properties, check_steps,
+    reads_evidence_across_ids, state_properties,
+)
+from wgk.conformance.z3.prove import DOMAIN, Bounds, ProofReport, Prover
+from wgk.conformance.z3.symbolic import BOOL_FIELDS, INT_FIELDS, as_bool, symbolic
+from wgk.conformance.z3.transition import MODEL, Semantics
+from wgk.model.predicates import graph_saved
+
+CUTOFF_BOUNDS = Bounds(tasks=len(CUTOFF_DEPS), evidence_ids=2, keys=1)
+
+
+def _done_task() -> TaskState:
+    b = Binding(1, 2, 1)
+    return TaskState(attempt=1, fence=1, lease_epoch=1, attempt_state=AS.SUCCEEDED,
+                     phase=Phase.GRAPH_SAVED, candidate=2, base=1, version=1,
+                     receipts=tuple(b for _ in Receipt), effect_done=True, promotions=1,
+                     saved_work=2, worktree=2, origin=1)
+
+
+#: The padding tasks and where they are placed (t1 is a root, t3 has two dependencies).
+PADDING = {"open": (TaskState(), ("t1", "t3")), "done": (_done_task(), ("t1",)),
+           "abandoned": (TaskState(abandoned=True), ("t1",))}
+
+
+def _pin(t: TaskState, c: TaskState) -> list:
+    out = [getattr(t, f) == getattr(c, f) for f in BOOL_FIELDS + INT_FIELDS]
+    for b, cb in zip(t.receipts, c.receipts, strict=True):
+        out += [b.fence == cb.fence, b.candidate == cb.candidate, b.base == cb.base]
+    out += [z3.Not(bit) for bit in t.evidence.bits.values()]
+    return [as_bool(x) for x in out]
+
+
+def check_padding(tw: Twin) -> list[Finding]:
+    """Condition 3: the padding tasks satisfy every state property for all globals and
+    summaries, and no task is both Done and abandoned."""
+    out = []
+    g = tw.space.graph
+    props = state_properties()
+    with symbolic(), tw.sem.active():
+        for name, (c, places) in PADDING.items():
+            bad = []
+            for place in places:
+                m = g.index[place]
+                holds = z3.And([as_bool(p.holds_for(tw.a, m)) for p in props])
+                # summaries of dependencies that are never both Done and abandoned (checked below)
+                deps = [tw.a.tasks[d] for d in g.deps[m]]
+                possible = z3.Not(z3.And(*[as_bool(graph_saved(d)) for d in deps],
+                                         z3.Or([as_bool(d.abandoned) for d in deps])))
+                if tw.refuted(_pin(tw.a.tasks[m], c) + [possible], z3.Not(holds)):
+                    bad.append(place)
+            out.append(Finding(f"padding:{name}", "holds", not bad,
+                               f"breaks a state property at {', '.join(bad)}" if bad else ""))
+        m = g.index["t3"]
+        t = tw.a.tasks[m]
+        both = z3.And(*[as_bool(p.holds_for(tw.a, m)) for p in props],
+                      as_bool(graph_saved(t)), as_bool(t.abandoned))
+        ok = not tw.refuted([], both)
+        out.append(Finding("padding:done-and-abandoned", "excluded", ok,
+                           "" if ok else "a task may be both Done and abandoned"))
+    return out
