@@ -106,3 +106,86 @@ def check_padding(tw: Twin) -> list[Finding]:
         out.append(Finding("padding:done-and-abandoned", "excluded", ok,
                            "" if ok else "a task may be both Done and abandoned"))
     return out
+
+
+@dataclass
+class Claim:
+    """What is proved of one always property."""
+
+    property: str
+    graphs: str                    # "every graph" | "not generalised"
+    kind: str                      # "cutoff" | "bounded"
+    evidence_ids: str              # "any number" | "up to N"
+    keys: str                      # "any number" | "up to N"
+    reasons: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"property": self.property, "graphs": self.graphs, "proof": self.kind,
+                "evidence_ids": self.evidence_ids, "keys": self.keys, "reasons": self.reasons}
+
+
+@dataclass
+class UnboundedReport:
+    claims: list[Claim]
+    conditions: list[Finding]
+    proof: ProofReport | None
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return all(c.graphs == "every graph" for c in self.claims)
+
+    def refused(self) -> list[Finding]:
+        return [f for f in self.conditions if not f.ok]
+
+    def to_json(self) -> dict:
+        return {
+            "theorem": "cutoff", "cutoff_graph": [list(d) for d in CUTOFF_DEPS],
+            "bounds": CUTOFF_BOUNDS.to_json(), "ok": self.ok,
+            "claims": [c.to_json() for c in self.claims],
+            "conditions": [f.to_json() for f in self.conditions],
+            "refused": [f.to_json() for f in self.refused()],
+            "frames": None if self.proof is None else {
+                "proved": self.proof.count("proved"), "total": len(self.proof.results)},
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def conditions(sem: Semantics = MODEL, progress: Callable[[str], None] | None = None
+               ) -> tuple[Twin, list[Finding]]:
+    """Conditions 1-3 of the theorem, each a z3 check (``Finding.ok`` False names what fails)."""
+    tw = Twin(sem)
+    found = check_steps(tw, progress)
+    found += check_state_properties(tw) + check_step_properties(tw) + check_padding(tw)
+    return tw, found
+
+
+def prove_unbounded(sem: Semantics = MODEL, only: list[str] | None = None,
+                    progress: Callable[[str], None] | None = None) -> UnboundedReport:
+    """The cutoff theorem's conditions, then the proof at the cutoff graph, per property."""
+    t0 = time.perf_counter()
+    tw, found = conditions(sem, progress)
+    if progress:
+        progress(f"conditions: {sum(f.ok for f in found)} of {len(found)} hold")
+    report = Prover(CUTOFF_BOUNDS, sem, deps=CUTOFF_DEPS).run(only, True, progress)
+    counting = [p.id for p in state_properties() if reads_evidence_across_ids(tw, p)]
+    refused = [f"{f.subject} {f.kind}: {f.detail}" for f in found if not f.ok]
+    claims = []
+    per: dict[str, list] = {}
+    for r in report.results:
+        per.setdefault(r.invariant, []).append(r)
+    for pid, rs in per.items():
+        if pid == DOMAIN.id:
+            continue
+        reasons = list(refused)
+        reasons += [f"frame {pid} after {r.transition}: {r.status} at the cutoff graph"
+                    for r in rs if r.status != "proved"]
+        ids = "any number" if not counting else f"up to {CUTOFF_BOUNDS.evidence_ids}"
+        if counting:
+            reasons.append("evidence ids not generalised: " + ", ".join(counting)
+                           + " count recorded evidence across ids (assumed in every frame)")
+        graphs_ok = not refused and all(r.status == "proved" for r in rs)
+        claims.append(Claim(pid, "every graph" if graphs_ok else "not generalised",
+                            "cutoff" if graphs_ok else "bounded", ids, "any number"
+                            if not refused else f"up to {CUTOFF_BOUNDS.keys}", reasons))
+    return UnboundedReport(claims, found, report, time.perf_counter() - t0)
