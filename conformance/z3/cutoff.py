@@ -81,7 +81,8 @@ class Twin:
     """Two symbolic pre-states of the cutoff graph, each step evaluated on both."""
 
     def __init__(self, sem: Semantics = MODEL, ids: tuple[str, ...] = ("e1", "e2"), nkeys: int = 2,
-                 tasks: tuple[str, ...] = LOCALITY_TASKS):
+                 tasks: tuple[str, ...] = LOCALITY_TASKS, kinds: list[Kind] | None = None,
+                 env: bool = True):
         names = tuple(f"t{n + 1}" for n in range(len(CUTOFF_DEPS)))
         ga = symbolic_graph(names, CUTOFF_DEPS)
         gb = Graph(graph_id=ga.graph_id, tasks=names, deps=CUTOFF_DEPS,
@@ -89,8 +90,9 @@ class Twin:
                    requires_assignment=tuple(z3.Bool(f"policyB.{n}.assignment") for n in names),
                    index=dict(ga.index))
         self.sem = sem
-        templates = request_templates(list(Kind), list(tasks), ids, by_actor=actor_sensitive(ga, sem))
-        self.cat = Catalogue(templates + env_templates(tasks), ga.graph_id)
+        templates = request_templates(list(Kind) if kinds is None else kinds, list(tasks), ids,
+                                      by_actor=actor_sensitive(ga, sem))
+        self.cat = Catalogue(templates + (env_templates(tasks) if env else []), ga.graph_id)
         universe = discover_universe(ga, ids, sem)
         keys = tuple(f"k{n + 1}" for n in range(nkeys))
         self.space = Space(ga, universe, keys, len(POOL), len(self.cat.shapes), self.cat.decode_digest)
