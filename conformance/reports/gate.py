@@ -43,11 +43,11 @@ BUDGETS = {
               "explore": [Instance(tasks=1), Instance(tasks=2)],
               "crash-cuts": ["in-process"],
               "fuzz": {"examples": 30, "steps": 25, "tasks": 2}},
-    "default": {"prove": 3, "mutants": True, "replay": True, "trace-matrix": True,
+    "default": {"prove": 3, "unbounded": True, "mutants": True, "replay": True, "trace-matrix": True,
                 "explore": [Instance(tasks=3)],
                 "crash-cuts": ["in-process"],
                 "fuzz": {"examples": 150, "steps": 40, "tasks": 3}},
-    "deep": {"prove": 4, "mutants": True, "replay": True, "trace-matrix": True,
+    "deep": {"prove": 4, "unbounded": True, "mutants": True, "replay": True, "trace-matrix": True,
              "explore": [Instance(tasks=3),
                          Instance(tasks=1, attempts=2, groups=("core", "env", "evidence", "operator",
                                                                "legacy")),
@@ -268,6 +268,22 @@ def prove_checks(budget: str, progress: Progress | None) -> list[Check]:
     return out
 
 
+def unbounded_checks(budget: str, progress: Progress | None) -> list[Check]:
+    """For every graph: the cutoff theorem's conditions hold and each always property is proved."""
+    from wgk.conformance.z3.unbounded import model_report
+    _flag(budget, "unbounded", BUDGETS[budget]["unbounded"])
+    meter = Meter("unbounded", None, progress)
+    rep = model_report(progress=meter.note)
+    bad = rep.refused()
+    out = [Check("unbounded", "cutoff conditions", "fail" if bad else "pass", 0.0,
+                 f"{bad[0].subject}: {bad[0].detail}: wgk prove --unbounded" if bad else
+                 f"{len(rep.conditions)} locality conditions hold")]
+    out += [Check("unbounded", c.property, "pass" if c.graphs == "every graph" else "fail", 0.0,
+                  "" if c.graphs == "every graph" else f"{c.reasons[0]}: wgk prove --unbounded",
+                  c.to_json()) for c in rep.claims]
+    return out
+
+
 def mutant_checks(budget: str, progress: Progress | None) -> list[Check]:
     """Every known-bad variant of the model must be killed by a proof and by BMC."""
     _flag(budget, "mutants", BUDGETS[budget]["mutants"])
@@ -310,7 +326,8 @@ def trace_matrix_checks(budget: str, progress: Progress | None) -> list[Check]:
 #: Sections that take the loaded traces.
 TRACE_SECTIONS = ("replay", "crash-cuts")
 
-SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mutant_checks),
+SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("unbounded", unbounded_checks),
+                                        ("mutants", mutant_checks),
                                         ("explore", explore_checks), ("replay", replay_checks),
                                         ("crash-cuts", crash_cut_checks), ("fuzz", fuzz_checks),
                                         ("trace-matrix", trace_matrix_checks)]

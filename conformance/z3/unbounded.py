@@ -189,3 +189,14 @@ def prove_unbounded(sem: Semantics = MODEL, only: list[str] | None = None,
                             "cutoff" if graphs_ok else "bounded", ids, "any number"
                             if not refused else f"up to {CUTOFF_BOUNDS.keys}", reasons))
     return UnboundedReport(claims, found, report, time.perf_counter() - t0)
+
+
+_CACHE: dict[str, UnboundedReport] = {}
+
+
+def model_report(progress: Callable[[str], None] | None = None) -> UnboundedReport:
+    """``prove_unbounded()`` of the model itself, computed once per process (the gate's
+    section and the trace matrix's proof column share it)."""
+    if "model" not in _CACHE:
+        _CACHE["model"] = prove_unbounded(progress=progress)
+    return _CACHE["model"]
