@@ -265,22 +265,26 @@ def prove_checks(budget: str, progress: Progress | None) -> list[Check]:
                          "" if ok else f"{w['status']}: wgk prove --invariant {w['goal']}",
                          group="witnesses"))
         meter.step(f"witness {goal}")
+    if BUDGETS[budget].get("unbounded"):
+        out += unbounded_checks(budget, progress)
     return out
 
 
 def unbounded_checks(budget: str, progress: Progress | None) -> list[Check]:
-    """For every graph: the cutoff theorem's conditions hold and each always property is proved."""
+    """For every graph (part of the prove section where the budget says ``unbounded``): the
+    cutoff theorem's conditions hold and each always property is proved at the cutoff graph."""
     from wgk.conformance.z3.unbounded import model_report
     _flag(budget, "unbounded", BUDGETS[budget]["unbounded"])
-    meter = Meter("unbounded", None, progress)
-    rep = model_report(progress=meter.note)
+    meter = Meter("prove", None, progress)
+    rep = model_report(progress=lambda m: meter.note(f"unbounded: {m}"))
     bad = rep.refused()
-    out = [Check("unbounded", "cutoff conditions", "fail" if bad else "pass", 0.0,
+    out = [Check("prove", "cutoff conditions", "fail" if bad else "pass", 0.0,
                  f"{bad[0].subject}: {bad[0].detail}: wgk prove --unbounded" if bad else
                  f"{len(rep.conditions)} locality conditions hold")]
-    out += [Check("unbounded", c.property, "pass" if c.graphs == "every graph" else "fail", 0.0,
+    out += [Check("prove", f"{c.property} for every graph",
+                  "pass" if c.graphs == "every graph" else "fail", 0.0,
                   "" if c.graphs == "every graph" else f"{c.reasons[0]}: wgk prove --unbounded",
-                  c.to_json()) for c in rep.claims]
+                  c.to_json(), group="unbounded") for c in rep.claims]
     return out
 
 
@@ -326,8 +330,7 @@ def trace_matrix_checks(budget: str, progress: Progress | None) -> list[Check]:
 #: Sections that take the loaded traces.
 TRACE_SECTIONS = ("replay", "crash-cuts")
 
-SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("unbounded", unbounded_checks),
-                                        ("mutants", mutant_checks),
+SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mutant_checks),
                                         ("explore", explore_checks), ("replay", replay_checks),
                                         ("crash-cuts", crash_cut_checks), ("fuzz", fuzz_checks),
                                         ("trace-matrix", trace_matrix_checks)]
