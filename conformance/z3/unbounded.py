@@ -42,8 +42,7 @@ from typing import Any, Callable
 
 import z3
 
-from wgk.model.state import Binding, TaskState
-from wgk.model.vocab import AttemptState as AS, Phase, Receipt
+from wgk.model.state import TaskState
 
 from wgk.conformance.z3.cutoff import (
     CUTOFF_DEPS, Finding, Twin, check_state_properties, check_step_properties, check_steps,
@@ -58,11 +57,15 @@ CUTOFF_BOUNDS = Bounds(tasks=len(CUTOFF_DEPS), evidence_ids=2, keys=1)
 
 
 def _done_task() -> TaskState:
-    b = Binding(1, 2, 1)
-    return TaskState(attempt=1, fence=1, lease_epoch=1, attempt_state=AS.SUCCEEDED,
-                     phase=Phase.GRAPH_SAVED, candidate=2, base=1, version=1,
-                     receipts=tuple(b for _ in Receipt), effect_done=True, promotions=1,
-                     saved_work=2, worktree=2, origin=1)
+    """A Done task as the model's own ``reconstruct`` rule makes one (a proven legacy Done)."""
+    from wgk.model.requests import Request
+    from wgk.model.ruleset import RULES
+    from wgk.model.state import Graph, initial_state
+    from wgk.model.vocab import Actor, Exit, Kind
+    held = TaskState(exit=Exit.NEEDS_RECONCILIATION, legacy_done=True)
+    s = initial_state(Graph.build(["t"]), target=2, tasks={"t": held})
+    r = Request(Kind.RECONSTRUCT, Actor.OPERATOR, "t", candidate=2, base=1)
+    return RULES[Kind.RECONSTRUCT](s, 0, held, r).update().tasks[0]
 
 
 #: The padding tasks and where they are placed (t1 is a root, t3 has two dependencies).
