@@ -93,7 +93,7 @@ def suspect(t: TaskState) -> Any:
 
 # --- admission and attempts ---------------------------------------------------
 
-@rule(K.ASSIGN, touches={"assigned"})
+@rule(K.ASSIGN, touches={"assigned"}, reads={"self"})
 def assign(s, i, t, r):
     """The daemon records the assignment receipt that admits the task."""
     return guarded(
@@ -122,14 +122,14 @@ def _import_checks(t, r) -> list:
             (t.retained == r.imports, Code.CANDIDATE_MISMATCH)]
 
 
-@rule(K.DISPATCH, touches=OPEN)
+@rule(K.DISPATCH, touches=OPEN, reads={"self", "deps.done", "target"})
 def dispatch(s, i, t, r):
     """Open an attempt on a task whose dependencies are all dependency-satisfying Done."""
     checks = _admission_checks(s, i, t, r) + [(not_(running(t)), Code.ATTEMPT_LIVE)]
     return guarded(checks + _import_checks(t, r), lambda: s.put(i, open_attempt(s, t, r)))
 
 
-@rule(K.RETRY, touches=OPEN | CLOSE)
+@rule(K.RETRY, touches=OPEN | CLOSE, reads={"self", "deps.done", "target"})
 def retry(s, i, t, r):
     """The operator closes a stuck attempt (work retained) and opens a new one."""
     stuck = any_of(
@@ -143,7 +143,7 @@ def retry(s, i, t, r):
 
 
 @rule(K.RESUME, touches={"owner_pid", "owner_birth", "proc_birth", "wrapper_epoch", "child_epoch",
-                         "owner_seen", "deadline"})
+                         "owner_seen", "deadline"}, reads={"self"})
 def resume(s, i, t, r):
     """Same-attempt continuation: needs unchanged K, same session, proven death, no terminal intent."""
     o = r.owner
@@ -167,14 +167,14 @@ def resume(s, i, t, r):
 
 # --- evidence -----------------------------------------------------------------
 
-@rule(K.HEARTBEAT, touches={"evidence"})
+@rule(K.HEARTBEAT, touches={"evidence"}, reads={"self"})
 def heartbeat(s, i, t, r):
     """A heartbeat is evidence only: recorded by id, it proves nothing about the owner."""
     return guarded([], lambda: s.put(i, replace(t, evidence=note_evidence(t, "heartbeat", r.evidence))),
                    kind=D.EVIDENCE_ONLY)
 
 
-@rule(K.HEARTBEAT_TIMEOUT, touches={"owner_seen", "evidence"})
+@rule(K.HEARTBEAT_TIMEOUT, touches={"owner_seen", "evidence"}, reads={"self"})
 def heartbeat_timeout(s, i, t, r):
     """A missing heartbeat raises suspicion of a running owner; it never terminalizes."""
     return guarded(
@@ -185,7 +185,7 @@ def heartbeat_timeout(s, i, t, r):
     )
 
 
-@rule(K.OBSERVE_EOF, touches={"owner_seen", "evidence"})
+@rule(K.OBSERVE_EOF, touches={"owner_seen", "evidence"}, reads={"self"})
 def observe_eof(s, i, t, r):
     """Observer EOF says only that an evidence channel closed: suspicion, one probe."""
     return guarded(
@@ -196,7 +196,7 @@ def observe_eof(s, i, t, r):
     )
 
 
-@rule(K.PROBE_OWNER, touches={"owner_seen", "deadline", "evidence"})
+@rule(K.PROBE_OWNER, touches={"owner_seen", "deadline", "evidence"}, reads={"self", "now"})
 def probe_owner(s, i, t, r):
     """Read pid + birth time: the exact owner alive is evidence; its proven death is applied."""
     alive = owner_alive(t)
@@ -214,7 +214,7 @@ def probe_owner(s, i, t, r):
     )
 
 
-@rule(K.COMPACTION, touches={"evidence", "compactions", "continuations"})
+@rule(K.COMPACTION, touches={"evidence", "compactions", "continuations"}, reads={"self"})
 def compaction(s, i, t, r):
     """Each distinct compaction occurrence is counted once and earns one continuation."""
     new = not_(seen(t, "compaction", r.evidence))
@@ -230,7 +230,7 @@ def compaction(s, i, t, r):
     return guarded([], update, kind=ite(new, D.APPLIED, D.EVIDENCE_ONLY))
 
 
-@rule(K.ACK_CONTINUATION, touches={"acks", "evidence"})
+@rule(K.ACK_CONTINUATION, touches={"acks", "evidence"}, reads={"self"})
 def ack_continuation(s, i, t, r):
     """The wrapper acknowledges delivery of the continuation a compaction earned."""
     new = not_(seen(t, "ack", r.evidence))
@@ -242,7 +242,7 @@ def ack_continuation(s, i, t, r):
     )
 
 
-@rule(K.PROVIDER_FAILURE, touches={"provider_failures", "evidence"})
+@rule(K.PROVIDER_FAILURE, touches={"provider_failures", "evidence"}, reads={"self"})
 def provider_failure(s, i, t, r):
     """A provider failure event is counted once by its event id; it never terminalizes."""
     new = not_(seen(t, "provider-failure", r.evidence))
@@ -256,7 +256,7 @@ def provider_failure(s, i, t, r):
     )
 
 
-@rule(K.MESSAGE, touches={"messages", "evidence"})
+@rule(K.MESSAGE, touches={"messages", "evidence"}, reads={"self"})
 def message(s, i, t, r):
     """A message is inert evidence: held for a running attempt, never a resurrection."""
     new = not_(seen(t, "message", r.evidence))
@@ -270,14 +270,14 @@ def message(s, i, t, r):
     )
 
 
-@rule(K.OWNERSHIP_CONTENTION, touches={"evidence"})
+@rule(K.OWNERSHIP_CONTENTION, touches={"evidence"}, reads={"self"})
 def ownership_contention(s, i, t, r):
     """A foreign caller contending for ownership is recorded; it charges nothing."""
     return guarded([], lambda: s.put(i, replace(t, evidence=note_evidence(t, "contention", r.evidence))),
                    kind=D.EVIDENCE_ONLY)
 
 
-@rule(K.LOG, touches={"logs"})
+@rule(K.LOG, touches={"logs"}, reads={"self"})
 def log(s, i, t, r):
     """The owner appends a log line: one effect per request."""
     return guarded([(running(t), Code.TERMINAL_ALREADY)],
@@ -286,7 +286,7 @@ def log(s, i, t, r):
 
 # --- terminal reports and convergence -----------------------------------------
 
-@rule(K.FAIL, touches=CLOSE | {"evidence"})
+@rule(K.FAIL, touches=CLOSE | {"evidence"}, reads={"self"})
 def fail(s, i, t, r):
     """A terminal failure report: the first terminal wins, later ones are evidence only."""
     first = all_of(running(t), not_(reserved(t)))
@@ -298,7 +298,7 @@ def fail(s, i, t, r):
     )
 
 
-@rule(K.DECLARE_LOST, touches=CLOSE)
+@rule(K.DECLARE_LOST, touches=CLOSE, reads={"self"})
 def declare_lost(s, i, t, r):
     """Convergence closes an attempt whose exact owner is proven dead and left no terminal intent."""
     return guarded(
@@ -313,7 +313,7 @@ def declare_lost(s, i, t, r):
 
 # --- the SaveTransaction ------------------------------------------------------
 
-@rule(K.SUBMIT, touches=EDGE | {"deadline"})
+@rule(K.SUBMIT, touches=EDGE | {"deadline"}, reads={"self"})
 def submit(s, i, t, r):
     """The owner submits: the completion transaction reserves the attempt's terminal."""
     return guarded(
@@ -322,13 +322,14 @@ def submit(s, i, t, r):
     )
 
 
-@rule(K.QUIESCE, touches=EDGE)
+@rule(K.QUIESCE, touches=EDGE, reads={"self"})
 def quiesce(s, i, t, r):
     """The writer is stopped; from now on the worktree bytes cannot change."""
     return guarded([], lambda: s.put(i, advance(t, Phase.QUIESCING)))
 
 
-@rule(K.SAVE_WORK, touches=EDGE | {"saved_work", "candidate", "base", "version", "receipts"})
+@rule(K.SAVE_WORK, touches=EDGE | {"saved_work", "candidate", "base", "version", "receipts"},
+      reads={"self"})
 def save_work(s, i, t, r):
     """WorkSave: capture the exact worktree bytes (a clean tree too) bound to K and base."""
     def update():
@@ -349,7 +350,7 @@ def _candidate_check(t: TaskState, r: Request) -> tuple:
     return (t.candidate == r.candidate, Code.CANDIDATE_MISMATCH)
 
 
-@rule(K.SEAL_CANDIDATE, touches=EDGE | {"receipts"})
+@rule(K.SEAL_CANDIDATE, touches=EDGE | {"receipts"}, reads={"self"})
 def seal_candidate(s, i, t, r):
     """The saved work becomes the one immutable candidate."""
     return guarded(
@@ -359,7 +360,7 @@ def seal_candidate(s, i, t, r):
     )
 
 
-@rule(K.VALIDATE, touches=EDGE | EXIT | {"receipts"})
+@rule(K.VALIDATE, touches=EDGE | EXIT | {"receipts"}, reads={"self"})
 def validate(s, i, t, r):
     """The validator's verdict on the exact candidate: pass advances, fail needs repair."""
     passed = r.verdict == Verdict.PASS
@@ -375,7 +376,7 @@ def validate(s, i, t, r):
     )
 
 
-@rule(K.REQUEST_REVIEW, touches=EDGE | {"deadline"})
+@rule(K.REQUEST_REVIEW, touches=EDGE | {"deadline"}, reads={"self"})
 def request_review(s, i, t, r):
     """Policy requires a FLIP review: the transaction waits for the evaluator."""
     return guarded(
@@ -384,7 +385,7 @@ def request_review(s, i, t, r):
     )
 
 
-@rule(K.ACCEPT, touches=EDGE | EXIT | {"deadline", "receipts"})
+@rule(K.ACCEPT, touches=EDGE | EXIT | {"deadline", "receipts"}, reads={"self"})
 def accept(s, i, t, r):
     """Acceptance of the exact candidate: a passing review, or a not-required policy receipt."""
     required = s.graph.review_required[i]
@@ -412,7 +413,8 @@ def accept(s, i, t, r):
     )
 
 
-@rule(K.RECORD_DISPOSITION, touches=EDGE | {"disposition", "finish_lease", "deadline", "receipts"})
+@rule(K.RECORD_DISPOSITION, touches=EDGE | {"disposition", "finish_lease", "deadline", "receipts"},
+      reads={"self"})
 def record_disposition(s, i, t, r):
     """The task-owned Land / Deliver / Report receipt; the finish lease is taken."""
     return guarded(
@@ -426,13 +428,14 @@ def record_disposition(s, i, t, r):
     )
 
 
-@rule(K.PREPARE_EFFECT, touches=EDGE)
+@rule(K.PREPARE_EFFECT, touches=EDGE, reads={"self"})
 def prepare_effect(s, i, t, r):
     """Write-ahead intent before the external effect."""
     return guarded([], lambda: s.put(i, advance(t, Phase.EFFECT_PREPARED)))
 
 
-@rule(K.COMMIT_EFFECT, touches=EDGE | {"effect_done", "promotions", "receipts", "target"})
+@rule(K.COMMIT_EFFECT, touches=EDGE | {"effect_done", "promotions", "receipts", "target"},
+      reads={"self", "target"})
 def commit_effect(s, i, t, r):
     """Publish once: re-observe the effect; else Land moves the target by CAS from the exact base."""
     land = t.disposition == Disposition.LAND
@@ -457,7 +460,7 @@ def commit_effect(s, i, t, r):
     )
 
 
-@rule(K.MARK_REPAIR, touches=EXIT | {"finish_lease"})
+@rule(K.MARK_REPAIR, touches=EXIT | {"finish_lease"}, reads={"self", "target"})
 def mark_repair(s, i, t, r):
     """The target moved before the CAS: needs repair, candidate retained, never a rebase."""
     moved = all_of(t.exit == Exit.NONE, t.phase == Phase.EFFECT_PREPARED,
@@ -469,13 +472,14 @@ def mark_repair(s, i, t, r):
     )
 
 
-@rule(K.PREPARE_CLEANUP, touches=EDGE)
+@rule(K.PREPARE_CLEANUP, touches=EDGE, reads={"self"})
 def prepare_cleanup(s, i, t, r):
     """Plan removal of exactly this attempt's worktree."""
     return guarded([], lambda: s.put(i, advance(t, Phase.CLEANUP_PREPARED)))
 
 
-@rule(K.COMMIT_CLEANUP, touches=EDGE | {"worktree_present", "worktree_lease", "receipts"})
+@rule(K.COMMIT_CLEANUP, touches=EDGE | {"worktree_present", "worktree_lease", "receipts"},
+      reads={"self"})
 def commit_cleanup(s, i, t, r):
     """Remove exactly the planned worktree (re-observed if already gone) and release its lease."""
     return guarded(
@@ -491,7 +495,7 @@ SAVE_GRAPH_NEEDS = (Receipt.WORK_SAVE, Receipt.CANDIDATE, Receipt.VALIDATION, Re
                     Receipt.DISPOSITION, Receipt.EFFECT, Receipt.CLEANUP)
 
 
-@rule(K.SAVE_GRAPH, touches=EDGE | CLOSE | {"receipts"})
+@rule(K.SAVE_GRAPH, touches=EDGE | CLOSE | {"receipts"}, reads={"self"})
 def save_graph(s, i, t, r):
     """GraphSave: every receipt exists and agrees on K, candidate and base; the attempt succeeds."""
     return guarded(
@@ -504,7 +508,7 @@ def save_graph(s, i, t, r):
 
 
 @rule(K.REVISE, touches=EDGE | EXIT | {"retained", "saved_work", "candidate", "base", "version",
-                                       "receipts"})
+                                       "receipts"}, reads={"self"})
 def revise(s, i, t, r):
     """A new candidate version after repair: earlier reviews no longer count."""
     def update():
@@ -523,7 +527,7 @@ def revise(s, i, t, r):
     )
 
 
-@rule(K.BLOCK_UPGRADE, touches=EXIT)
+@rule(K.BLOCK_UPGRADE, touches=EXIT, reads={"self"})
 def block_upgrade(s, i, t, r):
     """Version skew between daemon and binary: the transaction holds, fail-closed."""
     return guarded(
@@ -536,7 +540,8 @@ def block_upgrade(s, i, t, r):
 # --- operator and migration ---------------------------------------------------
 
 @rule(K.RESET, touches=CLOSE | EDGE | EXIT | {"generation", "attempt", "candidate", "base", "version",
-                                             "disposition", "receipts", "effect_done"})
+                                             "disposition", "receipts", "effect_done"},
+      reads={"self"})
 def reset(s, i, t, r):
     """A new generation; a completion that reserved the terminal first wins the race."""
     in_flight = all_of(running(t), reserved(t), t.exit == Exit.NONE)
@@ -562,7 +567,7 @@ def reset(s, i, t, r):
     )
 
 
-@rule(K.ABANDON, touches=CLOSE | EXIT | {"abandoned"})
+@rule(K.ABANDON, touches=CLOSE | EXIT | {"abandoned"}, reads={"self"})
 def abandon(s, i, t, r):
     """The operator gives the task up before any effect; retained work is preserved."""
     effect_started = all_of(one_of(t.phase, (Phase.EFFECT_PREPARED, Phase.EFFECT_COMMITTED,
@@ -587,7 +592,7 @@ def abandon(s, i, t, r):
     )
 
 
-@rule(K.RECONCILE, touches=EXIT | {"phase", "legacy_done"})
+@rule(K.RECONCILE, touches=EXIT | {"phase", "legacy_done"}, reads={"self"})
 def reconcile(s, i, t, r):
     """The operator resolves a hold: a legacy claim reopened, or an upgrade block lifted."""
     legacy = t.exit == Exit.NEEDS_RECONCILIATION
@@ -606,7 +611,8 @@ def reconcile(s, i, t, r):
 @rule(K.RECONSTRUCT, touches=EDGE | EXIT | {"fence", "attempt", "lease_epoch", "attempt_state",
                                            "candidate", "base", "receipts", "reconstructed",
                                            "effect_done", "legacy_done", "worktree_lease",
-                                           "session_lease", "finish_lease", "imported"})
+                                           "session_lease", "finish_lease", "imported"},
+      reads={"self", "deps.done", "target"})
 def reconstruct(s, i, t, r):
     """A legacy Done is proven by the target holding its exact candidate: receipts are rebuilt."""
     def update():
@@ -632,7 +638,7 @@ def reconstruct(s, i, t, r):
     )
 
 
-@rule(K.LEGACY_DONE, touches=EXIT | {"legacy_done", "evidence"})
+@rule(K.LEGACY_DONE, touches=EXIT | {"legacy_done", "evidence"}, reads={"self"})
 def legacy_done(s, i, t, r):
     """A legacy Done without evidence is quarantined: needs reconciliation, never blessed.
 

@@ -35,6 +35,13 @@ RULES: dict[K, Callable] = {}
 #: Per kind, the TaskState fields (and "target") its rule may change (filled by ``@rule``).
 TOUCHES: dict[K, frozenset[str]] = {}
 
+#: Per kind, what its rule may read (filled by ``@rule(reads=...)``): "self" (the task's
+#: fields, its policy and its evidence of the request's own id), "deps.done" (whether all
+#: its dependencies are dependency-satisfying Done), "target", "now". A kind without an
+#: entry declares nothing; ``wgk prove --unbounded`` refuses it.
+READS: dict[K, frozenset[str]] = {}
+READ_TOKENS = frozenset({"self", "self.evidence", "deps.done", "deps.abandoned", "target", "now"})
+
 # Field sets several rules share.
 CLOSE = frozenset({"attempt_state", "retained", "worktree_lease", "session_lease", "finish_lease",
                    "deadline", "owner_pid", "owner_birth", "session", "wrapper_epoch",
@@ -49,8 +56,14 @@ EDGE = frozenset({"phase", "revision"})
 EXIT = frozenset({"exit", "reason", "revision"})
 
 
-def rule(kind: K, *, touches: Iterable[str]) -> Callable[[Callable], Callable]:
-    """Register the decorated function as the rule of ``kind``, changing only ``touches``."""
+def rule(kind: K, *, touches: Iterable[str],
+         reads: Iterable[str] | None = None) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the rule of ``kind``, changing only ``touches``
+    and reading only ``reads`` (tokens of ``READ_TOKENS``)."""
+    unknown = sorted(set(reads or ()) - READ_TOKENS)
+    if unknown:
+        raise ValueError(f"{kind.label} reads unknown parts: {', '.join(unknown)}")
+
     def register(fn: Callable) -> Callable:
         # (no subscripts of RULES here: registering is not deciding, and the complexity
         # report counts a function that subscripts a rules table as a reducer)
@@ -59,6 +72,8 @@ def rule(kind: K, *, touches: Iterable[str]) -> Callable[[Callable], Callable]:
             raise ValueError(f"{kind.label} has two rules: {other.__name__} and {fn.__name__}")
         RULES.update({kind: fn})
         TOUCHES.update({kind: frozenset(touches)})
+        if reads is not None:
+            READS.update({kind: frozenset(reads)})
         return fn
     return register
 

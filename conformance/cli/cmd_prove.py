@@ -25,6 +25,7 @@ EXAMPLES = """  wgk prove
   wgk prove --tasks 4
   wgk prove --invariant done-iff-graphsave --json
   wgk prove --invariant done-reached          (a sometimes property: find its witness)
+  wgk prove --unbounded --json                (for every graph: the cutoff theorem)
 """
 
 
@@ -40,6 +41,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "only its own key's entry)")
     p.add_argument("--jobs", type=int, default=2,
                    help="processes: with 2 the witnesses are searched beside the proofs (default 2)")
+    p.add_argument("--unbounded", action="store_true",
+                   help="prove for every graph: check the cutoff theorem's conditions on the "
+                        "rules (locality of reads and writes) and prove at the cutoff graph; "
+                        "--tasks, --evidence-ids and --keys are then fixed by the theorem")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -64,6 +69,12 @@ def _run(args: argparse.Namespace) -> int:
     if pid is not None and pid not in known_ids():
         raise UsageError(f"unknown invariant {pid!r} (known: {', '.join(sorted(REGISTRY))})")
     show = lambda msg: progress(f"  {msg}", enabled=not args.json)
+    if args.unbounded:
+        if pid is not None and not (pid in REGISTRY and REGISTRY[pid].kind == "always"
+                                    or pid in LEMMAS):
+            raise UsageError(f"--unbounded proves always properties; {pid!r} is not one")
+        from wgk.conformance.cli.cmd_prove_unbounded import run_unbounded
+        return run_unbounded(args, pid, show)
     bounds = Bounds(tasks=args.tasks, evidence_ids=args.evidence_ids, keys=args.keys)
     always = pid is None or not (pid in REGISTRY and REGISTRY[pid].kind == "sometimes")
     goals = [p.id for p in REGISTRY.values() if p.kind == "sometimes"

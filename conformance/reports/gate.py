@@ -44,11 +44,11 @@ BUDGETS = {
               "explore": [Instance(tasks=1), Instance(tasks=2)],
               "crash-cuts": ["in-process"],
               "fuzz": {"examples": 30, "steps": 25, "tasks": 2}},
-    "default": {"prove": 3, "mutants": True, "replay": True, "trace-matrix": True,
+    "default": {"prove": 3, "unbounded": True, "mutants": True, "replay": True, "trace-matrix": True,
                 "explore": [Instance(tasks=3)],
                 "crash-cuts": ["in-process"],
                 "fuzz": {"examples": 150, "steps": 40, "tasks": 3}},
-    "deep": {"prove": 4, "mutants": True, "replay": True, "trace-matrix": True,
+    "deep": {"prove": 4, "unbounded": True, "mutants": True, "replay": True, "trace-matrix": True,
              "explore": [Instance(tasks=3),
                          Instance(tasks=1, attempts=2, groups=("core", "env", "evidence", "operator",
                                                                "legacy")),
@@ -266,6 +266,26 @@ def prove_checks(budget: str, progress: Progress | None) -> list[Check]:
                          "" if ok else f"{w['status']}: wgk prove --invariant {w['goal']}",
                          group="witnesses"))
         meter.step(f"witness {goal}")
+    if BUDGETS[budget].get("unbounded"):
+        out += unbounded_checks(budget, progress)
+    return out
+
+
+def unbounded_checks(budget: str, progress: Progress | None) -> list[Check]:
+    """For every graph (part of the prove section where the budget says ``unbounded``): the
+    cutoff theorem's conditions hold and each always property is proved at the cutoff graph."""
+    from wgk.conformance.z3.unbounded import model_report
+    _flag(budget, "unbounded", BUDGETS[budget]["unbounded"])
+    meter = Meter("prove", None, progress)
+    rep = model_report(progress=lambda m: meter.note(f"unbounded: {m}"))
+    bad = rep.refused()
+    out = [Check("prove", "cutoff conditions", "fail" if bad else "pass", 0.0,
+                 f"{bad[0].subject}: {bad[0].detail}: wgk prove --unbounded" if bad else
+                 f"{len(rep.conditions)} locality conditions hold")]
+    out += [Check("prove", f"{c.property} for every graph",
+                  "pass" if c.graphs == "every graph" else "fail", 0.0,
+                  "" if c.graphs == "every graph" else f"{c.reasons[0]}: wgk prove --unbounded",
+                  c.to_json(), group="unbounded") for c in rep.claims]
     return out
 
 

@@ -66,6 +66,7 @@ class Row:
     frames: int = 0
     proved: int = 0
     proof_failures: list[str] = field(default_factory=list)
+    proof_kind: str = ""                        # "for every graph (cutoff theorem)" | "bounded ..."
     traces: list[str] = field(default_factory=list)
     crash_cuts: int = 0
     guards: list[Guard] = field(default_factory=list)
@@ -93,7 +94,7 @@ class Row:
             "model_rule": {"predicate": self.predicate, "at": self.predicate_at,
                            "transitions": self.transitions},
             "z3_proof": {"frames": self.frames, "proved": self.proved,
-                         "failures": self.proof_failures,
+                         "failures": self.proof_failures, "kind": self.proof_kind,
                          "command": f"wgk prove --invariant {self.invariant}"},
             "traces": self.traces,
             "crash_test": {"cuts": self.crash_cuts,
@@ -252,6 +253,20 @@ def mutant_column(rows: dict[str, Row]) -> None:
             rows[m.kills].mutants.append(m.name)
 
 
+def proof_kind_column(rows: dict[str, Row], progress: Callable[[str], None]) -> None:
+    """Which kind of proof each invariant has: for every graph (the cutoff theorem holds and
+    its proof at the cutoff graph is complete), or bounded to the tasks of the chain."""
+    from wgk.conformance.z3.unbounded import model_report
+    rep = model_report(progress=lambda m: progress(f"  {m}"))
+    claims = {c.property: c for c in rep.claims}
+    for r in rows.values():
+        c = claims.get(r.invariant)
+        if c is not None and c.graphs == "every graph":
+            r.proof_kind = f"for every graph (cutoff theorem), evidence ids {c.evidence_ids}"
+        else:
+            r.proof_kind = "bounded: " + (c.reasons[0] if c is not None else "not in the report")
+
+
 # --- the matrix -----------------------------------------------------------------
 
 
@@ -269,6 +284,8 @@ def build(tasks: int = 3, trace_paths: Iterable[Path] | None = None,
         rows[p.id] = Row(p.id, p.scope, p.doc, p.incidents, predicate, at)
     progress("z3 proof of every frame ...")
     proof_column(rows, tasks, progress)
+    progress("z3 proof for every graph (cutoff theorem) ...")
+    proof_kind_column(rows, progress)
     linked = trace_column(rows, default_traces() if trace_paths is None else trace_paths)
     progress("crash cuts of the linked traces ...")
     crash_column(rows, linked, progress)
@@ -293,6 +310,7 @@ def markdown(m: Matrix) -> str:
         rule = f"`{r.predicate}` ({r.scope})"
         proof = (f"{r.proved}/{r.frames} frames proved at {m.tasks} tasks, "
                  f"{len(r.transitions)} by the solver" if r.frames else "none")
+        proof += f"; {r.proof_kind}" if r.proof_kind else ""
         traces = "<br>".join(f"`{_short_trace(t)}`" for t in r.traces) or "none"
         crash = f"{r.crash_cuts} cuts" if r.crash_cuts else "none"
         places = dict.fromkeys(f"`{Path(g.path).name}` {g.function}" for g in r.guards)

@@ -288,6 +288,29 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
 )}
 
 
+def _dispatch_reading_a_non_dependency() -> Callable:
+    """Dispatch that also waits for the next task by index, which is not a dependency."""
+    base = RULES[K.DISPATCH]
+
+    def dispatch_reading_a_non_dependency(s, i, t, r):
+        g = base(s, i, t, r)
+        other = s.tasks[(i + 1) % len(s.tasks)]
+        return guarded(g.checks + [(not_(other.abandoned), Code.HELD)], g.update, g.kind)
+    return dispatch_reading_a_non_dependency
+
+
+#: Mutants that break the locality the cutoff theorem needs (they may break no invariant):
+#: ``wgk prove --unbounded`` must refuse its claim for them, naming the rule.
+LOCALITY_MUTANTS: dict[str, Mutant] = {m.name: m for m in (
+    Mutant(
+        "dispatch-reads-non-dependency", (),
+        "Dispatch also waits until the next task by index is not abandoned: it reads a task "
+        "that is not one of its dependencies.",
+        "", Instance(tasks=2, groups=CORE), 0,
+        rules={K.DISPATCH: _dispatch_reading_a_non_dependency()}),
+)}
+
+
 # --- killing ---------------------------------------------------------------------------
 
 @dataclass

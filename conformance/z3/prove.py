@@ -180,13 +180,14 @@ class Prover:
     """The symbolic pre-state, every branch on it, and one solver holding the assumptions."""
 
     def __init__(self, bounds: Bounds = Bounds(), sem: Semantics = MODEL,
-                 lemmas: dict[str, Property] | None = None, timeout_ms: int = 60_000):
+                 lemmas: dict[str, Property] | None = None, timeout_ms: int = 60_000,
+                 deps: tuple[tuple[int, ...], ...] | None = None):
         t0 = time.perf_counter()
         self.bounds = bounds
         self.sem = sem
         self.lemmas = dict(LEMMAS if lemmas is None else lemmas)
         names = bounds.task_names()
-        graph = symbolic_graph(names, chain_deps(bounds.tasks))
+        graph = symbolic_graph(names, chain_deps(bounds.tasks) if deps is None else deps)
         self.cat = Catalogue(request_templates(list(Kind), names, bounds.ids(),
                                                by_actor=actor_sensitive(graph, sem))
                              + env_templates(names), graph.graph_id)

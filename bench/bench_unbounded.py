@@ -1,0 +1,79 @@
+"""The unbounded suite beside the bounded one: wall and CPU seconds of each.
+
+    python bench/bench_unbounded.py            # bounded chain proof at 3 tasks, then the
+                                               # cutoff conditions and the cutoff-graph proof
+    python bench/bench_unbounded.py --json
+
+Each measurement runs in its own process (z3's term store grows within one process).
+Nothing is asserted: the figures are printed, the verdicts beside them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+
+def timed(fn):
+    w, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - w, time.process_time() - c
+
+
+def m_bounded(tasks: str) -> dict:
+    from wgk.conformance.z3.prove import Bounds, prove
+    rep, w, c = timed(lambda: prove(Bounds(tasks=int(tasks))))
+    return {"suite": f"bounded chain, {tasks} tasks", "frames": len(rep.results), "ok": rep.ok,
+            "wall": w, "cpu": c}
+
+
+def m_conditions() -> dict:
+    from wgk.conformance.z3.unbounded import conditions
+    (_, found), w, c = timed(conditions)
+    return {"suite": "cutoff conditions (locality, padding)", "frames": len(found),
+            "ok": all(f.ok for f in found), "wall": w, "cpu": c}
+
+
+def m_unbounded() -> dict:
+    from wgk.conformance.z3.unbounded import prove_unbounded
+    rep, w, c = timed(prove_unbounded)
+    return {"suite": "unbounded (conditions + cutoff-graph proof)",
+            "frames": len(rep.proof.results), "ok": rep.ok, "wall": w, "cpu": c}
+
+
+MEASURES = {"bounded": m_bounded, "conditions": m_conditions, "unbounded": m_unbounded}
+
+
+def measure(name: str, *args: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--one", name, *args],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        return {"suite": name, "error": (out.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(out.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(MEASURES[args.one[0]](*args.one[1:])))
+        return 0
+    rows = [measure("bounded", "3"), measure("bounded", "6"), measure("unbounded")]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            if "error" in r:
+                print(f"{r['suite']:48} ERROR {r['error']}")
+            else:
+                print(f"{r['suite']:48} {r['frames']:5} frames  ok={r['ok']!s:5} "
+                      f"wall {r['wall']:7.1f}s  cpu {r['cpu']:7.1f}s")
+    return 0 if all(r.get("ok") for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
