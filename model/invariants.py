@@ -422,3 +422,8 @@ def violations(s: State) -> list[str]:
 def step_violations(s: State, r, d, s2: State) -> list[str]:
     """Ids of step invariants that fail for one concrete decided request."""
     return [p.id for p in always("step") if p.holds(s, r, d, s2) is not True]
+
+
+# The fairness assumptions (kind "assume") and the eventually-properties register themselves
+# here too, so the registry is the same whichever module is imported first.
+from . import liveness as _liveness  # noqa: E402,F401
