@@ -267,3 +267,28 @@ def check_liveness(graph: nx.DiGraph, space, prefix: Callable[[tuple], tuple],
         seen += n
     return LivenessResult([p.id for p in eventually()], [p.id for p in assumptions()],
                           found, seen)
+
+
+def lasso_run(inst: Instance, rules: Rules, lasso: Lasso, command: str):
+    """The lasso as a replayable run (``wgk.conformance.traces.export.ModelRun``): the
+    prefix, then the cycle once; the description says where the cycle starts and the
+    provenance is the one command that finds it again."""
+    from wgk.conformance.traces.export import ModelRun
+    s = inst.initial()
+    states, steps, decisions = [s], [], []
+    for step in lasso.prefix_steps + lasso.cycle_steps:
+        d, s2, r = successor(inst, s, step, rules)
+        if s2 is None:
+            raise ValueError(f"the lasso's step {label(step)} is not enabled on replay")
+        steps.append(r if r is not None else step)
+        decisions.append(d)
+        states.append(s2)
+        s = s2
+    k = len(lasso.prefix_steps)
+    who = f" for {lasso.task}" if lasso.task else ""
+    return ModelRun(
+        id=f"lasso-{lasso.property}" + (f"-{lasso.task}" if lasso.task else ""),
+        title=f"{lasso.property} violated{who}: a fair cycle without progress",
+        description=(f"{lasso.doc} Lasso: steps 1-{k} are the prefix, steps {k + 1}-{len(steps)} "
+                     f"the cycle, which repeats forever under the fairness assumptions."),
+        states=states, steps=steps, decisions=decisions, provenance=command)
