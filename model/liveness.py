@@ -13,7 +13,9 @@ registered in the invariant registry with kind ``assume``:
   and has not submitted does not stay so forever (the owner submits, fails or
   dies).
 
-The ``eventually`` properties are checked on the explored state graph under
+(Both, and the ``eventually`` properties below, are registered by
+``wgk.model.invariants`` from the predicates defined here.) The ``eventually``
+properties are checked on the explored state graph under
 those assumptions (``wgk.conformance.check.liveness``: fair cycles through
 strongly connected components):
 
@@ -28,12 +30,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .invariants import REGISTRY, Property
-from .logic import all_of, not_
+from .logic import all_of, any_of, ite, not_, one_of
 from .predicates import owner_alive, reserved, running
-from .projections import WAYS, finished, next_edge
+from .projections import WAYS, WAYS_BY_NAME, finished, next_edge
 from .state import State, TaskState
-from .vocab import Exit, Kind as K, Way
+from .vocab import Exit, Kind as K, OwnerSeen, Phase, Way, EDGES
 
 #: The ways whose action the daemon takes (runnable work, scheduled convergence).
 DUE_WAYS = (Way.RUNNABLE, Way.SCHEDULED)
@@ -96,26 +97,37 @@ def convergence_step(s: State, r, d, s2: State) -> bool:
     return r.kind in due_kinds(s, s.graph.index[r.task])
 
 
-def _register(id: str, kind: str, scope: str, doc: str, pred, incidents=()) -> None:
-    REGISTRY[id] = Property(id, kind, scope, doc, pred, incidents)
+def due_for(s: State, i: int, kind: K) -> Any:
+    """``kind`` takes task ``i``'s due action (the symbolic form of ``due_kinds``; with
+    exactly one way forward, the way named here is the way)."""
+    t = s.tasks[i]
+    on = lambda name: all_of(not_(finished(t)), WAYS_BY_NAME[name].enabled(s, i))
+    if kind == K.PROBE_OWNER:
+        return any_of(on("probe-suspect"), all_of(on("live-owner"), not_(owner_alive(t))))
+    named = {k: n for n, ks in DUE_KINDS.items() for k in ks if k != K.PROBE_OWNER}
+    if kind in named:
+        return on(named[kind])
+    if kind in EDGES:
+        edge = ite(s.graph.review_required[i], next_edge(t, True), next_edge(t, False))
+        return all_of(on("drive-transaction"), edge == int(kind))
+    return False
 
 
-_register("daemon-takes-due-actions", "assume", "state",
-          "A task whose one way forward is runnable or a scheduled convergence action is not "
-          "left so forever without the daemon taking that action.", due, (4,))
-_register("live-owner-eventually-ends", "assume", "state",
-          "A running attempt whose exact owner is alive and has not submitted eventually "
-          "submits, fails or loses its owner.", owner_working, (6,))
-_register("eventually-settles", "eventually", "state",
-          "Every task eventually reaches Done, an external wait or a named hold.", settled, (4,))
-_register("convergence-makes-progress", "eventually", "step",
-          "Convergence has no cycle without progress: due actions alone never lead back to "
-          "a state they started from.", convergence_step, (4, 5))
+#: Ranks above every transaction rank (``1 + GRAPH_SAVED - phase`` at most ``LAST + 1``).
+_LAST = int(Phase.GRAPH_SAVED) + 1
 
 
-def assumptions() -> list[Property]:
-    return [p for p in REGISTRY.values() if p.kind == "assume"]
-
-
-def eventually() -> list[Property]:
-    return [p for p in REGISTRY.values() if p.kind == "eventually"]
+def convergence_rank(s: State, i: int, t: TaskState) -> Any:
+    """A natural number that every applied due action of task ``i`` strictly decreases:
+    0 once finished, held, or worked by a live owner; a transaction counts the main-line
+    edges left; an open task ranks above every transaction, a proven-dead owner above an
+    open task, a suspect (or a live-owner plan whose process is gone) above that."""
+    held = any_of(t.exit != Exit.NONE, t.legacy_done, t.abandoned)
+    gone = any_of(t.owner_seen == OwnerSeen.SUSPECT,
+                  all_of(one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE)),
+                         not_(owner_alive(t))))
+    owner_rank = ite(t.owner_seen == OwnerSeen.DEAD, _LAST + 3, ite(gone, _LAST + 4, 0))
+    open_rank = ite(all_of(s.graph.requires_assignment[i], not_(t.assigned)), _LAST + 2, _LAST + 1)
+    return ite(any_of(finished(t), held), 0,
+           ite(all_of(running(t), reserved(t)), 1 + int(Phase.GRAPH_SAVED) - t.phase,
+           ite(running(t), owner_rank, open_rank)))

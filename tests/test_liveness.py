@@ -105,3 +105,17 @@ def test_cli_unknown_mutant_is_a_usage_error():
     out = _wgk("--tasks", "1", "--mutant", "no-such")
     assert out.returncode == 2 and "unknown liveness mutant 'no-such'" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_z3_proves_the_convergence_rank_decreases_and_the_mutant_breaks_it():
+    from wgk.conformance.z3.prove import Bounds
+    from wgk.conformance.z3.rank import prove_rank
+    from wgk.conformance.z3.transition import Semantics
+    results = {r.transition: r.status for r in prove_rank(Bounds(tasks=2))}
+    assert {"dispatch", "declare-lost", "probe-owner", "save-graph", "mark-repair"} <= set(results)
+    assert set(results.values()) == {"proved"}, results
+    m = LIVENESS_MUTANTS["convergence-never-acts"]
+    broken = {r.transition: r.status
+              for r in prove_rank(Bounds(tasks=2), Semantics(m.name, m.rule_table()))}
+    assert broken["declare-lost"] == "counterexample"
+    assert [t for t, st in broken.items() if st != "proved"] == ["declare-lost"]

@@ -31,7 +31,8 @@ import networkx as nx
 from wgk.conformance.check.interning import successor
 from wgk.model.actions import Instance, label, task_steps
 from wgk.model.kernel import Rules
-from wgk.model.liveness import assumptions, due_kinds, eventually, owner_working, settled
+from wgk.model.invariants import assumptions, eventually
+from wgk.model.liveness import due_kinds, owner_working, settled
 from wgk.model.requests import Request
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace as dc_replace
 from typing import Callable
 
 from wgk.model.actions import Instance
+from wgk.model.logic import ite
 from wgk.model.rules import RULES, guarded
 from wgk.model.vocab import Kind as K
 
@@ -44,8 +45,8 @@ def _dispatch_without_budget(s, i, t, r):
     def update():
         s2 = g.update()
         t2 = s2.tasks[i]
-        return s2.put(i, dc_replace(t2, attempt=t.attempt, fence=max(t.fence, 1),
-                                    lease_epoch=max(t.lease_epoch, 1)))
+        return s2.put(i, dc_replace(t2, attempt=t.attempt, fence=ite(t.fence >= 1, t.fence, 1),
+                                    lease_epoch=ite(t.lease_epoch >= 1, t.lease_epoch, 1)))
     return guarded(g.checks, update, g.kind)
 
 
