@@ -13,6 +13,10 @@ by a crash is resumed, never repeated:
   interrupted completion; an effect that already happened is re-observed);
 - ``mark-repair`` when a land's target moved before the CAS.
 
+Every applied action other than a probe must lower its task's
+``convergence_rank``; a task whose action did not is reported ``stalled`` and
+not acted on again in the run, so convergence never cycles without progress.
+
 Runnable tasks (dispatch, assign) need a worker and are left to a dispatcher;
 waits and holds are reported with their reason. A verified-live owner is never
 terminalised: nothing here sends a terminal request for a running owner whose
@@ -23,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .projection import Plan, finished
+from .projection import Plan, convergence_rank, finished
 from .records import TaskRecord
 from .vocabulary import APPLIED
 
@@ -55,14 +59,18 @@ class ConvergeReport:
     plans: list[Plan] = field(default_factory=list)
     sent: list[Sent] = field(default_factory=list)
     now: int = 0
+    stalled: list[str] = field(default_factory=list)   # an applied action left the rank
 
     @property
     def holds(self) -> list[Plan]:
         return [p for p in self.plans if p.way == "hold"]
 
     def to_json(self) -> dict:
-        return {"now": self.now, "plans": [p.to_json() for p in self.plans],
-                "sent": [s.to_json() for s in self.sent]}
+        out = {"now": self.now, "plans": [p.to_json() for p in self.plans],
+               "sent": [s.to_json() for s in self.sent]}
+        if self.stalled:
+            out["stalled"] = self.stalled
+        return out
 
 
 def capability(kernel, name: str, t: TaskRecord) -> dict:
@@ -131,16 +139,20 @@ def converge(kernel, *, max_rounds: int = 64) -> ConvergeReport:
         progressed = False
         for name in kernel.active_tasks():
             p = kernel.plan(name)
-            if p is None:
+            if p is None or name in report.stalled:
                 continue
             request = next_request(kernel, name, p, now, probed)
             if request is None:
                 continue
             request = {k: v for k, v in request.items() if v is not None}
+            rank = convergence_rank(kernel.record(name))
             response = kernel.handle(request)
             report.sent.append(Sent(request, response))
             if response["decision"] == APPLIED and request["kind"] != "probe-owner":
-                progressed = True
+                if convergence_rank(kernel.record(name)) < rank:
+                    progressed = True
+                else:
+                    report.stalled.append(name)
         if not progressed:
             break
     for name in kernel.names():

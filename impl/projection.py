@@ -15,7 +15,7 @@ from typing import Protocol
 from .records import TaskPolicy, TaskRecord
 from .decision import Observe
 from .rules_save import target_moved
-from .vocabulary import EFFECT_PHASES, RECEIPTS as RECEIPT_NAMES
+from .vocabulary import EFFECT_PHASES, PHASES, RECEIPTS as RECEIPT_NAMES
 
 
 def status(t: TaskRecord) -> str:
@@ -50,6 +50,24 @@ def recovery_rank(t: TaskRecord) -> int:
     if not (t.running and t.reserved):
         return 0
     return 2 if t.phase in EFFECT_PHASES else 1
+
+
+#: Ranks above every transaction rank (``1 + graph-saved - phase`` at most ``_LAST``).
+_LAST = len(PHASES)
+
+
+def convergence_rank(t: TaskRecord) -> int:
+    """What convergence has left to do for a task, as a natural number its every applied
+    action (other than a probe) lowers: 0 finished, held, or with an owner not proven
+    gone; a transaction counts the main-line edges left; an open task ranks above every
+    transaction, a proven-dead owner above that, a suspect one above that."""
+    if finished(t) or t.exit != "none" or t.legacy_done:
+        return 0
+    if t.running and t.reserved:
+        return len(PHASES) - PHASES.index(t.phase)
+    if t.running:
+        return {"dead": _LAST + 3, "suspect": _LAST + 4}.get(t.owner_seen, 0)
+    return _LAST + 1
 
 
 # --- the one writer of status -------------------------------------------------------------

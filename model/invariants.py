@@ -13,6 +13,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import liveness as _liveness
 from .logic import all_of, any_of, count, iff, implies, not_, one_of
 from .projections import WAYS, WAYS_BY_NAME, finished, status
 from .predicates import (
@@ -422,3 +423,36 @@ def violations(s: State) -> list[str]:
 def step_violations(s: State, r, d, s2: State) -> list[str]:
     """Ids of step invariants that fail for one concrete decided request."""
     return [p.id for p in always("step") if p.holds(s, r, d, s2) is not True]
+
+
+# --- assume and eventually (wgk.model.liveness) -----------------------------------
+
+LIVENESS = {
+    "daemon-takes-due-actions": (
+        "assume", "state", _liveness.due, (4,),
+        "A task whose one way forward is runnable or a scheduled convergence action is not "
+        "left so forever without the daemon taking that action."),
+    "live-owner-eventually-ends": (
+        "assume", "state", _liveness.owner_working, (6,),
+        "A running attempt whose exact owner is alive and has not submitted eventually "
+        "submits, fails or loses its owner."),
+    "eventually-settles": (
+        "eventually", "state", _liveness.settled, (4,),
+        "Every task eventually reaches Done, an external wait or a named hold."),
+    "convergence-makes-progress": (
+        "eventually", "step", _liveness.convergence_step, (4, 5),
+        "Convergence has no cycle without progress: due actions alone never lead back to "
+        "a state they started from."),
+}
+
+for _id, (_kind, _scope, _pred, _inc, _doc) in LIVENESS.items():
+    REGISTRY[_id] = Property(_id, _kind, _scope, _doc, _pred, _inc)
+
+
+def assumptions() -> list[Property]:
+    """The fairness assumptions the eventually-properties are checked under."""
+    return [p for p in REGISTRY.values() if p.kind == "assume"]
+
+
+def eventually() -> list[Property]:
+    return [p for p in REGISTRY.values() if p.kind == "eventually"]

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import networkx as nx
 
 from wgk.conformance.check.interning import Interner, successor
+from wgk.conformance.check.liveness import check_liveness
 from wgk.model.actions import (  # noqa: F401  (the enumeration, re-exported for callers)
     FOREIGN_COMMIT, GROUPS, INITIAL_TARGET, Instance, Step, content, env_steps, global_steps,
     label, legacy_requests, owner_for, requests_for, steps, task_steps,
@@ -52,9 +53,10 @@ class ExploreResult:
     seconds: float
     complete: bool
     graph: nx.DiGraph | None = None
+    liveness: Any = None       # a wgk.conformance.check.liveness.LivenessResult, when asked
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "instance": self.instance.describe(),
             "distinct_states": self.distinct_states,
             "transitions": self.transitions,
@@ -65,6 +67,9 @@ class ExploreResult:
             "seconds": round(self.seconds, 3),
             "states_per_second": round(self.distinct_states / self.seconds) if self.seconds else None,
         }
+        if self.liveness is not None:
+            out["liveness"] = self.liveness.to_json()
+        return out
 
 
 class _Space(Interner):
@@ -159,7 +164,7 @@ class _Search:
         self.transitions = 0
         self.graph = nx.DiGraph() if keep_graph else None
         if self.graph is not None:
-            self.graph.add_node(0)
+            self.graph.add_node(0, key=self.space.key0)
         self.node_id: dict[tuple, int] = {self.space.key0: 0}
         self.queue: deque = deque()
 
@@ -213,14 +218,21 @@ class _Search:
             return False
         if self.graph is not None:
             self.node_id[new] = len(self.node_id)
-            self.graph.add_node(self.node_id[new])
+            self.graph.add_node(self.node_id[new], key=new)
         if self.progress and len(self.parent) % 50000 == 0:
             self.progress(len(self.parent), len(self.queue))
         return True
 
-    def edge(self, key: tuple, new: tuple, lab: str) -> None:
+    def edge(self, key: tuple, new: tuple, lab: str, obj: Any = None) -> None:
+        """An edge of the kept graph; every step between the same two states is kept in
+        ``steps`` (the liveness check reads which actions a cycle takes)."""
         if self.graph is not None and new in self.node_id:
-            self.graph.add_edge(self.node_id[key], self.node_id[new], label=lab)
+            u, v = self.node_id[key], self.node_id[new]
+            data = self.graph.get_edge_data(u, v)
+            if data is None:
+                self.graph.add_edge(u, v, label=lab, steps=[obj])
+            else:
+                data["steps"].append(obj)
 
     # A queue entry is (state, its task contexts, whether it is within the bound).
     # A step marked local changes task i's context only: the others keep theirs,
@@ -254,7 +266,7 @@ class _Search:
                     queue.append((new, ctxs[:i] + (nctx,) + ctxs[i + 1:], inside[tid]))
                 else:
                     queue.append((new, self.check_state(new), all(inside[k] for k in new[:n])))
-            self.edge(key, new, lab)
+            self.edge(key, new, lab, obj)
         return stop
 
     def expand_globals(self, key: tuple, expand: bool) -> bool:
@@ -269,7 +281,7 @@ class _Search:
                 if not self.add(key, new, lab, step):
                     return True
                 self.queue.append((new, self.check_state(new), expand))
-            self.edge(key, new, lab)
+            self.edge(key, new, lab, step)
         return False
 
     def run(self) -> bool:
@@ -281,6 +293,8 @@ class _Search:
             key, ctxs, expand = queue.popleft()
             if not expand:
                 continue
+            if self.graph is not None:
+                self.graph.nodes[self.node_id[key]]["expanded"] = True
             stop = False
             for i in range(len(ctxs)):
                 stop = self.expand_task(key, ctxs, i, stop)
@@ -295,19 +309,26 @@ class _Search:
 def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = None,
             keep_graph: bool = False, check_steps: bool = True,
             properties: dict[str, Property] | None = None,
-            progress: Callable[[int, int], None] | None = None) -> ExploreResult:
-    """Breadth-first search; the first violation of each invariant is its shortest path."""
+            progress: Callable[[int, int], None] | None = None,
+            liveness: bool = False) -> ExploreResult:
+    """Breadth-first search; the first violation of each invariant is its shortest path.
+    With ``liveness``, a complete search's graph is checked for the ``eventually``
+    properties under the fairness assumptions (``wgk.conformance.check.liveness``)."""
     t0 = time.perf_counter()
-    search = _Search(inst, rules, properties or REGISTRY, check_steps, max_states, keep_graph,
-                     progress)
+    search = _Search(inst, rules, properties or REGISTRY, check_steps, max_states,
+                     keep_graph or liveness, progress)
     complete = search.run()
+    live = None
+    if liveness and complete:
+        live = check_liveness(search.graph, search.space, search.path_to, inst, rules)
     seconds = time.perf_counter() - t0
     return ExploreResult(
         instance=inst, distinct_states=len(search.parent), transitions=search.transitions,
         violations=sorted(search.found.values(), key=lambda v: (len(v.path), v.invariant)),
         reached=sorted(search.reached),
         unreached=sorted({p.id for p in search.goals} - search.reached),
-        seconds=seconds, complete=complete, graph=search.graph,
+        seconds=seconds, complete=complete, graph=search.graph if keep_graph else None,
+        liveness=live,
     )
 
 

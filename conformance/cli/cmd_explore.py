@@ -20,6 +20,8 @@ EXAMPLES = """  wgk explore --tasks 2
   wgk explore --tasks 1 --max-states 500 --dot states.dot
   wgk explore --tasks 1 --dot near.dot --around 3        # labelled: within 3 steps of the start
   wgk explore --tasks 1 --dot path.dot --path cx.json    # a trace's path and its alternatives
+  wgk explore --tasks 1 --mutant convergence-never-acts --lasso out/   # a liveness lasso as a trace
+  wgk explore --tasks 2 --no-liveness                    # safety only
 """
 
 
@@ -33,6 +35,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --dot: only the labelled states within N steps of the initial state")
     p.add_argument("--path", metavar="TRACE",
                    help="with --dot: only a trace's path (labelled) and the alternatives at each state")
+    p.add_argument("--no-liveness", action="store_true",
+                   help="skip the eventually-properties (checked under the fairness assumptions)")
+    p.add_argument("--mutant", metavar="NAME",
+                   help="explore a liveness mutant (wgk.conformance.check.liveness_mutants)")
+    p.add_argument("--lasso", metavar="DIR",
+                   help="write each liveness violation as a replayable wgk-trace/1 file in DIR")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -58,12 +66,15 @@ def run(args: argparse.Namespace) -> int:
     if bounded and not args.dot:
         raise UsageError("--around and --path choose what --dot draws: give --dot FILE")
     picture = bounded_dot(inst, args) if bounded else None
+    rules = mutant_rules(args)
+    liveness = not args.no_liveness and properties is None
     result = explore(inst, max_states=args.max_states, keep_graph=bool(args.dot) and not bounded,
-                     properties=properties,
+                     properties=properties, rules=rules, liveness=liveness,
                      progress=(lambda n, q: print(f"  {n:,} states, {q:,} queued", file=sys.stderr,
                                                   flush=True)) if show else None)
     if args.dot:
         write_text(args.dot, picture if bounded else to_dot(result.graph))
+    lassos = write_lassos(args, inst, rules, result)
     if args.json:
         emit_json(result.to_json())
     else:
@@ -79,9 +90,69 @@ def run(args: argparse.Namespace) -> int:
             print("no invariant violated")
         if result.unreached:
             print("sometimes-properties not reached in this instance: " + ", ".join(result.unreached))
+        print_liveness(result, liveness, lassos)
         if args.dot:
             print(f"state graph written to {args.dot}")
-    return 1 if result.violations else 0
+    bad = result.violations or (result.liveness is not None and result.liveness.violations)
+    return 1 if bad else 0
+
+
+def mutant_rules(args: argparse.Namespace):
+    from wgk.conformance.check.liveness_mutants import LIVENESS_MUTANTS
+    from wgk.model.rules import RULES
+    if args.mutant is None:
+        return RULES
+    if args.mutant not in LIVENESS_MUTANTS:
+        raise UsageError(f"unknown liveness mutant {args.mutant!r} (known: "
+                         f"{', '.join(sorted(LIVENESS_MUTANTS))})")
+    return LIVENESS_MUTANTS[args.mutant].rule_table()
+
+
+def command_line(args: argparse.Namespace, inst: Instance) -> str:
+    """The one command that finds the result again."""
+    parts = ["wgk", "explore", "--tasks", str(inst.tasks), "--attempts", str(inst.attempts),
+             "--generations", str(inst.generations), "--versions", str(inst.versions),
+             "--groups", ",".join(inst.groups)]
+    parts += [flag for flag, on in (("--review", inst.review), ("--keys", inst.keys)) if on]
+    if args.mutant:
+        parts += ["--mutant", args.mutant]
+    return " ".join(parts)
+
+
+def write_lassos(args: argparse.Namespace, inst: Instance, rules, result) -> list[str]:
+    """Each liveness violation as a wgk-trace/1 file in ``--lasso`` DIR; the paths."""
+    from pathlib import Path
+    from wgk.conformance.check.liveness import lasso_run
+    if not args.lasso or result.liveness is None:
+        return []
+    out = []
+    for v in result.liveness.violations:
+        run = lasso_run(inst, rules, v, command_line(args, inst))
+        out.append(str(run.write(Path(args.lasso) / f"{run.id}.json")))
+    return out
+
+
+def print_liveness(result, asked: bool, lassos: list[str]) -> None:
+    live = result.liveness
+    if live is None:
+        if asked:
+            print("liveness not checked: the search is incomplete")
+        return
+    print(f"liveness: {len(live.checked)} eventually-properties checked "
+          f"({', '.join(live.checked)}) under {', '.join(live.assumed)}; "
+          f"{live.components} components examined")
+    for v in live.violations:
+        who = f" ({v.task})" if v.task else ""
+        print(f"LIVENESS VIOLATION {v.property}{who}: {v.doc}")
+        for n, step in enumerate(v.prefix, 1):
+            print(f"  {n:2}. {step}")
+        print("  cycle, repeated forever:")
+        for n, step in enumerate(v.cycle, len(v.prefix) + 1):
+            print(f"  {n:2}. {step}")
+    for path in lassos:
+        print(f"lasso written to {path} (wgk replay {path} --system model)")
+    if not live.violations:
+        print("no liveness property violated")
 
 
 def bounded_dot(inst: Instance, args: argparse.Namespace) -> str:

@@ -18,6 +18,7 @@ from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.cli.output import emit_json, progress
 from wgk.conformance.cli.output import solver_guarded
 from wgk.conformance.z3.prove import DOMAIN, Bounds, prove
+from wgk.conformance.z3.rank import RANK_ID, prove_rank
 from wgk.conformance.z3.witnesses import witness_reports
 
 HELP = "prove every always invariant inductive (z3) and reach every sometimes property"
@@ -49,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def known_ids() -> list[str]:
-    return [DOMAIN.id] + list(LEMMAS) + list(REGISTRY)
+    return [DOMAIN.id, RANK_ID] + list(LEMMAS) + list(REGISTRY)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,7 +77,8 @@ def _run(args: argparse.Namespace) -> int:
         from wgk.conformance.cli.cmd_prove_unbounded import run_unbounded
         return run_unbounded(args, pid, show)
     bounds = Bounds(tasks=args.tasks, evidence_ids=args.evidence_ids, keys=args.keys)
-    always = pid is None or not (pid in REGISTRY and REGISTRY[pid].kind == "sometimes")
+    always = pid is None or (pid != RANK_ID and not (
+        pid in REGISTRY and REGISTRY[pid].kind in ("sometimes", "assume", "eventually")))
     goals = [p.id for p in REGISTRY.values() if p.kind == "sometimes"
              and (pid is None or p.id == pid)]
 
@@ -93,17 +95,21 @@ def _run(args: argparse.Namespace) -> int:
             pool.shutdown(cancel_futures=True)
     for w in found:
         show(f"{w['goal']}: {w['status']}")
+    rank = prove_rank(bounds) if pid in (None, RANK_ID) else []
 
-    failed = (report is not None and not report.ok) or any(w["status"] != "reached" for w in found)
+    failed = (report is not None and not report.ok) or any(w["status"] != "reached" for w in found) \
+        or any(r.status != "proved" for r in rank)
     if args.json:
         out = report.to_json() if report is not None else {
             "results": [], "proved": 0, "failed": 0, "unknown": 0, "bounds": bounds.to_json()}
         out["witnesses"] = found
+        out["rank"] = [r.to_json() for r in rank]
         out["ok"] = not failed
         emit_json(out)
     else:
         if report is not None:
             print_report(report)
+        print_rank(rank)
         print_witnesses(found)
     return 1 if failed else 0
 
@@ -129,6 +135,16 @@ def print_report(report) -> None:
             print(f"  {r.status.upper()}  {pid} ({kind}) after {r.transition}")
             if r.counterexample is not None:
                 print(r.counterexample.render())
+
+
+def print_rank(rank: list) -> None:
+    if not rank:
+        return
+    bad = [r for r in rank if r.status != "proved"]
+    print(f"{RANK_ID}: the convergence rank strictly decreases on every applied due action "
+          f"({len(rank) - len(bad)} of {len(rank)} transitions proved)")
+    for r in bad:
+        print(f"  {r.status.upper()}  {RANK_ID} after {r.transition}")
 
 
 def print_witnesses(found: list[dict]) -> None:
