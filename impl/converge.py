@@ -122,8 +122,9 @@ def _edge(kernel, name: str, t: TaskRecord) -> tuple[str | None, dict[str, Any]]
     return kind, {}
 
 
-def converge(kernel, *, max_rounds: int = 64) -> ConvergeReport:
-    """Act on every due way forward until nothing more is due; report every plan."""
+def converge(kernel, *, max_rounds: int = 64, credential: str | None = None) -> ConvergeReport:
+    """Act on every due way forward until nothing more is due; report every plan. A closed
+    kernel's convergence is sent with a daemon's ``credential`` (its keys in its namespace)."""
     now = kernel.env.clock.now()
     report = ConvergeReport(now=now)
     probed: set[str] = set()
@@ -137,7 +138,7 @@ def converge(kernel, *, max_rounds: int = 64) -> ConvergeReport:
             if request is None:
                 continue
             request = {k: v for k, v in request.items() if v is not None}
-            response = kernel.handle(request)
+            response = kernel.handle(request, credential)
             report.sent.append(Sent(request, response))
             if response["decision"] == APPLIED and request["kind"] != "probe-owner":
                 progressed = True

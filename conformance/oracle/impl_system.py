@@ -5,10 +5,20 @@ repository, clock), which survives a crash the way the real world would: a
 ``crash`` step closes the kernel (losing every cache and open transaction) and
 opens a new one on the same database file and the same world. The other
 environment steps are played on that world by ``impl_world.apply_env``.
+
+Principals: a trace names them (``graph.principals``) and its requests say who
+sent them (``principal``). The oracle registers each declared principal with a
+credential and sends every request with its sender's credential; a principal
+the trace did not declare sends a credential the kernel never issued. The
+secrets are bound here, per run, from a random oracle key (``secrets``): the
+trace never holds one, and a reopened kernel is sent the same credentials.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
+import secrets
 import tempfile
 from typing import Any
 
@@ -45,6 +55,33 @@ def initial_of(seed: dict, target: str) -> Initial | None:
     )
 
 
+#: The oracle's key for this process: each trace principal's secret is derived from it.
+_ORACLE_KEY = secrets.token_bytes(32)
+
+
+def credential_of(principal: str | None) -> str | None:
+    """The credential the oracle sends for a trace principal (``None``: no credential)."""
+    if principal is None:
+        return None
+    secret = hmac.new(_ORACLE_KEY, principal.encode(), hashlib.sha256).hexdigest()
+    return f"{principal}.{secret}"
+
+
+def register_principals(kernel: Kernel, graph: dict) -> None:
+    """Add the trace's declared principals to a fresh kernel (closing it)."""
+    for p in graph.get("principals", []):
+        kernel.principals.add(p["name"], p.get("roles", []),
+                              secret=credential_of(p["name"]).partition(".")[2])
+
+
+def split_principal(wire: Any) -> tuple[Any, str | None]:
+    """The request without its ``principal`` and the credential to send it with."""
+    if not isinstance(wire, dict) or "principal" not in wire:
+        return wire, None
+    body = {k: v for k, v in wire.items() if k != "principal"}
+    return body, credential_of(wire["principal"])
+
+
 class ImplSystem:
     """wgk.impl behind the System interface (apply, project, check, close)."""
 
@@ -61,6 +98,7 @@ class ImplSystem:
         self.hook = hook
         self.kernel = Kernel(self.path, self.world.environment(), hook=hook)
         self.kernel.create_graph(graph.get("id", "g"), policies(graph))
+        register_principals(self.kernel, graph)
         target = graph.get("target", "main-0")
         for name, seed in initial.items():
             unsupported = sorted(set(seed) - {"attempt"})
@@ -88,7 +126,8 @@ class ImplSystem:
     def apply(self, step: dict) -> dict | None:
         if "request" in step:
             try:
-                return self.kernel.handle(step["request"])
+                body, credential = split_principal(step["request"])
+                return self.kernel.handle(body, credential)
             except BadRequest as e:
                 raise StepError(str(e)) from None
         wire = env_part(step)

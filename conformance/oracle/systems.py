@@ -22,7 +22,7 @@ from wgk.model.kernel import Rules, decide
 from wgk.model.observe import Names, observe
 from wgk.model.rules import RULES
 from wgk.model.state import Graph, GraphError, State, TaskState, initial_state
-from wgk.model.vocab import AttemptState, OwnerSeen
+from wgk.model.vocab import Actor, AttemptState, OwnerSeen
 
 from wgk.conformance.oracle.wire import WireError, env_from_wire, request_from_wire
 
@@ -54,6 +54,19 @@ def env_part(step: dict) -> dict:
 # --- a trace's graph and initial facts, in the model ----------------------------------------
 
 
+def principals_of(spec: dict) -> dict | None:
+    """A trace's declared principals and their roles (``None``: an open graph)."""
+    if "principals" not in spec:
+        return None
+    out = {}
+    for n, p in enumerate(spec["principals"]):
+        try:
+            out[p["name"]] = [Actor.parse(a) for a in p.get("roles", [])]
+        except (KeyError, TypeError, ValueError) as e:
+            raise StepError(f"/graph/principals/{n}: {e}") from None
+    return out
+
+
 def graph_of(spec: dict) -> Graph:
     """The model's Graph for a trace's ``graph`` section."""
     tasks = spec["tasks"]
@@ -63,6 +76,7 @@ def graph_of(spec: dict) -> Graph:
             graph_id=spec.get("id", "g"),
             review_required=[t["name"] for t in tasks if t.get("review-required")],
             requires_assignment=[t["name"] for t in tasks if t.get("requires-assignment")],
+            principals=principals_of(spec),
         )
     except GraphError as e:
         raise StepError(f"/graph: {e}") from None

@@ -48,11 +48,16 @@ def init(args) -> int:
         raise UsageError(f"{args.repo}: not a git repository") from None
     if probe.target() is None:
         raise UsageError(f"{args.repo}: the target {args.target} does not exist")
+    from .kernel_principals import create_private, first_credential
+    create_private(args.db)                     # the database is readable by its owner only
     k = Kernel(args.db, environment(repo, args.target, args.worktrees))
     try:
         k.create_graph(args.graph, config={"repo": repo, "target": args.target,
                                            "worktrees": probe.worktrees})
+        cred = first_credential(k, args)
     finally:
         k.close()
-    return emit(args, {"db": args.db, "graph": args.graph, "repo": repo, "target": args.target},
-                f"created graph {args.graph} on {repo} ({args.target})")
+    return emit(args, {"db": args.db, "graph": args.graph, "repo": repo, "target": args.target,
+                       "credential-file": cred},
+                f"created graph {args.graph} on {repo} ({args.target}); "
+                f"operator credential in {cred}")

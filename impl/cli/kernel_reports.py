@@ -62,7 +62,11 @@ def do_show(k: Kernel, args) -> int:
 
 
 def do_converge(k: Kernel, args) -> int:
-    report = k.converge()
+    from .kernel_principals import read_credential
+    from .kernel_requests import authenticated
+    report = k.converge(credential=read_credential(args))
+    for s in report.sent:
+        authenticated(s.response)
     if getattr(args, "json", False):
         emit_json(report.to_json())
         return 0
