@@ -20,6 +20,7 @@ from .kernel_open import init, open_kernel
 from .kernel_reports import (
     do_audit, do_converge, do_import, do_rebuild, do_show, do_status, do_verify,
 )
+from ..principals import DENIED
 from .kernel_principals import do_principal, read_credential, require_operator
 from .kernel_requests import do_dispatch, do_retry, do_send, do_task, operator_request
 from .output import UsageError
@@ -45,10 +46,16 @@ EXAMPLES = """  wgk kernel --db k.db init --graph g --repo ./repo --target refs/
 def run(args: argparse.Namespace) -> int:
     if args.action == "init":
         return init(args)
+    credential = read_credential(args)         # a bad credential file is refused first
     k = open_kernel(args.db)
     try:
-        if args.action in GRAPH_EDITS:         # not requests: a closed kernel wants an operator
-            require_operator(k, read_credential(args))
+        # a closed kernel answers no command without a valid credential, and graph edits
+        # (not requests) only to an operator
+        if args.action in GRAPH_EDITS:
+            require_operator(k, credential)
+        elif k.principals.authenticate(credential) is DENIED:
+            raise UsageError("not-authenticated: this kernel needs a valid credential "
+                             "(--credential FILE)")
         return ACTIONS[args.action](k, args)
     except (GraphError, LegacyError, BadRequest) as e:
         raise UsageError(str(e)) from None
