@@ -15,10 +15,7 @@ trace never holds one, and a reopened kernel is sent the same credentials.
 """
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
-import secrets
 import tempfile
 from typing import Any
 
@@ -27,7 +24,7 @@ from wgk.impl import (
 )
 
 from wgk.conformance.oracle.impl_world import apply_env
-from wgk.conformance.oracle.systems import StepError, env_part
+from wgk.conformance.oracle.systems import StepError, credential_of, env_part, split_principal
 
 
 def policies(graph: dict) -> list[TaskPolicy]:
@@ -55,31 +52,11 @@ def initial_of(seed: dict, target: str) -> Initial | None:
     )
 
 
-#: The oracle's key for this process: each trace principal's secret is derived from it.
-_ORACLE_KEY = secrets.token_bytes(32)
-
-
-def credential_of(principal: str | None) -> str | None:
-    """The credential the oracle sends for a trace principal (``None``: no credential)."""
-    if principal is None:
-        return None
-    secret = hmac.new(_ORACLE_KEY, principal.encode(), hashlib.sha256).hexdigest()
-    return f"{principal}.{secret}"
-
-
 def register_principals(kernel: Kernel, graph: dict) -> None:
     """Add the trace's declared principals to a fresh kernel (closing it)."""
     for p in graph.get("principals", []):
         kernel.principals.add(p["name"], p.get("roles", []),
                               secret=credential_of(p["name"]).partition(".")[2])
-
-
-def split_principal(wire: Any) -> tuple[Any, str | None]:
-    """The request without its ``principal`` and the credential to send it with."""
-    if not isinstance(wire, dict) or "principal" not in wire:
-        return wire, None
-    body = {k: v for k, v in wire.items() if k != "principal"}
-    return body, credential_of(wire["principal"])
 
 
 class ImplSystem:

@@ -13,6 +13,9 @@ cuts share one code path.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -49,6 +52,28 @@ ANNOTATIONS = ("expect", "expect-facts", "from", "note")
 def env_part(step: dict) -> dict:
     """The environment step itself, without the trace's annotations."""
     return {k: v for k, v in step.items() if k not in ANNOTATIONS}
+
+
+# --- principals: the credentials a run binds to a trace's principal names ----------------------
+
+#: The oracle's key for this process: each trace principal's secret is derived from it.
+_ORACLE_KEY = secrets.token_bytes(32)
+
+
+def credential_of(principal: str | None) -> str | None:
+    """The credential the oracle sends for a trace principal (``None``: no credential)."""
+    if principal is None:
+        return None
+    secret = hmac.new(_ORACLE_KEY, principal.encode(), hashlib.sha256).hexdigest()
+    return f"{principal}.{secret}"
+
+
+def split_principal(wire: Any) -> tuple[Any, str | None]:
+    """The request without its ``principal`` and the credential to send it with."""
+    if not isinstance(wire, dict) or "principal" not in wire:
+        return wire, None
+    body = {k: v for k, v in wire.items() if k != "principal"}
+    return body, credential_of(wire["principal"])
 
 
 # --- a trace's graph and initial facts, in the model ----------------------------------------
