@@ -164,9 +164,10 @@ class Kernel:
             for body in records:
                 self._append("legacy-record", body)
 
-    def import_legacy(self, path: str):
-        """Import a WG-style graph.jsonl or JSON list (see ``legacy.import_legacy``)."""
-        return legacy.import_legacy(self, path)
+    def import_legacy(self, path: str, credential: str | None = None):
+        """Import a WG-style graph.jsonl or JSON list (see ``legacy.import_legacy``); a closed
+        kernel's claims are sent with a legacy-import ``credential``."""
+        return legacy.import_legacy(self, path, credential=credential)
 
     def add_dependency(self, task: str, dep: str) -> None:
         """A new edge ``dep -> task``; refused when it closes a cycle (named) or the task

@@ -16,6 +16,7 @@ state space stays finite. Pure: no I/O.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
@@ -291,9 +292,15 @@ def intruder_requests(inst: Instance, s: State, i: int) -> Iterator[Request]:
                  Request(K.DECLARE_LOST, Actor.DAEMON, name, cap=c.cap()),
                  Request(K.FAIL, Actor.WORKER, name, cap=c.cap(), evidence="forged")]
     pose.append(Request(K.RESET, Actor.OPERATOR, name, expected_generation=t.generation))
+    kinds = _kinds(inst)
     for r in pose:
-        if r is not None:
+        if r is not None and r.kind in kinds:      # only the kinds the instance's groups send
             yield replace(r, principal=INTRUDER)
+
+
+@functools.lru_cache(maxsize=64)
+def _kinds(inst: Instance) -> frozenset:
+    return frozenset(instance_kinds(inst))
 
 
 def legacy_requests(inst: Instance, s: State, i: int) -> Iterator[Request]:

@@ -9,6 +9,7 @@ from ..git import GitRepository
 from ..kernel import Kernel
 from ..proc import ProcProcessTable
 from ..store import Store
+from .kernel_principals import create_private, first_credential
 from .output import UsageError, emit
 
 
@@ -48,7 +49,6 @@ def init(args) -> int:
         raise UsageError(f"{args.repo}: not a git repository") from None
     if probe.target() is None:
         raise UsageError(f"{args.repo}: the target {args.target} does not exist")
-    from .kernel_principals import create_private, first_credential
     create_private(args.db)                     # the database is readable by its owner only
     k = Kernel(args.db, environment(repo, args.target, args.worktrees))
     try:

@@ -13,8 +13,9 @@ from ..kernel import Kernel
 from ..principals import DENIED, PrincipalError
 from .output import UsageError, emit
 
-#: The roles of the credential ``init`` writes: the operator, who also runs the daemon's commands.
-FIRST_ROLES = ("operator", "daemon")
+#: The roles of the credential ``init`` writes: the operator, who also runs the daemon's
+#: commands (dispatch, converge) and imports legacy graphs.
+FIRST_ROLES = ("operator", "daemon", "legacy-import")
 
 
 def create_private(path: str, text: str | None = None) -> None:
