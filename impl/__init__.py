@@ -17,13 +17,14 @@ from .env import (
 )
 from .errors import BadRequest, EffectError, GraphError, LegacyError, SeedError, StoreError
 from .hooks import Boundary, Crash, CrashAt, Recorder, no_hook
+from .client import Client
 from .kernel import Kernel
 from .records import TaskPolicy, TaskRecord
 from .seeding import Initial
 from .store import Pragmas
 
 __all__ = [
-    "BadRequest", "Boundary", "Crash", "CrashAt", "EffectError", "EnvError", "Environment",
+    "BadRequest", "Boundary", "Client", "Crash", "CrashAt", "EffectError", "EnvError", "Environment",
     "GraphError", "Initial", "Kernel", "LegacyError", "ManualClock", "MemoryProcesses", "MemoryRepository",
     "MemoryWorld", "Pragmas", "Recorder", "SeedError", "StoreError", "TaskPolicy", "TaskRecord",
     "WallClock", "WorktreeView", "no_hook",

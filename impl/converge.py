@@ -130,8 +130,9 @@ def _edge(kernel, name: str, t: TaskRecord) -> tuple[str | None, dict[str, Any]]
     return kind, {}
 
 
-def converge(kernel, *, max_rounds: int = 64) -> ConvergeReport:
-    """Act on every due way forward until nothing more is due; report every plan."""
+def converge(kernel, *, max_rounds: int = 64, credential: str | None = None) -> ConvergeReport:
+    """Act on every due way forward until nothing more is due; report every plan. A closed
+    kernel's convergence is sent with a daemon's ``credential`` (its keys in its namespace)."""
     now = kernel.env.clock.now()
     report = ConvergeReport(now=now)
     probed: set[str] = set()
@@ -146,7 +147,7 @@ def converge(kernel, *, max_rounds: int = 64) -> ConvergeReport:
                 continue
             request = {k: v for k, v in request.items() if v is not None}
             rank = convergence_rank(kernel.record(name))
-            response = kernel.handle(request)
+            response = kernel.handle(request, credential)
             report.sent.append(Sent(request, response))
             if response["decision"] == APPLIED and request["kind"] != "probe-owner":
                 if convergence_rank(kernel.record(name)) < rank:

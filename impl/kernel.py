@@ -21,6 +21,7 @@ table can be rebuilt from the ledger by the same ``apply_event``.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
 from . import audit as audit_
@@ -33,6 +34,7 @@ from .errors import GraphError, SeedError
 from .graph import dependency_path, task_added_events
 from .hooks import Hook, no_hook
 from .ledger import LedgerVerdict
+from .principals import DENIED, Principal, Principals, scoped_key
 from .projection import Plan, StatusProjection, observable_task, plan, status
 from .records import EMPTY, TaskPolicy, TaskRecord, changed, record_to_json
 from .decision import Ctx, Observe, Outcome
@@ -57,6 +59,8 @@ class Kernel:
         self.facts = FactTables(self.conn)
         self.ledger = self.store.ledger()
         self.view = StatusProjection(self.conn)
+        self.principals = Principals(self.conn)
+        self._who: Principal | None = None
         self._version: int | None = None
         self._forget()
 
@@ -163,9 +167,10 @@ class Kernel:
             for body in records:
                 self._append("legacy-record", body)
 
-    def import_legacy(self, path: str):
-        """Import a WG-style graph.jsonl or JSON list (see ``legacy.import_legacy``)."""
-        return legacy.import_legacy(self, path)
+    def import_legacy(self, path: str, credential: str | None = None):
+        """Import a WG-style graph.jsonl or JSON list (see ``legacy.import_legacy``); a closed
+        kernel's claims are sent with a legacy-import ``credential``."""
+        return legacy.import_legacy(self, path, credential=credential)
 
     def add_dependency(self, task: str, dep: str) -> None:
         """A new edge ``dep -> task``; refused when it closes a cycle (named) or the task
@@ -207,9 +212,13 @@ class Kernel:
 
     # --- requests ------------------------------------------------------------------------------
 
-    def handle(self, wire: Any) -> dict:
-        """Decide one wire request; returns the wire decision (``BadRequest`` if malformed)."""
-        r = parse(wire)
+    def handle(self, wire: Any, credential: str | None = None) -> dict:
+        """Decide one wire request sent with ``credential``; returns the wire decision
+        (``BadRequest`` if malformed). A closed kernel authenticates before it reads."""
+        who = self.principals.authenticate(credential)
+        if who is DENIED:
+            return decision(REJECTED, "not-authenticated")      # nothing read, nothing written
+        r = self._as(who, parse(wire))
         return self._retrying(lambda: self._handle(r))
 
     def _handle(self, r: Request) -> dict:
@@ -263,7 +272,12 @@ class Kernel:
             stale = self._sync() or stale
         return stale
 
-    def handle_batch(self, wires: Sequence[Any]) -> list[dict]:
+    def _as(self, who: Principal | None, r: Request) -> Request:
+        """The request in its sender's journal namespace; its roles checked in ``_decide``."""
+        self._who = who
+        return r if who is None else replace(r, key=scoped_key(who, r.key))
+
+    def handle_batch(self, wires: Sequence[Any], credential: str | None = None) -> list[dict]:
         """Decide several requests with one commit for all of them (group commit).
 
         Each request is decided exactly as ``handle`` would decide it, in order,
@@ -275,10 +289,13 @@ class Kernel:
         opens the next commit, so every intent it relies on is durable before it
         happens. A malformed request refuses the whole batch before anything runs
         (``BadRequest`` naming its position)."""
+        who = self.principals.authenticate(credential)
+        if who is DENIED:
+            return [decision(REJECTED, "not-authenticated") for _ in wires]
         requests = []
         for n, wire in enumerate(wires):
             try:
-                requests.append(parse(wire))
+                requests.append(self._as(who, parse(wire)))
             except BadRequest as e:
                 raise BadRequest(f"request {n}: {e}") from None
         answers: list[dict] = []
@@ -366,6 +383,9 @@ class Kernel:
         return response
 
     def _decide(self, r: Request) -> tuple[Outcome, Observe | None]:
+        # guards: role-held
+        if self._who is not None and r.actor not in self._who.roles:
+            return Outcome(REJECTED, "role-not-held", EMPTY), None
         if not r.authorized:
             return Outcome(REJECTED, "not-authorized", EMPTY), None
         if r.task not in self.ids():
@@ -410,9 +430,9 @@ class Kernel:
             "SELECT tasks.name FROM task_view JOIN tasks ON tasks.id = task_view.task "
             "WHERE task_view.status IN ('in-progress', 'completing') ORDER BY tasks.id")]
 
-    def converge(self, *, max_rounds: int = 64):
+    def converge(self, *, max_rounds: int = 64, credential: str | None = None):
         """Daemon convergence (see ``converge.converge``)."""
-        return converge_.converge(self, max_rounds=max_rounds)
+        return converge_.converge(self, max_rounds=max_rounds, credential=credential)
 
     def rebuild(self, *, apply: bool = False):
         """Replay the ledger into a fresh database and compare (see ``audit.rebuild``)."""

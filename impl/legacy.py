@@ -125,7 +125,7 @@ def parse_legacy(path: str) -> tuple[list[LegacyRecord], list[int]]:
     return records, skipped
 
 
-def import_legacy(kernel, path: str) -> ImportReport:
+def import_legacy(kernel, path: str, credential: str | None = None) -> ImportReport:
     """Import a legacy graph into ``kernel`` (see the module docstring)."""
     records, skipped = parse_legacy(path)
     source = os.path.basename(path)
@@ -157,7 +157,7 @@ def import_legacy(kernel, path: str) -> ImportReport:
             continue
         decision = kernel.handle({"kind": "legacy-done", "actor": "legacy-import", "task": r.name,
                                   "key": f"legacy-import:{source}:{r.line}",
-                                  "evidence": f"{source}:{r.line}"})
+                                  "evidence": f"{source}:{r.line}"}, credential)
         report.quarantined.append({
             "task": r.name, "line": r.line, "decision": decision, "status": kernel.status(r.name),
             "would-have-unlocked": would_have_unlocked(kernel, dependents.get(r.name, []),

@@ -91,6 +91,7 @@ CODES = (
     "dependency-not-done", "unknown-task", "assignment-required", "owner-not-proven-dead",
     "continuation-unproven", "review-required", "writer-not-quiescent", "effect-not-observed",
     "held", "evidence-missing", "nothing-retained", "unknown-occurrence", "attempt-live",
+    "not-authenticated", "role-not-held",
 )
 
 # --- attempts, owners, transaction --------------------------------------------------

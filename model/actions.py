@@ -16,14 +16,15 @@ state space stays finite. Pure: no I/O.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from .env import EnvKind, EnvStep
 from .requests import Capability, Owner, Request
 from .state import Graph, State, initial_state
 from .vocab import (
-    Actor, AttemptState, Disposition, Exit, Kind as K, Phase, Reason, Verdict, EDGES, EVIDENCE_KINDS,
+    INTRUDER, Actor, AttemptState, Disposition, Exit, Kind as K, Phase, Reason, Verdict, EDGES, EVIDENCE_KINDS,
 )
 
 FOREIGN_COMMIT = 2
@@ -40,6 +41,9 @@ GROUP_KINDS: dict[str, tuple[K, ...]] = {
     "review": (),
     "operator": (K.RETRY, K.RESET, K.ABANDON, K.RECONCILE, K.BLOCK_UPGRADE),
     "legacy": (K.ASSIGN, K.LEGACY_DONE, K.RECONCILE, K.RECONSTRUCT),
+    # the intruder sends the other groups' kinds under its own principal, posing as any role
+    # (``intruder_requests``; the bounded model checker adds one template per kind and task)
+    "intruder": (),
 }
 GROUPS = tuple(GROUP_KINDS) + ("env",)
 
@@ -85,7 +89,7 @@ class Instance:
     tasks: int = 2
     attempts: int = 1          # attempts per generation
     generations: int = 1       # generations per task (1 = no reset)
-    groups: tuple[str, ...] = ("core", "env")
+    groups: tuple[str, ...] = ("core", "env", "intruder")
     keys: bool = False         # send idempotency keys (explores the journal)
     review: bool = False       # tasks require a FLIP review
     versions: int = 1          # candidate versions per attempt (1 = no revise)
@@ -275,6 +279,30 @@ def requests_for(inst: Instance, s: State, i: int) -> Iterator[Request | None]:
     yield from _operator_requests(c)
 
 
+def intruder_requests(inst: Instance, s: State, i: int) -> Iterator[Request]:
+    """The intruder knows K, the phase and the keys: it poses as the validator, the
+    evaluator, the daemon, the worker and the operator with the current capability."""
+    c = _Caller(inst, s, i)
+    t, name = c.t, c.name
+    pose = [Request(K.DISPATCH, Actor.DAEMON, name, expected_attempt=t.attempt,
+                    owner=owner_for(i, t.generation, t.attempt + 1))]
+    if t.attempt_state == AttemptState.RUNNING:
+        pose += [c.tx(K.VALIDATE, Actor.VALIDATOR, candidate=t.candidate, verdict=Verdict.PASS),
+                 c.tx(K.ACCEPT, Actor.EVALUATOR, candidate=t.candidate, verdict=Verdict.PASS),
+                 Request(K.DECLARE_LOST, Actor.DAEMON, name, cap=c.cap()),
+                 Request(K.FAIL, Actor.WORKER, name, cap=c.cap(), evidence="forged")]
+    pose.append(Request(K.RESET, Actor.OPERATOR, name, expected_generation=t.generation))
+    kinds = _kinds(inst)
+    for r in pose:
+        if r is not None and r.kind in kinds:      # only the kinds the instance's groups send
+            yield replace(r, principal=INTRUDER)
+
+
+@functools.lru_cache(maxsize=64)
+def _kinds(inst: Instance) -> frozenset:
+    return frozenset(instance_kinds(inst))
+
+
 def legacy_requests(inst: Instance, s: State, i: int) -> Iterator[Request]:
     g = s.graph
     name = g.tasks[i]
@@ -300,6 +328,8 @@ def task_steps(inst: Instance, s: State, i: int) -> Iterator[Step]:
     if "legacy" in inst.groups:
         yield from legacy_requests(inst, s, i)
     yield from (r for r in requests_for(inst, s, i) if r is not None)
+    if "intruder" in inst.groups:
+        yield from intruder_requests(inst, s, i)
     if "env" in inst.groups:
         yield from env_steps(inst, s, i)
 
@@ -327,4 +357,6 @@ def label(step: Step) -> str:
         extra += ",import"
     if step.cap is not None and step.cap.fence != 0 and step.evidence == "stale":
         extra += ",stale"
+    if step.principal is not None:
+        extra += f",as {step.principal}"
     return f"{step.kind.label}({step.task}{extra})"

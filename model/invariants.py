@@ -299,7 +299,7 @@ def idempotent_replay(s: State, r, d, s2: State) -> Any:
     """A used key with the same bytes returns the stored response and changes nothing."""
     if r.key is None:
         return True
-    used, same, kind, code = s.journal.lookup(r.key, r.digest)
+    used, same, kind, code = s.journal.lookup(r.journal_key, r.digest)
     return implies(all_of(used, same), all_of(
         d.kind == D.DUPLICATE, d.original_kind == kind, d.original_code == code,
         _same_state(s, s2)))
@@ -310,9 +310,29 @@ def idempotency_conflict_holds(s: State, r, d, s2: State) -> Any:
     """A used key with different bytes is rejected as an idempotency conflict and changes nothing."""
     if r.key is None:
         return True
-    used, same, _, _ = s.journal.lookup(r.key, r.digest)
+    used, same, _, _ = s.journal.lookup(r.journal_key, r.digest)
     return implies(all_of(used, not_(same)), all_of(
         d.kind == D.REJECTED, d.code == Code.IDEMPOTENCY_CONFLICT, _same_state(s, s2)))
+
+
+@prop("role-held", scope="step", incidents=(18, 23))
+def role_held(s: State, r, d, s2: State) -> Any:
+    """A request is applied only for an authenticated principal holding the role it claims; any other changes nothing but its sender's journal."""
+    from dataclasses import replace
+    from .kernel import authenticated, role_held as holds
+    if authenticated(s, r) and holds(s, r):
+        return True
+    return all_of(d.kind != D.APPLIED, d.kind != D.EVIDENCE_ONLY,
+                  _same_state(s, replace(s2, journal=s.journal)))
+
+
+@prop("keys-per-principal", scope="step", incidents=(18, 21, 23))
+def keys_per_principal(s: State, r, d, s2: State) -> Any:
+    """A key its sender has not used is decided afresh: no request is answered from, or conflicts with, another principal's journal entry."""
+    if r.key is None:
+        return True
+    used, _, _, _ = s.journal.lookup(r.journal_key, r.digest)
+    return implies(not_(used), all_of(d.kind != D.DUPLICATE, d.code != Code.IDEMPOTENCY_CONFLICT))
 
 
 @prop("rejection-changes-nothing", scope="step", incidents=(10, 12))

@@ -2,10 +2,15 @@
 
 Order of checks, the same for every request:
 
+0. authentication: a request naming a principal the graph does not know, or
+   naming none where the graph requires one, is ``not-authenticated`` and
+   consumes nothing (no journal entry); every key lives in its sender's
+   namespace (``Request.journal_key``);
 1. the journal: a used key with the same bytes is a ``duplicate`` (the stored
    response is returned, nothing re-executes, even for an attempt that is no
    longer current); with different bytes it is ``idempotency-conflict``;
-2. authority of the actor for the kind (``not-authorized``);
+2. the principal holds the role it claims (``role-not-held``), and that role's
+   authority covers the kind (``not-authorized``);
 3. the task exists (``unknown-task``);
 4. the exact capability tuple K, for kinds that carry one (``unknown-attempt``,
    ``stale-capability``);
@@ -116,8 +121,24 @@ def evaluate(s: State, checks: list, update: Callable[[], State], kind: Any) -> 
     return Decision(ite(ok, kind, D.REJECTED), code), ite(ok, update(), s)
 
 
+def authenticated(s: State, r: Request) -> bool:
+    """Check 0: the request names a principal the graph knows (or none, in an open graph)."""
+    if r.principal is None:
+        return not s.graph.closed
+    return r.principal in s.graph.principals
+
+
+def role_held(s: State, r: Request) -> bool:
+    """The role the request claims (its actor) is one its principal holds."""
+    return r.principal is None or r.actor in s.graph.principals.get(r.principal, ())
+
+
 def decide_fresh(s: State, r: Request, rules: Rules = RULES) -> tuple[Decision, State]:
     """Decide a request whose key is not in the journal (checks 2 to 6)."""
+    if not authenticated(s, r):
+        return Decision(D.REJECTED, Code.NOT_AUTHENTICATED), s
+    if not role_held(s, r):
+        return Decision(D.REJECTED, Code.ROLE_NOT_HELD), s
     if not r.authorized:
         return Decision(D.REJECTED, Code.NOT_AUTHORIZED), s
     i = s.graph.index.get(r.task)
@@ -136,14 +157,17 @@ def decide(s: State, r: Request, rules: Rules = RULES) -> tuple[Decision, State]
     """The reducer. A request without a key (bounded exploration only) skips the journal."""
     if r.key is None:
         return decide_fresh(s, r, rules)
-    used, same, old_kind, old_code = s.journal.lookup(r.key, r.digest)
+    if not authenticated(s, r):
+        return Decision(D.REJECTED, Code.NOT_AUTHENTICATED), s
+    key = r.journal_key
+    used, same, old_kind, old_code = s.journal.lookup(key, r.digest)
     if used is True:
         if same is True:
             return Decision(D.DUPLICATE, Code.NONE, old_kind, old_code), s
         if same is False:
             return Decision(D.REJECTED, Code.IDEMPOTENCY_CONFLICT), s
     d, s2 = decide_fresh(s, r, rules)
-    fresh = ite(is_hold(d), s2, replace(s2, journal=s2.journal.put(r.key, r.digest, d.kind, d.code)))
+    fresh = ite(is_hold(d), s2, replace(s2, journal=s2.journal.put(key, r.digest, d.kind, d.code)))
     if used is False:
         return d, fresh
     return (

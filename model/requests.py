@@ -77,6 +77,7 @@ class Request:
     evidence: str = ""                       # evidence / occurrence / event id
     deadline: int = 0
     reason: Reason = Reason.NONE
+    principal: str | None = None             # who the kernel authenticated; None: the role label
 
     def __post_init__(self) -> None:
         if self.kind in TRANSACTION_KINDS and (
@@ -90,6 +91,14 @@ class Request:
     @property
     def authorized(self) -> bool:
         return self.actor in AUTHORITY[self.kind]
+
+    @property
+    def journal_key(self) -> Any:
+        """The key in its sender's namespace: ``principal/key`` (an unnamed principal's key is
+        its own, the namespace of role labels)."""
+        if self.principal is None or not isinstance(self.key, str):
+            return self.key
+        return f"{self.principal}/{self.key}"
 
     @property
     def needs_capability(self) -> bool:

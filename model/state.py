@@ -19,7 +19,7 @@ import networkx as nx
 
 from .logic import all_of, not_
 from .vocab import (
-    AttemptState, Disposition, Exit, OwnerSeen, Phase, Reason, Receipt,
+    INTRUDER, AttemptState, Disposition, Exit, OwnerSeen, Phase, Reason, Receipt,
 )
 
 
@@ -37,6 +37,9 @@ class Graph:
     review_required: tuple[bool, ...]
     requires_assignment: tuple[bool, ...]
     index: Mapping[str, int] = field(repr=False)
+    #: principal -> the roles it holds; ``closed``: every request must name a principal.
+    principals: Mapping[str, frozenset] = field(default_factory=lambda: {INTRUDER: frozenset()})
+    closed: bool = False
 
     @staticmethod
     def build(
@@ -46,6 +49,7 @@ class Graph:
         graph_id: str = "graph",
         review_required: Iterable[str] = (),
         requires_assignment: Iterable[str] = (),
+        principals: Mapping[str, Iterable[Any]] | None = None,
     ) -> "Graph":
         names = tuple(tasks)
         if len(set(names)) != len(names):
@@ -82,6 +86,9 @@ class Graph:
             review_required=tuple(n in review for n in names),
             requires_assignment=tuple(n in assign for n in names),
             index=index,
+            principals=({INTRUDER: frozenset()} if principals is None
+                        else {p: frozenset(roles) for p, roles in principals.items()}),
+            closed=principals is not None,
         )
 
     def digraph(self) -> nx.DiGraph:

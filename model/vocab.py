@@ -48,6 +48,11 @@ class Actor(Labelled):
     READER = 13
 
 
+#: The model's intruder: a principal that knows every public fact (K, keys, names, sessions),
+#: may send any request and holds no role (BRIEF §8).
+INTRUDER = "intruder"
+
+
 class Kind(Labelled):
     """Every request kind the kernel accepts."""
 
@@ -129,6 +134,8 @@ class Code(Labelled):
     NOTHING_RETAINED = 19
     UNKNOWN_OCCURRENCE = 20
     ATTEMPT_LIVE = 21
+    NOT_AUTHENTICATED = 22
+    ROLE_NOT_HELD = 23
 
 
 class AttemptState(Labelled):

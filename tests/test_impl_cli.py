@@ -15,10 +15,11 @@ from wgk.impl.git import GitRepository, init_repository
 
 
 @pytest.fixture
-def setup(tmp_path):
+def setup(tmp_path, monkeypatch):
     init_repository(str(tmp_path / "repo"))
     db = str(tmp_path / "k.db")
     assert main(["kernel", "--db", db, "init", "--graph", "g", "--repo", str(tmp_path / "repo")]) == 0
+    monkeypatch.setenv("WGK_CREDENTIAL_FILE", db + ".credential")   # the operator's, from init
     yield db, tmp_path
     GitRepository(str(tmp_path / "repo")).remove_all_worktrees()
 
@@ -163,10 +164,13 @@ def test_a_tampered_ledger_fails_verification_and_rebuild(setup, capsys):
     assert code == 1 and json.loads(out)["findings"][0]["check"] == "ledger-chain"
 
 
-def test_send_lines_decides_every_line_with_one_commit(setup, capsys, sleeper):
+def test_send_lines_decides_every_line_with_one_commit(setup, capsys, sleeper, monkeypatch):
     db, tmp = setup
     assert run(capsys, db, "task", "add", "a")[0] == 0
     assert run(capsys, db, "dispatch", "a", "--pid", str(sleeper.pid), "--session", "s1")[0] == 0
+    worker = str(tmp / "w1.credential")            # heartbeats are the worker's to send
+    assert run(capsys, db, "principal", "add", "w1", "--role", "worker", "--out", worker)[0] == 0
+    monkeypatch.setenv("WGK_CREDENTIAL_FILE", worker)
     cap = {"graph": "g", "task": "a", "generation": 0, "attempt": 1, "fence": 1, "lease-epoch": 1}
     beat = lambda n, **kw: json.dumps({"kind": "heartbeat", "actor": "worker", "task": "a",
                                        "key": f"hb{n}", "cap": cap, "evidence": f"b{n}", **kw})

@@ -25,7 +25,7 @@ def successor(inst: Instance, s: State, step: Step, rules: Rules, keyed: int = 0
         return (None, update(), None) if ok is True else (None, None, None)
     r = step
     if inst.keys:
-        r = replace(r, key=label(r))
+        r = replace(r, key=label(replace(r, principal=None)))   # the intruder reuses keys
     d, s2 = decide(s, r, rules)
     return d, s2, r
 

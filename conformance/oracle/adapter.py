@@ -11,6 +11,7 @@ replays the log.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -21,9 +22,15 @@ from wgk.conformance.oracle.systems import ModelSystem, StepError
 PROTOCOL = "wgk-conformance/1"
 
 
+def _hash(credential: str) -> str:
+    """Credentials are kept only as sha256, as a kernel keeps them."""
+    return hashlib.sha256(credential.encode()).hexdigest()
+
+
 class ModelAdapter:
     def __init__(self) -> None:
         self.system: ModelSystem | None = None
+        self.issued: dict[str, str] = {}
         self.log = None
 
     def _open_log(self, storage: str, mode: str):
@@ -35,6 +42,14 @@ class ModelAdapter:
         self.log.flush()
         os.fsync(self.log.fileno())
 
+    def _authenticated(self, msg: dict) -> dict:
+        """The request with the principal its credential proves (the model's ``principal``);
+        a credential never issued names a principal the graph does not know."""
+        if "credential" not in msg:
+            return msg["request"]
+        name = self.issued.get(_hash(str(msg["credential"])), "<not-issued>")
+        return dict(msg["request"], principal=name)
+
     def handle(self, msg: dict) -> dict:
         op = msg.get("op")
         if op in ("start", "recover"):
@@ -42,13 +57,16 @@ class ModelAdapter:
                 return {"error": f"unsupported protocol {msg.get('protocol')!r}"}
             storage = msg["storage"]
             if op == "start":
+                self.issued = {_hash(c): name for name, c in (msg.get("credentials") or {}).items()}
                 self.system = ModelSystem(msg["graph"], msg.get("initial"))
                 self._open_log(storage, "w")
-                self._persist({"graph": msg["graph"], "initial": msg.get("initial")})
+                self._persist({"graph": msg["graph"], "initial": msg.get("initial"),
+                               "issued": self.issued})
                 return {"started": True}
             with open(os.path.join(storage, "steps.jsonl")) as f:
                 entries = [json.loads(line) for line in f if line.strip()]
             head, steps = entries[0], entries[1:]
+            self.issued = head.get("issued", {})
             self.system = ModelSystem(head["graph"], head.get("initial"))
             for e in steps:
                 self.system.apply({"request": e["request"]} if "request" in e else e["step"])
@@ -57,8 +75,9 @@ class ModelAdapter:
         if self.system is None:
             return {"error": "send start first"}
         if op == "apply":
-            decision = self.system.apply({"request": msg["request"]})
-            self._persist({"request": msg["request"]})
+            request = self._authenticated(msg)
+            decision = self.system.apply({"request": request})
+            self._persist({"request": request})
             return {"decision": decision}
         if op == "env":
             step = msg["step"]

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import tempfile
 
-from wgk.conformance.oracle.systems import StepError, env_part
+from wgk.conformance.oracle.systems import StepError, credential_of, env_part, split_principal
 
 PROTOCOL = "wgk-conformance/1"
 
@@ -38,7 +38,9 @@ class ExternalSystem:
         self.proc: subprocess.Popen | None = None
         self._spawn()
         self._call({"op": "start", "protocol": PROTOCOL, "storage": self.storage,
-                    "graph": graph, "initial": self.initial}, "started")
+                    "graph": graph, "initial": self.initial,
+                    "credentials": {p["name"]: credential_of(p["name"])
+                                    for p in graph.get("principals", [])}}, "started")
 
     def _spawn(self) -> None:
         try:
@@ -79,7 +81,11 @@ class ExternalSystem:
 
     def apply(self, step: dict) -> dict | None:
         if "request" in step:
-            return self._call({"op": "apply", "request": step["request"]}, "decision")["decision"]
+            body, credential = split_principal(step["request"])
+            msg = {"op": "apply", "request": body}
+            if credential is not None:
+                msg["credential"] = credential
+            return self._call(msg, "decision")["decision"]
         wire = env_part(step)
         if wire.get("env") == "crash":
             self.crash()

@@ -6,6 +6,13 @@ repository, clock), which survives a crash the way the real world would: a
 ``crash`` step closes the kernel (losing every cache and open transaction) and
 opens a new one on the same database file and the same world. The other
 environment steps are played on that world by ``impl_world.apply_env``.
+
+Principals: a trace names them (``graph.principals``) and its requests say who
+sent them (``principal``). The oracle registers each declared principal with a
+credential and sends every request with its sender's credential; a principal
+the trace did not declare sends a credential the kernel never issued. The
+secrets are bound here, per run, from a random oracle key (``secrets``): the
+trace never holds one, and a reopened kernel is sent the same credentials.
 """
 from __future__ import annotations
 
@@ -21,7 +28,7 @@ from wgk.impl import (
 
 from wgk.impl import pg
 from wgk.conformance.oracle.impl_world import apply_env
-from wgk.conformance.oracle.systems import StepError, env_part
+from wgk.conformance.oracle.systems import StepError, credential_of, env_part, split_principal
 
 #: The database every ImplSystem opens: None for a SQLite file in its directory, or a
 #: PostgreSQL DSN under which each gets a fresh schema (set by ``use_backend``).
@@ -79,6 +86,13 @@ def initial_of(seed: dict, target: str) -> Initial | None:
     )
 
 
+def register_principals(kernel: Kernel, graph: dict) -> None:
+    """Add the trace's declared principals to a fresh kernel (closing it)."""
+    for p in graph.get("principals", []):
+        kernel.principals.add(p["name"], p.get("roles", []),
+                              secret=credential_of(p["name"]).partition(".")[2])
+
+
 class ImplSystem:
     """wgk.impl behind the System interface (apply, project, check, close)."""
 
@@ -96,6 +110,7 @@ class ImplSystem:
         self.hook = hook
         self.kernel = Kernel(self.path, self.world.environment(), hook=hook)
         self.kernel.create_graph(graph.get("id", "g"), policies(graph))
+        register_principals(self.kernel, graph)
         target = graph.get("target", "main-0")
         for name, seed in initial.items():
             unsupported = sorted(set(seed) - {"attempt"})
@@ -124,7 +139,8 @@ class ImplSystem:
     def apply(self, step: dict) -> dict | None:
         if "request" in step:
             try:
-                return self.kernel.handle(step["request"])
+                body, credential = split_principal(step["request"])
+                return self.kernel.handle(body, credential)
             except BadRequest as e:
                 raise StepError(str(e)) from None
         wire = env_part(step)

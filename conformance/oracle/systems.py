@@ -13,6 +13,9 @@ cuts share one code path.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -22,7 +25,7 @@ from wgk.model.kernel import Rules, decide
 from wgk.model.observe import Names, observe
 from wgk.model.rules import RULES
 from wgk.model.state import Graph, GraphError, State, TaskState, initial_state
-from wgk.model.vocab import AttemptState, OwnerSeen
+from wgk.model.vocab import Actor, AttemptState, OwnerSeen
 
 from wgk.conformance.oracle.wire import WireError, env_from_wire, request_from_wire
 
@@ -51,7 +54,42 @@ def env_part(step: dict) -> dict:
     return {k: v for k, v in step.items() if k not in ANNOTATIONS}
 
 
+# --- principals: the credentials a run binds to a trace's principal names ----------------------
+
+#: The oracle's key for this process: each trace principal's secret is derived from it.
+_ORACLE_KEY = secrets.token_bytes(32)
+
+
+def credential_of(principal: str | None) -> str | None:
+    """The credential the oracle sends for a trace principal (``None``: no credential)."""
+    if principal is None:
+        return None
+    secret = hmac.new(_ORACLE_KEY, principal.encode(), hashlib.sha256).hexdigest()
+    return f"{principal}.{secret}"
+
+
+def split_principal(wire: Any) -> tuple[Any, str | None]:
+    """The request without its ``principal`` and the credential to send it with."""
+    if not isinstance(wire, dict) or "principal" not in wire:
+        return wire, None
+    body = {k: v for k, v in wire.items() if k != "principal"}
+    return body, credential_of(wire["principal"])
+
+
 # --- a trace's graph and initial facts, in the model ----------------------------------------
+
+
+def principals_of(spec: dict) -> dict | None:
+    """A trace's declared principals and their roles (``None``: an open graph)."""
+    if "principals" not in spec:
+        return None
+    out = {}
+    for n, p in enumerate(spec["principals"]):
+        try:
+            out[p["name"]] = [Actor.parse(a) for a in p.get("roles", [])]
+        except (KeyError, TypeError, ValueError) as e:
+            raise StepError(f"/graph/principals/{n}: {e}") from None
+    return out
 
 
 def graph_of(spec: dict) -> Graph:
@@ -63,6 +101,7 @@ def graph_of(spec: dict) -> Graph:
             graph_id=spec.get("id", "g"),
             review_required=[t["name"] for t in tasks if t.get("review-required")],
             requires_assignment=[t["name"] for t in tasks if t.get("requires-assignment")],
+            principals=principals_of(spec),
         )
     except GraphError as e:
         raise StepError(f"/graph: {e}") from None

@@ -31,7 +31,7 @@ class WireError(ValueError):
 REQUEST_FIELDS = {
     "kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
     "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
-    "verdict", "disposition", "evidence", "deadline", "reason",
+    "verdict", "disposition", "evidence", "deadline", "reason", "principal",
 }
 CAP_FIELDS = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
 OWNER_FIELDS = ("pid", "birth", "session", "wrapper-epoch", "child-epoch")
@@ -107,6 +107,10 @@ def request_from_wire(d: Any, names: Names, pointer: str = "") -> Request:
         if not isinstance(d["evidence"], str):
             raise WireError(f"{pointer}/evidence", "expected an evidence id (string)")
         kw["evidence"] = d["evidence"]
+    if "principal" in d:
+        if not isinstance(d["principal"], str) or not d["principal"]:
+            raise WireError(f"{pointer}/principal", "expected a principal name")
+        kw["principal"] = d["principal"]
     if kind in TRANSACTION_KINDS:
         for f in ("expected-phase", "expected-revision"):
             if f not in d:
@@ -181,6 +185,8 @@ def request_to_wire(r: Request, names: Names) -> dict[str, Any]:
         out["deadline"] = r.deadline
     if r.reason != Reason.NONE:
         out["reason"] = r.reason.label
+    if r.principal is not None:
+        out["principal"] = r.principal
     return out
 
 

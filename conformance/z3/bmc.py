@@ -39,7 +39,7 @@ from wgk.conformance.z3.symbolic import (
     leaves, symbolic, value,
 )
 from wgk.conformance.z3.templates import (
-    POOL, Catalogue, Pool, env_templates, request_templates,
+    POOL, Catalogue, Pool, env_templates, intruder_templates, request_templates,
 )
 from wgk.conformance.z3.transition import MODEL, Branch, Semantics, actor_sensitive, branches, discover_universe
 
@@ -57,6 +57,8 @@ def instance_templates(inst: Instance, ids: tuple[str, ...], sem: Semantics = MO
                                   deadlines=False, verdicts=BMC_VERDICTS,
                                   dispositions=BMC_DISPOSITIONS,
                                   by_actor=actor_sensitive(graph, sem))
+    if "intruder" in inst.groups:
+        out += intruder_templates(instance_kinds(inst), names, ids)
     if "env" in inst.groups:
         out += env_templates(names, ENV_TASK_KINDS + ENV_GLOBAL_KINDS)
     return out

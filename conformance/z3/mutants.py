@@ -144,6 +144,16 @@ def _decide_reexecuting(s, r, rules=RULES):
             ite(conflict, s, fresh))
 
 
+def _trusting_labels(s, r):
+    """The sender's principal is ignored: the actor label alone decides the role."""
+    return r if r.principal is None else dc_replace(r, principal=None)
+
+
+def _decide_trusting_labels(s, r, rules=RULES):
+    """A reducer that trusts the actor label as written (BRIEF §8, issue 14)."""
+    return kernel.decide(s, _trusting_labels(s, r), rules)
+
+
 _DECLARE_LOST = projections.WAY_CONDITIONS["declare-lost"]
 
 
@@ -160,6 +170,7 @@ def _generation_only(t, r):
 
 
 CORE = ("core",)
+INTRUDED = ("core", "intruder")
 ENV = ("core", "env")
 
 
@@ -285,6 +296,12 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
                                                                              NO_RECEIPT)))),
             K.COMMIT_EFFECT: without_checks(K.COMMIT_EFFECT, Code.REVIEW_REQUIRED),
         }),
+    Mutant(
+        "trusts-actor-label", (18, 23),
+        "The actor label is trusted as written: the intruder, posing as the daemon, the "
+        "validator or the operator, is applied.",
+        "role-held", Instance(tasks=1, groups=INTRUDED), 1,
+        decide=_decide_trusting_labels),
 )}
 
 

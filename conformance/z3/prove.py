@@ -42,7 +42,9 @@ from wgk.conformance.z3.symbolic import (
     free_constants, leaf_domain, leaf_types, leaves, symbolic, symbolic_graph, value,
     substitute, within_type,
 )
-from wgk.conformance.z3.templates import POOL, Catalogue, EnvTemplate, Pool, env_templates, request_templates
+from wgk.conformance.z3.templates import (
+    POOL, Catalogue, EnvTemplate, Pool, env_templates, intruder_templates, request_templates,
+)
 from wgk.conformance.z3.transition import (
     MODEL, Branch, Semantics, actor_sensitive, as_term, branches, delta, discover_universe,
 )
@@ -190,6 +192,7 @@ class Prover:
         graph = symbolic_graph(names, chain_deps(bounds.tasks) if deps is None else deps)
         self.cat = Catalogue(request_templates(list(Kind), names, bounds.ids(),
                                                by_actor=actor_sensitive(graph, sem))
+                             + intruder_templates(list(Kind), names, bounds.ids())
                              + env_templates(names), graph.graph_id)
         universe = discover_universe(graph, bounds.ids(), sem)
         self.space = Space(graph, universe, bounds.key_names(), len(POOL), len(self.cat.shapes),

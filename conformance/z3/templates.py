@@ -26,7 +26,7 @@ from wgk.model.actions import OWNER, PARAMS, WITH_DEADLINE, WITH_EVIDENCE, WITH_
 from wgk.model.env import EnvKind, EnvStep
 from wgk.model.requests import EXIT_CODE_BASE, Capability, Owner, Request, phase_code
 from wgk.model.vocab import (
-    AUTHORITY, NEEDS_CAPABILITY, TRANSACTION_KINDS, Actor, Disposition, Exit,
+    INTRUDER, AUTHORITY, NEEDS_CAPABILITY, TRANSACTION_KINDS, Actor, Disposition, Exit,
     Kind as K, Phase, Verdict,
 )
 
@@ -74,6 +74,7 @@ class Template:
     deadline: bool = False
     by_actor: bool = False       # the rule asks who sent it: this template is one actor
     shapes: tuple[int, ...] = ()
+    principal: str | None = None  # INTRUDER: sent by the intruder posing as its actors
 
     @property
     def is_env(self) -> bool:
@@ -90,6 +91,7 @@ class Template:
             "deadline" if self.deadline else "",
             "foreign-cap" if self.cap == "foreign" else "",
             "unauthorized" if self.actors[0] not in AUTHORITY[self.kind] else "",
+            f"as {self.principal}" if self.principal else "",
         ) if x]
         return f"{self.kind.label}({','.join([self.task] + extra)})"
 
@@ -114,9 +116,9 @@ class Template:
             kw["imports"] = p["imports"]
         if self.deadline:
             kw["deadline"] = p["deadline"]
-        r = SymRequest(self.kind, self.actors[0], self.task, key=key, cap=cap, owner=owner,
-                       verdict=self.verdict, disposition=self.disposition,
-                       evidence=self.evidence, **kw)
+        r = SymRequest(self.kind, self.actors[0], self.task, key=self._key(key), cap=cap,
+                       owner=owner, verdict=self.verdict, disposition=self.disposition,
+                       evidence=self.evidence, principal=self.principal, **kw)
         object.__setattr__(r, "_digest", SymDigest(
             pool.shape, {SLOT[n]: p[n] for n in self.slot_names}))
         return r
@@ -173,9 +175,14 @@ class Template:
             kw["imports"] = values["imports"]
         if self.deadline:
             kw["deadline"] = values["deadline"]
-        return Request(self.kind, actor, self.task, key=key, cap=cap, owner=owner,
+        return Request(self.kind, actor, self.task, key=self._key(key), cap=cap, owner=owner,
                        verdict=self.verdict, disposition=self.disposition,
-                       evidence=self.evidence, **kw)
+                       evidence=self.evidence, principal=self.principal, **kw)
+
+    def _key(self, key: Any) -> Any:
+        """The symbolic journal has one namespace (the role labels'): the intruder's
+        requests carry no key there (its namespace is explored concretely)."""
+        return None if self.principal else key
 
 
 class SymRequest(Request):
@@ -300,6 +307,26 @@ def request_templates(kinds: Iterable[K], tasks: Iterable[str], evidence_ids: tu
             out.append(Template(kind, UNKNOWN_TASK, allowed, params,
                                 verdicts.get(kind, (None,))[0], dispositions.get(kind, (None,))[0],
                                 evidence_ids[0] if kind in WITH_EVIDENCE else "", cap))
+    return out
+
+
+def intruder_templates(kinds: Iterable[K], tasks: Iterable[str],
+                       evidence_ids: tuple[str, ...]) -> list[Template]:
+    """One template per kind and task: the intruder posing as the kind's authorized actors
+    with a capability for this graph (every field it compares is symbolic)."""
+    out: list[Template] = []
+    tasks = list(tasks)
+    for kind in kinds:
+        allowed, _ = _authority_classes(kind)
+        if not allowed:
+            continue
+        cap = "own" if kind in NEEDS_CAPABILITY else "none"
+        for task in tasks:
+            out.append(Template(kind, task, allowed, PARAMS.get(kind, ()),
+                                VERDICTS.get(kind, (None,))[0],
+                                DISPOSITIONS.get(kind, (None,))[0],
+                                evidence_ids[0] if kind in WITH_EVIDENCE else "", cap,
+                                principal=INTRUDER))
     return out
 
 

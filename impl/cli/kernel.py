@@ -20,11 +20,16 @@ from .kernel_open import init, open_kernel
 from .kernel_reports import (
     do_audit, do_converge, do_import, do_rebuild, do_show, do_status, do_verify,
 )
+from ..principals import DENIED
+from .kernel_principals import do_principal, read_credential, require_operator
 from .kernel_requests import do_dispatch, do_retry, do_send, do_task, operator_request
 from .output import UsageError
 
 HELP = "operate a durable kernel database: tasks, dispatch, status, convergence, audit, rebuild"
 EXAMPLES = """  wgk kernel --db k.db init --graph g --repo ./repo --target refs/heads/main
+                                        (writes the operator credential k.db.credential, 0600)
+  export WGK_CREDENTIAL_FILE=k.db.credential
+  wgk kernel --db k.db principal add worker-1 --role worker --role wrapper --out w1.credential
   wgk kernel --db k.db task add schema
   wgk kernel --db k.db task add api --after schema --review-required
   wgk kernel --db k.db dispatch schema --pid 4242 --session s1
@@ -41,8 +46,16 @@ EXAMPLES = """  wgk kernel --db k.db init --graph g --repo ./repo --target refs/
 def run(args: argparse.Namespace) -> int:
     if args.action == "init":
         return init(args)
+    credential = read_credential(args)         # a bad credential file is refused first
     k = open_kernel(args.db)
     try:
+        # a closed kernel answers no command without a valid credential, and graph edits
+        # (not requests) only to an operator
+        if args.action in GRAPH_EDITS:
+            require_operator(k, credential)
+        elif k.principals.authenticate(credential) is DENIED:
+            raise UsageError("not-authenticated: this kernel needs a valid credential "
+                             "(--credential FILE)")
         return ACTIONS[args.action](k, args)
     except (GraphError, LegacyError, BadRequest) as e:
         raise UsageError(str(e)) from None
@@ -53,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
         k.close()
 
 
+GRAPH_EDITS = frozenset({"task", "import-legacy", "rebuild"})
+
 ACTIONS = {
     "task": do_task, "dispatch": do_dispatch, "retry": do_retry, "status": do_status,
     "show": do_show, "converge": do_converge, "audit": do_audit,
@@ -60,5 +75,5 @@ ACTIONS = {
     "reconstruct": operator_request("reconstruct", candidate=None, base=None),
     "abandon": operator_request("abandon"), "reset": operator_request("reset"),
     "import-legacy": do_import, "rebuild": do_rebuild, "verify-ledger": do_verify,
-    "send": do_send,
+    "send": do_send, "principal": do_principal,
 }

@@ -8,6 +8,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", required=True, metavar="PATH|DSN", help="the kernel database: a SQLite file, or "
                    "postgresql://user@host/db (several daemons on several hosts may share it)")
     p.add_argument("--json", action="store_true", help="print results as JSON")
+    p.add_argument("--credential", metavar="FILE",
+                   help="the credential file requests are sent with (or $WGK_CREDENTIAL_FILE)")
     sub = p.add_subparsers(dest="action", metavar="SUBCOMMAND", required=True)
     js = argparse.ArgumentParser(add_help=False)
     js.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
@@ -27,6 +29,18 @@ def _graph_commands(sub, js: argparse.ArgumentParser) -> None:
     s.add_argument("--repo", required=True, help="the git repository holding the target")
     s.add_argument("--target", default="refs/heads/main", help="the target ref")
     s.add_argument("--worktrees", help="where attempt worktrees live (default: REPO-worktrees)")
+    s.add_argument("--operator", default="operator", help="the first principal (default operator)")
+    s.add_argument("--credential-out", metavar="FILE",
+                   help="where its credential is written, mode 0600 (default DB.credential)")
+    pr = sub.add_parser("principal", help="principals and their role credentials").add_subparsers(
+        dest="principal_action", metavar="ACTION", required=True)
+    s = pr.add_parser("add", parents=[js], help="add a principal; its credential goes to --out")
+    s.add_argument("name")
+    s.add_argument("--role", action="append", required=True, help="a role it holds (repeatable)")
+    s.add_argument("--out", required=True, metavar="FILE", help="credential file (created 0600)")
+    pr.add_parser("list", parents=[js], help="every principal and its roles")
+    s = pr.add_parser("revoke", parents=[js], help="revoke a principal's credential")
+    s.add_argument("name")
 
     task = sub.add_parser("task", help="edit the task graph").add_subparsers(
         dest="task_action", metavar="ACTION", required=True)

@@ -10,6 +10,7 @@ from ..kernel import Kernel
 from ..pg import is_dsn, redact
 from ..proc import ProcProcessTable
 from ..backends import open_store
+from .kernel_principals import create_private, first_credential
 from .output import UsageError, emit
 
 
@@ -65,6 +66,8 @@ def init(args) -> int:
         raise UsageError(f"{args.repo}: not a git repository") from None
     if probe.target() is None:
         raise UsageError(f"{args.repo}: the target {args.target} does not exist")
+    if not is_dsn(args.db):
+        create_private(args.db)                 # the database is readable by its owner only
     try:
         k = Kernel(args.db, environment(repo, args.target, args.worktrees))
     except StoreError as e:
@@ -72,8 +75,11 @@ def init(args) -> int:
     try:
         k.create_graph(args.graph, config={"repo": repo, "target": args.target,
                                            "worktrees": probe.worktrees})
+        cred = first_credential(k, args)
     finally:
         k.close()
     db = redact(args.db) if is_dsn(args.db) else args.db
-    return emit(args, {"db": db, "graph": args.graph, "repo": repo, "target": args.target},
-                f"created graph {args.graph} on {repo} ({args.target})")
+    return emit(args, {"db": db, "graph": args.graph, "repo": repo, "target": args.target,
+                       "credential-file": cred},
+                f"created graph {args.graph} on {repo} ({args.target}); "
+                f"operator credential in {cred}")

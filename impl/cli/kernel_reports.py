@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ..kernel import Kernel
 from .kernel_open import require_task
+from .kernel_principals import read_credential
+from .kernel_requests import authenticated
 from .output import emit, emit_json
 
 
@@ -62,7 +64,9 @@ def do_show(k: Kernel, args) -> int:
 
 
 def do_converge(k: Kernel, args) -> int:
-    report = k.converge()
+    report = k.converge(credential=read_credential(args))
+    for s in report.sent:
+        authenticated(s.response)
     if getattr(args, "json", False):
         emit_json(report.to_json())
         return 0
@@ -83,7 +87,7 @@ def do_audit(k: Kernel, args) -> int:
 
 
 def do_import(k: Kernel, args) -> int:
-    report = k.import_legacy(args.file)
+    report = k.import_legacy(args.file, read_credential(args))
     lines = [f"added {len(report.added)} tasks, {len(report.existing)} already known"]
     for q in report.quarantined:
         lines.append(f"quarantined {q['task']} (line {q['line']}): {q['status']}; would have "

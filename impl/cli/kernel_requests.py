@@ -11,11 +11,20 @@ from ..kernel import Kernel
 from ..proc import ProcProcessTable
 from ..records import TaskPolicy
 from .kernel_open import require_task
+from .kernel_principals import read_credential
 from .output import UsageError, emit
 
 
+def authenticated(response: dict) -> dict:
+    """A not-authenticated answer is bad usage: one line, exit 2."""
+    if response.get("code") == "not-authenticated":
+        raise UsageError("not-authenticated: this kernel needs a valid credential "
+                         "(--credential FILE)")
+    return response
+
+
 def send(k: Kernel, args, request: dict) -> int:
-    response = k.handle(request)
+    response = authenticated(k.handle(request, read_credential(args)))
     ok = response["decision"] != "rejected" and response.get("original", {}).get("decision") != "rejected"
     text = response["decision"] + (f": {response['code']}" if "code" in response else "")
     if "original" in response:
@@ -41,7 +50,7 @@ def send_lines(k: Kernel, args) -> int:
             raise UsageError(f"{name}:{n}: {e.msg} at column {e.colno}") from None
         lines.append(n)
     try:
-        responses = k.handle_batch(requests)
+        responses = [authenticated(r) for r in k.handle_batch(requests, read_credential(args))]
     except BadRequest as e:          # "request N: ..." -> the file's line
         message = str(e)
         if message.startswith("request "):
