@@ -91,6 +91,7 @@ CODES = (
     "dependency-not-done", "unknown-task", "assignment-required", "owner-not-proven-dead",
     "continuation-unproven", "review-required", "writer-not-quiescent", "effect-not-observed",
     "held", "evidence-missing", "nothing-retained", "unknown-occurrence", "attempt-live",
+    "base-mismatch",
 )
 
 # --- attempts, owners, transaction --------------------------------------------------

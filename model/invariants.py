@@ -148,6 +148,22 @@ def worksave_exact(s: State, i: int, t: TaskState) -> Any:
         t.worktree == t.saved_work)
 
 
+@prop("candidate-built-on-attempt-base", incidents=(12,))
+def candidate_built_on_attempt_base(s: State, i: int, t: TaskState) -> Any:
+    """A candidate and its WorkSave are bound to the commit its attempt's worktree was built on (the kernel's fact), never a base the driver names."""
+    ws = receipt_of(t, Receipt.WORK_SAVE)
+    return implies(all_of(t.candidate != 0, not_(t.reconstructed)),
+                   all_of(t.base == t.built_on, one_of(ws.base, (0, t.built_on))))
+
+
+@prop("moved-target-needs-repair", incidents=(12,))
+def moved_target_needs_repair(s: State, i: int, t: TaskState) -> Any:
+    """A land whose target moved before the compare-and-swap is in needs-repair with its candidate kept and nothing promoted."""
+    return implies(t.reason == Reason.TARGET_MOVED, all_of(
+        t.exit == Exit.NEEDS_REPAIR, not_(t.effect_done), t.candidate != 0,
+        t.saved_work == t.candidate))
+
+
 @prop("exactly-one-way-forward", incidents=(4, 9))
 def exactly_one_way_forward(s: State, i: int, t: TaskState) -> Any:
     """Every unfinished task has exactly one way forward."""
@@ -242,6 +258,15 @@ def cas_base_exact(s: State, r, d, s2: State) -> Any:
         return s2.target == s.target
     t = s.task(r.task)
     return implies(s2.target != s.target, all_of(s.target == t.base, s2.target == t.candidate))
+
+
+@prop("target-history-grows", scope="step", incidents=(12,))
+def target_history_grows(s: State, r, d, s2: State) -> Any:
+    """The target only moves forward: a land moves it from the very commit its candidate was built on, so no land drops a commit."""
+    if r.kind != Kind.COMMIT_EFFECT or r.task not in s.graph.index:
+        return s2.target == s.target
+    t = s.task(r.task)
+    return implies(s2.target != s.target, all_of(s.target == t.built_on, s2.target == t.candidate))
 
 
 def _legal_move(t: TaskState, t2: TaskState) -> Any:

@@ -129,6 +129,7 @@ class Code(Labelled):
     NOTHING_RETAINED = 19
     UNKNOWN_OCCURRENCE = 20
     ATTEMPT_LIVE = 21
+    BASE_MISMATCH = 22
 
 
 class AttemptState(Labelled):
