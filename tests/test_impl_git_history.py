@@ -123,3 +123,21 @@ def test_the_land_refuses_a_candidate_that_does_not_descend_from_its_base(tmp_pa
         tx(k, "a", "commit-effect", "promoter", candidate=cand, base=t1)
     assert repo.target() == t1 and k.record("a").phase == "effect-prepared"
     assert repo.descends(repo.target(), t1)
+
+
+def test_the_audit_finds_a_landed_commit_dropped_from_the_target(tmp_path, repo, worker):
+    t0 = repo.target()
+    k = dispatched(tmp_path, repo, worker)
+    cand = commit_all_in(repo, "a/f1", "a.txt", "built on T0\n")
+    assert tx(k, "a", "submit", "worker") == {"decision": "applied"}
+    assert tx(k, "a", "quiesce", "wrapper") == {"decision": "applied"}
+    assert tx(k, "a", "save-work", "wrapper", candidate=cand, base=t0) == {"decision": "applied"}
+    to_effect_prepared(k, cand)
+    assert tx(k, "a", "commit-effect", "promoter", candidate=cand, base=t0) \
+        == {"decision": "applied"}
+    assert repo.target() == cand and k.audit().ok
+    # someone force-moves the target back to T0: the landed candidate is no longer in its history
+    repo.git("update-ref", repo.target_ref, t0, cand)
+    findings = k.audit().findings
+    assert [f.check for f in findings] == ["target-history-grows"]
+    assert findings[0].task == "a" and cand[:12] in findings[0].detail
