@@ -163,7 +163,29 @@ def audit(kernel) -> AuditReport:
         "SELECT t.name, p.content FROM pins p JOIN tasks t ON t.id = p.task")}
     for name in kernel.ids():
         out += _task_findings(kernel, name, views[name], pinned)
+    out += _target_history(kernel)
     return AuditReport(out, len(kernel.ids()), verdict.events)
+
+
+def _target_history(kernel) -> list[Finding]:
+    """Every landed candidate, and the base it landed on, is still in the target's history
+    (a repository without history, the in-memory double, has no ``descends``)."""
+    repo = kernel.env.repository
+    descends = getattr(repo, "descends", None)
+    target = repo.target()
+    if descends is None or target is None:
+        return []
+    out = []
+    # guards: target-history-grows
+    for effect, name, candidate, base in kernel.conn.execute(
+            "SELECT e.id, t.name, e.candidate, e.base FROM effects e JOIN tasks t ON t.id = e.task "
+            "WHERE e.disposition = 'land' AND e.state = 'committed' ORDER BY e.settled_seq"):
+        lost = [c for c in (candidate, base) if c and not descends(target, c)]
+        if lost:
+            out.append(Finding("target-history-grows", name,
+                               f"land {effect}: {', '.join(c[:12] for c in lost)} no longer in "
+                               f"the history of the target {target[:12]}"))
+    return out
 
 
 def _journal_matches_ledger(kernel) -> list[Finding]:

@@ -16,7 +16,8 @@ Every call is an argument list (never a shell). The design:
   created once with ``update-ref <ref> <oid> <zero-oid>``; a clean tree is
   saved too (the ref names its HEAD).
 - **Land** is ``git update-ref -m "wgk-effect <id>" <target> <candidate>
-  <expected-base>``: a real compare-and-swap. A moved target fails the CAS and
+  <expected-base>``: a real compare-and-swap, only after ``merge-base
+  --is-ancestor <base> <candidate>`` (the target moves only forward). A moved target fails the CAS and
   nothing is rebased or forced. The reflog message makes the effect
   re-observable after a crash between the ref update and the kernel's commit.
 - **Deliver / report** publish ``refs/wgk/outputs/<id>`` once.
@@ -150,7 +151,15 @@ class GitRepository:
         if os.path.realpath(path) in self._registered() or os.path.exists(path):
             raise GitError(f"worktree {path} is still there after its removal")
 
+    def descends(self, commit: str, ancestor: str) -> bool:
+        """Whether ``ancestor`` is in the history of ``commit`` (``merge-base --is-ancestor``)."""
+        return self.git("merge-base", "--is-ancestor", ancestor, commit, check=False).returncode == 0
+
     def land(self, effect: str, candidate: str, base: str) -> bool:
+        # guards: target-history-grows
+        if not self.descends(candidate, base):
+            raise GitError(f"land {effect}: candidate {candidate[:12]} does not descend from "
+                           f"base {base[:12]}; moving the target would drop commits")
         # guards: cas-base-exact
         p = self.git("update-ref", "--create-reflog", "-m", f"wgk-effect {effect}",
                      self.target_ref, candidate, base, check=False)

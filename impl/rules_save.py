@@ -30,11 +30,14 @@ def save_work(ctx: Ctx) -> Outcome:
         return reject(ctx, "writer-not-quiescent")
     if view.content != r.candidate:
         return reject(ctx, "candidate-mismatch")
+    # guards: candidate-built-on-attempt-base
+    if r.base != t.base_hint:
+        return reject(ctx, "base-mismatch")
     version = t.version + 1
     # guards: worksave-exact
-    new = advance(t, "work-saved", saved_work=view.content, candidate=r.candidate, base=r.base,
+    new = advance(t, "work-saved", saved_work=view.content, candidate=r.candidate, base=t.base_hint,
                   version=version,
-                  receipts=t.with_receipts(work_save=Binding(t.fence, r.candidate, r.base)))
+                  receipts=t.with_receipts(work_save=Binding(t.fence, r.candidate, t.base_hint)))
     pin = Effect("pin", (f"worksave/{ctx.task}/f{t.fence}-v{version}", view.content))
     return succeeded(ctx, new, effects=[pin])
 
@@ -147,6 +150,7 @@ def mark_repair(ctx: Ctx) -> Outcome:
     t = ctx.record
     if t.exit != "none" or not target_moved(ctx.observe, t):
         return reject(ctx, "illegal-phase-edge")
+    # guards: moved-target-needs-repair
     new = leave_main_line(t, "needs-repair", "target-moved", finish_lease=False)
     return succeeded(ctx, new, facts=[("effect-void", {"id": effect_name(ctx.task, t)})])
 
@@ -195,14 +199,19 @@ def revise(ctx: Ctx) -> Outcome:
         return reject(ctx, "writer-not-quiescent")
     if view.content != r.candidate:
         return reject(ctx, "candidate-mismatch")
+    target = ctx.observe.target()
+    # guards: candidate-built-on-attempt-base
+    if r.base != target:
+        return reject(ctx, "base-mismatch")
     kept = t.saved_work is not None
     version = t.version + 1
     new = replace(
         t, phase="work-saved", exit="none", reason="none", revision=t.revision + 1,
         retained=t.saved_work if kept else t.retained,
         retained_base=t.base if kept else t.retained_base,
-        saved_work=view.content, candidate=r.candidate, base=r.base, version=version,
-        receipts=NO_RECEIPTS[:0] + (Binding(t.fence, r.candidate, r.base),) + NO_RECEIPTS[1:],
+        saved_work=view.content, candidate=r.candidate, base=target, base_hint=target,
+        version=version,
+        receipts=NO_RECEIPTS[:0] + (Binding(t.fence, r.candidate, target),) + NO_RECEIPTS[1:],
     )
     pin = Effect("pin", (f"worksave/{ctx.task}/f{t.fence}-v{version}", view.content))
     return succeeded(ctx, new, effects=[pin])

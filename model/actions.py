@@ -231,7 +231,7 @@ def _transaction_requests(c: _Caller) -> Iterator[Request | None]:
     t, tx = c.t, c.tx
     yield tx(K.SUBMIT, Actor.WORKER)
     yield tx(K.QUIESCE, Actor.WRAPPER)
-    yield tx(K.SAVE_WORK, Actor.WRAPPER, candidate=t.worktree, base=t.origin)
+    yield tx(K.SAVE_WORK, Actor.WRAPPER, candidate=t.worktree, base=t.built_on)
     yield tx(K.SEAL_CANDIDATE, Actor.DAEMON, candidate=t.candidate)
     yield tx(K.VALIDATE, Actor.VALIDATOR, candidate=t.candidate, verdict=Verdict.PASS)
     yield tx(K.VALIDATE, Actor.VALIDATOR, candidate=t.candidate, verdict=Verdict.FAIL)

@@ -149,6 +149,15 @@ def worksave_exact(s: State, i: int, t: TaskState) -> Any:
         t.worktree == t.saved_work)
 
 
+@prop("candidate-built-on-attempt-base", incidents=(12,))
+def candidate_built_on_attempt_base(s: State, i: int, t: TaskState) -> Any:
+    """From its WorkSave on, a candidate is bound to the commit its attempt's work is built on (the kernel's fact), never a base the driver names."""
+    ws = receipt_of(t, Receipt.WORK_SAVE)
+    saved = not_(one_of(t.phase, (Phase.ABSENT, Phase.PREPARED, Phase.QUIESCING)))
+    return implies(all_of(saved, not_(t.reconstructed)),
+                   all_of(t.base == t.built_on, one_of(ws.base, (0, t.built_on))))
+
+
 @prop("exactly-one-way-forward", incidents=(4, 9))
 def exactly_one_way_forward(s: State, i: int, t: TaskState) -> Any:
     """Every unfinished task has exactly one way forward."""
@@ -243,6 +252,27 @@ def cas_base_exact(s: State, r, d, s2: State) -> Any:
         return s2.target == s.target
     t = s.task(r.task)
     return implies(s2.target != s.target, all_of(s.target == t.base, s2.target == t.candidate))
+
+
+@prop("target-history-grows", scope="step", incidents=(12,))
+def target_history_grows(s: State, r, d, s2: State) -> Any:
+    """The target only moves forward: a land moves it from the very commit its candidate was built on, so no land drops a commit."""
+    if r.kind != Kind.COMMIT_EFFECT or r.task not in s.graph.index:
+        return s2.target == s.target
+    t = s.task(r.task)
+    return implies(s2.target != s.target, all_of(s.target == t.built_on, s2.target == t.candidate))
+
+
+@prop("moved-target-needs-repair", scope="step", incidents=(12,))
+def moved_target_needs_repair(s: State, r, d, s2: State) -> Any:
+    """A land whose target moved before the compare-and-swap goes to needs-repair with its candidate and saved work kept and nothing promoted."""
+    def ok(t, t2):
+        marked = all_of(t.reason != Reason.TARGET_MOVED, t2.reason == Reason.TARGET_MOVED)
+        return implies(marked, all_of(
+            t2.exit == Exit.NEEDS_REPAIR, s.target != t.base, s2.target == s.target,
+            t2.candidate == t.candidate, t2.saved_work == t.saved_work,
+            not_(t2.effect_done), t2.promotions == t.promotions))
+    return all_of(*[ok(t, t2) for _, t, t2 in pairs(s, s2)])
 
 
 def _legal_move(t: TaskState, t2: TaskState) -> Any:

@@ -61,14 +61,22 @@ def release_owner(t: TaskState, **changes: Any) -> TaskState:
     )
 
 
+def retain_base(t: TaskState) -> Any:
+    """The target commit the retained work descends from (``retain_work``'s base)."""
+    return ite(dirty(t), t.built_on, ite(t.saved_work != 0, t.base, t.retained_base))
+
+
 def close_attempt(t: TaskState, outcome: AS) -> TaskState:
     """Terminalize the current attempt; its work is retained, its owner released."""
-    return release_owner(t, attempt_state=outcome, retained=retain_work(t))
+    return release_owner(t, attempt_state=outcome, retained=retain_work(t),
+                         retained_base=retain_base(t))
 
 
 def open_attempt(s: State, t: TaskState, r: Request) -> TaskState:
     """A new attempt: next attempt number and fence, a fresh worktree, an empty transaction."""
     start = r.imports if r.imports else s.target
+    # the attempt's base is the kernel's fact: the target now, or the imported work's base
+    built_on = ite(t.retained_base != 0, t.retained_base, s.target) if r.imports else s.target
     o = r.owner
     return replace(
         t,
@@ -78,7 +86,7 @@ def open_attempt(s: State, t: TaskState, r: Request) -> TaskState:
         wrapper_epoch=1, child_epoch=1,        # a new attempt's first process; only resume raises them
         owner_seen=OwnerSeen.UNVERIFIED, proc_birth=o.birth,
         worktree_lease=True, session_lease=True, finish_lease=False,
-        worktree=start, worktree_present=True, origin=start,
+        worktree=start, worktree_present=True, origin=start, built_on=built_on,
         saved_work=0, imported=r.imports,
         phase=Phase.ABSENT, exit=Exit.NONE, reason=Reason.NONE, revision=0,
         candidate=0, base=0, version=0, disposition=Disposition.NONE,
@@ -331,17 +339,22 @@ def quiesce(s, i, t, r):
 @rule(K.SAVE_WORK, touches=EDGE | {"saved_work", "candidate", "base", "version", "receipts"},
       reads={"self"})
 def save_work(s, i, t, r):
-    """WorkSave: capture the exact worktree bytes (a clean tree too) bound to K and base."""
+    """WorkSave: capture the exact worktree bytes (a clean tree too) bound to K and base.
+
+    The base is the kernel's own fact, the commit the attempt's worktree was built on
+    (``built_on``: the target at dispatch, or the imported work's); a request naming another
+    base is refused, so a candidate is never bound to a base it does not descend from."""
     def update():
-        b = Binding(t.fence, r.candidate, r.base)
+        b = Binding(t.fence, r.candidate, t.built_on)
         return s.put(i, advance(
             t, Phase.WORK_SAVED, saved_work=t.worktree, candidate=r.candidate,
-            base=r.base, version=t.version + 1,
+            base=t.built_on, version=t.version + 1,
             receipts=t.with_receipt(Receipt.WORK_SAVE, b),
         ))
     return guarded(
         [(t.worktree_present, Code.WRITER_NOT_QUIESCENT),
-         (t.worktree == r.candidate, Code.CANDIDATE_MISMATCH)],
+         (t.worktree == r.candidate, Code.CANDIDATE_MISMATCH),
+         (r.base == t.built_on, Code.BASE_MISMATCH)],
         update,
     )
 
@@ -508,21 +521,25 @@ def save_graph(s, i, t, r):
 
 
 @rule(K.REVISE, touches=EDGE | EXIT | {"retained", "saved_work", "candidate", "base", "version",
-                                       "receipts"}, reads={"self"})
+                                       "receipts", "built_on", "retained_base"}, reads={"self"})
 def revise(s, i, t, r):
-    """A new candidate version after repair: earlier reviews no longer count."""
+    """A new candidate version after repair, built on the target as it is now (the kernel's
+    fact: the new version's base, checked on the repository at the land); earlier reviews no longer count."""
     def update():
-        b = Binding(t.fence, r.candidate, r.base)
+        b = Binding(t.fence, r.candidate, s.target)
         return s.put(i, replace(
             t, phase=Phase.WORK_SAVED, exit=Exit.NONE, reason=Reason.NONE,
             revision=t.revision + 1, retained=ite(t.saved_work != 0, t.saved_work, t.retained),
-            saved_work=t.worktree, candidate=r.candidate, base=r.base, version=t.version + 1,
+            retained_base=ite(t.saved_work != 0, t.base, t.retained_base),
+            saved_work=t.worktree, candidate=r.candidate, base=s.target, built_on=s.target,
+            version=t.version + 1,
             receipts=NO_RECEIPTS[:Receipt.WORK_SAVE] + (b,) + NO_RECEIPTS[Receipt.WORK_SAVE + 1:],
         ))
     return guarded(
         [(t.exit == Exit.NEEDS_REPAIR, Code.ILLEGAL_PHASE_EDGE),
          (t.worktree_present, Code.WRITER_NOT_QUIESCENT),
-         (t.worktree == r.candidate, Code.CANDIDATE_MISMATCH)],
+         (t.worktree == r.candidate, Code.CANDIDATE_MISMATCH),
+         (r.base == s.target, Code.BASE_MISMATCH)],
         update,
     )
 
@@ -552,7 +569,7 @@ def reset(s, i, t, r):
             phase=Phase.ABSENT, exit=Exit.NONE, reason=Reason.NONE, revision=0,
             candidate=0, base=0, version=0, disposition=Disposition.NONE,
             receipts=NO_RECEIPTS, effect_done=False,
-            retained=retain_work(t),
+            retained=retain_work(t), retained_base=retain_base(t),
         ))
     return guarded(
         [

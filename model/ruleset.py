@@ -43,13 +43,13 @@ READS: dict[K, frozenset[str]] = {}
 READ_TOKENS = frozenset({"self", "self.evidence", "deps.done", "deps.abandoned", "target", "now"})
 
 # Field sets several rules share.
-CLOSE = frozenset({"attempt_state", "retained", "worktree_lease", "session_lease", "finish_lease",
+CLOSE = frozenset({"attempt_state", "retained", "retained_base", "worktree_lease", "session_lease", "finish_lease",
                    "deadline", "owner_pid", "owner_birth", "session", "wrapper_epoch",
                    "child_epoch", "owner_seen", "proc_birth"})
 OPEN = frozenset({"attempt", "fence", "lease_epoch", "attempt_state", "owner_pid", "owner_birth",
                   "session", "wrapper_epoch", "child_epoch", "owner_seen", "proc_birth",
                   "worktree_lease", "session_lease", "finish_lease", "worktree",
-                  "worktree_present", "origin", "saved_work", "imported", "phase", "exit",
+                  "worktree_present", "origin", "built_on", "saved_work", "imported", "phase", "exit",
                   "reason", "revision", "candidate", "base", "version", "disposition",
                   "receipts", "deadline", "effect_done"})
 EDGE = frozenset({"phase", "revision"})

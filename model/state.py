@@ -167,8 +167,10 @@ class TaskState:
     worktree: Any = 0              # env: content id of the worktree bytes
     worktree_present: Any = False  # env: the worktree exists on disk
     origin: Any = 0                # content the worktree started from (clean)
+    built_on: Any = 0              # the target commit the attempt's work descends from (its base)
     saved_work: Any = 0            # content captured by this attempt's WorkSave
     retained: Any = 0              # work retained from a closed attempt
+    retained_base: Any = 0         # the target commit the retained work descends from
     imported: Any = 0              # retained work this attempt imported
     # the SaveTransaction of the current attempt
     phase: Any = Phase.ABSENT

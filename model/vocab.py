@@ -136,6 +136,7 @@ class Code(Labelled):
     ATTEMPT_LIVE = 21
     NOT_AUTHENTICATED = 22
     ROLE_NOT_HELD = 23
+    BASE_MISMATCH = 24
 
 
 class AttemptState(Labelled):

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from wgk.impl import Environment, Kernel, ManualClock, Pragmas, TaskPolicy
-from wgk.impl.git import GitRepository, init_repository, safe
+from wgk.impl.git import SNAPSHOT_IDENTITY, GitError, GitRepository, init_repository, safe
 from wgk.impl.proc import ProcProcessTable
 
 FAST = Pragmas(synchronous="OFF")
@@ -74,8 +74,16 @@ def test_land_is_a_compare_and_swap_that_never_forces(repo):
     moved = repo.move_target("someone else")
     assert repo.land("a/g0-f1-v1", cand, base) is False                # CAS refused
     assert repo.target() == moved and not repo.effect_observed("a/g0-f1-v1")
-    assert repo.land("a/g0-f1-v1", cand, moved) is True
-    assert repo.target() == cand and repo.effect_observed("a/g0-f1-v1")
+    with pytest.raises(GitError, match="does not descend from base"):
+        repo.land("a/g0-f1-v1", cand, moved)                           # would drop `moved`
+    assert repo.target() == moved and not repo.effect_observed("a/g0-f1-v1")
+    path = repo.worktree_path("a/f1")
+    subprocess.run(["git", "-C", path, "merge", "-q", "--no-edit", moved], check=True,
+                   capture_output=True, env=dict(os.environ, **SNAPSHOT_IDENTITY))
+    merged = repo.out("rev-parse", "HEAD", cwd=path)
+    assert repo.land("a/g0-f1-v1", merged, moved) is True
+    assert repo.target() == merged and repo.effect_observed("a/g0-f1-v1")
+    assert repo.descends(merged, moved) and repo.descends(merged, base)
     assert not repo.effect_observed("a/g0-f1-v2")
 
 

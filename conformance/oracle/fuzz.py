@@ -164,7 +164,7 @@ class _Drawing:
                     options = (m.names.cname(current),) * 6 + options
             req["candidate"] = data.draw(st.sampled_from(options), label="candidate")
         if _carries(kind, "base"):
-            base = {Kind.SAVE_WORK: t.origin, Kind.COMMIT_EFFECT: t.base,
+            base = {Kind.SAVE_WORK: t.built_on, Kind.COMMIT_EFFECT: t.base,
                     Kind.REVISE: m.state.target}.get(kind, m.state.target) if t is not None else 0
             req["base"] = m.names.cname(base) if base else "main-0"
         if kind == Kind.VALIDATE:

@@ -132,6 +132,7 @@ def seed_task(t: TaskState, seed: dict, names: Names, target: int) -> TaskState:
             worktree=worktree if live else 0, worktree_present=live,
             origin=(names.cid(a["origin"]) if a.get("origin") else target) if live else 0,
         )
+        ch["built_on"] = ch["origin"]          # a seeded attempt's base is its origin
     return replace(t, **ch) if ch else t
 
 

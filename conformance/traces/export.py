@@ -33,7 +33,7 @@ def names_for(*states: State, steps: list = ()) -> Names:
         ints.add(s.target)
         for t in s.tasks:
             ints.update({t.worktree, t.origin, t.saved_work, t.retained, t.imported, t.candidate,
-                         t.base})
+                         t.base, t.built_on, t.retained_base})
             ints.update(v for b in t.receipts for v in (b.candidate, b.base))
             sessions.add(t.session)
     for step in steps:

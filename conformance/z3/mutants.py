@@ -174,6 +174,19 @@ INTRUDED = ("core", "intruder")
 ENV = ("core", "env")
 
 
+def _driver_chosen_base(s, i, t, r):
+    """save-work binding the candidate to whatever base the request names."""
+    g = without_checks(K.SAVE_WORK, Code.BASE_MISMATCH)(s, i, t, r)
+
+    def update():
+        s2 = g.update()
+        t2 = s2.tasks[i]
+        b = t2.receipt(Receipt.WORK_SAVE)
+        return s2.put(i, replace_task(t2, base=r.base, receipts=t2.with_receipt(
+            Receipt.WORK_SAVE, dc_replace(b, base=r.base))))
+    return guarded(g.checks, update, g.kind)
+
+
 MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant(
         "done-without-promotion-receipt", (1,),
@@ -302,6 +315,12 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "validator or the operator, is applied.",
         "role-held", Instance(tasks=1, groups=INTRUDED), 1,
         decide=_decide_trusting_labels),
+    Mutant(
+        "driver-chosen-base", (12,),
+        "save-work takes the base from the request: a candidate built on the old target is "
+        "bound to the moved one, and the land's compare-and-swap drops the commit between.",
+        "candidate-built-on-attempt-base", Instance(tasks=1, groups=CORE), 4,
+        rules={K.SAVE_WORK: _driver_chosen_base}),
 )}
 
 
