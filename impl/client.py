@@ -19,7 +19,7 @@ import uuid
 from typing import Any
 
 from .converge import capability
-from .vocabulary import CAPABILITY_KINDS, TRANSACTION_KINDS
+from .vocabulary import NEEDS_CAPABILITY, TRANSACTION_KINDS
 
 
 class Client:
@@ -35,7 +35,7 @@ class Client:
         t = self.kernel.record(task)
         r: dict[str, Any] = {"kind": kind, "actor": actor, "task": task,
                              "key": key or f"{kind}:{task}:{uuid.uuid4().hex}"}
-        if kind in CAPABILITY_KINDS:
+        if kind in NEEDS_CAPABILITY:
             r["cap"] = capability(self.kernel, task, t)
         if kind in TRANSACTION_KINDS:
             r["expected-phase"] = t.visible_phase
