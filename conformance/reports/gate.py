@@ -258,6 +258,8 @@ def prove_checks(budget: str, progress: Progress | None) -> list[Check]:
                  "pass" if r.status == "proved" else "fail", r.seconds,
                  "" if r.status == "proved" else f"{r.status}: wgk prove --invariant {r.invariant}",
                  {"solved": r.solved}, group=r.invariant) for r in report.results]
+    out += [Check("prove", name, "pass" if ok else "fail", secs, hint, group="base case")
+            for name, ok, secs, hint in report.base_checks()]
     for goal in goals:
         [w] = witness_reports([goal])
         ok = w["status"] == "reached"

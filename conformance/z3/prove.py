@@ -36,6 +36,7 @@ from wgk.model.state import State
 from wgk.model.vocab import Code, DecisionKind as D, Kind
 
 from wgk.conformance.traces.export import step_json
+from wgk.conformance.z3.basecase import Enabledness, InitFrame, enabledness, init_frames
 from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.z3.symbolic import (
     Space, decode_graph, decode_state, describe_task, domain, equals, field_diff, fresh_state,
@@ -151,16 +152,33 @@ class ProofReport:
     seconds: float
     build_seconds: float
     lemmas: list[str] = field(default_factory=list)
+    init: list[InitFrame] = field(default_factory=list)
+    enabled: list[Enabledness] = field(default_factory=list)
 
     def count(self, status: str) -> int:
         return sum(r.status == status for r in self.results)
 
     @property
     def ok(self) -> bool:
-        return all(r.status == "proved" for r in self.results)
+        return all(r.status == "proved" for r in self.results) and self.base_ok
+
+    @property
+    def base_ok(self) -> bool:
+        """Every init frame proved and every transition enabled under the invariants."""
+        return all(f.status == "proved" for f in self.init) \
+            and all(e.status == "enabled" for e in self.enabled)
 
     def failed(self) -> list[ProofResult]:
         return [r for r in self.results if r.status != "proved"]
+
+    def base_checks(self) -> list[tuple[str, bool, float, str]]:
+        """(name, passed, seconds, hint) of every init frame and enabledness check."""
+        out = [(f"{f.invariant} in the initial state", f.status == "proved", f.seconds,
+                "" if f.status == "proved" else f"{f.status}: {f.detail}") for f in self.init]
+        out += [(f"{e.transition} enabled under the invariants", e.status == "enabled", e.seconds,
+                 "" if e.status == "enabled" else f"{e.status}: wgk prove --json")
+                for e in self.enabled]
+        return out
 
     def to_json(self) -> dict:
         return {
@@ -168,6 +186,9 @@ class ProofReport:
             "results": [r.to_json() for r in self.results],
             "proved": self.count("proved"), "failed": self.count("counterexample"),
             "unknown": self.count("unknown"), "lemmas": self.lemmas,
+            "init": [f.to_json() for f in self.init],
+            "enabled": [e.to_json() for e in self.enabled],
+            "base_ok": self.base_ok,
             "seconds": round(self.seconds, 3), "build_seconds": round(self.build_seconds, 3),
         }
 
@@ -180,9 +201,11 @@ class Prover:
     """The symbolic pre-state, every branch on it, and one solver holding the assumptions."""
 
     def __init__(self, bounds: Bounds = Bounds(), sem: Semantics = MODEL,
-                 lemmas: dict[str, Property] | None = None, timeout_ms: int = 60_000):
+                 lemmas: dict[str, Property] | None = None, timeout_ms: int = 60_000,
+                 initial: State | None = None):
         t0 = time.perf_counter()
         self.bounds = bounds
+        self.initial = initial        # None: every task open (a test hook may give another)
         self.sem = sem
         self.lemmas = dict(LEMMAS if lemmas is None else lemmas)
         names = bounds.task_names()
@@ -342,8 +365,15 @@ class Prover:
             if progress:
                 done = sum(r.status == "proved" for r in results)
                 progress(f"{transition}: {done}/{len(results)} frames proved")
+        init = init_frames(self, self.initial, only)
+        enabled = enabledness(self)
+        if progress:
+            progress(f"base case: {sum(f.status == 'proved' for f in init)}/{len(init)} init frames, "
+                     f"{sum(e.status == 'enabled' for e in enabled)}/{len(enabled)} transitions "
+                     "enabled")
         return ProofReport(self.bounds, self.sem.name, results, time.perf_counter() - t0
-                           + self.build_seconds, self.build_seconds, list(self.lemmas))
+                           + self.build_seconds, self.build_seconds, list(self.lemmas),
+                           init, enabled)
 
 
 def decode_decision(model: z3.ModelRef, d: Decision | None) -> Decision | None:
