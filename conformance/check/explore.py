@@ -23,7 +23,7 @@ from wgk.model.actions import (  # noqa: F401  (the enumeration, re-exported for
     FOREIGN_COMMIT, GROUPS, INITIAL_TARGET, Instance, Step, content, env_steps, global_steps,
     label, legacy_requests, owner_for, requests_for, steps, task_steps,
 )
-from wgk.model.invariants import REGISTRY, Property
+from wgk.model.invariants import REGISTRY, Property, assumptions
 from wgk.model.kernel import Rules
 from wgk.model.rules import RULES
 
@@ -149,6 +149,9 @@ class _Search:
                  progress: Callable[[int, int], None] | None):
         self.props = props
         self.state_props, self.step_props, self.goals = _split(props, check_steps)
+        # environment assumptions: a state outside them is not checked and not expanded
+        self.assumed = assumptions("state")
+        self.outside: set[tuple] = set()
         self.space = _Space(inst, rules)
         self.max_states = max_states
         self.progress = progress
@@ -192,8 +195,12 @@ class _Search:
             s = self.space.state(key)
             verdict = self.task_verdicts[ctx] = (
                 tuple(p.id for p in self.state_props if p.pred(s, i, s.tasks[i]) is not True),
-                tuple(p.id for p in self.goals if p.pred(s, i, s.tasks[i]) is True))
-        bad, good = verdict
+                tuple(p.id for p in self.goals if p.pred(s, i, s.tasks[i]) is True),
+                any(p.pred(s, i, s.tasks[i]) is not True for p in self.assumed))
+        bad, good, outside = verdict
+        if outside:
+            self.outside.add(key)
+            return
         for pid in bad:
             self.violated(pid, key)
         if good:
@@ -279,7 +286,7 @@ class _Search:
         queue = self.queue
         while queue:
             key, ctxs, expand = queue.popleft()
-            if not expand:
+            if not expand or key in self.outside:
                 continue
             stop = False
             for i in range(len(ctxs)):

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from wgk.conformance.check.interning import Interner, successor
 from wgk.model.actions import Instance, label, task_steps
-from wgk.model.invariants import REGISTRY, Property
+from wgk.model.invariants import REGISTRY, Property, assumptions
 from wgk.model.kernel import Rules
 from wgk.model.rules import RULES
 from wgk.model.state import State
@@ -112,6 +112,7 @@ class _Walker(Interner):
         self.goals = goals
         self.moves: dict = {}
         self.verdicts: dict = {}
+        self.assumed = assumptions("state")      # a walk ends in a state outside them
         super().__init__(inst, rules)
 
     def task_moves(self, key: tuple, i: int) -> list[_Move]:
@@ -148,15 +149,17 @@ class _Walker(Interner):
             move[7] = None
         return bad
 
-    def verdict(self, key: tuple, i: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(state invariants violated, sometimes-properties holding) for task ``i``."""
+    def verdict(self, key: tuple, i: int) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+        """(state invariants violated, sometimes-properties holding, outside the environment
+        assumptions) for task ``i``."""
         ctx = self.context(key, i)
         v = self.verdicts.get(ctx)
         if v is None:
             s = self.state(key)
             v = self.verdicts[ctx] = (
                 tuple(p.id for p in self.state_props if p.holds_for(s, i) is not True),
-                tuple(p.id for p in self.goals if p.holds_for(s, i) is True))
+                tuple(p.id for p in self.goals if p.holds_for(s, i) is True),
+                any(p.holds_for(s, i) is not True for p in self.assumed))
         return v
 
 
@@ -183,12 +186,16 @@ class _Run:
             self.found[pid] = WalkViolation(pid, self.props[pid].doc, trace, tuple(path),
                                             tuple(objs), self.w.state(key))
 
-    def check_state(self, key: tuple, trace: int, path: list, objs: list) -> None:
-        for i in range(self.w.n):
-            bad, good = self.w.verdict(key, i)
+    def check_state(self, key: tuple, trace: int, path: list, objs: list) -> bool:
+        """Record the state's verdicts; False when it is outside the environment assumptions."""
+        verdicts = [self.w.verdict(key, i) for i in range(self.w.n)]
+        if any(v[2] for v in verdicts):
+            return False
+        for bad, good, _ in verdicts:
             self.reached.update(good)
             for pid in bad:
                 self.violated(pid, trace, path, objs, key)
+        return True
 
     def enabled(self, key: tuple) -> tuple:
         """(enabled steps per task, environment steps, how many in all) of a state."""
@@ -235,7 +242,8 @@ class _Run:
             key = new
             self.taken += 1
             if key not in self.table:    # a state met before has had its invariants checked
-                self.check_state(key, k, path, objs)
+                if not self.check_state(key, k, path, objs):
+                    break                # outside the environment assumptions: the walk ends
 
 
 def simulate(inst: Instance, traces: int, steps: int, seed: int, *, rules: Rules = RULES,

@@ -111,7 +111,8 @@ def print_report(report) -> None:
     print_base_case(report)
     for pid, rs in per.items():
         bad = [r for r in rs if r.status != "proved"]
-        kind = "lemma" if pid in LEMMAS else ("domain" if pid == DOMAIN.id else "invariant")
+        kind = "lemma" if pid in LEMMAS else ("domain" if pid == DOMAIN.id else (
+            "environment assumption" if REGISTRY[pid].kind == "assume" else "invariant"))
         if not bad:
             print(f"  proved  {pid} ({kind}, {len(rs)} transitions)")
             continue

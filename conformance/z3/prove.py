@@ -1,5 +1,10 @@
 """Inductive proofs of every ``always`` invariant over the model's own transitions.
 
+Environment assumptions (kind ``assume``) are assumed in the pre-state with the
+invariants; their frames show that the model's own steps (its kernel and its
+environment) keep them, so the assumption is consistent with the model. They
+are reported as assumption frames, not as kernel invariants.
+
 For each transition kind (a request kind, or an environment step kind) and
 each property, one solver frame checks
 
@@ -186,6 +191,7 @@ class ProofReport:
             "results": [r.to_json() for r in self.results],
             "proved": self.count("proved"), "failed": self.count("counterexample"),
             "unknown": self.count("unknown"), "lemmas": self.lemmas,
+            "assumptions": [p.id for p in REGISTRY.values() if p.kind == "assume"],
             "init": [f.to_json() for f in self.init],
             "enabled": [e.to_json() for e in self.enabled],
             "base_ok": self.base_ok,
@@ -236,8 +242,10 @@ class Prover:
             self.delta[b.index] = d
             self.changed[b.index] = {pre[n].decl().name() for n, _ in d}
             self.substitution[b.index] = [(pre[n], as_term(v)) for n, v in d]
+        # environment assumptions are assumed like the invariants; their frames check only
+        # that the model's own steps keep them (reported as assumption frames)
         self.state_props = [DOMAIN] + list(self.lemmas.values()) + [
-            p for p in REGISTRY.values() if p.kind == "always" and p.scope == "state"]
+            p for p in REGISTRY.values() if p.kind in ("always", "assume") and p.scope == "state"]
         self.step_props = [p for p in REGISTRY.values() if p.kind == "always" and p.scope == "step"]
         # The plain incremental core (no tactic preprocessing) is the fastest on these frames.
         self.solver = z3.SimpleSolver()
