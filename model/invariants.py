@@ -5,10 +5,10 @@ for every decided request (scope ``step``: a predicate over the pre-state, the
 request, the decision and the post-state). ``sometimes`` properties must be
 reachable, so that no check passes because nothing can happen. ``assume``
 properties are what the kernel relies on from its environment, not what it
-guarantees: the checkers assume them in every state they consider (a state
-outside them is outside the assumed environment: not expanded, not reported),
-and the proofs check only that the model's own steps keep them, reported as
-assumption frames, never as kernel invariants. Every id is the one used in
+guarantees (assume-guarantee): no environment step is taken that breaks one,
+the proofs assume them and show, as assumption frames (never as kernel
+invariants), that the model's own steps keep them, and a kernel step that
+breaks one is reported under its id. Every id is the one used in
 traces, proofs, the implementation's guards and the documents.
 """
 from __future__ import annotations

@@ -23,7 +23,7 @@ from wgk.model.actions import (  # noqa: F401  (the enumeration, re-exported for
     FOREIGN_COMMIT, GROUPS, INITIAL_TARGET, Instance, Step, content, env_steps, global_steps,
     label, legacy_requests, owner_for, requests_for, steps, task_steps,
 )
-from wgk.model.invariants import REGISTRY, Property, assumptions
+from wgk.model.invariants import REGISTRY, Property
 from wgk.model.kernel import Rules
 from wgk.model.rules import RULES
 
@@ -133,7 +133,10 @@ class _Space(Interner):
 
 def _split(props: dict[str, Property], check_steps: bool = True) -> tuple[list, list, list]:
     """(state invariants, step invariants, sometimes-properties) of a registry."""
-    state_props = [p for p in props.values() if p.kind == "always" and p.scope == "state"]
+    # an environment assumption is checked like an invariant here: the model's environment
+    # keeps it by construction, so only a kernel step can break it, and that is reported
+    state_props = [p for p in props.values() if p.kind in ("always", "assume")
+                   and p.scope == "state"]
     step_props = [p for p in props.values() if p.kind == "always" and p.scope == "step"] \
         if check_steps else []
     goals = [p for p in props.values() if p.kind == "sometimes"]
@@ -149,9 +152,6 @@ class _Search:
                  progress: Callable[[int, int], None] | None):
         self.props = props
         self.state_props, self.step_props, self.goals = _split(props, check_steps)
-        # environment assumptions: a state outside them is not checked and not expanded
-        self.assumed = assumptions("state")
-        self.outside: set[tuple] = set()
         self.space = _Space(inst, rules)
         self.max_states = max_states
         self.progress = progress
@@ -195,12 +195,8 @@ class _Search:
             s = self.space.state(key)
             verdict = self.task_verdicts[ctx] = (
                 tuple(p.id for p in self.state_props if p.pred(s, i, s.tasks[i]) is not True),
-                tuple(p.id for p in self.goals if p.pred(s, i, s.tasks[i]) is True),
-                any(p.pred(s, i, s.tasks[i]) is not True for p in self.assumed))
-        bad, good, outside = verdict
-        if outside:
-            self.outside.add(key)
-            return
+                tuple(p.id for p in self.goals if p.pred(s, i, s.tasks[i]) is True))
+        bad, good = verdict
         for pid in bad:
             self.violated(pid, key)
         if good:
@@ -286,7 +282,7 @@ class _Search:
         queue = self.queue
         while queue:
             key, ctxs, expand = queue.popleft()
-            if not expand or key in self.outside:
+            if not expand:
                 continue
             stop = False
             for i in range(len(ctxs)):

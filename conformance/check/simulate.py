@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from wgk.conformance.check.interning import Interner, successor
 from wgk.model.actions import Instance, label, task_steps
-from wgk.model.invariants import REGISTRY, Property, assumptions
+from wgk.model.invariants import REGISTRY, Property
 from wgk.model.kernel import Rules
 from wgk.model.rules import RULES
 from wgk.model.state import State
@@ -112,7 +112,6 @@ class _Walker(Interner):
         self.goals = goals
         self.moves: dict = {}
         self.verdicts: dict = {}
-        self.assumed = assumptions("state")      # a walk ends in a state outside them
         super().__init__(inst, rules)
 
     def task_moves(self, key: tuple, i: int) -> list[_Move]:
@@ -149,17 +148,15 @@ class _Walker(Interner):
             move[7] = None
         return bad
 
-    def verdict(self, key: tuple, i: int) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
-        """(state invariants violated, sometimes-properties holding, outside the environment
-        assumptions) for task ``i``."""
+    def verdict(self, key: tuple, i: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(state invariants violated, sometimes-properties holding) for task ``i``."""
         ctx = self.context(key, i)
         v = self.verdicts.get(ctx)
         if v is None:
             s = self.state(key)
             v = self.verdicts[ctx] = (
                 tuple(p.id for p in self.state_props if p.holds_for(s, i) is not True),
-                tuple(p.id for p in self.goals if p.holds_for(s, i) is True),
-                any(p.holds_for(s, i) is not True for p in self.assumed))
+                tuple(p.id for p in self.goals if p.holds_for(s, i) is True))
         return v
 
 
@@ -186,16 +183,12 @@ class _Run:
             self.found[pid] = WalkViolation(pid, self.props[pid].doc, trace, tuple(path),
                                             tuple(objs), self.w.state(key))
 
-    def check_state(self, key: tuple, trace: int, path: list, objs: list) -> bool:
-        """Record the state's verdicts; False when it is outside the environment assumptions."""
-        verdicts = [self.w.verdict(key, i) for i in range(self.w.n)]
-        if any(v[2] for v in verdicts):
-            return False
-        for bad, good, _ in verdicts:
+    def check_state(self, key: tuple, trace: int, path: list, objs: list) -> None:
+        for i in range(self.w.n):
+            bad, good = self.w.verdict(key, i)
             self.reached.update(good)
             for pid in bad:
                 self.violated(pid, trace, path, objs, key)
-        return True
 
     def enabled(self, key: tuple) -> tuple:
         """(enabled steps per task, environment steps, how many in all) of a state."""
@@ -242,8 +235,7 @@ class _Run:
             key = new
             self.taken += 1
             if key not in self.table:    # a state met before has had its invariants checked
-                if not self.check_state(key, k, path, objs):
-                    break                # outside the environment assumptions: the walk ends
+                self.check_state(key, k, path, objs)
 
 
 def simulate(inst: Instance, traces: int, steps: int, seed: int, *, rules: Rules = RULES,
@@ -253,7 +245,8 @@ def simulate(inst: Instance, traces: int, steps: int, seed: int, *, rules: Rules
     if traces < 0 or steps < 0:
         raise ValueError("traces and steps must not be negative")
     props = properties or REGISTRY
-    state_props = [p for p in props.values() if p.kind == "always" and p.scope == "state"]
+    state_props = [p for p in props.values() if p.kind in ("always", "assume")   # see explore
+                   and p.scope == "state"]
     step_props = [p for p in props.values() if p.kind == "always" and p.scope == "step"]
     goals = [p for p in props.values() if p.kind == "sometimes"]
     t0 = time.perf_counter()

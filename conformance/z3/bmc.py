@@ -156,7 +156,8 @@ class Unrolling:
     def __init__(self, inst: Instance, sem: Semantics = MODEL, evidence_ids: int | None = None,
                  keys: int = 2, frames: str = "assume", assume: tuple[str, ...] | None = None):
         self.inst = inst
-        # the environment assumptions every state of a path stays within (default: all)
+        # the environment assumptions no environment step of a path breaks (default: all);
+        # a kernel step that breaks one is not excluded: asked for, it is found
         self.assume = [p for p in assumptions("state") if assume is None or p.id in assume]
         self.sem = sem
         if evidence_ids is None:
@@ -205,8 +206,9 @@ class Unrolling:
                     if not identical(v, x):
                         chain = BACKEND.ite(sel == n, v, chain)
                 cs.append(y == BACKEND.term(chain))
-        with symbolic(), self.sem.active():
-            cs += [p.holds(nxt) for p in self.assume]
+        with symbolic(), self.sem.active():      # the environment never breaks an assumption
+            cs += [z3.Implies(sel == n, as_bool(p.holds(b.post))) for n, b in enumerate(bs)
+                   if b.decision is None for p in self.assume]
         self.solver.add(*[as_bool(c) for c in cs if c is not True])
         self.states.append(nxt)
         self.steps.append(Unrolled(sel, pool, bs))
