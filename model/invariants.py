@@ -3,8 +3,13 @@
 ``always`` properties must hold in every reachable state (scope ``state``) or
 for every decided request (scope ``step``: a predicate over the pre-state, the
 request, the decision and the post-state). ``sometimes`` properties must be
-reachable, so that no check passes because nothing can happen. Every id is the
-one used in traces, proofs, the implementation's guards and the documents.
+reachable, so that no check passes because nothing can happen. ``assume``
+properties are what the kernel relies on from its environment, not what it
+guarantees (assume-guarantee): no environment step is taken that breaks one,
+the proofs assume them and show, as assumption frames (never as kernel
+invariants), that the model's own steps keep them, and a kernel step that
+breaks one is reported under its id. Every id is the one used in
+traces, proofs, the implementation's guards and the documents.
 """
 from __future__ import annotations
 
@@ -33,7 +38,7 @@ class Property:
     must hold for every task ``i``; step properties get ``(s, r, d, s2)``."""
 
     id: str
-    kind: str          # "always" | "sometimes"
+    kind: str          # "always" | "sometimes" | "assume"
     scope: str         # "state" | "step"
     doc: str
     pred: Callable[..., Any]
@@ -140,7 +145,11 @@ def promotion_needs_review(s: State, i: int, t: TaskState) -> Any:
         receipt_of(t, Receipt.REVIEW) == b, receipt_of(t, Receipt.VALIDATION) == b))
 
 
-@prop("worksave-exact", incidents=(2,))
+# An assumption, not a kernel invariant: the kernel does not stop the writer at quiesce
+# (the implementation's quiesce only records the phase); the model's environment lets
+# the owner edit only before quiesce or in repair (env.writable), and so does the test
+# world. See docs/design-atomic-graph-work-save.md, "Environment assumptions".
+@prop("worksave-exact", kind="assume", incidents=(2,))
 def worksave_exact(s: State, i: int, t: TaskState) -> Any:
     """After WorkSave and until repair, the worktree holds exactly the saved bytes."""
     return implies(
@@ -463,6 +472,16 @@ def always(scope: str | None = None) -> list[Property]:
 
 def sometimes() -> list[Property]:
     return [p for p in REGISTRY.values() if p.kind == "sometimes"]
+
+
+def assumptions(scope: str | None = None) -> list[Property]:
+    """The environment assumptions (kind ``assume``): assumed by the checkers, not guaranteed."""
+    return [p for p in REGISTRY.values() if p.kind == "assume" and (scope is None or p.scope == scope)]
+
+
+def outside_assumptions(s: State) -> list[str]:
+    """Ids of environment assumptions that fail in concrete state ``s``."""
+    return [p.id for p in assumptions("state") if p.holds(s) is not True]
 
 
 def violations(s: State) -> list[str]:

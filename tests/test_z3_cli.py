@@ -84,6 +84,12 @@ def test_mutants_json_shape():
     assert row["name"] == "pid-only-liveness" and row["killed"] is True
     assert any(b.startswith("proof:") for b in row["by"]) and any(
         b.startswith("bmc:") for b in row["by"])
+    # all three means, per mutant: the named proof, exploration, the incident traces
+    assert row["proof"] == {"failed": True, "invariant": "liveness-needs-exact-birth",
+                            "transition": row["proof"]["transition"], "kind": "invariant"}
+    assert row["explore"]["detected"] is True and row["explore"]["path"]
+    assert row["traces"] and all(set(t) == {"trace", "detects", "why"} for t in row["traces"])
+    assert row["means"][0] == "proof" and {"explore", "trace"} & set(row["means"])
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from wgk.conformance.z3.bmc import check, goal_for
-from wgk.conformance.z3.mutants import MUTANTS, kill, patched
+from dataclasses import replace
+
+from wgk.conformance.oracle.mutant_traces import incident_traces, trace_verdicts
+from wgk.conformance.z3.kills import Kill
+from wgk.conformance.z3.lemmas import LEMMAS
+from wgk.conformance.z3.mutants import MUTANTS, Mutant, kill, patched, refute, refute_other
+from wgk.conformance.z3.prove import Bounds, Prover
 from wgk.model import kernel, projections, rules
 from wgk.model.env import EnvStep, apply_env
 from wgk.model.invariants import REGISTRY
@@ -30,11 +36,16 @@ def test_catalogue_covers_every_incident_and_the_named_mutants():
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_mutant_is_killed_by_proof_and_by_bmc(name):
     m = MUTANTS[name]
-    k = kill(m)
-    assert k.by_proof, f"{name}: every proof frame passed"
+    k = kill(m, traces=trace_verdicts)
+    assert k.by_proof, f"{name}: every proof frame of {m.proof_target} passed"
+    assert k.proof.invariant == m.proof_target      # through the property it names, no other
     assert k.by_bmc, f"{name}: no counterexample within depth {m.depth}"
-    assert k.killed and len(k.by) == 2
+    assert k.by_explore or k.by_trace, f"{name}: neither exploration nor a trace detects it"
+    assert k.killed and k.means()[0] == "proof" and len(k.means()) >= 2
     assert k.bmc.found_at <= m.depth
+    data = k.to_json()
+    assert data["proof"]["invariant"] == m.proof_target and data["explore"] is not None
+    assert data["traces"] is not None and data["means"] == k.means()
     # the counterexample is genuine: replay it through the mutant's own executable semantics
     sem = m.semantics()
     with sem.active():
@@ -69,3 +80,27 @@ def test_patches_are_restored_even_on_error():
             raise RuntimeError("boom")
     assert (rules.owner_alive, kernel.capability_matches,
             projections.WAY_CONDITIONS["declare-lost"]) == originals
+
+
+def test_a_kill_through_another_property_is_reported_apart_and_is_no_kill():
+    m = replace(MUTANTS["done-without-promotion-receipt"], proof_by=None)
+    prover = Prover(Bounds(tasks=1), m.semantics())
+    assert refute(m, prover=prover) is None            # done-iff-graphsave stays inductive
+    other = refute_other(m, prover)
+    assert other is not None and other.invariant in LEMMAS
+    k = Kill(m, None, None, 0.0, other, None, [{"trace": "x", "detects": True, "why": ""}])
+    assert not k.killed and k.by_other_proof and k.by[0].startswith("other-proof:")
+    assert k.to_json()["other_proof"]["kind"] == "lemma"
+    assert MUTANTS["done-without-promotion-receipt"].proof_target in LEMMAS
+
+
+def test_traces_and_exploration_can_miss_and_then_the_mutant_is_not_killed():
+    m = MUTANTS["stale-capability-accepted"]
+    unchanged = Mutant("unchanged", m.incidents, "the model itself", m.kills, m.instance, m.depth)
+    verdicts = trace_verdicts(unchanged)
+    assert [v["trace"] for v in verdicts] == [p.stem for p in incident_traces(unchanged)]
+    assert verdicts and not any(v["detects"] for v in verdicts)
+    assert any(v["detects"] for v in trace_verdicts(m))
+    proof = refute(m)
+    assert Kill(m, proof, None, 0.0, traces=verdicts).killed is False
+    assert Kill(m, proof, None, 0.0, traces=trace_verdicts(m)).killed is True

@@ -138,7 +138,10 @@ class _Space(Interner):
 
 def _split(props: dict[str, Property], check_steps: bool = True) -> tuple[list, list, list]:
     """(state invariants, step invariants, sometimes-properties) of a registry."""
-    state_props = [p for p in props.values() if p.kind == "always" and p.scope == "state"]
+    # an environment assumption is checked like an invariant here: the model's environment
+    # keeps it by construction, so only a kernel step can break it, and that is reported
+    state_props = [p for p in props.values() if p.kind in ("always", "assume")
+                   and p.scope == "state"]
     step_props = [p for p in props.values() if p.kind == "always" and p.scope == "step"] \
         if check_steps else []
     goals = [p for p in props.values() if p.kind == "sometimes"]

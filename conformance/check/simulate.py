@@ -245,7 +245,8 @@ def simulate(inst: Instance, traces: int, steps: int, seed: int, *, rules: Rules
     if traces < 0 or steps < 0:
         raise ValueError("traces and steps must not be negative")
     props = properties or REGISTRY
-    state_props = [p for p in props.values() if p.kind == "always" and p.scope == "state"]
+    state_props = [p for p in props.values() if p.kind in ("always", "assume")   # see explore
+                   and p.scope == "state"]
     step_props = [p for p in props.values() if p.kind == "always" and p.scope == "step"]
     goals = [p for p in props.values() if p.kind == "sometimes"]
     t0 = time.perf_counter()

@@ -4,12 +4,14 @@ from __future__ import annotations
 import argparse
 
 from wgk.conformance.cli.errors import UsageError
+from wgk.conformance.oracle.mutant_traces import trace_verdicts
 from wgk.conformance.z3.mutants import MUTANTS, kill
 from wgk.conformance.cli.output import emit_json, progress
 from wgk.conformance.cli.output import solver_guarded
 from wgk.conformance.z3.prove import Bounds, prove
 
-HELP = "kill every mutant of the model: by a failed proof and by a BMC counterexample"
+HELP = ("kill every mutant of the model: the proof of the property it names fails, and "
+        "exploration or its incident traces detect it")
 EXAMPLES = """  wgk mutants
   wgk mutants --json
   wgk mutants --name pid-only-liveness --name cas-ignores-moved-target
@@ -42,7 +44,7 @@ def _run(args: argparse.Namespace) -> int:
     show = lambda msg: progress(f"  {msg}", enabled=not args.json)
     model = prove(Bounds(tasks=args.tasks))
     show(f"model: {'proved' if model.ok else 'NOT proved'}")
-    kills = [kill(MUTANTS[n], progress=show) for n in names]
+    kills = [kill(MUTANTS[n], progress=show, traces=trace_verdicts) for n in names]
     killed = sum(k.killed for k in kills)
     if args.json:
         emit_json({"mutants": [k.to_json() for k in kills], "killed": killed, "total": len(kills),
@@ -54,10 +56,11 @@ def _run(args: argparse.Namespace) -> int:
         for k in kills:
             m = k.mutant
             status = "killed  " if k.killed else "SURVIVED"
-            print(f"  {status} {m.name} (incident {', '.join(map(str, m.incidents))}) "
-                  f"by {', '.join(k.by) or 'nothing'}")
+            print(f"  {status} {m.name} (incident {', '.join(map(str, m.incidents))}): "
+                  f"{k.summary()}")
             if not k.killed:
-                print(f"           expected: {m.kills} within depth {m.depth}; {m.doc}")
+                print(f"           expected: the proof of {m.proof_target} fails, and {m.kills} "
+                      f"is found by exploration or a trace; {m.doc}")
         print(f"{killed} of {len(kills)} mutants killed")
     return 0 if killed == len(kills) and model.ok else 1
 

@@ -125,9 +125,11 @@ def print_report(report) -> None:
           f"{len({r.transition for r in report.results})} transitions, "
           f"{solved} by the solver, the rest untouched by the step) at {tasks} "
           f"task{'' if tasks == 1 else 's'} in {report.seconds:.2f}s")
+    print_base_case(report)
     for pid, rs in per.items():
         bad = [r for r in rs if r.status != "proved"]
-        kind = "lemma" if pid in LEMMAS else ("domain" if pid == DOMAIN.id else "invariant")
+        kind = "lemma" if pid in LEMMAS else ("domain" if pid == DOMAIN.id else (
+            "environment assumption" if REGISTRY[pid].kind == "assume" else "invariant"))
         if not bad:
             print(f"  proved  {pid} ({kind}, {len(rs)} transitions)")
             continue
@@ -145,6 +147,21 @@ def print_rank(rank: list) -> None:
           f"({len(rank) - len(bad)} of {len(rank)} transitions proved)")
     for r in bad:
         print(f"  {r.status.upper()}  {RANK_ID} after {r.transition}")
+
+
+def print_base_case(report) -> None:
+    """The init frames and the enabledness checks: the proof's base case and its non-vacuity."""
+    init_ok = sum(f.status == "proved" for f in report.init)
+    live = sum(e.status == "enabled" for e in report.enabled)
+    print(f"  base case: {init_ok} of {len(report.init)} properties hold in the initial state; "
+          f"{live} of {len(report.enabled)} transitions enabled under the invariants")
+    for f in report.init:
+        if f.status != "proved":
+            print(f"  {f.status.upper()}  {f.invariant} in the initial state: {f.detail}")
+    for e in report.enabled:
+        if e.status != "enabled":
+            print(f"  {e.status.upper()}  {e.transition}: no state satisfying the invariants "
+                  "lets it change anything (its frames would hold vacuously)")
 
 
 def print_witnesses(found: list[dict]) -> None:

@@ -33,6 +33,7 @@ from wgk.conformance.reports import tracematrix
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
 from wgk.conformance.traces.format import load_traces
 from wgk.conformance.z3 import mutants as mutants_mod
+from wgk.conformance.oracle.mutant_traces import trace_verdicts
 from wgk.conformance.z3.prove import Bounds, prove
 from wgk.conformance.z3.witnesses import witness_reports
 
@@ -259,6 +260,8 @@ def prove_checks(budget: str, progress: Progress | None) -> list[Check]:
                  "pass" if r.status == "proved" else "fail", r.seconds,
                  "" if r.status == "proved" else f"{r.status}: wgk prove --invariant {r.invariant}",
                  {"solved": r.solved}, group=r.invariant) for r in report.results]
+    out += [Check("prove", name, "pass" if ok else "fail", secs, hint, group="base case")
+            for name, ok, secs, hint in report.base_checks()]
     for goal in goals:
         [w] = witness_reports([goal])
         ok = w["status"] == "reached"
@@ -290,17 +293,18 @@ def unbounded_checks(budget: str, progress: Progress | None) -> list[Check]:
 
 
 def mutant_checks(budget: str, progress: Progress | None) -> list[Check]:
-    """Every known-bad variant of the model must be killed by a proof and by BMC."""
+    """Every known-bad variant of the model must be killed: the proof of the property it names
+    fails, and exploration or one of its incident traces detects it."""
     _flag(budget, "mutants", BUDGETS[budget]["mutants"])
     catalogue = mutants_mod.MUTANTS
     meter = Meter("mutants", len(catalogue), progress)
     out = []
     for m in catalogue.values():
-        k = mutants_mod.kill(m)
+        k = mutants_mod.kill(m, traces=trace_verdicts)
         out.append(Check("mutants", m.name, "pass" if k.killed else "fail", k.seconds,
-                         "killed by " + ", ".join(k.by) if k.killed else
-                         f"survived (by: {', '.join(k.by) or 'nothing'}): wgk check --mutant {m.name}",
-                         {"by": k.by, "incidents": list(m.incidents)}))
+                         k.summary() if k.killed else
+                         f"{k.summary()}: wgk mutants --name {m.name}",
+                         {"by": k.by, "means": k.means(), "incidents": list(m.incidents)}))
         meter.step(m.name)
     return out
 

@@ -18,6 +18,10 @@ row with a column per kind of evidence:
 - **runtime guard**: the code in ``impl/`` that enforces it, marked by a
   comment ``# guards: <id>[, <id> ...]`` directly above the statement.
 
+Environment assumptions (kind ``assume``) have a row too, marked as such: the
+environment provides them, not the kernel, so no runtime guard is asked of
+them; their proof column is the check that the model's own steps keep them.
+
 The killing mutants of the catalogue are shown too. A row with an empty
 column, a proof that is not complete, or a guard marker that names no known
 invariant or sits on no statement is a finding; ``wgk trace-matrix --check``
@@ -32,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from wgk.model.invariants import Property, always
+from wgk.model.invariants import Property, always, assumptions
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARD = re.compile(r"^\s*#\s*guards:\s*(.*?)\s*$")
@@ -71,6 +75,7 @@ class Row:
     crash_cuts: int = 0
     guards: list[Guard] = field(default_factory=list)
     mutants: list[str] = field(default_factory=list)
+    kind: str = "always"                        # "always" | "assume"
 
     def missing(self) -> list[str]:
         """The columns this row lacks."""
@@ -83,13 +88,13 @@ class Row:
             out.append("traces")
         if not self.crash_cuts:
             out.append("crash test")
-        if not self.guards:
+        if not self.guards and self.kind != "assume":
             out.append("runtime guard")
         return out
 
     def to_json(self) -> dict:
         return {
-            "invariant": self.invariant, "scope": self.scope, "doc": self.doc,
+            "invariant": self.invariant, "kind": self.kind, "scope": self.scope, "doc": self.doc,
             "incidents": list(self.incidents),
             "model_rule": {"predicate": self.predicate, "at": self.predicate_at,
                            "transitions": self.transitions},
@@ -279,9 +284,9 @@ def build(tasks: int = 3, trace_paths: Iterable[Path] | None = None,
           guard_root: Path = ROOT / "impl",
           progress: Callable[[str], None] = lambda _: None) -> Matrix:
     rows: dict[str, Row] = {}
-    for p in always():
+    for p in always() + assumptions():
         predicate, at = predicate_of(p)
-        rows[p.id] = Row(p.id, p.scope, p.doc, p.incidents, predicate, at)
+        rows[p.id] = Row(p.id, p.scope, p.doc, p.incidents, predicate, at, kind=p.kind)
     progress("z3 proof of every frame ...")
     proof_column(rows, tasks, progress)
     progress("z3 proof for every graph (cutoff theorem) ...")
@@ -307,14 +312,14 @@ def markdown(m: Matrix) -> str:
             "| --- | --- | --- | --- | --- | --- |")
     lines = [head]
     for r in m.rows:
-        rule = f"`{r.predicate}` ({r.scope})"
+        rule = f"`{r.predicate}` ({r.scope}{', environment assumption' if r.kind == 'assume' else ''})"
         proof = (f"{r.proved}/{r.frames} frames proved at {m.tasks} tasks, "
                  f"{len(r.transitions)} by the solver" if r.frames else "none")
         proof += f"; {r.proof_kind}" if r.proof_kind else ""
         traces = "<br>".join(f"`{_short_trace(t)}`" for t in r.traces) or "none"
         crash = f"{r.crash_cuts} cuts" if r.crash_cuts else "none"
         places = dict.fromkeys(f"`{Path(g.path).name}` {g.function}" for g in r.guards)
-        guard = "<br>".join(places) or "none"
+        guard = "<br>".join(places) or ("not asked (assumed)" if r.kind == "assume" else "none")
         lines.append(f"| `{r.invariant}` | {rule} | {proof} | {traces} | {crash} | {guard} |")
     lines += ["", "A frame is (transition x invariant). Frames \"by the solver\" are those a "
               "transition can affect; the others change nothing the invariant reads and are "

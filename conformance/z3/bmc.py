@@ -27,7 +27,7 @@ from typing import Any, Callable
 import z3
 
 from wgk.model.actions import ENV_GLOBAL_KINDS, ENV_TASK_KINDS, Instance, instance_kinds
-from wgk.model.invariants import REGISTRY, Property
+from wgk.model.invariants import REGISTRY, Property, assumptions
 from wgk.model.logic import not_
 from wgk.model.state import State
 from wgk.model.vocab import DecisionKind as D, Disposition, Kind as K, Verdict
@@ -156,8 +156,11 @@ class Unrolling:
     """The instance's transition relation unrolled step by step in one solver."""
 
     def __init__(self, inst: Instance, sem: Semantics = MODEL, evidence_ids: int | None = None,
-                 keys: int = 2, frames: str = "assume"):
+                 keys: int = 2, frames: str = "assume", assume: tuple[str, ...] | None = None):
         self.inst = inst
+        # the environment assumptions no environment step of a path breaks (default: all);
+        # a kernel step that breaks one is not excluded: asked for, it is found
+        self.assume = [p for p in assumptions("state") if assume is None or p.id in assume]
         self.sem = sem
         if evidence_ids is None:
             evidence_ids = 2 if "evidence" in inst.groups else 1
@@ -205,7 +208,10 @@ class Unrolling:
                     if not identical(v, x):
                         chain = BACKEND.ite(sel == n, v, chain)
                 cs.append(y == BACKEND.term(chain))
-        self.solver.add(*[as_bool(c) for c in cs])
+        with symbolic(), self.sem.active():      # the environment never breaks an assumption
+            cs += [z3.Implies(sel == n, as_bool(p.holds(b.post))) for n, b in enumerate(bs)
+                   if b.decision is None for p in self.assume]
+        self.solver.add(*[as_bool(c) for c in cs if c is not True])
         self.states.append(nxt)
         self.steps.append(Unrolled(sel, pool, bs))
 
@@ -338,7 +344,9 @@ def check_many(goals: list[Goal], inst: Instance, depth: int, sem: Semantics = M
     pruning rejected steps sound: at depth ``k`` step goals are asked while step
     ``k-1`` may still be a rejection, state goals after it no longer may."""
     t0 = time.perf_counter()
-    u = unrolling or Unrolling(inst, sem)
+    ids = {g.id for g in goals}
+    u = unrolling or Unrolling(inst, sem, assume=tuple(p.id for p in assumptions("state")
+                                                        if p.id not in ids))
     per_depth: dict[str, list[float]] = {g.id: [] for g in goals}
     results: dict[str, CheckResult] = {}
 

@@ -6,9 +6,12 @@ planner use, installed only inside ``Semantics.active()`` and always
 restored. A mutant rule wraps the model's own rule and changes one thing: it
 drops a guard, or changes the update. Each mutant states the invariant that
 catches it, the bounded instance and the depth within which bounded model
-checking must find a counterexample; ``kill`` also runs the inductive proof
-on the mutant, which must fail. A surviving mutant means the checks have lost
-their teeth.
+checking must find a counterexample; ``kill`` runs the inductive proof of that
+invariant on the mutant, which must fail (a failure through a lemma or another
+invariant is reported apart), explores the instance with the mutant's rules,
+and replays the incident traces through an injected callback (the oracle
+wing's ``mutant_traces.trace_verdicts``). A surviving mutant means the checks
+have lost their teeth.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from wgk.model.vocab import (
 )
 
 from wgk.conformance.z3.bmc import CheckResult, check, goal_for
+from wgk.conformance.z3.kills import Explored, Kill
 from wgk.conformance.z3.prove import Bounds, ProofResult, Prover
 from wgk.conformance.z3.transition import Semantics
 
@@ -110,6 +114,14 @@ class Mutant:
     rules: dict = field(default_factory=dict)
     decide: Callable | None = None
     patches: tuple = ()
+    # the property whose inductive proof must fail, when it is not ``kills``: a lemma the
+    # mutant breaks first, under which the named invariant stays inductive (declared here,
+    # reported as a lemma kill)
+    proof_by: str | None = None
+
+    @property
+    def proof_target(self) -> str:
+        return self.proof_by or self.kills
 
     def semantics(self) -> Semantics:
         table = dict(RULES)
@@ -198,7 +210,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
                 lambda t, t2, s, r: replace_task(t2, receipts=t2.with_receipt(Receipt.EFFECT,
                                                                              NO_RECEIPT)))),
             K.SAVE_GRAPH: without_checks(K.SAVE_GRAPH, Code.EVIDENCE_MISSING),
-        }),
+        }, proof_by="receipts-follow-phase"),
     Mutant(
         "broker-drops-worktree-context", (2,),
         "A brokered submit (DoneHandoff) loses the worktree context: the attempt is recorded "
@@ -308,7 +320,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
                 lambda t, t2, s, r: replace_task(t2, receipts=t2.with_receipt(Receipt.REVIEW,
                                                                              NO_RECEIPT)))),
             K.COMMIT_EFFECT: without_checks(K.COMMIT_EFFECT, Code.REVIEW_REQUIRED),
-        }),
+        }, proof_by="receipts-follow-phase"),
     Mutant(
         "trusts-actor-label", (18, 23),
         "The actor label is trusted as written: the intruder, posing as the daemon, the "
@@ -349,72 +361,83 @@ LOCALITY_MUTANTS: dict[str, Mutant] = {m.name: m for m in (
 
 # --- killing ---------------------------------------------------------------------------
 
-@dataclass
-class Kill:
-    """How one mutant fared: the failed proof frame and the BMC counterexample."""
 
-    mutant: Mutant
-    proof: ProofResult | None
-    bmc: CheckResult | None
-    seconds: float
-
-    @property
-    def killed(self) -> bool:
-        return self.by_proof and self.by_bmc
-
-    @property
-    def by_proof(self) -> bool:
-        return self.proof is not None and self.proof.status == "counterexample"
-
-    @property
-    def by_bmc(self) -> bool:
-        return self.bmc is not None and self.bmc.status == "violated"
-
-    @property
-    def by(self) -> list[str]:
-        out = []
-        if self.by_proof:
-            out.append(f"proof:{self.proof.invariant}@{self.proof.transition}")
-        if self.by_bmc:
-            out.append(f"bmc:{self.bmc.goal.id}@depth{self.bmc.found_at}")
-        return out
-
-    def to_json(self) -> dict:
-        m = self.mutant
-        out = {"name": m.name, "incidents": list(m.incidents), "doc": m.doc,
-               "killed": self.killed, "by": self.by,
-               "expected": {"invariant": m.kills, "depth": m.depth,
-                            "instance": m.instance.describe()},
-               "seconds": round(self.seconds, 3)}
-        if self.bmc is not None and self.bmc.trace is not None:
-            out["trace"] = self.bmc.trace.labels
-        return out
+def refute(m: Mutant, bounds: Bounds | None = None, prover: Prover | None = None
+           ) -> ProofResult | None:
+    """The first failing proof frame of the property the mutant names for its proof (its
+    changed kinds are checked first)."""
+    prover = prover or Prover(bounds or Bounds(tasks=m.instance.tasks), m.semantics())
+    named = [p for p in prover.properties if p.id == m.proof_target]
+    return _first_failure(m, prover, named)
 
 
-def refute(m: Mutant, bounds: Bounds | None = None) -> ProofResult | None:
-    """The first failing proof frame on the mutant (its changed kinds are checked first)."""
-    sem = m.semantics()
-    prover = Prover(bounds or Bounds(tasks=m.instance.tasks), sem)
+def refute_other(m: Mutant, prover: Prover) -> ProofResult | None:
+    """The first failing frame through any other property, on the mutant's changed kinds
+    (all kinds for a mutant that patches a function or the reducer)."""
+    others = [p for p in prover.properties if p.id != m.proof_target]
+    return _first_failure(m, prover, others, only_changed=bool(m.rules))
+
+
+def _first_failure(m: Mutant, prover: Prover, props: list, only_changed: bool = False
+                   ) -> ProofResult | None:
     first = [k.label for k in m.changed_kinds]
-    order = first + [t for t in prover.groups if t not in first]
+    order = first + ([] if only_changed else [t for t in prover.groups if t not in first])
     for transition in order:
         if transition not in prover.groups:
             continue
-        for p in prover.properties:
+        for p in props:
             r = prover.check(p, transition)
             if r.status == "counterexample":
                 return r
     return None
 
 
-def kill(m: Mutant, progress: Callable[[str], None] | None = None) -> Kill:
-    """Run the proof and the stated BMC check on one mutant."""
+#: States an exploration of a mutant may visit before it gives up.
+EXPLORE_STATES = 5000
+
+
+def explore_mutant(m: Mutant, max_states: int = EXPLORE_STATES) -> Explored:
+    """Explore the mutant's instance with the mutant's rules, checking the named invariant."""
+    from contextlib import ExitStack
+    from wgk.conformance.check import interning
+    from wgk.conformance.check.explore import explore
+    from wgk.model.invariants import REGISTRY
+    sem = m.semantics()
+    with ExitStack() as stack:
+        stack.enter_context(sem.active())
+        if m.decide is not None:
+            stack.enter_context(patched(((interning, "decide", _reducer(m.decide)),)))
+        r = explore(m.instance, rules=sem.rules, properties={m.kills: REGISTRY[m.kills]},
+                    max_states=max_states)
+    hit = next((v for v in r.violations if v.invariant == m.kills), None)
+    return Explored(r.distinct_states, r.complete, list(hit.path) if hit else None)
+
+
+def _reducer(decide: Callable) -> Callable:
+    return lambda s, r, rules: decide(s, r, rules)
+
+
+def kill(m: Mutant, progress: Callable[[str], None] | None = None,
+         explore: bool = True, traces: Callable[[Mutant], list[dict]] | None = None) -> Kill:
+    """Run the proofs, the stated BMC check, (unless ``explore`` is False) an exploration,
+    and ``traces(m)`` (the incident traces replayed on the mutant, by the oracle wing)."""
     t0 = time.perf_counter()
-    proof = refute(m)
+    prover = Prover(Bounds(tasks=m.instance.tasks), m.semantics())
+    proof = refute(m, prover=prover)
+    other = refute_other(m, prover)
     if progress:
-        progress(f"{m.name}: proof {'fails' if proof else 'passes'}")
+        progress(f"{m.name}: proof of {m.proof_target} {'fails' if proof else 'passes'}"
+                 + (f"; {other.invariant} fails" if other else ""))
     bmc = check(goal_for(m.kills), m.instance, m.depth, m.semantics())
     if progress:
         progress(f"{m.name}: bmc {bmc.status}"
                  + (f" at depth {bmc.found_at}" if bmc.found_at is not None else ""))
-    return Kill(m, proof, bmc, time.perf_counter() - t0)
+    explored = explore_mutant(m) if explore else None
+    if progress and explored is not None:
+        progress(f"{m.name}: explore {'detects' if explored.detected else 'misses'} it "
+                 f"({explored.states} states)")
+    replayed = traces(m) if traces is not None else None
+    if progress and replayed is not None:
+        progress(f"{m.name}: {sum(t['detects'] for t in replayed)} of {len(replayed)} incident "
+                 "traces detect it")
+    return Kill(m, proof, bmc, time.perf_counter() - t0, other, explored, replayed)

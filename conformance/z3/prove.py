@@ -1,5 +1,10 @@
 """Inductive proofs of every ``always`` invariant over the model's own transitions.
 
+Environment assumptions (kind ``assume``) are assumed in the pre-state with the
+invariants; their frames show that the model's own steps (its kernel and its
+environment) keep them, so the assumption is consistent with the model. They
+are reported as assumption frames, not as kernel invariants.
+
 For each transition kind (a request kind, or an environment step kind) and
 each property, one solver frame checks
 
@@ -36,6 +41,7 @@ from wgk.model.state import State
 from wgk.model.vocab import Code, DecisionKind as D, Kind
 
 from wgk.conformance.traces.export import step_json
+from wgk.conformance.z3.basecase import Enabledness, InitFrame, enabledness, init_frames
 from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.z3.symbolic import (
     Space, decode_graph, decode_state, describe_task, domain, equals, field_diff, fresh_state,
@@ -153,16 +159,33 @@ class ProofReport:
     seconds: float
     build_seconds: float
     lemmas: list[str] = field(default_factory=list)
+    init: list[InitFrame] = field(default_factory=list)
+    enabled: list[Enabledness] = field(default_factory=list)
 
     def count(self, status: str) -> int:
         return sum(r.status == status for r in self.results)
 
     @property
     def ok(self) -> bool:
-        return all(r.status == "proved" for r in self.results)
+        return all(r.status == "proved" for r in self.results) and self.base_ok
+
+    @property
+    def base_ok(self) -> bool:
+        """Every init frame proved and every transition enabled under the invariants."""
+        return all(f.status == "proved" for f in self.init) \
+            and all(e.status == "enabled" for e in self.enabled)
 
     def failed(self) -> list[ProofResult]:
         return [r for r in self.results if r.status != "proved"]
+
+    def base_checks(self) -> list[tuple[str, bool, float, str]]:
+        """(name, passed, seconds, hint) of every init frame and enabledness check."""
+        out = [(f"{f.invariant} in the initial state", f.status == "proved", f.seconds,
+                "" if f.status == "proved" else f"{f.status}: {f.detail}") for f in self.init]
+        out += [(f"{e.transition} enabled under the invariants", e.status == "enabled", e.seconds,
+                 "" if e.status == "enabled" else f"{e.status}: wgk prove --json")
+                for e in self.enabled]
+        return out
 
     def to_json(self) -> dict:
         return {
@@ -170,6 +193,10 @@ class ProofReport:
             "results": [r.to_json() for r in self.results],
             "proved": self.count("proved"), "failed": self.count("counterexample"),
             "unknown": self.count("unknown"), "lemmas": self.lemmas,
+            "assumptions": [p.id for p in REGISTRY.values() if p.kind == "assume"],
+            "init": [f.to_json() for f in self.init],
+            "enabled": [e.to_json() for e in self.enabled],
+            "base_ok": self.base_ok,
             "seconds": round(self.seconds, 3), "build_seconds": round(self.build_seconds, 3),
         }
 
@@ -183,9 +210,11 @@ class Prover:
 
     def __init__(self, bounds: Bounds = Bounds(), sem: Semantics = MODEL,
                  lemmas: dict[str, Property] | None = None, timeout_ms: int = 60_000,
-                 deps: tuple[tuple[int, ...], ...] | None = None):
+                 deps: tuple[tuple[int, ...], ...] | None = None,
+                 initial: State | None = None):
         t0 = time.perf_counter()
         self.bounds = bounds
+        self.initial = initial        # None: every task open (a test hook may give another)
         self.sem = sem
         self.lemmas = dict(LEMMAS if lemmas is None else lemmas)
         names = bounds.task_names()
@@ -217,8 +246,10 @@ class Prover:
             self.delta[b.index] = d
             self.changed[b.index] = {pre[n].decl().name() for n, _ in d}
             self.substitution[b.index] = [(pre[n], as_term(v)) for n, v in d]
+        # environment assumptions are assumed like the invariants; their frames check only
+        # that the model's own steps keep them (reported as assumption frames)
         self.state_props = [DOMAIN] + list(self.lemmas.values()) + [
-            p for p in REGISTRY.values() if p.kind == "always" and p.scope == "state"]
+            p for p in REGISTRY.values() if p.kind in ("always", "assume") and p.scope == "state"]
         self.step_props = [p for p in REGISTRY.values() if p.kind == "always" and p.scope == "step"]
         # The plain incremental core (no tactic preprocessing) is the fastest on these frames.
         self.solver = z3.SimpleSolver()
@@ -346,8 +377,15 @@ class Prover:
             if progress:
                 done = sum(r.status == "proved" for r in results)
                 progress(f"{transition}: {done}/{len(results)} frames proved")
+        init = init_frames(self, self.initial, only)
+        enabled = enabledness(self)
+        if progress:
+            progress(f"base case: {sum(f.status == 'proved' for f in init)}/{len(init)} init frames, "
+                     f"{sum(e.status == 'enabled' for e in enabled)}/{len(enabled)} transitions "
+                     "enabled")
         return ProofReport(self.bounds, self.sem.name, results, time.perf_counter() - t0
-                           + self.build_seconds, self.build_seconds, list(self.lemmas))
+                           + self.build_seconds, self.build_seconds, list(self.lemmas),
+                           init, enabled)
 
 
 def decode_decision(model: z3.ModelRef, d: Decision | None) -> Decision | None:

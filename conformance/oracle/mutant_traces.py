@@ -1,0 +1,61 @@
+"""A model mutant replayed through the incident traces it stands for.
+
+Every trace whose ``source.incident`` is one of the mutant's incidents is run
+through the executable model with the mutant's rules (its reducer and patched
+functions installed). The trace's expectations are the correct model's
+answers, so a divergence (a decision, a fact, a broken invariant, a step the
+mutant cannot take) means the trace detects the bug it is for.
+"""
+from __future__ import annotations
+
+import importlib.resources
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from wgk.conformance.oracle import systems
+from wgk.conformance.oracle.replay import replay
+from wgk.conformance.oracle.systems import ModelSystem, StepError
+from wgk.conformance.traces.format import load_trace, trace_files
+from wgk.conformance.z3.mutants import patched
+
+
+def corpus() -> Path:
+    """The bundled traces (the package data ``wgk.traces``, or the checkout's ``traces/``)."""
+    try:
+        return Path(str(importlib.resources.files("wgk.traces")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parents[2] / "traces"
+
+
+def incident_traces(m: Any, root: Path | None = None) -> list[Path]:
+    """The traces of the mutant's incidents (counterexample traces are not incidents)."""
+    out = []
+    for path in trace_files([root or corpus()]):
+        if "counterexamples" in path.parts:
+            continue
+        incident = (load_trace(path).source or {}).get("incident")
+        if incident in m.incidents:
+            out.append(path)
+    return out
+
+
+def trace_verdicts(m: Any, root: Path | None = None) -> list[dict]:
+    """``[{"trace", "detects", "why"}]``: each incident trace replayed on the mutated model."""
+    out = []
+    sem = m.semantics()
+    for path in incident_traces(m, root):
+        trace = load_trace(path)
+        with ExitStack() as stack:
+            stack.enter_context(sem.active())
+            if m.decide is not None:
+                stack.enter_context(patched(((systems, "decide", m.decide),)))
+            try:
+                result = replay(trace, [ModelSystem(trace, rules=sem.rules)])
+            except StepError as e:
+                out.append({"trace": path.stem, "detects": True, "why": f"step refused: {e}"})
+                continue
+        first = result.divergences[0] if result.divergences else None
+        why = "" if first is None else f"step {first.step}: {first.what}"
+        out.append({"trace": path.stem, "detects": first is not None, "why": why})
+    return out

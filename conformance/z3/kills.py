@@ -1,0 +1,128 @@
+"""How a mutant of the model fared: the verdict of each means that may catch it.
+
+A mutant counts as killed only when the proof of the invariant it names fails
+and exploration or one of its incident traces detects it too; a proof failure
+through a lemma or another invariant is kept apart (``other``), and so is BMC.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from wgk.conformance.z3.bmc import CheckResult
+from wgk.conformance.z3.lemmas import LEMMAS
+from wgk.conformance.z3.prove import ProofResult
+
+
+@dataclass
+class Explored:
+    """The mutant's rules explored on its instance: did the named invariant break?"""
+
+    states: int
+    complete: bool
+    path: list[str] | None            # the shortest violating path, None when not found
+
+    @property
+    def detected(self) -> bool:
+        return self.path is not None
+
+    def to_json(self) -> dict:
+        return {"detected": self.detected, "states": self.states, "complete": self.complete,
+                "path": self.path}
+
+
+@dataclass
+class Kill:
+    """How one mutant fared: the proof through the invariant it names, a proof failure
+    through anything else (a lemma, another invariant), BMC, exploration, and (filled by
+    the oracle wing, which replays traces) its incident traces."""
+
+    mutant: Any                        # the Mutant
+    proof: ProofResult | None          # a counterexample for the named invariant
+    bmc: CheckResult | None
+    seconds: float
+    other: ProofResult | None = None   # a counterexample through another property
+    explored: Explored | None = None
+    traces: list[dict] | None = None   # [{"trace", "detects", "why"}], None: not replayed
+
+    @property
+    def killed(self) -> bool:
+        """The named invariant's proof fails, and exploration or an incident trace detects it
+        (BMC alone when neither was run)."""
+        if not self.by_proof:
+            return False
+        if self.explored is None and self.traces is None:
+            return self.by_bmc
+        return self.by_explore or self.by_trace
+
+    @property
+    def by_proof(self) -> bool:
+        return self.proof is not None and self.proof.status == "counterexample"
+
+    @property
+    def by_other_proof(self) -> bool:
+        return self.other is not None and self.other.status == "counterexample"
+
+    @property
+    def by_bmc(self) -> bool:
+        return self.bmc is not None and self.bmc.status == "violated"
+
+    @property
+    def by_explore(self) -> bool:
+        return self.explored is not None and self.explored.detected
+
+    @property
+    def by_trace(self) -> bool:
+        return bool(self.traces) and any(t["detects"] for t in self.traces)
+
+    @property
+    def by(self) -> list[str]:
+        out = []
+        if self.by_proof:
+            kind = "lemma-proof" if self.proof.invariant in LEMMAS else "proof"
+            out.append(f"{kind}:{self.proof.invariant}@{self.proof.transition}")
+        if self.by_other_proof:
+            out.append(f"other-proof:{self.other.invariant}@{self.other.transition}")
+        if self.by_bmc:
+            out.append(f"bmc:{self.bmc.goal.id}@depth{self.bmc.found_at}")
+        if self.by_explore:
+            out.append(f"explore:{self.mutant.kills}@depth{len(self.explored.path)}")
+        if self.by_trace:
+            out += [f"trace:{t['trace']}" for t in self.traces if t["detects"]]
+        return out
+
+    def means(self) -> list[str]:
+        """The means (of the named proof, exploration, the incident traces) that caught it."""
+        return [n for n, ok in (("proof", self.by_proof), ("explore", self.by_explore),
+                                ("trace", self.by_trace)) if ok]
+
+    def summary(self) -> str:
+        """One line: killed or not, and by which means (a kill by one means only is said)."""
+        means = self.means()
+        head = "killed" if self.killed else "survived"
+        only = [n for n in ("explore", "trace") if n in means]
+        note = f" (detected by {only[0]} only)" if len(only) == 1 and self.killed else ""
+        return f"{head} by {', '.join(self.by) or 'nothing'}{note}"
+
+    def to_json(self) -> dict:
+        m = self.mutant
+        out = {"name": m.name, "incidents": list(m.incidents), "doc": m.doc,
+               "killed": self.killed, "by": self.by, "means": self.means(),
+               "proof": _proof_json(self.proof, m.proof_target),
+               "other_proof": _proof_json(self.other, None),
+               "explore": self.explored.to_json() if self.explored else None,
+               "traces": self.traces,
+               "expected": {"invariant": m.kills, "depth": m.depth,
+                            "instance": m.instance.describe(), "proof": m.proof_target},
+               "seconds": round(self.seconds, 3)}
+        if self.bmc is not None and self.bmc.trace is not None:
+            out["trace"] = self.bmc.trace.labels
+        return out
+
+
+def _proof_json(r: ProofResult | None, named: str | None) -> dict:
+    if r is None:
+        return {"failed": False, "invariant": named}
+    kind = "lemma" if r.invariant in LEMMAS else "invariant"
+    return {"failed": r.status == "counterexample", "invariant": r.invariant,
+            "transition": r.transition, "kind": kind}
