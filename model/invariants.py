@@ -38,15 +38,15 @@ class Property:
     must hold for every task ``i``; step properties get ``(s, r, d, s2)``."""
 
     id: str
-    kind: str          # "always" | "sometimes" | "assume"
-    scope: str         # "state" | "step"
+    kind: str          # "always" | "sometimes" | "assume" | "eventually"
+    scope: str         # "state" | "step" | "fairness" (an assumption about infinite runs)
     doc: str
     pred: Callable[..., Any]
     incidents: tuple[int, ...] = ()
 
     def holds(self, *args) -> Any:
         """For a state property, ``holds(s)``; for a step property, ``holds(s, r, d, s2)``."""
-        if self.scope == "state":
+        if self.scope in ("state", "fairness"):
             (s,) = args
             combine = any_of if self.kind == "sometimes" else all_of
             return combine(*[self.pred(s, i, t) for i, t in enumerate(s.tasks)])
@@ -498,11 +498,11 @@ def step_violations(s: State, r, d, s2: State) -> list[str]:
 
 LIVENESS = {
     "daemon-takes-due-actions": (
-        "assume", "state", _liveness.due, (4,),
+        "assume", "fairness", _liveness.due, (4,),
         "A task whose one way forward is runnable or a scheduled convergence action is not "
         "left so forever without the daemon taking that action."),
     "live-owner-eventually-ends": (
-        "assume", "state", _liveness.owner_working, (6,),
+        "assume", "fairness", _liveness.owner_working, (6,),
         "A running attempt whose exact owner is alive and has not submitted eventually "
         "submits, fails or loses its owner."),
     "eventually-settles": (
@@ -518,9 +518,9 @@ for _id, (_kind, _scope, _pred, _inc, _doc) in LIVENESS.items():
     REGISTRY[_id] = Property(_id, _kind, _scope, _doc, _pred, _inc)
 
 
-def assumptions() -> list[Property]:
-    """The fairness assumptions the eventually-properties are checked under."""
-    return [p for p in REGISTRY.values() if p.kind == "assume"]
+def fairness() -> list[Property]:
+    """The fairness assumptions (scope ``fairness``) the eventually-properties are checked under."""
+    return assumptions("fairness")
 
 
 def eventually() -> list[Property]:

@@ -24,7 +24,7 @@ def matrix() -> tracematrix.Matrix:
 
 
 def test_every_invariant_has_a_row_and_every_column(matrix):
-    assert [r.invariant for r in matrix.rows] == [p.id for p in always() + assumptions()]
+    assert [r.invariant for r in matrix.rows] == [p.id for p in always() + assumptions("state")]
     assert matrix.problems() == []
     for r in matrix.rows:
         assert r.frames and r.proved == r.frames, r.invariant
@@ -100,7 +100,7 @@ def test_cli_check_json_and_stale_document(matrix, monkeypatch, tmp_path, capsys
     monkeypatch.setattr(cmd_trace_matrix, "build", lambda **_: matrix)
     assert main(["trace-matrix", "--check", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["ok"] and out["document_current"] and len(out["rows"]) == len(always() + assumptions())
+    assert out["ok"] and out["document_current"] and len(out["rows"]) == len(always() + assumptions("state"))
     doc = tmp_path / "design.md"
     doc.write_text(f"intro\n{tracematrix.BEGIN}\n| old |\n{tracematrix.END}\nafter\n")
     monkeypatch.setattr(cmd_trace_matrix, "document_block",

@@ -31,8 +31,14 @@ import networkx as nx
 from wgk.conformance.check.interning import successor
 from wgk.model.actions import Instance, label, task_steps
 from wgk.model.kernel import Rules
-from wgk.model.invariants import assumptions, eventually
+from wgk.model.invariants import eventually, fairness
 from wgk.model.liveness import due_kinds, owner_working, settled
+from wgk.model.vocab import INTRUDER
+
+
+def _intruder(step) -> bool:
+    """The intruder's copy of a due action is not the daemon taking it (fairness is the daemon's)."""
+    return getattr(step, "principal", None) == INTRUDER
 from wgk.model.requests import Request
 
 
@@ -120,7 +126,7 @@ class _Graph:
             out = self._loops_ctx[ctx] = []
             s = self.space.state(key)
             for step in task_steps(self.inst, s, i):
-                if isinstance(step, Request) and step.kind in kinds:
+                if isinstance(step, Request) and step.kind in kinds and not _intruder(step):
                     d, s2, r = successor(self.inst, s, step, self.rules)
                     if s2 is not None and (s2 is s or s2 == s):
                         out.append(r)
@@ -133,7 +139,8 @@ class _Graph:
             return None
         name = self.state(u).graph.tasks[j]
         for step in self.g.edges[u, v]["steps"]:
-            if isinstance(step, Request) and step.task == name and step.kind in kinds:
+            if isinstance(step, Request) and step.task == name and step.kind in kinds \
+                    and not _intruder(step):
                 return step
         return None
 
@@ -266,7 +273,7 @@ def check_liveness(graph: nx.DiGraph, space, prefix: Callable[[tuple], tuple],
         lassos, n = check(G, prop, prefix)
         found += lassos
         seen += n
-    return LivenessResult([p.id for p in eventually()], [p.id for p in assumptions()],
+    return LivenessResult([p.id for p in eventually()], [p.id for p in fairness()],
                           found, seen)
 
 

@@ -284,7 +284,7 @@ def build(tasks: int = 3, trace_paths: Iterable[Path] | None = None,
           guard_root: Path = ROOT / "impl",
           progress: Callable[[str], None] = lambda _: None) -> Matrix:
     rows: dict[str, Row] = {}
-    for p in always() + assumptions():
+    for p in always() + assumptions("state"):
         predicate, at = predicate_of(p)
         rows[p.id] = Row(p.id, p.scope, p.doc, p.incidents, predicate, at, kind=p.kind)
     progress("z3 proof of every frame ...")
