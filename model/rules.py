@@ -521,7 +521,7 @@ def save_graph(s, i, t, r):
 
 
 @rule(K.REVISE, touches=EDGE | EXIT | {"retained", "saved_work", "candidate", "base", "version",
-                                       "receipts", "built_on", "retained_base"}, reads={"self"})
+                                       "receipts", "built_on", "retained_base"}, reads={"self", "target"})
 def revise(s, i, t, r):
     """A new candidate version after repair, built on the target as it is now (the kernel's
     fact: the new version's base, checked on the repository at the land); earlier reviews no longer count."""

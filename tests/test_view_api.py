@@ -57,9 +57,11 @@ def test_a_counterexample_breaks_at_its_last_step_under_its_mutant(counterexampl
     assert s["first_break"] == {"state": 11, "step": 10, "id": "cas-base-exact",
                                 "doc": "The kernel moves the target only from the exact base to "
                                        "the exact candidate."}
-    assert s["steps"][10]["breaks"] == ["cas-base-exact"] and s["steps"][9]["breaks"] == []
+    # the land that ignores the moved target also drops a commit from the target's history
+    assert s["steps"][10]["breaks"] == ["cas-base-exact", "target-history-grows"]
+    assert s["steps"][9]["breaks"] == []
     state = get(api, "/api/state", k=11)
-    assert [b["id"] for b in state["invariants"]["broken"]] == ["cas-base-exact"]
+    assert [b["id"] for b in state["invariants"]["broken"]] == ["cas-base-exact", "target-history-grows"]
     assert "cas-base-exact" not in state["invariants"]["holds"]
     rows = {r["key"]: r for r in state["tasks"][0]["rows"]}
     assert rows["phase"] == {"key": "phase", "section": "phase", "value": "effect-committed",
@@ -88,7 +90,7 @@ def test_enabled_steps_extend_the_path_and_the_export_replays(counterexample, tm
     labels = [c["label"] for c in enabled]
     assert "commit-effect(t1)" in labels and "env:move-target(=main-1)" in labels
     commit = next(c for c in enabled if c["label"] == "commit-effect(t1)")
-    assert commit["breaks"] == ["cas-base-exact"] and commit["decision"] == "applied"
+    assert commit["breaks"] == ["cas-base-exact", "target-history-grows"] and commit["decision"] == "applied"
     repair = next(c for c in enabled if c["label"] == "mark-repair(t1)")
     status, s = api.handle("POST", "/api/extend", {}, {"at": 10, "step": repair["wire"]})
     assert status == 200 and len(s["steps"]) == 11 and s["steps"][10]["label"] == "mark-repair(t1)"
