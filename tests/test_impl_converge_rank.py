@@ -35,10 +35,10 @@ def test_an_action_that_changes_nothing_is_reported_stalled_not_repeated(tmp_pat
     k = dead_owner(tmp_path)
     real = k.handle
 
-    def applied_but_nothing_changes(request):
+    def applied_but_nothing_changes(request, credential=None):
         if request["kind"] == "declare-lost":
             return {"decision": "applied"}
-        return real(request)
+        return real(request, credential)
     k.handle = applied_but_nothing_changes
     report = k.converge()
     assert [s.request["kind"] for s in report.sent] == ["declare-lost"]   # once, not 64 times

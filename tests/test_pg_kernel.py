@@ -179,12 +179,18 @@ def test_the_cli_runs_on_postgresql(tmp_path, pg_dsn):
     subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t",
                     "commit", "-q", "--allow-empty", "-m", "init"], check=True)
 
+    credential = tmp_path / "operator.credential"
+    env = {**os.environ, "WGK_CREDENTIAL_FILE": str(credential)}
+
     def wgk(*args):
         return subprocess.run([sys.executable, "-m", "wgk.conformance.cli.main", "kernel",
-                               "--db", pg_dsn, *args], capture_output=True, text=True)
-    assert wgk("init", "--graph", "g", "--repo", str(repo), "--target",
-               "refs/heads/main").returncode == 0
-    again = wgk("init", "--graph", "g", "--repo", str(repo), "--target", "refs/heads/main")
+                               "--db", pg_dsn, *args], capture_output=True, text=True, env=env)
+    made = wgk("init", "--graph", "g", "--repo", str(repo), "--target", "refs/heads/main",
+               "--credential-out", str(credential))
+    assert made.returncode == 0, made.stderr
+    assert credential.stat().st_mode & 0o777 == 0o600
+    again = wgk("init", "--graph", "g", "--repo", str(repo), "--target", "refs/heads/main",
+                "--credential-out", str(tmp_path / "second.credential"))
     assert again.returncode == 2 and "already holds graph 'g'" in again.stderr
     assert wgk("task", "add", "schema").returncode == 0
     out = wgk("dispatch", "schema", "--pid", str(os.getpid()), "--session", "s1")

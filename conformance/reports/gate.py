@@ -26,6 +26,7 @@ from wgk.conformance.oracle.crashcuts import crash_cuts
 from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
 from wgk.conformance.oracle import impl_system
 from wgk.conformance.oracle.impl_system import factory
+from wgk.conformance.oracle.races import RACES, race
 from wgk.conformance.oracle.replay import replay
 from wgk.conformance.oracle.select import systems_for
 from wgk.conformance.oracle.systems import StepError
@@ -35,6 +36,7 @@ from wgk.conformance.traces.format import load_traces
 from wgk.conformance.z3 import mutants as mutants_mod
 from wgk.conformance.oracle.mutant_traces import trace_verdicts
 from wgk.conformance.z3.prove import Bounds, prove
+from wgk.conformance.z3.unbounded import model_report
 from wgk.conformance.z3.witnesses import witness_reports
 
 __all__ = ["BUDGETS", "SECTIONS", "Check", "GateResult", "Section", "Tick", "bundled_traces",
@@ -277,7 +279,6 @@ def prove_checks(budget: str, progress: Progress | None) -> list[Check]:
 def unbounded_checks(budget: str, progress: Progress | None) -> list[Check]:
     """For every graph (part of the prove section where the budget says ``unbounded``): the
     cutoff theorem's conditions hold and each always property is proved at the cutoff graph."""
-    from wgk.conformance.z3.unbounded import model_report
     _flag(budget, "unbounded", BUDGETS[budget]["unbounded"])
     meter = Meter("prove", None, progress)
     rep = model_report(progress=lambda m: meter.note(f"unbounded: {m}"))
@@ -403,7 +404,6 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
 
 def race_section(budget: str, progress: Progress | None, dsn: str) -> Section:
     """The race incidents as real multi-process races on PostgreSQL: one winner a round."""
-    from wgk.conformance.oracle.races import RACES, race
     rounds = {"quick": 100, "default": 100, "deep": 300}[budget]
     t0 = time.perf_counter()
     checks = []
