@@ -8,12 +8,14 @@ cannot run is an error, never a pass. Exit codes: 0 pass, 1 a check failed,
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import shutil
 import sys
 import time
 from typing import TextIO
 
 from wgk.conformance.reports import gate as gate_mod
+from wgk.conformance.reports.gate_html import write_failure_reports
 from wgk.conformance.cli.backend_arg import add_backend_argument, backend_dsn
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.cli.output import emit_json
@@ -87,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     except TraceError as e:
         raise UsageError(str(e)) from None
     if args.junit:
+        # one self-contained HTML report per failing trace, next to the JUnit file
+        write_failure_reports(result, Path(args.junit).resolve().parent)
         gate_mod.write_junit(result, args.junit)
     if args.json:
         emit_json(result.to_json())

@@ -201,7 +201,8 @@ def replay_checks(budget: str, progress: Progress | None, loaded: list) -> list[
                 s.close()
         out.append(Check("replay", trace.id, r.verdict, time.perf_counter() - t0,
                          _first_lines(r.divergences), {"steps": len(r.steps), "systems": list(r.systems),
-                                                       "reproduce": f"wgk replay {trace.path} --system both"}))
+                                                       "reproduce": f"wgk replay {trace.path} --system both",
+                                                       "trace": str(trace.path)}))
         meter.step(trace.id)
     return out
 
@@ -225,7 +226,8 @@ def crash_cut_checks(budget: str, progress: Progress | None, loaded: list) -> li
             for cut in result.cuts:
                 out.append(Check("crash-cuts", f"{trace.id} {cut.name} ({mode})", cut.verdict,
                                  cut.seconds, _first_lines(cut.divergences),
-                                 {"reproduce": f"wgk replay {trace.path} --system impl --crash-cuts{flag}"}
+                                 {"reproduce": f"wgk replay {trace.path} --system impl --crash-cuts{flag}",
+                                  "trace": str(trace.path)}
                                  if cut.divergences else {}, group=trace.id))
             meter.step(f"{trace.id} ({len(result.cuts)} cuts, {mode})")
     return out
