@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace as dc_replace
 from typing import Callable, Iterator
 
-from wgk.model import kernel, projections, rules as R
+from wgk.model import kernel, projections, rules as R, rules_evidence
 from wgk.model.actions import Instance
 from wgk.model.kernel import Decision
 from wgk.model.logic import all_of, any_of, ite, not_
@@ -274,7 +274,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "Liveness from the pid alone: a reused pid with another birth time counts as the "
         "live owner.",
         "liveness-needs-exact-birth", Instance(tasks=1, groups=ENV), 4,
-        patches=((R, "owner_alive", _pid_only_alive),)),
+        patches=((rules_evidence, "owner_alive", _pid_only_alive),)),   # probe-owner's module
     Mutant(
         "cas-ignores-moved-target", (12,),
         "Promotion without the compare-and-swap: a land moves the target from whatever it "
