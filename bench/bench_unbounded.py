@@ -23,8 +23,9 @@ def timed(fn):
 
 
 def m_bounded(tasks: str) -> dict:
-    from wgk.conformance.z3.prove import Bounds, prove
-    rep, w, c = timed(lambda: prove(Bounds(tasks=int(tasks))))
+    from wgk.model.actions import Instance
+    from wgk.conformance.z3.prove import prove
+    rep, w, c = timed(lambda: prove(Instance.proof(tasks=int(tasks))))
     return {"suite": f"bounded chain, {tasks} tasks", "frames": len(rep.results), "ok": rep.ok,
             "wall": w, "cpu": c}
 

@@ -30,8 +30,9 @@ def timed(fn):
 
 def m_prove(tasks: str, solver: str = "simple") -> dict:
     import z3
-    from wgk.conformance.z3.prove import Bounds, Prover
-    prover = Prover(Bounds(tasks=int(tasks)))
+    from wgk.model.actions import Instance
+    from wgk.conformance.z3.prove import Prover
+    prover = Prover(Instance.proof(tasks=int(tasks)))
     if solver == "default":
         fresh = z3.Solver()
         for a in prover.solver.assertions():

@@ -82,20 +82,55 @@ ENV_TASK_KINDS = (EnvKind.EDIT, EnvKind.OWNER_DIES, EnvKind.PID_REUSE)
 ENV_GLOBAL_KINDS = (EnvKind.MOVE_TARGET,)
 
 
+#: The idempotency keys of an instance whose requests carry keys (``--keys``): the
+#: symbolic checks draw each request's key from this many journal keys.
+KEYS = 2
+
+
 @dataclass(frozen=True)
 class Instance:
-    """A bounded instance of the model (explored, simulated, proved or model-checked)."""
+    """A bounded instance of the model: explored, simulated, model-checked, or the domain
+    of an inductive proof (``Instance.proof``; a proof reads only ``tasks``,
+    ``evidence_ids`` and ``keys``, and covers every request kind)."""
 
     tasks: int = 2
     attempts: int = 1          # attempts per generation
     generations: int = 1       # generations per task (1 = no reset)
     groups: tuple[str, ...] = ("core", "env", "intruder")
-    keys: bool = False         # send idempotency keys (explores the journal)
+    keys: int = 0              # idempotency keys: 0 none; n > 0 every request carries one,
+                               # drawn from n journal keys in the symbolic checks (the
+                               # explorer keys each request by its label)
     review: bool = False       # tasks require a FLIP review
     versions: int = 1          # candidate versions per attempt (1 = no revise)
     rejections: bool = False   # also send edges whose source phase does not match
 
     detours: int = 1           # side-exit round trips per transaction (upgrade block)
+    evidence_ids: int | None = None   # evidence ids per kind in the symbolic checks
+                                      # (None: 2 with the group "evidence", else 1)
+
+    @classmethod
+    def proof(cls, tasks: int = 3, evidence_ids: int = 2, keys: int = 1) -> Instance:
+        """The domain of an inductive proof: every request kind on ``tasks`` tasks,
+        ``evidence_ids`` evidence ids per kind and ``keys`` journal keys."""
+        return cls(tasks=tasks, groups=GROUPS, keys=keys, evidence_ids=evidence_ids)
+
+    def task_names(self) -> tuple[str, ...]:
+        return tuple(f"t{n + 1}" for n in range(self.tasks))
+
+    def ids(self) -> tuple[str, ...]:
+        """The evidence ids of the symbolic checks."""
+        n = self.evidence_ids
+        if n is None:
+            n = 2 if "evidence" in self.groups else 1
+        return tuple(f"e{k + 1}" for k in range(n))
+
+    def key_names(self) -> tuple[str, ...]:
+        """The journal keys of the symbolic checks."""
+        return tuple(f"k{n + 1}" for n in range(self.keys))
+
+    def bounds_json(self) -> dict:
+        """The bounded domains of a proof, as JSON."""
+        return {"tasks": self.tasks, "evidence_ids": len(self.ids()), "keys": self.keys}
 
     def within(self, s: State) -> bool:
         """State constraint (as TLC's CONSTRAINT): states beyond it are not expanded."""
@@ -108,7 +143,7 @@ class Instance:
         return t.version <= self.versions and t.revision <= t.phase + slack
 
     def graph(self) -> Graph:
-        names = [f"t{n + 1}" for n in range(self.tasks)]
+        names = list(self.task_names())
         deps = {names[n]: [names[n - 1]] for n in range(1, self.tasks)}
         return Graph.build(names, deps, graph_id="g",
                            review_required=names if self.review else (),

@@ -7,7 +7,7 @@ import pytest
 from wgk.conformance.check.explore import explore
 from wgk.conformance.check.simulate import simulate
 from wgk.conformance.z3.bmc import check, goal_for
-from wgk.conformance.z3.prove import Bounds, Prover
+from wgk.conformance.z3.prove import Prover
 from wgk.model.actions import Instance
 from wgk.model.invariants import REGISTRY, Property, always, assumptions, violations
 from wgk.model.logic import any_of
@@ -63,7 +63,7 @@ def test_bmc_still_finds_a_kernel_step_that_breaks_an_assumption(one_attempt):
 
 
 def test_prove_assumes_them_and_checks_the_model_keeps_them(one_attempt):
-    prover = Prover(Bounds(tasks=1))
+    prover = Prover(Instance.proof(tasks=1))
     assert "one-attempt" in [p.id for p in prover.state_props]
     assert "worksave-exact" in [p.id for p in prover.state_props]
     report = prover.run(only=["one-attempt", "worksave-exact"])

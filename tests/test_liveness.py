@@ -108,14 +108,13 @@ def test_cli_unknown_mutant_is_a_usage_error():
 
 
 def test_z3_proves_the_convergence_rank_decreases_and_the_mutant_breaks_it():
-    from wgk.conformance.z3.prove import Bounds
     from wgk.conformance.z3.rank import prove_rank
     from wgk.conformance.z3.transition import Semantics
-    results = {r.transition: r.status for r in prove_rank(Bounds(tasks=2))}
+    results = {r.transition: r.status for r in prove_rank(Instance.proof(tasks=2))}
     assert {"dispatch", "declare-lost", "probe-owner", "save-graph", "mark-repair"} <= set(results)
     assert set(results.values()) == {"proved"}, results
     m = LIVENESS_MUTANTS["convergence-never-acts"]
     broken = {r.transition: r.status
-              for r in prove_rank(Bounds(tasks=2), Semantics(m.name, m.rule_table()))}
+              for r in prove_rank(Instance.proof(tasks=2), Semantics(m.name, m.rule_table()))}
     assert broken["declare-lost"] == "counterexample"
     assert [t for t, st in broken.items() if st != "proved"] == ["declare-lost"]

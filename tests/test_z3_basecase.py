@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from wgk.conformance.z3.basecase import enabledness, init_frames, initial_of
-from wgk.conformance.z3.prove import DOMAIN, Bounds, Prover
+from wgk.conformance.z3.prove import DOMAIN, Prover
 from wgk.conformance.z3.transition import Semantics
+from wgk.model.actions import Instance
 from wgk.model.env import EnvKind
 from wgk.model.invariants import REGISTRY
 from wgk.model.rules import RULES
@@ -20,7 +21,7 @@ def _state_ids(prover):
 
 
 def test_every_state_property_holds_in_the_initial_state():
-    prover = Prover(Bounds(tasks=2))
+    prover = Prover(Instance.proof(tasks=2))
     frames = init_frames(prover)
     assert [f.invariant for f in frames] == _state_ids(prover)
     assert DOMAIN.id in _state_ids(prover) and "done-iff-graphsave" in _state_ids(prover)
@@ -28,7 +29,7 @@ def test_every_state_property_holds_in_the_initial_state():
 
 
 def test_an_initial_state_that_breaks_an_invariant_fails_its_init_frame():
-    prover = Prover(Bounds(tasks=2))
+    prover = Prover(Instance.proof(tasks=2))
     start = initial_of(prover.space.graph)
     bad = replace(start, tasks=(start.tasks[0], replace(TaskState(), promotions=2)))
     frames = {f.invariant: f for f in init_frames(prover, bad)}
@@ -39,10 +40,10 @@ def test_an_initial_state_that_breaks_an_invariant_fails_its_init_frame():
 
 
 def test_a_bad_initial_state_through_the_prover_hook_fails_the_report():
-    prover = Prover(Bounds(tasks=1))
+    prover = Prover(Instance.proof(tasks=1))
     start = initial_of(prover.space.graph)
     bad = replace(start, tasks=(replace(TaskState(), promotions=3),))
-    report = Prover(Bounds(tasks=1), initial=bad).run(only=["promotion-at-most-once"])
+    report = Prover(Instance.proof(tasks=1), initial=bad).run(only=["promotion-at-most-once"])
     assert not report.ok and not report.base_ok
     assert [f.invariant for f in report.init] == ["promotion-at-most-once"]
     data = report.to_json()
@@ -50,7 +51,7 @@ def test_a_bad_initial_state_through_the_prover_hook_fails_the_report():
 
 
 def test_every_transition_is_enabled_under_the_invariants():
-    prover = Prover(Bounds(tasks=2))
+    prover = Prover(Instance.proof(tasks=2))
     checks = enabledness(prover)
     assert [e.transition for e in checks] == list(prover.groups)
     env = (EnvKind.EDIT, EnvKind.OWNER_DIES, EnvKind.PID_REUSE, EnvKind.MOVE_TARGET, EnvKind.TICK)
@@ -72,7 +73,7 @@ def _never(kind):
 def test_a_transition_whose_guard_is_unsatisfiable_fails_the_proof_naming_it():
     table = dict(RULES)
     table[Kind.SAVE_GRAPH] = _never(Kind.SAVE_GRAPH)
-    report = Prover(Bounds(tasks=1), Semantics("never-saves", table)).run(
+    report = Prover(Instance.proof(tasks=1), Semantics("never-saves", table)).run(
         only=["done-iff-graphsave"])
     bad = [e for e in report.enabled if e.status != "enabled"]
     assert [e.transition for e in bad] == ["save-graph"]

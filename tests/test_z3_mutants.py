@@ -11,8 +11,9 @@ from wgk.conformance.oracle.mutant_traces import incident_traces, trace_verdicts
 from wgk.conformance.z3.kills import Kill
 from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.z3.mutants import MUTANTS, Mutant, kill, patched, refute, refute_other
-from wgk.conformance.z3.prove import Bounds, Prover
+from wgk.conformance.z3.prove import Prover
 from wgk.model import kernel, projections, rules
+from wgk.model.actions import Instance
 from wgk.model.env import EnvStep, apply_env
 from wgk.model.invariants import REGISTRY
 
@@ -84,7 +85,7 @@ def test_patches_are_restored_even_on_error():
 
 def test_a_kill_through_another_property_is_reported_apart_and_is_no_kill():
     m = replace(MUTANTS["done-without-promotion-receipt"], proof_by=None)
-    prover = Prover(Bounds(tasks=1), m.semantics())
+    prover = Prover(Instance.proof(tasks=1), m.semantics())
     assert refute(m, prover=prover) is None            # done-iff-graphsave stays inductive
     other = refute_other(m, prover)
     assert other is not None and other.invariant in LEMMAS

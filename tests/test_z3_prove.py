@@ -9,7 +9,7 @@ import pytest
 
 from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.z3.prove import (
-    DOMAIN, Bounds, Prover, SymbolicMismatch, crosscheck, prove,
+    DOMAIN, Prover, SymbolicMismatch, crosscheck, prove,
 )
 from wgk.conformance.z3.symbolic import symbolic
 from wgk.model.env import EnvKind
@@ -23,7 +23,7 @@ from wgk.model.vocab import Kind
 
 @pytest.fixture(scope="module")
 def report():
-    return prove(Bounds(tasks=2))
+    return prove(Instance.proof(tasks=2))
 
 
 def test_every_always_property_is_proved_for_every_transition(report):
@@ -52,7 +52,7 @@ def test_proof_json_shape(report):
 
 def test_without_lemmas_the_invariants_are_not_inductive_and_the_cti_replays():
     """A counterexample to induction is a concrete pre-state and request; run it ourselves."""
-    prover = Prover(Bounds(tasks=1), lemmas={})
+    prover = Prover(Instance.proof(tasks=1), lemmas={})
     p = REGISTRY["done-iff-graphsave"]
     results = [prover.check(p, t) for t in prover.groups]
     bad = [r for r in results if r.status == "counterexample"]
@@ -67,7 +67,7 @@ def test_without_lemmas_the_invariants_are_not_inductive_and_the_cti_replays():
 
 
 def test_a_disagreement_between_solver_and_model_is_an_error():
-    prover = Prover(Bounds(tasks=1), lemmas={})
+    prover = Prover(Instance.proof(tasks=1), lemmas={})
     p = REGISTRY["done-iff-graphsave"]
     cex = next(r.counterexample for t in prover.groups
                if (r := prover.check(p, t)).status == "counterexample")
@@ -159,4 +159,4 @@ def test_contradictory_lemmas_are_refused_not_used_to_prove_everything():
     never = Property("never", "always", "state", "No attempt is ever open.",
                      lambda s, i, t: all_of(t.attempt == 0, t.attempt == 1))
     with pytest.raises(VacuousProof):
-        Prover(Bounds(tasks=1), lemmas={"never": never})
+        Prover(Instance.proof(tasks=1), lemmas={"never": never})

@@ -8,7 +8,9 @@ from wgk.conformance.oracle.mutant_traces import trace_verdicts
 from wgk.conformance.z3.mutants import MUTANTS, kill
 from wgk.conformance.cli.output import emit_json, progress
 from wgk.conformance.cli.output import solver_guarded
-from wgk.conformance.z3.prove import Bounds, prove
+from wgk.model.actions import Instance
+
+from wgk.conformance.z3.prove import prove
 
 HELP = ("kill every mutant of the model: the proof of the property it names fails, and "
         "exploration or its incident traces detect it")
@@ -42,7 +44,7 @@ def _run(args: argparse.Namespace) -> int:
     if not 1 <= args.tasks <= 8:
         raise UsageError("--tasks must be between 1 and 8")
     show = lambda msg: progress(f"  {msg}", enabled=not args.json)
-    model = prove(Bounds(tasks=args.tasks))
+    model = prove(Instance.proof(tasks=args.tasks))
     show(f"model: {'proved' if model.ok else 'NOT proved'}")
     kills = [kill(MUTANTS[n], progress=show, traces=trace_verdicts) for n in names]
     killed = sum(k.killed for k in kills)

@@ -11,13 +11,14 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
+from wgk.model.actions import Instance
 from wgk.model.invariants import REGISTRY
 
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.cli.output import emit_json, progress
 from wgk.conformance.cli.output import solver_guarded
-from wgk.conformance.z3.prove import DOMAIN, Bounds, prove
+from wgk.conformance.z3.prove import DOMAIN, prove
 from wgk.conformance.z3.rank import RANK_ID, prove_rank
 from wgk.conformance.z3.witnesses import witness_reports
 
@@ -76,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"--unbounded proves always properties; {pid!r} is not one")
         from wgk.conformance.cli.cmd_prove_unbounded import run_unbounded
         return run_unbounded(args, pid, show)
-    bounds = Bounds(tasks=args.tasks, evidence_ids=args.evidence_ids, keys=args.keys)
+    inst = Instance.proof(tasks=args.tasks, evidence_ids=args.evidence_ids, keys=args.keys)
     always = pid is None or (pid != RANK_ID and not (
         pid in REGISTRY and REGISTRY[pid].kind in ("sometimes", "assume", "eventually")))
     goals = [p.id for p in REGISTRY.values() if p.kind == "sometimes"
@@ -87,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
         pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
         pending = pool.submit(witness_reports, goals)
     try:
-        report = prove(bounds, only=None if pid is None else [pid], progress=show) \
+        report = prove(inst, only=None if pid is None else [pid], progress=show) \
             if always else None
         found = pending.result() if pool is not None else witness_reports(goals)
     finally:
@@ -95,13 +96,13 @@ def _run(args: argparse.Namespace) -> int:
             pool.shutdown(cancel_futures=True)
     for w in found:
         show(f"{w['goal']}: {w['status']}")
-    rank = prove_rank(bounds) if pid in (None, RANK_ID) else []
+    rank = prove_rank(inst) if pid in (None, RANK_ID) else []
 
     failed = (report is not None and not report.ok) or any(w["status"] != "reached" for w in found) \
         or any(r.status != "proved" for r in rank)
     if args.json:
         out = report.to_json() if report is not None else {
-            "results": [], "proved": 0, "failed": 0, "unknown": 0, "bounds": bounds.to_json()}
+            "results": [], "proved": 0, "failed": 0, "unknown": 0, "bounds": inst.bounds_json()}
         out["witnesses"] = found
         out["rank"] = [r.to_json() for r in rank]
         out["ok"] = not failed
@@ -119,7 +120,7 @@ def print_report(report) -> None:
     for r in report.results:
         per.setdefault(r.invariant, []).append(r)
     solved = sum(r.solved for r in report.results)
-    n, tasks = len(per), report.bounds.tasks
+    n, tasks = len(per), report.instance.tasks
     print(f"{report.count('proved')} of {len(report.results)} frames proved "
           f"({n} propert{'y' if n == 1 else 'ies'} x "
           f"{len({r.transition for r in report.results})} transitions, "

@@ -6,7 +6,7 @@ from typing import Callable
 
 from wgk.conformance.cli.output import emit_json
 from wgk.conformance.z3.lemmas import LEMMAS
-from wgk.conformance.z3.unbounded import CUTOFF_BOUNDS, UnboundedReport, prove_unbounded
+from wgk.conformance.z3.unbounded import CUTOFF_INSTANCE, UnboundedReport, prove_unbounded
 
 
 def run_unbounded(args: argparse.Namespace, pid: str | None, show: Callable[[str], None]) -> int:
@@ -23,7 +23,7 @@ def print_unbounded(report: UnboundedReport) -> None:
     frames = report.proof
     print(f"cutoff theorem: {held} of {len(report.conditions)} locality conditions hold; "
           f"{frames.count('proved')} of {len(frames.results)} frames proved at the cutoff "
-          f"graph ({CUTOFF_BOUNDS.tasks} tasks) in {report.seconds:.2f}s")
+          f"graph ({CUTOFF_INSTANCE.tasks} tasks) in {report.seconds:.2f}s")
     for f in report.refused():
         print(f"  REFUSED {f.subject} ({f.kind}): {f.detail}")
     for c in report.claims:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from wgk.model.actions import GROUPS, Instance
+from wgk.model.actions import GROUPS, KEYS, Instance
 
 from wgk.conformance.cli.errors import UsageError
 
@@ -41,4 +41,5 @@ def instance_from(args: argparse.Namespace, *, max_tasks: int, too_many: str) ->
     if args.tasks > max_tasks:
         raise UsageError(too_many)
     return Instance(tasks=args.tasks, attempts=args.attempts, generations=args.generations,
-                    versions=args.versions, groups=groups, review=args.review, keys=args.keys)
+                    versions=args.versions, groups=groups, review=args.review,
+                    keys=KEYS if args.keys else 0)

@@ -149,8 +149,9 @@ def _rel(path: Path) -> str:
 
 def proof_column(rows: dict[str, Row], tasks: int, progress: Callable[[str], None]) -> None:
     """Run the inductive proof of every frame; fill transitions, frames and failures."""
-    from wgk.conformance.z3.prove import Bounds, Prover
-    prover = Prover(Bounds(tasks=tasks))
+    from wgk.model.actions import Instance
+    from wgk.conformance.z3.prove import Prover
+    prover = Prover(Instance.proof(tasks=tasks))
     for transition in prover.groups:
         for p in [q for q in prover.properties if q.id in rows]:
             result = prover.check(p, transition)

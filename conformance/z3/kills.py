@@ -11,10 +11,12 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from wgk.model.actions import Instance
+
 from wgk.conformance.z3.bmc import CheckResult, check, goal_for
 from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.z3.mutation import Mutant, patched
-from wgk.conformance.z3.prove import Bounds, ProofResult, Prover
+from wgk.conformance.z3.prove import ProofResult, Prover
 
 
 @dataclass
@@ -133,11 +135,11 @@ def _proof_json(r: ProofResult | None, named: str | None) -> dict:
 
 # --- killing ---------------------------------------------------------------------------
 
-def refute(m: Mutant, bounds: Bounds | None = None, prover: Prover | None = None
+def refute(m: Mutant, inst: Instance | None = None, prover: Prover | None = None
            ) -> ProofResult | None:
     """The first failing proof frame of the property the mutant names for its proof (its
     changed kinds are checked first)."""
-    prover = prover or Prover(bounds or Bounds(tasks=m.instance.tasks), m.semantics())
+    prover = prover or Prover(inst or Instance.proof(tasks=m.instance.tasks), m.semantics())
     named = [p for p in prover.properties if p.id == m.proof_target]
     return _first_failure(m, prover, named)
 
@@ -193,7 +195,7 @@ def kill(m: Mutant, progress: Callable[[str], None] | None = None,
     """Run the proofs, the stated BMC check, (unless ``explore`` is False) an exploration,
     and ``traces(m)`` (the incident traces replayed on the mutant, by the oracle wing)."""
     t0 = time.perf_counter()
-    prover = Prover(Bounds(tasks=m.instance.tasks), m.semantics())
+    prover = Prover(Instance.proof(tasks=m.instance.tasks), m.semantics())
     proof = refute(m, prover=prover)
     other = refute_other(m, prover)
     if progress:

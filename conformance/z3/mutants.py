@@ -19,7 +19,7 @@ from dataclasses import replace as dc_replace
 from typing import Callable
 
 from wgk.model import kernel, projections, rules as R, rules_evidence
-from wgk.model.actions import Instance
+from wgk.model.actions import KEYS, Instance
 from wgk.model.kernel import Decision
 from wgk.model.logic import all_of, any_of, ite, not_
 from wgk.model.rules import RULES, guarded, running
@@ -136,7 +136,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "replay-reexecutes-effect", (5, 13),
         "A retried request with the same key and bytes is executed again instead of answered "
         "from the journal.",
-        "idempotent-replay", Instance(tasks=1, groups=CORE, keys=True), 2,
+        "idempotent-replay", Instance(tasks=1, groups=CORE, keys=KEYS), 2,
         decide=_decide_reexecuting),
     Mutant(
         "heartbeat-timeout-terminalizes-live-owner", (6,),

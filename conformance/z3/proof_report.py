@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from wgk.model.actions import Instance
 from wgk.model.env import EnvStep
 from wgk.model.invariants import REGISTRY
 from wgk.model.kernel import Decision
@@ -17,27 +18,6 @@ from wgk.model.state import State
 from wgk.conformance.traces.export import step_json
 from wgk.conformance.z3.basecase import Enabledness, InitFrame
 from wgk.conformance.z3.symbolic import describe_task, field_diff
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """The bounded domains of a proof or a model check."""
-
-    tasks: int = 3
-    evidence_ids: int = 2
-    keys: int = 1
-
-    def task_names(self) -> tuple[str, ...]:
-        return tuple(f"t{n + 1}" for n in range(self.tasks))
-
-    def ids(self) -> tuple[str, ...]:
-        return tuple(f"e{n + 1}" for n in range(self.evidence_ids))
-
-    def key_names(self) -> tuple[str, ...]:
-        return tuple(f"k{n + 1}" for n in range(self.keys))
-
-    def to_json(self) -> dict:
-        return {"tasks": self.tasks, "evidence_ids": self.evidence_ids, "keys": self.keys}
 
 
 @dataclass
@@ -104,7 +84,7 @@ class ProofResult:
 
 @dataclass
 class ProofReport:
-    bounds: Bounds
+    instance: Instance
     semantics: str
     results: list[ProofResult]
     seconds: float
@@ -140,7 +120,7 @@ class ProofReport:
 
     def to_json(self) -> dict:
         return {
-            "semantics": self.semantics, "bounds": self.bounds.to_json(),
+            "semantics": self.semantics, "bounds": self.instance.bounds_json(),
             "results": [r.to_json() for r in self.results],
             "proved": self.count("proved"), "failed": self.count("counterexample"),
             "unknown": self.count("unknown"), "lemmas": self.lemmas,

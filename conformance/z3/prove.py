@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 import z3
 
+from wgk.model.actions import Instance
 from wgk.model.invariants import REGISTRY, Property
 from wgk.model.state import State
 from wgk.model.vocab import Kind
@@ -41,7 +42,7 @@ from wgk.conformance.z3.crosscheck import (  # noqa: F401  (re-exported: callers
 )
 from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.z3.proof_report import (  # noqa: F401  (re-exported)
-    Bounds, Counterexample, ProofReport, ProofResult,
+    Counterexample, ProofReport, ProofResult,
 )
 from wgk.conformance.z3.symbolic import (
     Space, decode_graph, decode_state, domain, fresh_state, free_constants, leaf_domain,
@@ -70,26 +71,26 @@ def chain_deps(n: int) -> tuple[tuple[int, ...], ...]:
 class Prover:
     """The symbolic pre-state, every branch on it, and one solver holding the assumptions."""
 
-    def __init__(self, bounds: Bounds = Bounds(), sem: Semantics = MODEL,
+    def __init__(self, inst: Instance = Instance.proof(), sem: Semantics = MODEL,
                  lemmas: dict[str, Property] | None = None, timeout_ms: int = 60_000,
                  deps: tuple[tuple[int, ...], ...] | None = None,
                  initial: State | None = None):
         t0 = time.perf_counter()
-        self.bounds = bounds
+        self.inst = inst
         self.initial = initial        # None: every task open (a test hook may give another)
         self.sem = sem
         self.lemmas = dict(LEMMAS if lemmas is None else lemmas)
-        names = bounds.task_names()
-        graph = symbolic_graph(names, chain_deps(bounds.tasks) if deps is None else deps)
-        self.cat = Catalogue(request_templates(list(Kind), names, bounds.ids(),
+        names = inst.task_names()
+        graph = symbolic_graph(names, chain_deps(inst.tasks) if deps is None else deps)
+        self.cat = Catalogue(request_templates(list(Kind), names, inst.ids(),
                                                by_actor=actor_sensitive(graph, sem))
-                             + intruder_templates(list(Kind), names, bounds.ids())
+                             + intruder_templates(list(Kind), names, inst.ids())
                              + env_templates(names), graph.graph_id)
-        universe = discover_universe(graph, bounds.ids(), sem)
-        self.space = Space(graph, universe, bounds.key_names(), len(POOL), len(self.cat.shapes),
+        universe = discover_universe(graph, inst.ids(), sem)
+        self.space = Space(graph, universe, inst.key_names(), len(POOL), len(self.cat.shapes),
                            self.cat.decode_digest)
         self.s = fresh_state(self.space, "pre")
-        self.pool = Pool("r", bounds.keys)
+        self.pool = Pool("r", inst.keys)
         self.branches = branches(self.cat, self.s, self.pool, sem)
         self.groups: dict[str, list[Branch]] = {}
         for b in self.branches:
@@ -121,7 +122,7 @@ class Prover:
             self.assumed: dict[str, list] = {}
             self.reads: dict[str, list[set[str]]] = {}
             for p in self.state_props[1:]:
-                terms = [p.holds_for(self.s, i) for i in range(bounds.tasks)]
+                terms = [p.holds_for(self.s, i) for i in range(inst.tasks)]
                 if any(x is False for x in terms):
                     raise VacuousProof(f"{p.id} is false in every state")
                 self.assumed[p.id] = terms
@@ -154,7 +155,7 @@ class Prover:
             return [] if ok is True else [(z3.Not(ok) if ok is not False else z3.BoolVal(True), [])]
         out = []
         moved = self.changed[b.index]
-        for m in range(self.bounds.tasks):
+        for m in range(self.inst.tasks):
             if not (self.reads[p.id][m] & moved):
                 continue
             ok = substitute(self.assumed[p.id][m], self.substitution[b.index])
@@ -245,13 +246,17 @@ class Prover:
             progress(f"base case: {sum(f.status == 'proved' for f in init)}/{len(init)} init frames, "
                      f"{sum(e.status == 'enabled' for e in enabled)}/{len(enabled)} transitions "
                      "enabled")
-        return ProofReport(self.bounds, self.sem.name, results, time.perf_counter() - t0
+        return ProofReport(self.inst, self.sem.name, results, time.perf_counter() - t0
                            + self.build_seconds, self.build_seconds, list(self.lemmas),
                            init, enabled)
 
 
-def prove(bounds: Bounds = Bounds(), sem: Semantics = MODEL, only: list[str] | None = None,
+#: The former name of ``Instance.proof``, still imported by conformance/reports/gate.py.
+Bounds = Instance.proof
+
+
+def prove(inst: Instance = Instance.proof(), sem: Semantics = MODEL, only: list[str] | None = None,
           lemmas: dict[str, Property] | None = None, replay: bool = True,
           progress: Callable[[str], None] | None = None) -> ProofReport:
     """Prove every ``always`` property (or those in ``only``) inductive."""
-    return Prover(bounds, sem, lemmas).run(only, replay, progress)
+    return Prover(inst, sem, lemmas).run(only, replay, progress)

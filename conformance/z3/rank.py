@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import z3
 
+from wgk.model.actions import Instance
 from wgk.model.liveness import convergence_rank, due_for
 from wgk.model.vocab import DecisionKind as D
 
-from wgk.conformance.z3.prove import Bounds, Prover
+from wgk.conformance.z3.prove import Prover
 from wgk.conformance.z3.sym_backend import as_bool, symbolic
 from wgk.conformance.z3.transition import MODEL, Semantics
 
@@ -36,11 +37,11 @@ class RankResult:
                 "seconds": round(self.seconds, 3)}
 
 
-def prove_rank(bounds: Bounds = Bounds(tasks=2), sem: Semantics = MODEL,
+def prove_rank(inst: Instance = Instance.proof(tasks=2), sem: Semantics = MODEL,
                prover: Prover | None = None) -> list[RankResult]:
     """One result per request kind that can be a due action."""
-    p = prover or Prover(bounds, sem)
-    names = bounds.task_names()
+    p = prover or Prover(inst, sem)
+    names = inst.task_names()
     goals: dict[str, list] = {}
     with symbolic(), sem.active():
         for b in p.branches:

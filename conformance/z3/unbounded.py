@@ -27,7 +27,7 @@ and the remaining tasks are filled with the padding tasks of 3, whose summaries 
 value a set of dependencies can have ((not Done, not abandoned), (Done, not abandoned),
 (not Done, abandoned); (Done, abandoned) never occurs). So a counterexample to induction
 in any graph maps to one in the cutoff graph, and the cutoff proof
-(``prove.Prover(Bounds(tasks=6), deps=CUTOFF_DEPS)``) covers every graph.
+(``prove.Prover(Instance.proof(tasks=6), deps=CUTOFF_DEPS)``) covers every graph.
 
 Evidence ids: every step reads and writes only its own id (condition 1). A property that
 counts recorded evidence across ids cannot be projected onto a bounded pool of ids, so the
@@ -42,18 +42,19 @@ from typing import Any, Callable
 
 import z3
 
+from wgk.model.actions import Instance
 from wgk.model.state import TaskState
 
 from wgk.conformance.z3.cutoff import (
     CUTOFF_DEPS, Finding, Twin, check_state_properties, check_step_properties, check_steps,
     reads_evidence_across_ids, state_properties,
 )
-from wgk.conformance.z3.prove import DOMAIN, Bounds, ProofReport, Prover
+from wgk.conformance.z3.prove import DOMAIN, ProofReport, Prover
 from wgk.conformance.z3.symbolic import BOOL_FIELDS, INT_FIELDS, as_bool, symbolic
 from wgk.conformance.z3.transition import MODEL, Semantics
 from wgk.model.predicates import graph_saved
 
-CUTOFF_BOUNDS = Bounds(tasks=len(CUTOFF_DEPS), evidence_ids=2, keys=1)
+CUTOFF_INSTANCE = Instance.proof(tasks=len(CUTOFF_DEPS), evidence_ids=2, keys=1)
 
 
 def _done_task() -> TaskState:
@@ -144,7 +145,7 @@ class UnboundedReport:
     def to_json(self) -> dict:
         return {
             "theorem": "cutoff", "cutoff_graph": [list(d) for d in CUTOFF_DEPS],
-            "bounds": CUTOFF_BOUNDS.to_json(), "ok": self.ok,
+            "bounds": CUTOFF_INSTANCE.bounds_json(), "ok": self.ok,
             "claims": [c.to_json() for c in self.claims],
             "conditions": [f.to_json() for f in self.conditions],
             "refused": [f.to_json() for f in self.refused()],
@@ -170,7 +171,7 @@ def prove_unbounded(sem: Semantics = MODEL, only: list[str] | None = None,
     tw, found = conditions(sem, progress)
     if progress:
         progress(f"conditions: {sum(f.ok for f in found)} of {len(found)} hold")
-    report = Prover(CUTOFF_BOUNDS, sem, deps=CUTOFF_DEPS).run(only, True, progress)
+    report = Prover(CUTOFF_INSTANCE, sem, deps=CUTOFF_DEPS).run(only, True, progress)
     counting = [p.id for p in state_properties() if reads_evidence_across_ids(tw, p)]
     refused = [f"{f.subject} {f.kind}: {f.detail}" for f in found if not f.ok]
     claims = []
@@ -183,14 +184,14 @@ def prove_unbounded(sem: Semantics = MODEL, only: list[str] | None = None,
         reasons = list(refused)
         reasons += [f"frame {pid} after {r.transition}: {r.status} at the cutoff graph"
                     for r in rs if r.status != "proved"]
-        ids = "any number" if not counting else f"up to {CUTOFF_BOUNDS.evidence_ids}"
+        ids = "any number" if not counting else f"up to {len(CUTOFF_INSTANCE.ids())}"
         if counting:
             reasons.append("evidence ids not generalised: " + ", ".join(counting)
                            + " count recorded evidence across ids (assumed in every frame)")
         graphs_ok = not refused and all(r.status == "proved" for r in rs)
         claims.append(Claim(pid, "every graph" if graphs_ok else "not generalised",
                             "cutoff" if graphs_ok else "bounded", ids, "any number"
-                            if not refused else f"up to {CUTOFF_BOUNDS.keys}", reasons))
+                            if not refused else f"up to {CUTOFF_INSTANCE.keys}", reasons))
     return UnboundedReport(claims, found, report, time.perf_counter() - t0)
 
 

@@ -21,7 +21,6 @@ from wgk.model.vocab import DecisionKind as D, Disposition, Kind as K, Verdict
 from wgk.conformance.traces.export import ModelRun, step_label
 from wgk.conformance.z3.crosscheck import SymbolicMismatch, compare_step, decode_decision
 from wgk.conformance.z3.goals import Goal
-from wgk.conformance.z3.proof_report import Bounds
 from wgk.conformance.z3.symbolic import (
     BACKEND, Space, as_bool, decode_state, equals, fresh_state, identical,
     leaves, symbolic, value,
@@ -41,7 +40,7 @@ def instance_templates(inst: Instance, ids: tuple[str, ...], sem: Semantics = MO
     """The templates of the instance's request groups (and environment steps)."""
     graph = inst.graph()
     names = graph.tasks
-    out: list = request_templates(instance_kinds(inst), names, ids, rejections=inst.keys,
+    out: list = request_templates(instance_kinds(inst), names, ids, rejections=inst.keys > 0,
                                   deadlines=False, verdicts=BMC_VERDICTS,
                                   dispositions=BMC_DISPOSITIONS,
                                   by_actor=actor_sensitive(graph, sem))
@@ -80,22 +79,18 @@ class Unrolled:
 class Unrolling:
     """The instance's transition relation unrolled step by step in one solver."""
 
-    def __init__(self, inst: Instance, sem: Semantics = MODEL, evidence_ids: int | None = None,
-                 keys: int = 2, frames: str = "assume", assume: tuple[str, ...] | None = None):
+    def __init__(self, inst: Instance, sem: Semantics = MODEL, frames: str = "assume",
+                 assume: tuple[str, ...] | None = None):
         self.inst = inst
         # the environment assumptions no environment step of a path breaks (default: all);
         # a kernel step that breaks one is not excluded: asked for, it is found
         self.assume = [p for p in assumptions("state") if assume is None or p.id in assume]
         self.sem = sem
-        if evidence_ids is None:
-            evidence_ids = 2 if "evidence" in inst.groups else 1
-        self.bounds = Bounds(tasks=inst.tasks, evidence_ids=evidence_ids,
-                             keys=keys if inst.keys else 0)
         self.initial = inst.initial()
         graph = self.initial.graph
-        self.cat = Catalogue(instance_templates(inst, self.bounds.ids(), sem), graph.graph_id)
-        universe = discover_universe(graph, self.bounds.ids(), sem)
-        self.space = Space(graph, universe, self.bounds.key_names(), len(POOL),
+        self.cat = Catalogue(instance_templates(inst, inst.ids(), sem), graph.graph_id)
+        universe = discover_universe(graph, inst.ids(), sem)
+        self.space = Space(graph, universe, inst.key_names(), len(POOL),
                            len(self.cat.shapes), self.cat.decode_digest)
         self.bound = instance_bound(inst)
         self.solver = z3.SimpleSolver()
