@@ -14,7 +14,7 @@ from .decision import effect_name
 from .vocabulary import RECEIPTS
 
 COUNTERS = ("compactions", "continuations", "acks", "provider-failures", "messages", "logs")
-COUNTED_EVIDENCE = {"compaction": "compactions", "continuation": "continuations", "ack": "acks",
+COUNTED_EVIDENCE = {"compaction": "compactions", "continuation": "continuations", "ack-continuation": "acks",
                     "provider-failure": "provider-failures", "message": "messages"}
 
 

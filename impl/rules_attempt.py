@@ -115,7 +115,7 @@ def heartbeat_timeout(ctx: Ctx) -> Outcome:
 
 
 def observe_eof(ctx: Ctx) -> Outcome:
-    return _suspicion(ctx, "eof")
+    return _suspicion(ctx, "observe-eof")
 
 
 def probe_owner(ctx: Ctx) -> Outcome:
@@ -129,7 +129,7 @@ def probe_owner(ctx: Ctx) -> Outcome:
     if proves_death:
         new = replace(new, deadline=ctx.observe.now() + 1)
     return succeeded(ctx, new, kind=APPLIED if proves_death else EVIDENCE_ONLY,
-                facts=[evidence_fact("probe", ctx.request.evidence)])
+                facts=[evidence_fact("probe-owner", ctx.request.evidence)])
 
 
 def compaction(ctx: Ctx) -> Outcome:
@@ -146,9 +146,9 @@ def ack_continuation(ctx: Ctx) -> Outcome:
     # guards: compaction-occurrences-counted-once
     if not ctx.seen("continuation", occ):
         return reject(ctx, "unknown-occurrence")
-    new = not ctx.seen("ack", occ)
+    new = not ctx.seen("ack-continuation", occ)
     return succeeded(ctx, ctx.record, kind=APPLIED if new else EVIDENCE_ONLY,
-                facts=[evidence_fact("ack", occ)])
+                facts=[evidence_fact("ack-continuation", occ)])
 
 
 def provider_failure(ctx: Ctx) -> Outcome:
@@ -165,7 +165,7 @@ def message(ctx: Ctx) -> Outcome:
 
 def ownership_contention(ctx: Ctx) -> Outcome:
     return succeeded(ctx, ctx.record, kind=EVIDENCE_ONLY,
-                facts=[evidence_fact("contention", ctx.request.evidence)])
+                facts=[evidence_fact("ownership-contention", ctx.request.evidence)])
 
 
 def log(ctx: Ctx) -> Outcome:
@@ -184,7 +184,7 @@ def fail(ctx: Ctx) -> Outcome:
     effects: list[Effect] = []
     new = close_attempt(ctx, t, "failed", effects) if first else t
     return succeeded(ctx, new, kind=APPLIED if first else EVIDENCE_ONLY, effects=effects,
-                facts=[evidence_fact("terminal-report", ctx.request.evidence)])
+                facts=[evidence_fact("fail", ctx.request.evidence)])
 
 
 def declare_lost(ctx: Ctx) -> Outcome:

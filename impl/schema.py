@@ -1,6 +1,8 @@
 """The kernel database's schema: forward migrations, the version, the projected tables."""
 from __future__ import annotations
 
+from .vocabulary import FORMER_EVIDENCE_LABELS
+
 
 # --- schema and forward migrations ------------------------------------------------------
 
@@ -106,8 +108,14 @@ CREATE INDEX edges_by_dep ON edges (dep, task);
 CREATE INDEX task_view_ready ON task_view (status, pending);
 """
 
+#: Evidence is recorded under the kind of the request that reported it: the rows of the
+#: former names are renamed (the ledger keeps its events as written; a rebuild reads
+#: the former names the same way, ``tables.FactTables``).
+SCHEMA_V3 = ";\n".join(f"UPDATE evidence SET kind = '{new}' WHERE kind = '{old}'"
+                       for old, new in FORMER_EVIDENCE_LABELS.items())
+
 #: version -> the SQL that takes a database from version - 1 to version.
-MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2}
+MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Tables whose rows the ledger must reproduce exactly (``rebuild``).

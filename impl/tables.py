@@ -13,7 +13,8 @@ from typing import Any
 from .errors import StoreError
 from .records import EMPTY, NO_BINDING, RECORD_FIELDS, Binding, TaskPolicy, TaskRecord
 from .vocabulary import (
-    ATTEMPT_STATES, DISPOSITIONS, EXITS, OWNER_SEEN, PHASES, REASONS, RECEIPTS,
+    ATTEMPT_STATES, DISPOSITIONS, EXITS, FORMER_EVIDENCE_LABELS, OWNER_SEEN, PHASES, REASONS,
+    RECEIPTS,
 )
 
 
@@ -164,8 +165,9 @@ class FactTables:
 
     def _evidence(self, task_id: int, f: dict, seq: int) -> None:
         # guards: compaction-occurrences-counted-once
+        kind = FORMER_EVIDENCE_LABELS.get(f["kind"], f["kind"])    # an older ledger's name
         self.conn.execute("INSERT OR IGNORE INTO evidence VALUES (?, ?, ?, ?, ?)",
-                          (task_id, f["kind"], f["id"], int(f["counted"]), seq))
+                          (task_id, kind, f["id"], int(f["counted"]), seq))
 
     def _log(self, task_id: int, f: dict, seq: int) -> None:
         self.conn.execute("INSERT INTO logs VALUES (?, ?)", (seq, task_id))

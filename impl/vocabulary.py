@@ -156,7 +156,14 @@ WAYS = ("runnable", "live-owner", "wait", "scheduled", "hold")
 ACTIONS = ("dispatch", "probe-owner", "declare-lost", "drive-transaction", "mark-repair",
            "await-dependencies", "await-review", "await-validation", "await-operator", "assign")
 
-#: Evidence kinds as recorded per task (deduplicated by (kind, id)).
-EVIDENCE_LABELS = ("heartbeat", "heartbeat-timeout", "eof", "probe", "compaction", "continuation",
-                   "ack", "provider-failure", "message", "contention", "terminal-report",
-                   "legacy-done")
+#: Evidence kinds as recorded per task (deduplicated by (kind, id)): the kind of the request
+#: that reported it, and ``continuation`` (earned by a compaction).
+EVIDENCE_LABELS = ("heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner", "compaction",
+                   "continuation", "ack-continuation", "provider-failure", "message",
+                   "ownership-contention", "fail", "legacy-done")
+
+#: Evidence kinds recorded under another name before schema version 3: the ledger keeps
+#: them as written (its hash chain), and they are read as the request kind's name.
+FORMER_EVIDENCE_LABELS = {"eof": "observe-eof", "probe": "probe-owner",
+                          "ack": "ack-continuation", "contention": "ownership-contention",
+                          "terminal-report": "fail"}

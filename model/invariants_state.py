@@ -99,5 +99,5 @@ def compactions_counted_once(s: State, i: int, t: TaskState) -> Any:
     """Compactions, continuations and acknowledgements equal their distinct recorded occurrences."""
     n = lambda kind: t.evidence.count(lambda e: e[0] == kind)
     return all_of(t.compactions == n("compaction"), t.continuations == n("continuation"),
-                  t.acks == n("ack"), t.acks <= t.continuations,
+                  t.acks == n("ack-continuation"), t.acks <= t.continuations,
                   t.provider_failures == n("provider-failure"))

@@ -40,7 +40,7 @@ def observe_eof(s, i, t, r):
     return guarded(
         [],
         lambda: s.put(i, replace(t, owner_seen=ite(running(t), suspect(t), t.owner_seen),
-                                 evidence=note_evidence(t, "eof", r.evidence))),
+                                 evidence=note_evidence(t, "observe-eof", r.evidence))),
         kind=D.EVIDENCE_ONLY,
     )
 
@@ -57,7 +57,7 @@ def probe_owner(s, i, t, r):
             t,
             owner_seen=ite(running(t), seen_now, t.owner_seen),
             deadline=ite(proves_death, s.now + 1, t.deadline),
-            evidence=note_evidence(t, "probe", r.evidence),
+            evidence=note_evidence(t, "probe-owner", r.evidence),
         )),
         kind=ite(proves_death, D.APPLIED, D.EVIDENCE_ONLY),
     )
@@ -82,11 +82,11 @@ def compaction(s, i, t, r):
 @rule(K.ACK_CONTINUATION, touches={"acks", "evidence"}, reads={"self"})
 def ack_continuation(s, i, t, r):
     """The wrapper acknowledges delivery of the continuation a compaction earned."""
-    new = not_(seen(t, "ack", r.evidence))
+    new = not_(seen(t, "ack-continuation", r.evidence))
     return guarded(
         [(seen(t, "continuation", r.evidence), Code.UNKNOWN_OCCURRENCE)],
         lambda: s.put(i, replace(t, acks=ite(new, t.acks + 1, t.acks),
-                                 evidence=note_evidence(t, "ack", r.evidence))),
+                                 evidence=note_evidence(t, "ack-continuation", r.evidence))),
         kind=ite(new, D.APPLIED, D.EVIDENCE_ONLY),
     )
 
@@ -122,7 +122,7 @@ def message(s, i, t, r):
 @rule(K.OWNERSHIP_CONTENTION, touches={"evidence"}, reads={"self"})
 def ownership_contention(s, i, t, r):
     """A foreign caller contending for ownership is recorded; it charges nothing."""
-    return guarded([], lambda: s.put(i, replace(t, evidence=note_evidence(t, "contention", r.evidence))),
+    return guarded([], lambda: s.put(i, replace(t, evidence=note_evidence(t, "ownership-contention", r.evidence))),
                    kind=D.EVIDENCE_ONLY)
 
 
@@ -142,7 +142,7 @@ def fail(s, i, t, r):
     return guarded(
         [],
         lambda: s.put(i, replace(ite(first, close_attempt(t, AS.FAILED), t),
-                                 evidence=note_evidence(t, "terminal-report", r.evidence))),
+                                 evidence=note_evidence(t, "fail", r.evidence))),
         kind=ite(first, D.APPLIED, D.EVIDENCE_ONLY),
     )
 

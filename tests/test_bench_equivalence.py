@@ -125,13 +125,13 @@ def test_replay_refuses_a_step_the_model_rejects(tmp_path):
 
 def test_quints_encodings_read_as_comparable_values(tmp_path):
     path = tmp_path / "q.itf.json"
-    tk = {"#map": [[{"#bigint": "1"}, {"e": {"#set": [{"#tup": ["probe", "probe"]}]},
+    tk = {"#map": [[{"#bigint": "1"}, {"e": {"#set": [{"#tup": ["probe-owner", "probe"]}]},
                                        "n": {"#bigint": "-3"}}]]}
     path.write_text(json.dumps({"vars": ["m::tk"], "states": [
         {"#meta": {"index": 0}, "m::tk": tk, "mbt::actionTaken": "init",
          "mbt::nondetPicks": {"i": {"tag": "Some", "value": {"#bigint": "2"}}}}]}))
     trace = itf_replay.read_itf(path)
-    assert trace.states == [{"tk": {1: {"e": frozenset({("probe", "probe")}), "n": -3}}}]
+    assert trace.states == [{"tk": {1: {"e": frozenset({("probe-owner", "probe")}), "n": -3}}}]
     assert trace.actions == ["init"] and trace.picks == [2]
     path.write_text('{"states": [{"tk": 1}]}')
     with pytest.raises(itf_replay.ItfError, match="mbt::actionTaken"):

@@ -149,8 +149,8 @@ def test_two_terminal_reports_first_wins_the_other_is_evidence(shared):
         assert sorted([worker[i]["decision"], wrapper[i]["decision"]]) == ["applied", "evidence-only"]
         assert k.record(f"t{i}").attempt_state == "failed"
         evidence = k.project()["tasks"][f"t{i}"]["evidence"]
-        assert ["terminal-report", f"worker-exit-{i}"] in evidence
-        assert ["terminal-report", f"wrapper-exit-{i}"] in evidence
+        assert ["fail", f"worker-exit-{i}"] in evidence
+        assert ["fail", f"wrapper-exit-{i}"] in evidence
     no_lost_event(k, 5 + 10)
 
 

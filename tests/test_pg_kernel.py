@@ -106,8 +106,8 @@ def test_daemons_starting_at_once_migrate_an_empty_schema_once(pg_dsn):
     for p in procs:
         p.join()
     s = open_store(pg_dsn)
-    assert got == [s.schema_version()] * 4 == [2] * 4
-    assert s.meta("schema-version") == "2"
+    assert got == [s.schema_version()] * 4 == [3] * 4
+    assert s.meta("schema-version") == "3"
     s.close()
 
 

@@ -43,7 +43,7 @@ def test_encoding_uses_itf_value_forms():
     assert task["plan"] == {"tag": "None", "value": {"#tup": []}}
     assert task["revision"] == {"#bigint": "12"}
     assert "#map" in task["receipts"] and "#set" in task["evidence"]
-    assert encode_value([["probe", "x"]], "evidence") == {"#set": [{"#tup": ["probe", "x"]}]}
+    assert encode_value([["probe-owner", "x"]], "evidence") == {"#set": [{"#tup": ["probe-owner", "x"]}]}
 
 
 def test_decoder_reads_every_itf_form():

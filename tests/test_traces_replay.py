@@ -76,18 +76,18 @@ def test_an_impossible_environment_step_is_a_step_error():
 
 
 def test_fact_matching_semantics():
-    actual = {"a": 1, "b": {"c": 2, "d": None}, "ev": [["probe", "x"], ["heartbeat-timeout", "y"]]}
+    actual = {"a": 1, "b": {"c": 2, "d": None}, "ev": [["probe-owner", "x"], ["heartbeat-timeout", "y"]]}
     assert match_facts({"b": {"c": 2}}, actual) == []
     assert match_facts({"zz": None}, actual) == []                 # a listed null matches an absent key
     assert match_facts({"b": {"d": None}}, actual) == []
     (d,) = match_facts({"zz": 1}, actual)
     assert d.path == "zz" and d.actual is MISSING
     assert match_facts({"a": True}, actual) != []                  # 1 is not True
-    assert match_facts({"ev": {"$contains": [["probe", "x"]]}}, actual) == []
-    assert match_facts({"ev": {"$contains": [["probe", "z"]]}}, actual) != []
-    assert match_facts({"ev": {"$kinds": ["probe"], "$exactly": [["probe", "x"]]}}, actual) == []
-    assert match_facts({"ev": {"$kinds": ["probe", "eof"], "$exactly": []}}, actual) != []
-    assert match_facts({"ev": [["probe", "x"]]}, actual) != []     # a list compares whole
+    assert match_facts({"ev": {"$contains": [["probe-owner", "x"]]}}, actual) == []
+    assert match_facts({"ev": {"$contains": [["probe-owner", "z"]]}}, actual) != []
+    assert match_facts({"ev": {"$kinds": ["probe-owner"], "$exactly": [["probe-owner", "x"]]}}, actual) == []
+    assert match_facts({"ev": {"$kinds": ["probe-owner", "observe-eof"], "$exactly": []}}, actual) != []
+    assert match_facts({"ev": [["probe-owner", "x"]]}, actual) != []     # a list compares whole
 
 
 def test_decision_matching():

@@ -131,14 +131,14 @@ ProbeOwner(i) ==
     /\ Running(t)
     /\ Set(i, [t EXCEPT !.ownerSeen = IF alive THEN "live" ELSE "dead",
                         !.deadline = IF ~alive /\ t.ownerSeen # "dead" THEN 1 ELSE t.deadline,
-                        !.evidence = @ \cup {<<"probe", "probe">>}])
+                        !.evidence = @ \cup {<<"probe-owner", "probe">>}])
 
 Fail(i) ==
     LET t == tk[i]
         first == Running(t) /\ ~Reserved(t) IN
     /\ t.attemptState # "none"
     /\ Set(i, [(IF first THEN CloseAttempt(t, "failed") ELSE t)
-                  EXCEPT !.evidence = t.evidence \cup {<<"terminal-report", "fail">>}])
+                  EXCEPT !.evidence = t.evidence \cup {<<"fail", "fail">>}])
 
 DeclareLost(i) ==
     LET t == tk[i] IN

@@ -132,4 +132,4 @@ def closed_attempt_retains_dirty_worktree(s: State, i: int, t: TaskState) -> Any
 def continuation_needs_compaction(s: State, i: int, t: TaskState) -> Any:
     """A continuation is recorded only for a recorded compaction occurrence, and an acknowledgement only for a continuation."""
     return all_of(implied_pairs(t, "continuation", "compaction"),
-                  implied_pairs(t, "ack", "continuation"))
+                  implied_pairs(t, "ack-continuation", "continuation"))

@@ -78,7 +78,7 @@ def _killed_worker(c: _Checks, k: Kernel, facts: dict) -> None:
              and api["attempts"][1]["origin"] == facts["api-retained"])
     c.expect("the lost attempt's worktree was never erased",
              os.path.exists(os.path.join(repo.worktree_path("api/f1"), "api.py")))
-    probes = [e for e in api["evidence"] if e[0] == "probe"]
+    probes = [e for e in api["evidence"] if e[0] == "probe-owner"]
     c.expect("the killed owner's death was proven by a probe", probes != [], str(probes))
 
 

@@ -48,7 +48,7 @@ succeeded, candidate r; ``requests`` -> journal (``completed:ok`` -> applied);
 ``effect_ids`` ``log:`` -> counters logs, ``continue:`` -> counters
 continuations, ``publish:<r>`` -> promotions and the effect receipt's candidate,
 ``reconcile-disposition:`` -> plan scheduled declare-lost; ``observation_ids``
-and ``continuation_ids`` -> the evidence entries of kinds probe, eof,
+and ``continuation_ids`` -> the evidence entries of kinds probe-owner, observe-eof,
 provider-failure, compaction and continuation, exactly; ``holds`` -> exit none,
 ``assignment-required`` -> plan runnable assign; ``assignment_receipt`` ->
 assigned; ``provider_failure_count`` -> counters provider-failures. The
@@ -74,7 +74,7 @@ DM_OWNER = {"pid": 4242, "birth": 9, "session": "session-4", "wrapper-epoch": 1,
 DM_APPLIED = ("applied", "applied-response-recorded", "applied-one-reconciliation-effect", "issue-one-effect")
 DM_DUPLICATE = ("duplicate-noop", "duplicate-replay-original-response", "duplicate-same-rejection")
 DM_REJECT = {"reject-stale-attempt": "stale-capability", "reject-assignment-required": "assignment-required"}
-DM_OBSERVATION_KINDS = ["probe", "eof", "provider-failure", "compaction", "continuation"]
+DM_OBSERVATION_KINDS = ["probe-owner", "observe-eof", "provider-failure", "compaction", "continuation"]
 DM_STATE_FIELDS = ("attempt_phase", "terminal", "requests", "effect_ids", "observation_ids", "holds",
                    "assignment_receipt", "provider_failure_count", "continuation_ids")
 COMPLETION = [("submit", "worker", ()), ("quiesce", "wrapper", ()), ("save-work", "wrapper", ("candidate", "base")),
@@ -366,8 +366,8 @@ class DeletionMap:
         return f, journal
 
     def observation(self, s: Src, o: str) -> list:
-        for prefix, kind in (("pid:", "probe"), ("child-exit:", "probe"), ("observer-eof:", "eof"),
-                             ("provider-failure:", "provider-failure")):
+        for prefix, kind in (("pid:", "probe-owner"), ("child-exit:", "probe-owner"),
+                             ("observer-eof:", "observe-eof"), ("provider-failure:", "provider-failure")):
             if o.startswith(prefix):
                 return [kind, o]
         m = re.fullmatch(r"compaction:[^:]+:(.+)", o)
