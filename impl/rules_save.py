@@ -27,7 +27,7 @@ def save_work(ctx: Ctx) -> Outcome:
     t, r = ctx.record, ctx.request
     view = ctx.observe.worktree(t)
     if not view.present:
-        return reject(ctx, "writer-not-quiescent")
+        return reject(ctx, "worktree-missing")
     if view.content != r.candidate:
         return reject(ctx, "candidate-mismatch")
     # guards: candidate-built-on-attempt-base
@@ -168,7 +168,7 @@ def commit_cleanup(ctx: Ctx) -> Outcome:
     view = ctx.observe.worktree(t)
     # guards: retained-work-never-erased
     if view.present and view.content != t.saved_work:
-        return reject(ctx, "writer-not-quiescent")
+        return reject(ctx, "worktree-changed")
     new = advance(t, "cleanup-committed", worktree_lease=False,
                   receipts=t.with_receipts(cleanup=t.binding))
     facts = [("worktree-removed", {"worktree": t.worktree_id,
@@ -196,7 +196,7 @@ def revise(ctx: Ctx) -> Outcome:
         return reject(ctx, "illegal-phase-edge")
     view = ctx.observe.worktree(t)
     if not view.present:
-        return reject(ctx, "writer-not-quiescent")
+        return reject(ctx, "worktree-missing")
     if view.content != r.candidate:
         return reject(ctx, "candidate-mismatch")
     target = ctx.observe.target()

@@ -89,10 +89,10 @@ CODES = (
     "stale-capability", "idempotency-conflict", "illegal-phase-edge", "cas-moved",
     "candidate-mismatch", "not-authorized", "terminal-already", "unknown-attempt",
     "dependency-not-done", "unknown-task", "assignment-required", "owner-not-proven-dead",
-    "continuation-unproven", "review-required", "writer-not-quiescent", "effect-not-observed",
+    "continuation-unproven", "review-required", "worktree-missing", "effect-not-observed",
     "held", "evidence-missing", "nothing-retained", "unknown-occurrence", "attempt-live",
     "not-authenticated", "role-not-held",
-    "base-mismatch",
+    "base-mismatch", "worktree-changed",
 )
 
 # --- attempts, owners, transaction --------------------------------------------------

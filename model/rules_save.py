@@ -47,7 +47,7 @@ def save_work(s, i, t, r):
             receipts=t.with_receipt(Receipt.WORK_SAVE, b),
         ))
     return guarded(
-        [(t.worktree_present, Code.WRITER_NOT_QUIESCENT),
+        [(t.worktree_present, Code.WORKTREE_MISSING),
          (t.worktree == r.candidate, Code.CANDIDATE_MISMATCH),
          (r.base == t.built_on, Code.BASE_MISMATCH)],
         update,
@@ -191,7 +191,7 @@ def prepare_cleanup(s, i, t, r):
 def commit_cleanup(s, i, t, r):
     """Remove exactly the planned worktree (re-observed if already gone) and release its lease."""
     return guarded(
-        [(any_of(not_(t.worktree_present), t.worktree == t.saved_work), Code.WRITER_NOT_QUIESCENT)],
+        [(any_of(not_(t.worktree_present), t.worktree == t.saved_work), Code.WORKTREE_CHANGED)],
         lambda: s.put(i, advance(
             t, Phase.CLEANUP_COMMITTED, worktree_present=False, worktree_lease=False,
             receipts=t.with_receipt(Receipt.CLEANUP, binding(t)),
@@ -232,7 +232,7 @@ def revise(s, i, t, r):
         ))
     return guarded(
         [(t.exit == Exit.NEEDS_REPAIR, Code.ILLEGAL_PHASE_EDGE),
-         (t.worktree_present, Code.WRITER_NOT_QUIESCENT),
+         (t.worktree_present, Code.WORKTREE_MISSING),
          (t.worktree == r.candidate, Code.CANDIDATE_MISMATCH),
          (r.base == s.target, Code.BASE_MISMATCH)],
         update,

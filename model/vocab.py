@@ -127,7 +127,7 @@ class Code(Labelled):
     OWNER_NOT_PROVEN_DEAD = 12
     CONTINUATION_UNPROVEN = 13
     REVIEW_REQUIRED = 14
-    WRITER_NOT_QUIESCENT = 15
+    WORKTREE_MISSING = 15      # no worktree to capture (save-work, revise)
     EFFECT_NOT_OBSERVED = 16
     HELD = 17
     EVIDENCE_MISSING = 18
@@ -137,6 +137,7 @@ class Code(Labelled):
     NOT_AUTHENTICATED = 22
     ROLE_NOT_HELD = 23
     BASE_MISMATCH = 24
+    WORKTREE_CHANGED = 25      # the worktree no longer holds the saved bytes (commit-cleanup)
 
 
 class AttemptState(Labelled):

@@ -252,6 +252,35 @@ def test_a_moved_target_sends_the_finish_to_repair_with_the_candidate_retained(t
     assert k.status("a") == "done" and world.repository.target() == "c2"
 
 
+def test_a_missing_or_changed_worktree_is_refused_under_its_own_code(tmp_path):
+    k, world = kernel(tmp_path, [TaskPolicy("a"), TaskPolicy("b")])
+    for task in ("a", "b"):
+        dispatch(k, task, pid=4001 if task == "a" else 4002)
+        apply_env(k, {"env": "edit", "task": task, "content": f"c-{task}"})
+        tx(k, task, "submit", "worker")
+        tx(k, task, "quiesce", "wrapper")
+    # a's worktree is removed behind the kernel's back: there is nothing to save
+    world.repository.remove_worktree(k.record("a").worktree_id)
+    assert tx(k, "a", "save-work", "wrapper", candidate="c-a", base="main-0") == \
+        {"decision": "rejected", "code": "worktree-missing"}
+    # b's writer was not stopped: after its work was saved the worktree holds other bytes
+    for kind, actor, params in (
+            ("save-work", "wrapper", {"candidate": "c-b", "base": "main-0"}),
+            ("seal-candidate", "daemon", {"candidate": "c-b"}),
+            ("validate", "validator", {"candidate": "c-b", "verdict": "pass"}),
+            ("accept", "daemon", {"candidate": "c-b", "verdict": "not-required"}),
+            ("record-disposition", "wrapper", {"disposition": "report"}),
+            ("prepare-effect", "promoter", {}),
+            ("commit-effect", "promoter", {"candidate": "c-b", "base": "main-0"}),
+            ("prepare-cleanup", "cleanup", {})):
+        assert tx(k, "b", kind, actor, **params) == {"decision": "applied"}, kind
+    wt = k.record("b").worktree_id
+    world.repository.write(wt, "c-b-late")
+    assert tx(k, "b", "commit-cleanup", "cleanup") == \
+        {"decision": "rejected", "code": "worktree-changed"}
+    assert world.repository.observe_worktree(wt).content == "c-b-late"     # nothing erased
+
+
 def test_every_unfinished_task_has_one_way_forward_or_a_named_hold(tmp_path):
     k, _ = kernel(tmp_path, [TaskPolicy("a"), TaskPolicy("b", deps=("a",)),
                              TaskPolicy("c", requires_assignment=True), TaskPolicy("d")])

@@ -51,6 +51,18 @@ def test_schema_enums_are_the_vocabulary():
     assert plan["way"]["enum"] == Way.labels() and plan["action"]["enum"] == Action.labels()
 
 
+def test_the_implementation_speaks_the_models_codes_and_evidence_kinds():
+    import ast
+    from wgk.impl.vocabulary import CODES, EVIDENCE_LABELS
+    assert list(CODES) == [c for c in Code.labels() if c != "none"]
+    noted = {n.args[1].value for p in (ROOT / "model").glob("rules_*.py")
+             for n in ast.walk(ast.parse(p.read_text()))
+             if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "note_evidence"}
+    assert noted | {"continuation"} == set(EVIDENCE_LABELS)
+    # evidence is recorded under the kind of the request that reported it
+    assert set(EVIDENCE_LABELS) - {"continuation"} <= set(Kind.labels())
+
+
 def _minimal() -> dict:
     return {
         "format": "wgk-trace/1", "id": "t", "title": "t",
