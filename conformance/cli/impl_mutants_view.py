@@ -10,6 +10,7 @@ from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.cli.output import emit_json
 from wgk.conformance.oracle.impl_mutants import AnchorError, check_anchors
 from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS, MUTANTS_BY_NAME
+from wgk.conformance.reports.gate import mutant_sections
 from wgk.conformance.reports.impl_mutants import TARGET_RATE, CatalogueRun, MutantRun, run_catalogue
 from wgk.conformance.traces.format import TraceError
 
@@ -45,7 +46,7 @@ def run_impl(args: argparse.Namespace) -> int:
         sys.stderr.write(f"\r\x1b[K[impl-mutants] {n}/{total} ({rate:.1f}/min) {r.mutant.name}: {what}")
         sys.stderr.flush()
     try:
-        result = run_catalogue(mutants, args.budget, traces=args.traces,
+        result = run_catalogue(mutants, args.budget, mutant_sections(args.budget), traces=args.traces,
                                baseline=not args.no_baseline, progress=show)
     except (AnchorError, TraceError) as e:
         raise UsageError(str(e)) from None

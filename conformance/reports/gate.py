@@ -30,11 +30,12 @@ from wgk.conformance.oracle.races import RACES, race
 from wgk.conformance.oracle.replay import replay
 from wgk.conformance.oracle.select import systems_for
 from wgk.conformance.oracle.systems import StepError
-from wgk.conformance.reports import tracematrix
+from wgk.conformance.reports import impl_mutants, tracematrix
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
 from wgk.conformance.traces.format import load_traces
 from wgk.conformance.z3 import mutants as mutants_mod
 from wgk.conformance.oracle.mutant_traces import trace_verdicts
+from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS
 from wgk.conformance.z3.prove import Bounds, prove
 from wgk.conformance.z3.unbounded import model_report
 from wgk.conformance.z3.witnesses import witness_reports
@@ -58,7 +59,9 @@ BUDGETS = {
                          Instance(tasks=2, groups=("core", "env", "operator", "legacy"),
                                   review=True)],
              "crash-cuts": ["in-process", "kill"],
-             "fuzz": {"examples": 2000, "steps": 60, "tasks": 3}},
+             "fuzz": {"examples": 2000, "steps": 60, "tasks": 3},
+             # every planted bug of wgk.impl, each through the sections of this budget
+             "impl-mutants": "default"},
 }
 
 CRASH_MODES = ("in-process", "kill")
@@ -335,13 +338,30 @@ def trace_matrix_checks(budget: str, progress: Progress | None) -> list[Check]:
     return out
 
 
+def mutant_sections(budget: str) -> list[str]:
+    """The sections an implementation mutant runs through on ``budget`` (those that run the
+    implementation and that the budget runs), cheapest first."""
+    return impl_mutants.impl_sections(n for n, _ in SECTIONS if BUDGETS[budget].get(n))
+
+
+def impl_mutant_checks(budget: str, progress: Progress | None) -> list[Check]:
+    """Every planted bug of the implementation must be killed by the gate's own sections (on
+    the budget this section's value names), each in a child process on a patched copy."""
+    on = impl_mutants.mutant_budget(budget, BUDGETS[budget]["impl-mutants"])
+    meter = Meter("impl-mutants", len(IMPL_MUTANTS) + 1, progress)
+    return impl_mutants.catalogue_checks(impl_mutants.run_catalogue(
+        list(IMPL_MUTANTS), on, mutant_sections(on),
+        progress=lambda n, total, r: meter.step(f"{r.mutant.name}: {r.verdict}")))
+
+
 #: Sections that take the loaded traces.
 TRACE_SECTIONS = ("replay", "crash-cuts")
 
 SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mutant_checks),
                                         ("explore", explore_checks), ("replay", replay_checks),
                                         ("crash-cuts", crash_cut_checks), ("fuzz", fuzz_checks),
-                                        ("trace-matrix", trace_matrix_checks)]
+                                        ("trace-matrix", trace_matrix_checks),
+                                        ("impl-mutants", impl_mutant_checks)]
 
 
 def run_section(name: str, budget: str, progress: Progress | None = None, *,

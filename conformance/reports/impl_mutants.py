@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from wgk.conformance.oracle.impl_mutants import IDENTITY, ImplMutant, Patch, child_env, materialize
+from wgk.conformance.reports.gate_report import Check
 
 #: Sections that check only the model (or are this one): a mutant of the implementation
 #: cannot change their verdict, so they are not run for it.
@@ -150,15 +151,12 @@ def run_mutant(m: ImplMutant, budget: str, sections: list[str], *,
 Progress = Callable[[int, int, MutantRun], None]
 
 
-def run_catalogue(mutants: list[ImplMutant], budget: str, *, sections: list[str] | None = None,
+def run_catalogue(mutants: list[ImplMutant], budget: str, sections: list[str], *,
                   traces: list[str] | None = None, baseline: bool = True,
                   progress: Progress | None = None, timeout: float = 1800.0) -> CatalogueRun:
     """Every mutant (after the baseline) through the implementation's gate sections."""
     if budget not in MUTANT_BUDGETS:
         raise ValueError(f"mutants run on the {' or '.join(MUTANT_BUDGETS)} budget, not {budget!r}")
-    if sections is None:
-        from wgk.conformance.reports.gate import BUDGETS, SECTIONS
-        sections = impl_sections(n for n, _ in SECTIONS if BUDGETS[budget].get(n))
     t0 = time.perf_counter()
     base = None
     total = len(mutants) + (1 if baseline else 0)
@@ -176,5 +174,54 @@ def run_catalogue(mutants: list[ImplMutant], budget: str, *, sections: list[str]
     return CatalogueRun(budget, base, runs, time.perf_counter() - t0)
 
 
+def mutant_budget(budget: str, value) -> str:
+    """The gate budget named by a budget's ``impl-mutants`` value (read by value)."""
+    if value not in MUTANT_BUDGETS:
+        raise ValueError(f"budget {budget}: impl-mutants must name a budget of "
+                         f"{', '.join(MUTANT_BUDGETS)}, not {value!r}")
+    return value
+
+
+def catalogue_checks(result: CatalogueRun) -> list[Check]:
+    """The run as gate checks: the baseline, one per killed mutant (pass), one per survivor
+    the catalogue does not explain (fail), and the kill rate against its target. A
+    survivor the catalogue explains is listed in the kill rate's data, not passed."""
+    b = result.baseline
+    out = []
+    if b is not None:
+        ok = b.verdict == "survived"
+        out.append(Check("impl-mutants", "baseline: the unmutated copy passes", "pass" if ok else
+                         "error", b.seconds, "" if ok else f"{b.section} {b.check}: {b.detail}"
+                         if b.section else b.detail, {"sections": b.sections}))
+        if not ok:
+            return out
+    for r in result.runs:
+        m = r.mutant
+        if r.killed:
+            out.append(Check("impl-mutants", m.name, "pass", r.seconds,
+                             f"killed by {r.section}: {r.check}", r.to_json(), group=m.category))
+        elif r.verdict == "error":
+            out.append(Check("impl-mutants", m.name, "error", r.seconds, r.detail, r.to_json(),
+                             group=m.category))
+        elif not m.survives:
+            out.append(Check("impl-mutants", m.name, "fail", r.seconds,
+                             f"survived, and the catalogue expects it killed: wgk mutants --impl "
+                             f"--only {m.name}", r.to_json(), group=m.category))
+    known = [r.mutant.name for r in result.runs if r.verdict == "survived" and r.mutant.survives]
+    ok = result.rate >= TARGET_RATE
+    out.append(Check("impl-mutants", "kill rate", "pass" if ok else "fail", result.seconds,
+                     f"{result.killed} of {len(result.runs)} killed ({result.rate:.0%}, target "
+                     f"{TARGET_RATE:.0%})" + (f"; survivors: {', '.join(known)}" if known else ""),
+                     {"survivors": {n: MUTANT_REASONS.get(n, "") for n in known}}))
+    return out
+
+
+def _reasons() -> dict[str, str]:
+    from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS
+    return {m.name: m.survives for m in IMPL_MUTANTS}
+
+
+MUTANT_REASONS = _reasons()
+
 __all__ = ["CatalogueRun", "MODEL_SECTIONS", "MUTANT_BUDGETS", "MutantRun", "TARGET_RATE",
-           "impl_sections", "run_catalogue", "run_mutant", "run_patches"]
+           "catalogue_checks", "impl_sections", "mutant_budget", "run_catalogue", "run_mutant", "run_patches"]
