@@ -122,8 +122,8 @@ def test_a_false_budget_value_skips_the_section_and_says_so(tmp_path, capsys, mo
     assert out["sections"]["replay"]["verdict"] == "pass"
     skipped = [s.get("name") for s in junit.findall("testsuite") if s.get("skipped") == "1"]
     assert sorted(skipped) == ["crash-cuts", "explore", "fuzz", "impl-mutants", "mutants", "prove",
-                              "trace-matrix"]
-    assert len(junit.findall(".//testcase/skipped")) == 7
+                              "trace-matrix", "verify-guards"]
+    assert len(junit.findall(".//testcase/skipped")) == 8
 
 
 def test_the_summary_lists_skipped_sections(tmp_path, capsys, monkeypatch):

@@ -91,3 +91,43 @@ def test_the_command_lists_the_catalogue_as_json():
     assert p.returncode == 0, p.stderr
     names = [m["name"] for m in json.loads(p.stdout)["mutants"]]
     assert names == [m.name for m in IMPL_MUTANTS]
+
+
+# --- a guard marker counts only if disabling it makes a check fail ---------------------------
+
+
+def _marker(path: str, statement: str):
+    from wgk.conformance.reports.tracematrix import guards
+    found, _ = guards()
+    for g in found:
+        if g.path == path and (ROOT / path).read_text().splitlines()[g.line - 1].strip() == statement:
+            return g
+    raise AssertionError(f"no marker above {statement!r} in {path}")
+
+
+def test_every_marker_can_be_disabled_by_an_exact_patch_or_says_why():
+    from wgk.conformance.reports.guard_verify import disabling_patch
+    from wgk.conformance.reports.tracematrix import guards
+    found, _ = guards()
+    cannot = []
+    for g in found:
+        patch, head, why = disabling_patch(g)
+        if patch is None:
+            cannot.append((g.path, head, why))
+            continue
+        assert check_anchors([ImplMutant("disabled", "rules", "d", "b", (patch,))]) == [], g
+    assert len(cannot) <= 2, cannot
+    g = _marker("impl/proc.py", 'if state in (b"Z", b"X"):')
+    patch, _, _ = disabling_patch(g)
+    assert patch.new.endswith("if False:") and "# guards: liveness-needs-exact-birth" in patch.old
+
+
+def test_a_disabled_guard_that_a_check_sees_guards_and_one_it_cannot_guards_nothing():
+    from wgk.conformance.reports.guard_verify import verify_guards
+    fence = _marker("impl/rules.py", "if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\")
+    zombie = _marker("impl/proc.py", 'if state in (b"Z", b"X"):')
+    verdicts = verify_guards("quick", ["replay"], traces=[TRACE], timeout=300,
+                             only=lambda g: g in (fence, zombie))
+    by = {v.guard: v for v in verdicts}
+    assert by[fence].verdict == "guards" and by[fence].by.startswith("replay"), by[fence].to_json()
+    assert by[zombie].verdict == "guards-nothing", by[zombie].to_json()

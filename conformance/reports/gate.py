@@ -30,7 +30,7 @@ from wgk.conformance.oracle.races import RACES, race
 from wgk.conformance.oracle.replay import replay
 from wgk.conformance.oracle.select import systems_for
 from wgk.conformance.oracle.systems import StepError
-from wgk.conformance.reports import impl_mutants, tracematrix
+from wgk.conformance.reports import guard_verify, impl_mutants, trace_support, tracematrix
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
 from wgk.conformance.traces.format import load_traces
 from wgk.conformance.z3 import mutants as mutants_mod
@@ -61,7 +61,9 @@ BUDGETS = {
              "crash-cuts": ["in-process", "kill"],
              "fuzz": {"examples": 2000, "steps": 60, "tasks": 3},
              # every planted bug of wgk.impl, each through the sections of this budget
-             "impl-mutants": "default"},
+             "impl-mutants": "default",
+             # every '# guards:' marker disabled in turn, through the quick budget's sections
+             "verify-guards": "quick"},
 }
 
 CRASH_MODES = ("in-process", "kill")
@@ -315,13 +317,16 @@ def mutant_checks(budget: str, progress: Progress | None) -> list[Check]:
     return out
 
 
-def trace_matrix_checks(budget: str, progress: Progress | None) -> list[Check]:
-    """Every invariant traced: model rule, z3 proof, traces, crash cuts, runtime guard."""
+def trace_matrix_checks(budget: str, progress: Progress | None,
+                        passed_cuts: dict[str, int] | None = None) -> list[Check]:
+    """Every invariant traced: model rule, z3 proof, traces, crash cuts, runtime guard
+    (``passed_cuts``: the crash-cuts section's passed cuts per trace, not run again)."""
     _flag(budget, "trace-matrix", BUDGETS[budget]["trace-matrix"])
     tasks = _prove_tasks(budget)
     meter = Meter("trace-matrix", None, progress)
     t0 = time.perf_counter()
-    m = tracematrix.build(tasks=tasks, progress=lambda msg: meter.note(msg.strip()))
+    m = tracematrix.build(tasks=tasks, progress=lambda msg: meter.note(msg.strip()),
+                          passed_cuts=passed_cuts)
     each = (time.perf_counter() - t0) / max(1, len(m.rows))
     out = [Check("trace-matrix", r.invariant, "fail" if r.missing() else "pass", each,
                  f"no {', '.join(r.missing())}: wgk trace-matrix" if r.missing() else "")
@@ -345,13 +350,17 @@ def mutant_sections(budget: str) -> list[str]:
 
 
 def impl_mutant_checks(budget: str, progress: Progress | None) -> list[Check]:
-    """Every planted bug of the implementation must be killed by the gate's own sections (on
-    the budget this section's value names), each in a child process on a patched copy."""
-    on = impl_mutants.mutant_budget(budget, BUDGETS[budget]["impl-mutants"])
+    """Every planted bug of the implementation is killed by the gate's own sections."""
     meter = Meter("impl-mutants", len(IMPL_MUTANTS) + 1, progress)
-    return impl_mutants.catalogue_checks(impl_mutants.run_catalogue(
-        list(IMPL_MUTANTS), on, mutant_sections(on),
-        progress=lambda n, total, r: meter.step(f"{r.mutant.name}: {r.verdict}")))
+    return impl_mutants.section_checks(budget, BUDGETS[budget]["impl-mutants"], mutant_sections,
+                                       meter.step)
+
+
+def verify_guard_checks(budget: str, progress: Progress | None) -> list[Check]:
+    """Every guard marker guards something: disabled, a section's check fails."""
+    meter = Meter("verify-guards", None, progress)
+    return guard_verify.section_checks(budget, BUDGETS[budget]["verify-guards"], mutant_sections,
+                                       meter.step)
 
 
 #: Sections that take the loaded traces.
@@ -361,12 +370,14 @@ SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mut
                                         ("explore", explore_checks), ("replay", replay_checks),
                                         ("crash-cuts", crash_cut_checks), ("fuzz", fuzz_checks),
                                         ("trace-matrix", trace_matrix_checks),
-                                        ("impl-mutants", impl_mutant_checks)]
+                                        ("impl-mutants", impl_mutant_checks),
+                                        ("verify-guards", verify_guard_checks)]
 
 
 def run_section(name: str, budget: str, progress: Progress | None = None, *,
                 loaded: list | None = None, sources: list[str] | None = None,
-                counterexamples: str = COUNTEREXAMPLES) -> Section:
+                counterexamples: str = COUNTEREXAMPLES,
+                passed_cuts: dict[str, int] | None = None) -> Section:
     """One section on the budget's value for it: skipped when that value is false or missing,
     an error naming the section when it checks nothing or raises."""
     value = BUDGETS[budget].get(name)
@@ -382,6 +393,8 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
             checks = fn(budget, progress, loaded)
         elif name == "fuzz":
             checks = fn(budget, progress, counterexamples)
+        elif name == "trace-matrix":
+            checks = fn(budget, progress, passed_cuts)
         else:
             checks = fn(budget, progress)
         if not checks:
@@ -417,8 +430,12 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
     impl_system.use_backend(backend)
     try:
         sections = [race_section(budget, progress, backend)] if backend is not None else []
-        sections += [run_section(name, budget, progress, loaded=loaded, sources=sources,
-                                 counterexamples=counterexamples) for name, _ in SECTIONS]
+        for name, _ in SECTIONS:
+            cut = next((s for s in sections if s.name == "crash-cuts"), None)
+            sections.append(run_section(name, budget, progress, loaded=loaded, sources=sources,
+                                        counterexamples=counterexamples,
+                                        passed_cuts=trace_support.passed_cuts(cut.checks)
+                                        if cut is not None and not cut.skipped else None))
     finally:
         impl_system.use_backend(None)
     return GateResult(budget, sections, time.perf_counter() - t0)

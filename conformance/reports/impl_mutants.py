@@ -182,6 +182,16 @@ def mutant_budget(budget: str, value) -> str:
     return value
 
 
+def section_checks(budget: str, value, sections_for: Callable[[str], list[str]],
+                   step: Callable[[str], None]) -> list[Check]:
+    """The gate's impl-mutants section: the whole catalogue on the budget ``value`` names."""
+    from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS
+    on = mutant_budget(budget, value)
+    return catalogue_checks(run_catalogue(list(IMPL_MUTANTS), on, sections_for(on),
+                                          progress=lambda n, total, r: step(
+                                              f"{r.mutant.name}: {r.verdict}")))
+
+
 def catalogue_checks(result: CatalogueRun) -> list[Check]:
     """The run as gate checks: the baseline, one per killed mutant (pass), one per survivor
     the catalogue does not explain (fail), and the kill rate against its target. A
@@ -224,4 +234,4 @@ def _reasons() -> dict[str, str]:
 MUTANT_REASONS = _reasons()
 
 __all__ = ["CatalogueRun", "MODEL_SECTIONS", "MUTANT_BUDGETS", "MutantRun", "TARGET_RATE",
-           "catalogue_checks", "impl_sections", "mutant_budget", "run_catalogue", "run_mutant", "run_patches"]
+           "catalogue_checks", "impl_sections", "section_checks", "mutant_budget", "run_catalogue", "run_mutant", "run_patches"]
