@@ -50,6 +50,10 @@ class Repository(Protocol):
         """Pin every byte of ``wt`` that its content id leaves out (ignored files) under
         ``ref``; the pinned content id, or None when there is nothing such."""
 
+    def uncaptured(self, wt: str) -> list[str]:
+        """What removing ``wt`` would lose that no ref keeps (ignored files no WorkSave
+        captured, a worktree inside it); [] when nothing."""
+
     def remove_worktree(self, wt: str) -> None:
         """Remove exactly the worktree ``wt`` (nothing else); no-op when it is gone; refused
         (``EnvError``) when it holds bytes nothing keeps."""
@@ -165,6 +169,9 @@ class MemoryRepository:
 
     def keep_ignored(self, wt: str, ref: str) -> str | None:
         return None           # a content id here names every byte of the worktree
+
+    def uncaptured(self, wt: str) -> list[str]:
+        return []
 
     def remove_worktree(self, wt: str) -> None:
         if self.worktrees.pop(wt, _GONE) is not _GONE:

@@ -189,7 +189,12 @@ class GitRepository:
         return everything
 
     def uncaptured(self, wt: str) -> list[str]:
-        """The ignored files of a worktree whose bytes no kernel ref holds ([]: all kept)."""
+        """What removing the worktree would lose that no ref keeps: a worktree inside it, or
+        its ignored files when no kernel ref holds their bytes ([]: nothing)."""
+        real = os.path.realpath(self.worktree_path(wt))
+        inside = sorted(p for p in self._registered() if p.startswith(real + os.sep))
+        if inside:
+            return [f"worktree {p}" for p in inside]
         files = self.ignored_files(wt)
         if not files:
             return []
@@ -210,15 +215,11 @@ class GitRepository:
         worktree, never one holding another worktree or ignored bytes no ref keeps."""
         path = self.worktree_path(wt)
         real = os.path.realpath(path)
-        registered = self._registered()
-        if real in registered:
+        if real in self._registered():
             # guards: retained-work-never-erased
-            inside = sorted(p for p in registered if p.startswith(real + os.sep))
-            if inside:
-                raise GitError(f"worktree {path} holds another worktree ({inside[0]}); not removed")
             lost = self.uncaptured(wt)
             if lost:
-                raise GitError(f"worktree {path} holds ignored files no WorkSave captured "
+                raise GitError(f"worktree {path} holds what no ref keeps "
                                f"({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''}); not removed")
             self.git("worktree", "remove", "--force", path)
         if real in self._registered() or os.path.exists(path):

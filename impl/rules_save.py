@@ -168,7 +168,7 @@ def commit_cleanup(ctx: Ctx) -> Outcome:
     t = ctx.record
     view = ctx.observe.worktree(t)
     # guards: retained-work-never-erased
-    if view.present and view.content != t.saved_work:
+    if view.present and (view.content != t.saved_work or ctx.observe.uncaptured(t)):
         return reject(ctx, "writer-not-quiescent")
     new = advance(t, "cleanup-committed", worktree_lease=False,
                   receipts=t.with_receipts(cleanup=t.binding))

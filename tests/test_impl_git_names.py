@@ -221,12 +221,12 @@ def test_longest_names_work_end_to_end_on_real_git(tmp_path, repo, worker):
 
 def test_cleanup_never_removes_a_worktree_holding_another(tmp_path, repo, worker):
     """A worktree someone made inside the attempt's worktree is not removed with it: the
-    cleanup refuses, the kernel records nothing, and both worktrees keep their bytes (the
-    operator decides: the attempt's saved bytes name the nested tree as a gitlink only)."""
+    cleanup is refused (``writer-not-quiescent``, the removal itself refuses too), and both
+    worktrees keep their bytes."""
     k = kernel(tmp_path, repo)
     k.create_graph("g", [TaskPolicy("a")])
     assert dispatch(k, "a", worker) == {"decision": "applied"}
-    cand = commit_all_in(repo, "a/f1", "a.txt", "work\n")
+    commit_all_in(repo, "a/f1", "a.txt", "work\n")
     inner = os.path.join(repo.worktree_path("a/f1"), "nested")
     repo.git("worktree", "add", "--detach", inner, repo.target())
     with open(os.path.join(inner, "live.txt"), "w") as f:
@@ -235,10 +235,13 @@ def test_cleanup_never_removes_a_worktree_holding_another(tmp_path, repo, worker
     k.converge()                                    # saves the work (the nested tree a gitlink)
     assert tx(k, "a", "validate", "validator", candidate=k.record("a").candidate,
               verdict="pass")["decision"] == "applied"
-    with pytest.raises(GitError, match="holds another worktree"):
-        k.converge()
+    report = k.converge()
+    assert report.sent[-1].request["kind"] == "commit-cleanup"
+    assert report.sent[-1].response == {"decision": "rejected", "code": "writer-not-quiescent"}
     assert k.record("a").phase == "cleanup-prepared"
+    with pytest.raises(GitError, match="holds what no ref keeps .*nested"):
+        repo.remove_worktree("a/f1")
     assert open(os.path.join(inner, "live.txt")).read() == "someone's unsaved work\n"
-    assert os.path.exists(repo.worktree_path("a/f1")) and cand
+    assert os.path.exists(os.path.join(repo.worktree_path("a/f1"), "a.txt"))
     assert k.audit().ok and k.rebuild().ok
     k.close()
