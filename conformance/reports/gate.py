@@ -17,7 +17,6 @@ import traceback
 from typing import Callable
 
 from wgk.conformance.oracle import impl_system
-from wgk.conformance.oracle.races import RACES, race
 from wgk.conformance.reports.gate_budget import (
     BUDGETS, BUNDLED_TRACES, COUNTEREXAMPLES, CRASH_MODES, Meter, Nothing, Progress, Tick,
     bundled_traces,
@@ -26,6 +25,7 @@ from wgk.conformance.reports.gate_model import (
     explore_checks, instance_name, mutant_checks, prove_checks, trace_matrix_checks,
     unbounded_checks,
 )
+from wgk.conformance.reports.gate_real import contract_checks, race_checks
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
 from wgk.conformance.reports.gate_traces import crash_cut_checks, fuzz_checks, replay_checks
 from wgk.conformance.traces.format import load_traces
@@ -38,14 +38,16 @@ __all__ = ["BUDGETS", "SECTIONS", "Check", "GateResult", "Section", "Tick", "bun
 TRACE_SECTIONS = ("replay", "crash-cuts")
 
 SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mutant_checks),
-                                        ("explore", explore_checks), ("replay", replay_checks),
-                                        ("crash-cuts", crash_cut_checks), ("fuzz", fuzz_checks),
+                                        ("explore", explore_checks), ("contract", contract_checks),
+                                        ("replay", replay_checks),
+                                        ("crash-cuts", crash_cut_checks), ("races", race_checks),
+                                        ("fuzz", fuzz_checks),
                                         ("trace-matrix", trace_matrix_checks)]
 
 
 def run_section(name: str, budget: str, progress: Progress | None = None, *,
                 loaded: list | None = None, sources: list[str] | None = None,
-                counterexamples: str = COUNTEREXAMPLES) -> Section:
+                counterexamples: str = COUNTEREXAMPLES, backend: str | None = None) -> Section:
     """One section on the budget's value for it: skipped when that value is false or missing,
     an error naming the section when it checks nothing or raises."""
     value = BUDGETS[budget].get(name)
@@ -61,6 +63,8 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
             checks = fn(budget, progress, loaded)
         elif name == "fuzz":
             checks = fn(budget, progress, counterexamples)
+        elif name == "races":
+            checks = fn(budget, progress, backend)
         else:
             checks = fn(budget, progress)
         if not checks:
@@ -77,7 +81,6 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
     return section
 
 
-
 def run_gate(budget: str = "default", progress: Progress | None = None, *,
              traces: list[str] | None = None,
              counterexamples: str = COUNTEREXAMPLES,
@@ -92,31 +95,10 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
     loaded = load_traces(sources)          # TraceError: bad input
     impl_system.use_backend(backend)
     try:
-        sections = [race_section(budget, progress, backend)] if backend is not None else []
-        sections += [run_section(name, budget, progress, loaded=loaded, sources=sources,
-                                 counterexamples=counterexamples) for name, _ in SECTIONS]
+        sections = [run_section(name, budget, progress, loaded=loaded, sources=sources,
+                                counterexamples=counterexamples, backend=backend)
+                    for name, _ in SECTIONS]
     finally:
         impl_system.use_backend(None)
     return GateResult(budget, sections, time.perf_counter() - t0)
 
-
-def race_section(budget: str, progress: Progress | None, dsn: str) -> Section:
-    """The race incidents as real multi-process races on PostgreSQL: one winner a round."""
-    rounds = {"quick": 100, "default": 100, "deep": 300}[budget]
-    t0 = time.perf_counter()
-    checks = []
-    try:
-        for name in RACES:
-            r = race(dsn, name, processes=8, rounds=rounds)
-            checks.append(Check("races", name, "pass" if r.ok else "fail", r.seconds,
-                                "" if r.ok else r.problems[0], r.to_json()))
-        if not checks:
-            raise Nothing("no race to run")
-    except Exception as e:             # noqa: BLE001 -- reported as the section's error verdict
-        checks = [Check("races", "races", "error", time.perf_counter() - t0,
-                        f"raised {type(e).__name__}: {e}".splitlines()[0],
-                        {"traceback": traceback.format_exc()})]
-    section = Section("races", checks, time.perf_counter() - t0)
-    if progress:
-        progress(Tick("races", len(checks), len(checks), section.seconds, section.verdict, final=True))
-    return section

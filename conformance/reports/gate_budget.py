@@ -16,15 +16,18 @@ from typing import Callable
 from wgk.conformance.check.explore import Instance
 
 BUDGETS = {
-    "quick": {"prove": 2, "mutants": True, "replay": True, "trace-matrix": False,
+    "quick": {"prove": 2, "mutants": True, "replay": True, "trace-matrix": False, "contract": True,
+              "races": {"processes": 3, "rounds": 20},
               "explore": [Instance(tasks=1), Instance(tasks=2)],
               "crash-cuts": ["in-process"],
               "fuzz": {"examples": 30, "steps": 25, "tasks": 2}},
     "default": {"prove": 3, "unbounded": True, "mutants": True, "replay": True, "trace-matrix": True,
+                "contract": True, "races": {"processes": 8, "rounds": 100},
                 "explore": [Instance(tasks=3)],
                 "crash-cuts": ["in-process"],
                 "fuzz": {"examples": 150, "steps": 40, "tasks": 3}},
     "deep": {"prove": 4, "unbounded": True, "mutants": True, "replay": True, "trace-matrix": True,
+             "contract": True, "races": {"processes": 8, "rounds": 300},
              "explore": [Instance(tasks=3),
                          Instance(tasks=1, attempts=2, groups=("core", "env", "evidence", "operator",
                                                                "legacy")),
