@@ -95,21 +95,21 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
     _m("conflict-answered-as-duplicate", "idempotency",
        "a used key is answered from the journal without comparing the request's digest",
        "idempotency-conflict-holds",
-       ("kernel.py", "        if digest != r.digest:\n            return decision(REJECTED, "
-                     '"idempotency-conflict")',
-        "        if False:\n            return decision(REJECTED, \"idempotency-conflict\")")),
+       ("handling.py", "    if digest != r.digest:\n        return decision(REJECTED, "
+                       '"idempotency-conflict")',
+        "    if False:\n        return decision(REJECTED, \"idempotency-conflict\")")),
     _m("duplicate-decided-again", "idempotency",
        "a re-sent request is decided again instead of being answered from the journal",
        "idempotent-replay",
-       ("kernel.py", "            if used is not None:\n                return self._answer_used(r, used)\n"
-                     "            with self.store.atomic(r.key) as unit:",
-        "            with self.store.atomic(r.key) as unit:")),
+       ("handling.py", "        if used is not None:\n            return answer_used(r, used)\n"
+                       "        with kernel.store.atomic(r.key) as unit:",
+        "        with kernel.store.atomic(r.key) as unit:")),
     _m("hold-journaled", "idempotency",
        "a 'not yet' rejection (dependency-not-done, assignment-required) is journaled, so "
        "the same key is answered with the stale rejection once the dependency is Done",
        "idempotent-replay (a key's answer is the decision of its request)",
-       ("kernel.py", '    return response.get("decision") == REJECTED and response.get("code") in HOLD_CODES',
-        "    return False")),
+       ("handling.py", '    return response.get("decision") == REJECTED and response.get("code") in UNJOURNALED',
+        '    return response.get("decision") == REJECTED and response.get("code") == "bad-name"')),
     _m("keys-not-scoped", "idempotency",
        "journal keys are not scoped by their sender, so one principal can squat another's key",
        "keys-per-principal",
@@ -129,14 +129,14 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
     _m("batch-effect-behind-uncommitted", "group-commit",
        "in a batch, a request's external effect runs behind requests decided but not yet "
        "committed", "every intent an effect relies on is durable before it happens",
-       ("kernel.py", "answers.append(self._in_savepoint(r, may_perform=not answers))",
-        "answers.append(self._in_savepoint(r, may_perform=True))"),
+       ("handling.py", "answers.append(_in_savepoint(kernel, r, may_perform=not answers))",
+        "answers.append(_in_savepoint(kernel, r, may_perform=True))"),
        survives=_NO_BATCH),
     _m("batch-skips-journal", "group-commit",
        "a batched request is decided without looking up its key in the journal",
        "idempotent-replay in group commit",
-       ("kernel.py", "                self._lock_and_sync(r)\n            used = self._journal(r.key)",
-        "                self._lock_and_sync(r)\n            used = None"),
+       ("handling.py", "            lock_and_sync(kernel, r)\n        used = journal(kernel, r.key)",
+        "            lock_and_sync(kernel, r)\n        used = None"),
        survives=_NO_BATCH),
     # --- git ---------------------------------------------------------------------------------
     _m("land-without-cas", "git",
@@ -160,9 +160,10 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
     _m("snapshot-ignores-untracked", "git",
        "the worktree snapshot leaves out untracked files, so a WorkSave of new files saves "
        "the start commit", "worksave-exact (WorkSave captures tracked, deleted and untracked bytes)",
-       ("git.py", '"--untracked-files=all"', '"--untracked-files=no"'),
-       ("git.py", 'self.git("add", "-A", ".", cwd=path, env=env)',
-        'self.git("add", "-u", ".", cwd=path, env=env)'),
+       ("git.py", '"--untracked-files=all",\n                          "--ignore-submodules=none"',
+        '"--untracked-files=no",\n                          "--ignore-submodules=none"'),
+       ("git.py", 'self.git("add", "-A", *(["--force"] if ignored else []), ".", cwd=path, env=env)',
+        'self.git("add", "-u", *(["--force"] if ignored else []), ".", cwd=path, env=env)'),
        survives=_NO_REAL_GIT),
     _m("effect-not-reobserved", "git",
        "a land is not re-observed from the target's reflog after a crash, so it is "
@@ -197,8 +198,8 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
     _m("admission-last-dependency", "readiness",
        "dispatch admits a task when its last dependency is Done, whatever the others",
        "dependency-needs-done",
-       ("kernel.py", "deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps),",
-        "deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps[-1:]),"),
+       ("handling.py", "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps),",
+        "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps[-1:]),"),
        survives=("no trace or fuzz graph has a task with two dependencies; a fan-in or "
                  "diamond graph would see it")),
     # --- planner -----------------------------------------------------------------------------

@@ -67,11 +67,15 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
         ("first = t.running and not t.reserved", "first = t.running"),
     ("audit.py", "for effect, name, candidate, base in kernel.conn.execute("):
         ("lost = [c for c in (candidate, base) if c and not descends(target, c)]", "lost = []"),
-    ("kernel.py", "return decision(DUPLICATE, original=json.loads(response))"):
+    ("handling.py", "return decision(DUPLICATE, original=json.loads(response))"):
         ("original=json.loads(response)", "original=None"),
-    ("kernel.py", "if outcome.changes_state and outcome.effects:"):
+    ("handling.py", "if outcome.changes_state and outcome.effects:"):
         ("if outcome.changes_state and outcome.effects:", "if outcome.effects:"),
-    ("kernel.py", "if outcome.changes_state:"): ("if outcome.changes_state:", "if True:"),
+    ("handling.py", "if outcome.changes_state:"): ("if outcome.changes_state:", "if True:"),
+    ("git.py", "return ([safe(head)] if kind else []) + [safe(task), safe(leaf)]"):
+        ("[safe(task), safe(leaf)]", "[task, leaf]"),
+    ("git.py", "lost = self.uncaptured(wt)"): ("self.uncaptured(wt)", "[]"),
+    ("graph.py", 'bad = names.describe("task", s.name)'): ('names.describe("task", s.name)', "None"),
 }
 
 #: Pytest node ids that also count for a marker (a guard only a real backend exercises),
