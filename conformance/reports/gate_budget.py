@@ -34,7 +34,9 @@ BUDGETS = {
                          Instance(tasks=2, groups=("core", "env", "operator", "legacy"),
                                   review=True)],
              "crash-cuts": ["in-process", "kill"],
-             "fuzz": {"examples": 2000, "steps": 60, "tasks": 3}},
+             "fuzz": {"examples": 2000, "steps": 60, "tasks": 3},
+             # every planted bug of wgk.impl, each through the sections of this budget
+             "impl-mutants": "default"},
 }
 
 CRASH_MODES = ("in-process", "kill")
