@@ -92,7 +92,7 @@ CODES = (
     "continuation-unproven", "review-required", "worktree-missing", "effect-not-observed",
     "held", "evidence-missing", "nothing-retained", "unknown-occurrence", "attempt-live",
     "not-authenticated", "role-not-held",
-    "base-mismatch", "worktree-changed",
+    "base-mismatch", "bad-name", "worktree-unsaved",
 )
 
 # --- attempts, owners, transaction --------------------------------------------------

@@ -191,7 +191,7 @@ def prepare_cleanup(s, i, t, r):
 def commit_cleanup(s, i, t, r):
     """Remove exactly the planned worktree (re-observed if already gone) and release its lease."""
     return guarded(
-        [(any_of(not_(t.worktree_present), t.worktree == t.saved_work), Code.WORKTREE_CHANGED)],
+        [(any_of(not_(t.worktree_present), t.worktree == t.saved_work), Code.WORKTREE_UNSAVED)],
         lambda: s.put(i, advance(
             t, Phase.CLEANUP_COMMITTED, worktree_present=False, worktree_lease=False,
             receipts=t.with_receipt(Receipt.CLEANUP, binding(t)),

@@ -137,7 +137,8 @@ class Code(Labelled):
     NOT_AUTHENTICATED = 22
     ROLE_NOT_HELD = 23
     BASE_MISMATCH = 24
-    WORKTREE_CHANGED = 25      # the worktree no longer holds the saved bytes (commit-cleanup)
+    BAD_NAME = 25
+    WORKTREE_UNSAVED = 26      # the worktree holds bytes nothing saved (commit-cleanup)
 
 
 class AttemptState(Labelled):

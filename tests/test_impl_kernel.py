@@ -277,7 +277,7 @@ def test_a_missing_or_changed_worktree_is_refused_under_its_own_code(tmp_path):
     wt = k.record("b").worktree_id
     world.repository.write(wt, "c-b-late")
     assert tx(k, "b", "commit-cleanup", "cleanup") == \
-        {"decision": "rejected", "code": "worktree-changed"}
+        {"decision": "rejected", "code": "worktree-unsaved"}
     assert world.repository.observe_worktree(wt).content == "c-b-late"     # nothing erased
 
 

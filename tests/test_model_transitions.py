@@ -370,7 +370,7 @@ def test_a_missing_or_changed_worktree_is_refused_under_its_own_code():
     dispatch(d, "a")
     to_phase(d, "a", K.PREPARE_CLEANUP)
     _behind_its_back(d, worktree=WORK + 1)
-    rejects(d, K.COMMIT_CLEANUP, A.CLEANUP, "worktree-changed")
+    rejects(d, K.COMMIT_CLEANUP, A.CLEANUP, "worktree-unsaved")
 
 
 def test_block_upgrade_and_reconcile(one):

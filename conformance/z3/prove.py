@@ -251,10 +251,6 @@ class Prover:
                            init, enabled)
 
 
-#: The former name of ``Instance.proof``, still imported by conformance/reports/gate.py.
-Bounds = Instance.proof
-
-
 def prove(inst: Instance = Instance.proof(), sem: Semantics = MODEL, only: list[str] | None = None,
           lemmas: dict[str, Property] | None = None, replay: bool = True,
           progress: Callable[[str], None] | None = None) -> ProofReport:
