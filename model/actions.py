@@ -105,6 +105,8 @@ class Instance:
     rejections: bool = False   # also send edges whose source phase does not match
 
     detours: int = 1           # side-exit round trips per transaction (upgrade block)
+    every_kind: bool = False   # also send the kinds SYMBOLIC_ONLY leaves to the symbolic
+                               # checks (generated request sequences send every kind)
     evidence_ids: int | None = None   # evidence ids per kind in the symbolic checks
                                       # (None: 2 with the group "evidence", else 1)
 
@@ -261,6 +263,19 @@ def _liveness_requests(c: _Caller) -> Iterator[Request]:
         yield Request(K.FAIL, Actor.WORKER, name, cap=c.stale(), evidence="stale")
 
 
+def _quiet_requests(c: _Caller) -> Iterator[Request]:
+    """The kinds that only record evidence or count (``SYMBOLIC_ONLY``), for an instance that
+    sends every kind."""
+    if not (c.inst.every_kind and "evidence" in c.inst.groups):
+        return
+    name, cap = c.name, c.cap()
+    yield Request(K.HEARTBEAT, Actor.WORKER, name, cap=cap, evidence="hb")
+    yield Request(K.OBSERVE_EOF, Actor.PROCESS_OBSERVER, name, cap=cap, evidence="stream")
+    yield Request(K.PROVIDER_FAILURE, Actor.DAEMON, name, cap=cap, evidence="pf")
+    yield Request(K.OWNERSHIP_CONTENTION, Actor.OPERATOR, name, evidence="caller")
+    yield Request(K.LOG, Actor.WORKER, name, cap=cap)
+
+
 def _transaction_requests(c: _Caller) -> Iterator[Request | None]:
     """Every edge of the SaveTransaction, in order (``None`` where ``tx`` leaves one out)."""
     t, tx = c.t, c.tx
@@ -310,6 +325,7 @@ def requests_for(inst: Instance, s: State, i: int) -> Iterator[Request | None]:
     if c.t.attempt_state != AttemptState.RUNNING:
         return  # a closed attempt only hears late reports and messages
     yield from _liveness_requests(c)
+    yield from _quiet_requests(c)
     yield from _transaction_requests(c)
     yield from _operator_requests(c)
 

@@ -48,6 +48,12 @@ def test_each_group_enumerates_the_kinds_the_bmc_templates_cover(group):
     assert enumerated_kinds(inst) == declared - SYMBOLIC_ONLY
 
 
+def test_an_instance_of_every_kind_sends_the_symbolic_only_kinds_too():
+    from dataclasses import replace
+    inst = replace(_wide(("core", "evidence")), every_kind=True)
+    assert enumerated_kinds(inst) == set(GROUP_KINDS["core"]) | set(GROUP_KINDS["evidence"])
+
+
 def test_core_alone():
     inst = _wide(("core",))
     assert template_kinds(inst) == set(GROUP_KINDS["core"]) == enumerated_kinds(inst)

@@ -1,7 +1,9 @@
 """Hypothesis stateful testing: generated request sequences from every actor.
 
-A ``RuleBasedStateMachine`` draws requests (well-formed, stale, unauthorized,
-replayed with the same key, same key with other bytes) and environment steps
+A ``RuleBasedStateMachine`` draws requests (well-formed ones from the model's one
+enumeration of what bounded actors send, ``wgk.model.actions``; then sometimes stale,
+unauthorized, for an unknown task, with other bytes, replayed with the same key, same
+key with other bytes) and environment steps
 (owner death, pid reuse, target movement, edits, clock, crash + recover, lost
 responses re-sent by their client). Every step goes to the model and, in
 lockstep, to a system under test if one is given; the oracle checks decisions,
@@ -21,16 +23,14 @@ from hypothesis import HealthCheck, Phase, settings, strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
-from wgk.conformance.check.driver import current_capability, current_phase
-from wgk.model.actions import PARAMS, WITH_EVIDENCE, WITH_IMPORTS
+from wgk.model.actions import WITH_EVIDENCE, Instance, task_steps
 from wgk.model.projections import next_edge
-from wgk.model.vocab import (
-    Actor, AttemptState, Exit, Kind, AUTHORITY, NEEDS_CAPABILITY,
-    TRANSACTION_KINDS,
-)
+from wgk.model.requests import Request
+from wgk.model.vocab import Actor, AttemptState, Exit, Kind
 
 from wgk.conformance.oracle.lockstep import Observed, Oracle
 from wgk.conformance.oracle.systems import ModelSystem, StepError
+from wgk.conformance.oracle.wire import request_to_wire
 
 CONTENTS = ("w1", "w2", "w3", "w4")
 EVIDENCE = ("e1", "e2", "e3")
@@ -62,6 +62,23 @@ class Run:
 LAST_RUN = Run()
 
 
+#: Bounds no run of the machine reaches: the enumeration never runs out of attempts,
+#: generations or candidate versions.
+UNBOUNDED = 99
+#: The request groups of the enumeration the machine draws from: all but the environment's
+#: (the machine's own rule takes environment steps) and the intruder's (the machine varies
+#: the actor of any request itself).
+FUZZ_GROUPS = ("core", "evidence", "operator", "legacy")
+
+
+def fuzz_instance(config: FuzzConfig) -> Instance:
+    """The instance whose enumeration (``wgk.model.actions``) gives the machine its
+    well-behaved requests: every kind, and transaction edges from any phase."""
+    return Instance(tasks=config.tasks, attempts=UNBOUNDED, generations=UNBOUNDED,
+                    versions=UNBOUNDED, groups=FUZZ_GROUPS, review=config.review,
+                    rejections=True, every_kind=True)
+
+
 def _kinds_by_weight() -> list[Kind]:
     heavy = [Kind.DISPATCH, Kind.SUBMIT, Kind.QUIESCE, Kind.SAVE_WORK, Kind.SEAL_CANDIDATE,
              Kind.VALIDATE, Kind.ACCEPT, Kind.RECORD_DISPOSITION, Kind.PREPARE_EFFECT,
@@ -71,6 +88,7 @@ def _kinds_by_weight() -> list[Kind]:
     return heavy * 3 + [k for k in Kind if k not in rare] + list(rare)
 
 
+#: The kinds a drawn request is of, the main line's weighted up and the drastic ones down.
 KINDS = _kinds_by_weight()
 
 
@@ -89,110 +107,92 @@ def _progress_kind(m: ModelSystem, task: str) -> Kind:
     return Kind(edge) if edge else Kind.SUBMIT
 
 
-def _carries(kind: Kind, name: str) -> bool:
-    """The kind carries the request field ``name`` (``wgk.model.actions.PARAMS``)."""
-    return name in PARAMS.get(kind, ())
+def _stale(data, label: str) -> int:
+    """0 (current) or, one time in ten, 1 (a step behind)."""
+    return data.draw(st.sampled_from([0] * 9 + [1]), label=label)
 
 
 class _Drawing:
-    """Drawing one request like some client would: mostly well-formed and current, sometimes
-    stale, unauthorized, for an unknown task or with mismatched bytes."""
+    """Drawing one request like some client would: a request the model's bounded actors
+    send (``actions.task_steps``), mostly the one that moves its task forward, then
+    sometimes made stale, unauthorized, for an unknown task or with other bytes."""
 
     model: ModelSystem
     names: list[str]
-    pid: int
+    inst: Instance
 
-    def _task_and_kind(self, data) -> tuple[str, Kind]:
+    def _task(self, data) -> str:
         m = self.model
         active = [n for n in self.names if m.state.task(n).attempt_state == AttemptState.RUNNING
                   or all(m.state.tasks[d].phase == 13 for d in m.graph.deps[m.graph.index[n]])]
         pool = active or self.names
-        task = data.draw(st.sampled_from(pool + ["ghost"] if data.draw(st.integers(0, 30)) == 0
+        return data.draw(st.sampled_from(pool + ["ghost"] if data.draw(st.integers(0, 30)) == 0
                                          else pool), label="task")
-        if task in m.graph.index and data.draw(st.integers(0, 9), label="progress") < 6:
-            return task, _progress_kind(m, task)
-        return task, data.draw(st.sampled_from(KINDS), label="kind")
 
-    def _capability(self, data, req: dict, kind: Kind, task: str) -> None:
-        if kind not in NEEDS_CAPABILITY:
-            return
-        c = current_capability(self.model.state, task)
+    def _well_behaved(self, data, task: str) -> Request:
+        """A request of the kind that moves ``task`` forward, or of a drawn kind (drawing the
+        kind first keeps a shrunk run's requests when earlier steps are dropped)."""
+        m = self.model
+        options = [r for r in task_steps(self.inst, m.state, m.graph.index[task])
+                   if isinstance(r, Request)]
+        if data.draw(st.integers(0, 9), label="progress") < 6:
+            kind = _progress_kind(m, task)
+        else:
+            kind = data.draw(st.sampled_from(KINDS), label="kind")
+        return data.draw(st.sampled_from([r for r in options if r.kind == kind] or options),
+                         label="request")
+
+    def _capability(self, data, req: dict) -> None:
         mode = data.draw(st.sampled_from(["current"] * 8 + ["stale", "none", "no-lease"]),
                          label="cap")
-        if mode != "none":
-            req["cap"] = {"graph": c.graph, "task": c.task, "generation": c.generation,
-                          "attempt": c.attempt - (mode == "stale"), "fence": c.fence - (mode == "stale"),
-                          "lease-epoch": 0 if mode == "no-lease" else c.lease_epoch}
+        c = req["cap"]
+        if mode == "none":
+            del req["cap"]
+        elif mode == "stale":
+            req["cap"] = dict(c, attempt=c["attempt"] - 1, fence=c["fence"] - 1)
+        elif mode == "no-lease":
+            req["cap"] = dict(c, **{"lease-epoch": 0})
 
-    def _expectations(self, data, req: dict, kind: Kind, task: str, t) -> None:
-        """The compare-and-set fields: expected phase/revision, attempt, generation."""
-        if kind in TRANSACTION_KINDS:
-            if t is not None:
-                req["expected-phase"] = current_phase(self.model.state, task).label
-                req["expected-revision"] = t.revision - data.draw(st.sampled_from([0] * 9 + [1]),
-                                                                  label="stale-revision")
-            else:
-                req["expected-phase"], req["expected-revision"] = "absent", 0
-        if _carries(kind, "expected_attempt"):
-            req["expected-attempt"] = (t.attempt if t is not None else 0) - data.draw(
-                st.sampled_from([0] * 9 + [1]), label="stale-attempt")
-        if _carries(kind, "expected_generation"):
-            req["expected-generation"] = t.generation if t is not None else 0
+    def _expectations(self, data, req: dict) -> None:
+        """The compare-and-set fields, sometimes a step behind."""
+        for name in ("expected-revision", "expected-attempt"):
+            if name in req:
+                req[name] -= _stale(data, f"stale-{name[9:]}")
 
-    def _owner(self, data, req: dict, kind: Kind, t) -> None:
-        m = self.model
-        known = t is not None
-        if _carries(kind, "pid"):
-            self.pid += 1
-            same = kind == Kind.RESUME and known and data.draw(st.booleans(), label="same-session")
-            req["owner"] = {"pid": self.pid, "birth": 10 * self.pid,
-                            "session": m.names.sname(t.session) if same else f"s{self.pid}",
-                            "wrapper-epoch": (t.wrapper_epoch + 1) if known else 1,
-                            "child-epoch": (t.child_epoch + 1) if known else 1}
-        if kind in WITH_IMPORTS and known and t.retained and data.draw(st.booleans()):
-            req["imports"] = m.names.cname(t.retained)
+    def _owner(self, data, req: dict, kind: Kind) -> None:
+        """A resume sometimes claims the attempt from another session."""
+        if kind == Kind.RESUME and not data.draw(st.booleans(), label="same-session"):
+            req["owner"] = dict(req["owner"], session=f"s{req['owner']['pid']}")
 
-    def _payload(self, data, req: dict, kind: Kind, t) -> None:
-        """Candidate, base, verdict, disposition, evidence id and reason."""
-        m = self.model
-        if _carries(kind, "candidate"):
-            options = CONTENTS + (("main-0",) if kind == Kind.RECONSTRUCT else ())
-            if t is not None:
-                current = {Kind.SAVE_WORK: t.worktree, Kind.REVISE: t.worktree,
-                           Kind.RECONSTRUCT: m.state.target}.get(kind, t.candidate)
-                if current:
-                    options = (m.names.cname(current),) * 6 + options
-            req["candidate"] = data.draw(st.sampled_from(options), label="candidate")
-        if _carries(kind, "base"):
-            base = {Kind.SAVE_WORK: t.built_on, Kind.COMMIT_EFFECT: t.base,
-                    Kind.REVISE: m.state.target}.get(kind, m.state.target) if t is not None else 0
-            req["base"] = m.names.cname(base) if base else "main-0"
-        if kind == Kind.VALIDATE:
-            req["verdict"] = data.draw(st.sampled_from(["pass"] * 4 + ["fail"]), label="verdict")
-        if kind == Kind.ACCEPT:
-            req["verdict"] = data.draw(st.sampled_from(["pass", "not-required", "not-required", "fail"]),
-                                       label="verdict")
+    def _payload(self, data, req: dict, kind: Kind) -> None:
+        """Other bytes: another candidate, verdict, disposition or evidence id."""
+        if "candidate" in req:
+            req["candidate"] = data.draw(st.sampled_from((req["candidate"],) * 6 + CONTENTS),
+                                         label="candidate")
+        if kind in (Kind.VALIDATE, Kind.ACCEPT) and data.draw(st.integers(0, 4)) == 0:
+            verdicts = ["pass", "fail"] + (["not-required"] if kind == Kind.ACCEPT else [])
+            req["verdict"] = data.draw(st.sampled_from(verdicts), label="verdict")
         if kind == Kind.RECORD_DISPOSITION:
             req["disposition"] = data.draw(st.sampled_from(["land", "land", "deliver", "report"]),
                                            label="disposition")
         if kind in WITH_EVIDENCE:
             req["evidence"] = data.draw(st.sampled_from(EVIDENCE), label="evidence")
-        if kind == Kind.BLOCK_UPGRADE:
-            req["reason"] = "version-skew"
 
     def _request(self, data) -> dict:
-        task, kind = self._task_and_kind(data)
-        allowed = sorted(AUTHORITY[kind], key=int)
-        actor = data.draw(st.sampled_from(allowed) if data.draw(st.integers(0, 15))
-                          else st.sampled_from(list(Actor)), label="actor")
-        req: dict[str, Any] = {"kind": kind.label, "actor": actor.label, "task": task}
+        task = self._task(data)
         known = task in self.model.graph.index
-        t = self.model.state.task(task) if known else None
-        if known:
-            self._capability(data, req, kind, task)
-        self._expectations(data, req, kind, task, t)
-        self._owner(data, req, kind, t)
-        self._payload(data, req, kind, t)
+        r = self._well_behaved(data, task if known else self.names[0])
+        req = request_to_wire(r, self.model.names)
+        if data.draw(st.integers(0, 15)) == 0:
+            req["actor"] = data.draw(st.sampled_from(list(Actor)), label="actor").label
+        if not known:
+            req["task"] = task
+            req.pop("cap", None)
+        elif "cap" in req:
+            self._capability(data, req)
+        self._expectations(data, req)
+        self._owner(data, req, r.kind)
+        self._payload(data, req, r.kind)
         return req
 
 
@@ -212,7 +212,7 @@ class _KernelMachine(_Drawing, RuleBasedStateMachine):
         self.steps: list[dict] = []
         self.last_request: dict | None = None
         self.unacked: dict | None = None
-        self.pid = 5000
+        self.inst = fuzz_instance(config)
         LAST_RUN.steps = self.steps
 
     def _key(self, data, req: dict) -> None:
