@@ -247,7 +247,12 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "the effect is committed without checking that the review names the exact candidate",
        "promotion-needs-review-of-exact-candidate",
        ("rules_save.py", '    if t.receipt("review") != t.binding:\n        return reject(ctx, "review-required")',
-        '    if False:\n        return reject(ctx, "review-required")')),
+        '    if False:\n        return reject(ctx, "review-required")'),
+       survives=("defence in depth: the SaveTransaction's phase order already admits "
+                 "commit-effect only after an accept that wrote the review receipt of the "
+                 "same binding (and revise clears every receipt), so no run the model allows "
+                 "reaches this check with a missing review; only a second bug (a skipped "
+                 "phase edge) makes it visible")),
 )
 
 MUTANTS_BY_NAME: dict[str, ImplMutant] = {m.name: m for m in IMPL_MUTANTS}
