@@ -66,8 +66,9 @@ def test_a_mutant_is_planted_in_a_copy_never_in_the_installed_source(tmp_path):
 
 
 def test_the_model_only_sections_are_not_run_for_an_implementation_mutant():
-    assert impl_sections(["prove", "mutants", "explore", "replay", "crash-cuts", "fuzz",
-                          "trace-matrix", "contract"]) == ["replay", "fuzz", "crash-cuts", "contract"]
+    assert impl_sections(["prove", "mutants", "explore", "contract", "replay", "crash-cuts", "races",
+                          "fuzz", "trace-matrix", "new-section"]) == \
+        ["replay", "contract", "races", "fuzz", "new-section", "crash-cuts"]
 
 
 def test_the_mutant_that_changes_nothing_survives():
