@@ -346,33 +346,6 @@ def test_revise_and_mark_repair(one):
     assert t.receipts[Receipt.REVIEW].fence == 0
 
 
-def _behind_its_back(d, **change) -> None:
-    """The world changes the task's worktree without a request (no environment step does)."""
-    from dataclasses import replace
-    i = d.state.graph.index["a"]
-    d.state = d.state.put(i, replace(d.task("a"), **change))
-
-
-def test_a_missing_or_changed_worktree_is_refused_under_its_own_code():
-    d = chain("a")
-    dispatch(d, "a")
-    to_phase(d, "a", K.QUIESCE)
-    _behind_its_back(d, worktree_present=False)
-    rejects(d, K.SAVE_WORK, A.WRAPPER, "worktree-missing", candidate=WORK, base=BASE)
-    d = chain("a")
-    dispatch(d, "a")
-    to_phase(d, "a", K.PREPARE_EFFECT)
-    d.env(EnvKind.MOVE_TARGET, content=40)
-    ok(d, K.MARK_REPAIR, A.DAEMON)
-    _behind_its_back(d, worktree_present=False)
-    rejects(d, K.REVISE, A.WORKER, "worktree-missing", candidate=WORK, base=40)
-    d = chain("a")
-    dispatch(d, "a")
-    to_phase(d, "a", K.PREPARE_CLEANUP)
-    _behind_its_back(d, worktree=WORK + 1)
-    rejects(d, K.COMMIT_CLEANUP, A.CLEANUP, "worktree-unsaved")
-
-
 def test_block_upgrade_and_reconcile(one):
     dispatch(one, "a")
     rejects(one, K.BLOCK_UPGRADE, A.DAEMON, "illegal-phase-edge", reason=Reason.VERSION_SKEW)
