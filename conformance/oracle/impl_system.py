@@ -29,7 +29,7 @@ from wgk.impl import (
 from wgk.impl import pg
 from wgk.conformance.oracle.impl_world import apply_env
 from wgk.conformance.oracle.systems import (
-    CONVERGE, StepError, credential_of, daemon_principal, env_part, split_principal,
+    CONVERGE, StepError, credential_of, daemon_principal, env_part, split_principal, with_ready,
 )
 
 #: The database every ImplSystem opens: None for a SQLite file in its directory, or a
@@ -173,7 +173,7 @@ class ImplSystem:
         self.kernel = Kernel(self.path, self.world.environment(), hook=self.hook)
 
     def project(self) -> dict:
-        return self.kernel.project()
+        return with_ready(self.kernel.project(), self.kernel.ready())
 
     def check(self) -> list[str]:
         return []

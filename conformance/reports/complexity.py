@@ -50,8 +50,9 @@ BUDGET: dict[str, tuple[int, str]] = {
     "child-commands": (3, "short-lived git invocations only (argument lists, no shell)"),
     "loc-model": (2400, "the normative model stays small enough to read in a sitting"),
     "loc-impl": (4200, "the reference implementation: store (SQLite and PostgreSQL), ledger, rules, principals, git, /proc"),
-    "loc-conformance": (11500, "checkers, adapters, the view, the unbounded proof and the command line"),
-    "loc-total": (18500, "model + impl + conformance, with the kernel's command line and demo and the view"),
+    "loc-conformance": (12800, "checkers, adapters, the view, the unbounded proof, the command line, "
+                               "and the gate on real effects (contract, races, convergence, batches)"),
+    "loc-total": (19800, "model + impl + conformance, with the kernel's command line and demo and the view"),
 }
 
 

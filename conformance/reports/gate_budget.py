@@ -20,12 +20,14 @@ BUDGETS = {
               "races": {"processes": 3, "rounds": 20},
               "explore": [Instance(tasks=1), Instance(tasks=2)],
               "crash-cuts": ["in-process"],
-              "fuzz": {"examples": 30, "steps": 25, "tasks": 2}},
+              "fuzz": {"examples": 30, "steps": 25, "tasks": 2,
+                       "shapes": ["chain", "fan-in", "diamond"]}},
     "default": {"prove": 3, "unbounded": True, "mutants": True, "replay": True, "trace-matrix": True,
                 "contract": True, "races": {"processes": 8, "rounds": 100},
                 "explore": [Instance(tasks=3)],
                 "crash-cuts": ["in-process"],
-                "fuzz": {"examples": 150, "steps": 40, "tasks": 3}},
+                "fuzz": {"examples": 150, "steps": 40, "tasks": 3,
+                         "shapes": ["chain", "fan-in", "diamond"]}},
     "deep": {"prove": 4, "unbounded": True, "mutants": True, "replay": True, "trace-matrix": True,
              "contract": True, "races": {"processes": 8, "rounds": 300},
              "explore": [Instance(tasks=3),
@@ -34,7 +36,8 @@ BUDGETS = {
                          Instance(tasks=2, groups=("core", "env", "operator", "legacy"),
                                   review=True)],
              "crash-cuts": ["in-process", "kill"],
-             "fuzz": {"examples": 2000, "steps": 60, "tasks": 3}},
+             "fuzz": {"examples": 2000, "steps": 60, "tasks": 3,
+                      "shapes": ["chain", "fan-in", "diamond"]}},
 }
 
 CRASH_MODES = ("in-process", "kill")

@@ -5,6 +5,7 @@ import time
 
 from wgk.conformance.oracle.crashcuts import crash_cuts
 from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
+from wgk.conformance.oracle.fuzz_shapes import SHAPES
 from wgk.conformance.oracle.impl_system import factory
 from wgk.conformance.oracle.replay import replay
 from wgk.conformance.oracle.select import systems_for
@@ -67,23 +68,36 @@ def crash_cut_checks(budget: str, progress: Progress | None, loaded: list) -> li
     return out
 
 
+def fuzz_shapes(budget: str, b: dict) -> list[str]:
+    """The graph shapes the fuzz section runs (a chain when the budget names none)."""
+    shapes = b.get("shapes", ["chain"])
+    if not isinstance(shapes, (list, tuple)) or not shapes or not set(shapes) <= set(SHAPES):
+        raise ValueError(f"budget {budget}: fuzz.shapes must list shapes of {', '.join(SHAPES)}, "
+                         f"not {shapes!r}")
+    return list(shapes)
+
+
 def fuzz_checks(budget: str, progress: Progress | None,
                 out_dir: str = COUNTEREXAMPLES) -> list[Check]:
-    """Generated request sequences through the model and the implementation in lockstep."""
+    """Generated request sequences through the model and the implementation in lockstep, on
+    every graph shape the budget lists (one check each)."""
     b = BUDGETS[budget]["fuzz"]
     if not isinstance(b, dict):
         raise ValueError(f"budget {budget}: fuzz must map examples, steps and tasks, not {b!r}")
     examples, steps, tasks = (count_of(budget, "fuzz", b.get(k), k) for k in ("examples", "steps", "tasks"))
-    meter = Meter("fuzz", examples, progress)
+    shapes = fuzz_shapes(budget, b)
+    meter = Meter("fuzz", examples * len(shapes), progress)
     make = factory()
-
-    def counted(graph):                   # one system per generated run
-        meter.step(f"{examples}x{steps}, {tasks} tasks")
-        return make(graph)
-    t0 = time.perf_counter()
-    r = run_fuzz(FuzzConfig(tasks=tasks, system=counted), examples=examples,
-                 steps=steps, seed=0, out_dir=out_dir)
-    return [Check("fuzz", f"lockstep {examples}x{steps}", r.verdict,
-                  time.perf_counter() - t0,
-                  (r.failure or "").splitlines()[0] if r.failure else "", r.to_json())]
-
+    out = []
+    for shape in shapes:
+        def counted(graph):                   # one system per generated run
+            meter.step(f"{shape}: {examples}x{steps}, {tasks} tasks")
+            return make(graph)
+        t0 = time.perf_counter()
+        r = run_fuzz(FuzzConfig(tasks=tasks, shape=shape, system=counted), examples=examples,
+                     steps=steps, seed=0, out_dir=out_dir)
+        name = f"lockstep {examples}x{steps}" + ("" if shape == "chain" else f" {shape}")
+        out.append(Check("fuzz", name, r.verdict, time.perf_counter() - t0,
+                         (r.failure or "").splitlines()[0] if r.failure else "",
+                         dict(r.to_json(), shape=shape)))
+    return out
