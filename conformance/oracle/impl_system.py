@@ -192,3 +192,44 @@ class ImplSystem:
 def factory():
     """For ``wgk fuzz --system impl``: graph spec -> a fresh implementation."""
     return lambda graph: ImplSystem(graph)
+
+
+class TwoKernels(ImplSystem):
+    """Two kernels (two connections) on one database and one world, taking a trace's steps in
+    turn; the state is read through the kernel that did not take the last step, so each sees
+    what the other committed (no cache may outlive another connection's commit)."""
+
+    name = "impl"
+
+    def __init__(self, source: Any, initial: dict | None = None, **kw):
+        super().__init__(source, initial, **kw)
+        self.kernels = [self.kernel, Kernel(self.path, self.world.environment(), hook=self.hook)]
+        self.turn = 0
+
+    def apply(self, step: dict) -> dict | None:
+        self.kernel = self.kernels[self.turn % 2]
+        self.turn += 1
+        return super().apply(step)
+
+    def _other(self) -> Kernel:
+        return self.kernels[self.turn % 2]
+
+    def project(self) -> dict:
+        other = self._other()
+        return with_ready(other.project(), other.ready())
+
+    def crash(self) -> None:
+        """Both kernels lose everything volatile and reopen on the same database and world."""
+        for k in self.kernels:
+            try:
+                k.close()
+            except Exception:
+                pass
+        self.kernels = [Kernel(self.path, self.world.environment(), hook=self.hook) for _ in (0, 1)]
+        self.kernel = self.kernels[(self.turn - 1) % 2]
+
+    def close(self) -> None:
+        try:
+            self._other().close()
+        finally:
+            super().close()
