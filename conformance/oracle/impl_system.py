@@ -28,6 +28,7 @@ from wgk.impl import (
 
 from wgk.impl import pg
 from wgk.conformance.oracle.impl_world import apply_env
+from wgk.conformance.oracle.real_world import RealWorld
 from wgk.conformance.oracle.systems import (
     CONVERGE, StepError, credential_of, daemon_principal, env_part, split_principal, with_ready,
 )
@@ -101,14 +102,17 @@ class ImplSystem:
     name = "impl"
 
     def __init__(self, source: Any, initial: dict | None = None, *, workdir: str | None = None,
-                 hook=no_hook):
+                 hook=no_hook, world: Any = "memory"):
         graph = getattr(source, "graph", source)
         initial = getattr(source, "initial", initial) or {}
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="wgk-impl-")
         self.workdir = workdir or self._tmp.name
         self._db = database(self.workdir)
         self.path = self._db.__enter__()
-        self.world = MemoryWorld.create(target=graph.get("target", "main-0"))
+        target = graph.get("target", "main-0")
+        self.world = (world if isinstance(world, RealWorld) else
+                      RealWorld(os.path.join(self.workdir, "world"), target) if world == "real"
+                      else MemoryWorld.create(target=target))
         self.hook = hook
         self.daemon = daemon_principal(graph)
         self.kernel = Kernel(self.path, self.world.environment(), hook=hook)
@@ -181,6 +185,8 @@ class ImplSystem:
     def close(self) -> None:
         try:
             self.kernel.close()
+            if hasattr(self.world, "close"):
+                self.world.close()
         finally:
             if self._db is not None:
                 self._db.__exit__(None, None, None)
