@@ -1,50 +1,35 @@
 """The kernel: one database (SQLite, or PostgreSQL for a DSN), one task graph, an
 injected environment.
 
-``handle(request)`` is the only way state changes after the graph exists:
-
-1. the journal: a used key with the same digest is a ``duplicate`` (the stored
-   response, no write at all); with another digest ``idempotency-conflict``
-   (no write either);
-2. ``BEGIN IMMEDIATE`` (on PostgreSQL: ``BEGIN`` and row locks on the task and its
-   dependencies, see ``pg``); the journal again (another process may have won);
-3. authority, the task, then ``rules.decide`` (K, CAS, the rule's guards);
-4. the decision's external effects, each a durable boundary through the hook
-   (a failed CAS turns the decision into ``cas-moved``);
-5. one ledger event, then ``apply_event`` writes the journal, the record's
-   changed rows, the facts and the status projection from that event;
-6. ``COMMIT`` (a boundary too).
-
-Graph edits, seeds and legacy records are ledger events as well, so every
-table can be rebuilt from the ledger by the same ``apply_event``.
+``handle(request)`` is the only way state changes after the graph exists (the
+request path is ``handling``); graph edits, seeds and legacy records are ledger
+events as well, so every table can be rebuilt from the ledger by the same
+``apply_event``. The caches here (ids, policies, records) are valid while no
+other connection commits; ``_sync`` drops them when one did.
 """
 from __future__ import annotations
 
-import json
-from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
 from . import audit as audit_
 from . import converge as converge_
-from . import legacy, observed
+from . import handling, legacy, names, observed
 from .apply import apply_event
-from .effects import CasMoved, perform
+from .effects import perform
 from .env import Environment
 from .errors import GraphError, SeedError
 from .graph import dependency_path, task_added_events
 from .hooks import Hook, no_hook
 from .ledger import LedgerVerdict
-from .principals import DENIED, Principal, Principals, scoped_key
+from .principals import Principal, Principals
 from .projection import Plan, StatusProjection, observable_task, plan, status
-from .records import EMPTY, TaskPolicy, TaskRecord, changed, record_to_json
-from .decision import Ctx, Observe, Outcome
-from .rules import decide
+from .records import TaskPolicy, TaskRecord, changed, record_to_json
+from .decision import Observe
 from .seeding import Initial, check_initial, seeded
 from .backends import open_store
 from .store import Pragmas, dumps
 from .tables import FactTables, TaskTables
-from .wire import BadRequest, Request, decision, parse
-from .vocabulary import DUPLICATE, REJECTED
+from .wire import Request
 
 
 class Kernel:
@@ -135,8 +120,9 @@ class Kernel:
     def create_graph(self, graph_id: str, tasks: Iterable[TaskPolicy] = (),
                      config: dict[str, str] | None = None) -> None:
         """Create the one graph of this database (its id is part of every K)."""
-        if not graph_id:
-            raise GraphError("a graph needs a non-empty id")
+        bad = names.describe("graph id", graph_id)
+        if bad is not None:
+            raise GraphError(bad)
         with self.store.atomic():
             self._sync()
             if self.graph_id is not None:
@@ -210,72 +196,12 @@ class Kernel:
             self._append("seed", {"task": task, "changes": record_to_json(changed(t, new)),
                                   "facts": facts})
 
-    # --- requests ------------------------------------------------------------------------------
+    # --- requests (the path itself is ``handling``) ---------------------------------------------
 
     def handle(self, wire: Any, credential: str | None = None) -> dict:
         """Decide one wire request sent with ``credential``; returns the wire decision
         (``BadRequest`` if malformed). A closed kernel authenticates before it reads."""
-        who = self.principals.authenticate(credential)
-        if who is DENIED:
-            return decision(REJECTED, "not-authenticated")      # nothing read, nothing written
-        r = self._as(who, parse(wire))
-        return self._retrying(lambda: self._handle(r))
-
-    def _handle(self, r: Request) -> dict:
-        try:
-            used = self._journal(r.key)           # duplicates: answered without any write
-            # guards: idempotent-replay, idempotency-conflict-holds
-            if used is not None:
-                return self._answer_used(r, used)
-            with self.store.atomic(r.key) as unit:
-                if self._lock_and_sync(r):         # another process committed meanwhile
-                    used = self._journal(r.key)
-                    if used is not None:
-                        unit.abandon()
-                        return self._answer_used(r, used)
-                response = self._decide_and_record(r)
-                if is_hold(response):
-                    unit.abandon()        # not an answer yet: nothing is written, the key stays free
-            return response
-        except BaseException:
-            self._version = None
-            self._forget()
-            raise
-
-    def _retrying(self, run, attempts: int = 50):
-        """Run a transaction again after a deadlock or serialization failure (PostgreSQL):
-        the same request, the same key, invisibly to the caller."""
-        for n in range(attempts):
-            try:
-                return run()
-            except Exception as e:
-                if n + 1 == attempts or not self.store.retryable(e):
-                    raise
-
-    def _lock_and_sync(self, r: Request) -> bool:
-        """Lock the request's task row and its dependencies' (PostgreSQL: the guards then
-        hold until COMMIT; SQLite's writer lock already covers them), then drop caches
-        that another connection's commit made stale."""
-        if not self.store.row_locks:
-            return self._sync()
-        if r.task not in self.ids():              # a task added by another connection
-            self._ids = None
-        tid = self.ids().get(r.task)
-        if tid is None:
-            return self._sync()
-        self.store.lock_tasks([tid])
-        stale = self._sync()
-        deps = self.policy(r.task).deps
-        if deps:
-            ids = self.ids()
-            self.store.lock_tasks([ids[d] for d in deps], share=True)
-            stale = self._sync() or stale
-        return stale
-
-    def _as(self, who: Principal | None, r: Request) -> Request:
-        """The request in its sender's journal namespace; its roles checked in ``_decide``."""
-        self._who = who
-        return r if who is None else replace(r, key=scoped_key(who, r.key))
+        return handling.handle(self, wire, credential)
 
     def handle_batch(self, wires: Sequence[Any], credential: str | None = None) -> list[dict]:
         """Decide several requests with one commit for all of them (group commit).
@@ -289,121 +215,10 @@ class Kernel:
         opens the next commit, so every intent it relies on is durable before it
         happens. A malformed request refuses the whole batch before anything runs
         (``BadRequest`` naming its position)."""
-        who = self.principals.authenticate(credential)
-        if who is DENIED:
-            return [decision(REJECTED, "not-authenticated") for _ in wires]
-        requests = []
-        for n, wire in enumerate(wires):
-            try:
-                requests.append(self._as(who, parse(wire)))
-            except BadRequest as e:
-                raise BadRequest(f"request {n}: {e}") from None
-        answers: list[dict] = []
-        try:
-            while len(answers) < len(requests):
-                answers += self._retrying(lambda: self._batch_commit(requests[len(answers):]))
-            return answers
-        except BaseException:
-            self._version = None
-            self._forget()
-            raise
-
-    def _batch_commit(self, requests: list[Request]) -> list[dict]:
-        """Decide a prefix of ``requests`` in one transaction; their answers once committed."""
-        answers: list[dict] = []
-        try:
-            with self.store.atomic(f"batch:{requests[0].key}"):
-                self._sync()
-                for r in requests:
-                    try:
-                        answers.append(self._in_savepoint(r, may_perform=not answers))
-                    except _CommitFirst:
-                        break                  # commit what is decided, then this one
-        except BaseException:
-            self._version = None
-            self._forget()
-            raise
-        return answers
-
-    def _in_savepoint(self, r: Request, may_perform: bool) -> dict:
-        with self.store.atomic(r.key) as unit:
-            if self.store.row_locks:
-                self._lock_and_sync(r)
-            used = self._journal(r.key)
-            if used is not None:
-                unit.abandon()
-                return self._answer_used(r, used)
-            response = self._decide_and_record(r, may_perform)
-            if is_hold(response):
-                unit.abandon()
-            return response
-
-    def _journal(self, key: str) -> tuple[str, str] | None:
-        return self.conn.execute("SELECT digest, response FROM journal WHERE key = ?",
-                                 (key,)).fetchone()
-
-    @staticmethod
-    def _answer_used(r: Request, used: tuple[str, str]) -> dict:
-        digest, response = used
-        # guards: idempotency-conflict-holds
-        if digest != r.digest:
-            return decision(REJECTED, "idempotency-conflict")
-        # guards: idempotent-replay
-        return decision(DUPLICATE, original=json.loads(response))
+        return handling.handle_batch(self, wires, credential)
 
     def _decide_and_record(self, r: Request, may_perform: bool = True) -> dict:
-        outcome, observe = self._decide(r)
-        facts = list(outcome.facts)
-        # guards: rejection-changes-nothing
-        if outcome.changes_state and outcome.effects:
-            if not may_perform:
-                raise _CommitFirst()
-            try:
-                facts += perform(self.env, self.hook, outcome.effects, r.key, outcome.record)
-            except CasMoved:
-                outcome = Outcome(REJECTED, "cas-moved", outcome.record)
-        response = decision(outcome.decision, outcome.code)
-        if is_hold(response):
-            return response
-        body: dict[str, Any] = {"digest": r.digest, "response": response}
-        changes = None
-        # guards: rejection-changes-nothing
-        if outcome.changes_state:
-            # guards: unchanged-outside-touches
-            changes = changed(self.record(r.task), outcome.record)
-            body["changes"] = record_to_json(changes)
-            body["facts"] = facts
-        if observe is not None and observe.log:
-            body["observed"] = observe.log
-        # the request's canonical bytes (those of its digest) are stored as they are
-        text = '{"request":' + r.canonical + "," + dumps(body)[1:]
-        seq = self.ledger.append("request", text, task=r.task, key=r.key)
-        apply_event(self, seq, "request", body, key=r.key, task=r.task,
-                    record=outcome.record if changes is not None else None, changes=changes)
-        return response
-
-    def _decide(self, r: Request) -> tuple[Outcome, Observe | None]:
-        # guards: role-held
-        if self._who is not None and r.actor not in self._who.roles:
-            return Outcome(REJECTED, "role-not-held", EMPTY), None
-        if not r.authorized:
-            return Outcome(REJECTED, "not-authorized", EMPTY), None
-        if r.task not in self.ids():
-            return Outcome(REJECTED, "unknown-task", EMPTY), None
-        policy = self.policy(r.task)
-        observe = self.observe(r.task)
-        ctx = Ctx(
-            graph_id=self.graph_id or "", policy=policy, record=self.record(r.task), request=r,
-            deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps),
-            seen=lambda kind, ident: self._seen(r.task, kind, ident),
-            observe=observe,
-        )
-        return decide(ctx), observe
-
-    def _seen(self, task: str, kind: str, ident: str) -> bool:
-        return self.conn.execute(
-            "SELECT 1 FROM evidence WHERE task = ? AND kind = ? AND ident = ?",
-            (self.ids()[task], kind, ident)).fetchone() is not None
+        return handling.decide_and_record(self, r, may_perform)
 
     # --- the ledger and the one write path ---------------------------------------------------------
 
@@ -482,15 +297,3 @@ class Kernel:
         return {name: observable_task(self, name, facts[name], self.observe(name))
                 for name in names}
 
-
-#: Rejections that only say "not yet" (an admission fact is missing): they are not an
-#: answer to the key, so nothing is journaled and the same key is decided again on re-send.
-HOLD_CODES = ("assignment-required", "dependency-not-done")
-
-
-def is_hold(response: dict) -> bool:
-    return response.get("decision") == REJECTED and response.get("code") in HOLD_CODES
-
-
-class _CommitFirst(Exception):
-    """A batched request would perform an effect behind uncommitted requests."""

@@ -74,20 +74,20 @@ def moved_target_refuses_the_land(repo) -> None:
     repo.move_target("moved-1")
     moved = repo.target()
     expect(moved != base, "move-target left the target where it was")
-    expect(repo.land("land-1", candidate, base) is False,
+    expect(repo.land("t/land-1", candidate, base) is False,
            "a land from a base the target has left was not refused (no compare-and-swap)")
     expect(repo.target() == moved, "a refused land moved the target")
-    expect(not repo.effect_observed("land-1"), "a refused land is observed as done")
+    expect(not repo.effect_observed("t/land-1"), "a refused land is observed as done")
 
 
 def land_from_the_current_target(repo) -> None:
     base = repo.target()
     candidate = _worked(repo, "t/f1", "work-1")
-    expect(repo.land("land-1", candidate, base) is True, "a land from the current target failed")
+    expect(repo.land("t/land-1", candidate, base) is True, "a land from the current target failed")
     expect(repo.target() == candidate, "the landed target is not the candidate")
-    expect(repo.effect_observed("land-1"), "a land is not re-observable as its effect")
-    expect(not repo.effect_observed("land-2"), "an effect never performed is observed")
-    expect(repo.land("land-3", candidate, base) is False,
+    expect(repo.effect_observed("t/land-1"), "a land is not re-observable as its effect")
+    expect(not repo.effect_observed("t/land-2"), "an effect never performed is observed")
+    expect(repo.land("t/land-3", candidate, base) is False,
            "a second land from the old base was not refused")
 
 
@@ -132,8 +132,8 @@ def pins_are_immutable(repo) -> None:
 def output_published_once(repo) -> None:
     candidate = _worked(repo, "t/f1", "work-1")
     target = repo.target()
-    repo.output("out-1", candidate, "deliver")
-    expect(repo.effect_observed("out-1"), "a published output is not observed")
+    repo.output("t/out-1", candidate, "deliver")
+    expect(repo.effect_observed("t/out-1"), "a published output is not observed")
     expect(repo.target() == target, "publishing an output moved the target")
 
 

@@ -21,12 +21,13 @@ from typing import Any, Protocol
 
 from wgk.model.env import EnvError, apply_env
 from wgk.model.invariants import step_violations, violations
-from wgk.model.kernel import Rules, decide
+from wgk.model.kernel import Decision, Rules, authenticated, decide
+from wgk.model.names import refused_name
 from wgk.model.observe import Names, observe
 from wgk.model.projections import ready_tasks
 from wgk.model.rules import RULES
 from wgk.model.state import Graph, GraphError, State, TaskState, initial_state
-from wgk.model.vocab import Actor, AttemptState, OwnerSeen
+from wgk.model.vocab import Actor, AttemptState, Code, DecisionKind, OwnerSeen
 
 from wgk.conformance.oracle.wire import WireError, env_from_wire, request_from_wire
 
@@ -171,6 +172,18 @@ def initial_model_state(graph: dict, initial: dict, names: Names) -> State:
 # --- the model as a system ---------------------------------------------------------------
 
 
+def decide_wire(s: State, r: Any, wire: Any, rules: Rules = RULES) -> tuple[Decision, State]:
+    """The model's decision for a wire request. A name outside the grammar
+    (``wgk.model.names``) is a wire-level refusal: once the sender is authenticated and
+    the key is not in its journal (which answers as always), ``rejected/bad-name``,
+    nothing journaled, nothing changed."""
+    if (refused_name(wire) is not None and authenticated(s, r)
+            and (r.key is None or s.journal.lookup(r.journal_key, r.digest)[0] is not True)):
+        return Decision(DecisionKind.REJECTED, Code.BAD_NAME), s
+    return decide(s, r, rules)
+
+
+
 class ModelSystem:
     """The executable model: decide() for requests, apply_env() for environment steps.
 
@@ -198,7 +211,7 @@ class ModelSystem:
                 r = request_from_wire(step["request"], self.names, "/request")
             except WireError as e:
                 raise StepError(str(e)) from None
-            d, self.state = decide(before, r, self.rules)
+            d, self.state = decide_wire(before, r, step["request"], self.rules)
             self.last = (before, r, d, self.state)
             self._violations = violations(self.state) + step_violations(*self.last)
             return d.to_json()

@@ -17,6 +17,8 @@ import traceback
 from typing import Callable
 
 from wgk.conformance.oracle import impl_system
+from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS
+from wgk.conformance.reports import impl_mutants
 from wgk.conformance.reports.gate_budget import (
     BUDGETS, BUNDLED_TRACES, COUNTEREXAMPLES, CRASH_MODES, Meter, Nothing, Progress, Tick,
     bundled_traces,
@@ -36,6 +38,22 @@ __all__ = ["BUDGETS", "SECTIONS", "Check", "GateResult", "Section", "Tick", "bun
            "run_gate", "run_section", "write_junit"]
 
 
+def mutant_sections(budget: str) -> list[str]:
+    """The sections an implementation mutant runs through on ``budget`` (those that run the
+    implementation and that the budget runs), cheapest first."""
+    return impl_mutants.impl_sections(n for n, _ in SECTIONS if BUDGETS[budget].get(n))
+
+
+def impl_mutant_checks(budget: str, progress: Progress | None) -> list[Check]:
+    """Every planted bug of the implementation must be killed by the gate's own sections (on
+    the budget this section's value names), each in a child process on a patched copy."""
+    on = impl_mutants.mutant_budget(budget, BUDGETS[budget]["impl-mutants"])
+    meter = Meter("impl-mutants", len(IMPL_MUTANTS) + 1, progress)
+    return impl_mutants.catalogue_checks(impl_mutants.run_catalogue(
+        list(IMPL_MUTANTS), on, mutant_sections(on),
+        progress=lambda n, total, r: meter.step(f"{r.mutant.name}: {r.verdict}")))
+
+
 #: Sections that take the loaded traces.
 TRACE_SECTIONS = ("replay", "crash-cuts", "two-kernels", "batches")
 
@@ -46,7 +64,8 @@ SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mut
                                         ("two-kernels", two_kernel_checks), ("batches", batch_checks),
                                         ("races", race_checks),
                                         ("fuzz", fuzz_checks),
-                                        ("trace-matrix", trace_matrix_checks)]
+                                        ("trace-matrix", trace_matrix_checks),
+                                        ("impl-mutants", impl_mutant_checks)]
 
 
 def run_section(name: str, budget: str, progress: Progress | None = None, *,

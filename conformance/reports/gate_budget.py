@@ -40,7 +40,9 @@ BUDGETS = {
                                   review=True)],
              "crash-cuts": ["in-process", "kill"],
              "fuzz": {"examples": 2000, "steps": 60, "tasks": 3,
-                      "shapes": ["chain", "fan-in", "diamond"]}},
+                      "shapes": ["chain", "fan-in", "diamond"]},
+             # every planted bug of wgk.impl, each through the sections of this budget
+             "impl-mutants": "default"},
 }
 
 CRASH_MODES = ("in-process", "kill")
