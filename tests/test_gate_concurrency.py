@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wgk.impl import kernel as kernel_mod, ledger as ledger_mod
+from wgk.impl import handling, ledger as ledger_mod
 from wgk.conformance.oracle.batches import batch_replay, groups
 from wgk.conformance.reports import gate
 from wgk.conformance.traces.format import load_trace
@@ -55,9 +55,9 @@ def test_group_commit_replays_with_crash_cuts_inside_every_batch():
 
 
 def test_an_effect_behind_uncommitted_requests_fails_a_batch_cut(monkeypatch):
-    real = kernel_mod.Kernel._in_savepoint
-    monkeypatch.setattr(kernel_mod.Kernel, "_in_savepoint",
-                        lambda self, r, may_perform: real(self, r, True))
+    real = handling._in_savepoint
+    monkeypatch.setattr(handling, "_in_savepoint",
+                        lambda kernel, r, may_perform: real(kernel, r, may_perform=True))
     r = batch_replay(load_trace(LOST), size=3)
     bad = [c for c in r.cuts if c.verdict == "fail"]
     assert bad and bad[0].divergences[0].what == "recovered-state"

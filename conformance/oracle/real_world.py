@@ -89,6 +89,12 @@ class NamedGit:
     def pin(self, ref: str, content: str) -> None:
         self.git.pin(ref, self._oid(content))
 
+    def keep_ignored(self, wt: str, ref: str) -> str | None:
+        return self._name(self.git.keep_ignored(wt, ref))
+
+    def uncaptured(self, wt: str) -> list[str]:
+        return self.git.uncaptured(wt)
+
     def remove_worktree(self, wt: str) -> None:
         self.git.remove_worktree(wt)
 
