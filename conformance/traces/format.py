@@ -137,7 +137,8 @@ def schema_errors(doc: Any) -> list[tuple[str, str]]:
         return []
     best = jsonschema.exceptions.best_match(errors)
     ordered = [best] + [e for e in errors if e is not best]
-    return [(pointer(e.absolute_path), _one_line(e.message)) for e in ordered]
+    return [(inputs.short(pointer(e.absolute_path), 120), inputs.short(_one_line(e.message), 160))
+            for e in ordered]
 
 
 def semantic_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
@@ -175,7 +176,7 @@ def validate(doc: Any, path: str = "<trace>") -> None:
     holds, then the schema, the names (``inputs``), the graph and its references."""
     bad = inputs.value_problem(doc)
     if bad is not None:
-        raise TraceError(path, pointer(bad[0]), bad[1])
+        raise TraceError(path, inputs.short(pointer(bad[0]), 120), bad[1])
     errs = schema_errors(doc)
     if not errs:
         errs = [(pointer(at), message) for at, message in inputs.name_problems(doc)]

@@ -63,7 +63,7 @@ def value_problem(doc: Any) -> tuple[list, str] | None:
             continue
         elif isinstance(v, int):
             if not INT_MIN <= v <= INT_MAX:
-                return path, f"integer {short(str(v), 24)} is outside 64 bits"
+                return path, f"an integer of {v.bit_length()} bits is outside 64 bits"
         elif isinstance(v, dict):
             for k in v:
                 problem = text_problem(k)
