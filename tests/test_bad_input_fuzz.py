@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from wgk.conformance.cli.main import main
-from wgk.impl import BadRequest, Kernel, MemoryWorld, TaskPolicy
+from wgk.impl import BadRequest, Kernel, LegacyError, MemoryWorld, TaskPolicy
 from wgk.impl.git import GitRepository, init_repository
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -325,3 +325,21 @@ def test_the_named_cases_are_refused_by_send(cli_db, capsys, monkeypatch):
     capsys.readouterr()
     assert main(["kernel", "--db", db, "send", deep_text]) == 2
     assert "JSON nested too deeply" in capsys.readouterr().err
+
+
+def test_the_named_cases_are_refused_by_the_legacy_import(tmp_path):
+    k = fresh_kernel(str(tmp_path / "k.db"))
+    before = k.verify_ledger()
+    for raw, says in ((b'{"id": "b", "status": "do\xffne"}\n', ":1: 'status' 'do\\udcffne' is not "
+                                                                "Unicode text"),
+                      (b'{"id": "b", "status": "\\ud800"}\n', ":1: 'status' '\\ud800' is not"),
+                      (b'{"id": "b"}\n' + b"[" * DEEP + b"]" * DEEP + b"\n", ":2: JSON nested"),
+                      (b'[{"id": "b", "n": ' + b"9" * 5000 + b"}]", ":1: Exceeds the limit"),
+                      (b'{"id": "b/c"}\n', ":1: task 'b/c': rule name-charset")):
+        path = tmp_path / "graph.jsonl"
+        path.write_bytes(raw)
+        with pytest.raises(LegacyError) as e:
+            k.import_legacy(str(path))
+        assert f"{path}{says}" in str(e.value) and one_line(str(e.value)), str(e.value)[:300]
+        assert k.verify_ledger() == before
+    k.close()
