@@ -28,7 +28,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_impl import Heartbeats, cap  # noqa: E402
+from impl_workloads import Heartbeats, cap  # noqa: E402
 from common import PEER_UNAVAILABLE, Check, Figure, main, say, settle  # noqa: E402
 
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy, pg  # noqa: E402

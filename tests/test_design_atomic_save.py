@@ -221,9 +221,9 @@ def test_enclosing_function_uses_the_syntax_tree():
     source = (ROOT / "impl/git.py").read_text().splitlines()
     line = next(i for i, s in enumerate(source, 1) if "def land(" in s) + 2
     assert dg.enclosing_function("impl/git.py", line) == "GitRepository.land"
-    nested = next(i for i, s in enumerate((ROOT / "model/rules.py").read_text().splitlines(), 1)
+    nested = next(i for i, s in enumerate((ROOT / "model/rules_save.py").read_text().splitlines(), 1)
                   if s.strip() == "def update():")
-    assert dg.enclosing_function("model/rules.py", nested + 1) != "update"
+    assert dg.enclosing_function("model/rules_save.py", nested + 1) != "update"
     assert dg.enclosing_function("impl/git.py", 1) == "(module)"
 
 

@@ -46,6 +46,10 @@ class System(Protocol):
     def close(self) -> None: ...
 
 
+#: The environment step "the daemon converges" (the model: every due scheduled action; the
+#: implementation: ``converge()``).
+CONVERGE = "converge"
+
 #: Step fields that annotate a trace; the wire step is the rest.
 ANNOTATIONS = ("expect", "expect-facts", "from", "note")
 
@@ -78,6 +82,15 @@ def split_principal(wire: Any) -> tuple[Any, str | None]:
 
 
 # --- a trace's graph and initial facts, in the model ----------------------------------------
+
+
+def daemon_principal(spec: dict) -> str | None:
+    """The trace principal that sends the daemon's convergence: the first declared one holding
+    the daemon role (``None``: an open graph, or no daemon declared)."""
+    for p in spec.get("principals", []):
+        if "daemon" in p.get("roles", []):
+            return p["name"]
+    return None
 
 
 def principals_of(spec: dict) -> dict | None:
@@ -180,6 +193,7 @@ class ModelSystem:
         self.rules = rules
         self.state = initial_model_state(graph, initial or {}, self.names)
         self.graph = self.state.graph
+        self.daemon = daemon_principal(graph)
         self.last: tuple | None = None
         self._violations = violations(self.state)
 
@@ -194,12 +208,23 @@ class ModelSystem:
             self.last = (before, r, d, self.state)
             self._violations = violations(self.state) + step_violations(*self.last)
             return d.to_json()
+        if step.get("env") == CONVERGE:
+            return self._converge()
         try:
             self.state = apply_env(before, env_from_wire(env_part(step), self.names))
         except (EnvError, WireError) as e:
             raise StepError(str(e)) from None
         self.last = None
         self._violations = violations(self.state)
+        return None
+
+    def _converge(self) -> None:
+        """The daemon converges: every due scheduled action (``daemon.converge``)."""
+        from wgk.conformance.oracle.daemon import converge
+        broken: list[str] = []
+        converge(self, after_each=lambda: broken.extend(v for v in self.check() if v not in broken))
+        self.last = None
+        self._violations = broken + [v for v in violations(self.state) if v not in broken]
         return None
 
     def project(self) -> dict:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import inspect
 import io
 import re
 import tokenize
@@ -36,19 +37,36 @@ _BLOCK = re.compile(r"(<!-- generated:([a-z-]+):begin -->\n)(.*?)(<!-- generated
 
 # --- what each rule writes, from its source --------------------------------------------------
 
-#: field -> (enum, the names it is imported as in model/rules.py, the helper that
+#: field -> (enum, the names it is imported as in the rule modules, the helper that
 #: takes it positionally as its second argument)
 FIELDS = {
     "attempt_state": (AttemptState, {"AS", "AttemptState"}, "close_attempt"),
     "exit": (Exit, {"Exit"}, "leave_main_line"),
     "owner_seen": (OwnerSeen, {"OwnerSeen"}, None),
 }
-RULES_FILE = "model/rules.py"
+#: The updates the rules share (``close_attempt``, ``leave_main_line``, ...), read with them.
+SHARED_UPDATES_FILE = "model/updates.py"
+
+
+def rule_files() -> tuple[str, ...]:
+    """Every module a rule of ``RULES`` is defined in (``model/rules_*.py``), and the shared
+    updates: the files whose functions are read as one namespace."""
+    files = {Path(inspect.getsourcefile(fn)).resolve().relative_to(ROOT).as_posix()
+             for fn in RULES.values()}
+    return tuple(sorted(files | {SHARED_UPDATES_FILE}))
 
 
 @lru_cache(maxsize=None)
 def _module_functions() -> dict[str, ast.FunctionDef]:
-    return dict(functions(parse(RULES_FILE)))
+    """Every module-level function of the rule files by name (a name defined twice is refused:
+    a helper call would be ambiguous)."""
+    out: dict[str, ast.FunctionDef] = {}
+    for rel in rule_files():
+        for name, fn in functions(parse(rel)):
+            if name in out:
+                raise ValueError(f"{rel}: function {name} is also defined in another rule module")
+            out[name] = fn
+    return out
 
 
 def _members(expr: ast.AST, fn: ast.FunctionDef, aliases: set[str], seen: frozenset) -> set[str]:

@@ -1,0 +1,103 @@
+"""The ``always`` properties of one state, each a named one-sentence predicate over one
+task: ``pred(s, i, t)`` holds for every task ``i`` of every reachable state.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .logic import all_of, any_of, count, iff, implies, not_, one_of
+from .predicates import deps_done, graph_saved, has_receipt, receipt_of, reserved, running
+from .projections import WAYS, WAYS_BY_NAME, finished, status
+from .properties import ALL_RECEIPTS, prop
+from .state import State, TaskState
+from .vocab import AttemptState as AS, Exit, OwnerSeen, Phase, Receipt, Status, Way
+
+
+# --- always: state ------------------------------------------------------------
+
+
+@prop("done-iff-graphsave", incidents=(1, 2, 15))
+def done_iff_graphsave(s: State, i: int, t: TaskState) -> Any:
+    """A task is Done iff a GraphSave of its current attempt exists whose receipts all exist and agree on K, candidate and base."""
+    gs = receipt_of(t, Receipt.GRAPH_SAVE)
+    agree = all_of(gs.fence == t.fence, t.fence != 0, t.exit == Exit.NONE,
+                   *[receipt_of(t, k) == gs for k in ALL_RECEIPTS])
+    return iff(status(t) == Status.DONE, agree)
+
+
+@prop("dependency-needs-done", incidents=(1, 15))
+def dependency_needs_done(s: State, i: int, t: TaskState) -> Any:
+    """An attempt runs or succeeds only while every dependency is dependency-satisfying Done."""
+    return implies(one_of(t.attempt_state, (AS.RUNNING, AS.SUCCEEDED)), deps_done(s, i))
+
+
+@prop("legacy-never-satisfies", incidents=(15,))
+def legacy_never_satisfies(s: State, i: int, t: TaskState) -> Any:
+    """An unproven legacy Done never satisfies a dependency."""
+    return implies(t.legacy_done, not_(graph_saved(t)))
+
+
+@prop("receipts-fenced", incidents=(10,))
+def receipts_fenced(s: State, i: int, t: TaskState) -> Any:
+    """Every receipt of the current transaction is bound to the current attempt's fence."""
+    return all_of(*[one_of(receipt_of(t, k).fence, (0, t.fence)) for k in ALL_RECEIPTS])
+
+
+@prop("promotion-at-most-once", incidents=(5, 13))
+def promotion_at_most_once(s: State, i: int, t: TaskState) -> Any:
+    """A task's external effect (promotion or output) happens at most once."""
+    return t.promotions <= 1
+
+
+@prop("promotion-needs-review-of-exact-candidate", incidents=(1, 12))
+def promotion_needs_review(s: State, i: int, t: TaskState) -> Any:
+    """An effect exists only for a candidate whose validation and review receipts name it exactly."""
+    b = receipt_of(t, Receipt.EFFECT)
+    return implies(has_receipt(t, Receipt.EFFECT), all_of(
+        receipt_of(t, Receipt.REVIEW) == b, receipt_of(t, Receipt.VALIDATION) == b))
+
+
+# An assumption, not a kernel invariant: the kernel does not stop the writer at quiesce
+# (the implementation's quiesce only records the phase); the model's environment lets
+# the owner edit only before quiesce or in repair (env.writable), and so does the test
+# world. See docs/design-atomic-graph-work-save.md, "Environment assumptions".
+@prop("worksave-exact", kind="assume", incidents=(2,))
+def worksave_exact(s: State, i: int, t: TaskState) -> Any:
+    """After WorkSave and until repair, the worktree holds exactly the saved bytes."""
+    return implies(
+        all_of(running(t), t.worktree_present, t.phase != Phase.ABSENT,
+               t.phase != Phase.PREPARED, t.phase != Phase.QUIESCING, t.exit != Exit.NEEDS_REPAIR),
+        t.worktree == t.saved_work)
+
+
+@prop("candidate-built-on-attempt-base", incidents=(12,))
+def candidate_built_on_attempt_base(s: State, i: int, t: TaskState) -> Any:
+    """From its WorkSave on, a candidate is bound to the commit its attempt's work is built on (the kernel's fact), never a base the driver names."""
+    ws = receipt_of(t, Receipt.WORK_SAVE)
+    saved = not_(one_of(t.phase, (Phase.ABSENT, Phase.PREPARED, Phase.QUIESCING)))
+    return implies(all_of(saved, not_(t.reconstructed)),
+                   all_of(t.base == t.built_on, one_of(ws.base, (0, t.built_on))))
+
+
+@prop("exactly-one-way-forward", incidents=(4, 9))
+def exactly_one_way_forward(s: State, i: int, t: TaskState) -> Any:
+    """Every unfinished task has exactly one way forward."""
+    return implies(not_(finished(t)), count([w.enabled(s, i) for w in WAYS]) == 1)
+
+
+@prop("no-dead-owner-in-progress-without-action", incidents=(4, 11))
+def no_dead_owner_without_action(s: State, i: int, t: TaskState) -> Any:
+    """A running attempt whose owner is proven dead is never planned as a live owner, and without a completion in flight it has a scheduled action or a hold."""
+    acting = any_of(*[w.enabled(s, i) for w in WAYS if w.way in (Way.SCHEDULED, Way.HOLD)])
+    live = WAYS_BY_NAME["live-owner"].enabled(s, i)
+    return implies(all_of(running(t), t.owner_seen == OwnerSeen.DEAD),
+                   all_of(not_(live), any_of(reserved(t), acting)))
+
+
+@prop("compaction-occurrences-counted-once", incidents=(7, 8))
+def compactions_counted_once(s: State, i: int, t: TaskState) -> Any:
+    """Compactions, continuations and acknowledgements equal their distinct recorded occurrences."""
+    n = lambda kind: t.evidence.count(lambda e: e[0] == kind)
+    return all_of(t.compactions == n("compaction"), t.continuations == n("continuation"),
+                  t.acks == n("ack"), t.acks <= t.continuations,
+                  t.provider_failures == n("provider-failure"))

@@ -1,0 +1,251 @@
+"""The ``always`` properties of one step, each a named one-sentence predicate over the
+pre-state, the request, the decision and the post-state: ``pred(s, r, d, s2)`` holds for
+every decided request.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any
+
+from .logic import all_of, any_of, implies, not_, one_of
+from .predicates import graph_saved, owner_alive, reserved, running
+from .properties import pairs, prop, terminal
+from .state import State, TaskState
+from .vocab import (
+    Code, DecisionKind as D, Exit, Kind, OwnerSeen, Phase, Reason, EDGES, EVIDENCE_KINDS,
+)
+
+
+# --- always: step -------------------------------------------------------------
+
+
+def _changed(r, d) -> Any:
+    return one_of(d.kind, (D.APPLIED, D.EVIDENCE_ONLY))
+
+
+@prop("attempt-fencing", scope="step", incidents=(10,))
+def attempt_fencing(s: State, r, d, s2: State) -> Any:
+    """A request carrying K changes state only when K matches the current attempt exactly."""
+    if not r.needs_capability or r.cap is None or r.task not in s.graph.index:
+        return True
+    i = s.graph.index[r.task]
+    t = s.tasks[i]
+    c = r.cap
+    exact = all_of(t.generation == c.generation, t.attempt == c.attempt, t.fence == c.fence,
+                   t.lease_epoch == c.lease_epoch, c.graph == s.graph.graph_id)
+    return implies(_changed(r, d), exact)
+
+
+@prop("single-live-owner", scope="step", incidents=(16, 3))
+def single_live_owner(s: State, r, d, s2: State) -> Any:
+    """A task's owner changes only after the previous owner is proven dead, or its attempt is closed or stuck."""
+    def ok(i, t, t2):
+        new_owner = all_of(running(t2), any_of(t.owner_pid != t2.owner_pid,
+                                               t.owner_birth != t2.owner_birth, t.fence != t2.fence))
+        stuck = any_of(t.owner_seen == OwnerSeen.DEAD,
+                       one_of(t.exit, (Exit.NEEDS_REPAIR, Exit.ABORTED_PRESERVED)))
+        return implies(all_of(running(t), new_owner), stuck)
+    return all_of(*[ok(i, t, t2) for i, t, t2 in pairs(s, s2)])
+
+
+@prop("first-terminal-wins", scope="step", incidents=(17, 7))
+def first_terminal_wins(s: State, r, d, s2: State) -> Any:
+    """Once an attempt is terminal its outcome never changes."""
+    return all_of(*[implies(all_of(terminal(t), t.fence == t2.fence),
+                            t2.attempt_state == t.attempt_state) for _, t, t2 in pairs(s, s2)])
+
+
+@prop("terminal-never-resurrects", scope="step", incidents=(14,))
+def terminal_never_resurrects(s: State, r, d, s2: State) -> Any:
+    """A Done task stays Done, and a terminal attempt never runs again."""
+    return all_of(*[all_of(implies(graph_saved(t), graph_saved(t2)),
+                           implies(all_of(terminal(t), t.fence == t2.fence), not_(running(t2))))
+                    for _, t, t2 in pairs(s, s2)])
+
+
+@prop("evidence-cannot-terminalize-live-owner", scope="step", incidents=(6, 9))
+def evidence_cannot_terminalize(s: State, r, d, s2: State) -> Any:
+    """Evidence never terminalizes an attempt whose exact owner is alive."""
+    if r.kind not in EVIDENCE_KINDS:
+        return True
+    return all_of(*[implies(all_of(running(t), owner_alive(t)), running(t2))
+                    for _, t, t2 in pairs(s, s2)])
+
+
+@prop("liveness-needs-exact-birth", scope="step", incidents=(11, 6))
+def liveness_needs_exact_birth(s: State, r, d, s2: State) -> Any:
+    """The kernel believes an owner live only when the pid's birth time matches the owner's."""
+    return all_of(*[implies(all_of(t2.owner_seen == OwnerSeen.LIVE, t.owner_seen != OwnerSeen.LIVE),
+                            owner_alive(t2)) for _, t, t2 in pairs(s, s2)])
+
+
+@prop("cas-base-exact", scope="step", incidents=(12,))
+def cas_base_exact(s: State, r, d, s2: State) -> Any:
+    """The kernel moves the target only from the exact base to the exact candidate."""
+    if r.kind != Kind.COMMIT_EFFECT or r.task not in s.graph.index:
+        return s2.target == s.target
+    t = s.task(r.task)
+    return implies(s2.target != s.target, all_of(s.target == t.base, s2.target == t.candidate))
+
+
+@prop("target-history-grows", scope="step", incidents=(12,))
+def target_history_grows(s: State, r, d, s2: State) -> Any:
+    """The target only moves forward: a land moves it from the very commit its candidate was built on, so no land drops a commit."""
+    if r.kind != Kind.COMMIT_EFFECT or r.task not in s.graph.index:
+        return s2.target == s.target
+    t = s.task(r.task)
+    return implies(s2.target != s.target, all_of(s.target == t.built_on, s2.target == t.candidate))
+
+
+@prop("moved-target-needs-repair", scope="step", incidents=(12,))
+def moved_target_needs_repair(s: State, r, d, s2: State) -> Any:
+    """A land whose target moved before the compare-and-swap goes to needs-repair with its candidate and saved work kept and nothing promoted."""
+    def ok(t, t2):
+        marked = all_of(t.reason != Reason.TARGET_MOVED, t2.reason == Reason.TARGET_MOVED)
+        return implies(marked, all_of(
+            t2.exit == Exit.NEEDS_REPAIR, s.target != t.base, s2.target == s.target,
+            t2.candidate == t.candidate, t2.saved_work == t.saved_work,
+            not_(t2.effect_done), t2.promotions == t.promotions))
+    return all_of(*[ok(t, t2) for _, t, t2 in pairs(s, s2)])
+
+
+def _legal_move(t: TaskState, t2: TaskState) -> Any:
+    if (t2.phase == t.phase) is True:           # short-circuit on concrete states only
+        return True
+    main = any_of(*[all_of(one_of(t.phase, srcs), t2.phase == dst) for srcs, dst in EDGES.values()])
+    return any_of(
+        t2.phase == t.phase,
+        all_of(t.exit == Exit.NONE, main),
+        all_of(t.exit == Exit.NEEDS_REPAIR, t2.phase == Phase.WORK_SAVED),
+        all_of(t.exit == Exit.NEEDS_RECONCILIATION, t2.phase == Phase.ABSENT),
+        all_of(t.exit == Exit.NEEDS_RECONCILIATION, t2.phase == Phase.GRAPH_SAVED,
+               t2.reconstructed),
+    )
+
+
+@prop("no-phase-skip", scope="step", incidents=(13, 1))
+def no_phase_skip(s: State, r, d, s2: State) -> Any:
+    """Within one attempt the transaction moves only along its legal edges, one at a time."""
+    def ok(t, t2):
+        same_attempt = all_of(t.fence == t2.fence, t.generation == t2.generation)
+        if same_attempt is False:                # short-circuit on concrete states only
+            return True
+        return implies(same_attempt, _legal_move(t, t2))
+    return all_of(*[ok(t, t2) for _, t, t2 in pairs(s, s2)])
+
+
+@prop("retained-work-never-erased", scope="step", incidents=(2, 4, 3, 24, 25))
+def retained_work_never_erased(s: State, r, d, s2: State) -> Any:
+    """Bytes in a worktree are never removed or replaced by the kernel unless saved or retained."""
+    def ok(t, t2):
+        dirty = all_of(t.worktree_present, t.worktree != t.origin)
+        gone = any_of(not_(t2.worktree_present), t2.worktree != t.worktree, t2.fence != t.fence)
+        kept = any_of(t2.retained == t.worktree, t2.saved_work == t.worktree)
+        return implies(all_of(dirty, gone), kept)
+    return all_of(*[ok(t, t2) for _, t, t2 in pairs(s, s2)])
+
+
+@prop("retry-is-not-continuation-without-proof", scope="step", incidents=(3, 11))
+def retry_needs_proof(s: State, r, d, s2: State) -> Any:
+    """A new owner on the same attempt needs proven death, the same session and no terminal intent; a new attempt says what it imports."""
+    def ok(t, t2):
+        continued = all_of(running(t), running(t2), t.fence == t2.fence,
+                           any_of(t.owner_pid != t2.owner_pid, t.owner_birth != t2.owner_birth))
+        proof = all_of(t.owner_seen == OwnerSeen.DEAD, t2.session == t.session,
+                       not_(reserved(t)), t2.worktree_present)
+        declared = implies(t2.fence != t.fence, t2.imported == r.imports)
+        return all_of(implies(continued, proof), declared)
+    return all_of(*[ok(t, t2) for _, t, t2 in pairs(s, s2)])
+
+
+@prop("idempotent-replay", scope="step", incidents=(5, 7, 13))
+def idempotent_replay(s: State, r, d, s2: State) -> Any:
+    """A used key with the same bytes returns the stored response and changes nothing."""
+    if r.key is None:
+        return True
+    used, same, kind, code = s.journal.lookup(r.journal_key, r.digest)
+    return implies(all_of(used, same), all_of(
+        d.kind == D.DUPLICATE, d.original_kind == kind, d.original_code == code,
+        _same_state(s, s2)))
+
+
+@prop("idempotency-conflict-holds", scope="step", incidents=(5,))
+def idempotency_conflict_holds(s: State, r, d, s2: State) -> Any:
+    """A used key with different bytes is rejected as an idempotency conflict and changes nothing."""
+    if r.key is None:
+        return True
+    used, same, _, _ = s.journal.lookup(r.journal_key, r.digest)
+    return implies(all_of(used, not_(same)), all_of(
+        d.kind == D.REJECTED, d.code == Code.IDEMPOTENCY_CONFLICT, _same_state(s, s2)))
+
+
+@prop("role-held", scope="step", incidents=(18, 23))
+def role_held(s: State, r, d, s2: State) -> Any:
+    """A request is applied only for an authenticated principal holding the role it claims; any other changes nothing but its sender's journal."""
+    from dataclasses import replace
+    from .kernel import authenticated, role_held as holds
+    if authenticated(s, r) and holds(s, r):
+        return True
+    return all_of(d.kind != D.APPLIED, d.kind != D.EVIDENCE_ONLY,
+                  _same_state(s, replace(s2, journal=s.journal)))
+
+
+@prop("keys-per-principal", scope="step", incidents=(18, 21, 23))
+def keys_per_principal(s: State, r, d, s2: State) -> Any:
+    """A key its sender has not used is decided afresh: no request is answered from, or conflicts with, another principal's journal entry."""
+    if r.key is None:
+        return True
+    used, _, _, _ = s.journal.lookup(r.journal_key, r.digest)
+    return implies(not_(used), all_of(d.kind != D.DUPLICATE, d.code != Code.IDEMPOTENCY_CONFLICT))
+
+
+@prop("rejection-changes-nothing", scope="step", incidents=(10, 12, 24))
+def rejection_changes_nothing(s: State, r, d, s2: State) -> Any:
+    """A rejected request changes nothing but its own journal entry."""
+    from dataclasses import replace
+    if s2 is s or (isinstance(d.kind, int) and d.kind != D.REJECTED):
+        return True
+    return implies(d.kind == D.REJECTED, _same_state(s, replace(s2, journal=s.journal)))
+
+
+@prop("unchanged-outside-touches", scope="step", incidents=(14,))
+def unchanged_outside_touches(s: State, r, d, s2: State) -> Any:
+    """A request changes only its own task, and only the fields its transition declares."""
+    from .rules import TOUCHES
+    from .state import TASK_FIELDS
+    from .symbolic_eq import value_eq
+    allowed = TOUCHES[r.kind]
+    i = s.graph.index.get(r.task)
+    if isinstance(s.target, int) and isinstance(s2.target, int):   # concrete: plain comparison
+        untouched = _untouched(r.kind)
+        for j, t, t2 in pairs(s, s2):
+            if j != i or untouched(t) != untouched(t2):
+                return False
+        return ("target" in allowed or s.target == s2.target) and s.now == s2.now
+    parts = []
+    for j, t, t2 in pairs(s, s2):
+        if j != i:
+            parts.append(value_eq(t, t2))
+            continue
+        parts += [value_eq(getattr(t, f), getattr(t2, f)) for f in TASK_FIELDS
+                  if f not in allowed and f != "evidence"]
+        if "evidence" not in allowed:
+            parts.append(value_eq(t.evidence, t2.evidence))
+    if "target" not in allowed:
+        parts.append(value_eq(s.target, s2.target))
+    parts.append(value_eq(s.now, s2.now))
+    return all_of(*parts)
+
+
+@functools.lru_cache(maxsize=None)
+def _untouched(kind: Kind):
+    """A getter of the fields ``kind`` must leave unchanged, as one tuple."""
+    from .rules import TOUCHES
+    from .state import TASK_FIELDS
+    return operator.attrgetter(*[f for f in TASK_FIELDS if f not in TOUCHES[kind]])
+
+
+def _same_state(s: State, s2: State) -> Any:
+    from .symbolic_eq import state_eq
+    return state_eq(s, s2)

@@ -1,0 +1,84 @@
+"""The rules of admission and attempts: assignment, dispatch, retry and resume.
+
+Each rule is a guard-then-update function declared with ``@rule`` (``wgk.model.rules``).
+"""
+from __future__ import annotations
+
+from .logic import all_of, any_of, ite, not_, one_of
+from .predicates import deps_done, reserved, running
+from .ruleset import CLOSE, OPEN, guarded, rule
+from .state import replace_task as replace
+from .updates import close_attempt, open_attempt
+from .vocab import AttemptState as AS, Code, DecisionKind as D, Exit, Kind as K, OwnerSeen
+
+
+@rule(K.ASSIGN, touches={"assigned"}, reads={"self"})
+def assign(s, i, t, r):
+    """The daemon records the assignment receipt that admits the task."""
+    return guarded(
+        [],
+        lambda: s.put(i, replace(t, assigned=True)),
+        kind=ite(t.assigned, D.EVIDENCE_ONLY, D.APPLIED),
+    )
+
+
+def _admission_checks(s, i, t, r) -> list:
+    return [
+        (not_(t.abandoned), Code.HELD),
+        (t.attempt_state != AS.SUCCEEDED, Code.TERMINAL_ALREADY),
+        (t.exit != Exit.NEEDS_RECONCILIATION, Code.HELD),
+        (t.exit != Exit.UPGRADE_BLOCKED, Code.HELD),
+        (any_of(not_(s.graph.requires_assignment[i]), t.assigned), Code.ASSIGNMENT_REQUIRED),
+        (deps_done(s, i), Code.DEPENDENCY_NOT_DONE),
+        (r.expected_attempt == t.attempt, Code.CAS_MOVED),
+    ]
+
+
+def _import_checks(t, r) -> list:
+    if not r.imports:
+        return []
+    return [(t.retained != 0, Code.NOTHING_RETAINED),
+            (t.retained == r.imports, Code.CANDIDATE_MISMATCH)]
+
+
+@rule(K.DISPATCH, touches=OPEN, reads={"self", "deps.done", "target"})
+def dispatch(s, i, t, r):
+    """Open an attempt on a task whose dependencies are all dependency-satisfying Done."""
+    checks = _admission_checks(s, i, t, r) + [(not_(running(t)), Code.ATTEMPT_LIVE)]
+    return guarded(checks + _import_checks(t, r), lambda: s.put(i, open_attempt(s, t, r)))
+
+
+@rule(K.RETRY, touches=OPEN | CLOSE, reads={"self", "deps.done", "target"})
+def retry(s, i, t, r):
+    """The operator closes a stuck attempt (work retained) and opens a new one."""
+    stuck = any_of(
+        not_(running(t)),
+        all_of(t.owner_seen == OwnerSeen.DEAD, not_(reserved(t))),
+        one_of(t.exit, (Exit.NEEDS_REPAIR, Exit.ABORTED_PRESERVED)),
+    )
+    closed = ite(running(t), close_attempt(t, AS.ABANDONED), t)
+    checks = _admission_checks(s, i, t, r) + [(stuck, Code.ATTEMPT_LIVE)]
+    return guarded(checks + _import_checks(closed, r), lambda: s.put(i, open_attempt(s, closed, r)))
+
+
+@rule(K.RESUME, touches={"owner_pid", "owner_birth", "proc_birth", "wrapper_epoch", "child_epoch",
+                         "owner_seen", "deadline"}, reads={"self"})
+def resume(s, i, t, r):
+    """Same-attempt continuation: needs unchanged K, same session, proven death, no terminal intent."""
+    o = r.owner
+    return guarded(
+        [
+            (running(t), Code.TERMINAL_ALREADY),
+            (t.owner_seen == OwnerSeen.DEAD, Code.OWNER_NOT_PROVEN_DEAD),
+            (not_(reserved(t)), Code.TERMINAL_ALREADY),
+            (all_of(o.session == t.session, t.session_lease, t.worktree_lease,
+                    t.worktree_present), Code.CONTINUATION_UNPROVEN),
+            (all_of(o.wrapper_epoch > t.wrapper_epoch, o.child_epoch > t.child_epoch),
+             Code.CONTINUATION_UNPROVEN),
+        ],
+        lambda: s.put(i, replace(
+            t, owner_pid=o.pid, owner_birth=o.birth, proc_birth=o.birth,
+            wrapper_epoch=o.wrapper_epoch, child_epoch=o.child_epoch,
+            owner_seen=OwnerSeen.UNVERIFIED, deadline=0,
+        )),
+    )
