@@ -122,9 +122,9 @@ def test_a_false_budget_value_skips_the_section_and_says_so(tmp_path, capsys, mo
         assert "not run in the quick budget" in sec["skipped"]
     assert out["sections"]["replay"]["verdict"] == "pass"
     skipped = [s.get("name") for s in junit.findall("testsuite") if s.get("skipped") == "1"]
-    assert sorted(skipped) == ["contract", "crash-cuts", "explore", "fuzz", "impl-mutants",
-                               "mutants", "prove", "races", "trace-matrix"]
-    assert len(junit.findall(".//testcase/skipped")) == 9
+    assert sorted(skipped) == ["contract", "crash-cuts", "explore", "fuzz", "impl-mutants", "mutants",
+                               "prove", "races", "trace-matrix", "verify-guards"]
+    assert len(junit.findall(".//testcase/skipped")) == 10
 
 
 def test_the_summary_lists_skipped_sections(tmp_path, capsys, monkeypatch):

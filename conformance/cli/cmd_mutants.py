@@ -46,6 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --impl: the gate budget of the sections each mutant runs (default quick)")
     p.add_argument("--traces", nargs="+", metavar="PATH",
                    help="with --impl: trace files or folders (default: the bundled traces)")
+    p.add_argument("--progress", action="store_true",
+                   help="with --impl: a line per mutant on stderr even when it is not a terminal")
     p.add_argument("--no-baseline", action="store_true",
                    help="with --impl: skip the run of the unmutated copy (its kills are then unchecked)")
 
@@ -58,8 +60,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.impl:
         from wgk.conformance.cli.impl_mutants_view import run_impl
         return run_impl(args)
-    if args.only or args.no_baseline or args.traces:
-        raise UsageError("--only, --traces and --no-baseline go with --impl")
+    if args.only or args.no_baseline or args.traces or args.progress:
+        raise UsageError("--only, --traces, --progress and --no-baseline go with --impl")
     names = args.name or list(MUTANTS)
     unknown = [n for n in names if n not in MUTANTS]
     if unknown:

@@ -39,11 +39,12 @@ def run_impl(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
 
     def show(n: int, total: int, r: MutantRun) -> None:
-        if not tty:
+        if not (tty or args.progress):
             return
         rate = n / max(time.perf_counter() - t0, 1e-9) * 60
-        what = f"killed by {r.section}" if r.killed else r.verdict
-        sys.stderr.write(f"\r\x1b[K[impl-mutants] {n}/{total} ({rate:.1f}/min) {r.mutant.name}: {what}")
+        what = f"killed by {r.section}: {r.check}" if r.killed else r.verdict
+        line = f"[impl-mutants] {n}/{total} ({rate:.1f}/min) {r.mutant.name}: {what} ({r.seconds:.0f}s)"
+        sys.stderr.write(f"\r\x1b[K{line}" if tty else line + "\n")
         sys.stderr.flush()
     try:
         result = run_catalogue(mutants, args.budget, mutant_sections(args.budget), traces=args.traces,

@@ -18,7 +18,7 @@ from typing import Callable
 
 from wgk.conformance.oracle import impl_system
 from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS
-from wgk.conformance.reports import impl_mutants
+from wgk.conformance.reports import guard_verify, impl_mutants
 from wgk.conformance.reports.gate_budget import (
     BUDGETS, BUNDLED_TRACES, COUNTEREXAMPLES, CRASH_MODES, Meter, Nothing, Progress, Tick,
     bundled_traces,
@@ -30,6 +30,7 @@ from wgk.conformance.reports.gate_model import (
 from wgk.conformance.reports.gate_real import contract_checks, race_checks
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
 from wgk.conformance.reports.gate_traces import crash_cut_checks, fuzz_checks, replay_checks
+from wgk.conformance.reports.trace_support import passed_cuts
 from wgk.conformance.traces.format import load_traces
 
 __all__ = ["BUDGETS", "SECTIONS", "Check", "GateResult", "Section", "Tick", "bundled_traces",
@@ -43,13 +44,17 @@ def mutant_sections(budget: str) -> list[str]:
 
 
 def impl_mutant_checks(budget: str, progress: Progress | None) -> list[Check]:
-    """Every planted bug of the implementation must be killed by the gate's own sections (on
-    the budget this section's value names), each in a child process on a patched copy."""
-    on = impl_mutants.mutant_budget(budget, BUDGETS[budget]["impl-mutants"])
+    """Every planted bug of the implementation is killed by the gate's own sections."""
     meter = Meter("impl-mutants", len(IMPL_MUTANTS) + 1, progress)
-    return impl_mutants.catalogue_checks(impl_mutants.run_catalogue(
-        list(IMPL_MUTANTS), on, mutant_sections(on),
-        progress=lambda n, total, r: meter.step(f"{r.mutant.name}: {r.verdict}")))
+    return impl_mutants.section_checks(budget, BUDGETS[budget]["impl-mutants"], mutant_sections,
+                                       meter.step)
+
+
+def verify_guard_checks(budget: str, progress: Progress | None) -> list[Check]:
+    """Every guard marker guards something: disabled, a section's check fails."""
+    meter = Meter("verify-guards", None, progress)
+    return guard_verify.section_checks(budget, BUDGETS[budget]["verify-guards"], mutant_sections,
+                                       meter.step)
 
 
 #: Sections that take the loaded traces.
@@ -61,14 +66,17 @@ SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mut
                                         ("crash-cuts", crash_cut_checks), ("races", race_checks),
                                         ("fuzz", fuzz_checks),
                                         ("trace-matrix", trace_matrix_checks),
-                                        ("impl-mutants", impl_mutant_checks)]
+                                        ("impl-mutants", impl_mutant_checks),
+                                        ("verify-guards", verify_guard_checks)]
 
 
 def run_section(name: str, budget: str, progress: Progress | None = None, *,
                 loaded: list | None = None, sources: list[str] | None = None,
-                counterexamples: str = COUNTEREXAMPLES, backend: str | None = None) -> Section:
+                counterexamples: str = COUNTEREXAMPLES, backend: str | None = None,
+                cuts: dict[str, int] | None = None) -> Section:
     """One section on the budget's value for it: skipped when that value is false or missing,
-    an error naming the section when it checks nothing or raises."""
+    an error naming the section when it checks nothing or raises (``cuts``: the crash-cuts
+    section's passed cuts per trace, for the trace matrix)."""
     value = BUDGETS[budget].get(name)
     if not value:
         why = "not listed" if name not in BUDGETS[budget] else f"{name}: {value!r}"
@@ -84,6 +92,8 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
             checks = fn(budget, progress, counterexamples)
         elif name == "races":
             checks = fn(budget, progress, backend)
+        elif name == "trace-matrix":
+            checks = fn(budget, progress, cuts)
         else:
             checks = fn(budget, progress)
         if not checks:
@@ -114,9 +124,12 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
     loaded = load_traces(sources)          # TraceError: bad input
     impl_system.use_backend(backend)
     try:
-        sections = [run_section(name, budget, progress, loaded=loaded, sources=sources,
-                                counterexamples=counterexamples, backend=backend)
-                    for name, _ in SECTIONS]
+        sections: list[Section] = []
+        for name, _ in SECTIONS:
+            cut = next((s for s in sections if s.name == "crash-cuts" and not s.skipped), None)
+            sections.append(run_section(name, budget, progress, loaded=loaded, sources=sources,
+                                        counterexamples=counterexamples, backend=backend,
+                                        cuts=passed_cuts(cut.checks) if cut else None))
     finally:
         impl_system.use_backend(None)
     return GateResult(budget, sections, time.perf_counter() - t0)

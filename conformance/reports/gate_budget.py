@@ -35,8 +35,10 @@ BUDGETS = {
                                   review=True)],
              "crash-cuts": ["in-process", "kill"],
              "fuzz": {"examples": 2000, "steps": 60, "tasks": 3},
-             # every planted bug of wgk.impl, each through the sections of this budget
-             "impl-mutants": "default"},
+             # every planted bug of wgk.impl, each through the default budget's sections
+             "impl-mutants": "default",
+             # every '# guards:' marker disabled in turn, through the quick budget's sections
+             "verify-guards": "quick"},
 }
 
 CRASH_MODES = ("in-process", "kill")

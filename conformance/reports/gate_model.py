@@ -98,13 +98,16 @@ def mutant_checks(budget: str, progress: Progress | None) -> list[Check]:
     return out
 
 
-def trace_matrix_checks(budget: str, progress: Progress | None) -> list[Check]:
-    """Every invariant traced: model rule, z3 proof, traces, crash cuts, runtime guard."""
+def trace_matrix_checks(budget: str, progress: Progress | None,
+                        passed_cuts: dict[str, int] | None = None) -> list[Check]:
+    """Every invariant traced: model rule, z3 proof, traces, crash cuts, runtime guard
+    (``passed_cuts``: the crash-cuts section's passed cuts per trace, not run again)."""
     flag_of(budget, "trace-matrix", BUDGETS[budget]["trace-matrix"])
     tasks = prove_tasks(budget)
     meter = Meter("trace-matrix", None, progress)
     t0 = time.perf_counter()
-    m = tracematrix.build(tasks=tasks, progress=lambda msg: meter.note(msg.strip()))
+    m = tracematrix.build(tasks=tasks, progress=lambda msg: meter.note(msg.strip()),
+                          passed_cuts=passed_cuts)
     each = (time.perf_counter() - t0) / max(1, len(m.rows))
     out = [Check("trace-matrix", r.invariant, "fail" if r.missing() else "pass", each,
                  f"no {', '.join(r.missing())}: wgk trace-matrix" if r.missing() else "")
