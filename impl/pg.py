@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import pickle
 import urllib.parse
 import uuid
@@ -243,6 +244,7 @@ class PgStore(Store):
                 for statement in sql.schema(version):
                     self.conn.native(statement)
                 self.set_meta("schema-version", str(version))
+                self.after_migration(version)
                 applied.append(version)
         return applied
 
@@ -305,7 +307,8 @@ class PgLedger(Ledger):
                key: str | None = None) -> int:
         """One round trip (``pg_sql.APPEND``); the head it moved stays locked until COMMIT."""
         seq, digest = self.store.conn.native(
-            sql.APPEND, {"event": event, "body": body, "task": task, "key": key}).fetchone()
+            sql.APPEND, {"event": event, "body": body, "task": task, "key": key,
+                         "task_json": json.dumps(task), "key_json": json.dumps(key)}).fetchone()
         if self.store.depth:
             self.store.observed_head(seq - 1)   # another connection's commit: caches go stale
         self._head, self._txn = (seq, digest), self.store.txn

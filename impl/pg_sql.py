@@ -39,14 +39,17 @@ HEAD_READ = "SELECT seq FROM ledger_head WHERE id = 1"
 
 #: One append in one round trip: lock the head row (READ COMMITTED re-reads it after the
 #: wait, so the chain is linear), insert the event linked to it (the hash is
-#: ``ledger.link``: sha256 of prev, event and body joined by newlines, UTF-8) and
-#: move the head, all inside the writing transaction.
+#: ``ledger.link_v2``: sha256 of prev, the chain version 2, seq, event, the JSON of task
+#: and key, and body, joined by newlines, UTF-8) and move the head, all inside the
+#: writing transaction.
 APPEND = """
 WITH head AS (SELECT seq, hash FROM ledger_head WHERE id = 1 FOR UPDATE),
      event AS (INSERT INTO ledger SELECT seq + 1, hash,
-                   encode(sha256(convert_to(hash || E'\n' || %(event)s || E'\n' || %(body)s,
+                   encode(sha256(convert_to(hash || E'\n2\n' || (seq + 1)::text || E'\n'
+                                            || %(event)s || E'\n' || %(task_json)s || E'\n'
+                                            || %(key_json)s || E'\n' || %(body)s,
                                             'UTF8')), 'hex'),
-                   %(event)s, %(task)s, %(key)s, %(body)s FROM head RETURNING seq, hash)
+                   %(event)s, %(task)s, %(key)s, %(body)s, 2 FROM head RETURNING seq, hash)
 UPDATE ledger_head SET seq = event.seq, hash = event.hash FROM event WHERE ledger_head.id = 1
 RETURNING event.seq, event.hash"""
 

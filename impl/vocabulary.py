@@ -162,7 +162,7 @@ EVIDENCE_LABELS = ("heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner
                    "continuation", "ack-continuation", "provider-failure", "message",
                    "ownership-contention", "fail", "legacy-done")
 
-#: Evidence kinds recorded under another name before schema version 3: the ledger keeps
+#: Evidence kinds recorded under another name before schema version 4: the ledger keeps
 #: them as written (its hash chain), and they are read as the request kind's name.
 FORMER_EVIDENCE_LABELS = {"eof": "observe-eof", "probe": "probe-owner",
                           "ack": "ack-continuation", "contention": "ownership-contention",

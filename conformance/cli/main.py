@@ -13,6 +13,7 @@ import sys
 from typing import Sequence
 
 from wgk.conformance.cli.errors import UsageError
+from wgk.conformance.traces.format import TraceError
 from wgk.impl.cli.output import UsageError as ImplUsageError
 
 #: name -> module; listed here so ``wgk --help`` can show every command.
@@ -91,7 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args._module.run(args))
-    except (UsageError, ImplUsageError) as e:
+    except (UsageError, ImplUsageError, TraceError) as e:
+        # a malformed trace met anywhere (a corpus a report reads, too) is bad input
         print(f"wgk {args.command}: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

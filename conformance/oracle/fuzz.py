@@ -13,7 +13,6 @@ that replays it.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +27,11 @@ from wgk.model.projections import next_edge
 from wgk.model.requests import Request
 from wgk.model.vocab import Actor, AttemptState, Exit, Kind
 
+from wgk.conformance.oracle.fuzz_shapes import one_field_changed, shaped_graph
 from wgk.conformance.oracle.lockstep import Observed, Oracle
 from wgk.conformance.oracle.systems import ModelSystem, StepError
 from wgk.conformance.oracle.wire import request_to_wire
+from wgk.conformance.traces.format import TraceError, Trace, validate, write_trace
 
 CONTENTS = ("w1", "w2", "w3", "w4")
 EVIDENCE = ("e1", "e2", "e3")
@@ -38,16 +39,14 @@ FOREIGN = ("moved-1", "moved-2")
 
 
 def chain_graph(tasks: int, *, review: bool = False) -> dict:
-    names = [f"t{n + 1}" for n in range(tasks)]
-    return {"id": "g", "target": "main-0", "tasks": [
-        {"name": n, "deps": [names[i - 1]] if i else [], "review-required": review and i % 2 == 1,
-         "requires-assignment": False} for i, n in enumerate(names)]}
+    return shaped_graph(tasks, "chain", review=review)
 
 
 @dataclass
 class FuzzConfig:
     tasks: int = 2
     review: bool = False
+    shape: str = "chain"                            # fuzz_shapes.SHAPES
     system: Callable[[dict], Any] | None = None     # factory: graph spec -> system under test
     ignore: tuple[str, ...] = ()
 
@@ -149,7 +148,7 @@ class _Drawing:
         if mode == "none":
             del req["cap"]
         elif mode == "stale":
-            req["cap"] = dict(c, attempt=c["attempt"] - 1, fence=c["fence"] - 1)
+            req["cap"] = dict(c, attempt=max(0, c["attempt"] - 1), fence=max(0, c["fence"] - 1))
         elif mode == "no-lease":
             req["cap"] = dict(c, **{"lease-epoch": 0})
 
@@ -157,7 +156,7 @@ class _Drawing:
         """The compare-and-set fields, sometimes a step behind."""
         for name in ("expected-revision", "expected-attempt"):
             if name in req:
-                req[name] -= _stale(data, f"stale-{name[9:]}")
+                req[name] = max(0, req[name] - _stale(data, f"stale-{name[9:]}"))
 
     def _owner(self, data, req: dict, kind: Kind) -> None:
         """A resume sometimes claims the attempt from another session."""
@@ -216,10 +215,15 @@ class _KernelMachine(_Drawing, RuleBasedStateMachine):
         LAST_RUN.steps = self.steps
 
     def _key(self, data, req: dict) -> None:
-        policy = data.draw(st.sampled_from(["fresh"] * 10 + ["replay", "conflict"]), label="key")
+        policy = data.draw(st.sampled_from(["fresh"] * 10 + ["replay", "conflict", "one-field"]),
+                           label="key")
         if policy == "replay" and self.last_request is not None:
             req.clear()
             req.update(self.last_request)
+            return
+        if policy == "one-field" and self.last_request is not None:
+            req.clear()                       # the same key, exactly one field changed
+            req.update(one_field_changed(data, self.last_request))
             return
         if policy == "conflict" and self.last_request is not None:
             req["key"] = self.last_request["key"]
@@ -287,8 +291,8 @@ class _KernelMachine(_Drawing, RuleBasedStateMachine):
 
 
 def make_machine(config: FuzzConfig):
-    """The Hypothesis state machine for a chain of ``config.tasks`` tasks."""
-    graph = chain_graph(config.tasks, review=config.review)
+    """The Hypothesis state machine for a graph of ``config.shape`` with ``config.tasks`` tasks."""
+    graph = shaped_graph(config.tasks, config.shape, review=config.review)
     return type("KernelMachine", (_KernelMachine,), {"graph": graph, "config": config})
 
 
@@ -335,6 +339,19 @@ def counterexample_trace(graph: dict, steps: list[dict], *, seed: int | None, fa
     }
 
 
+def write_counterexample(doc: dict, out_dir: str, failure: str) -> tuple[str | None, str]:
+    """Write a counterexample only as a valid trace (schema and semantics); one that is not is
+    written nowhere and its failure says why. The path and the failure."""
+    path = os.path.join(out_dir, f"{doc['id']}.json")
+    try:
+        validate(doc, path)
+    except TraceError as e:
+        return None, f"{failure}\n(not written: the counterexample is not a valid trace: {e})"
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    write_trace(Trace.from_json(doc, path), path)
+    return path, failure
+
+
 def run_fuzz(config: FuzzConfig, *, examples: int = 200, steps: int = 30, seed: int | None = None,
              out_dir: str | None = None, database: str | None = None) -> FuzzResult:
     """Run the state machine; on failure write the shrunk run as a trace."""
@@ -352,11 +369,9 @@ def run_fuzz(config: FuzzConfig, *, examples: int = 200, steps: int = 30, seed: 
         failure = str(e)
         path = None
         if out_dir is not None:
-            trace = counterexample_trace(chain_graph(config.tasks, review=config.review),
-                                         LAST_RUN.steps, seed=seed, failure=failure)
-            Path(out_dir).mkdir(parents=True, exist_ok=True)
-            path = os.path.join(out_dir, f"{trace['id']}.json")
-            Path(path).write_text(json.dumps(trace, indent=2) + "\n")
+            doc = counterexample_trace(shaped_graph(config.tasks, config.shape, review=config.review),
+                                       LAST_RUN.steps, seed=seed, failure=failure)
+            path, failure = write_counterexample(doc, out_dir, failure)
         return FuzzResult("fail", examples, seed, failure, path, len(LAST_RUN.steps),
                           lockstep=config.system is not None)
     return FuzzResult("pass", examples, seed)

@@ -62,7 +62,7 @@ def _trusting_labels(s, r):
 
 
 def _decide_trusting_labels(s, r, rules=RULES):
-    """A reducer that trusts the actor label as written (BRIEF §8, issue 14)."""
+    """A reducer that trusts the actor label as written (BRIEF §8)."""
     return kernel.decide(s, _trusting_labels(s, r), rules)
 
 
