@@ -34,8 +34,12 @@ def _check_migrated(k: Kernel, ledger_before: list) -> None:
     assert {(new, ident) for (_, ident), new in RENAMED.items()} <= evidence
     assert not {kind for kind, _ in evidence} & set(FORMER_EVIDENCE_LABELS)
     assert k.store.schema_version() == SCHEMA_VERSION
-    # the ledger is not rewritten: the same rows, the former names inside, the chain intact
-    assert _rows(k.conn, "SELECT seq, prev, hash, body FROM ledger ORDER BY seq") == ledger_before
+    # the ledger is not rewritten: the same rows, the former names inside, the chain intact,
+    # followed by the one event that seals the old rows' columns under the new chain
+    after = _rows(k.conn, "SELECT seq, prev, hash, body FROM ledger ORDER BY seq")
+    assert after[:len(ledger_before)] == ledger_before
+    sealed = _rows(k.conn, f"SELECT event FROM ledger WHERE seq > {ledger_before[-1][0]}")
+    assert sealed == [("ledger-sealed",)], sealed
     assert any('"terminal-report"' in body for *_, body in ledger_before)
     assert k.verify_ledger().ok
     report = k.rebuild()
