@@ -41,6 +41,8 @@ def apply_event(k, seq: int, event: str, body: dict, *, key: str | None = None,
                                 body.get("facts", []), record)
     elif event == "legacy-record":
         k.facts.write(0, [("legacy-record", body)], seq)
+    elif event == "skipped":
+        pass                  # a number no transaction committed (PostgreSQL's sequence)
     else:
         raise ValueError(f"unknown ledger event {event!r} at seq {seq}")
 

@@ -56,6 +56,7 @@ def admit(kernel, who: Principal | None, wire: Any) -> Request | dict:
 
 
 def handle(kernel, wire: Any, credential: str | None = None) -> dict:
+    prefetch_journal(kernel, wire, credential)
     who = kernel.principals.authenticate(credential)
     if who is DENIED:
         return decision(REJECTED, "not-authenticated")      # nothing read, nothing written
@@ -174,9 +175,21 @@ def _in_savepoint(kernel, r: Request, may_perform: bool) -> dict:
         return response
 
 
+JOURNAL = "SELECT digest, response FROM journal WHERE key = ?"
+
+
 def journal(kernel, key: str) -> tuple[str, str] | None:
-    return kernel.conn.execute("SELECT digest, response FROM journal WHERE key = ?",
-                               (key,)).fetchone()
+    return kernel.conn.execute(JOURNAL, (key,)).fetchone()
+
+
+def prefetch_journal(kernel, wire: Any, credential: str | None) -> None:
+    """PostgreSQL: the journal entry the request will look up first (under its key as sent,
+    in the namespace its credential names) travels with the credential check's round trip;
+    used only if the request is admitted under that very key."""
+    key = wire.get("key") if isinstance(wire, dict) else None
+    if kernel.store.row_locks and isinstance(key, str):
+        name = credential.partition(".")[0] if isinstance(credential, str) else None
+        kernel.store.prefetch(JOURNAL, (key if name is None else f"{name}/{key}",))
 
 
 def answer_used(r: Request, used: tuple[str, str]) -> dict:

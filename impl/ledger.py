@@ -48,6 +48,9 @@ class LedgerVerdict:
 
 
 class Ledger:
+    #: The rows ``verify`` walks (the PostgreSQL ledger stops at its sealed head).
+    CHAINED = "SELECT seq, prev, hash, event, body FROM ledger WHERE seq >= ? ORDER BY seq"
+
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
         self._head: tuple[int, str] | None = None
@@ -91,8 +94,7 @@ class Ledger:
             if row is None:
                 return LedgerVerdict(False, 0, GENESIS, since - 1, f"seq {since - 1} is missing")
             prev = row[0]
-        for seq, stored_prev, digest, event, body in self.conn.execute(
-                "SELECT seq, prev, hash, event, body FROM ledger WHERE seq >= ? ORDER BY seq", (since,)):
+        for seq, stored_prev, digest, event, body in self.conn.execute(self.CHAINED, (since,)):
             if seq != expected_seq:
                 return LedgerVerdict(False, n, prev, seq, f"seq {seq} follows {expected_seq - 1}")
             if stored_prev != prev:

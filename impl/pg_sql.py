@@ -24,8 +24,8 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 #: Tables whose id SQLite assigns (rowid): PostgreSQL takes max + 1 inside the writing
-#: transaction, which holds the ledger head, so ids are dense and equal on a rebuild
-#: (a sequence would leave gaps after a rollback).
+#: transaction, which holds the graph lock exclusively (graph edits, see ``GRAPH_LOCK``),
+#: so ids are dense and equal on a rebuild (a sequence would leave gaps after a rollback).
 ASSIGNED_IDS = {"tasks": "id", "legacy_records": "id"}
 
 LEDGER_HEAD = f"""
@@ -34,31 +34,139 @@ CREATE TABLE ledger_head (id INTEGER PRIMARY KEY CHECK (id = 1), seq BIGINT NOT 
 INSERT INTO ledger_head VALUES (1, 0, '{GENESIS}')
 """
 
-HEAD_FOR_UPDATE = "SELECT seq, hash FROM ledger_head WHERE id = 1 FOR UPDATE"
-HEAD_READ = "SELECT seq FROM ledger_head WHERE id = 1"
+#: The advisory locks of one kernel schema: class ``hashtext(current_schema())``; object 0
+#: is the graph lock (exclusive for a graph edit, shared for a request), objects 1..64 the
+#: buckets of appended sequence numbers (shared by the appending transaction, tried
+#: exclusively by a sealer that finds a hole: held means the append may still commit).
+LOCK_CLASS = "hashtext(current_schema())"
+SEQ_BUCKETS = 64
+GRAPH_LOCK_SHARED = f"SELECT pg_advisory_xact_lock_shared({LOCK_CLASS}, 0)"
+GRAPH_LOCK = f"SELECT pg_advisory_xact_lock({LOCK_CLASS}, 0)"
 
-#: One append in one round trip: lock the head row (READ COMMITTED re-reads it after the
-#: wait, so the chain is linear), insert the event linked to it (the hash is
-#: ``ledger.link``: sha256 of prev, event and body joined by newlines, UTF-8) and
-#: move the head, all inside the writing transaction.
-APPEND = """
-WITH head AS (SELECT seq, hash FROM ledger_head WHERE id = 1 FOR UPDATE),
-     event AS (INSERT INTO ledger SELECT seq + 1, hash,
-                   encode(sha256(convert_to(hash || E'\n' || %(event)s || E'\n' || %(body)s,
-                                            'UTF8')), 'hex'),
-                   %(event)s, %(task)s, %(key)s, %(body)s FROM head RETURNING seq, hash)
-UPDATE ledger_head SET seq = event.seq, hash = event.hash FROM event WHERE ledger_head.id = 1
-RETURNING event.seq, event.hash"""
+#: The hash of one ledger event, in SQL (``ledger.link``: sha256 of prev, event and body
+#: joined by newlines, UTF-8, hex).
+LINK = """
+CREATE OR REPLACE FUNCTION wgk_link(prev TEXT, event TEXT, body TEXT) RETURNS TEXT
+LANGUAGE sql IMMUTABLE STRICT AS $$
+  SELECT encode(sha256(convert_to(prev || E'\\n' || event || E'\\n' || body, 'UTF8')), 'hex')
+$$"""
+
+#: Chain the committed (or own) events that follow the sealed head, in sequence order,
+#: while the caller holds the seal row: a missing number is either an append still in
+#: flight (its bucket is held: stop, or wait when ``wait``) or one that will never commit
+#: (its transaction rolled back: recorded as a ``skipped`` event). Returns the new head.
+SEAL_ROWS = f"""
+CREATE OR REPLACE FUNCTION wgk_seal_rows(head BIGINT, digest TEXT, wait BOOLEAN, most INTEGER)
+RETURNS BIGINT LANGUAGE plpgsql AS $$
+DECLARE
+  start BIGINT := head;
+  ev TEXT;
+  bd TEXT;
+BEGIN
+  LOOP
+    EXIT WHEN head - start >= most;
+    SELECT event, body INTO ev, bd FROM ledger WHERE seq = head + 1;
+    IF NOT FOUND THEN
+      EXIT WHEN NOT EXISTS (SELECT 1 FROM ledger WHERE seq > head + 1);
+      IF wait THEN
+        PERFORM pg_advisory_xact_lock({LOCK_CLASS}, 1 + ((head + 1) % {SEQ_BUCKETS})::int);
+      ELSIF NOT pg_try_advisory_xact_lock({LOCK_CLASS}, 1 + ((head + 1) % {SEQ_BUCKETS})::int) THEN
+        EXIT;
+      END IF;
+      SELECT event, body INTO ev, bd FROM ledger WHERE seq = head + 1;
+      IF NOT FOUND THEN
+        ev := 'skipped';
+        bd := '{{}}';
+        INSERT INTO ledger (seq, event, body) VALUES (head + 1, ev, bd);
+      END IF;
+    END IF;
+    UPDATE ledger SET prev = digest, hash = wgk_link(digest, ev, bd) WHERE seq = head + 1
+      RETURNING hash INTO digest;
+    head := head + 1;
+  END LOOP;
+  IF head > start THEN
+    UPDATE ledger_seal SET seq = head, hash = digest WHERE id = 1;
+  END IF;
+  RETURN head;
+END $$"""
+
+#: Seal what can be sealed now (a transaction of its own; ``wait``: take the seal row and
+#: wait for appends in flight, else skip when another transaction holds it).
+SEAL = """
+CREATE OR REPLACE FUNCTION wgk_seal(wait BOOLEAN) RETURNS BIGINT LANGUAGE plpgsql AS $$
+DECLARE
+  h RECORD;
+BEGIN
+  IF wait THEN
+    SELECT seq, hash INTO h FROM ledger_seal WHERE id = 1 FOR UPDATE;
+  ELSE
+    SELECT seq, hash INTO h FROM ledger_seal WHERE id = 1 FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+      RETURN NULL;
+    END IF;
+  END IF;
+  RETURN wgk_seal_rows(h.seq, h.hash, wait, 2147483647);
+END $$"""
+
+#: One append: the next number of the ledger's sequence (its bucket held until COMMIT);
+#: chained at once when this transaction can take the seal row and every earlier event
+#: is sealed (the common case of one writer), else written unchained and sealed by
+#: whichever appending transaction next holds the seal row (never waited for).
+APPEND_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION wgk_append(p_event TEXT, p_task TEXT, p_key TEXT, p_body TEXT)
+RETURNS BIGINT LANGUAGE plpgsql AS $$
+DECLARE
+  s BIGINT := nextval('ledger_seq');
+  h RECORD;
+  sealer BOOLEAN;
+BEGIN
+  PERFORM pg_advisory_xact_lock_shared({LOCK_CLASS}, 1 + (s % {SEQ_BUCKETS})::int);
+  SELECT seq, hash INTO h FROM ledger_seal WHERE id = 1 FOR UPDATE SKIP LOCKED;
+  sealer := FOUND;
+  IF sealer AND h.seq + 1 = s THEN
+    INSERT INTO ledger VALUES (s, h.hash, wgk_link(h.hash, p_event, p_body), p_event,
+                               p_task, p_key, p_body);
+    UPDATE ledger_seal SET seq = s, hash = wgk_link(h.hash, p_event, p_body) WHERE id = 1;
+  ELSE
+    INSERT INTO ledger (seq, event, task, key, body) VALUES (s, p_event, p_task, p_key, p_body);
+    IF sealer THEN
+      PERFORM wgk_seal_rows(h.seq, h.hash, false, 1000);
+    END IF;
+  END IF;
+  RETURN s;
+END $$"""
+
+#: PostgreSQL's own migrations, after the shared ones (``meta`` key ``pg-schema-version``).
+PG_MIGRATIONS: dict[int, list[str]] = {1: [
+    "ALTER TABLE ledger_head RENAME TO ledger_seal",
+    "ALTER TABLE ledger ALTER COLUMN prev DROP NOT NULL, ALTER COLUMN hash DROP NOT NULL",
+    "CREATE SEQUENCE ledger_seq",
+    "SELECT setval('ledger_seq', max(seq)) FROM ledger HAVING max(seq) IS NOT NULL",
+    "CREATE INDEX ledger_by_task ON ledger (task, seq)",
+    LINK, SEAL_ROWS, SEAL, APPEND_FUNCTION,
+]}
+PG_SCHEMA_VERSION = max(PG_MIGRATIONS)
+
+APPEND = "SELECT wgk_append(%s, %s, %s, %s)"
+SEAL_NOW = "SELECT wgk_seal(%s)"
+SEALED_HEAD = "SELECT seq, hash FROM ledger_seal WHERE id = 1"
+CURRENT_SEQ = "currval('ledger_seq')"
+#: Every committed ledger row, counted cheaply (the sealed head plus the rows after it):
+#: it changes whenever any connection commits an event.
+ROWS = "SELECT s.seq + (SELECT count(*) FROM ledger WHERE seq > s.seq) FROM ledger_seal s"
+RESTORE_SEQ = "SELECT setval('ledger_seq', greatest(max(seq), 1), max(seq) IS NOT NULL) FROM ledger"
+
+#: After row locks: each locked task's last event (a READ COMMITTED statement sees what
+#: committed before it began, so this follows the lock statement).
+STAMPS = ("SELECT t.name, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name) "
+          "FROM tasks t WHERE t.id = ANY(%s)")
 
 
-def lock_tasks(ids: list[int], share: bool, begin: bool) -> str:
-    """Row locks on task rows, then the ledger head as it is after them (each statement of
-    a READ COMMITTED transaction sees what committed before it began): one round trip,
-    opening the transaction too when ``begin``. ``ids`` are integers (no injection)."""
-    listed = ", ".join(str(int(i)) for i in sorted(ids))
-    mode = "SHARE" if share else "UPDATE"
-    return (f"{BEGIN + '; ' if begin else ''}SELECT id FROM tasks WHERE id IN ({listed}) "
-            f"ORDER BY id FOR {mode}; {HEAD_READ}")
+def lock_rows(share: bool) -> str:
+    """Row locks on task rows, in id order (the same order everywhere: no deadlock)."""
+    return f"SELECT id FROM tasks WHERE id = ANY(%s) ORDER BY id FOR {'SHARE' if share else 'UPDATE'}"
+
+
 ENCODING = "SHOW server_encoding"
 SCHEMA_EXISTS = "SELECT to_regclass('meta') IS NOT NULL, (SELECT count(*) FROM pg_tables " \
                 "WHERE schemaname = current_schema())"
@@ -71,6 +179,9 @@ COLUMNS = ("SELECT column_name FROM information_schema.columns WHERE table_schem
 #: SQLSTATEs after which the whole transaction is run again with the same key.
 RETRY_STATES = frozenset({"40001", "40P01"})     # serialization failure, deadlock detected
 UNIQUE_VIOLATION = "23505"
+#: A unique violation on these is a concurrent request with the same key (journal), or an
+#: append whose number a sealer recorded as skipped a moment before it was written (ledger).
+RETRY_CONSTRAINTS = frozenset({"journal_pkey", "ledger_pkey"})
 
 
 def schema(version: int) -> list[str]:
@@ -85,10 +196,26 @@ def schema(version: int) -> list[str]:
     return [s for s in text.split(";") if s.strip()]
 
 
+def pg_schema(version: int) -> list[str]:
+    """The statements of PostgreSQL's own migration ``version``."""
+    return PG_MIGRATIONS[version]
+
+
 @dataclass(frozen=True)
 class Statement:
     sql: str
     returns_id: bool = False
+    #: a write whose result is not needed at once (queued until the next read or COMMIT)
+    deferrable: bool = False
+
+
+_WRITES = ("INSERT", "UPDATE", "DELETE", "SAVEPOINT", "RELEASE", "ROLLBACK TO")
+
+
+def _statement(text: str, returns_id: bool = False) -> Statement:
+    deferrable = not returns_id and "RETURNING" not in text.upper() and \
+        text.lstrip().upper().startswith(_WRITES)
+    return Statement(text, returns_id, deferrable)
 
 
 _INSERT = re.compile(r"^\s*INSERT\s+(OR\s+(REPLACE|IGNORE)\s+)?INTO\s+(\w+)\s*(\(([^)]*)\))?\s*"
@@ -100,7 +227,7 @@ def translate(sql: str, columns) -> Statement:
     table's columns, for an ``INSERT OR REPLACE`` that names none)."""
     m = _INSERT.match(sql)
     if m is None:
-        return Statement(_placeholders(sql))
+        return _statement(_placeholders(sql))
     verb, table, cols, values = m.group(2), m.group(3), m.group(5), m.group(6)
     names = [c.strip() for c in cols.split(",")] if cols else None
     returns_id = False
@@ -120,7 +247,7 @@ def translate(sql: str, columns) -> Statement:
             ", ".join(f"{c} = EXCLUDED.{c}" for c in rest)
     if returns_id:
         out += f" RETURNING {ASSIGNED_IDS[table]}"
-    return Statement(_placeholders(out), returns_id)
+    return _statement(_placeholders(out), returns_id)
 
 
 def _placeholders(sql: str) -> str:

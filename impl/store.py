@@ -81,6 +81,12 @@ class Store:
     def lock_tasks(self, ids: list[int], *, share: bool = False) -> None:
         """Row locks on task rows (PostgreSQL); the whole database is locked on SQLite."""
 
+    def prefetch(self, text: str, params=()) -> None:
+        """A read to send with the next round trip (PostgreSQL); SQLite has none to save."""
+
+    def lock_graph(self) -> None:
+        """A graph edit excludes every request (PostgreSQL); SQLite has one writer anyway."""
+
     def ledger(self) -> Ledger:
         return Ledger(self.conn)
 

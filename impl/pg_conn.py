@@ -1,0 +1,332 @@
+"""One psycopg connection speaking the kernel's (SQLite-dialect) statements, in few round trips.
+
+Inside a transaction, a statement whose result nobody needs yet (``BEGIN``, an
+``INSERT``/``UPDATE``/``DELETE``, a savepoint, a ledger append) is queued; the
+queue goes to the server in one round trip (one simple-protocol string) when a
+result is needed: a read, a cursor's ``rowcount``, or ``COMMIT``. So a request
+costs one round trip for ``BEGIN`` and its row locks and one for its writes and
+``COMMIT``, whatever the number of rows it writes. Errors of queued statements
+surface at that round trip and roll the whole transaction back, as they would
+have one statement earlier.
+
+A ledger append returns a ``PendingSeq``: its number is known once the queue
+has been sent; a statement queued after it that records the number uses the
+server's ``currval('ledger_seq')`` instead (``pg_sql.APPEND`` takes it).
+"""
+from __future__ import annotations
+
+import importlib
+import re
+import urllib.parse
+from typing import Any
+
+from . import pg_sql as sql
+from .errors import StoreError
+from .store import Pragmas
+
+_MARK = re.compile(r"(?<!%)%s")
+
+
+def driver():
+    """psycopg, imported on first use (the implementation imports without it), or a one-line
+    StoreError naming the extra to install."""
+    try:
+        psycopg = importlib.import_module("psycopg")
+    except ImportError:
+        raise StoreError("a postgresql:// database needs the psycopg driver "
+                         "(pip install 'wgk[pg]')") from None
+    return psycopg
+
+
+class Queued:
+    """One statement of the queue; ``cur`` is its psycopg cursor once sent."""
+
+    __slots__ = ("sql", "params", "cur")
+
+    def __init__(self, text: str, params):
+        self.sql, self.params, self.cur = text, params, None
+
+
+class Result:
+    """One statement's result out of a several-statement round trip."""
+
+    __slots__ = ("rows", "rowcount", "description")
+
+    def __init__(self, rows: list, rowcount: int, description):
+        self.rows, self.rowcount, self.description = rows, rowcount, description
+
+    def fetchone(self):
+        return self.rows.pop(0) if self.rows else None
+
+    def fetchall(self):
+        rows, self.rows = self.rows, []
+        return rows
+
+    def __iter__(self):
+        return iter(self.fetchall())
+
+
+class PendingSeq:
+    """The sequence number of a queued ledger append (an int once the queue is sent)."""
+
+    __slots__ = ("conn", "q", "_value")
+
+    def __init__(self, conn: "PgConnection", q: Queued):
+        self.conn, self.q, self._value = conn, q, None
+
+    @property
+    def value(self) -> int:
+        if self._value is None:
+            self.conn.sent(self.q)
+            self._value = self.q.cur.fetchone()[0]
+        return self._value
+
+    def __int__(self) -> int:
+        return self.value
+
+    __index__ = __int__
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class PgCursor:
+    """The part of a sqlite3 cursor the kernel uses (a queued statement's, once sent)."""
+
+    __slots__ = ("conn", "q", "lastrowid")
+
+    def __init__(self, conn: "PgConnection", q: Queued | None, lastrowid=None):
+        self.conn, self.q, self.lastrowid = conn, q, lastrowid
+
+    def _cur(self):
+        self.conn.sent(self.q)
+        return self.q.cur
+
+    def fetchone(self):
+        return self._cur().fetchone()
+
+    def fetchall(self):
+        return self._cur().fetchall()
+
+    def __iter__(self):
+        if self.q is None:
+            return iter(())
+        cur = self._cur()
+        return iter(cur.fetchall() if cur.description else ())
+
+    @property
+    def rowcount(self) -> int:
+        return self._cur().rowcount
+
+
+class PgConnection:
+    """A psycopg connection that speaks the kernel's statements (see the module's doc)."""
+
+    def __init__(self, dsn: str, pragmas: Pragmas):
+        psycopg = driver()
+        self.errors = psycopg.errors
+        try:
+            self.raw = psycopg.connect(dsn, autocommit=True)
+        except psycopg.Error as e:
+            raise StoreError(f"{redact(dsn)}: cannot connect ({first_line(e)})") from None
+        sync = {"OFF": "off", "NORMAL": "on", "FULL": "on", "EXTRA": "on"}.get(
+            pragmas.synchronous.upper())
+        if sync is None:
+            raise StoreError(f"unknown synchronous setting {pragmas.synchronous!r}")
+        self.raw.execute(f"SET synchronous_commit = {sync}")
+        self.raw.execute(f"SET lock_timeout = {int(pragmas.busy_timeout_ms)}")
+        encoding = self.raw.execute(sql.ENCODING).fetchone()[0]
+        if encoding.upper() not in ("UTF8", "UTF-8"):
+            raise StoreError(f"{redact(dsn)}: the database's encoding is {encoding}, the kernel "
+                             "needs UTF8 (its ledger hashes are computed on UTF-8 text)")
+        self._client = psycopg.ClientCursor(self.raw)
+        self.queue: list[Queued] = []
+        self.open = False              # a transaction is open (its BEGIN may still be queued)
+        self.graph_lock: str | None = None     # None, "shared" or "exclusive" in this transaction
+        self.appends: list[tuple[str | None, PendingSeq]] = []
+        self._savepoints: list[tuple[str, int]] = []
+        self._last: PendingSeq | None = None
+        self._ahead: tuple[tuple, Queued] | None = None     # a prefetched read
+        self._statements: dict[str, sql.Statement] = {}
+        self._marked: dict[tuple[str, tuple[int, ...]], str] = {}
+        self._columns: dict[str, list[str]] = {}
+
+    def columns(self, table: str) -> list[str]:
+        if table not in self._columns:
+            self._columns[table] = [r[0] for r in self.raw.execute(sql.COLUMNS, (table,))]
+        return self._columns[table]
+
+    # --- the queue ---------------------------------------------------------------------------
+
+    def _put(self, text: str, params=None) -> Queued:
+        q = Queued(text, params)
+        self.queue.append(q)
+        return q
+
+    def sync(self) -> None:
+        """Send the queue in one round trip (an error rolls the transaction back: raised).
+
+        Several statements go as one simple-protocol string, bound on the client by psycopg
+        (its quoting), each statement's result read back in order; one goes on its own,
+        bound (and, repeated, prepared) by the server."""
+        queue, self.queue = self.queue, []
+        if len(queue) == 1:
+            queue[0].cur = self.raw.execute(queue[0].sql, queue[0].params)
+        elif queue:
+            text = "; ".join(q.sql if q.params is None else self._client.mogrify(q.sql, q.params)
+                             for q in queue)
+            cur = self._client
+            cur.execute(text)
+            for n, q in enumerate(queue):
+                if n:
+                    cur.nextset()
+                q.cur = Result(cur.fetchall() if cur.description else [], cur.rowcount,
+                               cur.description)
+
+    def sent(self, q: Queued | None) -> None:
+        if q is not None and q.cur is None:
+            self.sync()
+
+    def begin(self) -> None:
+        self.open, self.graph_lock, self._ahead = True, None, None
+        self.appends, self._savepoints, self._last = [], [], None
+        self._put(sql.BEGIN)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.open or self.raw.info.transaction_status != 0     # not IDLE
+
+    def _started(self) -> bool:
+        """Whether the server has seen this transaction's BEGIN."""
+        return self.raw.info.transaction_status != 0
+
+    # --- statements --------------------------------------------------------------------------
+
+    def prefetch(self, text: str, params=()) -> None:
+        """Queue a read (outside a transaction) whose result the next ``execute`` of the same
+        statement with the same parameters takes instead of asking again (once)."""
+        if not self.open:
+            self._ahead = ((text, tuple(params)), self._put(*self._bind(self._statement(text).sql,
+                                                                         params)))
+
+    def _statement(self, text: str) -> sql.Statement:
+        st = self._statements.get(text)
+        if st is None:
+            st = self._statements[text] = sql.translate(text, self.columns)
+        return st
+
+    def execute(self, text: str, params=()) -> PgCursor:
+        if text in ("COMMIT", "ROLLBACK"):
+            self._end(text)
+            return PgCursor(self, None)
+        if self._ahead is not None and not self.open and self._ahead[0] == (text, tuple(params)):
+            ahead, self._ahead = self._ahead[1], None
+            return PgCursor(self, ahead)
+        st = self._statement(text)
+        if st.returns_id and self.graph_lock != "exclusive":
+            self.lock_graph()                 # ids are max + 1: one graph edit at a time
+        if self.open and st.sql.startswith(("SAVEPOINT", "RELEASE", "ROLLBACK TO")):
+            self._savepoint(st.sql)
+        q = self._put(*self._bind(st.sql, params))
+        if st.returns_id:
+            self.sync()
+            return PgCursor(self, q, q.cur.fetchone()[0])
+        if not (self.open and st.deferrable):
+            self.sync()
+        return PgCursor(self, q)
+
+    def executemany(self, text: str, rows) -> None:
+        for row in rows:
+            self.execute(text, row)
+
+    def native(self, text: str, params=()):
+        """A statement already in PostgreSQL's dialect (pg_sql), its result now."""
+        q = self._put(text, params or None)          # no parameters: a % is the operator
+        self.sync()
+        return q.cur
+
+    def append(self, event: str, body: str, task: str | None, key: str | None) -> PendingSeq:
+        """Queue one ledger append (``pg_sql.APPEND``); its number once the queue is sent."""
+        seq = self._last = PendingSeq(self, self._put(sql.APPEND, (event, task, key, body)))
+        self.appends.append((task, seq))
+        return seq
+
+    def _bind(self, text: str, params) -> tuple[str, list]:
+        """Booleans as integers; a pending sequence number as its value, or as ``currval``
+        when it is the last append's (still queued)."""
+        out, marks = [], []
+        for i, p in enumerate(params):
+            if isinstance(p, PendingSeq):
+                if p is self._last and p._value is None and p.q.cur is None:
+                    marks.append(i)
+                    continue
+                p = p.value
+            out.append(int(p) if p is True or p is False else p)
+        if not marks:
+            return text, out
+        key = (text, tuple(marks))
+        if key not in self._marked:
+            parts = _MARK.split(text)
+            self._marked[key] = "".join(
+                part + ("" if n == len(parts) - 1 else sql.CURRENT_SEQ if n in marks else "%s")
+                for n, part in enumerate(parts))
+        return self._marked[key], out
+
+    def _savepoint(self, text: str) -> None:
+        verb, name = text.split()[0], text.split()[-1]
+        if verb == "SAVEPOINT":
+            self._savepoints.append((name, len(self.appends)))
+        elif self._savepoints and self._savepoints[-1][0] == name:
+            if verb == "ROLLBACK":                  # its appends are undone (their numbers skipped)
+                del self.appends[self._savepoints[-1][1]:]
+            else:
+                self._savepoints.pop()
+
+    def _end(self, verb: str) -> None:
+        """COMMIT sends the queue with it; ROLLBACK drops it (and ends what the server began)."""
+        self.open = False
+        if verb == "COMMIT" and (self._started() or any(q.sql != sql.BEGIN for q in self.queue)):
+            self._put("COMMIT")
+            self.sync()
+            return
+        self.queue.clear()
+        if self._started():
+            self.raw.execute("ROLLBACK")
+
+    # --- locks -------------------------------------------------------------------------------
+
+    def lock_graph(self) -> None:
+        """The graph lock, exclusively, until the end of the transaction (a graph edit)."""
+        self._put(sql.GRAPH_LOCK)
+        self.graph_lock = "exclusive"
+
+    def lock_tasks(self, ids: list[int], share: bool) -> tuple[dict[str, int | None], int]:
+        """Row locks on task rows (after the graph lock, shared, unless it is held), then
+        each locked task's last event and the number of committed ledger rows, read after
+        the locks were granted: one round trip, with whatever was queued before."""
+        if self.graph_lock is None:
+            self._put(sql.GRAPH_LOCK_SHARED)
+            self.graph_lock = "shared"
+        ids = sorted(int(i) for i in ids)
+        self._put(sql.lock_rows(share), (ids,))
+        stamps = self._put(sql.STAMPS, (ids,))
+        rows = self._put(sql.ROWS, None)
+        self.sync()
+        return dict(stamps.cur.fetchall()), rows.cur.fetchone()[0]
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def redact(dsn: str) -> str:
+    """A DSN without its password (for messages)."""
+    parts = urllib.parse.urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}@{host}"))
+
+
+def first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
