@@ -123,8 +123,15 @@ class PgStore(Store):
             return name in sql.RETRY_CONSTRAINTS
         return state in sql.RETRY_STATES
 
-    def prefetch(self, text: str, params=()) -> None:
-        self.conn.prefetch(text, params)
+    def read_ahead(self, journal: str, key: str, task_id: int | None) -> None:
+        """The request's journal lookup and, for a known task, BEGIN and its locks unless the
+        key is used: sent with the next round trip (the credential check's)."""
+        self.conn.prefetch(journal, (key,))
+        if task_id is not None and not self.depth:
+            self.conn.begin_early([task_id], key)
+
+    def settle(self) -> None:
+        self.conn.end_early()
 
     def lock_graph(self) -> None:
         """A graph edit: the graph lock, exclusively, until COMMIT (requests hold it shared)."""
@@ -133,18 +140,18 @@ class PgStore(Store):
 
     def lock_tasks(self, ids: list[int], *, share: bool = False) -> None:
         """Row locks until COMMIT; the caches are stale when a locked task's last event is
-        not the one they reflect (unless no connection committed anything since)."""
+        not the one they reflect, unless no connection committed anything since they were
+        validated (a task this connection meets for the first time)."""
         if not ids:
             return
-        stamps, rows = self.conn.lock_tasks(ids, share)
+        stamps = self.conn.lock_tasks(ids, share)
         self._locked = True
-        if self.conn.appends:                   # the count includes our own appends
-            rows = None
-        if rows is not None and rows == self._rows:
-            self._known.update(stamps)
-        elif any(self._known.get(task, -1) != seq for task, seq in stamps.items()):
-            self._known.update(stamps)
+        if all(self._known.get(task, -1) == seq for task, seq in stamps.items()):
+            return
+        rows = None if self.conn.appends else self.conn.native(sql.ROWS).fetchone()[0]
+        if rows is None or rows != self._rows:      # (our own appends would be counted)
             self._rows, self._token = rows, self._token + 1
+        self._known.update(stamps)
 
     def ledger(self) -> "PgLedger":
         return PgLedger(self)

@@ -25,6 +25,40 @@ from .errors import StoreError
 from .store import Pragmas
 
 _MARK = re.compile(r"(?<!%)%s")
+_PARAM = re.compile(r"%%|%s")
+_PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
+
+
+def literal(value) -> str:
+    """A parameter as an SQL literal (``standard_conforming_strings`` is on: a quote is
+    doubled, nothing else is special)."""
+    if value is None:
+        return "NULL"
+    if value is True or value is False:
+        return "true" if value else "false"     # (the kernel's own flags arrive as integers)
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise StoreError("a text value holds a NUL character (PostgreSQL refuses it)")
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "'\\x" + bytes(value).hex() + "'::bytea"
+    if isinstance(value, (list, tuple)) and all(type(v) is int for v in value):
+        return "'{" + ",".join(map(str, value)) + "}'"
+    raise StoreError(f"cannot send a {type(value).__name__} to PostgreSQL")
+
+
+def _inline(text: str, params) -> str:
+    """A psycopg statement with its parameters as literals."""
+    values = iter(params)
+    return _PARAM.sub(lambda m: "%" if m.group() == "%%" else literal(next(values)), text)
+
+
+def _dollars(text: str) -> str:
+    """A psycopg statement (``%s``, ``%%``) in PREPARE's form (``$1``, ``%``)."""
+    n = iter(range(1, 10_000))
+    return _PARAM.sub(lambda m: "%" if m.group() == "%%" else f"${next(n)}", text)
 
 
 def driver():
@@ -90,6 +124,15 @@ class PendingSeq:
         return str(self.value)
 
 
+class Early:
+    """A transaction begun ahead of its request (``PgConnection.begin_early``)."""
+
+    __slots__ = ("ids", "graph", "locked", "stamps")
+
+    def __init__(self, ids: list[int], graph: Queued, locked: Queued, stamps: Queued):
+        self.ids, self.graph, self.locked, self.stamps = ids, graph, locked, stamps
+
+
 class PgCursor:
     """The part of a sqlite3 cursor the kernel uses (a queued statement's, once sent)."""
 
@@ -135,11 +178,15 @@ class PgConnection:
             raise StoreError(f"unknown synchronous setting {pragmas.synchronous!r}")
         self.raw.execute(f"SET synchronous_commit = {sync}")
         self.raw.execute(f"SET lock_timeout = {int(pragmas.busy_timeout_ms)}")
+        self.raw.execute("SET standard_conforming_strings = on")     # what ``literal`` relies on
         encoding = self.raw.execute(sql.ENCODING).fetchone()[0]
         if encoding.upper() not in ("UTF8", "UTF-8"):
             raise StoreError(f"{redact(dsn)}: the database's encoding is {encoding}, the kernel "
                              "needs UTF8 (its ledger hashes are computed on UTF-8 text)")
+        self.raw.prepare_threshold = None       # psycopg would DEALLOCATE ALL after a ROLLBACK
         self._client = psycopg.ClientCursor(self.raw)
+        self._prepared: dict[str, str] = {}     # statement -> its name in this session
+        self._names = 0
         self.queue: list[Queued] = []
         self.open = False              # a transaction is open (its BEGIN may still be queued)
         self.graph_lock: str | None = None     # None, "shared" or "exclusive" in this transaction
@@ -147,6 +194,8 @@ class PgConnection:
         self._savepoints: list[tuple[str, int]] = []
         self._last: PendingSeq | None = None
         self._ahead: tuple[tuple, Queued] | None = None     # a prefetched read
+        self.early: Early | None = None         # a transaction begun ahead, not yet taken up
+        self._taken: Early | None = None        # ... taken up: its locks for ``lock_tasks``
         self._statements: dict[str, sql.Statement] = {}
         self._marked: dict[tuple[str, tuple[int, ...]], str] = {}
         self._columns: dict[str, list[str]] = {}
@@ -166,31 +215,76 @@ class PgConnection:
     def sync(self) -> None:
         """Send the queue in one round trip (an error rolls the transaction back: raised).
 
-        Several statements go as one simple-protocol string, bound on the client by psycopg
-        (its quoting), each statement's result read back in order; one goes on its own,
-        bound (and, repeated, prepared) by the server."""
+        The statements go as one simple-protocol string: each one with parameters as
+        ``EXECUTE`` of a statement this session prepared (``PREPARE`` in front, the first
+        time), its arguments as literals; each result read back in order."""
         queue, self.queue = self.queue, []
-        if len(queue) == 1:
-            queue[0].cur = self.raw.execute(queue[0].sql, queue[0].params)
-        elif queue:
-            text = "; ".join(q.sql if q.params is None else self._client.mogrify(q.sql, q.params)
-                             for q in queue)
-            cur = self._client
-            cur.execute(text)
-            for n, q in enumerate(queue):
-                if n:
-                    cur.nextset()
-                q.cur = Result(cur.fetchall() if cur.description else [], cur.rowcount,
-                               cur.description)
+        if not queue:
+            return
+        new: list[str] = []
+        text = "; ".join([self._executable(q, new) for q in queue])
+        cur = self._client
+        try:
+            cur.execute("; ".join(new + [text]) if new else text)
+        except BaseException:
+            if new:                                 # whether they ran is unknown: never reused
+                gone = {line.split()[1] for line in new}
+                self._prepared = {k: v for k, v in self._prepared.items() if v not in gone}
+            raise
+        for _ in new:
+            cur.nextset()
+        for n, q in enumerate(queue):
+            if n:
+                cur.nextset()
+            q.cur = Result(cur.fetchall() if cur.description else [], cur.rowcount,
+                           cur.description)
+
+    def _executable(self, q: Queued, new: list[str]) -> str:
+        """``q`` as text: ``EXECUTE`` of its prepared form when it has parameters."""
+        if q.params is None:
+            return q.sql
+        if not q.sql.lstrip().upper().startswith(_PREPARABLE):
+            return _inline(q.sql, q.params)
+        name = self._prepared.get(q.sql)
+        if name is None:
+            name = self._prepared[q.sql] = f"wgk_{self._names}"
+            self._names += 1
+            new.append(f"PREPARE {name} AS {_dollars(q.sql)}")
+        if not q.params:
+            return f"EXECUTE {name}"
+        return f"EXECUTE {name}({', '.join(map(literal, q.params))})"
 
     def sent(self, q: Queued | None) -> None:
         if q is not None and q.cur is None:
             self.sync()
 
     def begin(self) -> None:
+        """BEGIN (queued), or take up the transaction begun ahead."""
+        self._taken, self.early = self.early, None
         self.open, self.graph_lock, self._ahead = True, None, None
         self.appends, self._savepoints, self._last = [], [], None
+        if self._taken is None:
+            self._put(sql.BEGIN)
+
+    def begin_early(self, ids: list[int], key: str) -> None:
+        """Queue BEGIN and, unless ``key`` is journaled already, the graph lock (shared) and
+        the rows of ``ids`` locked ``FOR UPDATE``, with their stamps: the request's
+        transaction takes them up (``begin``), else ``end_early`` rolls them back."""
+        if self.open or self.early is not None or self._started():
+            return
+        ids = sorted(int(i) for i in ids)
         self._put(sql.BEGIN)
+        self.early = Early(ids, self._put(sql.GRAPH_LOCK_SHARED_UNLESS, (key,)),
+                           self._put(sql.LOCK_ROWS_UNLESS, (ids, key)),
+                           self._put(sql.STAMPS, (ids,)))
+
+    def end_early(self) -> None:
+        """A transaction begun ahead and not taken up: dropped, rolled back if begun."""
+        if self.early is not None:
+            self.early = None
+            self.queue.clear()
+            if self._started():
+                self.raw.execute("ROLLBACK")
 
     @property
     def in_transaction(self) -> bool:
@@ -300,19 +394,25 @@ class PgConnection:
         self._put(sql.GRAPH_LOCK)
         self.graph_lock = "exclusive"
 
-    def lock_tasks(self, ids: list[int], share: bool) -> tuple[dict[str, int | None], int]:
+    def lock_tasks(self, ids: list[int], share: bool) -> dict[str, int | None]:
         """Row locks on task rows (after the graph lock, shared, unless it is held), then
-        each locked task's last event and the number of committed ledger rows, read after
-        the locks were granted: one round trip, with whatever was queued before."""
+        each locked task's last event, read after the locks were granted: one round trip,
+        with whatever was queued before (none when the transaction begun ahead holds them)."""
+        ids = sorted(int(i) for i in ids)
+        taken, self._taken = self._taken, None
+        if taken is not None and not share and ids == taken.ids:
+            self.sent(taken.stamps)
+            if taken.graph.cur.fetchall():
+                self.graph_lock = "shared"
+            if [r[0] for r in taken.locked.cur.fetchall()] == ids:
+                return dict(taken.stamps.cur.fetchall())
         if self.graph_lock is None:
             self._put(sql.GRAPH_LOCK_SHARED)
             self.graph_lock = "shared"
-        ids = sorted(int(i) for i in ids)
         self._put(sql.lock_rows(share), (ids,))
         stamps = self._put(sql.STAMPS, (ids,))
-        rows = self._put(sql.ROWS, None)
         self.sync()
-        return dict(stamps.cur.fetchall()), rows.cur.fetchone()[0]
+        return dict(stamps.cur.fetchall())
 
     def close(self) -> None:
         self.raw.close()

@@ -42,6 +42,11 @@ LOCK_CLASS = "hashtext(current_schema())"
 SEQ_BUCKETS = 64
 GRAPH_LOCK_SHARED = f"SELECT pg_advisory_xact_lock_shared({LOCK_CLASS}, 0)"
 GRAPH_LOCK = f"SELECT pg_advisory_xact_lock({LOCK_CLASS}, 0)"
+#: The same locks taken ahead of a request, unless its key is journaled already (then the
+#: request is a duplicate or a conflict, answered without a lock).
+UNUSED_KEY = "NOT EXISTS (SELECT 1 FROM journal WHERE key = %s)"
+GRAPH_LOCK_SHARED_UNLESS = f"{GRAPH_LOCK_SHARED} WHERE {UNUSED_KEY}"
+LOCK_ROWS_UNLESS = f"SELECT id FROM tasks WHERE id = ANY(%s) AND {UNUSED_KEY} ORDER BY id FOR UPDATE"
 
 #: The hash of one ledger event, in SQL (``ledger.link``: sha256 of prev, event and body
 #: joined by newlines, UTF-8, hex).
@@ -119,14 +124,15 @@ DECLARE
   s BIGINT := nextval('ledger_seq');
   h RECORD;
   sealer BOOLEAN;
+  digest TEXT;
 BEGIN
   PERFORM pg_advisory_xact_lock_shared({LOCK_CLASS}, 1 + (s % {SEQ_BUCKETS})::int);
   SELECT seq, hash INTO h FROM ledger_seal WHERE id = 1 FOR UPDATE SKIP LOCKED;
   sealer := FOUND;
   IF sealer AND h.seq + 1 = s THEN
-    INSERT INTO ledger VALUES (s, h.hash, wgk_link(h.hash, p_event, p_body), p_event,
-                               p_task, p_key, p_body);
-    UPDATE ledger_seal SET seq = s, hash = wgk_link(h.hash, p_event, p_body) WHERE id = 1;
+    digest := wgk_link(h.hash, p_event, p_body);
+    INSERT INTO ledger VALUES (s, h.hash, digest, p_event, p_task, p_key, p_body);
+    UPDATE ledger_seal SET seq = s, hash = digest WHERE id = 1;
   ELSE
     INSERT INTO ledger (seq, event, task, key, body) VALUES (s, p_event, p_task, p_key, p_body);
     IF sealer THEN

@@ -81,8 +81,12 @@ class Store:
     def lock_tasks(self, ids: list[int], *, share: bool = False) -> None:
         """Row locks on task rows (PostgreSQL); the whole database is locked on SQLite."""
 
-    def prefetch(self, text: str, params=()) -> None:
-        """A read to send with the next round trip (PostgreSQL); SQLite has none to save."""
+    def read_ahead(self, journal: str, key: str, task_id: int | None) -> None:
+        """Send a request's first reads (and locks) ahead (PostgreSQL: they travel with the
+        credential check's round trip); SQLite has no round trip to save."""
+
+    def settle(self) -> None:
+        """End whatever ``read_ahead`` began that the request did not take up."""
 
     def lock_graph(self) -> None:
         """A graph edit excludes every request (PostgreSQL); SQLite has one writer anyway."""
