@@ -82,12 +82,17 @@ class Queued:
 
 
 class Result:
-    """One statement's result out of a several-statement round trip."""
+    """One statement's result out of a round trip."""
 
-    __slots__ = ("rows", "rowcount", "description")
+    __slots__ = ("rows", "rowcount", "_res")
 
-    def __init__(self, rows: list, rowcount: int, description):
-        self.rows, self.rowcount, self.description = rows, rowcount, description
+    def __init__(self, rows: list, rowcount: int, res):
+        self.rows, self.rowcount, self._res = rows, rowcount, res
+
+    @property
+    def description(self) -> list[tuple]:
+        """The column names (the first item of each sqlite3 description entry)."""
+        return [(self._res.fname(i).decode(),) for i in range(self._res.nfields)]
 
     def fetchone(self):
         return self.rows.pop(0) if self.rows else None
@@ -127,10 +132,10 @@ class PendingSeq:
 class Early:
     """A transaction begun ahead of its request (``PgConnection.begin_early``)."""
 
-    __slots__ = ("ids", "graph", "locked", "stamps")
+    __slots__ = ("ids", "locks")
 
-    def __init__(self, ids: list[int], graph: Queued, locked: Queued, stamps: Queued):
-        self.ids, self.graph, self.locked, self.stamps = ids, graph, locked, stamps
+    def __init__(self, ids: list[int], locks: Queued):
+        self.ids, self.locks = ids, locks
 
 
 class PgCursor:
@@ -152,14 +157,15 @@ class PgCursor:
         return self._cur().fetchall()
 
     def __iter__(self):
-        if self.q is None:
-            return iter(())
-        cur = self._cur()
-        return iter(cur.fetchall() if cur.description else ())
+        return iter(()) if self.q is None else iter(self._cur().fetchall())
 
     @property
     def rowcount(self) -> int:
         return self._cur().rowcount
+
+    @property
+    def description(self):
+        return self._cur().description
 
 
 class PgConnection:
@@ -236,8 +242,8 @@ class PgConnection:
         for n, q in enumerate(queue):
             if n:
                 cur.nextset()
-            q.cur = Result(cur.fetchall() if cur.description else [], cur.rowcount,
-                           cur.description)
+            res = cur.pgresult
+            q.cur = Result(cur.fetchall() if res.nfields else [], cur.rowcount, res)
 
     def _executable(self, q: Queued, new: list[str]) -> str:
         """``q`` as text: ``EXECUTE`` of its prepared form when it has parameters."""
@@ -274,9 +280,7 @@ class PgConnection:
             return
         ids = sorted(int(i) for i in ids)
         self._put(sql.BEGIN)
-        self.early = Early(ids, self._put(sql.GRAPH_LOCK_SHARED_UNLESS, (key,)),
-                           self._put(sql.LOCK_ROWS_UNLESS, (ids, key)),
-                           self._put(sql.STAMPS, (ids,)))
+        self.early = Early(ids, self._put(sql.LOCK, (ids, False, True, key)))
 
     def end_early(self) -> None:
         """A transaction begun ahead and not taken up: dropped, rolled back if begun."""
@@ -401,18 +405,15 @@ class PgConnection:
         ids = sorted(int(i) for i in ids)
         taken, self._taken = self._taken, None
         if taken is not None and not share and ids == taken.ids:
-            self.sent(taken.stamps)
-            if taken.graph.cur.fetchall():
+            self.sent(taken.locks)
+            stamps = dict(taken.locks.cur.fetchall())
+            if stamps:                          # (none: the key was used meanwhile)
                 self.graph_lock = "shared"
-            if [r[0] for r in taken.locked.cur.fetchall()] == ids:
-                return dict(taken.stamps.cur.fetchall())
-        if self.graph_lock is None:
-            self._put(sql.GRAPH_LOCK_SHARED)
-            self.graph_lock = "shared"
-        self._put(sql.lock_rows(share), (ids,))
-        stamps = self._put(sql.STAMPS, (ids,))
+                return stamps
+        locks = self._put(sql.LOCK, (ids, share, self.graph_lock is None, None))
         self.sync()
-        return dict(stamps.cur.fetchall())
+        self.graph_lock = self.graph_lock or "shared"
+        return dict(locks.cur.fetchall())
 
     def close(self) -> None:
         self.raw.close()

@@ -42,11 +42,30 @@ LOCK_CLASS = "hashtext(current_schema())"
 SEQ_BUCKETS = 64
 GRAPH_LOCK_SHARED = f"SELECT pg_advisory_xact_lock_shared({LOCK_CLASS}, 0)"
 GRAPH_LOCK = f"SELECT pg_advisory_xact_lock({LOCK_CLASS}, 0)"
-#: The same locks taken ahead of a request, unless its key is journaled already (then the
-#: request is a duplicate or a conflict, answered without a lock).
-UNUSED_KEY = "NOT EXISTS (SELECT 1 FROM journal WHERE key = %s)"
-GRAPH_LOCK_SHARED_UNLESS = f"{GRAPH_LOCK_SHARED} WHERE {UNUSED_KEY}"
-LOCK_ROWS_UNLESS = f"SELECT id FROM tasks WHERE id = ANY(%s) AND {UNUSED_KEY} ORDER BY id FOR UPDATE"
+#: A request's locks in one statement: unless ``key`` is journaled already (a duplicate or a
+#: conflict, answered without a lock), the graph lock (shared, when ``graph``), then the task
+#: rows in id order (``FOR SHARE`` or ``FOR UPDATE``); then each locked task's last event,
+#: read by a statement of its own (a READ COMMITTED statement sees what committed before it
+#: began: after the locks were granted). No row: nothing was locked.
+LOCK_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION wgk_lock(ids BIGINT[], share BOOLEAN, graph BOOLEAN, p_key TEXT)
+RETURNS TABLE (name TEXT, stamp BIGINT) LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_key IS NOT NULL AND EXISTS (SELECT 1 FROM journal WHERE key = p_key) THEN
+    RETURN;
+  END IF;
+  IF graph THEN
+    PERFORM pg_advisory_xact_lock_shared({LOCK_CLASS}, 0);
+  END IF;
+  IF share THEN
+    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR SHARE;
+  ELSE
+    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR UPDATE;
+  END IF;
+  RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name)
+               FROM tasks t WHERE t.id = ANY(ids);
+END $$"""
+LOCK = "SELECT name, stamp FROM wgk_lock(%s, %s, %s, %s)"
 
 #: The hash of one ledger event, in SQL (``ledger.link``: sha256 of prev, event and body
 #: joined by newlines, UTF-8, hex).
@@ -149,7 +168,7 @@ PG_MIGRATIONS: dict[int, list[str]] = {1: [
     "CREATE SEQUENCE ledger_seq",
     "SELECT setval('ledger_seq', max(seq)) FROM ledger HAVING max(seq) IS NOT NULL",
     "CREATE INDEX ledger_by_task ON ledger (task, seq)",
-    LINK, SEAL_ROWS, SEAL, APPEND_FUNCTION,
+    LINK, SEAL_ROWS, SEAL, APPEND_FUNCTION, LOCK_FUNCTION,
 ]}
 PG_SCHEMA_VERSION = max(PG_MIGRATIONS)
 
@@ -161,17 +180,6 @@ CURRENT_SEQ = "currval('ledger_seq')"
 #: it changes whenever any connection commits an event.
 ROWS = "SELECT s.seq + (SELECT count(*) FROM ledger WHERE seq > s.seq) FROM ledger_seal s"
 RESTORE_SEQ = "SELECT setval('ledger_seq', greatest(max(seq), 1), max(seq) IS NOT NULL) FROM ledger"
-
-#: After row locks: each locked task's last event (a READ COMMITTED statement sees what
-#: committed before it began, so this follows the lock statement).
-STAMPS = ("SELECT t.name, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name) "
-          "FROM tasks t WHERE t.id = ANY(%s)")
-
-
-def lock_rows(share: bool) -> str:
-    """Row locks on task rows, in id order (the same order everywhere: no deadlock)."""
-    return f"SELECT id FROM tasks WHERE id = ANY(%s) ORDER BY id FOR {'SHARE' if share else 'UPDATE'}"
-
 
 ENCODING = "SHOW server_encoding"
 SCHEMA_EXISTS = "SELECT to_regclass('meta') IS NOT NULL, (SELECT count(*) FROM pg_tables " \
