@@ -69,6 +69,7 @@ def _apply_task_added(k, seq: int, body: dict) -> None:
     ids = k.ids()
     ids[body["task"]] = tid
     k.tables.create(tid)
+    k._records[body["task"]] = EMPTY          # what its new rows hold (no read needed)
     k.conn.execute("INSERT INTO generations VALUES (?, 0, ?)", (tid, seq))
     pending = 0
     for d in body["deps"]:

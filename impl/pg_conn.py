@@ -27,6 +27,7 @@ from .store import Pragmas
 _MARK = re.compile(r"(?<!%)%s")
 _PARAM = re.compile(r"%%|%s")
 _PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
+QUEUE_MOST = 256            # statements queued at most (a bulk graph edit sends them on)
 
 
 def literal(value) -> str:
@@ -185,6 +186,7 @@ class PgConnection:
         self.raw.execute(f"SET synchronous_commit = {sync}")
         self.raw.execute(f"SET lock_timeout = {int(pragmas.busy_timeout_ms)}")
         self.raw.execute("SET standard_conforming_strings = on")     # what ``literal`` relies on
+        self.raw.execute("SET jit = off")       # short statements: compiling costs more than it saves
         encoding = self.raw.execute(sql.ENCODING).fetchone()[0]
         if encoding.upper() not in ("UTF8", "UTF-8"):
             raise StoreError(f"{redact(dsn)}: the database's encoding is {encoding}, the kernel "
@@ -192,11 +194,13 @@ class PgConnection:
         self.raw.prepare_threshold = None       # psycopg would DEALLOCATE ALL after a ROLLBACK
         self._client = psycopg.ClientCursor(self.raw)
         self._prepared: dict[str, str] = {}     # statement -> its name in this session
+        self.round_trips = 0                    # (counted for the benchmarks)
         self._names = 0
         self.queue: list[Queued] = []
         self.open = False              # a transaction is open (its BEGIN may still be queued)
         self.graph_lock: str | None = None     # None, "shared" or "exclusive" in this transaction
         self.appends: list[tuple[str | None, PendingSeq]] = []
+        self._next_ids: dict[str, int] = {}     # ids this transaction assigns next
         self._savepoints: list[tuple[str, int]] = []
         self._last: PendingSeq | None = None
         self._ahead: tuple[tuple, Queued] | None = None     # a prefetched read
@@ -227,6 +231,7 @@ class PgConnection:
         queue, self.queue = self.queue, []
         if not queue:
             return
+        self.round_trips += 1
         new: list[str] = []
         text = "; ".join([self._executable(q, new) for q in queue])
         cur = self._client
@@ -269,6 +274,7 @@ class PgConnection:
         self._taken, self.early = self.early, None
         self.open, self.graph_lock, self._ahead = True, None, None
         self.appends, self._savepoints, self._last = [], [], None
+        self._next_ids = {}
         if self._taken is None:
             self._put(sql.BEGIN)
 
@@ -321,17 +327,25 @@ class PgConnection:
             ahead, self._ahead = self._ahead[1], None
             return PgCursor(self, ahead)
         st = self._statement(text)
-        if st.returns_id and self.graph_lock != "exclusive":
-            self.lock_graph()                 # ids are max + 1: one graph edit at a time
+        rowid = None
+        if st.assigns is not None:
+            rowid = self._assign(st.assigns)
+            params = (rowid, *params)
         if self.open and st.sql.startswith(("SAVEPOINT", "RELEASE", "ROLLBACK TO")):
             self._savepoint(st.sql)
         q = self._put(*self._bind(st.sql, params))
-        if st.returns_id:
+        if not (self.open and st.deferrable) or len(self.queue) > QUEUE_MOST:
             self.sync()
-            return PgCursor(self, q, q.cur.fetchone()[0])
-        if not (self.open and st.deferrable):
-            self.sync()
-        return PgCursor(self, q)
+        return PgCursor(self, q, rowid)
+
+    def _assign(self, table: str) -> int:
+        """The id of a new row of ``table`` (``pg_sql.ASSIGNED_IDS``)."""
+        if self.graph_lock != "exclusive":
+            self.lock_graph()                 # ids are max + 1: one graph edit at a time
+        if table not in self._next_ids:
+            self._next_ids[table] = self.native(sql.next_id(table)).fetchone()[0]
+        self._next_ids[table] += 1
+        return self._next_ids[table] - 1
 
     def executemany(self, text: str, rows) -> None:
         for row in rows:
@@ -377,6 +391,7 @@ class PgConnection:
         elif self._savepoints and self._savepoints[-1][0] == name:
             if verb == "ROLLBACK":                  # its appends are undone (their numbers skipped)
                 del self.appends[self._savepoints[-1][1]:]
+                self._next_ids.clear()              # and the ids it assigned: read again
             else:
                 self._savepoints.pop()
 
@@ -384,6 +399,8 @@ class PgConnection:
         """COMMIT sends the queue with it; ROLLBACK drops it (and ends what the server began)."""
         self.open = False
         if verb == "COMMIT" and (self._started() or any(q.sql != sql.BEGIN for q in self.queue)):
+            if self._last is not None:             # it appended: the seal row, written once
+                self._put(sql.SEAL_DONE_NOW)
             self._put("COMMIT")
             self.sync()
             return

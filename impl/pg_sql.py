@@ -23,9 +23,10 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "worktrees": ("id",), "pins": ("ref",),
 }
 
-#: Tables whose id SQLite assigns (rowid): PostgreSQL takes max + 1 inside the writing
-#: transaction, which holds the graph lock exclusively (graph edits, see ``GRAPH_LOCK``),
-#: so ids are dense and equal on a rebuild (a sequence would leave gaps after a rollback).
+#: Tables whose id SQLite assigns (rowid): on PostgreSQL the connection assigns max + 1,
+#: read inside the writing transaction, which holds the graph lock exclusively (graph
+#: edits, see ``GRAPH_LOCK``), then counts on; so ids are dense and equal on a rebuild (a
+#: sequence would leave gaps after a rollback).
 ASSIGNED_IDS = {"tasks": "id", "legacy_records": "id"}
 
 LEDGER_HEAD = f"""
@@ -75,14 +76,52 @@ LANGUAGE sql IMMUTABLE STRICT AS $$
   SELECT encode(sha256(convert_to(prev || E'\\n' || event || E'\\n' || body, 'UTF8')), 'hex')
 $$"""
 
-#: Chain the committed (or own) events that follow the sealed head, in sequence order,
-#: while the caller holds the seal row: a missing number is either an append still in
-#: flight (its bucket is held: stop, or wait when ``wait``) or one that will never commit
-#: (its transaction rolled back: recorded as a ``skipped`` event). Returns the new head.
+#: The seal row, held by this transaction until COMMIT: the head it has sealed so far is
+#: kept in transaction-local settings (``wgk.head``, ``wgk.digest``), and the row itself is
+#: written once, by ``wgk_seal_done`` just before COMMIT (a row updated at every append of
+#: a bulk transaction would grow a chain of versions that every later lookup walks).
+HOLD_SEAL = """
+CREATE OR REPLACE FUNCTION wgk_hold_seal(wait BOOLEAN) RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+DECLARE
+  h RECORD;
+BEGIN
+  IF current_setting('wgk.sealing', true) = 'on' THEN
+    RETURN true;
+  END IF;
+  IF wait THEN
+    SELECT seq, hash INTO h FROM ledger_seal WHERE id = 1 FOR UPDATE;
+  ELSE
+    SELECT seq, hash INTO h FROM ledger_seal WHERE id = 1 FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+      RETURN false;
+    END IF;
+  END IF;
+  PERFORM set_config('wgk.sealing', 'on', true), set_config('wgk.head', h.seq::TEXT, true),
+          set_config('wgk.digest', h.hash, true);
+  RETURN true;
+END $$"""
+
+SEAL_DONE = """
+CREATE OR REPLACE FUNCTION wgk_seal_done() RETURNS BIGINT LANGUAGE plpgsql AS $$
+BEGIN
+  IF current_setting('wgk.sealing', true) IS DISTINCT FROM 'on' THEN
+    RETURN NULL;
+  END IF;
+  UPDATE ledger_seal SET seq = current_setting('wgk.head')::BIGINT,
+                         hash = current_setting('wgk.digest') WHERE id = 1;
+  RETURN current_setting('wgk.head')::BIGINT;
+END $$"""
+
+#: Chain the committed (or own) events that follow the held head, in sequence order: a
+#: missing number is either an append still in flight (its bucket is held: stop, or wait
+#: when ``wait``) or one that will never commit (its transaction rolled back: recorded as a
+#: ``skipped`` event). Returns the new head.
 SEAL_ROWS = f"""
-CREATE OR REPLACE FUNCTION wgk_seal_rows(head BIGINT, digest TEXT, wait BOOLEAN, most INTEGER)
+CREATE OR REPLACE FUNCTION wgk_seal_rows(wait BOOLEAN, most INTEGER)
 RETURNS BIGINT LANGUAGE plpgsql AS $$
 DECLARE
+  head BIGINT := current_setting('wgk.head')::BIGINT;
+  digest TEXT := current_setting('wgk.digest');
   start BIGINT := head;
   ev TEXT;
   bd TEXT;
@@ -108,9 +147,7 @@ BEGIN
       RETURNING hash INTO digest;
     head := head + 1;
   END LOOP;
-  IF head > start THEN
-    UPDATE ledger_seal SET seq = head, hash = digest WHERE id = 1;
-  END IF;
+  PERFORM set_config('wgk.head', head::TEXT, true), set_config('wgk.digest', digest, true);
   RETURN head;
 END $$"""
 
@@ -118,45 +155,36 @@ END $$"""
 #: wait for appends in flight, else skip when another transaction holds it).
 SEAL = """
 CREATE OR REPLACE FUNCTION wgk_seal(wait BOOLEAN) RETURNS BIGINT LANGUAGE plpgsql AS $$
-DECLARE
-  h RECORD;
 BEGIN
-  IF wait THEN
-    SELECT seq, hash INTO h FROM ledger_seal WHERE id = 1 FOR UPDATE;
-  ELSE
-    SELECT seq, hash INTO h FROM ledger_seal WHERE id = 1 FOR UPDATE SKIP LOCKED;
-    IF NOT FOUND THEN
-      RETURN NULL;
-    END IF;
+  IF NOT wgk_hold_seal(wait) THEN
+    RETURN NULL;
   END IF;
-  RETURN wgk_seal_rows(h.seq, h.hash, wait, 2147483647);
+  PERFORM wgk_seal_rows(wait, 2147483647);
+  RETURN wgk_seal_done();
 END $$"""
 
 #: One append: the next number of the ledger's sequence (its bucket held until COMMIT);
-#: chained at once when this transaction can take the seal row and every earlier event
-#: is sealed (the common case of one writer), else written unchained and sealed by
-#: whichever appending transaction next holds the seal row (never waited for).
+#: chained at once when this transaction holds, or can take, the seal row and every
+#: earlier event is sealed (the common case of one writer), else written unchained and
+#: sealed by whichever appending transaction next holds the seal row (never waited for).
 APPEND_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION wgk_append(p_event TEXT, p_task TEXT, p_key TEXT, p_body TEXT)
 RETURNS BIGINT LANGUAGE plpgsql AS $$
 DECLARE
   s BIGINT := nextval('ledger_seq');
-  h RECORD;
-  sealer BOOLEAN;
   digest TEXT;
 BEGIN
   PERFORM pg_advisory_xact_lock_shared({LOCK_CLASS}, 1 + (s % {SEQ_BUCKETS})::int);
-  SELECT seq, hash INTO h FROM ledger_seal WHERE id = 1 FOR UPDATE SKIP LOCKED;
-  sealer := FOUND;
-  IF sealer AND h.seq + 1 = s THEN
-    digest := wgk_link(h.hash, p_event, p_body);
-    INSERT INTO ledger VALUES (s, h.hash, digest, p_event, p_task, p_key, p_body);
-    UPDATE ledger_seal SET seq = s, hash = digest WHERE id = 1;
+  IF NOT wgk_hold_seal(false) THEN
+    INSERT INTO ledger (seq, event, task, key, body) VALUES (s, p_event, p_task, p_key, p_body);
+  ELSIF current_setting('wgk.head')::BIGINT + 1 = s THEN
+    digest := wgk_link(current_setting('wgk.digest'), p_event, p_body);
+    INSERT INTO ledger VALUES (s, current_setting('wgk.digest'), digest, p_event, p_task,
+                               p_key, p_body);
+    PERFORM set_config('wgk.head', s::TEXT, true), set_config('wgk.digest', digest, true);
   ELSE
     INSERT INTO ledger (seq, event, task, key, body) VALUES (s, p_event, p_task, p_key, p_body);
-    IF sealer THEN
-      PERFORM wgk_seal_rows(h.seq, h.hash, false, 1000);
-    END IF;
+    PERFORM wgk_seal_rows(false, 1000);
   END IF;
   RETURN s;
 END $$"""
@@ -168,17 +196,19 @@ PG_MIGRATIONS: dict[int, list[str]] = {1: [
     "CREATE SEQUENCE ledger_seq",
     "SELECT setval('ledger_seq', max(seq)) FROM ledger HAVING max(seq) IS NOT NULL",
     "CREATE INDEX ledger_by_task ON ledger (task, seq)",
-    LINK, SEAL_ROWS, SEAL, APPEND_FUNCTION, LOCK_FUNCTION,
+    LINK, HOLD_SEAL, SEAL_DONE, SEAL_ROWS, SEAL, APPEND_FUNCTION, LOCK_FUNCTION,
 ]}
 PG_SCHEMA_VERSION = max(PG_MIGRATIONS)
 
 APPEND = "SELECT wgk_append(%s, %s, %s, %s)"
 SEAL_NOW = "SELECT wgk_seal(%s)"
+SEAL_DONE_NOW = "SELECT wgk_seal_done()"
 SEALED_HEAD = "SELECT seq, hash FROM ledger_seal WHERE id = 1"
 CURRENT_SEQ = "currval('ledger_seq')"
 #: Every committed ledger row, counted cheaply (the sealed head plus the rows after it):
 #: it changes whenever any connection commits an event.
-ROWS = "SELECT s.seq + (SELECT count(*) FROM ledger WHERE seq > s.seq) FROM ledger_seal s"
+ROWS = ("SELECT seq + (SELECT count(*) FROM ledger WHERE seq > (SELECT seq FROM ledger_seal "
+        "WHERE id = 1)) FROM ledger_seal WHERE id = 1")
 RESTORE_SEQ = "SELECT setval('ledger_seq', greatest(max(seq), 1), max(seq) IS NOT NULL) FROM ledger"
 
 ENCODING = "SHOW server_encoding"
@@ -218,7 +248,8 @@ def pg_schema(version: int) -> list[str]:
 @dataclass(frozen=True)
 class Statement:
     sql: str
-    returns_id: bool = False
+    #: the table whose id the connection assigns (its first parameter), see ``ASSIGNED_IDS``
+    assigns: str | None = None
     #: a write whose result is not needed at once (queued until the next read or COMMIT)
     deferrable: bool = False
 
@@ -226,10 +257,9 @@ class Statement:
 _WRITES = ("INSERT", "UPDATE", "DELETE", "SAVEPOINT", "RELEASE", "ROLLBACK TO")
 
 
-def _statement(text: str, returns_id: bool = False) -> Statement:
-    deferrable = not returns_id and "RETURNING" not in text.upper() and \
-        text.lstrip().upper().startswith(_WRITES)
-    return Statement(text, returns_id, deferrable)
+def _statement(text: str, assigns: str | None = None) -> Statement:
+    deferrable = "RETURNING" not in text.upper() and text.lstrip().upper().startswith(_WRITES)
+    return Statement(text, assigns, deferrable)
 
 
 _INSERT = re.compile(r"^\s*INSERT\s+(OR\s+(REPLACE|IGNORE)\s+)?INTO\s+(\w+)\s*(\(([^)]*)\))?\s*"
@@ -244,12 +274,11 @@ def translate(sql: str, columns) -> Statement:
         return _statement(_placeholders(sql))
     verb, table, cols, values = m.group(2), m.group(3), m.group(5), m.group(6)
     names = [c.strip() for c in cols.split(",")] if cols else None
-    returns_id = False
+    assigns = None
     if table in ASSIGNED_IDS and names is not None and ASSIGNED_IDS[table] not in names:
-        idc = ASSIGNED_IDS[table]
-        names = [idc] + names
-        values = f"(SELECT coalesce(max({idc}), 0) + 1 FROM {table}), " + values
-        returns_id = True
+        names = [ASSIGNED_IDS[table]] + names
+        values = "?, " + values
+        assigns = table
     head = f"INSERT INTO {table}" + (f" ({', '.join(names)})" if names else "")
     out = f"{head} VALUES ({values})"
     if verb and verb.upper() == "IGNORE":
@@ -259,9 +288,13 @@ def translate(sql: str, columns) -> Statement:
         rest = [c for c in (names or columns(table)) if c not in key]
         out += f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET " + \
             ", ".join(f"{c} = EXCLUDED.{c}" for c in rest)
-    if returns_id:
-        out += f" RETURNING {ASSIGNED_IDS[table]}"
-    return _statement(_placeholders(out), returns_id)
+    return _statement(_placeholders(out), assigns)
+
+
+def next_id(table: str) -> str:
+    """The first id a graph edit assigns in ``table`` (it holds the graph lock: the next
+    ones follow it, dense, as SQLite's rowids)."""
+    return f"SELECT coalesce(max({ASSIGNED_IDS[table]}), 0) + 1 FROM {table}"
 
 
 def _placeholders(sql: str) -> str:

@@ -96,7 +96,7 @@ def test_with_the_seal_row_waited_for_the_second_writer_waits(pg_dsn):
     """The check above can fail: an append that waits for the seal row (as a head row
     locked until COMMIT would) makes B wait for A's commit, here until its lock timeout."""
     k = kernel(pg_dsn)
-    k.conn.native(pg_sql.APPEND_FUNCTION.replace("FOR UPDATE SKIP LOCKED", "FOR UPDATE"))
+    k.conn.native(pg_sql.HOLD_SEAL.replace("FOR UPDATE SKIP LOCKED", "FOR UPDATE"))
     k.close()
     got, writer, held = race_one_held_writer(pg_dsn)
     held.release.set()
