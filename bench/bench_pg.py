@@ -33,7 +33,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_impl import Heartbeats  # noqa: E402
+from impl_workloads import Heartbeats  # noqa: E402
 from pg_scaling import readiness_figures, scaling_figures  # noqa: E402
 from common import PEER_UNAVAILABLE, Figure, main, say, settle  # noqa: E402
 

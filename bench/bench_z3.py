@@ -44,7 +44,7 @@ def m_prove(tasks: str, solver: str = "simple") -> dict:
 
 
 def m_witnesses() -> dict:
-    from wgk.conformance.z3.bmc import witnesses
+    from wgk.conformance.z3.witnesses import witnesses
     ws, w, c = timed(witnesses)
     return {"reached": sum(r.found for r in ws), "total": len(ws), "wall": w, "cpu": c}
 

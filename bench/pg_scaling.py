@@ -18,7 +18,8 @@ import statistics
 import tempfile
 import time
 
-from bench_impl import ANTI_JOIN, cap, complete, layered
+from bench_impl import ANTI_JOIN, layered
+from impl_workloads import cap, complete
 from common import Check, Figure, say
 
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy

@@ -24,6 +24,7 @@ death was not proven.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,9 +106,18 @@ def next_request(kernel, name: str, p: Plan, now: int, probed: set[str]) -> dict
         kind, params = _edge(kernel, name, t)
         if kind is None:
             return None
-        return dict(tx, kind=kind, **params,
-                    key=f"converge:{name}:g{t.generation}:f{t.fence}:r{t.revision}:{kind}")
+        key = f"converge:{name}:g{t.generation}:f{t.fence}:r{t.revision}:{kind}"
+        return dict(tx, kind=kind, **params, key=key + _kept_suffix(kernel, kind, t))
     return None
+
+
+def _kept_suffix(kernel, kind: str, t: TaskRecord) -> str:
+    """A cleanup that would lose bytes no ref keeps is refused; once someone has kept or
+    removed them, the next cleanup is a new request (its key names what it observed)."""
+    if kind != "commit-cleanup" or t.worktree_id is None:
+        return ""
+    lost = kernel.env.repository.uncaptured(t.worktree_id)
+    return ":unkept-" + hashlib.sha256(repr(lost).encode()).hexdigest()[:12] if lost else ""
 
 
 def _edge(kernel, name: str, t: TaskRecord) -> tuple[str | None, dict[str, Any]]:

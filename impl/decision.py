@@ -86,6 +86,17 @@ class Observe:
         self.log["worktree"] = {"present": view.present, "content": view.content}
         return view
 
+    def uncaptured(self, t: TaskRecord) -> list[str]:
+        """What removing the worktree would lose that no ref keeps (ignored files no WorkSave
+        captured, a worktree inside it); [] when nothing."""
+        if t.worktree_id is None:
+            return []
+        value = self._once(("uncaptured", t.worktree_id),
+                           lambda: self._env.repository.uncaptured(t.worktree_id))
+        if value:
+            self.log["uncaptured"] = value[:3]
+        return value
+
     def effect_happened(self, t: TaskRecord) -> bool:
         """This transaction's effect is recorded, or re-observed after a crash."""
         if t.effect_done:

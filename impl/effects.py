@@ -1,6 +1,7 @@
 """Performing a decision's external effects, each a durable boundary through the hook.
 
-A worktree created, a ref pinned, the target landed by compare-and-swap, an
+A worktree created, a ref pinned (a WorkSave pins the saved content and, on git,
+every ignored byte beside it), the target landed by compare-and-swap, an
 output published, a worktree removed (and checked gone), an owner adopted:
 ``perform`` does them in order before the request's transaction commits and
 returns the facts they establish. A failed compare-and-swap raises ``CasMoved``.
@@ -46,6 +47,12 @@ def perform(env: Environment, hook: Hook, effects: list[Effect], key: str | None
             ref, content = a.args
             boundary(hook, REF_UPDATE, key, ref, lambda: repo.pin(ref, content))
             facts.append(("pinned", {"ref": ref, "content": content}))
+        elif a.name == "save-work":
+            ref, content, wt = a.args
+            kept = boundary(hook, REF_UPDATE, key, ref, lambda: save_work(repo, ref, content, wt))
+            facts.append(("pinned", {"ref": ref, "content": content}))
+            if kept is not None:
+                facts.append(("pinned", {"ref": ignored_ref(ref), "content": kept}))
         elif a.name == "land":
             effect, candidate, base = a.args
             if not boundary(hook, REF_UPDATE, key, effect,
@@ -61,6 +68,17 @@ def perform(env: Environment, hook: Hook, effects: list[Effect], key: str | None
         else:
             raise EffectError(f"unknown effect {a.name!r}")
     return facts
+
+
+def ignored_ref(worksave_ref: str) -> str:
+    """Where a WorkSave keeps the bytes its content id leaves out: ``ignored/<task>/<leaf>``."""
+    return "ignored/" + worksave_ref.partition("/")[2]
+
+
+def save_work(repo, ref: str, content: str, wt: str) -> str | None:
+    """Pin the saved content, and every byte the content id leaves out (ignored files)."""
+    repo.pin(ref, content)
+    return repo.keep_ignored(wt, ignored_ref(ref))
 
 
 def remove_exactly(env: Environment, wt: str) -> None:

@@ -46,8 +46,17 @@ class Repository(Protocol):
     def pin(self, ref: str, content: str) -> None:
         """Keep ``content`` forever under the immutable name ``ref`` (created once)."""
 
+    def keep_ignored(self, wt: str, ref: str) -> str | None:
+        """Pin every byte of ``wt`` that its content id leaves out (ignored files) under
+        ``ref``; the pinned content id, or None when there is nothing such."""
+
+    def uncaptured(self, wt: str) -> list[str]:
+        """What removing ``wt`` would lose that no ref keeps (ignored files no WorkSave
+        captured, a worktree inside it); [] when nothing."""
+
     def remove_worktree(self, wt: str) -> None:
-        """Remove exactly the worktree ``wt`` (nothing else); no-op when it is gone."""
+        """Remove exactly the worktree ``wt`` (nothing else); no-op when it is gone; refused
+        (``EnvError``) when it holds bytes nothing keeps."""
 
     def land(self, effect: str, candidate: str, base: str) -> bool:
         """Move the target from exactly ``base`` to ``candidate`` (CAS); False if it moved."""
@@ -157,6 +166,12 @@ class MemoryRepository:
         if old is not None and old != content:
             raise EnvError(f"immutable ref {ref} already holds {old}, not {content}")
         self.refs[ref] = content
+
+    def keep_ignored(self, wt: str, ref: str) -> str | None:
+        return None           # a content id here names every byte of the worktree
+
+    def uncaptured(self, wt: str) -> list[str]:
+        return []
 
     def remove_worktree(self, wt: str) -> None:
         if self.worktrees.pop(wt, _GONE) is not _GONE:

@@ -8,7 +8,7 @@ Every call is an argument list (never a shell). The design:
   worktree's HEAD when the tree is clean (nothing modified, deleted or
   untracked), else a *snapshot commit* whose tree is every tracked,
   modified and untracked file (deletions applied; ``.gitignore``d files are not
-  work) and whose parent is HEAD. The snapshot is built in a temporary index
+  work, see below) and whose parent is HEAD. The snapshot is built in a temporary index
   (``read-tree HEAD``, ``add -A``, ``write-tree``, ``commit-tree``) with a fixed
   identity and date, so the same bytes always give the same oid and observing
   never touches the worker's index or files.
@@ -22,7 +22,15 @@ Every call is an argument list (never a shell). The design:
   re-observable after a crash between the ref update and the kernel's commit.
 - **Deliver / report** publish ``refs/wgk/outputs/<id>`` once.
 - **Cleanup** removes exactly the planned worktree (``git worktree remove``)
-  and proves it: the directory is gone and git no longer lists it.
+  and proves it: the directory is gone and git no longer lists it. It never
+  removes a directory git does not list as that worktree, one that holds another
+  worktree, or ignored files whose bytes no ref keeps.
+- **Ignored files** are not work (a content id never names them), but they are
+  never deleted unsaved: WorkSave pins every byte of the worktree, ignored files
+  included, under ``refs/wgk/ignored/<task>/f<fence>-v<version>`` when there are
+  any, and cleanup refuses a worktree whose ignored bytes no ref holds.
+- **Names** become refs and paths by ``derived``: the task is one component
+  (``safe``-escaped), so refs and worktree paths are injective and disjoint.
 """
 from __future__ import annotations
 
@@ -43,8 +51,28 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_\-]")
 
 
 def safe(component: str) -> str:
-    """A name usable as one ref component and one directory name."""
-    return _UNSAFE.sub(lambda m: "%" + "".join(f"{b:02X}" for b in m.group().encode()), component)
+    """A name usable as one ref component and one directory name: every character outside
+    ``A-Za-z0-9_-`` (``/``, ``.`` and ``%`` included) becomes ``%`` and the hex of its UTF-8
+    bytes (prefix-free, so two different names never give the same component) and no
+    component holds a ``/``."""
+    return _UNSAFE.sub(lambda m: "%" + "".join(f"{b:02X}" for b in m.group().encode(
+        "utf-8", "surrogatepass")), component)
+
+
+def derived(name: str, *, kind: bool) -> list[str]:
+    """The components of a kernel name: ``[kind,] task, leaf``, each made ``safe``.
+
+    The task is always exactly one component, whatever it holds (a database made before
+    the name grammar may hold a task ``a/f1``): every worktree is ``<task>/f<fence>``
+    directly under the worktrees directory and every ref ``<kind>/<task>/<leaf>`` under
+    the namespace, so no worktree lies inside another's and no ref is a prefix of
+    another's (names never alias, BRIEF §9)."""
+    head, rest = name.partition("/")[::2] if kind else ("", name)
+    task, _, leaf = rest.rpartition("/")
+    if not task or not leaf or (kind and not head):
+        raise GitError(f"{name!r} is not a kernel name ({'<kind>/' if kind else ''}<task>/<leaf>)")
+    # guards: names-never-alias
+    return ([safe(head)] if kind else []) + [safe(task), safe(leaf)]
 
 
 class GitError(EnvError):
@@ -88,7 +116,8 @@ class GitRepository:
         return self._zero
 
     def ref(self, name: str) -> str:
-        return f"{self.namespace}/" + "/".join(safe(part) for part in name.split("/"))
+        """The full ref of a kernel name ``<kind>/<task>/<leaf>`` (``worksave/a/f1-v1``)."""
+        return f"{self.namespace}/" + "/".join(derived(name, kind=True))
 
     def resolve(self, ref: str) -> str | None:
         p = self.git("rev-parse", "--verify", "-q", ref + "^{commit}", check=False)
@@ -100,7 +129,8 @@ class GitRepository:
         return self.resolve(self.target_ref)
 
     def worktree_path(self, wt: str) -> str:
-        return os.path.join(self.worktrees, *(safe(part) for part in wt.split("/")))
+        """The directory of the attempt worktree ``<task>/f<fence>``."""
+        return os.path.join(self.worktrees, *derived(wt, kind=False))
 
     def _registered(self) -> set[str]:
         listing = self.out("worktree", "list", "--porcelain")
@@ -122,20 +152,56 @@ class GitRepository:
             return WorktreeView(False, None)
         return WorktreeView(True, self.snapshot(path))
 
-    def snapshot(self, path: str) -> str:
-        """The content id of the exact bytes in the worktree at ``path``."""
+    def snapshot(self, path: str, *, ignored: bool = False) -> str:
+        """The content id of the exact bytes in the worktree at ``path`` (``ignored``: the
+        ``.gitignore``d files too, for the capture that keeps them)."""
         head = self.out("rev-parse", "HEAD", cwd=path)
         status = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all",
-                          "--ignore-submodules=none", cwd=path).stdout
+                          "--ignore-submodules=none", *(["--ignored"] if ignored else []),
+                          cwd=path).stdout
         if not status:
             return head
         with tempfile.TemporaryDirectory(prefix="wgk-index-") as tmp:
             env = dict(SNAPSHOT_IDENTITY, GIT_INDEX_FILE=os.path.join(tmp, "index"))
             self.git("read-tree", "HEAD", cwd=path, env=env)
-            self.git("add", "-A", ".", cwd=path, env=env)
+            self.git("add", "-A", *(["--force"] if ignored else []), ".", cwd=path, env=env)
             tree = self.out("write-tree", cwd=path, env=env)
             return self.out("commit-tree", tree, "-p", head, "-m", "wgk: worktree bytes",
                             cwd=path, env=env)
+
+    def ignored_files(self, wt: str) -> list[str]:
+        """The ``.gitignore``d files of a worktree (bytes a content id does not name)."""
+        path = self.worktree_path(wt)
+        if not os.path.exists(os.path.join(path, ".git")):
+            return []
+        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                       "--ignored=traditional", cwd=path).stdout
+        return [e[3:].decode(errors="replace") for e in out.split(b"\0") if e.startswith(b"!! ")]
+
+    def keep_ignored(self, wt: str, ref: str) -> str | None:
+        """WorkSave's second half: when the worktree holds ignored files, pin every byte of
+        it (ignored files included, the saved content as parent) under ``ref``; its oid."""
+        # guards: retained-work-never-erased
+        if not self.ignored_files(wt):
+            return None
+        everything = self.snapshot(self.worktree_path(wt), ignored=True)
+        self.pin(ref, everything)
+        return everything
+
+    def uncaptured(self, wt: str) -> list[str]:
+        """What removing the worktree would lose that no ref keeps: a worktree inside it, or
+        its ignored files when no kernel ref holds their bytes ([]: nothing)."""
+        real = os.path.realpath(self.worktree_path(wt))
+        inside = sorted(p for p in self._registered() if p.startswith(real + os.sep))
+        if inside:
+            return [f"worktree {p}" for p in inside]
+        files = self.ignored_files(wt)
+        if not files:
+            return []
+        everything = self.snapshot(self.worktree_path(wt), ignored=True)
+        held = self.out("for-each-ref", "--points-at", everything, "--format=%(refname)",
+                        self.namespace + "/")
+        return [] if held else files
 
     def pin(self, ref: str, content: str) -> None:
         full = self.ref(ref)
@@ -145,10 +211,18 @@ class GitRepository:
             raise GitError(f"immutable ref {full} already holds {self.resolve(full)}, not {content}")
 
     def remove_worktree(self, wt: str) -> None:
+        """Remove exactly the worktree ``wt``: never a directory git does not list as that
+        worktree, never one holding another worktree or ignored bytes no ref keeps."""
         path = self.worktree_path(wt)
-        if os.path.realpath(path) in self._registered():
+        real = os.path.realpath(path)
+        if real in self._registered():
+            # guards: retained-work-never-erased
+            lost = self.uncaptured(wt)
+            if lost:
+                raise GitError(f"worktree {path} holds what no ref keeps "
+                               f"({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''}); not removed")
             self.git("worktree", "remove", "--force", path)
-        if os.path.realpath(path) in self._registered() or os.path.exists(path):
+        if real in self._registered() or os.path.exists(path):
             raise GitError(f"worktree {path} is still there after its removal")
 
     def descends(self, commit: str, ancestor: str) -> bool:

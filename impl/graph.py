@@ -4,18 +4,22 @@ from __future__ import annotations
 import sqlite3
 from typing import Iterable
 
+from . import names
 from .errors import GraphError
 from .records import TaskPolicy
 from .vocabulary import DISPOSITIONS
 
 
 def task_added_events(known: dict[str, int], specs: list[TaskPolicy]) -> list[dict]:
-    """The ``task-added`` bodies of new tasks, refused (``GraphError``) when a name is empty
-    or taken, a disposition unknown, a dependency unknown or the new edges close a cycle."""
+    """The ``task-added`` bodies of new tasks, refused (``GraphError``) when a name is outside
+    the grammar (``names``) or taken, a disposition unknown, a dependency unknown or the new
+    edges close a cycle."""
     new = {}
     for s in specs:
-        if not s.name:
-            raise GraphError("a task needs a non-empty name")
+        # guards: names-never-alias
+        bad = names.describe("task", s.name)
+        if bad is not None:
+            raise GraphError(bad)
         if s.name in known or s.name in new:
             raise GraphError(f"task {s.name!r} already exists")
         if s.disposition not in DISPOSITIONS[1:]:
@@ -23,6 +27,9 @@ def task_added_events(known: dict[str, int], specs: list[TaskPolicy]) -> list[di
         new[s.name] = s
     for s in specs:
         for d in s.deps:
+            bad = names.describe("dependency", d)
+            if bad is not None:
+                raise GraphError(f"task {s.name!r}: {bad}")
             if d not in known and d not in new:
                 raise GraphError(f"task {s.name!r} depends on unknown task {d!r}")
     cycle = find_cycle({s.name: s.deps for s in specs}, set(new))

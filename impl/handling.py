@@ -16,7 +16,9 @@
 
 Before any of it, a closed kernel authenticates the credential
 (``not-authenticated``: nothing read) and the wire object is parsed
-(``BadRequest``: nothing written). These are functions of a kernel object;
+(``BadRequest``: nothing written). A request whose key is not used yet and
+whose names fall outside the grammar (``names``) is ``bad-name``, and like a
+hold it writes nothing: the key stays free. These are functions of a kernel object;
 ``Kernel.handle`` and ``Kernel.handle_batch`` call them.
 """
 from __future__ import annotations
@@ -34,21 +36,26 @@ from .records import EMPTY, changed, record_to_json
 from .rules import decide
 from .store import dumps
 from .vocabulary import DUPLICATE, REJECTED
-from .wire import Request, decision, parse
+from .wire import Request, decision, parse, refused_name
 
 #: Rejections that only say "not yet" (an admission fact is missing): they are not an
 #: answer to the key, so nothing is journaled and the same key is decided again on re-send.
 HOLD_CODES = ("assignment-required", "dependency-not-done")
+#: Rejections that write nothing at all: the holds, and a name outside the grammar (a
+#: wire-level refusal: the request names nothing the kernel could hold).
+UNJOURNALED = HOLD_CODES + ("bad-name",)
+
 
 def is_hold(response: dict) -> bool:
-    return response.get("decision") == REJECTED and response.get("code") in HOLD_CODES
+    """A rejection that is not journaled (a hold, or ``bad-name``): the key stays free."""
+    return response.get("decision") == REJECTED and response.get("code") in UNJOURNALED
 
 
 class CommitFirst(Exception):
     """A batched request would perform an effect behind uncommitted requests."""
 
 
-def admit(kernel, who: Principal | None, wire: Any) -> Request | dict:
+def admit(kernel, who: Principal | None, wire: Any) -> Request:
     """The parsed request in its sender's journal namespace."""
     r = parse(wire)
     kernel._who = who
@@ -62,8 +69,6 @@ def handle(kernel, wire: Any, credential: str | None = None) -> dict:
         if who is DENIED:
             return decision(REJECTED, "not-authenticated")  # nothing read, nothing written
         r = admit(kernel, who, wire)
-        if isinstance(r, dict):
-            return r
         return retrying(kernel, lambda: _handle(kernel, r))
     finally:
         kernel.store.settle()
@@ -127,13 +132,12 @@ def handle_batch(kernel, wires: Sequence[Any], credential: str | None = None) ->
     who = kernel.principals.authenticate(credential)
     if who is DENIED:
         return [decision(REJECTED, "not-authenticated") for _ in wires]
-    admitted: list[Request | dict] = []
+    requests = []
     for n, wire in enumerate(wires):
         try:
-            admitted.append(admit(kernel, who, wire))
+            requests.append(admit(kernel, who, wire))
         except BadRequest as e:
             raise BadRequest(f"request {n}: {e}") from None
-    requests = [r for r in admitted if not isinstance(r, dict)]
     answers: list[dict] = []
     try:
         while len(answers) < len(requests):
@@ -142,8 +146,7 @@ def handle_batch(kernel, wires: Sequence[Any], credential: str | None = None) ->
         kernel._version = None
         kernel._forget()
         raise
-    decided = iter(answers)
-    return [r if isinstance(r, dict) else next(decided) for r in admitted]
+    return answers
 
 
 def _batch_commit(kernel, requests: list[Request]) -> list[dict]:
@@ -241,7 +244,10 @@ def decide_and_record(kernel, r: Request, may_perform: bool = True) -> dict:
 
 
 def decide_request(kernel, r: Request):
-    """The rule's outcome for ``r`` (authority, the task, then ``rules.decide``)."""
+    """The rule's outcome for ``r`` (its names, authority, the task, then ``rules.decide``)."""
+    # guards: names-never-alias
+    if refused_name(r) is not None:
+        return Outcome(REJECTED, "bad-name", EMPTY), None
     # guards: role-held
     if kernel._who is not None and r.actor not in kernel._who.roles:
         return Outcome(REJECTED, "role-not-held", EMPTY), None

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Sequence
 
 from . import audit as audit_
 from . import converge as converge_
-from . import handling, legacy, observed
+from . import handling, legacy, names, observed
 from .apply import apply_event
 from .effects import perform
 from .env import Environment
@@ -120,8 +120,9 @@ class Kernel:
     def create_graph(self, graph_id: str, tasks: Iterable[TaskPolicy] = (),
                      config: dict[str, str] | None = None) -> None:
         """Create the one graph of this database (its id is part of every K)."""
-        if not graph_id:
-            raise GraphError("a graph needs a non-empty id")
+        bad = names.describe("graph id", graph_id)
+        if bad is not None:
+            raise GraphError(bad)
         with self.store.atomic():
             self.store.lock_graph()               # graph edits exclude requests (PostgreSQL)
             self._sync()

@@ -16,6 +16,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from . import names
 from .errors import GraphError, LegacyError
 from .records import TaskPolicy
 
@@ -60,6 +61,9 @@ def _record(obj, line: int, original: str, where: str) -> LegacyRecord | None:
     name = next((obj[k] for k in NAME_KEYS if k in obj), None)
     if not isinstance(name, str) or not name:
         raise LegacyError(f"{where}: a task needs a string 'id' (or 'name')")
+    bad = names.describe("task", name)
+    if bad is not None:
+        raise LegacyError(f"{where}: {bad}")
     deps: list = []
     for k in DEP_KEYS:
         if k in obj:
@@ -67,6 +71,9 @@ def _record(obj, line: int, original: str, where: str) -> LegacyRecord | None:
             break
     if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
         raise LegacyError(f"{where}: dependencies must be a list of task ids")
+    bad = next((names.describe("dependency", d) for d in deps if not names.is_name(d)), None)
+    if bad is not None:
+        raise LegacyError(f"{where}: {bad}")
     return LegacyRecord(name, _status(obj.get("status", "open"), where), tuple(deps), line, original)
 
 

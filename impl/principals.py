@@ -17,17 +17,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import re
 import secrets
 from dataclasses import dataclass
 
+from . import names
 from .vocabulary import ACTORS
 
 TABLE = """CREATE TABLE IF NOT EXISTS principals (
     name TEXT PRIMARY KEY, secret_sha256 TEXT NOT NULL, roles TEXT NOT NULL,
     revoked INTEGER NOT NULL DEFAULT 0
 )"""
-NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 SECRET_BYTES = 32
 
 
@@ -54,8 +53,9 @@ def digest(secret: str) -> str:
 
 
 def check_name(name: str) -> str:
-    if not NAME.match(name or ""):
-        raise PrincipalError(f"principal name {name!r}: lowercase letters, digits, '-', '_', '.'")
+    bad = names.describe("principal name", name)
+    if bad is not None:
+        raise PrincipalError(bad)
     return name
 
 

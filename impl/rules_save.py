@@ -38,7 +38,8 @@ def save_work(ctx: Ctx) -> Outcome:
     new = advance(t, "work-saved", saved_work=view.content, candidate=r.candidate, base=t.base_hint,
                   version=version,
                   receipts=t.with_receipts(work_save=Binding(t.fence, r.candidate, t.base_hint)))
-    pin = Effect("pin", (f"worksave/{ctx.task}/f{t.fence}-v{version}", view.content))
+    pin = Effect("save-work", (f"worksave/{ctx.task}/f{t.fence}-v{version}", view.content,
+                               t.worktree_id))
     return succeeded(ctx, new, effects=[pin])
 
 
@@ -167,7 +168,7 @@ def commit_cleanup(ctx: Ctx) -> Outcome:
     t = ctx.record
     view = ctx.observe.worktree(t)
     # guards: retained-work-never-erased
-    if view.present and view.content != t.saved_work:
+    if view.present and (view.content != t.saved_work or ctx.observe.uncaptured(t)):
         return reject(ctx, "writer-not-quiescent")
     new = advance(t, "cleanup-committed", worktree_lease=False,
                   receipts=t.with_receipts(cleanup=t.binding))
@@ -213,7 +214,8 @@ def revise(ctx: Ctx) -> Outcome:
         version=version,
         receipts=NO_RECEIPTS[:0] + (Binding(t.fence, r.candidate, target),) + NO_RECEIPTS[1:],
     )
-    pin = Effect("pin", (f"worksave/{ctx.task}/f{t.fence}-v{version}", view.content))
+    pin = Effect("save-work", (f"worksave/{ctx.task}/f{t.fence}-v{version}", view.content,
+                               t.worktree_id))
     return succeeded(ctx, new, effects=[pin])
 
 

@@ -92,7 +92,7 @@ CODES = (
     "continuation-unproven", "review-required", "writer-not-quiescent", "effect-not-observed",
     "held", "evidence-missing", "nothing-retained", "unknown-occurrence", "attempt-live",
     "not-authenticated", "role-not-held",
-    "base-mismatch",
+    "base-mismatch", "bad-name",
 )
 
 # --- attempts, owners, transaction --------------------------------------------------

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from . import names
 from .errors import BadRequest
 from .vocabulary import (
     ACTORS, AUTHORITY, NEEDS_CAPABILITY, DISPOSITIONS, EXITS, KINDS, PHASES, REASONS,
@@ -248,6 +249,25 @@ def to_wire(r: Request) -> dict[str, Any]:
     if r.reason != "none":
         out["reason"] = r.reason
     return out
+
+
+def name_fields(r: Request) -> list[tuple[str, str]]:
+    """``(field, value)`` of every name the request carries: its task, its K's graph and
+    task, its content ids."""
+    out = [("task", r.task)]
+    if r.cap is not None:
+        out += [("cap/graph", r.cap.graph), ("cap/task", r.cap.task)]
+    return out + [(f, v) for f, v in (("imports", r.imports), ("candidate", r.candidate),
+                                      ("base", r.base)) if v is not None]
+
+
+def refused_name(r: Request) -> str | None:
+    """One line naming the first name of ``r`` outside the grammar and its rule, or None."""
+    for field, value in name_fields(r):
+        line = names.describe(f"request field '/{field}'", value)
+        if line is not None:
+            return line
+    return None
 
 
 def decision(kind: str, code: str | None = None, original: dict | None = None) -> dict:

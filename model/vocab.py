@@ -137,6 +137,7 @@ class Code(Labelled):
     NOT_AUTHENTICATED = 22
     ROLE_NOT_HELD = 23
     BASE_MISMATCH = 24
+    BAD_NAME = 25
 
 
 class AttemptState(Labelled):

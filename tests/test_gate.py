@@ -25,10 +25,10 @@ def test_quick_gate_passes_with_json_and_junit(tmp_path, capsys):
     assert out["sections"]["trace-matrix"]["verdict"] == "skipped"     # not in the quick budget
     suites = ET.parse(junit).getroot()
     cases = suites.findall(".//testcase")
-    assert len(cases) == sum(len(s["checks"]) for s in out["sections"].values()) + 1
+    assert len(cases) == sum(len(s["checks"]) for s in out["sections"].values()) + 3
     assert not suites.findall(".//failure") and not suites.findall(".//error")
     assert [s.get("name") for s in suites.findall("testsuite") if s.get("skipped") == "1"] == \
-        ["trace-matrix"]
+        ["trace-matrix", "impl-mutants", "verify-guards"]
 
 
 @pytest.fixture

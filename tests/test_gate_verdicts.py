@@ -11,7 +11,7 @@ import pytest
 
 from wgk.conformance.check.explore import Instance
 from wgk.conformance.cli.main import main
-from wgk.conformance.reports import gate
+from wgk.conformance.reports import gate, gate_model
 from wgk.conformance.z3 import mutants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,7 +72,7 @@ def test_a_section_that_raises_is_an_error_and_the_others_run(tmp_path, capsys, 
 
     def broken(*a, **kw):
         raise RuntimeError("the explorer broke")
-    monkeypatch.setattr(gate, "explore", broken)
+    monkeypatch.setattr(gate_model, "explore", broken)
     code, out, junit = gate_cli(tmp_path, capsys, "--traces", str(INCIDENT))
     assert code == 2 and out["verdict"] == "error"
     [check] = out["sections"]["explore"]["checks"]
@@ -98,7 +98,7 @@ def test_a_failure_and_an_error_together_exit_2(tmp_path, capsys, monkeypatch):
     lie["expect"] = {"tasks": {"a": {"status": "done"}}}
     path = tmp_path / "lie.json"
     path.write_text(json.dumps(lie))
-    monkeypatch.setattr(gate, "explore", lambda *a, **kw: 1 / 0)
+    monkeypatch.setattr(gate_model, "explore", lambda *a, **kw: 1 / 0)
     code, out, _ = gate_cli(tmp_path, capsys, "--traces", str(path))
     assert code == 2 and out["sections"]["replay"]["verdict"] == "fail"
     assert out["sections"]["explore"]["verdict"] == "error"
@@ -111,18 +111,20 @@ def test_a_false_budget_value_skips_the_section_and_says_so(tmp_path, capsys, mo
     def must_not_run(*a, **kw):
         raise AssertionError("a section its budget turns off was run")
     monkeypatch.setattr(mutants, "kill", must_not_run)
-    monkeypatch.setattr(gate, "prove", must_not_run)
-    monkeypatch.setattr(gate, "explore", must_not_run)
+    monkeypatch.setattr(gate_model, "prove", must_not_run)
+    monkeypatch.setattr(gate_model, "explore", must_not_run)
     code, out, junit = gate_cli(tmp_path, capsys, "--traces", str(INCIDENT))
     assert code == 0 and out["verdict"] == "pass"
-    for name in ("mutants", "prove", "explore", "crash-cuts", "fuzz", "trace-matrix"):
+    for name in ("mutants", "prove", "explore", "contract", "crash-cuts", "races", "fuzz",
+                 "trace-matrix"):
         sec = out["sections"][name]
         assert sec["verdict"] == "skipped" and sec["checks"] == [], name
         assert "not run in the quick budget" in sec["skipped"]
     assert out["sections"]["replay"]["verdict"] == "pass"
     skipped = [s.get("name") for s in junit.findall("testsuite") if s.get("skipped") == "1"]
-    assert sorted(skipped) == ["crash-cuts", "explore", "fuzz", "mutants", "prove", "trace-matrix"]
-    assert len(junit.findall(".//testcase/skipped")) == 6
+    assert sorted(skipped) == ["contract", "crash-cuts", "explore", "fuzz", "impl-mutants", "mutants",
+                               "prove", "races", "trace-matrix", "verify-guards"]
+    assert len(junit.findall(".//testcase/skipped")) == 10
 
 
 def test_the_summary_lists_skipped_sections(tmp_path, capsys, monkeypatch):

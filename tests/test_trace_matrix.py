@@ -10,6 +10,7 @@ import pytest
 from wgk.conformance.cli import cmd_trace_matrix
 
 from wgk.conformance.reports import tracematrix
+from wgk.conformance.reports.trace_support import passed_cuts, supported
 from wgk.conformance.cli.main import main
 from wgk.conformance.oracle.crashcuts import crash_cuts, durable_boundaries
 from wgk.conformance.traces.format import load_trace
@@ -31,11 +32,29 @@ def test_every_invariant_has_a_row_and_every_column(matrix):
         assert r.traces and r.crash_cuts > 0 and r.guards, r.invariant
 
 
-def test_traces_are_linked_through_the_incident_they_replay(matrix):
+def test_a_listed_trace_reaches_the_invariants_antecedent(matrix):
+    from wgk.model.invariants import REGISTRY
     for r in matrix.rows:
+        assert r.supporting >= len(r.traces) > 0, r.invariant
         for rel in r.traces:
-            incident = load_trace(ROOT / rel).source["incident"]
-            assert incident in r.incidents, (r.invariant, rel)
+            assert r.invariant in supported(load_trace(ROOT / rel), [REGISTRY[r.invariant]]), rel
+
+
+def test_an_incident_tag_alone_links_no_trace(tmp_path):
+    """A trace tagged with an invariant's incident that never reaches its antecedent does
+    not support it; one that does, whatever its tag, does."""
+    from wgk.model.invariants import REGISTRY
+    legacy = REGISTRY["legacy-never-satisfies"]
+    stale = json.loads((ROOT / "traces/incidents/10-stale-capability-rejected.json").read_text())
+    stale["source"]["incident"] = 15                     # tagged as the legacy incident
+    (tmp_path / "tagged.json").write_text(json.dumps(stale))
+    assert supported(load_trace(tmp_path / "tagged.json"), [legacy]) == set()
+    quarantined = load_trace(ROOT / "traces/incidents/15-legacy-done-quarantined.json")
+    assert supported(quarantined, [legacy]) == {"legacy-never-satisfies"}
+    rows = {legacy.id: tracematrix.Row(legacy.id, legacy.scope, legacy.doc, legacy.incidents,
+                                       "f", "model/x.py:1")}
+    tracematrix.trace_column(rows, [tmp_path / "tagged.json"])
+    assert rows[legacy.id].traces == [] and "traces" in rows[legacy.id].missing()
 
 
 def test_guards_point_at_code_in_the_implementation(matrix):
@@ -54,9 +73,20 @@ def test_the_document_carries_the_generated_table(matrix):
         "the matrix in the design document is stale: run wgk trace-matrix --write-docs"
 
 
-def test_crash_cut_count_is_the_number_of_cuts_replay_runs():
-    trace = load_trace(ROOT / "traces/incidents/16-two-dispatchers-one-attempt.json")
-    assert len(durable_boundaries(trace)) == len(crash_cuts(trace, checks="scoped").cuts) > 0
+def test_the_crash_column_counts_passed_cuts_not_boundaries():
+    from wgk.conformance.reports.gate_report import Check
+    checks = [Check("crash-cuts", "t1 step 1 commit after (in-process)", "pass", 0, group="t1"),
+              Check("crash-cuts", "t1 step 2 commit after (in-process)", "fail", 0, group="t1"),
+              Check("crash-cuts", "t1 step 2 commit after (kill)", "pass", 0, group="t1"),
+              Check("crash-cuts", "t2 step 1 commit before (in-process)", "fail", 0, group="t2")]
+    assert passed_cuts(checks) == {"t1": 1, "t2": 0}
+    rel = "traces/incidents/16-two-dispatchers-one-attempt.json"
+    trace = load_trace(ROOT / rel)
+    rows = {"x": tracematrix.Row("x", "state", "", (), "f", "model/x.py:1", traces=[rel])}
+    tracematrix.crash_column(rows, {rel: ROOT / rel}, lambda _: None, passed={trace.id: 0})
+    assert rows["x"].crash_cuts == 0 and "crash test" in rows["x"].missing()
+    tracematrix.crash_column(rows, {rel: ROOT / rel}, lambda _: None)      # run here
+    assert rows["x"].crash_cuts == len(durable_boundaries(trace)) > 0
 
 
 def test_a_missing_column_is_a_problem(matrix):

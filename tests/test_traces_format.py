@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from wgk.conformance.oracle.systems import CONVERGE
+
 from wgk.conformance.cli.main import main
 from wgk.conformance.traces.format import (
     Trace, TraceError, dump_trace, load_trace, parse_trace, schema, schema_errors, trace_files,
@@ -42,7 +44,8 @@ def test_schema_enums_are_the_vocabulary():
     assert req["kind"]["enum"] == Kind.labels()
     assert req["actor"]["enum"] == Actor.labels()
     assert d["decision"]["properties"]["code"]["enum"] == [c for c in Code.labels() if c != "none"]
-    assert d["env-step"]["properties"]["env"]["enum"] == EnvKind.labels()
+    # the model's environment steps, and the daemon's convergence (run as requests)
+    assert d["env-step"]["properties"]["env"]["enum"] == EnvKind.labels() + [CONVERGE]
     tf = d["task-facts"]["properties"]
     assert tf["status"]["enum"] == Status.labels()
     assert tf["phase"]["enum"] == Phase.labels()
@@ -99,10 +102,10 @@ def test_invalid_json_names_line_and_column():
 def test_broken_trace_file_exits_2_with_one_line(tmp_path, capsys):
     src = (TRACES / "incidents" / "04-dead-worker-converges.json").read_text()
     bad = tmp_path / "broken.json"
-    bad.write_text(src.replace('"kind": "declare-lost"', '"kind": "declare-lots"'))
+    bad.write_text(src.replace('"kind": "dispatch"', '"kind": "dispatsh"', 1))
     assert main(["replay", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"wgk replay: {bad}: /steps/3/request/kind: 'declare-lots' is not one of [")
+    assert err.startswith(f"wgk replay: {bad}: /steps/0/request/kind: 'dispatsh' is not one of [")
     assert len(err.splitlines()) == 1
     bad.write_text(src[:200])
     assert main(["replay", str(bad)]) == 2

@@ -47,15 +47,15 @@ def _trace(name="04-dead-worker-converges.json"):
 
 def test_a_wrong_expected_decision_is_a_divergence_naming_the_step():
     t = _trace()
-    t.steps[3]["expect"] = {"decision": "rejected", "code": "owner-not-proven-dead"}
+    t.steps[5]["expect"] = {"decision": "rejected", "code": "owner-not-proven-dead"}
     r = replay(t)
     assert r.verdict == "fail"
     (d,) = r.divergences
-    assert (d.trace, d.step, d.system, d.what) == ("incident-04-dead-worker-converges", 3, "model", "decision")
-    assert d.request["kind"] == "declare-lost"
+    assert (d.trace, d.step, d.system, d.what) == ("incident-04-dead-worker-converges", 5, "model", "decision")
+    assert d.request["kind"] == "dispatch"
     assert d.expected == {"decision": "rejected", "code": "owner-not-proven-dead"}
     assert d.actual == {"decision": "applied"}
-    assert not r.steps[3].ok and r.steps[2].ok
+    assert not r.steps[5].ok and r.steps[4].ok
 
 
 def test_a_wrong_final_fact_is_a_field_by_field_diff():
@@ -144,13 +144,13 @@ def test_replay_cli_json_and_exit_codes(tmp_path, capsys):
     first = out["traces"][0]
     assert set(first) >= {"id", "verdict", "steps", "crash_cuts", "divergences"}
     doc = json.loads((ROOT / "traces" / "incidents" / "04-dead-worker-converges.json").read_text())
-    doc["steps"][3]["expect"] = {"decision": "rejected", "code": "held"}
+    doc["steps"][5]["expect"] = {"decision": "rejected", "code": "held"}
     bad = tmp_path / "04.json"
     bad.write_text(json.dumps(doc))
     assert main(["replay", str(bad)]) == 1
     text = capsys.readouterr().out
     assert "FAIL incident-04-dead-worker-converges" in text
-    assert "step 3 [model] decision on declare-lost a key=declare-lost:a:3" in text
+    assert "step 5 [model] decision on dispatch a key=dispatch:a:4" in text
     assert "expected rejected:held, got applied" in text
     assert f"reproduce: wgk replay {bad} --system model" in text
     assert text.rstrip().endswith("0 passed, 1 failed")

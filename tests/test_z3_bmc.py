@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wgk.conformance.z3.bmc import Goal, check, goal_for, witness
+from wgk.conformance.z3.bmc import Goal, check, goal_for
+from wgk.conformance.z3.witnesses import witness
 from wgk.conformance.z3.reach_expr import ReachError, compile_reach
 from wgk.conformance.traces.format import load_trace
 from wgk.model.env import apply_env, EnvStep

@@ -121,7 +121,7 @@ def test_templates_leave_concrete_only_what_the_rules_do_not_compare():
     """Every request field a rule reads is symbolic in the template (or one of its concrete
     class parameters): poisoning the others changes nothing."""
     from wgk.conformance.z3.symbolic import Space, fresh_state
-    from wgk.conformance.z3.templates import POOL, Catalogue, Pool, request_templates
+    from wgk.conformance.z3.catalogue import POOL, Catalogue, Pool, request_templates
     from wgk.conformance.z3.transition import actor_sensitive, discover_universe
     from wgk.model.kernel import decide
     from wgk.model.state import Graph

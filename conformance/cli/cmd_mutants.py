@@ -1,4 +1,5 @@
-"""wgk mutants: every known-bad variant of the model must be caught by a proof and by BMC."""
+"""wgk mutants: every known-bad variant of the model must be caught by a proof and by BMC;
+with --impl, every planted bug of the implementation by the gate's own sections."""
 from __future__ import annotations
 
 import argparse
@@ -11,11 +12,22 @@ from wgk.conformance.cli.output import solver_guarded
 from wgk.conformance.z3.prove import Bounds, prove
 
 HELP = ("kill every mutant of the model: the proof of the property it names fails, and "
-        "exploration or its incident traces detect it")
+        "exploration or its incident traces detect it; --impl: kill every planted bug of the "
+        "implementation with the gate's own sections")
 EXAMPLES = """  wgk mutants
   wgk mutants --json
   wgk mutants --name pid-only-liveness --name cas-ignores-moved-target
+  wgk mutants --impl --list
+  wgk mutants --impl --only zombie-is-live --budget quick
+  wgk mutants --impl --json > impl-mutants.json
 Exit codes: 0 every mutant killed (and the model itself proved), 1 a mutant survived, 2 bad usage.
+With --impl: 0 the kill rate reaches 90% and every survivor is one the catalogue explains,
+1 otherwise, 2 bad usage or the unmutated implementation does not pass the sections.
+--impl runs each mutant in a child process on a patched copy of wgk.impl (never the
+installed source) through the gate's sections that run the implementation (replay, fuzz,
+crash cuts, and any such section the gate gains), on the quick budget by default
+(about a minute per surviving mutant, seconds per killed one). The deep gate runs it as
+its impl-mutants section; the default and quick gates do not (too slow).
 """
 
 
@@ -26,6 +38,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="tasks of the proof that the unmutated model survives (default 2)")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--impl", action="store_true",
+                   help="the implementation's mutant catalogue, run against the gate's sections")
+    p.add_argument("--only", action="append", metavar="NAME",
+                   help="with --impl: only this implementation mutant (repeatable)")
+    p.add_argument("--budget", choices=("quick", "default"), default="quick",
+                   help="with --impl: the gate budget of the sections each mutant runs (default quick)")
+    p.add_argument("--traces", nargs="+", metavar="PATH",
+                   help="with --impl: trace files or folders (default: the bundled traces)")
+    p.add_argument("--progress", action="store_true",
+                   help="with --impl: a line per mutant on stderr even when it is not a terminal")
+    p.add_argument("--no-baseline", action="store_true",
+                   help="with --impl: skip the run of the unmutated copy (its kills are then unchecked)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,6 +57,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.impl:
+        from wgk.conformance.cli.impl_mutants_view import run_impl
+        return run_impl(args)
+    if args.only or args.no_baseline or args.traces or args.progress:
+        raise UsageError("--only, --traces, --progress and --no-baseline go with --impl")
     names = args.name or list(MUTANTS)
     unknown = [n for n in names if n not in MUTANTS]
     if unknown:

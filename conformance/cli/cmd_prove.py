@@ -3,7 +3,7 @@
 The proofs hold for any number of attempts, generations, revisions and content
 ids (they are unbounded integers); the bounds are the tasks of the chain, the
 evidence ids per task and the journal's keys. The witnesses are searched on
-small instances of their own (``wgk.conformance.z3.bmc.WITNESSES``)."""
+small instances of their own (``wgk.conformance.z3.witnesses.WITNESSES``)."""
 from __future__ import annotations
 
 import argparse

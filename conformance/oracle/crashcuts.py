@@ -17,7 +17,8 @@ one hook just before and just after each. For every such call during a trace:
    when the commit had landed), and the state must now equal the model's after
    the step — one effect, never two; no retained work lost;
 5. the ledger must verify and rebuild to the live projection, and daemon
-   convergence must leave it so;
+   convergence must leave it so and reach its fixpoint: no due action (a
+   transaction to drive, a dead owner to declare lost) left undone;
 6. optionally (``finish``) the rest of the trace runs and its final projection
    must equal the crash-free model run's.
 
@@ -89,6 +90,7 @@ class _Snapshot:
     db: str            # a consistent copy of the database (SQLite backup API)
     world: object      # a deep copy of the world the kernel acts on
     head: int          # the last ledger event before the step
+    daemon: str | None = None   # the trace principal the daemon converges as
 
 
 def _snapshot(impl: ImplSystem, path: str) -> _Snapshot:
@@ -99,7 +101,7 @@ def _snapshot(impl: ImplSystem, path: str) -> _Snapshot:
         dst = sqlite3.connect(path)              # the SQLite backup API
         impl.kernel.conn.backup(dst)
         dst.close()
-    return _Snapshot(path, copy.deepcopy(impl.world), impl.kernel.ledger_head())
+    return _Snapshot(path, copy.deepcopy(impl.world), impl.kernel.ledger_head(), impl.daemon)
 
 
 #: What is compared after a cut: "thorough" (the whole projection, the whole ledger,
@@ -143,12 +145,12 @@ def _restore(snap: _Snapshot, path: str, hook) -> ImplSystem:
         store = open_store(path)
         store.restore(snap.db)
         store.close()
-        return ImplSystem.reopen(path, copy.deepcopy(snap.world), hook=hook)
+        return ImplSystem.reopen(path, copy.deepcopy(snap.world), hook=hook, daemon=snap.daemon)
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
     shutil.copyfile(snap.db, path)
-    return ImplSystem.reopen(path, copy.deepcopy(snap.world), hook=hook)
+    return ImplSystem.reopen(path, copy.deepcopy(snap.world), hook=hook, daemon=snap.daemon)
 
 
 #: Projection facts that are the world's, not the kernel's: an external effect
@@ -278,7 +280,7 @@ def _crash_by_kill(snap: _Snapshot, db: str, j: int, step: dict) -> ImplSystem |
         return None
     with open(world_file, "rb") as f:
         world = pickle.load(f)
-    return ImplSystem.reopen(db, world)
+    return ImplSystem.reopen(db, world, daemon=snap.daemon)
 
 
 def _save_world(world, path: str) -> None:
@@ -324,8 +326,9 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, db: str,
         if finish and not out:
             out += _finish(trace, k, impl, where)
         else:
-            impl.kernel.converge()
+            report = impl.converge()
             out += _consistent(trace, k, request, impl.kernel, where + " + converge")
+            out += _fixpoint(trace, k, request, impl.kernel, report, where + " + converge")
     finally:
         impl.close()
     return out
@@ -356,6 +359,26 @@ def _finish(trace: Trace, k: int, impl: ImplSystem, where: str) -> list[Divergen
     return is_valid_step(Observed(None, model.project()), Observed(None, impl.project()),
                          trace=trace.id, step=None, system="impl", request=None, decided=False,
                          boundary=where, what=("final-decision", "final-projection")).divergences
+
+
+def undone(kernel: Kernel, report) -> list[str]:
+    """Due actions a convergence left undone: a scheduled way forward whose deadline has come
+    (a transaction to drive, a dead owner to declare lost, a suspect to probe, a repair to
+    mark), and every task it stalled on."""
+    now = kernel.env.clock.now()
+    out = [f"{name}: {p.action} due since {p.deadline}" for name in kernel.names()
+           if (p := kernel.plan(name)) is not None and p.way == "scheduled" and p.deadline <= now]
+    return out + [f"{name}: stalled" for name in report.stalled]
+
+
+def _fixpoint(trace: Trace, k: int, request: dict, kernel: Kernel, report,
+              where: str) -> list[Divergence]:
+    """After a crash cut, convergence reaches its fixpoint: no due action is left undone."""
+    left = undone(kernel, report)
+    if not left:
+        return []
+    return [_divergence(trace, k, "convergence-fixpoint", request, "no due action left undone",
+                        left, boundary=where)]
 
 
 def _consistent(trace: Trace, k: int, request: dict, kernel: Kernel, where: str) -> list[Divergence]:

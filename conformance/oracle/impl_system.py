@@ -28,7 +28,9 @@ from wgk.impl import (
 
 from wgk.impl import pg
 from wgk.conformance.oracle.impl_world import apply_env
-from wgk.conformance.oracle.systems import StepError, credential_of, env_part, split_principal
+from wgk.conformance.oracle.systems import (
+    CONVERGE, StepError, credential_of, daemon_principal, env_part, split_principal,
+)
 
 #: The database every ImplSystem opens: None for a SQLite file in its directory, or a
 #: PostgreSQL DSN under which each gets a fresh schema (set by ``use_backend``).
@@ -108,6 +110,7 @@ class ImplSystem:
         self.path = self._db.__enter__()
         self.world = MemoryWorld.create(target=graph.get("target", "main-0"))
         self.hook = hook
+        self.daemon = daemon_principal(graph)
         self.kernel = Kernel(self.path, self.world.environment(), hook=hook)
         self.kernel.create_graph(graph.get("id", "g"), policies(graph))
         register_principals(self.kernel, graph)
@@ -124,7 +127,8 @@ class ImplSystem:
                     raise StepError(f"/initial/{name}: {e}") from None
 
     @classmethod
-    def reopen(cls, path: str, world: MemoryWorld, *, hook=no_hook) -> "ImplSystem":
+    def reopen(cls, path: str, world: MemoryWorld, *, hook=no_hook,
+               daemon: str | None = None) -> "ImplSystem":
         """An implementation on an existing database file and world (a restored snapshot)."""
         self = cls.__new__(cls)
         self._tmp = None
@@ -133,6 +137,7 @@ class ImplSystem:
         self.path = path
         self.world = world
         self.hook = hook
+        self.daemon = daemon
         self.kernel = Kernel(path, world.environment(), hook=hook)
         return self
 
@@ -146,12 +151,18 @@ class ImplSystem:
         wire = env_part(step)
         if wire.get("env") == "crash":
             self.crash()
+        elif wire.get("env") == CONVERGE:
+            self.converge()
         elif wire.get("env") != "lost-response":
             try:
                 apply_env(self.kernel, wire)
             except EnvError as e:
                 raise StepError(str(e)) from None
         return None
+
+    def converge(self):
+        """The daemon converges (with the trace's daemon credential, when it declares one)."""
+        return self.kernel.converge(credential=credential_of(self.daemon))
 
     def crash(self) -> None:
         """Lose everything volatile; reopen from the database file and the same world."""

@@ -1,6 +1,7 @@
-"""The race incidents as real multi-process races on one PostgreSQL database.
+"""The race incidents as real multi-process races on one database (SQLite or PostgreSQL).
 
-Each race prepares one task per round in a fresh schema (dispatched, its
+Each race prepares one task per round in a fresh database (a SQLite file in a
+temporary directory, or a fresh PostgreSQL schema; dispatched, its
 worktree edited, as the race needs), then forks ``processes`` worker
 processes, each with its own connection and its own copy of the world. In
 every round the workers meet at a barrier and send their competing requests
@@ -16,8 +17,11 @@ the rebuild must be clean, and each task must hold the winner's outcome.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
 import random
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -107,15 +111,28 @@ def _worker(db: str, world: MemoryWorld, name: str, i: int, rounds: int, barrier
         k.close()
 
 
-def race(dsn: str, name: str, *, processes: int = 8, rounds: int = 100) -> RaceResult:
-    """Run one race (``RACES``) on the PostgreSQL at ``dsn``, in a schema dropped afterwards."""
+@contextlib.contextmanager
+def fresh_database(dsn: str | None):
+    """A fresh database for one race: a SQLite file (``dsn`` None) or a PostgreSQL schema."""
+    if dsn is None:
+        with tempfile.TemporaryDirectory(prefix="wgk-race-") as tmp:
+            yield os.path.join(tmp, "kernel.db")
+        return
+    schema = f"wgk_race_{uuid.uuid4().hex[:12]}"
+    pg.create_schema(dsn, schema)
+    try:
+        yield pg.with_schema(dsn, schema)
+    finally:
+        pg.drop_schema(dsn, schema)
+
+
+def race(dsn: str | None, name: str, *, processes: int = 8, rounds: int = 100) -> RaceResult:
+    """Run one race (``RACES``) on SQLite (``dsn`` None: a fresh file) or on the PostgreSQL
+    at ``dsn`` (in a schema dropped afterwards)."""
     if name not in RACES:
         raise ValueError(f"unknown race {name!r}; known: {', '.join(RACES)}")
     result = RaceResult(name, processes, rounds)
-    schema = f"wgk_race_{uuid.uuid4().hex[:12]}"
-    pg.create_schema(dsn, schema)
-    db = pg.with_schema(dsn, schema)
-    try:
+    with fresh_database(dsn) as db:
         world = MemoryWorld.create(target="main-0")
         k = Kernel(db, world.environment())
         _prepare(k, name, rounds)
@@ -130,8 +147,6 @@ def race(dsn: str, name: str, *, processes: int = 8, rounds: int = 100) -> RaceR
             _check_after(result, k, head, winners)
         finally:
             k.close()
-    finally:
-        pg.drop_schema(dsn, schema)
     return result
 
 

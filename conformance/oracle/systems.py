@@ -21,11 +21,12 @@ from typing import Any, Protocol
 
 from wgk.model.env import EnvError, apply_env
 from wgk.model.invariants import step_violations, violations
-from wgk.model.kernel import Rules, decide
+from wgk.model.kernel import Decision, Rules, authenticated, decide
+from wgk.model.names import refused_name
 from wgk.model.observe import Names, observe
 from wgk.model.rules import RULES
 from wgk.model.state import Graph, GraphError, State, TaskState, initial_state
-from wgk.model.vocab import Actor, AttemptState, OwnerSeen
+from wgk.model.vocab import Actor, AttemptState, Code, DecisionKind, OwnerSeen
 
 from wgk.conformance.oracle.wire import WireError, env_from_wire, request_from_wire
 
@@ -44,6 +45,10 @@ class System(Protocol):
     def check(self) -> list[str]: ...
     def close(self) -> None: ...
 
+
+#: The environment step "the daemon converges" (the model: every due scheduled action; the
+#: implementation: ``converge()``).
+CONVERGE = "converge"
 
 #: Step fields that annotate a trace; the wire step is the rest.
 ANNOTATIONS = ("expect", "expect-facts", "from", "note")
@@ -77,6 +82,15 @@ def split_principal(wire: Any) -> tuple[Any, str | None]:
 
 
 # --- a trace's graph and initial facts, in the model ----------------------------------------
+
+
+def daemon_principal(spec: dict) -> str | None:
+    """The trace principal that sends the daemon's convergence: the first declared one holding
+    the daemon role (``None``: an open graph, or no daemon declared)."""
+    for p in spec.get("principals", []):
+        if "daemon" in p.get("roles", []):
+            return p["name"]
+    return None
 
 
 def principals_of(spec: dict) -> dict | None:
@@ -151,6 +165,18 @@ def initial_model_state(graph: dict, initial: dict, names: Names) -> State:
 # --- the model as a system ---------------------------------------------------------------
 
 
+def decide_wire(s: State, r: Any, wire: Any, rules: Rules = RULES) -> tuple[Decision, State]:
+    """The model's decision for a wire request. A name outside the grammar
+    (``wgk.model.names``) is a wire-level refusal: once the sender is authenticated and
+    the key is not in its journal (which answers as always), ``rejected/bad-name``,
+    nothing journaled, nothing changed."""
+    if (refused_name(wire) is not None and authenticated(s, r)
+            and (r.key is None or s.journal.lookup(r.journal_key, r.digest)[0] is not True)):
+        return Decision(DecisionKind.REJECTED, Code.BAD_NAME), s
+    return decide(s, r, rules)
+
+
+
 class ModelSystem:
     """The executable model: decide() for requests, apply_env() for environment steps.
 
@@ -167,6 +193,7 @@ class ModelSystem:
         self.rules = rules
         self.state = initial_model_state(graph, initial or {}, self.names)
         self.graph = self.state.graph
+        self.daemon = daemon_principal(graph)
         self.last: tuple | None = None
         self._violations = violations(self.state)
 
@@ -177,16 +204,27 @@ class ModelSystem:
                 r = request_from_wire(step["request"], self.names, "/request")
             except WireError as e:
                 raise StepError(str(e)) from None
-            d, self.state = decide(before, r, self.rules)
+            d, self.state = decide_wire(before, r, step["request"], self.rules)
             self.last = (before, r, d, self.state)
             self._violations = violations(self.state) + step_violations(*self.last)
             return d.to_json()
+        if step.get("env") == CONVERGE:
+            return self._converge()
         try:
             self.state = apply_env(before, env_from_wire(env_part(step), self.names))
         except (EnvError, WireError) as e:
             raise StepError(str(e)) from None
         self.last = None
         self._violations = violations(self.state)
+        return None
+
+    def _converge(self) -> None:
+        """The daemon converges: every due scheduled action (``daemon.converge``)."""
+        from wgk.conformance.oracle.daemon import converge
+        broken: list[str] = []
+        converge(self, after_each=lambda: broken.extend(v for v in self.check() if v not in broken))
+        self.last = None
+        self._violations = broken + [v for v in violations(self.state) if v not in broken]
         return None
 
     def project(self) -> dict:

@@ -213,8 +213,12 @@ def block_env_steps() -> str:
     return table(["environment step (no decision, no actor)", "what happens"], rows)
 
 
+#: Codes the model answers at the wire, before ``decide``: where, instead of a rule.
+WIRE_CODES = {"bad-name": "the wire, before `decide`: a name outside `wgk.model.names`"}
+
+
 def block_codes() -> str:
-    rows = [[f"`{c}`", ", ".join(where) or "— (not decided by the model)"]
+    rows = [[f"`{c}`", ", ".join(where) or WIRE_CODES.get(c, "— (not decided by the model)")]
             for c, where in rejections().items()]
     return table(["rejection code", "decided by"], rows)
 

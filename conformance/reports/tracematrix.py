@@ -9,12 +9,14 @@ row with a column per kind of evidence:
   preserves it by construction);
 - **z3 proof**: the inductive proof of every (transition x invariant) frame,
   run now (``wgk.conformance.z3.prove``);
-- **traces**: the recorded traces of the incidents the invariant prevents
-  (a trace's ``source.incident`` against the property's ``incidents``); every
-  replay checks every invariant after every step;
-- **crash test**: the crash cuts of those traces (every durable boundary the
-  implementation crosses while replaying them, each a case of
-  ``wgk replay --crash-cuts``);
+- **traces**: the traces that exercise the invariant: replayed through the
+  model, one of their states (a step, for a step property) satisfies the
+  invariant's antecedent (``trace_support``), whatever incident they are tagged
+  with; every replay checks every invariant after every step. Up to
+  ``LISTED`` of them are listed (those tagged with one of its incidents first);
+- **crash test**: the crash cuts of the listed traces that passed (each a case
+  of ``wgk replay --crash-cuts``, in-process): run here, or taken from the
+  gate's crash-cuts section when the gate builds the matrix;
 - **runtime guard**: the code in ``impl/`` that enforces it, marked by a
   comment ``# guards: <id>[, <id> ...]`` directly above the statement.
 
@@ -71,8 +73,9 @@ class Row:
     proved: int = 0
     proof_failures: list[str] = field(default_factory=list)
     proof_kind: str = ""                        # "for every graph (cutoff theorem)" | "bounded ..."
-    traces: list[str] = field(default_factory=list)
-    crash_cuts: int = 0
+    traces: list[str] = field(default_factory=list)       # the listed supporting traces
+    supporting: int = 0                                    # how many traces support it
+    crash_cuts: int = 0                                    # passed cuts of the listed traces
     guards: list[Guard] = field(default_factory=list)
     mutants: list[str] = field(default_factory=list)
     kind: str = "always"                        # "always" | "assume"
@@ -101,8 +104,8 @@ class Row:
             "z3_proof": {"frames": self.frames, "proved": self.proved,
                          "failures": self.proof_failures, "kind": self.proof_kind,
                          "command": f"wgk prove --invariant {self.invariant}"},
-            "traces": self.traces,
-            "crash_test": {"cuts": self.crash_cuts,
+            "traces": self.traces, "supporting_traces": self.supporting,
+            "crash_test": {"passed_cuts": self.crash_cuts,
                            "command": "wgk replay TRACE --system both --crash-cuts"},
             "runtime_guard": [g.to_json() for g in self.guards],
             "mutants": self.mutants,
@@ -165,31 +168,49 @@ def proof_column(rows: dict[str, Row], tasks: int, progress: Callable[[str], Non
         progress(f"  proved frames of {transition}")
 
 
+#: How many supporting traces a row lists (and whose crash cuts it counts).
+LISTED = 3
+
+
 def trace_column(rows: dict[str, Row], trace_paths: Iterable[Path]) -> dict[str, Path]:
-    """Link every incident trace to the invariants that name its incident."""
+    """Link every trace to the invariants whose antecedent holds in one of its states; each
+    row lists up to ``LISTED`` of them (those of its incidents first). Returns the listed
+    traces by relative path."""
+    from wgk.conformance.reports.trace_support import supported
     from wgk.conformance.traces.format import load_trace
-    by_id: dict[str, Path] = {}
+    from wgk.model.invariants import REGISTRY
+    props = [REGISTRY[i] for i in rows]
+    support: dict[str, list[tuple[bool, str, Path]]] = {i: [] for i in rows}
     for path in trace_paths:
         trace = load_trace(path)
         incident = (trace.source or {}).get("incident")
-        if incident is None:
-            continue
-        for row in rows.values():
-            if incident in row.incidents:
-                row.traces.append(_rel(path.resolve()))
-                by_id[_rel(path.resolve())] = path
-    return by_id
+        for i in supported(trace, props):
+            support[i].append((incident not in rows[i].incidents, _rel(path.resolve()), path))
+    listed: dict[str, Path] = {}
+    for i, row in rows.items():
+        chosen = sorted(support[i], key=lambda x: x[:2])
+        row.supporting = len(chosen)
+        row.traces = [rel for _, rel, _ in chosen[:LISTED]]
+        listed.update({rel: path for _, rel, path in chosen[:LISTED]})
+    return listed
 
 
 def crash_column(rows: dict[str, Row], traces: dict[str, Path],
-                 progress: Callable[[str], None]) -> None:
-    """Count the crash cuts (durable boundaries of requests) of every linked trace."""
-    from wgk.conformance.oracle.crashcuts import durable_boundaries
+                 progress: Callable[[str], None],
+                 passed: dict[str, int] | None = None) -> None:
+    """Count the crash cuts that pass (in-process) for every listed trace: ``passed`` maps a
+    trace id to its count when the gate's crash-cuts section already ran them."""
+    from wgk.conformance.oracle.crashcuts import crash_cuts
     from wgk.conformance.traces.format import load_trace
     cuts = {}
     for rel, path in sorted(traces.items()):
-        cuts[rel] = len(durable_boundaries(load_trace(path)))
-        progress(f"  {rel}: {cuts[rel]} crash cuts")
+        trace = load_trace(path)
+        if passed is not None and trace.id in passed:
+            cuts[rel] = passed[trace.id]
+        else:
+            result = crash_cuts(trace)
+            cuts[rel] = sum(c.verdict == "pass" for c in result.cuts)
+        progress(f"  {rel}: {cuts[rel]} crash cuts passed")
     for row in rows.values():
         row.crash_cuts = sum(cuts[t] for t in row.traces)
 
@@ -282,7 +303,10 @@ def default_traces() -> list[Path]:
 
 def build(tasks: int = 3, trace_paths: Iterable[Path] | None = None,
           guard_root: Path = ROOT / "impl",
-          progress: Callable[[str], None] = lambda _: None) -> Matrix:
+          progress: Callable[[str], None] = lambda _: None,
+          passed_cuts: dict[str, int] | None = None) -> Matrix:
+    """The matrix; ``passed_cuts`` (trace id -> crash cuts passed in-process) spares running
+    the cuts of traces the caller has already cut."""
     rows: dict[str, Row] = {}
     for p in always() + assumptions("state"):
         predicate, at = predicate_of(p)
@@ -293,7 +317,7 @@ def build(tasks: int = 3, trace_paths: Iterable[Path] | None = None,
     proof_kind_column(rows, progress)
     linked = trace_column(rows, default_traces() if trace_paths is None else trace_paths)
     progress("crash cuts of the linked traces ...")
-    crash_column(rows, linked, progress)
+    crash_column(rows, linked, progress, passed_cuts)
     findings = guard_column(rows, guard_root)
     mutant_column(rows)
     return Matrix(list(rows.values()), tasks, findings)
@@ -317,14 +341,18 @@ def markdown(m: Matrix) -> str:
                  f"{len(r.transitions)} by the solver" if r.frames else "none")
         proof += f"; {r.proof_kind}" if r.proof_kind else ""
         traces = "<br>".join(f"`{_short_trace(t)}`" for t in r.traces) or "none"
-        crash = f"{r.crash_cuts} cuts" if r.crash_cuts else "none"
+        if r.supporting > len(r.traces):
+            traces += f"<br>({r.supporting} traces in all)"
+        crash = f"{r.crash_cuts} cuts passed" if r.crash_cuts else "none"
         places = dict.fromkeys(f"`{Path(g.path).name}` {g.function}" for g in r.guards)
         guard = "<br>".join(places) or ("not asked (assumed)" if r.kind == "assume" else "none")
         lines.append(f"| `{r.invariant}` | {rule} | {proof} | {traces} | {crash} | {guard} |")
     lines += ["", "A frame is (transition x invariant). Frames \"by the solver\" are those a "
               "transition can affect; the others change nothing the invariant reads and are "
-              "preserved by construction. Crash cuts are counted over the traces listed; "
-              "every replay checks every invariant after every step."]
+              "preserved by construction. A trace is listed when the invariant's antecedent "
+              "holds in one of its states (or steps), replayed through the model; crash cuts "
+              "are the passed cuts (in-process) of the traces listed; every replay checks "
+              "every invariant after every step."]
     return "\n".join(lines) + "\n"
 
 
@@ -335,7 +363,7 @@ def text(m: Matrix) -> str:
         miss = r.missing()
         out.append(f"{'MISSING' if miss else 'ok':7} {r.invariant}: "
                    f"{len(r.transitions)} transitions, {r.proved}/{r.frames} proved, "
-                   f"{len(r.traces)} traces, {r.crash_cuts} crash cuts, {len(r.guards)} guards"
+                   f"{r.supporting} traces, {r.crash_cuts} crash cuts passed, {len(r.guards)} guards"
                    + (f"  (no {', '.join(miss)})" if miss else ""))
     problems = m.problems()
     out.append(f"{len(m.rows)} invariants, {sum(not r.missing() for r in m.rows)} fully traced"

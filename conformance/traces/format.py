@@ -17,8 +17,9 @@ is listed are exactly these, in any order).
 The written form is canonical so that files diff readably in review: stable
 key order, 2-space indent, a container kept on one line when it fits in 120
 columns, a trailing newline. ``load_trace`` reports a malformed file in one
-line naming the path and a JSON pointer (``TraceError``); the CLI maps it to
-exit code 2.
+line naming the path and a JSON pointer (``TraceError``): invalid UTF-8 or
+JSON, values no store can hold and names outside the grammar included
+(``inputs``); the CLI maps it to exit code 2.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+from wgk.conformance.traces import inputs
 
 FORMAT = "wgk-trace/1"
 
@@ -168,8 +171,14 @@ def _fact_task_errors(facts: Any, at: list, known: set[str]) -> list[tuple[str, 
 
 
 def validate(doc: Any, path: str = "<trace>") -> None:
-    """Raise ``TraceError`` for the first schema or semantic problem of a parsed document."""
+    """Raise ``TraceError`` for the first problem of a parsed document: a value no store
+    holds, then the schema, the names (``inputs``), the graph and its references."""
+    bad = inputs.value_problem(doc)
+    if bad is not None:
+        raise TraceError(path, pointer(bad[0]), bad[1])
     errs = schema_errors(doc)
+    if not errs:
+        errs = [(pointer(at), message) for at, message in inputs.name_problems(doc)]
     if not errs:
         errs = semantic_errors(doc)
     if errs:
@@ -177,12 +186,13 @@ def validate(doc: Any, path: str = "<trace>") -> None:
         raise TraceError(path, where, message)
 
 
-def parse_trace(text: str, path: str = "<trace>") -> Trace:
-    """Parse and validate trace text (``TraceError`` on invalid JSON or an invalid trace)."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TraceError(path, "", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+def parse_trace(text: str | bytes, path: str = "<trace>") -> Trace:
+    """Parse and validate trace text (``TraceError`` on invalid UTF-8 or JSON, JSON nested
+    too deeply, or an invalid trace)."""
+    doc, problem = inputs.decode(text if isinstance(text, bytes) else text.encode("utf-8",
+                                                                                  "surrogatepass"))
+    if problem is not None:
+        raise TraceError(path, "", problem)
     validate(doc, path)
     return Trace.from_json(doc, path)
 
@@ -191,12 +201,12 @@ def load_trace(path: str | Path) -> Trace:
     """Load one trace file (``TraceError`` naming the path and a JSON pointer)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise TraceError(str(path), "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise TraceError(str(path), "", f"cannot read: {e}") from None
-    return parse_trace(text, str(path))
+    except OSError as e:
+        raise TraceError(str(path), "", f"cannot read: {e.strerror}") from None
+    return parse_trace(raw, str(path))
 
 
 def trace_files(paths: Iterable[str | Path]) -> list[Path]:

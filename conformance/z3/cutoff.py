@@ -38,7 +38,7 @@ from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.z3.symbolic import (
     Space, as_bool, fresh_state, leaves, symbolic, symbolic_graph, task_leaves,
 )
-from wgk.conformance.z3.templates import POOL, Catalogue, Pool, env_templates, request_templates
+from wgk.conformance.z3.catalogue import POOL, Catalogue, Pool, env_templates, request_templates
 from wgk.conformance.z3.transition import MODEL, Semantics, actor_sensitive, as_term, branches, \
     discover_universe
 

@@ -1,4 +1,5 @@
-"""How a mutant of the model fared: the verdict of each means that may catch it.
+"""Killing a mutant of the model, and how it fared: the verdict of each means that may
+catch it (the proofs, bounded model checking, exploration, the incident traces).
 
 A mutant counts as killed only when the proof of the invariant it names fails
 and exploration or one of its incident traces detects it too; a proof failure
@@ -6,12 +7,14 @@ through a lemma or another invariant is kept apart (``other``), and so is BMC.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Callable
 
-from wgk.conformance.z3.bmc import CheckResult
+from wgk.conformance.z3.bmc import CheckResult, check, goal_for
 from wgk.conformance.z3.lemmas import LEMMAS
-from wgk.conformance.z3.prove import ProofResult
+from wgk.conformance.z3.mutation import Mutant, patched
+from wgk.conformance.z3.prove import Bounds, ProofResult, Prover
 
 
 @dataclass
@@ -37,7 +40,7 @@ class Kill:
     through anything else (a lemma, another invariant), BMC, exploration, and (filled by
     the oracle wing, which replays traces) its incident traces."""
 
-    mutant: Any                        # the Mutant
+    mutant: Mutant
     proof: ProofResult | None          # a counterexample for the named invariant
     bmc: CheckResult | None
     seconds: float
@@ -126,3 +129,86 @@ def _proof_json(r: ProofResult | None, named: str | None) -> dict:
     kind = "lemma" if r.invariant in LEMMAS else "invariant"
     return {"failed": r.status == "counterexample", "invariant": r.invariant,
             "transition": r.transition, "kind": kind}
+
+
+# --- killing ---------------------------------------------------------------------------
+
+def refute(m: Mutant, bounds: Bounds | None = None, prover: Prover | None = None
+           ) -> ProofResult | None:
+    """The first failing proof frame of the property the mutant names for its proof (its
+    changed kinds are checked first)."""
+    prover = prover or Prover(bounds or Bounds(tasks=m.instance.tasks), m.semantics())
+    named = [p for p in prover.properties if p.id == m.proof_target]
+    return _first_failure(m, prover, named)
+
+
+def refute_other(m: Mutant, prover: Prover) -> ProofResult | None:
+    """The first failing frame through any other property, on the mutant's changed kinds
+    (all kinds for a mutant that patches a function or the reducer)."""
+    others = [p for p in prover.properties if p.id != m.proof_target]
+    return _first_failure(m, prover, others, only_changed=bool(m.rules))
+
+
+def _first_failure(m: Mutant, prover: Prover, props: list, only_changed: bool = False
+                   ) -> ProofResult | None:
+    first = [k.label for k in m.changed_kinds]
+    order = first + ([] if only_changed else [t for t in prover.groups if t not in first])
+    for transition in order:
+        if transition not in prover.groups:
+            continue
+        for p in props:
+            r = prover.check(p, transition)
+            if r.status == "counterexample":
+                return r
+    return None
+
+
+#: States an exploration of a mutant may visit before it gives up.
+EXPLORE_STATES = 5000
+
+
+def explore_mutant(m: Mutant, max_states: int = EXPLORE_STATES) -> Explored:
+    """Explore the mutant's instance with the mutant's rules, checking the named invariant."""
+    from contextlib import ExitStack
+    from wgk.conformance.check import interning
+    from wgk.conformance.check.explore import explore
+    from wgk.model.invariants import REGISTRY
+    sem = m.semantics()
+    with ExitStack() as stack:
+        stack.enter_context(sem.active())
+        if m.decide is not None:
+            stack.enter_context(patched(((interning, "decide", _reducer(m.decide)),)))
+        r = explore(m.instance, rules=sem.rules, properties={m.kills: REGISTRY[m.kills]},
+                    max_states=max_states)
+    hit = next((v for v in r.violations if v.invariant == m.kills), None)
+    return Explored(r.distinct_states, r.complete, list(hit.path) if hit else None)
+
+
+def _reducer(decide: Callable) -> Callable:
+    return lambda s, r, rules: decide(s, r, rules)
+
+
+def kill(m: Mutant, progress: Callable[[str], None] | None = None,
+         explore: bool = True, traces: Callable[[Mutant], list[dict]] | None = None) -> Kill:
+    """Run the proofs, the stated BMC check, (unless ``explore`` is False) an exploration,
+    and ``traces(m)`` (the incident traces replayed on the mutant, by the oracle wing)."""
+    t0 = time.perf_counter()
+    prover = Prover(Bounds(tasks=m.instance.tasks), m.semantics())
+    proof = refute(m, prover=prover)
+    other = refute_other(m, prover)
+    if progress:
+        progress(f"{m.name}: proof of {m.proof_target} {'fails' if proof else 'passes'}"
+                 + (f"; {other.invariant} fails" if other else ""))
+    bmc = check(goal_for(m.kills), m.instance, m.depth, m.semantics())
+    if progress:
+        progress(f"{m.name}: bmc {bmc.status}"
+                 + (f" at depth {bmc.found_at}" if bmc.found_at is not None else ""))
+    explored = explore_mutant(m) if explore else None
+    if progress and explored is not None:
+        progress(f"{m.name}: explore {'detects' if explored.detected else 'misses'} it "
+                 f"({explored.states} states)")
+    replayed = traces(m) if traces is not None else None
+    if progress and replayed is not None:
+        progress(f"{m.name}: {sum(t['detects'] for t in replayed)} of {len(replayed)} incident "
+                 "traces detect it")
+    return Kill(m, proof, bmc, time.perf_counter() - t0, other, explored, replayed)

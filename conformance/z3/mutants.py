@@ -15,123 +15,23 @@ have lost their teeth.
 """
 from __future__ import annotations
 
-import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace as dc_replace
-from typing import Callable, Iterator
+from dataclasses import replace as dc_replace
+from typing import Callable
 
-from wgk.model import kernel, projections, rules as R
+from wgk.model import kernel, projections, rules as R, rules_evidence
 from wgk.model.actions import Instance
 from wgk.model.kernel import Decision
 from wgk.model.logic import all_of, any_of, ite, not_
 from wgk.model.rules import RULES, guarded, running
 from wgk.model.state import NO_RECEIPT, replace_task
-from wgk.model.vocab import (
-    AttemptState as AS, Code, DecisionKind as D, Kind as K, Phase, Receipt,
+from wgk.model.vocab import AttemptState as AS, Code, DecisionKind as D, Kind as K, Phase, Receipt
+
+from wgk.conformance.z3.kills import (  # noqa: F401  (re-exported: callers import them from here)
+    EXPLORE_STATES, explore_mutant, kill, refute, refute_other,
 )
-
-from wgk.conformance.z3.bmc import CheckResult, check, goal_for
-from wgk.conformance.z3.kills import Explored, Kill
-from wgk.conformance.z3.prove import Bounds, ProofResult, Prover
-from wgk.conformance.z3.transition import Semantics
-
-
-# --- building blocks ------------------------------------------------------------------
-
-def without_checks(kind: K, *codes: Code) -> Callable:
-    """The model's rule for ``kind`` with the guards naming ``codes`` removed."""
-    base = RULES[kind]
-
-    def rule(s, i, t, r):
-        g = base(s, i, t, r)
-        return guarded([c for c in g.checks if not (isinstance(c[1], Code) and c[1] in codes)],
-                       g.update, g.kind)
-    rule.__name__ = f"{kind.name.lower()}_without_{'_'.join(c.name.lower() for c in codes)}"
-    return rule
-
-
-def with_update(kind: K, change: Callable) -> Callable:
-    """The model's rule for ``kind`` whose post-state passes through ``change(s, i, t, r, s2)``."""
-    base = RULES[kind]
-
-    def rule(s, i, t, r):
-        g = base(s, i, t, r)
-        return guarded(g.checks, lambda: change(s, i, t, r, g.update()), g.kind)
-    return rule
-
-
-def with_check(kind: K, code: Code, cond: Callable) -> Callable:
-    """The model's rule for ``kind`` with the guard naming ``code`` replaced by ``cond(s, i, t, r)``."""
-    base = RULES[kind]
-
-    def rule(s, i, t, r):
-        g = base(s, i, t, r)
-        return guarded([(cond(s, i, t, r), c) if c == code else (x, c) for x, c in g.checks],
-                       g.update, g.kind)
-    return rule
-
-
-def task_update(change: Callable) -> Callable:
-    """``change(t_before, t_after, s, r) -> t`` applied to the rule's own task."""
-    def apply(s, i, t, r, s2):
-        return s2.put(i, change(t, s2.tasks[i], s, r))
-    return apply
-
-
-@contextmanager
-def patched(patches: tuple) -> Iterator[None]:
-    """Install ``(object, name, value)`` patches (attributes, or keys of a dict); always restore."""
-    saved = []
-    try:
-        for obj, name, new in patches:
-            if isinstance(obj, dict):
-                saved.append((obj, name, obj[name]))
-                obj[name] = new
-            else:
-                saved.append((obj, name, getattr(obj, name)))
-                setattr(obj, name, new)
-        yield
-    finally:
-        for obj, name, old in reversed(saved):
-            if isinstance(obj, dict):
-                obj[name] = old
-            else:
-                setattr(obj, name, old)
-
-
-# --- the mutants --------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Mutant:
-    """A known-bad variant of the model and the check expected to catch it."""
-
-    name: str
-    incidents: tuple[int, ...]
-    doc: str
-    kills: str                          # the invariant BMC must find violated
-    instance: Instance
-    depth: int
-    rules: dict = field(default_factory=dict)
-    decide: Callable | None = None
-    patches: tuple = ()
-    # the property whose inductive proof must fail, when it is not ``kills``: a lemma the
-    # mutant breaks first, under which the named invariant stays inductive (declared here,
-    # reported as a lemma kill)
-    proof_by: str | None = None
-
-    @property
-    def proof_target(self) -> str:
-        return self.proof_by or self.kills
-
-    def semantics(self) -> Semantics:
-        table = dict(RULES)
-        table.update(self.rules)
-        ctx = (lambda: patched(self.patches)) if self.patches else None
-        return Semantics(self.name, table, self.decide, ctx)
-
-    @property
-    def changed_kinds(self) -> tuple[K, ...]:
-        return tuple(self.rules)
+from wgk.conformance.z3.mutation import (  # noqa: F401  (re-exported)
+    Mutant, patched, task_update, with_check, with_update, without_checks,
+)
 
 
 def _close_lost(t, t2, s, r):
@@ -274,7 +174,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "Liveness from the pid alone: a reused pid with another birth time counts as the "
         "live owner.",
         "liveness-needs-exact-birth", Instance(tasks=1, groups=ENV), 4,
-        patches=((R, "owner_alive", _pid_only_alive),)),
+        patches=((rules_evidence, "owner_alive", _pid_only_alive),)),   # probe-owner's module
     Mutant(
         "cas-ignores-moved-target", (12,),
         "Promotion without the compare-and-swap: a land moves the target from whatever it "
@@ -357,87 +257,3 @@ LOCALITY_MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "", Instance(tasks=2, groups=CORE), 0,
         rules={K.DISPATCH: _dispatch_reading_a_non_dependency()}),
 )}
-
-
-# --- killing ---------------------------------------------------------------------------
-
-
-def refute(m: Mutant, bounds: Bounds | None = None, prover: Prover | None = None
-           ) -> ProofResult | None:
-    """The first failing proof frame of the property the mutant names for its proof (its
-    changed kinds are checked first)."""
-    prover = prover or Prover(bounds or Bounds(tasks=m.instance.tasks), m.semantics())
-    named = [p for p in prover.properties if p.id == m.proof_target]
-    return _first_failure(m, prover, named)
-
-
-def refute_other(m: Mutant, prover: Prover) -> ProofResult | None:
-    """The first failing frame through any other property, on the mutant's changed kinds
-    (all kinds for a mutant that patches a function or the reducer)."""
-    others = [p for p in prover.properties if p.id != m.proof_target]
-    return _first_failure(m, prover, others, only_changed=bool(m.rules))
-
-
-def _first_failure(m: Mutant, prover: Prover, props: list, only_changed: bool = False
-                   ) -> ProofResult | None:
-    first = [k.label for k in m.changed_kinds]
-    order = first + ([] if only_changed else [t for t in prover.groups if t not in first])
-    for transition in order:
-        if transition not in prover.groups:
-            continue
-        for p in props:
-            r = prover.check(p, transition)
-            if r.status == "counterexample":
-                return r
-    return None
-
-
-#: States an exploration of a mutant may visit before it gives up.
-EXPLORE_STATES = 5000
-
-
-def explore_mutant(m: Mutant, max_states: int = EXPLORE_STATES) -> Explored:
-    """Explore the mutant's instance with the mutant's rules, checking the named invariant."""
-    from contextlib import ExitStack
-    from wgk.conformance.check import interning
-    from wgk.conformance.check.explore import explore
-    from wgk.model.invariants import REGISTRY
-    sem = m.semantics()
-    with ExitStack() as stack:
-        stack.enter_context(sem.active())
-        if m.decide is not None:
-            stack.enter_context(patched(((interning, "decide", _reducer(m.decide)),)))
-        r = explore(m.instance, rules=sem.rules, properties={m.kills: REGISTRY[m.kills]},
-                    max_states=max_states)
-    hit = next((v for v in r.violations if v.invariant == m.kills), None)
-    return Explored(r.distinct_states, r.complete, list(hit.path) if hit else None)
-
-
-def _reducer(decide: Callable) -> Callable:
-    return lambda s, r, rules: decide(s, r, rules)
-
-
-def kill(m: Mutant, progress: Callable[[str], None] | None = None,
-         explore: bool = True, traces: Callable[[Mutant], list[dict]] | None = None) -> Kill:
-    """Run the proofs, the stated BMC check, (unless ``explore`` is False) an exploration,
-    and ``traces(m)`` (the incident traces replayed on the mutant, by the oracle wing)."""
-    t0 = time.perf_counter()
-    prover = Prover(Bounds(tasks=m.instance.tasks), m.semantics())
-    proof = refute(m, prover=prover)
-    other = refute_other(m, prover)
-    if progress:
-        progress(f"{m.name}: proof of {m.proof_target} {'fails' if proof else 'passes'}"
-                 + (f"; {other.invariant} fails" if other else ""))
-    bmc = check(goal_for(m.kills), m.instance, m.depth, m.semantics())
-    if progress:
-        progress(f"{m.name}: bmc {bmc.status}"
-                 + (f" at depth {bmc.found_at}" if bmc.found_at is not None else ""))
-    explored = explore_mutant(m) if explore else None
-    if progress and explored is not None:
-        progress(f"{m.name}: explore {'detects' if explored.detected else 'misses'} it "
-                 f"({explored.states} states)")
-    replayed = traces(m) if traces is not None else None
-    if progress and replayed is not None:
-        progress(f"{m.name}: {sum(t['detects'] for t in replayed)} of {len(replayed)} incident "
-                 "traces detect it")
-    return Kill(m, proof, bmc, time.perf_counter() - t0, other, explored, replayed)

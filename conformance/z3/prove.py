@@ -26,30 +26,29 @@ unaffected task keeps its verdict from the pre-state.
 """
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import z3
 
-from wgk.model.env import EnvStep
 from wgk.model.invariants import REGISTRY, Property
-from wgk.model.kernel import Decision
-from wgk.model.requests import Request
 from wgk.model.state import State
-from wgk.model.vocab import Code, DecisionKind as D, Kind
+from wgk.model.vocab import Kind
 
-from wgk.conformance.traces.export import step_json
-from wgk.conformance.z3.basecase import Enabledness, InitFrame, enabledness, init_frames
-from wgk.conformance.z3.lemmas import LEMMAS
-from wgk.conformance.z3.symbolic import (
-    Space, decode_graph, decode_state, describe_task, domain, equals, field_diff, fresh_state,
-    free_constants, leaf_domain, leaf_types, leaves, symbolic, symbolic_graph, value,
-    substitute, within_type,
+from wgk.conformance.z3.basecase import enabledness, init_frames
+from wgk.conformance.z3.crosscheck import (  # noqa: F401  (re-exported: callers import them from here)
+    SymbolicMismatch, compare_step, crosscheck, decode_decision,
 )
-from wgk.conformance.z3.templates import (
-    POOL, Catalogue, EnvTemplate, Pool, env_templates, intruder_templates, request_templates,
+from wgk.conformance.z3.lemmas import LEMMAS
+from wgk.conformance.z3.proof_report import (  # noqa: F401  (re-exported)
+    Bounds, Counterexample, ProofReport, ProofResult,
+)
+from wgk.conformance.z3.symbolic import (
+    Space, decode_graph, decode_state, domain, fresh_state, free_constants, leaf_domain,
+    leaf_types, leaves, symbolic, symbolic_graph, value, substitute, within_type,
+)
+from wgk.conformance.z3.catalogue import (
+    POOL, Catalogue, Pool, env_templates, intruder_templates, request_templates,
 )
 from wgk.conformance.z3.transition import (
     MODEL, Branch, Semantics, actor_sensitive, as_term, branches, delta, discover_universe,
@@ -60,145 +59,8 @@ DOMAIN = Property("domain", "always", "state",
                   lambda s, i, t: True)
 
 
-class SymbolicMismatch(AssertionError):
-    """The solver's model and the executable model disagree: an encoding error."""
-
-
 class VacuousProof(AssertionError):
     """The assumptions of the inductive step are contradictory: nothing would be proved."""
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """The bounded domains of a proof or a model check."""
-
-    tasks: int = 3
-    evidence_ids: int = 2
-    keys: int = 1
-
-    def task_names(self) -> tuple[str, ...]:
-        return tuple(f"t{n + 1}" for n in range(self.tasks))
-
-    def ids(self) -> tuple[str, ...]:
-        return tuple(f"e{n + 1}" for n in range(self.evidence_ids))
-
-    def key_names(self) -> tuple[str, ...]:
-        return tuple(f"k{n + 1}" for n in range(self.keys))
-
-    def to_json(self) -> dict:
-        return {"tasks": self.tasks, "evidence_ids": self.evidence_ids, "keys": self.keys}
-
-
-@dataclass
-class Counterexample:
-    """A concrete pre-state and step that break a property, replayed through the model."""
-
-    property: str
-    transition: str
-    step_label: str
-    pre: State
-    step: Request | EnvStep
-    decision: Decision | None
-    post: State
-    tasks: list[str]
-
-    def to_json(self) -> dict:
-        return {
-            "property": self.property, "transition": self.transition, "template": self.step_label,
-            "step": step_json(self.step), "decision": self.decision.to_json() if self.decision else None,
-            "violated_for": self.tasks,
-            "pre": {n: describe_task(t) for n, t in zip(self.pre.graph.tasks, self.pre.tasks)},
-            "changes": field_diff(self.pre, self.post),
-            "policy": {"review_required": [n for n, f in zip(self.pre.graph.tasks,
-                                                               self.pre.graph.review_required) if f],
-                       "requires_assignment": [n for n, f in zip(
-                           self.pre.graph.tasks, self.pre.graph.requires_assignment) if f]},
-        }
-
-    def render(self) -> str:
-        lines = [f"  after {self.step_label}: {self.property} fails"
-                 + (f" for {', '.join(self.tasks)}" if self.tasks else "")]
-        g = self.pre.graph
-        for n, t in zip(g.tasks, self.pre.tasks):
-            pol = [p for p, f in (("review", g.review_required[g.index[n]]),
-                                  ("assignment", g.requires_assignment[g.index[n]])) if f]
-            lines.append(f"    pre {n}{' [' + ','.join(pol) + ']' if pol else ''}: {describe_task(t)}")
-        lines.append(f"    pre target={self.pre.target} now={self.pre.now} "
-                     f"journal={len(self.pre.journal)} entries")
-        lines.append("    step " + json.dumps(step_json(self.step), sort_keys=True)
-                     + (f" -> {self.decision.label}" if self.decision else ""))
-        for c in field_diff(self.pre, self.post):
-            lines.append(f"    post {c}")
-        return "\n".join(lines)
-
-
-@dataclass
-class ProofResult:
-    """One (property x transition) frame."""
-
-    invariant: str
-    transition: str
-    status: str                     # proved | counterexample | unknown
-    seconds: float
-    solved: bool = True             # False: no template can affect the property (frame)
-    counterexample: Counterexample | None = None
-
-    def to_json(self) -> dict:
-        out: dict[str, Any] = {"invariant": self.invariant, "transition": self.transition,
-                               "status": self.status, "seconds": round(self.seconds, 4)}
-        if self.counterexample is not None:
-            out["counterexample"] = self.counterexample.to_json()
-        return out
-
-
-@dataclass
-class ProofReport:
-    bounds: Bounds
-    semantics: str
-    results: list[ProofResult]
-    seconds: float
-    build_seconds: float
-    lemmas: list[str] = field(default_factory=list)
-    init: list[InitFrame] = field(default_factory=list)
-    enabled: list[Enabledness] = field(default_factory=list)
-
-    def count(self, status: str) -> int:
-        return sum(r.status == status for r in self.results)
-
-    @property
-    def ok(self) -> bool:
-        return all(r.status == "proved" for r in self.results) and self.base_ok
-
-    @property
-    def base_ok(self) -> bool:
-        """Every init frame proved and every transition enabled under the invariants."""
-        return all(f.status == "proved" for f in self.init) \
-            and all(e.status == "enabled" for e in self.enabled)
-
-    def failed(self) -> list[ProofResult]:
-        return [r for r in self.results if r.status != "proved"]
-
-    def base_checks(self) -> list[tuple[str, bool, float, str]]:
-        """(name, passed, seconds, hint) of every init frame and enabledness check."""
-        out = [(f"{f.invariant} in the initial state", f.status == "proved", f.seconds,
-                "" if f.status == "proved" else f"{f.status}: {f.detail}") for f in self.init]
-        out += [(f"{e.transition} enabled under the invariants", e.status == "enabled", e.seconds,
-                 "" if e.status == "enabled" else f"{e.status}: wgk prove --json")
-                for e in self.enabled]
-        return out
-
-    def to_json(self) -> dict:
-        return {
-            "semantics": self.semantics, "bounds": self.bounds.to_json(),
-            "results": [r.to_json() for r in self.results],
-            "proved": self.count("proved"), "failed": self.count("counterexample"),
-            "unknown": self.count("unknown"), "lemmas": self.lemmas,
-            "assumptions": [p.id for p in REGISTRY.values() if p.kind == "assume"],
-            "init": [f.to_json() for f in self.init],
-            "enabled": [e.to_json() for e in self.enabled],
-            "base_ok": self.base_ok,
-            "seconds": round(self.seconds, 3), "build_seconds": round(self.build_seconds, 3),
-        }
 
 
 def chain_deps(n: int) -> tuple[tuple[int, ...], ...]:
@@ -388,85 +250,8 @@ class Prover:
                            init, enabled)
 
 
-def decode_decision(model: z3.ModelRef, d: Decision | None) -> Decision | None:
-    if d is None:
-        return None
-    kind = D(value(model, d.kind))
-    code = Code(value(model, d.code))
-    if kind == D.DUPLICATE:
-        return Decision(kind, code, D(value(model, d.original_kind)),
-                        Code(value(model, d.original_code)))
-    return Decision(kind, code)
-
-
-def compare_step(where: str, sym_d: Decision | None, sym_post: State, d: Decision | None,
-                 post: State) -> None:
-    """The solver's decision and post-state must equal the executable model's."""
-    if (sym_d is None) != (d is None):
-        raise SymbolicMismatch(f"{where}: decision present on one side only")
-    if d is not None:
-        same = sym_d.kind == d.kind and sym_d.code == d.code
-        if d.kind == D.DUPLICATE:
-            same = same and sym_d.original_kind == d.original_kind \
-                and sym_d.original_code == d.original_code
-        if not same:
-            raise SymbolicMismatch(f"{where}: solver decided {sym_d.label}, model {d.label}")
-    if sym_post != post:
-        diff = field_diff(post, sym_post)
-        raise SymbolicMismatch(f"{where}: post-states differ (model -> solver): "
-                               + "; ".join(diff or ["journal or evidence"]))
-
-
 def prove(bounds: Bounds = Bounds(), sem: Semantics = MODEL, only: list[str] | None = None,
           lemmas: dict[str, Property] | None = None, replay: bool = True,
           progress: Callable[[str], None] | None = None) -> ProofReport:
     """Prove every ``always`` property (or those in ``only``) inductive."""
     return Prover(bounds, sem, lemmas).run(only, replay, progress)
-
-
-def crosscheck(s: State, step: Request | EnvStep, sem: Semantics = MODEL,
-               evidence_ids: tuple[str, ...] = ("e1", "e2")) -> Decision | None:
-    """Evaluate one concrete step both ways: the symbolic transition, pinned to ``s`` and
-    ``step`` by the solver, must give the executable model's decision and state."""
-    g = s.graph
-    ids = tuple(sorted(set(evidence_ids) | ({step.evidence} if isinstance(step, Request)
-                                              and step.evidence else set())
-                       | {e for t in s.tasks for _, e in t.evidence}))
-    if isinstance(step, EnvStep):
-        templates = [EnvTemplate(step.kind, step.task)]
-    else:
-        templates = request_templates([step.kind], [step.task], ids,
-                                      by_actor=actor_sensitive(g, sem))
-    cat = Catalogue(templates, g.graph_id)
-    universe = tuple(sorted(set(discover_universe(g, ids, sem))
-                            | {p for t in s.tasks for p in t.evidence}))
-    keys = (step.key,) if isinstance(step, Request) and step.key is not None else ()
-    space = Space(g, universe, keys, len(POOL), len(cat.shapes), cat.decode_digest)
-    sym = fresh_state(space, "x")
-    pool = Pool("xr", len(keys))
-    solver = z3.Solver()
-    solver.add(*equals(space, sym, s))
-    if isinstance(step, EnvStep):
-        n = 0
-        values = {"candidate": step.content, "birth": step.birth}
-    else:
-        n, shape, values = cat.locate(step)
-        solver.add(pool.shape == shape)
-        if keys:
-            solver.add(pool.key == 0)
-    for name, v in values.items():
-        solver.add(pool.vars[name] == v)
-    b = branches(cat, sym, pool, sem, indices=[n])[0]
-    d, post = sem.run(s, step)
-    solver.add(b.guard)
-    where = f"crosscheck {getattr(step, 'kind').label} on {getattr(step, 'task', '')}"
-    if solver.check() != z3.sat:
-        if post is None:
-            return None              # an environment step disabled on both sides
-        raise SymbolicMismatch(f"{where}: the symbolic step is not enabled")
-    if post is None:
-        raise SymbolicMismatch(f"{where}: enabled symbolically, disabled concretely")
-    model = solver.model()
-    compare_step(where, decode_decision(model, b.decision),
-                 decode_state(model, space, b.post, g), d, post)
-    return d

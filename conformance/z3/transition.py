@@ -28,7 +28,7 @@ from wgk.model.state import Graph, State
 from wgk.conformance.z3.symbolic import (
     Space, SymEvidence, as_bool, fresh_state, identical, leaves, symbolic,
 )
-from wgk.conformance.z3.templates import POOL, Catalogue, Pool, request_templates
+from wgk.conformance.z3.catalogue import POOL, Catalogue, Pool, request_templates
 
 
 @dataclass(frozen=True)

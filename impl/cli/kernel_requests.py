@@ -10,6 +10,7 @@ from ..errors import BadRequest
 from ..kernel import Kernel
 from ..proc import ProcProcessTable
 from ..records import TaskPolicy
+from ..wire import parse, refused_name
 from .kernel_open import require_task
 from .kernel_principals import read_credential
 from .output import UsageError, emit
@@ -23,7 +24,18 @@ def authenticated(response: dict) -> dict:
     return response
 
 
+def named(request, where: str = "request") -> None:
+    """A request naming something outside the name grammar is bad input: one line, exit 2."""
+    try:
+        problem = refused_name(parse(request))
+    except BadRequest:
+        return                      # malformed: the kernel says how
+    if problem is not None:
+        raise UsageError(f"{where}: {problem}")
+
+
 def send(k: Kernel, args, request: dict) -> int:
+    named(request)
     response = authenticated(k.handle(request, read_credential(args)))
     ok = response["decision"] != "rejected" and response.get("original", {}).get("decision") != "rejected"
     text = response["decision"] + (f": {response['code']}" if "code" in response else "")
@@ -49,6 +61,7 @@ def send_lines(k: Kernel, args) -> int:
         except json.JSONDecodeError as e:
             raise UsageError(f"{name}:{n}: {e.msg} at column {e.colno}") from None
         lines.append(n)
+        named(requests[-1], f"{name}:{n}")
     try:
         responses = [authenticated(r) for r in k.handle_batch(requests, read_credential(args))]
     except BadRequest as e:          # "request N: ..." -> the file's line

@@ -9,6 +9,11 @@ map is an error naming the file, the JSON pointer and the field: every field of
 every source object is either translated, or checked against what the trace
 already says (and then named in the family's table); nothing is dropped.
 
+Identifiers: the peer's graph ids and content ids (``graph:v2:golden``,
+``base:b3:main-0``) are not names in our grammar (``wgk.model.names``: no
+``:``); each becomes the name with ``:`` as ``.`` (``graph.v2.golden``), the
+same everywhere in the trace (``common.as_names``).
+
 Idempotency keys: a v1 event has none, so each gets a stable key derived from
 its content, ``wg:<type>:<sha256 of the canonical event, 12 hex>/<our kind>``:
 an identical re-delivered event is a duplicate. v2 and deletion-map requests

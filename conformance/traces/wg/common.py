@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from wgk.model.names import broken_rule, is_name
 from wgk.model.vocab import EDGES, Kind, NEEDS_CAPABILITY, TRANSACTION_KINDS
 
 V1_COMMIT = "b0892ea7"
@@ -181,3 +182,52 @@ def origin_of(at: str, event: str, decision: Any) -> dict:
 def task_spec(name: str, requires_assignment: bool = False) -> dict:
     return {"name": name, "deps": [], "review-required": False, "requires-assignment": requires_assignment}
 
+
+# --- the peer's identifiers as names -----------------------------------------------------------
+
+#: Where a trace holds names (wgk.model.names): the peer's ids there become names.
+NAME_FIELDS = ("graph", "target", "worktree", "origin", "content", "candidate", "base", "imports",
+               "saved-work", "retained", "imported")
+#: Parts of a trace that are prose or provenance, never names.
+NOT_NAMES = ("source", "title", "description", "from", "note", "key", "evidence")
+
+
+def peer_name(value: str, file: str, at: str) -> str:
+    """The name (in the grammar of ``wgk.model.names``) of a peer identifier: itself when it is
+    one, else with ``:`` as ``.`` (``graph:v2:golden`` -> ``graph.v2.golden``); anything else
+    is an error naming the rule."""
+    if is_name(value):
+        return value
+    name = value.replace(":", ".")
+    if not is_name(name):
+        raise WgImportError(file, at, f"identifier {value!r} is no name (rule {broken_rule(name)})")
+    return name
+
+
+def as_names(doc: dict, file: str) -> dict:
+    """``doc`` with every peer identifier found in a name field replaced by its name, wherever
+    the same string stands as a value (the expected facts repeat the candidates and bases)."""
+    found: dict[str, str] = {}
+
+    def collect(v: Any, at: str, key: str | None) -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if k not in NOT_NAMES:
+                    collect(x, f"{at}/{k}", k)
+        elif isinstance(v, list):
+            for n, x in enumerate(v):
+                collect(x, f"{at}/{n}", key)
+        elif isinstance(v, str) and (key in NAME_FIELDS or at == "/graph/id"):
+            found[v] = peer_name(v, file, at)
+
+    def rename(v: Any, key: str | None = None) -> Any:
+        if isinstance(v, dict):
+            return {k: (x if k in NOT_NAMES else rename(x, k)) for k, x in v.items()}
+        if isinstance(v, list):
+            return [rename(x, key) for x in v]
+        return found.get(v, v) if isinstance(v, str) else v
+
+    collect(doc, "", None)
+    if len(set(found.values())) != len(found):
+        raise WgImportError(file, "", "two peer identifiers would become the same name")
+    return rename(doc)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from wgk.conformance.traces.format import Trace
-from wgk.conformance.traces.wg.common import Src, WgImportError
+from wgk.conformance.traces.wg.common import Src, WgImportError, as_names
 from wgk.conformance.traces.wg.deletion_map import DeletionMap
 from wgk.conformance.traces.wg.v1 import V1
 from wgk.conformance.traces.wg.v2 import V2
@@ -103,7 +103,8 @@ def import_file(path: str | Path) -> Imported | None:
         check_index(p, doc)
         return None
     trace = TRANSLATORS[family](doc, str(p)).run()
-    return Imported(p, family, trace)
+    named = Trace.from_json(as_names(trace.to_json(), str(p)), trace.path)
+    return Imported(p, family, named)
 
 
 def source_files(paths: list[str | Path]) -> list[Path]:

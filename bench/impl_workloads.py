@@ -1,0 +1,176 @@
+"""The workloads bench/bench_impl.py (and bench/bench_pg.py) measure: a raw SQLite
+commit-per-row loop with the kernel's pragmas, and the kernel driven by heartbeats (one per
+commit, or grouped), by whole completion transactions, or completing one task of a graph.
+"""
+from __future__ import annotations
+
+import sqlite3
+import time
+
+from wgk.conformance.oracle.impl_world import apply_env
+from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
+
+OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
+
+
+# --- the raw baseline ------------------------------------------------------------------------
+
+
+class Raw:
+    """One row per committed transaction, with the kernel's pragmas."""
+
+    def __init__(self, path: str, pragmas: Pragmas):
+        self.conn = sqlite3.connect(path, isolation_level=None)
+        self.conn.execute(f"PRAGMA busy_timeout = {pragmas.busy_timeout_ms}")
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute(f"PRAGMA synchronous = {pragmas.synchronous}")
+        self.conn.execute("CREATE TABLE IF NOT EXISTS row (key TEXT PRIMARY KEY, body TEXT)")
+        self.n = 0
+
+    def run(self, count: int) -> float:
+        c = self.conn
+        start = time.perf_counter()
+        for _ in range(count):
+            self.n += 1
+            c.execute("BEGIN IMMEDIATE")
+            c.execute("INSERT INTO row VALUES (?, ?)", (f"row-{self.n}", "x" * 200))
+            c.execute("COMMIT")
+        return time.perf_counter() - start
+
+
+# --- kernel workloads ---------------------------------------------------------------------------
+
+
+def cap(task: str, fence: int = 1) -> dict:
+    return {"graph": "g", "task": task, "generation": 0, "attempt": 1, "fence": fence,
+            "lease-epoch": fence}
+
+
+class Heartbeats:
+    """Evidence-only heartbeats with fresh evidence ids on 8 running attempts."""
+
+    name = "heartbeats (evidence-only)"
+
+    def __init__(self, path: str, pragmas: Pragmas):
+        self.world = MemoryWorld.create(target="main-0")
+        self.kernel = Kernel(path, self.world.environment(), pragmas=pragmas)
+        self.kernel.create_graph("g", [TaskPolicy(f"t{i}") for i in range(8)])
+        for i in range(8):
+            self.kernel.handle({"kind": "dispatch", "actor": "daemon", "task": f"t{i}",
+                                "key": f"d{i}", "expected-attempt": 0, "owner": OWNER})
+        self.n = 0
+        self.sent: list[dict] = []
+
+    def requests(self, count: int) -> list[dict]:
+        out = []
+        for _ in range(count):
+            self.n += 1
+            task = f"t{self.n % 8}"
+            out.append({"kind": "heartbeat", "actor": "worker", "task": task, "key": f"hb{self.n}",
+                        "cap": cap(task), "evidence": f"beat-{self.n}"})
+        return out
+
+    def run(self, count: int) -> float:
+        batch = self.requests(count)
+        start = time.perf_counter()
+        for r in batch:
+            self.kernel.handle(r)
+        elapsed = time.perf_counter() - start
+        self.sent += batch
+        return elapsed
+
+
+class GroupedHeartbeats(Heartbeats):
+    """The same heartbeats from 8 workers, 16 at a time through ``handle_batch`` (group
+    commit: one commit makes a batch durable; no answer leaves before it)."""
+
+    name = "heartbeats, group commit of 16"
+    group = 16
+
+    def run(self, count: int) -> float:
+        batch = self.requests(count)
+        start = time.perf_counter()
+        for i in range(0, len(batch), self.group):
+            self.kernel.handle_batch(batch[i:i + self.group])
+        elapsed = time.perf_counter() - start
+        self.sent += batch
+        return elapsed
+
+
+class Completions:
+    """The whole SaveTransaction: dispatch and 12 edges per task, 13 accepted requests."""
+
+    name = "completion transaction (13 kinds)"
+
+    def __init__(self, path: str, pragmas: Pragmas):
+        self.world = MemoryWorld.create(target="main-0")
+        self.kernel = Kernel(path, self.world.environment(), pragmas=pragmas)
+        self.kernel.create_graph("g", [])
+        self.tasks = 0
+        self.pending: list[dict] = []
+
+    def _script(self, task: str) -> list:
+        base = self.world.repository.target()
+        work = f"work-{task}"
+        def edge(n, kind, actor, phase, **kw):
+            return {"kind": kind, "actor": actor, "task": task, "key": f"{kind}:{task}",
+                    "cap": cap(task), "expected-phase": phase, "expected-revision": n, **kw}
+        return [
+            {"kind": "dispatch", "actor": "daemon", "task": task, "key": f"dispatch:{task}",
+             "expected-attempt": 0, "owner": OWNER},
+            ("edit", task, work),
+            edge(0, "submit", "worker", "absent"),
+            edge(1, "quiesce", "wrapper", "prepared"),
+            edge(2, "save-work", "wrapper", "quiescing", candidate=work, base=base),
+            edge(3, "seal-candidate", "daemon", "work-saved", candidate=work),
+            edge(4, "validate", "validator", "candidate-sealed", candidate=work, verdict="pass"),
+            edge(5, "accept", "daemon", "validated", candidate=work, verdict="not-required"),
+            edge(6, "record-disposition", "wrapper", "accepted", disposition="land"),
+            edge(7, "prepare-effect", "promoter", "disposition-recorded"),
+            edge(8, "commit-effect", "promoter", "effect-prepared", candidate=work, base=base),
+            edge(9, "prepare-cleanup", "cleanup", "effect-committed"),
+            edge(10, "commit-cleanup", "cleanup", "cleanup-prepared"),
+            edge(11, "save-graph", "daemon", "cleanup-committed"),
+        ]
+
+    def run(self, count: int) -> float:
+        k, elapsed, done = self.kernel, 0.0, 0
+        while done < count:
+            if not self.pending:
+                self.tasks += 1
+                task = f"c{self.tasks}"
+                k.add_tasks([TaskPolicy(task)])                 # graph edits are not timed
+                self.pending = self._script(task)
+            step = self.pending.pop(0)
+            if isinstance(step, tuple):
+                apply_env(k, {"env": "edit", "task": step[1], "content": step[2]})
+                continue
+            start = time.perf_counter()
+            d = k.handle(step)
+            elapsed += time.perf_counter() - start
+            assert d["decision"] == "applied", (step, d)
+            done += 1
+        return elapsed
+
+
+def complete(k: Kernel, world: MemoryWorld, task: str) -> None:
+    c = cap(task)
+    base = world.repository.target()
+    k.handle({"kind": "dispatch", "actor": "daemon", "task": task, "key": f"d:{task}",
+              "expected-attempt": 0, "owner": OWNER})
+    apply_env(k, {"env": "edit", "task": task, "content": f"w-{task}"})
+    for n, (kind, actor, phase, kw) in enumerate([
+            ("submit", "worker", "absent", {}), ("quiesce", "wrapper", "prepared", {}),
+            ("save-work", "wrapper", "quiescing", {"candidate": f"w-{task}", "base": base}),
+            ("seal-candidate", "daemon", "work-saved", {"candidate": f"w-{task}"}),
+            ("validate", "validator", "candidate-sealed", {"candidate": f"w-{task}", "verdict": "pass"}),
+            ("accept", "daemon", "validated", {"candidate": f"w-{task}", "verdict": "not-required"}),
+            ("record-disposition", "wrapper", "accepted", {"disposition": "report"}),
+            ("prepare-effect", "promoter", "disposition-recorded", {}),
+            ("commit-effect", "promoter", "effect-prepared", {"candidate": f"w-{task}", "base": base}),
+            ("prepare-cleanup", "cleanup", "effect-committed", {}),
+            ("commit-cleanup", "cleanup", "cleanup-prepared", {}),
+            ("save-graph", "daemon", "cleanup-committed", {})]):
+        d = k.handle({"kind": kind, "actor": actor, "task": task, "key": f"{kind}:{task}",
+                      "cap": c, "expected-phase": phase, "expected-revision": n, **kw})
+        assert d["decision"] == "applied", (task, kind, d)

@@ -1,0 +1,261 @@
+"""The catalogue of implementation mutants: realistic bugs planted one at a time in a copy
+of ``wgk.impl`` (see ``impl_mutants``), each of which the gate's own sections must catch.
+
+Each entry names its category, the bug in one sentence, the invariant or promise it
+breaks and the exact-text patch. A mutant the gate's sections are known not to see
+says why in ``survives`` (which section could, or why none can); ``wgk mutants --impl``
+measures, and reports a survivor without such a reason as a surprise.
+"""
+from __future__ import annotations
+
+from wgk.conformance.oracle.impl_mutants import ImplMutant, Patch
+
+_NO_REAL_GIT = ("the gate's replay and crash cuts run the implementation on the in-memory "
+                "repository only; a section on a real git repository (replay or crash cuts "
+                "on real git, or a contract section holding GitRepository to the double) "
+                "would see it")
+_ONE_CONNECTION = ("every section drives one kernel on one connection, one request at a "
+                   "time; a concurrency section (two kernels on one database, or real "
+                   "multi-process races) would see it")
+_NO_BATCH = ("no section uses handle_batch (group commit); a section replaying traces "
+             "through handle_batch with crash cuts inside the batch would see it")
+
+
+def _m(name, category, doc, breaks, *patches, survives=""):
+    return ImplMutant(name, category, doc, breaks, tuple(Patch(*p) for p in patches), survives)
+
+
+IMPL_MUTANTS: tuple[ImplMutant, ...] = (
+    # --- storage -----------------------------------------------------------------------------
+    _m("begin-deferred", "storage",
+       "a transaction starts with BEGIN DEFERRED, so two writers both read before either "
+       "takes the write lock", "single-live-owner (one writer decides at a time)",
+       ("store.py", 'self.conn.execute("BEGIN IMMEDIATE")', 'self.conn.execute("BEGIN DEFERRED")'),
+       survives=_ONE_CONNECTION),
+    _m("synchronous-off", "storage",
+       "the default pragmas turn synchronous off, so a commit is acknowledged before it "
+       "reaches the disk", "a committed decision survives a power loss",
+       ("store.py", 'synchronous: str = "FULL"', 'synchronous: str = "OFF"'),
+       survives=("a process crash (kill -9 included) never loses what the operating system "
+                 "has buffered; only a power loss or a machine crash shows it, which no "
+                 "section (nor any test on one machine) can stage")),
+    _m("receipt-delete-skipped", "storage",
+       "saving a record never deletes a receipt row the record dropped, so a reload after a "
+       "restart resurrects receipts of an earlier candidate version",
+       "the tables hold exactly the record (rebuild equals the live tables)",
+       ("tables.py", '                    c.execute("DELETE FROM receipts WHERE task = ? AND kind = ?", '
+                     '(task_id, name))',
+        '                    pass')),
+    _m("evidence-replaced", "storage",
+       "evidence is written with INSERT OR REPLACE, so a repeated occurrence overwrites the "
+       "first one's counted flag and sequence", "compaction-occurrences-counted-once",
+       ("tables.py", '"INSERT OR IGNORE INTO evidence VALUES', '"INSERT OR REPLACE INTO evidence VALUES')),
+    # --- concurrency -------------------------------------------------------------------------
+    _m("caches-never-dropped", "concurrency",
+       "the kernel never drops its record caches when another connection committed",
+       "every decision reads the committed state (single-live-owner, first-terminal-wins)",
+       ("kernel.py", "        v = self.store.data_version()\n        if v != self._version:",
+        "        v = self.store.data_version()\n        if self._version is None:"),
+       survives=_ONE_CONNECTION),
+    _m("pg-no-row-locks", "concurrency",
+       "the PostgreSQL store takes no row locks, so two transactions decide on the same task "
+       "concurrently under READ COMMITTED", "single-live-owner on PostgreSQL",
+       ("pg.py", "    row_locks = True", "    row_locks = False"),
+       survives=("only the gate's races section on PostgreSQL (`wgk gate --backend DSN`) can "
+                 "see it; the gate without a backend runs SQLite only")),
+    # --- ledger ------------------------------------------------------------------------------
+    _m("ledger-head-cached", "ledger",
+       "the ledger keeps its cached head across transactions, so after another connection "
+       "appends it links the next event to a stale head",
+       "the ledger is one hash chain (every event links to its predecessor)",
+       ("ledger.py", '        """Drop the cached head (another connection may have appended)."""\n'
+                     "        self._head = None",
+        '        """Drop the cached head (another connection may have appended)."""'),
+       survives=_ONE_CONNECTION),
+    _m("ledger-links-genesis", "ledger",
+       "every ledger event links to the genesis hash instead of its predecessor's hash",
+       "the ledger is one hash chain",
+       ("ledger.py", "        seq, prev = self.head()\n        seq += 1",
+        "        seq, prev = self.head()[0], GENESIS\n        seq += 1")),
+    _m("ledger-events-reversed", "ledger",
+       "the ledger's events are read newest first, so a rebuild applies them in reverse",
+       "the tables can be rebuilt from the ledger",
+       ("ledger.py", '"SELECT seq, event, task, key, body FROM ledger WHERE seq > ? ORDER BY seq"',
+        '"SELECT seq, event, task, key, body FROM ledger WHERE seq > ? ORDER BY seq DESC"')),
+    # --- audit -------------------------------------------------------------------------------
+    _m("rebuild-drops-facts", "audit",
+       "applying a request event from the ledger (the rebuild path) drops the facts it "
+       "recorded, so a rebuilt database lacks evidence, effects and worktrees",
+       "the tables can be rebuilt from the ledger",
+       ("apply.py", 'changes if changes is not None else body["changes"],\n'
+                    '                                body.get("facts", []), record)',
+        'changes if changes is not None else body["changes"],\n'
+        '                                body.get("facts", []) if record is not None else [], record)')),
+    # --- idempotency -------------------------------------------------------------------------
+    _m("conflict-answered-as-duplicate", "idempotency",
+       "a used key is answered from the journal without comparing the request's digest",
+       "idempotency-conflict-holds",
+       ("handling.py", "    if digest != r.digest:\n        return decision(REJECTED, "
+                       '"idempotency-conflict")',
+        "    if False:\n        return decision(REJECTED, \"idempotency-conflict\")")),
+    _m("duplicate-decided-again", "idempotency",
+       "a re-sent request is decided again instead of being answered from the journal",
+       "idempotent-replay",
+       ("handling.py", "        if used is not None:\n            return answer_used(r, used)\n"
+                       "        with kernel.store.atomic(r.key) as unit:",
+        "        with kernel.store.atomic(r.key) as unit:")),
+    _m("hold-journaled", "idempotency",
+       "a 'not yet' rejection (dependency-not-done, assignment-required) is journaled, so "
+       "the same key is answered with the stale rejection once the dependency is Done",
+       "idempotent-replay (a key's answer is the decision of its request)",
+       ("handling.py", '    return response.get("decision") == REJECTED and response.get("code") in UNJOURNALED',
+        '    return response.get("decision") == REJECTED and response.get("code") == "bad-name"')),
+    _m("keys-not-scoped", "idempotency",
+       "journal keys are not scoped by their sender, so one principal can squat another's key",
+       "keys-per-principal",
+       ("principals.py", '    return key if who is None else f"{who.name}/{key}"', "    return key")),
+    # --- digests -----------------------------------------------------------------------------
+    _m("digest-omits-candidate", "digests",
+       "the request digest leaves out the candidate, so the same key with another candidate "
+       "is a duplicate instead of a conflict", "idempotency-conflict-holds",
+       ("wire.py", '    del canonical["key"]\n', '    del canonical["key"]\n'
+                                                 '    canonical.pop("candidate", None)\n')),
+    _m("digest-omits-capability", "digests",
+       "the request digest leaves out the capability, so a re-send under a stale K is "
+       "answered as a duplicate", "idempotency-conflict-holds",
+       ("wire.py", '    del canonical["key"]\n', '    del canonical["key"]\n'
+                                                 '    canonical.pop("cap", None)\n')),
+    # --- group commit ------------------------------------------------------------------------
+    _m("batch-effect-behind-uncommitted", "group-commit",
+       "in a batch, a request's external effect runs behind requests decided but not yet "
+       "committed", "every intent an effect relies on is durable before it happens",
+       ("handling.py", "answers.append(_in_savepoint(kernel, r, may_perform=not answers))",
+        "answers.append(_in_savepoint(kernel, r, may_perform=True))"),
+       survives=_NO_BATCH),
+    _m("batch-skips-journal", "group-commit",
+       "a batched request is decided without looking up its key in the journal",
+       "idempotent-replay in group commit",
+       ("handling.py", "            lock_and_sync(kernel, r)\n        used = journal(kernel, r.key)",
+        "            lock_and_sync(kernel, r)\n        used = None"),
+       survives=_NO_BATCH),
+    # --- git ---------------------------------------------------------------------------------
+    _m("land-without-cas", "git",
+       "the land updates the target ref without the expected old value (a force update-ref)",
+       "cas-base-exact",
+       ("git.py", "self.target_ref, candidate, base, check=False)",
+        "self.target_ref, candidate, check=False)"),
+       survives=_NO_REAL_GIT),
+    _m("land-skips-ancestry", "git",
+       "the land does not check that the candidate descends from the base",
+       "target-history-grows",
+       ("git.py", "        if not self.descends(candidate, base):\n            raise GitError(f\"land",
+        "        if False:\n            raise GitError(f\"land"),
+       survives=_NO_REAL_GIT),
+    _m("pin-overwrites", "git",
+       "an immutable ref is created without the zero old value, so a second pin overwrites "
+       "retained work", "retained-work-never-erased",
+       ("git.py", 'p = self.git("update-ref", full, content, self.zero, check=False)',
+        'p = self.git("update-ref", full, content, check=False)'),
+       survives=_NO_REAL_GIT),
+    _m("snapshot-ignores-untracked", "git",
+       "the worktree snapshot leaves out untracked files, so a WorkSave of new files saves "
+       "the start commit", "worksave-exact (WorkSave captures tracked, deleted and untracked bytes)",
+       ("git.py", '"--untracked-files=all",\n                          "--ignore-submodules=none"',
+        '"--untracked-files=no",\n                          "--ignore-submodules=none"'),
+       ("git.py", 'self.git("add", "-A", *(["--force"] if ignored else []), ".", cwd=path, env=env)',
+        'self.git("add", "-u", *(["--force"] if ignored else []), ".", cwd=path, env=env)'),
+       survives=_NO_REAL_GIT),
+    _m("effect-not-reobserved", "git",
+       "a land is not re-observed from the target's reflog after a crash, so it is "
+       "performed again", "promotion-at-most-once",
+       ("git.py", '        p = self.git("reflog", "show", "--format=%gs", self.target_ref, "--", '
+                  'check=False)\n        if p.returncode != 0:\n            return False',
+        "        return False"),
+       survives=_NO_REAL_GIT + " (with crash cuts after the ref update)"),
+    # --- processes ---------------------------------------------------------------------------
+    _m("zombie-is-live", "processes",
+       "a zombie (exited, not yet reaped) process is counted as a live owner",
+       "liveness-needs-exact-birth (a zombie is no owner)",
+       ("proc.py", 'if state in (b"Z", b"X"):', 'if state in (b"X",):'),
+       survives=("the gate never runs ProcProcessTable: every section uses the in-memory "
+                 "process table; a section with real child processes (or a contract section "
+                 "holding the /proc table to the double: a zombie is not alive) would see it")),
+    _m("pid-only-liveness", "processes",
+       "an owner is alive when any process holds its pid, whatever its birth time",
+       "liveness-needs-exact-birth",
+       ("decision.py", "return t.owner_birth != 0 and self.birth_of(t.owner_pid) == t.owner_birth",
+        "return t.owner_birth != 0 and self.birth_of(t.owner_pid) is not None")),
+    # --- readiness ---------------------------------------------------------------------------
+    _m("readiness-last-dependency", "readiness",
+       "the pending-dependency count of a new task counts only its last dependency, so it "
+       "is listed ready while an earlier dependency is not Done",
+       "dependency-needs-done (ready lists only tasks whose dependencies are all Done)",
+       ("apply.py", "        pending += 0 if k.record(d).graph_saved else 1",
+        "        pending = 0 if k.record(d).graph_saved else 1")),
+    _m("admission-last-dependency", "readiness",
+       "dispatch admits a task when its last dependency is Done, whatever the others",
+       "dependency-needs-done",
+       ("handling.py", "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps),",
+        "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps[-1:]),")),
+    # --- planner -----------------------------------------------------------------------------
+    _m("planner-dead-owner-live", "planner",
+       "the planner still plans an owner proven dead as a live owner",
+       "no-dead-owner-in-progress-without-action",
+       ("projection.py", '"live-owner": watching and t.owner_seen in ("unverified", "live"),',
+        '"live-owner": watching and t.owner_seen in ("unverified", "live", "dead"),')),
+    _m("planner-ignores-moved-target", "planner",
+       "the planner keeps driving a land whose target moved instead of planning the repair",
+       "exactly-one-way-forward",
+       ("projection.py", "not held and not moved and not waits,", "not held and not waits,")),
+    _m("planner-first-of-several", "planner",
+       "the planner picks the first of several enabled ways instead of holding fail-closed",
+       "exactly-one-way-forward",
+       ("projection.py", "    if len(ways) != 1:\n", "    if not ways:\n"),
+       survives=("the ways are exclusive by construction, so no state the gate reaches "
+                 "enables two: only a second bug makes this one visible (a guard kept as "
+                 "defence in depth)")),
+    # --- convergence -------------------------------------------------------------------------
+    _m("daemon-never-declares-lost", "convergence",
+       "daemon convergence never sends declare-lost for an owner proven dead",
+       "no-dead-owner-in-progress-without-action (convergence makes progress)",
+       ("converge.py", '    if p.action == "declare-lost":\n',
+        '    if p.action == "declare-lost" and False:\n'),
+       survives=("traces send declare-lost by hand and after a crash cut convergence is only "
+                 "checked to leave a clean ledger; convergence as a trace step, or a fixpoint "
+                 "check after each cut (no due action left undone), would see it")),
+    _m("converge-one-round", "convergence",
+       "convergence stops after one round, leaving a transaction it could drive half-way",
+       "convergence reaches its fixpoint",
+       ("converge.py", "    for _ in range(max_rounds):", "    for _ in range(1):")),
+    # --- rules -------------------------------------------------------------------------------
+    _m("terminal-report-during-completion", "rules",
+       "a failure report terminalizes an attempt whose completion already holds the "
+       "terminal reservation", "first-terminal-wins",
+       ("rules_attempt.py", "    first = t.running and not t.reserved", "    first = t.running")),
+    _m("fence-ignores-lease-epoch", "rules",
+       "the capability check compares generation, attempt and fence but not the lease epoch",
+       "attempt-fencing",
+       ("rules.py", "    if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\\n"
+                    "            (t.generation, t.attempt, t.fence, t.lease_epoch):",
+        "    if (c.generation, c.attempt, c.fence) != \\\n"
+        "            (t.generation, t.attempt, t.fence):")),
+    _m("compaction-counted-twice", "rules",
+       "every compaction report counts as a new occurrence, repeated ids included",
+       "compaction-occurrences-counted-once",
+       ("rules_attempt.py", '    new = not ctx.seen("compaction", occ)', "    new = True")),
+    _m("effect-without-review", "rules",
+       "the effect is committed without checking that the review names the exact candidate",
+       "promotion-needs-review-of-exact-candidate",
+       ("rules_save.py", '    if t.receipt("review") != t.binding:\n        return reject(ctx, "review-required")',
+        '    if False:\n        return reject(ctx, "review-required")')),
+)
+
+MUTANTS_BY_NAME: dict[str, ImplMutant] = {m.name: m for m in IMPL_MUTANTS}
+
+#: The seven bugs that pass today's quick gate green (the unit tests catch them; the gate,
+#: the only check a CI user has, must too).
+GATE_BLIND_SEVEN = ("land-without-cas", "zombie-is-live", "begin-deferred", "ledger-head-cached",
+                    "batch-effect-behind-uncommitted", "readiness-last-dependency",
+                    "daemon-never-declares-lost")
+
+__all__ = ["GATE_BLIND_SEVEN", "IMPL_MUTANTS", "MUTANTS_BY_NAME"]

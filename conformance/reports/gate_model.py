@@ -1,0 +1,125 @@
+"""The gate's sections on the model: proofs, the mutant catalogue, exploration, the matrix."""
+from __future__ import annotations
+
+import time
+
+from wgk.model.invariants import REGISTRY
+
+from wgk.conformance.check.explore import Instance, explore
+from wgk.conformance.reports import tracematrix
+from wgk.conformance.reports.gate_budget import (
+    BUDGETS, Meter, Progress, count_of, flag_of, instances_of, prove_tasks,
+)
+from wgk.conformance.reports.gate_report import Check
+from wgk.conformance.z3 import mutants as mutants_mod
+from wgk.conformance.oracle.mutant_traces import trace_verdicts
+from wgk.conformance.z3.prove import Bounds, prove
+from wgk.conformance.z3.unbounded import model_report
+from wgk.conformance.z3.witnesses import witness_reports
+
+
+def instance_name(inst: Instance) -> str:
+    d = inst.describe()
+    name = f"tasks={d['tasks']} attempts={d['attempts']} groups={'+'.join(d['groups'])}"
+    return name + (" review" if d["review"] else "")
+
+
+def explore_checks(budget: str, progress: Progress | None) -> list[Check]:
+    instances = instances_of(budget, BUDGETS[budget]["explore"])
+    meter = Meter("explore", len(instances), progress)
+    out = []
+    for inst in instances:
+        name = instance_name(inst)
+        r = explore(inst, progress=lambda states, queue: meter.note(f"{name}: {states} states"))
+        detail = (f"{r.distinct_states} states" if not r.violations else
+                  "; ".join(f"{v.invariant} after {len(v.path)} steps" for v in r.violations))
+        out.append(Check("explore", name, "pass" if not r.violations else "fail", r.seconds,
+                         detail, {"distinct_states": r.distinct_states}))
+        meter.step(name)
+    return out
+
+
+
+def prove_checks(budget: str, progress: Progress | None) -> list[Check]:
+    """Every (invariant x transition) proof frame, and a witness for every sometimes property."""
+    tasks = count_of(budget, "prove", BUDGETS[budget]["prove"])
+    goals = [p.id for p in REGISTRY.values() if p.kind == "sometimes"]
+    meter = Meter("prove", None, progress)
+    report = prove(Bounds(tasks=tasks), progress=lambda m: meter.step(f"{tasks} tasks: {m}"))
+    out = [Check("prove", f"{r.invariant} after {r.transition}",
+                 "pass" if r.status == "proved" else "fail", r.seconds,
+                 "" if r.status == "proved" else f"{r.status}: wgk prove --invariant {r.invariant}",
+                 {"solved": r.solved}, group=r.invariant) for r in report.results]
+    out += [Check("prove", name, "pass" if ok else "fail", secs, hint, group="base case")
+            for name, ok, secs, hint in report.base_checks()]
+    for goal in goals:
+        [w] = witness_reports([goal])
+        ok = w["status"] == "reached"
+        out.append(Check("prove", f"witness {w['goal']}", "pass" if ok else "fail", w.get("seconds", 0.0),
+                         "" if ok else f"{w['status']}: wgk prove --invariant {w['goal']}",
+                         group="witnesses"))
+        meter.step(f"witness {goal}")
+    if BUDGETS[budget].get("unbounded"):
+        out += unbounded_checks(budget, progress)
+    return out
+
+
+def unbounded_checks(budget: str, progress: Progress | None) -> list[Check]:
+    """For every graph (part of the prove section where the budget says ``unbounded``): the
+    cutoff theorem's conditions hold and each always property is proved at the cutoff graph."""
+    flag_of(budget, "unbounded", BUDGETS[budget]["unbounded"])
+    meter = Meter("prove", None, progress)
+    rep = model_report(progress=lambda m: meter.note(f"unbounded: {m}"))
+    bad = rep.refused()
+    out = [Check("prove", "cutoff conditions", "fail" if bad else "pass", 0.0,
+                 f"{bad[0].subject}: {bad[0].detail}: wgk prove --unbounded" if bad else
+                 f"{len(rep.conditions)} locality conditions hold")]
+    out += [Check("prove", f"{c.property} for every graph",
+                  "pass" if c.graphs == "every graph" else "fail", 0.0,
+                  "" if c.graphs == "every graph" else f"{c.reasons[0]}: wgk prove --unbounded",
+                  c.to_json(), group="unbounded") for c in rep.claims]
+    return out
+
+
+def mutant_checks(budget: str, progress: Progress | None) -> list[Check]:
+    """Every known-bad variant of the model must be killed: the proof of the property it names
+    fails, and exploration or one of its incident traces detects it."""
+    flag_of(budget, "mutants", BUDGETS[budget]["mutants"])
+    catalogue = mutants_mod.MUTANTS
+    meter = Meter("mutants", len(catalogue), progress)
+    out = []
+    for m in catalogue.values():
+        k = mutants_mod.kill(m, traces=trace_verdicts)
+        out.append(Check("mutants", m.name, "pass" if k.killed else "fail", k.seconds,
+                         k.summary() if k.killed else
+                         f"{k.summary()}: wgk mutants --name {m.name}",
+                         {"by": k.by, "means": k.means(), "incidents": list(m.incidents)}))
+        meter.step(m.name)
+    return out
+
+
+def trace_matrix_checks(budget: str, progress: Progress | None,
+                        passed_cuts: dict[str, int] | None = None) -> list[Check]:
+    """Every invariant traced: model rule, z3 proof, traces, crash cuts, runtime guard
+    (``passed_cuts``: the crash-cuts section's passed cuts per trace, not run again)."""
+    flag_of(budget, "trace-matrix", BUDGETS[budget]["trace-matrix"])
+    tasks = prove_tasks(budget)
+    meter = Meter("trace-matrix", None, progress)
+    t0 = time.perf_counter()
+    m = tracematrix.build(tasks=tasks, progress=lambda msg: meter.note(msg.strip()),
+                          passed_cuts=passed_cuts)
+    each = (time.perf_counter() - t0) / max(1, len(m.rows))
+    out = [Check("trace-matrix", r.invariant, "fail" if r.missing() else "pass", each,
+                 f"no {', '.join(r.missing())}: wgk trace-matrix" if r.missing() else "")
+           for r in m.rows]
+    if m.findings:
+        out.append(Check("trace-matrix", "guard markers", "fail", 0.0,
+                         f"{m.findings[0]} ({len(m.findings)} problems): wgk trace-matrix"))
+    block = tracematrix.document_block()
+    if block is not None and tasks == 3:        # the document's table is generated at 3 tasks
+        current = block == tracematrix.markdown(m)
+        out.append(Check("trace-matrix", "design document current", "pass" if current else "fail",
+                         0.0, "" if current else
+                         f"{tracematrix.DOCUMENT.name} differs: wgk trace-matrix --write-docs"))
+    return out
+

@@ -1,0 +1,215 @@
+"""A guard marker counts only if disabling the guard makes a check fail.
+
+For every ``# guards: <id>`` marker in ``impl/`` (``tracematrix.guards``) the guarded
+statement is disabled in a copy of the implementation, with the machinery of the
+implementation mutants (``oracle.impl_mutants``: an exact-text patch of a copy, run in
+a child process): an ``if`` guard's condition becomes ``False`` (the guard never
+fires), unless ``DISABLE`` says how to disable that statement (a guard whose
+effect is not a condition: a fence bound, a compare-and-swap's expected value, a
+filter). The gate's sections that run the implementation then run on the copy (and
+the pytest node ids ``GUARD_TESTS`` names for the marker, for a guard only a real
+backend exercises). A marker whose disabled guard every check still passes guards
+nothing the checks can see; a marker that cannot be disabled mechanically is
+reported too.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from wgk.conformance.oracle.impl_mutants import Patch, apply_patch, impl_root
+from wgk.conformance.reports.gate_report import Check
+from wgk.conformance.reports.impl_mutants import run_patches
+from wgk.conformance.reports.tracematrix import ROOT, Guard, guards
+
+#: How to disable a guarded statement that is not a plain ``if`` guard (or whose ``if``
+#: does an action when it holds): keyed by (file under impl/, the statement's first line,
+#: stripped), an exact replacement inside that statement.
+DISABLE: dict[tuple[str, str], tuple[str, str]] = {
+    ("records.py", "return Binding(self.fence, self.candidate, self.base)"):
+        ("Binding(self.fence,", "Binding(1,"),
+    ("records.py", 'return (self.phase == "graph-saved" and self.exit == "none" and self.fence != 0'):
+        ('self.phase == "graph-saved" and self.exit == "none" and self.fence != 0',
+         'self.phase == "graph-saved" or True or self.fence != 0'),
+    ("decision.py", "return t.owner_birth != 0 and self.birth_of(t.owner_pid) == t.owner_birth"):
+        ("self.birth_of(t.owner_pid) == t.owner_birth", "self.birth_of(t.owner_pid) is not None"),
+    ("decision.py", "fence = t.fence + 1"): ("fence = t.fence + 1", "fence = t.fence"),
+    ("decision.py", "return replace("): ("imported=r.imports,", "imported=None,"),
+    ("git.py", 'p = self.git("update-ref", full, content, self.zero, check=False)'):
+        ("full, content, self.zero, check=False", "full, content, check=False"),
+    ("git.py", 'p = self.git("update-ref", "--create-reflog", "-m", f"wgk-effect {effect}",'):
+        ("self.target_ref, candidate, base, check=False", "self.target_ref, candidate, check=False"),
+    ("git.py", 'p = self.git("update-ref", "-m", f"wgk-effect {effect} {disposition}", full, candidate,'):
+        ("full, candidate,\n                     self.zero, check=False", "full, candidate, check=False"),
+    ("tables.py", 'self.conn.execute("INSERT OR IGNORE INTO evidence VALUES (?, ?, ?, ?, ?)",'):
+        ("INSERT OR IGNORE", "INSERT OR REPLACE"),
+    ("principals.py", 'return key if who is None else f"{who.name}/{key}"'):
+        ('key if who is None else f"{who.name}/{key}"', "key"),
+    ("projection.py", "return t.graph_saved"): ("return t.graph_saved", "return t.graph_saved or t.legacy_done"),
+    ("projection.py", "conditions = {"):
+        ('"declare-lost": watching and t.owner_seen == "dead",', '"declare-lost": False,'),
+    ("rules_save.py", 'new = advance(t, "work-saved", saved_work=view.content, candidate=r.candidate, base=t.base_hint,'):
+        ("saved_work=view.content", "saved_work=t.origin"),
+    ("rules_save.py", "if not happened:"): ("if not happened:", "if True:"),
+    ("rules_save.py", 'new = leave_main_line(t, "needs-repair", "target-moved", finish_lease=False)'):
+        ('leave_main_line(t, "needs-repair", "target-moved", finish_lease=False)', "t"),
+    ("rules_attempt.py", 'code = admission_failure(ctx, t) or ("attempt-live" if t.running else None) \\'):
+        ('("attempt-live" if t.running else None)', "None"),
+    ("rules_attempt.py", "stuck = (not t.running or (t.owner_seen == \"dead\" and not t.reserved)"):
+        ("stuck = (not t.running or", "stuck = (True or"),
+    ("rules_attempt.py", "new = replace(t, owner_seen=suspect(t)) if t.running else t"):
+        ("owner_seen=suspect(t)", 'owner_seen="dead"'),
+    ("rules_attempt.py", 'new = replace(new, owner_seen="live" if alive else "dead")'):
+        ('owner_seen="live" if alive else "dead"', 'owner_seen="dead"'),
+    ("rules_attempt.py", "first = t.running and not t.reserved"):
+        ("first = t.running and not t.reserved", "first = t.running"),
+    ("audit.py", "for effect, name, candidate, base in kernel.conn.execute("):
+        ("lost = [c for c in (candidate, base) if c and not descends(target, c)]", "lost = []"),
+    ("handling.py", "return decision(DUPLICATE, original=json.loads(response))"):
+        ("original=json.loads(response)", "original=None"),
+    ("handling.py", "if outcome.changes_state and outcome.effects:"):
+        ("if outcome.changes_state and outcome.effects:", "if outcome.effects:"),
+    ("handling.py", "if outcome.changes_state:"): ("if outcome.changes_state:", "if True:"),
+    ("git.py", "return ([safe(head)] if kind else []) + [safe(task), safe(leaf)]"):
+        ("[safe(task), safe(leaf)]", "[task, leaf]"),
+    ("git.py", "lost = self.uncaptured(wt)"): ("self.uncaptured(wt)", "[]"),
+    ("graph.py", 'bad = names.describe("task", s.name)'): ('names.describe("task", s.name)', "None"),
+}
+
+#: Pytest node ids that also count for a marker (a guard only a real backend exercises),
+#: keyed like ``DISABLE``.
+GUARD_TESTS: dict[tuple[str, str], tuple[str, ...]] = {}
+
+
+@dataclass
+class GuardVerdict:
+    guard: Guard
+    verdict: str                    # "guards" | "guards-nothing" | "cannot-disable" | "error"
+    statement: str
+    by: str = ""                    # the section and check (or test) that failed
+    detail: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"path": self.guard.path, "line": self.guard.line, "function": self.guard.function,
+                "ids": list(self.guard.ids), "statement": self.statement, "verdict": self.verdict,
+                "by": self.by, "detail": self.detail, "seconds": round(self.seconds, 2)}
+
+    def describe(self) -> str:
+        where = f"{self.guard.path}:{self.guard.line - 1} ({', '.join(self.guard.ids)})"
+        if self.verdict == "guards":
+            return f"guards   {where}: disabled, {self.by} fails"
+        if self.verdict == "guards-nothing":
+            return f"NOTHING  {where}: disabled, every check still passes ({self.statement})"
+        return f"{self.verdict.upper()} {where}: {self.detail}"
+
+
+def _statement(tree: ast.AST, line: int) -> ast.stmt:
+    return min((n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno == line),
+               key=lambda n: n.col_offset)
+
+
+def disabling_patch(g: Guard, root: Path | None = None) -> tuple[Patch | None, str, str]:
+    """(the patch that disables the guard, the statement's first line, why not if None)."""
+    rel = str(Path(g.path).relative_to("impl"))
+    source = (root or impl_root()).joinpath(rel).read_text()
+    lines = source.splitlines(keepends=True)
+    node = _statement(ast.parse(source), g.line)
+    head = lines[g.line - 1].strip()
+    text = "".join(lines[node.lineno - 1:node.end_lineno])
+    at = _offsets(lines)
+    override = DISABLE.get((rel, head))
+    if override is not None:
+        old, new = override
+        if text.count(old) != 1:
+            return None, head, f"the DISABLE entry's text occurs {text.count(old)} times in the statement"
+        return _unique(rel, source, lines, g, at(node.lineno, 0), text,
+                       text.replace(old, new)), head, ""
+    if isinstance(node, ast.If):
+        begin = at(node.lineno, node.col_offset)
+        start, end = at(node.test.lineno, node.test.col_offset), at(node.test.end_lineno,
+                                                                     node.test.end_col_offset)
+        colon = source.index(":", end) + 1
+        new = source[begin:start] + "False" + source[end:colon]
+        return _unique(rel, source, lines, g, begin, source[begin:colon], new), head, ""
+    return None, head, (f"a {type(node).__name__} statement: add how to disable it to "
+                        "guard_verify.DISABLE")
+
+
+def _unique(rel: str, source: str, lines: list[str], g: Guard, begin: int, old: str,
+            new: str) -> Patch:
+    """The patch ``old -> new`` at ``begin``, its anchor widened upwards from the marker's
+    line until it occurs exactly once in the file."""
+    first = g.line - 1                     # the marker's line (1-based)
+    while True:
+        top = sum(len(x) for x in lines[:first - 1])
+        prefix = source[top:begin]
+        if source.count(prefix + old) == 1 or first == 1:
+            return Patch(rel, prefix + old, prefix + new)
+        first -= 1
+
+
+def _offsets(lines: list[str]) -> Callable[[int, int], int]:
+    """(line, ast column in UTF-8 bytes) -> index in the source string."""
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    return lambda n, col: starts[n - 1] + len(lines[n - 1].encode()[:col].decode(errors="ignore"))
+
+
+def verify_guards(budget: str, sections: list[str], *, traces: list[str] | None = None,
+                  only: Callable[[Guard], bool] = lambda g: True,
+                  progress: Callable[[int, int, GuardVerdict], None] | None = None,
+                  timeout: float = 1800.0) -> list[GuardVerdict]:
+    """Disable every marked guard in turn and run the implementation's gate sections."""
+    found, _ = guards()
+    marks = [g for g in found if only(g)]
+    out = []
+    for n, g in enumerate(marks, 1):
+        patch, head, why = disabling_patch(g)
+        if patch is None:
+            v = GuardVerdict(g, "cannot-disable", head, detail=why)
+        else:
+            try:
+                apply_patch((impl_root() / patch.path).read_text(), patch, g.path)
+            except ValueError as e:
+                v = GuardVerdict(g, "cannot-disable", head, detail=str(e))
+            else:
+                v = _run(g, patch, head, budget, sections, traces, timeout)
+        out.append(v)
+        if progress:
+            progress(n, len(marks), v)
+    return out
+
+
+def _run(g: Guard, patch: Patch, head: str, budget: str, sections: list[str],
+         traces: list[str] | None, timeout: float) -> GuardVerdict:
+    rel = str(Path(g.path).relative_to("impl"))
+    tests = [str(ROOT / t) for t in GUARD_TESTS.get((rel, head), ())]
+    r = run_patches(f"disabled {g.path}:{g.line}", (patch,), budget=budget, sections=sections,
+                    traces=traces, tests=tests, timeout=timeout, cwd=str(ROOT))
+    verdict = {"killed": "guards", "survived": "guards-nothing"}.get(r["verdict"], "error")
+    by = f"{r.get('section', '')}: {r.get('check', '')}" if verdict == "guards" else ""
+    return GuardVerdict(g, verdict, head, by, r.get("detail", ""), r.get("seconds", 0.0))
+
+
+def guard_checks(verdicts: list[GuardVerdict]) -> list[Check]:
+    """The verification as gate checks, one per marker: it guards (pass), guards nothing or
+    cannot be disabled (fail), could not be run (error)."""
+    return [Check("verify-guards", f"{v.guard.path}:{v.guard.line - 1} {', '.join(v.guard.ids)}",
+                  {"guards": "pass", "error": "error"}.get(v.verdict, "fail"), v.seconds,
+                  v.describe(), v.to_json(), group=v.guard.path) for v in verdicts]
+
+
+def section_checks(budget: str, value, sections_for: Callable[[str], list[str]],
+                   step: Callable[[str], None]) -> list[Check]:
+    """The gate's verify-guards section: every marker, on the budget ``value`` names."""
+    from wgk.conformance.reports.impl_mutants import mutant_budget
+    on = mutant_budget(budget, value)
+    return guard_checks(verify_guards(on, sections_for(on),
+                                      progress=lambda n, total, v: step(v.describe())))
+
+
+__all__ = ["DISABLE", "guard_checks", "section_checks", "GUARD_TESTS", "GuardVerdict", "disabling_patch", "verify_guards"]

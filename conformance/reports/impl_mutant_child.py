@@ -1,0 +1,83 @@
+"""The child process of one mutant run: ``python -m wgk.conformance.reports.impl_mutant_child
+SPEC_JSON RESULT_FILE``, started with the mutated copy first on ``PYTHONPATH``.
+
+It refuses to run unless ``wgk.impl`` is imported from that copy, runs the named gate
+sections on the named budget (and pytest node ids, if any), stops at the first one that
+does not pass when asked to, and writes its report as JSON to RESULT_FILE:
+``{"verdict": "killed" | "survived", "section", "check", "detail", "sections": [...]}``.
+Nothing is printed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _first_bad(section) -> tuple[str, str]:
+    for c in section.checks:
+        if c.verdict != "pass":
+            return c.name, (c.detail or c.verdict).splitlines()[0][:400] if c.detail else c.verdict
+    return "", ""
+
+
+def run_sections(spec: dict) -> dict:
+    from wgk.conformance.reports import gate
+    from wgk.conformance.traces.format import load_traces
+    sources = spec.get("traces") or [str(gate.bundled_traces())]
+    loaded = load_traces(sources)
+    out: dict = {"verdict": "survived", "sections": []}
+    for name in spec["sections"]:
+        section = gate.run_section(name, spec["budget"], None, loaded=loaded, sources=sources,
+                                   counterexamples=spec["counterexamples"])
+        row = {"name": name, "verdict": section.verdict, "checks": len(section.checks),
+               "seconds": round(section.seconds, 2)}
+        out["sections"].append(row)
+        if section.verdict not in ("pass", "skipped") and out["verdict"] == "survived":
+            check, detail = _first_bad(section)
+            out.update({"verdict": "killed", "section": name, "check": check, "detail": detail})
+            if spec.get("stop_at_first", True):
+                return out
+    return out
+
+
+def run_tests(spec: dict, out: dict) -> dict:
+    """The named pytest node ids, on the same copy (the environment is inherited)."""
+    tests = spec.get("tests") or []
+    if not tests or (out["verdict"] == "killed" and spec.get("stop_at_first", True)):
+        return out
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                        *tests], capture_output=True)
+    verdict = "pass" if p.returncode == 0 else "fail"
+    out["sections"].append({"name": "tests", "verdict": verdict, "checks": len(tests),
+                            "seconds": round(time.perf_counter() - t0, 2)})
+    if verdict == "fail" and out["verdict"] == "survived":
+        lines = p.stdout.decode(errors="replace").strip().splitlines()
+        failed = [ln for ln in lines if ln.startswith("FAILED") or ln.startswith("ERROR")]
+        out.update({"verdict": "killed", "section": "tests",
+                    "check": (failed[0].split()[1] if failed else " ".join(tests)),
+                    "detail": (failed or lines[-1:] or ["pytest failed"])[0][:400]})
+    return out
+
+
+def main(argv: list[str]) -> int:
+    spec, result = json.loads(argv[1]), Path(argv[2])
+    import wgk.impl
+    copy = Path(spec["copy"]).resolve()
+    where = Path(wgk.impl.__file__).resolve()
+    if copy not in where.parents:
+        sys.stderr.write(f"wgk.impl was imported from {where}, not from the mutated copy "
+                         f"under {copy}\n")
+        return 2
+    os.environ.setdefault("WGK_MUTANT", spec["name"])
+    out = run_tests(spec, run_sections(spec))
+    result.write_text(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))

@@ -1,0 +1,117 @@
+"""What a trace file may hold beyond its schema: sane JSON values and names in the grammar.
+
+A trace is input from outside, and every system it is replayed through (the
+model, the implementation on SQLite or PostgreSQL, an external process) must
+receive values each of them can hold. ``decode`` turns the bytes of a file into a
+JSON document or one line naming the problem and where it is; ``value_problem``
+walks a parsed document (without recursion) for what JSON allows and no store
+does: strings that are not Unicode text (lone UTF-16 surrogates, ``\\u0000``),
+integers outside 64 bits, nesting deeper than ``MAX_DEPTH``. ``name_problems``
+checks the trace's own names (its graph id, tasks, dependencies, principals, the
+tasks it seeds and the content ids of its graph, seeds and environment steps)
+against the one grammar (``wgk.model.names``). The names inside requests are
+not checked here: a request naming something outside the grammar is wire input,
+answered ``rejected/bad-name`` by the model and the implementation alike.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from wgk.model.names import broken_rule, is_name
+
+MAX_DEPTH = 64
+INT_MIN, INT_MAX = -(2 ** 63), 2 ** 63 - 1
+GRAMMAR = "1 to 64 of a-z 0-9 . _ -, starting with a letter or a digit"
+
+
+def short(text: str, limit: int = 80) -> str:
+    """``text`` cut to ``limit`` characters (an ellipsis says it was cut)."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def decode(raw: bytes) -> tuple[Any, str | None]:
+    """``(document, None)``, or ``(None, problem)`` naming the line and column (or byte) of
+    invalid UTF-8, invalid JSON or JSON nested too deeply to parse."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        return None, f"invalid UTF-8 at byte {e.start} (line {line}): {e.reason}"
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as e:
+        return None, f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
+    except RecursionError:
+        return None, "invalid JSON: nested too deeply"
+    except ValueError as e:                 # an integer literal too long to convert
+        return None, f"invalid JSON: {short(str(e).split(':')[0])}"
+
+
+def value_problem(doc: Any) -> tuple[list, str] | None:
+    """``(path, problem)`` of the first value no store can hold, or ``None``."""
+    stack: list[tuple[list, Any]] = [([], doc)]
+    while stack:
+        path, v = stack.pop()
+        if len(path) > MAX_DEPTH:
+            return path[:MAX_DEPTH], f"nested deeper than {MAX_DEPTH} levels"
+        if isinstance(v, str):
+            problem = text_problem(v)
+            if problem:
+                return path, problem
+        elif isinstance(v, bool) or v is None:
+            continue
+        elif isinstance(v, int):
+            if not INT_MIN <= v <= INT_MAX:
+                return path, f"integer {short(str(v), 24)} is outside 64 bits"
+        elif isinstance(v, dict):
+            for k in v:
+                problem = text_problem(k)
+                if problem:
+                    return path + [k.encode("utf-8", "backslashreplace").decode()], \
+                        f"key: {problem}"
+            stack += [(path + [k], x) for k, x in reversed(list(v.items()))]
+        elif isinstance(v, list):
+            stack += [(path + [n], x) for n, x in reversed(list(enumerate(v)))]
+    return None
+
+
+def text_problem(s: str) -> str | None:
+    """Why a string is not text every store holds (a lone surrogate, a NUL), or ``None``."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"not Unicode text: a lone surrogate U+{ord(s[e.start]):04X} at position {e.start}"
+    if "\0" in s:
+        return f"a NUL character at position {s.index(chr(0))}"
+    return None
+
+
+def name_problems(doc: dict) -> Iterator[tuple[list, str]]:
+    """``(path, problem)`` for every name of the trace's own outside the grammar."""
+    for path, what, value in _names(doc):
+        if not is_name(value):
+            shown = short(json.dumps(value, ensure_ascii=True))
+            yield path, f"{what} {shown}: rule {broken_rule(value)} (a name is {GRAMMAR})"
+
+
+def _names(doc: dict) -> Iterator[tuple[list, str, Any]]:
+    graph = doc.get("graph", {})
+    yield ["graph", "id"], "graph id", graph.get("id", "g")
+    if graph.get("target") is not None:
+        yield ["graph", "target"], "content id", graph["target"]
+    for n, t in enumerate(graph.get("tasks", [])):
+        yield ["graph", "tasks", n, "name"], "task", t.get("name")
+        for m, d in enumerate(t.get("deps", [])):
+            yield ["graph", "tasks", n, "deps", m], "task", d
+    for n, p in enumerate(graph.get("principals", [])):
+        yield ["graph", "principals", n, "name"], "principal", p.get("name")
+    for name, seed in (doc.get("initial") or {}).items():
+        yield ["initial", name], "task", name
+        attempt = seed.get("attempt") if isinstance(seed, dict) else None
+        for f in ("worktree", "origin"):
+            if isinstance(attempt, dict) and attempt.get(f):
+                yield ["initial", name, "attempt", f], "content id", attempt[f]
+    for n, step in enumerate(doc.get("steps", [])):
+        if "env" in step and step.get("content") is not None:
+            yield ["steps", n, "content"], "content id", step["content"]

@@ -1,0 +1,133 @@
+"""The implementation-mutant catalogue: anchors that cannot rot, and a machinery that can
+say both "killed" and "survived".
+
+The whole catalogue is not run here (``wgk mutants --impl`` does that, and the deep
+gate); two cheap mutants run end to end on one trace, and the mutant that changes
+nothing is reported as survived.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wgk.conformance.oracle.impl_mutants import (
+    CATEGORIES, IDENTITY, AnchorError, ImplMutant, Patch, check_anchors, impl_root, materialize,
+)
+from wgk.conformance.oracle.impl_mutants_catalogue import (
+    GATE_BLIND_SEVEN, IMPL_MUTANTS, MUTANTS_BY_NAME,
+)
+from wgk.conformance.reports.impl_mutants import impl_sections, run_mutant
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE = str(ROOT / "traces" / "incidents" / "10-stale-capability-rejected.json")
+
+
+def test_every_anchor_matches_exactly_once_and_the_patched_files_compile():
+    assert check_anchors(IMPL_MUTANTS) == []
+
+
+def test_the_catalogue_covers_every_category_with_at_least_28_named_mutants():
+    assert len(IMPL_MUTANTS) >= 28
+    assert len(MUTANTS_BY_NAME) == len(IMPL_MUTANTS), "names are unique"
+    assert {m.category for m in IMPL_MUTANTS} >= set(CATEGORIES) - {"rules"}
+    for m in IMPL_MUTANTS:
+        assert m.category in CATEGORIES and m.doc and m.breaks and m.patches, m.name
+    assert set(GATE_BLIND_SEVEN) <= set(MUTANTS_BY_NAME)
+
+
+def test_a_drifted_anchor_fails_loudly_naming_the_mutant_and_the_file():
+    gone = ImplMutant("drifted", "storage", "x", "y", (Patch("store.py", "BEGIN NEVER-THERE", "x"),))
+    twice = ImplMutant("twice", "storage", "x", "y", (Patch("store.py", "self.conn", "self.c"),))
+    [p1], [p2] = check_anchors([gone]), check_anchors([twice])
+    assert "drifted: impl/store.py" in p1 and "occurs 0 times" in p1
+    assert "twice: impl/store.py" in p2 and "must occur exactly once" in p2
+    with pytest.raises(AnchorError):
+        materialize(gone.patches, Path("/nonexistent-never-written"), gone.name)
+
+
+def test_a_mutant_is_planted_in_a_copy_never_in_the_installed_source(tmp_path):
+    m = MUTANTS_BY_NAME["begin-deferred"]
+    before = (impl_root() / "store.py").read_text()
+    copy = materialize(m.patches, tmp_path, m.name)
+    assert "BEGIN DEFERRED" in (copy / "wgk" / "impl" / "store.py").read_text()
+    assert (impl_root() / "store.py").read_text() == before
+    # a child process with the copy first on PYTHONPATH imports the copy as wgk.impl
+    from wgk.conformance.oracle.impl_mutants import child_env
+    out = subprocess.run([sys.executable, "-c", "import wgk.impl, wgk.model; "
+                          "print(wgk.impl.__file__); print(wgk.model.__file__)"],
+                         env=child_env(copy), capture_output=True, text=True, check=True).stdout
+    impl_file, model_file = out.split()
+    assert Path(impl_file).resolve().is_relative_to(tmp_path.resolve())
+    assert not Path(model_file).resolve().is_relative_to(tmp_path.resolve())
+
+
+def test_the_model_only_sections_are_not_run_for_an_implementation_mutant():
+    assert impl_sections(["prove", "mutants", "explore", "replay", "crash-cuts", "fuzz",
+                          "trace-matrix", "contract"]) == ["replay", "fuzz", "crash-cuts", "contract"]
+
+
+def test_the_mutant_that_changes_nothing_survives():
+    r = run_mutant(IDENTITY, "quick", ["replay", "crash-cuts"], traces=[TRACE], timeout=300)
+    assert r.verdict == "survived", r.to_json()
+    assert [s["verdict"] for s in r.sections] == ["pass", "pass"]
+
+
+def test_a_planted_bug_is_killed_by_the_section_that_sees_it():
+    m = MUTANTS_BY_NAME["conflict-answered-as-duplicate"]
+    r = run_mutant(m, "quick", ["replay", "crash-cuts"], timeout=300,
+                   traces=[str(ROOT / "traces" / "incidents" / "acceptance-lost-response.json")])
+    assert r.verdict == "killed", r.to_json()
+    assert r.section == "replay" and r.check and r.detail
+    assert [s["name"] for s in r.sections] == ["replay"], "stops at the first section that fails"
+
+
+def test_the_command_lists_the_catalogue_as_json():
+    p = subprocess.run([sys.executable, "-m", "wgk.conformance", "mutants", "--impl", "--list",
+                        "--json"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    names = [m["name"] for m in json.loads(p.stdout)["mutants"]]
+    assert names == [m.name for m in IMPL_MUTANTS]
+
+
+# --- a guard marker counts only if disabling it makes a check fail ---------------------------
+
+
+def _marker(path: str, statement: str):
+    from wgk.conformance.reports.tracematrix import guards
+    found, _ = guards()
+    for g in found:
+        if g.path == path and (ROOT / path).read_text().splitlines()[g.line - 1].strip() == statement:
+            return g
+    raise AssertionError(f"no marker above {statement!r} in {path}")
+
+
+def test_every_marker_can_be_disabled_by_an_exact_patch_or_says_why():
+    from wgk.conformance.reports.guard_verify import disabling_patch
+    from wgk.conformance.reports.tracematrix import guards
+    found, _ = guards()
+    cannot = []
+    for g in found:
+        patch, head, why = disabling_patch(g)
+        if patch is None:
+            cannot.append((g.path, head, why))
+            continue
+        assert check_anchors([ImplMutant("disabled", "rules", "d", "b", (patch,))]) == [], g
+    assert len(cannot) <= 2, cannot
+    g = _marker("impl/proc.py", 'if state in (b"Z", b"X"):')
+    patch, _, _ = disabling_patch(g)
+    assert patch.new.endswith("if False:") and "# guards: liveness-needs-exact-birth" in patch.old
+
+
+def test_a_disabled_guard_that_a_check_sees_guards_and_one_it_cannot_guards_nothing():
+    from wgk.conformance.reports.guard_verify import verify_guards
+    fence = _marker("impl/rules.py", "if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\")
+    zombie = _marker("impl/proc.py", 'if state in (b"Z", b"X"):')
+    verdicts = verify_guards("quick", ["replay"], traces=[TRACE], timeout=300,
+                             only=lambda g: g in (fence, zombie))
+    by = {v.guard: v for v in verdicts}
+    assert by[fence].verdict == "guards" and by[fence].by.startswith("replay"), by[fence].to_json()
+    assert by[zombie].verdict == "guards-nothing", by[zombie].to_json()
