@@ -41,7 +41,6 @@ INSERT INTO ledger_head VALUES (1, 0, '{GENESIS}')
 #: exclusively by a sealer that finds a hole: held means the append may still commit).
 LOCK_CLASS = "hashtext(current_schema())"
 SEQ_BUCKETS = 64
-GRAPH_LOCK_SHARED = f"SELECT pg_advisory_xact_lock_shared({LOCK_CLASS}, 0)"
 GRAPH_LOCK = f"SELECT pg_advisory_xact_lock({LOCK_CLASS}, 0)"
 #: A request's locks in one statement: unless ``key`` is journaled already (a duplicate or a
 #: conflict, answered without a lock), the graph lock (shared, when ``graph``), then the task
