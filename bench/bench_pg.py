@@ -152,7 +152,8 @@ def durable_figures(server_dsn: str, quick: bool) -> list[Figure]:
                cpu["raw"]["client-cpu-ms"], higher_is_better=False, note=note),
         Figure("server CPU per request (its backend process)", cpu["kernel"]["server-cpu-ms"],
                "ms", "raw loop", cpu["raw"]["server-cpu-ms"], higher_is_better=False,
-               note=note + "; NaN: the server is not on this host"),
+               note=note + ("" if cpu["raw"]["server-cpu-ms"] == cpu["raw"]["server-cpu-ms"]
+                            else "; NaN: the server is not on this host")),
     ]
 
 

@@ -27,6 +27,7 @@ from .store import Pragmas
 _MARK = re.compile(r"(?<!%)%s")
 _PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
 QUEUE_MOST = 256            # statements queued at most (a bulk graph edit sends them on)
+BULK = 1000                 # tasks added by one graph edit after which the tables are analyzed
 
 def driver():
     """psycopg, imported on first use (the implementation imports without it), or a one-line
@@ -80,6 +81,7 @@ class PgConnection:
         self.graph_lock: str | None = None     # None, "shared" or "exclusive" in this transaction
         self.appends: list[tuple[str | None, PendingSeq]] = []
         self._next_ids: dict[str, int] = {}     # ids this transaction assigns next
+        self._added = 0                         # rows it added to those tables
         self._savepoints: list[tuple[str, int]] = []
         self._last: PendingSeq | None = None
         self._ahead: tuple[tuple, Queued] | None = None     # a prefetched read
@@ -153,7 +155,7 @@ class PgConnection:
         self._taken, self.early = self.early, None
         self.open, self.graph_lock, self._ahead = True, None, None
         self.appends, self._savepoints, self._last = [], [], None
-        self._next_ids = {}
+        self._next_ids, self._added = {}, 0
         if self._taken is None:
             self._put(sql.BEGIN)
 
@@ -224,6 +226,7 @@ class PgConnection:
         if table not in self._next_ids:
             self._next_ids[table] = self.native(sql.next_id(table)).fetchone()[0]
         self._next_ids[table] += 1
+        self._added += 1
         return self._next_ids[table] - 1
 
     def executemany(self, text: str, rows) -> None:
@@ -282,6 +285,8 @@ class PgConnection:
                 self._put(sql.SEAL_DONE_NOW)
             self._put("COMMIT")
             self.sync()
+            if self._added >= BULK:             # the planner's statistics, fresh at once
+                self.raw.execute(sql.ANALYZE)
             return
         self.queue.clear()
         if self._started():

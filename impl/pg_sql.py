@@ -202,6 +202,9 @@ PG_SCHEMA_VERSION = max(PG_MIGRATIONS)
 APPEND = "SELECT wgk_append(%s, %s, %s, %s)"
 SEAL_NOW = "SELECT wgk_seal(%s)"
 SEAL_DONE_NOW = "SELECT wgk_seal_done()"
+#: After a bulk graph edit (autovacuum would analyze them later; until then the planner
+#: takes 100k tasks for a few pages and a readiness check scans them all).
+ANALYZE = "ANALYZE tasks, task_view, edges, ledger"
 SEALED_HEAD = "SELECT seq, hash FROM ledger_seal WHERE id = 1"
 CURRENT_SEQ = "currval('ledger_seq')"
 #: Every committed ledger row, counted cheaply (the sealed head plus the rows after it):
