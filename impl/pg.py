@@ -10,11 +10,12 @@ or serialization failure is run again (``retryable``) with the same key by the
 kernel.
 
 The ledger stays one gap-free, linear hash chain while writers overlap (see
-``pg_sql``): an append takes the next number of a sequence, and the chain is
-extended by whichever appending transaction holds the seal row at the time
-(``SKIP LOCKED``: no writer waits for another's commit); a number whose
-transaction rolled back is recorded as a ``skipped`` event when the chain
-reaches it. ``verify`` seals first, waiting for appends in flight.
+``pg_sql``): an append takes the next number of a sequence and is written
+unchained; a seal (before every 16th appending COMMIT of a connection) chains
+what its transaction sees, taking the seal row with ``SKIP LOCKED``: no writer
+waits for another's commit; a number whose transaction rolled back is recorded
+as a ``skipped`` event when the chain reaches it. ``verify`` seals first,
+waiting for appends in flight.
 
 Caches: after its row locks, a request reads each locked task's last event; a
 connection keeps, per task, the last event its caches reflect, and drops them

@@ -28,6 +28,7 @@ _MARK = re.compile(r"(?<!%)%s")
 _PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
 QUEUE_MOST = 256            # statements queued at most (a bulk graph edit sends them on)
 BULK = 1000                 # tasks added by one graph edit after which the tables are analyzed
+SEAL_EVERY = 16             # a connection seals before every 16th of its appends' COMMIT
 
 def driver():
     """psycopg, imported on first use (the implementation imports without it), or a one-line
@@ -82,6 +83,7 @@ class PgConnection:
         self.appends: list[tuple[str | None, PendingSeq]] = []
         self._next_ids: dict[str, int] = {}     # ids this transaction assigns next
         self._added = 0                         # rows it added to those tables
+        self._unsealed = 0                      # appends committed since this connection sealed
         self._savepoints: list[tuple[str, int]] = []
         self._last: PendingSeq | None = None
         self._ahead: tuple[tuple, Queued] | None = None     # a prefetched read
@@ -281,8 +283,10 @@ class PgConnection:
         """COMMIT sends the queue with it; ROLLBACK drops it (and ends what the server began)."""
         self.open = False
         if verb == "COMMIT" and (self._started() or any(q.sql != sql.BEGIN for q in self.queue)):
-            if self._last is not None:             # it appended: the seal row, written once
-                self._put(sql.SEAL_DONE_NOW)
+            self._unsealed += len(self.appends)
+            if self._unsealed >= SEAL_EVERY:        # chain what can be chained, this once
+                self._unsealed = 0
+                self._put(sql.SEAL_NOW, (False,))
             self._put("COMMIT")
             self.sync()
             if self._added >= BULK:             # the planner's statistics, fresh at once

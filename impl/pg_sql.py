@@ -75,117 +75,51 @@ LANGUAGE sql IMMUTABLE STRICT AS $$
   SELECT encode(sha256(convert_to(prev || E'\\n' || event || E'\\n' || body, 'UTF8')), 'hex')
 $$"""
 
-#: The seal row, held by this transaction until COMMIT: the head it has sealed so far is
-#: kept in transaction-local settings (``wgk.head``, ``wgk.digest``), and the row itself is
-#: written once, by ``wgk_seal_done`` just before COMMIT (a row updated at every append of
-#: a bulk transaction would grow a chain of versions that every later lookup walks).
-HOLD_SEAL = """
-CREATE OR REPLACE FUNCTION wgk_hold_seal(wait BOOLEAN) RETURNS BOOLEAN LANGUAGE plpgsql AS $$
-DECLARE
-  h RECORD;
-BEGIN
-  IF current_setting('wgk.sealing', true) = 'on' THEN
-    RETURN true;
-  END IF;
-  IF wait THEN
-    SELECT seq, hash INTO h FROM ledger_seal WHERE id = 1 FOR UPDATE;
-  ELSE
-    SELECT seq, hash INTO h FROM ledger_seal WHERE id = 1 FOR UPDATE SKIP LOCKED;
-    IF NOT FOUND THEN
-      RETURN false;
-    END IF;
-  END IF;
-  PERFORM set_config('wgk.sealing', 'on', true), set_config('wgk.head', h.seq::TEXT, true),
-          set_config('wgk.digest', h.hash, true);
-  RETURN true;
-END $$"""
-
-SEAL_DONE = """
-CREATE OR REPLACE FUNCTION wgk_seal_done() RETURNS BIGINT LANGUAGE plpgsql AS $$
-BEGIN
-  IF current_setting('wgk.sealing', true) IS DISTINCT FROM 'on' THEN
-    RETURN NULL;
-  END IF;
-  UPDATE ledger_seal SET seq = current_setting('wgk.head')::BIGINT,
-                         hash = current_setting('wgk.digest') WHERE id = 1;
-  RETURN current_setting('wgk.head')::BIGINT;
-END $$"""
-
-#: Chain the committed (or own) events that follow the held head, in sequence order: a
-#: missing number is either an append still in flight (its bucket is held: stop, or wait
-#: when ``wait``) or one that will never commit (its transaction rolled back: recorded as a
-#: ``skipped`` event). Returns the new head.
-SEAL_ROWS = f"""
-CREATE OR REPLACE FUNCTION wgk_seal_rows(wait BOOLEAN, most INTEGER)
-RETURNS BIGINT LANGUAGE plpgsql AS $$
-DECLARE
-  head BIGINT := current_setting('wgk.head')::BIGINT;
-  digest TEXT := current_setting('wgk.digest');
-  start BIGINT := head;
-  ev TEXT;
-  bd TEXT;
-BEGIN
-  LOOP
-    EXIT WHEN head - start >= most;
-    SELECT event, body INTO ev, bd FROM ledger WHERE seq = head + 1;
-    IF NOT FOUND THEN
-      EXIT WHEN NOT EXISTS (SELECT 1 FROM ledger WHERE seq > head + 1);
-      IF wait THEN
-        PERFORM pg_advisory_xact_lock({LOCK_CLASS}, 1 + ((head + 1) % {SEQ_BUCKETS})::int);
-      ELSIF NOT pg_try_advisory_xact_lock({LOCK_CLASS}, 1 + ((head + 1) % {SEQ_BUCKETS})::int) THEN
-        EXIT;
-      END IF;
-      SELECT event, body INTO ev, bd FROM ledger WHERE seq = head + 1;
-      IF NOT FOUND THEN
-        ev := 'skipped';
-        bd := '{{}}';
-        INSERT INTO ledger (seq, event, body) VALUES (head + 1, ev, bd);
-      END IF;
-    END IF;
-    UPDATE ledger SET prev = digest, hash = wgk_link(digest, ev, bd) WHERE seq = head + 1
-      RETURNING hash INTO digest;
-    head := head + 1;
-  END LOOP;
-  PERFORM set_config('wgk.head', head::TEXT, true), set_config('wgk.digest', digest, true);
-  RETURN head;
-END $$"""
-
-#: Seal what can be sealed now (a transaction of its own; ``wait``: take the seal row and
-#: wait for appends in flight, else skip when another transaction holds it).
-SEAL = """
+#: Seal: chain, in number order, the events after the sealed head that this transaction
+#: sees (committed, or its own), holding the seal row (``ledger_seal``) until COMMIT, and
+#: write the row once at the end (a row updated at every append of a bulk transaction
+#: would grow a chain of versions that every later lookup walks). A missing number is
+#: either an append still in flight (its bucket is held: stop, or wait when ``wait``) or
+#: one that will never commit (its transaction rolled back: recorded as a ``skipped``
+#: event). Without ``wait`` the seal row is skipped when another transaction holds it.
+SEAL_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION wgk_seal(wait BOOLEAN) RETURNS BIGINT LANGUAGE plpgsql AS $$
-BEGIN
-  IF NOT wgk_hold_seal(wait) THEN
-    RETURN NULL;
-  END IF;
-  PERFORM wgk_seal_rows(wait, 2147483647);
-  RETURN wgk_seal_done();
-END $$"""
-
-#: One append: the next number of the ledger's sequence (its bucket held until COMMIT);
-#: chained at once when this transaction holds, or can take, the seal row and every
-#: earlier event is sealed (the common case of one writer), else written unchained and
-#: sealed by whichever appending transaction next holds the seal row (never waited for).
-APPEND_FUNCTION = f"""
-CREATE OR REPLACE FUNCTION wgk_append(p_event TEXT, p_task TEXT, p_key TEXT, p_body TEXT)
-RETURNS BIGINT LANGUAGE plpgsql AS $$
 DECLARE
-  s BIGINT := nextval('ledger_seq');
+  head BIGINT;
+  start BIGINT;
   digest TEXT;
+  linked TEXT;
 BEGIN
-  PERFORM pg_advisory_xact_lock_shared({LOCK_CLASS}, 1 + (s % {SEQ_BUCKETS})::int);
-  IF NOT wgk_hold_seal(false) THEN
-    INSERT INTO ledger (seq, event, task, key, body) VALUES (s, p_event, p_task, p_key, p_body);
-  ELSIF current_setting('wgk.head')::BIGINT + 1 = s THEN
-    digest := wgk_link(current_setting('wgk.digest'), p_event, p_body);
-    INSERT INTO ledger VALUES (s, current_setting('wgk.digest'), digest, p_event, p_task,
-                               p_key, p_body);
-    PERFORM set_config('wgk.head', s::TEXT, true), set_config('wgk.digest', digest, true);
+  IF wait THEN
+    SELECT seq, hash INTO head, digest FROM ledger_seal WHERE id = 1 FOR UPDATE;
   ELSE
-    INSERT INTO ledger (seq, event, task, key, body) VALUES (s, p_event, p_task, p_key, p_body);
-    PERFORM wgk_seal_rows(false, 1000);
+    SELECT seq, hash INTO head, digest FROM ledger_seal WHERE id = 1 FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+      RETURN NULL;
+    END IF;
   END IF;
-  RETURN s;
+  start := head;
+  LOOP
+    UPDATE ledger SET prev = digest, hash = wgk_link(digest, event, body) WHERE seq = head + 1
+      RETURNING hash INTO linked;
+    IF FOUND THEN
+      head := head + 1;
+      digest := linked;
+      CONTINUE;
+    END IF;
+    EXIT WHEN NOT EXISTS (SELECT 1 FROM ledger WHERE seq > head + 1);
+    IF wait THEN
+      PERFORM pg_advisory_xact_lock({LOCK_CLASS}, 1 + ((head + 1) % {SEQ_BUCKETS})::int);
+    ELSIF NOT pg_try_advisory_xact_lock({LOCK_CLASS}, 1 + ((head + 1) % {SEQ_BUCKETS})::int) THEN
+      EXIT;
+    END IF;
+    INSERT INTO ledger (seq, event, body) VALUES (head + 1, 'skipped', '{{}}')
+      ON CONFLICT (seq) DO NOTHING;      -- (or its append committed meanwhile: chained next)
+  END LOOP;
+  IF head > start THEN
+    UPDATE ledger_seal SET seq = head, hash = digest WHERE id = 1;
+  END IF;
+  RETURN head;
 END $$"""
 
 #: PostgreSQL's own migrations, after the shared ones (``meta`` key ``pg-schema-version``).
@@ -195,13 +129,18 @@ PG_MIGRATIONS: dict[int, list[str]] = {1: [
     "CREATE SEQUENCE ledger_seq",
     "SELECT setval('ledger_seq', max(seq)) FROM ledger HAVING max(seq) IS NOT NULL",
     "CREATE INDEX ledger_by_task ON ledger (task, seq)",
-    LINK, HOLD_SEAL, SEAL_DONE, SEAL_ROWS, SEAL, APPEND_FUNCTION, LOCK_FUNCTION,
+    LINK, SEAL_FUNCTION, LOCK_FUNCTION,
 ]}
 PG_SCHEMA_VERSION = max(PG_MIGRATIONS)
 
-APPEND = "SELECT wgk_append(%s, %s, %s, %s)"
+#: One append: the next number of the ledger's sequence, its bucket held (shared) until
+#: COMMIT (a sealer that finds the number missing knows the append may still commit);
+#: written unchained, chained by the next seal (``pg_conn.SEAL_EVERY``, ``verify``).
+APPEND = (f"INSERT INTO ledger (seq, event, task, key, body) SELECT n.s, %s, %s, %s, %s "
+          f"FROM (SELECT nextval('ledger_seq') AS s) n CROSS JOIN LATERAL "
+          f"(SELECT pg_advisory_xact_lock_shared({LOCK_CLASS}, 1 + (n.s % {SEQ_BUCKETS})::int)) b "
+          f"RETURNING seq")
 SEAL_NOW = "SELECT wgk_seal(%s)"
-SEAL_DONE_NOW = "SELECT wgk_seal_done()"
 #: After a bulk graph edit (autovacuum would analyze them later; until then the planner
 #: takes 100k tasks for a few pages and a readiness check scans them all).
 ANALYZE = "ANALYZE tasks, task_view, edges, ledger"

@@ -18,7 +18,7 @@ import threading
 import pytest
 
 from wgk.impl import Crash, Kernel, MemoryWorld, Pragmas, TaskPolicy
-from wgk.impl import pg_sql
+from wgk.impl import pg_conn, pg_sql
 
 from pg_support import pg_dsn, pg_server  # noqa: F401  (fixtures)
 
@@ -39,8 +39,8 @@ def seqs(k: Kernel) -> list[int]:
 
 
 class HeldAtCommit:
-    """A hook that sends the request's writes (its append among them) at its COMMIT boundary,
-    then holds the transaction open until released."""
+    """A hook that sends the request's writes (its append among them) and its seal at its
+    COMMIT boundary, then holds the transaction open until released."""
 
     def __init__(self, k: Kernel, key: str):
         self.k, self.key = k, key
@@ -48,8 +48,8 @@ class HeldAtCommit:
 
     def __call__(self, boundary) -> None:
         if boundary.kind == "commit" and boundary.when == "before" and boundary.key == self.key:
-            self.k.store.conn.sync()
-            self.appended.set()
+            self.k.store.conn.native(pg_sql.SEAL_NOW, (False,))   # as its COMMIT's round trip
+            self.appended.set()                                   # does, then waits for the fsync
             assert self.release.wait(60)
 
 
@@ -75,7 +75,8 @@ def race_one_held_writer(dsn: str) -> tuple[dict | BaseException, threading.Thre
     return got, writer, held
 
 
-def test_a_writer_does_not_wait_for_another_writers_commit(pg_dsn):
+def test_a_writer_does_not_wait_for_another_writers_commit(pg_dsn, monkeypatch):
+    monkeypatch.setattr(pg_conn, "SEAL_EVERY", 1)          # B seals at its commit too
     got, writer, held = race_one_held_writer(pg_dsn)
     assert got == {"decision": "applied"}
     assert writer.is_alive()                 # B committed while A's transaction was still open
@@ -92,11 +93,12 @@ def test_a_writer_does_not_wait_for_another_writers_commit(pg_dsn):
     k.close()
 
 
-def test_with_the_seal_row_waited_for_the_second_writer_waits(pg_dsn):
-    """The check above can fail: an append that waits for the seal row (as a head row
-    locked until COMMIT would) makes B wait for A's commit, here until its lock timeout."""
+def test_with_the_seal_row_waited_for_the_second_writer_waits(pg_dsn, monkeypatch):
+    """The check above can fail: a seal that waits for the seal row (as a head row locked
+    until COMMIT would) makes B wait for A's commit, here until its lock timeout."""
+    monkeypatch.setattr(pg_conn, "SEAL_EVERY", 1)
     k = kernel(pg_dsn)
-    k.conn.native(pg_sql.HOLD_SEAL.replace("FOR UPDATE SKIP LOCKED", "FOR UPDATE"))
+    k.conn.native(pg_sql.SEAL_FUNCTION.replace("FOR UPDATE SKIP LOCKED", "FOR UPDATE"))
     k.close()
     got, writer, held = race_one_held_writer(pg_dsn)
     held.release.set()
@@ -118,11 +120,11 @@ def test_a_rolled_back_append_is_recorded_as_skipped_and_the_chain_stays_linear(
         k.handle(dispatch("a"))
     k.hook = lambda boundary: None
     assert k.handle(dispatch("b")) == {"decision": "applied"}
+    verdict = k.verify_ledger()                  # the seal reaches the number a's try took
     events = list(k.conn.execute("SELECT seq, event, key FROM ledger ORDER BY seq"))
     assert [e[1] for e in events] == ["graph-created", "task-added", "task-added", "skipped",
                                       "request"]
     assert events[3][0] == 4 and events[4][2] == "d:b"
-    verdict = k.verify_ledger()
     assert verdict.ok and verdict.events == 5 and seqs(k) == [1, 2, 3, 4, 5]
     assert k.handle(dispatch("a")) == {"decision": "applied"}     # the same key: decided once
     assert k.verify_ledger().ok and k.audit().ok and k.rebuild().ok
@@ -168,7 +170,7 @@ def test_kill_9_mid_request_then_the_same_key_gives_one_decision(pg_dsn, when, s
     keys = [r[0] for r in k.conn.execute("SELECT key FROM ledger WHERE event = 'request'")]
     assert keys == ["d:a", "reset"]          # one decision for the key
     assert k.project_tasks(["a"])["a"]["generation"] == 1
+    assert k.verify_ledger().ok and k.audit().ok and k.rebuild().ok
     skipped = [r[0] for r in k.conn.execute("SELECT seq FROM ledger WHERE event = 'skipped'")]
     assert skipped == ([4] if sent == "sent" and when == "before" else [])
-    assert k.verify_ledger().ok and k.audit().ok and k.rebuild().ok
     k.close()
