@@ -66,8 +66,9 @@ def test_a_mutant_is_planted_in_a_copy_never_in_the_installed_source(tmp_path):
 
 
 def test_the_model_only_sections_are_not_run_for_an_implementation_mutant():
-    assert impl_sections(["prove", "mutants", "explore", "replay", "crash-cuts", "fuzz",
-                          "trace-matrix", "contract"]) == ["replay", "fuzz", "crash-cuts", "contract"]
+    assert impl_sections(["prove", "mutants", "explore", "contract", "replay", "crash-cuts", "races",
+                          "fuzz", "trace-matrix", "new-section"]) == \
+        ["replay", "contract", "races", "fuzz", "new-section", "crash-cuts"]
 
 
 def test_the_mutant_that_changes_nothing_survives():
@@ -131,3 +132,27 @@ def test_a_disabled_guard_that_a_check_sees_guards_and_one_it_cannot_guards_noth
     by = {v.guard: v for v in verdicts}
     assert by[fence].verdict == "guards" and by[fence].by.startswith("replay"), by[fence].to_json()
     assert by[zombie].verdict == "guards-nothing", by[zombie].to_json()
+
+
+def test_the_deep_gate_section_passes_kills_fails_unexplained_survivors_and_a_low_rate():
+    from wgk.conformance.reports.impl_mutants import CatalogueRun, MutantRun, catalogue_checks
+    from wgk.conformance.reports.gate import BUDGETS, SECTIONS
+    assert BUDGETS["deep"]["impl-mutants"] in ("quick", "default")
+    assert all(not BUDGETS[b].get("impl-mutants") for b in ("quick", "default"))
+    assert "impl-mutants" in dict(SECTIONS)
+    explained = MUTANTS_BY_NAME["synchronous-off"]
+    unexplained = MUTANTS_BY_NAME["pid-only-liveness"]
+    killed = MUTANTS_BY_NAME["fence-ignores-lease-epoch"]
+    base = MutantRun(IDENTITY, "survived", 1.0)
+    run = CatalogueRun("quick", base, [MutantRun(killed, "killed", 1.0, "replay", "t", "d"),
+                                       MutantRun(explained, "survived", 1.0),
+                                       MutantRun(unexplained, "survived", 1.0)], 3.0)
+    checks = {c.name: c for c in catalogue_checks(run)}
+    assert checks["baseline: the unmutated copy passes"].verdict == "pass"
+    assert checks[killed.name].verdict == "pass" and "replay" in checks[killed.name].detail
+    assert explained.name not in checks, "an explained survivor is listed under the kill rate"
+    assert checks[unexplained.name].verdict == "fail"
+    assert checks["kill rate"].verdict == "fail" and explained.name in checks["kill rate"].detail
+    broken = CatalogueRun("quick", MutantRun(IDENTITY, "killed", 1.0, "replay", "t", "d"), [], 1.0)
+    [only] = catalogue_checks(broken)
+    assert only.verdict == "error", "no kill means anything when the unmutated copy fails"

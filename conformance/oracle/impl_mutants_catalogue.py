@@ -10,13 +10,6 @@ from __future__ import annotations
 
 from wgk.conformance.oracle.impl_mutants import ImplMutant, Patch
 
-_NO_REAL_GIT = ("the gate's replay and crash cuts run the implementation on the in-memory "
-                "repository only; a section on a real git repository (replay or crash cuts "
-                "on real git, or a contract section holding GitRepository to the double) "
-                "would see it")
-_ONE_CONNECTION = ("every section drives one kernel on one connection, one request at a "
-                   "time; a concurrency section (two kernels on one database, or real "
-                   "multi-process races) would see it")
 _NO_BATCH = ("no section uses handle_batch (group commit); a section replaying traces "
              "through handle_batch with crash cuts inside the batch would see it")
 
@@ -30,8 +23,7 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
     _m("begin-deferred", "storage",
        "a transaction starts with BEGIN DEFERRED, so two writers both read before either "
        "takes the write lock", "single-live-owner (one writer decides at a time)",
-       ("store.py", 'self.conn.execute("BEGIN IMMEDIATE")', 'self.conn.execute("BEGIN DEFERRED")'),
-       survives=_ONE_CONNECTION),
+       ("store.py", 'self.conn.execute("BEGIN IMMEDIATE")', 'self.conn.execute("BEGIN DEFERRED")')),
     _m("synchronous-off", "storage",
        "the default pragmas turn synchronous off, so a commit is acknowledged before it "
        "reaches the disk", "a committed decision survives a power loss",
@@ -55,8 +47,7 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "the kernel never drops its record caches when another connection committed",
        "every decision reads the committed state (single-live-owner, first-terminal-wins)",
        ("kernel.py", "        v = self.store.data_version()\n        if v != self._version:",
-        "        v = self.store.data_version()\n        if self._version is None:"),
-       survives=_ONE_CONNECTION),
+        "        v = self.store.data_version()\n        if self._version is None:")),
     _m("pg-no-row-locks", "concurrency",
        "the PostgreSQL store takes no row locks, so two transactions decide on the same task "
        "concurrently under READ COMMITTED", "single-live-owner on PostgreSQL",
@@ -70,8 +61,7 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "the ledger is one hash chain (every event links to its predecessor)",
        ("ledger.py", '        """Drop the cached head (another connection may have appended)."""\n'
                      "        self._head = None",
-        '        """Drop the cached head (another connection may have appended)."""'),
-       survives=_ONE_CONNECTION),
+        '        """Drop the cached head (another connection may have appended)."""')),
     _m("ledger-links-genesis", "ledger",
        "every ledger event links to the genesis hash instead of its predecessor's hash",
        "the ledger is one hash chain",
@@ -143,35 +133,34 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "the land updates the target ref without the expected old value (a force update-ref)",
        "cas-base-exact",
        ("git.py", "self.target_ref, candidate, base, check=False)",
-        "self.target_ref, candidate, check=False)"),
-       survives=_NO_REAL_GIT),
+        "self.target_ref, candidate, check=False)")),
     _m("land-skips-ancestry", "git",
        "the land does not check that the candidate descends from the base",
        "target-history-grows",
        ("git.py", "        if not self.descends(candidate, base):\n            raise GitError(f\"land",
         "        if False:\n            raise GitError(f\"land"),
-       survives=_NO_REAL_GIT),
+       survives=("replay and crash cuts run on the in-memory repository, whose content ids "
+                 "have no history, and the contract section has no case of a land whose "
+                 "candidate does not descend from its base; such a contract case (or replay on "
+                 "real git with a candidate built on a moved target) would see it")),
     _m("pin-overwrites", "git",
        "an immutable ref is created without the zero old value, so a second pin overwrites "
        "retained work", "retained-work-never-erased",
        ("git.py", 'p = self.git("update-ref", full, content, self.zero, check=False)',
-        'p = self.git("update-ref", full, content, check=False)'),
-       survives=_NO_REAL_GIT),
+        'p = self.git("update-ref", full, content, check=False)')),
     _m("snapshot-ignores-untracked", "git",
        "the worktree snapshot leaves out untracked files, so a WorkSave of new files saves "
        "the start commit", "worksave-exact (WorkSave captures tracked, deleted and untracked bytes)",
        ("git.py", '"--untracked-files=all",\n                          "--ignore-submodules=none"',
         '"--untracked-files=no",\n                          "--ignore-submodules=none"'),
        ("git.py", 'self.git("add", "-A", *(["--force"] if ignored else []), ".", cwd=path, env=env)',
-        'self.git("add", "-u", *(["--force"] if ignored else []), ".", cwd=path, env=env)'),
-       survives=_NO_REAL_GIT),
+        'self.git("add", "-u", *(["--force"] if ignored else []), ".", cwd=path, env=env)')),
     _m("effect-not-reobserved", "git",
        "a land is not re-observed from the target's reflog after a crash, so it is "
        "performed again", "promotion-at-most-once",
        ("git.py", '        p = self.git("reflog", "show", "--format=%gs", self.target_ref, "--", '
                   'check=False)\n        if p.returncode != 0:\n            return False',
-        "        return False"),
-       survives=_NO_REAL_GIT + " (with crash cuts after the ref update)"),
+        "        return False")),
     # --- processes ---------------------------------------------------------------------------
     _m("zombie-is-live", "processes",
        "a zombie (exited, not yet reaped) process is counted as a live owner",
@@ -219,10 +208,7 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "daemon convergence never sends declare-lost for an owner proven dead",
        "no-dead-owner-in-progress-without-action (convergence makes progress)",
        ("converge.py", '    if p.action == "declare-lost":\n',
-        '    if p.action == "declare-lost" and False:\n'),
-       survives=("traces send declare-lost by hand and after a crash cut convergence is only "
-                 "checked to leave a clean ledger; convergence as a trace step, or a fixpoint "
-                 "check after each cut (no due action left undone), would see it")),
+        '    if p.action == "declare-lost" and False:\n')),
     _m("converge-one-round", "convergence",
        "convergence stops after one round, leaving a transaction it could drive half-way",
        "convergence reaches its fixpoint",
@@ -247,7 +233,12 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "the effect is committed without checking that the review names the exact candidate",
        "promotion-needs-review-of-exact-candidate",
        ("rules_save.py", '    if t.receipt("review") != t.binding:\n        return reject(ctx, "review-required")',
-        '    if False:\n        return reject(ctx, "review-required")')),
+        '    if False:\n        return reject(ctx, "review-required")'),
+       survives=("defence in depth: the SaveTransaction's phase order already admits "
+                 "commit-effect only after an accept that wrote the review receipt of the "
+                 "same binding (and revise clears every receipt), so no run the model allows "
+                 "reaches this check with a missing review; only a second bug (a skipped "
+                 "phase edge) makes it visible")),
 )
 
 MUTANTS_BY_NAME: dict[str, ImplMutant] = {m.name: m for m in IMPL_MUTANTS}

@@ -10,7 +10,6 @@ Nothing is printed.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -18,9 +17,10 @@ from pathlib import Path
 
 
 def _first_bad(section) -> tuple[str, str]:
+    """The name and the first line of the detail of the section's first check not passed."""
     for c in section.checks:
         if c.verdict != "pass":
-            return c.name, (c.detail or c.verdict).splitlines()[0][:400] if c.detail else c.verdict
+            return c.name, (c.detail.splitlines() or [c.verdict])[0][:400]
     return "", ""
 
 
@@ -73,7 +73,6 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"wgk.impl was imported from {where}, not from the mutated copy "
                          f"under {copy}\n")
         return 2
-    os.environ.setdefault("WGK_MUTANT", spec["name"])
     out = run_tests(spec, run_sections(spec))
     result.write_text(json.dumps(out))
     return 0

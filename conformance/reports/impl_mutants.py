@@ -32,8 +32,10 @@ from wgk.conformance.reports.gate_report import Check
 #: cannot change their verdict, so they are not run for it.
 MODEL_SECTIONS = frozenset({"prove", "mutants", "explore", "trace-matrix", "impl-mutants",
                             "verify-guards"})
-#: Sections run first when present (cheapest, and they kill most mutants).
-FIRST = ("replay", "fuzz")
+#: Sections run first when present (cheapest, and they kill most mutants), and last (the
+#: crash cuts: by far the slowest, a few minutes on the quick budget).
+FIRST = ("replay", "contract", "races", "fuzz")
+LAST = ("crash-cuts",)
 #: Budgets a mutant may be run on (the deep budget's sections are too slow per mutant).
 MUTANT_BUDGETS = ("quick", "default")
 #: The kill rate the catalogue is held to.
@@ -104,7 +106,8 @@ class CatalogueRun:
 def impl_sections(names: Iterable[str]) -> list[str]:
     """The sections of the gate that run the implementation, cheapest first."""
     rest = [n for n in names if n not in MODEL_SECTIONS]
-    return [n for n in FIRST if n in rest] + [n for n in rest if n not in FIRST]
+    middle = [n for n in rest if n not in FIRST and n not in LAST]
+    return [n for n in FIRST if n in rest] + middle + [n for n in LAST if n in rest]
 
 
 def run_patches(name: str, patches: tuple[Patch, ...], *, budget: str, sections: list[str],
