@@ -43,6 +43,8 @@ def apply_event(k, seq: int, event: str, body: dict, *, key: str | None = None,
         k.facts.write(0, [("legacy-record", body)], seq)
     elif event == "skipped":
         pass                  # a number no transaction committed (PostgreSQL's sequence)
+    elif event == "ledger-sealed":
+        pass                          # the ledger's own: version-1 rows sealed by a migration
     else:
         raise ValueError(f"unknown ledger event {event!r} at seq {seq}")
 

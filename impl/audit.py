@@ -42,18 +42,29 @@ def replay(kernel, path: str) -> tuple:
     ledger, and the number of events replayed."""
     fresh = type(kernel)(path, kernel.env, pragmas=Pragmas(synchronous="OFF"))
     n = 0
-    with fresh.store.atomic():
-        for ev in kernel.ledger.events():
-            seq = fresh.ledger.append(ev.event, ev.body, task=ev.task, key=ev.key)
-            apply_event(fresh, seq, ev.event, json.loads(ev.body), key=ev.key, task=ev.task)
-            n += 1
-            if n % 20_000 == 0:
-                fresh._records.clear()            # bounded memory; records reload from tables
+    try:
+        with fresh.store.atomic():
+            for ev in kernel.ledger.events():
+                seq = fresh.ledger.append(ev.event, ev.body, task=ev.task, key=ev.key)
+                try:
+                    apply_event(fresh, seq, ev.event, json.loads(ev.body), key=ev.key,
+                                task=ev.task)
+                except Exception as e:
+                    raise Corrupt(f"the ledger does not replay at seq {ev.seq}: "
+                                  f"{one_line(e)}") from None
+                n += 1
+                if n % 20_000 == 0:
+                    fresh._records.clear()        # bounded memory; records reload from tables
+    except BaseException:
+        fresh.close()
+        raise
     return fresh, n
 
 
 def rebuild(kernel, *, apply: bool = False) -> RebuildReport:
-    """Replay the ledger and compare (``apply``: then replace the live tables with it)."""
+    """Replay the ledger and compare (``apply``: then replace the live tables with it). A
+    ledger that does not replay (a corrupt event) is a difference of one line, never an
+    exception: nothing is replaced then."""
     kernel._sync()
     verdict = kernel.ledger.verify()
     report = RebuildReport(verdict)
@@ -61,7 +72,11 @@ def rebuild(kernel, *, apply: bool = False) -> RebuildReport:
         report.differences.append(f"ledger broken at seq {verdict.broken_at}: {verdict.problem}")
         return report
     with kernel.store.scratch() as path:
-        fresh, report.events = replay(kernel, path)
+        try:
+            fresh, report.events = replay(kernel, path)
+        except Corrupt as e:
+            report.differences.append(str(e))
+            return report
         try:
             report.differences += compare_tables(kernel, fresh.store.path)
             if not report.differences:
@@ -72,6 +87,15 @@ def rebuild(kernel, *, apply: bool = False) -> RebuildReport:
         finally:
             fresh.close()
     return report
+
+
+class Corrupt(Exception):
+    """A stored fact the kernel cannot read back (one line naming where)."""
+
+
+def one_line(e: BaseException, limit: int = 160) -> str:
+    text = " ".join(f"{type(e).__name__}: {e}".split())
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def compare_tables(kernel, other: str) -> list[str]:
@@ -148,23 +172,36 @@ class AuditReport:
                 "findings": [f.to_json() for f in self.findings]}
 
 
-def audit(kernel) -> AuditReport:
+def audit(kernel, anchors=()) -> AuditReport:
+    """Every finding, one line each; a fact that cannot be read back is a finding
+    (``corrupt``), never an exception."""
     kernel._sync()
     out: list[Finding] = []
-    verdict = kernel.ledger.verify()
+    verdict = kernel.ledger.verify(1, anchors)
     if not verdict.ok:
         out.append(Finding("ledger-chain", None, f"broken at seq {verdict.broken_at}: "
                                                  f"{verdict.problem}"))
-    out += _journal_matches_ledger(kernel)
+    out += _guarded(None, lambda: _journal_matches_ledger(kernel))
     views = {name: (st, bool(sat), pending) for name, st, sat, pending in kernel.conn.execute(
         "SELECT t.name, v.status, v.satisfied, v.pending FROM task_view v "
         "JOIN tasks t ON t.id = v.task")}
     pinned = {(task, content) for task, content in kernel.conn.execute(
         "SELECT t.name, p.content FROM pins p JOIN tasks t ON t.id = p.task")}
     for name in kernel.ids():
-        out += _task_findings(kernel, name, views[name], pinned)
-    out += _target_history(kernel)
+        if name not in views:
+            out.append(Finding("status-projection", name, "no row in task_view"))
+            continue
+        out += _guarded(name, lambda: _task_findings(kernel, name, views[name], pinned))
+    out += _guarded(None, lambda: _target_history(kernel))
     return AuditReport(out, len(kernel.ids()), verdict.events)
+
+
+def _guarded(task: str | None, check) -> list[Finding]:
+    """A check's findings; a stored fact it cannot read is the finding ``corrupt``."""
+    try:
+        return check()
+    except Exception as e:
+        return [Finding("corrupt", task, one_line(e))]
 
 
 def _target_history(kernel) -> list[Finding]:

@@ -71,7 +71,7 @@ def derived(name: str, *, kind: bool) -> list[str]:
     task, _, leaf = rest.rpartition("/")
     if not task or not leaf or (kind and not head):
         raise GitError(f"{name!r} is not a kernel name ({'<kind>/' if kind else ''}<task>/<leaf>)")
-    # guards: names-never-alias
+    # guards: retained-work-never-erased
     return ([safe(head)] if kind else []) + [safe(task), safe(leaf)]
 
 

@@ -16,7 +16,7 @@ def task_added_events(known: dict[str, int], specs: list[TaskPolicy]) -> list[di
     edges close a cycle."""
     new = {}
     for s in specs:
-        # guards: names-never-alias
+        # guards: retained-work-never-erased
         bad = names.describe("task", s.name)
         if bad is not None:
             raise GraphError(bad)

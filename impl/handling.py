@@ -245,7 +245,7 @@ def decide_and_record(kernel, r: Request, may_perform: bool = True) -> dict:
 
 def decide_request(kernel, r: Request):
     """The rule's outcome for ``r`` (its names, authority, the task, then ``rules.decide``)."""
-    # guards: names-never-alias
+    # guards: rejection-changes-nothing
     if refused_name(r) is not None:
         return Outcome(REJECTED, "bad-name", EMPTY), None
     # guards: role-held

@@ -258,14 +258,18 @@ class Kernel:
         """Replay the ledger into a fresh database and compare (see ``audit.rebuild``)."""
         return audit_.rebuild(self, apply=apply)
 
-    def audit(self):
-        """Check the stored state against the invariants (see ``audit.audit``)."""
-        return audit_.audit(self)
+    def audit(self, anchors: Iterable[tuple[int, str]] = ()):
+        """Check the stored state against the invariants, and the ledger against ``anchors``
+        (see ``audit.audit``)."""
+        return audit_.audit(self, anchors)
 
-    def verify_ledger(self, since: int = 1) -> LedgerVerdict:
-        """The hash-linked ledger, from event ``since`` on (1: the whole ledger)."""
+    def verify_ledger(self, since: int = 1,
+                      anchors: Iterable[tuple[int, str]] = ()) -> LedgerVerdict:
+        """The hash-linked ledger, from event ``since`` on (1: the whole ledger), and each
+        anchor ``(seq, hash)`` kept outside the database (a removed tail, a lost WAL or a
+        re-hashed chain does not match it)."""
         self._sync()
-        return self.ledger.verify(since)
+        return self.ledger.verify(since, anchors)
 
     def ledger_head(self) -> int:
         """The sequence number of the last ledger event (0 for none)."""

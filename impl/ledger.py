@@ -1,24 +1,65 @@
-"""The append-only, hash-linked event ledger.
+"""The append-only, hash-linked event ledger, every column under the chain.
 
 Every event (graph edits, seeds, imports and every decided request, rejections
-included) is one row: ``hash = sha256(prev || "\\n" || event || "\\n" || body)``
-where ``prev`` is the previous row's hash (the genesis row links to 64 zeros).
-The body of a request event holds the request, its response, the record fields
-it changed and the facts it recorded: enough to rebuild every table.
-``verify`` recomputes the chain and reports the first broken link.
+included) is one row ``(seq, prev, hash, event, task, key, body, chain)``. The
+body of a request event holds the request, its response, the record fields it
+changed and the facts it recorded: enough to rebuild every table.
+
+Chain version 2 (every row written since schema 3) hashes every column::
+
+    hash = sha256(prev "\\n" "2" "\\n" seq "\\n" event "\\n" json(task) "\\n" json(key) "\\n" body)
+
+(``json(None)`` is ``null``, so an absent task differs from an empty one; the
+version is hashed too). Version 1, the rows of a ledger made before schema 3,
+hashed ``prev "\\n" event "\\n" body`` only; those rows keep their hashes (anchors
+taken of them stay valid) and the migration appends one version-2
+``ledger-sealed`` event whose body holds the sha256 of every column of every
+version-1 row, so their ``seq``, ``task`` and ``key`` are under the chain from
+then on. Versions never decrease along the chain.
+
+``verify`` recomputes the chain and reports the first broken link; given
+*anchors* (``(seq, hash)`` pairs kept outside the database, see ``wgk kernel
+anchor``) it also reports a ledger that ends before an anchor (a removed tail, a
+lost WAL) or holds another hash at an anchored seq (an edited and re-hashed chain).
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterable, Iterator
 
 GENESIS = "0" * 64
+CHAIN = 2                      # the version new rows are hashed with
+SEALED = "ledger-sealed"       # the event that puts version-1 rows' columns under the chain
 
 
 def link(prev: str, event: str, body: str) -> str:
+    """Version 1: prev, event and body only (rows written before schema 3)."""
     return hashlib.sha256(f"{prev}\n{event}\n{body}".encode()).hexdigest()
+
+
+def link_v2(prev: str, seq: int, event: str, task: str | None, key: str | None, body: str) -> str:
+    """Version 2: every column (``pg_sql.APPEND`` computes the same text in SQL)."""
+    text = f"{prev}\n2\n{seq}\n{event}\n{json.dumps(task)}\n{json.dumps(key)}\n{body}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def row_hash(chain: int, prev: str, seq: int, event: str, task, key, body: str) -> str | None:
+    if chain == 1:
+        return link(prev, event, body)
+    if chain == 2:
+        return link_v2(prev, seq, event, task, key, body)
+    return None
+
+
+def columns_digest(rows: Iterable[tuple]) -> str:
+    """sha256 of every column of ``rows`` ((seq, prev, hash, event, task, key) each)."""
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(list(row)).encode() + b"\n")
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -39,9 +80,12 @@ class LedgerVerdict:
     head: str
     broken_at: int | None = None
     problem: str = ""
+    anchors: int = 0           # anchors checked (and held)
 
     def to_json(self) -> dict:
         out = {"ok": self.ok, "events": self.events, "head": self.head}
+        if self.anchors:
+            out["anchors"] = self.anchors
         if not self.ok:
             out.update({"broken-at": self.broken_at, "problem": self.problem})
         return out
@@ -49,7 +93,8 @@ class LedgerVerdict:
 
 class Ledger:
     #: The rows ``verify`` walks (the PostgreSQL ledger stops at its sealed head).
-    CHAINED = "SELECT seq, prev, hash, event, body FROM ledger WHERE seq >= ? ORDER BY seq"
+    CHAINED = ("SELECT seq, prev, hash, event, task, key, body, chain FROM ledger WHERE seq >= ? "
+               "ORDER BY seq")
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
@@ -73,9 +118,9 @@ class Ledger:
         """Append one event inside the caller's transaction; returns its seq."""
         seq, prev = self.head()
         seq += 1
-        digest = link(prev, event, body)
-        self.conn.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?)",
-                          (seq, prev, digest, event, task, key, body))
+        digest = link_v2(prev, seq, event, task, key, body)
+        self.conn.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                          (seq, prev, digest, event, task, key, body, CHAIN))
         self._head = (seq, digest)
         return seq
 
@@ -85,22 +130,63 @@ class Ledger:
                 (since,)):
             yield LedgerEvent(seq, event, task, key, body)
 
-    def verify(self, since: int = 1) -> LedgerVerdict:
+    def seal_body(self) -> str | None:
+        """The body of the ``ledger-sealed`` event for the version-1 rows (None: there are none)."""
+        rows = self.conn.execute("SELECT seq, prev, hash, event, task, key FROM ledger "
+                                 "WHERE chain = 1 ORDER BY seq").fetchall()
+        if not rows:
+            return None
+        return json.dumps({"sealed-through": rows[-1][0], "chain": 1,
+                           "columns": columns_digest(rows)}, sort_keys=True, separators=(",", ":"))
+
+    def verify(self, since: int = 1, anchors: Iterable[tuple[int, str]] = ()) -> LedgerVerdict:
         """Check every hash link from event ``since`` on (``since`` > 1 trusts the stored
-        hash of the event before it: a tail check after a restart)."""
-        prev, expected_seq, n = GENESIS, since, 0
+        hash of the event before it: a tail check after a restart), then the ``anchors``."""
+        want = dict(anchors)
+        prev, expected_seq, n, chain = GENESIS, since, 0, 1
         if since > 1:
-            row = self.conn.execute("SELECT hash FROM ledger WHERE seq = ?", (since - 1,)).fetchone()
+            row = self.conn.execute("SELECT hash, chain FROM ledger WHERE seq = ?",
+                                    (since - 1,)).fetchone()
             if row is None:
                 return LedgerVerdict(False, 0, GENESIS, since - 1, f"seq {since - 1} is missing")
-            prev = row[0]
-        for seq, stored_prev, digest, event, body in self.conn.execute(self.CHAINED, (since,)):
-            if seq != expected_seq:
-                return LedgerVerdict(False, n, prev, seq, f"seq {seq} follows {expected_seq - 1}")
-            if stored_prev != prev:
-                return LedgerVerdict(False, n, prev, seq, f"seq {seq} links to {stored_prev[:12]}, "
-                                                          f"previous hash is {prev[:12]}")
-            if link(prev, event, body) != digest:
-                return LedgerVerdict(False, n, prev, seq, f"seq {seq}: hash does not match its body")
-            prev, expected_seq, n = digest, expected_seq + 1, n + 1
-        return LedgerVerdict(True, n, prev)
+            prev, chain = row
+        for row in self.conn.execute(self.CHAINED, (since,)):
+            problem = self._broken(row, expected_seq, prev, chain)
+            if problem is None and row[0] in want and want[row[0]] != row[2]:
+                problem = (f"seq {row[0]}: hash {row[2][:12]} differs from its anchor "
+                           f"{want[row[0]][:12]} (the chain was rewritten)")
+            if problem is not None:
+                return LedgerVerdict(False, n, prev, row[0], problem)
+            prev, expected_seq, n, chain = row[2], expected_seq + 1, n + 1, row[7]
+        beyond = sorted(s for s in want if s >= expected_seq)
+        if beyond:
+            return LedgerVerdict(False, n, prev, beyond[0], (
+                f"the ledger ends at seq {expected_seq - 1} but an anchor holds seq {beyond[0]} "
+                "(a removed tail or a lost write-ahead log)"))
+        return LedgerVerdict(True, n, prev, anchors=len(want))
+
+    def _broken(self, row: tuple, expected_seq: int, prev: str, chain: int) -> str | None:
+        """What is wrong with one row given the one before it (None: it links)."""
+        seq, stored_prev, digest, event, task, key, body, version = row
+        if seq != expected_seq:
+            return f"seq {seq} follows {expected_seq - 1}"
+        if stored_prev != prev:
+            return f"seq {seq} links to {str(stored_prev)[:12]}, previous hash is {prev[:12]}"
+        if version not in (1, 2) or version < chain:
+            return f"seq {seq}: chain version {version} after version {chain}"
+        if row_hash(version, prev, seq, event, task, key, body) != digest:
+            return f"seq {seq}: hash does not match its columns"
+        if event == SEALED and self._seal_problem(body) is not None:
+            return f"seq {seq}: {self._seal_problem(body)}"
+        return None
+
+    def _seal_problem(self, body: str) -> str | None:
+        try:
+            sealed = json.loads(body)["sealed-through"]
+            rows = self.conn.execute("SELECT seq, prev, hash, event, task, key FROM ledger "
+                                     "WHERE seq <= ? ORDER BY seq", (int(sealed),)).fetchall()
+        except (ValueError, KeyError, TypeError):
+            return "the seal of the version-1 rows is unreadable"
+        if json.loads(body).get("columns") != columns_digest(rows):
+            return f"a column of a version-1 row through seq {sealed} differs from its seal"
+        return None

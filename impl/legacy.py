@@ -50,7 +50,30 @@ class ImportReport:
 def _status(value, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise LegacyError(f"{where}: 'status' must be a non-empty string")
+    if not _is_text(value):
+        raise LegacyError(f"{where}: 'status' {names.short(value)} is not Unicode text "
+                          "(invalid UTF-8, a lone surrogate or a NUL)")
     return value.strip().lower().replace("_", "-").replace(" ", "-")
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\0" not in value
+
+
+def _decode(text: str, where: str):
+    """One JSON value of the file, or a one-line ``LegacyError`` naming path and line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise LegacyError(f"{where}: {e.msg} (column {e.colno})") from None
+    except RecursionError:
+        raise LegacyError(f"{where}: JSON nested too deeply") from None
+    except ValueError as e:                     # an integer literal too long to convert
+        raise LegacyError(f"{where}: {str(e).split(':')[0]}") from None
 
 
 def _record(obj, line: int, original: str, where: str) -> LegacyRecord | None:
@@ -97,6 +120,10 @@ def _json_list_items(text: str, path: str) -> list[tuple[int, str, object]]:
             value, end = dec.raw_decode(text, i)
         except json.JSONDecodeError as e:
             raise LegacyError(f"{path}:{text.count(chr(10), 0, e.pos) + 1}: {e.msg}") from None
+        except RecursionError:
+            raise LegacyError(f"{path}:{line}: JSON nested too deeply") from None
+        except ValueError as e:                 # an integer literal too long to convert
+            raise LegacyError(f"{path}:{line}: {str(e).split(':')[0]}") from None
         items.append((line, text[i:end], value))
         i = end
 
@@ -115,10 +142,7 @@ def parse_legacy(path: str) -> tuple[list[LegacyRecord], list[int]]:
         for n, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
-            try:
-                items.append((n, line, json.loads(line)))
-            except json.JSONDecodeError as e:
-                raise LegacyError(f"{path}:{n}: {e.msg} (column {e.colno})") from None
+            items.append((n, line, _decode(line, f"{path}:{n}")))
     records, skipped, seen = [], [], {}
     for n, original, value in items:
         r = _record(value, n, original, f"{path}:{n}")
@@ -136,6 +160,8 @@ def import_legacy(kernel, path: str, credential: str | None = None) -> ImportRep
     """Import a legacy graph into ``kernel`` (see the module docstring)."""
     records, skipped = parse_legacy(path)
     source = os.path.basename(path)
+    if not _is_text(source):
+        raise LegacyError(f"{names.short(path)}: the file name is not Unicode text")
     report = ImportReport(source, skipped=skipped)
     known = set(kernel.names())
     in_file = {r.name for r in records}

@@ -57,8 +57,12 @@ def describe(what: str, name: object) -> str | None:
 
 
 def short(value: object, limit: int = 80) -> str:
-    """``repr`` of a value cut to ``limit`` characters (nested values shown shallowly)."""
-    text = _SHALLOW.repr(value)
+    """``repr`` of a value cut to ``limit`` characters (nested values shown shallowly; an
+    integer too long to print, by its size)."""
+    try:
+        text = _SHALLOW.repr(value)
+    except ValueError:                      # int -> str beyond the interpreter's digit limit
+        text = f"an integer of {value.bit_length()} bits" if isinstance(value, int) else "?"
     return text if len(text) <= limit else text[:limit] + "…"
 
 

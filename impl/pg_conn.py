@@ -176,6 +176,8 @@ class PgConnection:
         if self.early is not None:
             self.early = None
             self.queue.clear()
+            if self._ahead is not None and self._ahead[1].cur is None:
+                self._ahead = None                  # (its read was never sent)
             if self._started():
                 self.raw.execute("ROLLBACK")
 

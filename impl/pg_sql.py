@@ -67,12 +67,45 @@ BEGIN
 END $$"""
 LOCK = "SELECT name, stamp FROM wgk_lock(%s, %s, %s, %s)"
 
-#: The hash of one ledger event, in SQL (``ledger.link``: sha256 of prev, event and body
-#: joined by newlines, UTF-8, hex).
+#: The hash of one ledger event, in SQL: ``ledger.link_v2`` (chain version 2: sha256 of
+#: prev, "2", seq, event, the JSON of task and of key, and body, joined by newlines,
+#: UTF-8, hex). ``wgk_json`` is Python's ``json.dumps`` of a text: PostgreSQL escapes the
+#: same characters the same way, except that Python also escapes DEL and everything
+#: beyond ASCII (``\\u`` and four hex digits, surrogate pairs above U+FFFF), which the slow
+#: path does (``tests/test_pg_ledger.py`` compares both on awkward texts).
+JSON_SLOW = r"""
+CREATE OR REPLACE FUNCTION wgk_json_escaped(j TEXT) RETURNS TEXT
+LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+DECLARE
+  out TEXT := '';
+  c TEXT;
+  cp INTEGER;
+BEGIN
+  FOREACH c IN ARRAY regexp_split_to_array(j, '') LOOP
+    cp := ascii(c);
+    IF cp < 127 THEN
+      out := out || c;
+    ELSIF cp < 65536 THEN
+      out := out || '\u' || lpad(to_hex(cp), 4, '0');
+    ELSE
+      out := out || '\u' || to_hex(55296 + ((cp - 65536) >> 10))
+                 || '\u' || to_hex(56320 + ((cp - 65536) & 1023));
+    END IF;
+  END LOOP;
+  RETURN out;
+END $$"""
+JSON_TEXT = r"""
+CREATE OR REPLACE FUNCTION wgk_json(t TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN t IS NULL THEN 'null'
+              WHEN t ~ '^[\x01-\x7e]*$' THEN to_json(t)::TEXT
+              ELSE wgk_json_escaped(to_json(t)::TEXT) END
+$$"""
 LINK = """
-CREATE OR REPLACE FUNCTION wgk_link(prev TEXT, event TEXT, body TEXT) RETURNS TEXT
-LANGUAGE sql IMMUTABLE STRICT AS $$
-  SELECT encode(sha256(convert_to(prev || E'\\n' || event || E'\\n' || body, 'UTF8')), 'hex')
+CREATE OR REPLACE FUNCTION wgk_link(prev TEXT, seq BIGINT, event TEXT, task TEXT, key TEXT,
+                                    body TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $$
+  SELECT encode(sha256(convert_to(prev || E'\\n2\\n' || seq::TEXT || E'\\n' || event || E'\\n'
+                                  || wgk_json(task) || E'\\n' || wgk_json(key) || E'\\n' || body,
+                                  'UTF8')), 'hex')
 $$"""
 
 #: Seal: chain, in number order, the events after the sealed head that this transaction
@@ -100,8 +133,8 @@ BEGIN
   END IF;
   start := head;
   LOOP
-    UPDATE ledger SET prev = digest, hash = wgk_link(digest, event, body) WHERE seq = head + 1
-      RETURNING hash INTO linked;
+    UPDATE ledger SET prev = digest, hash = wgk_link(digest, seq, event, task, key, body)
+      WHERE seq = head + 1 RETURNING hash INTO linked;
     IF FOUND THEN
       head := head + 1;
       digest := linked;
@@ -113,7 +146,7 @@ BEGIN
     ELSIF NOT pg_try_advisory_xact_lock({LOCK_CLASS}, 1 + ((head + 1) % {SEQ_BUCKETS})::int) THEN
       EXIT;
     END IF;
-    INSERT INTO ledger (seq, event, body) VALUES (head + 1, 'skipped', '{{}}')
+    INSERT INTO ledger (seq, event, body, chain) VALUES (head + 1, 'skipped', '{{}}', 2)
       ON CONFLICT (seq) DO NOTHING;      -- (or its append committed meanwhile: chained next)
   END LOOP;
   IF head > start THEN
@@ -129,14 +162,14 @@ PG_MIGRATIONS: dict[int, list[str]] = {1: [
     "CREATE SEQUENCE ledger_seq",
     "SELECT setval('ledger_seq', max(seq)) FROM ledger HAVING max(seq) IS NOT NULL",
     "CREATE INDEX ledger_by_task ON ledger (task, seq)",
-    LINK, SEAL_FUNCTION, LOCK_FUNCTION,
+    JSON_SLOW, JSON_TEXT, LINK, SEAL_FUNCTION, LOCK_FUNCTION,
 ]}
 PG_SCHEMA_VERSION = max(PG_MIGRATIONS)
 
 #: One append: the next number of the ledger's sequence, its bucket held (shared) until
 #: COMMIT (a sealer that finds the number missing knows the append may still commit);
 #: written unchained, chained by the next seal (``pg_conn.SEAL_EVERY``, ``verify``).
-APPEND = (f"INSERT INTO ledger (seq, event, task, key, body) SELECT n.s, %s, %s, %s, %s "
+APPEND = (f"INSERT INTO ledger (seq, event, task, key, body, chain) SELECT n.s, %s, %s, %s, %s, 2 "
           f"FROM (SELECT nextval('ledger_seq') AS s) n CROSS JOIN LATERAL "
           f"(SELECT pg_advisory_xact_lock_shared({LOCK_CLASS}, 1 + (n.s % {SEQ_BUCKETS})::int)) b "
           f"RETURNING seq")

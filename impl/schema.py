@@ -106,8 +106,16 @@ CREATE INDEX edges_by_dep ON edges (dep, task);
 CREATE INDEX task_view_ready ON task_view (status, pending);
 """
 
+#: Every ledger column under the hash chain: rows written from now on carry chain version 2
+#: (``ledger``); the rows already there stay version 1 and are sealed by one event
+#: (``LEDGER_SEAL_VERSION``: the store appends it right after this step).
+SCHEMA_V3 = """
+ALTER TABLE ledger ADD COLUMN chain INTEGER NOT NULL DEFAULT 1
+"""
+LEDGER_SEAL_VERSION = 3
+
 #: version -> the SQL that takes a database from version - 1 to version.
-MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2}
+MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Tables whose rows the ledger must reproduce exactly (``rebuild``).

@@ -19,8 +19,10 @@ from typing import Any
 
 from .errors import StoreError
 from .hooks import COMMIT, Boundary, Hook, no_hook
-from .ledger import Ledger
-from .schema import MIGRATIONS, PROJECTED_TABLES, SCHEMA_VERSION  # noqa: F401  (re-exported)
+from .ledger import SEALED, Ledger
+from .schema import (  # noqa: F401  (re-exported)
+    LEDGER_SEAL_VERSION, MIGRATIONS, PROJECTED_TABLES, SCHEMA_VERSION,
+)
 
 
 @dataclass(frozen=True)
@@ -143,8 +145,17 @@ class Store:
                         self.conn.execute(statement)
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema-version', ?)",
                                   (str(version),))
+                self.after_migration(version)
                 applied.append(version)
         return applied
+
+    def after_migration(self, version: int) -> None:
+        """What a migration step does beyond its SQL: schema 3 seals the version-1 rows of
+        the ledger with one ``ledger-sealed`` event (nothing for an empty ledger)."""
+        if version == LEDGER_SEAL_VERSION:
+            body = self.ledger().seal_body()
+            if body is not None:
+                self.ledger().append(SEALED, body)
 
     def meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

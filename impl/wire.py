@@ -4,6 +4,11 @@ A request is a JSON object with kebab-case keys (docs/vocabulary.md). It is
 parsed into a frozen ``Request``; anything malformed raises ``BadRequest``
 naming the field, and is never journaled (it is not a request at all).
 
+A request is input from anyone: ``parse`` is total on any Python value (a JSON
+value of any shape, nesting or size) and refuses in one short line what no
+store can hold (strings that are not text: lone surrogates, NUL; integers
+outside 64 bits), echoing at most a short, shallow ``repr`` of the value.
+
 The digest is sha256 of the canonical JSON of the normalised request without
 its key: sorted keys, no whitespace, defaults omitted, owner epochs filled in.
 Two requests have the same bytes iff their digests are equal.
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from . import names
+from .names import short
 from .errors import BadRequest
 from .vocabulary import (
     ACTORS, AUTHORITY, NEEDS_CAPABILITY, DISPOSITIONS, EXITS, KINDS, PHASES, REASONS,
@@ -99,22 +105,51 @@ _LABELS = {"kind": frozenset(KINDS), "actor": frozenset(ACTORS),
            "disposition": frozenset(DISPOSITIONS), "reason": frozenset(REASONS)}
 
 
+#: Integers are stored as 64-bit signed values (SQLite INTEGER, PostgreSQL BIGINT).
+INT_MIN, INT_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def _text_problem(v: str) -> str | None:
+    """Why a string is not text every store holds (a lone surrogate, a NUL), or None."""
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"not Unicode text: a lone surrogate U+{ord(v[e.start]):04X} at position {e.start}"
+    if "\0" in v:
+        return f"a NUL character at position {v.index(chr(0))}"
+    return None
+
+
+def _string(v: object, where: str) -> str:
+    if type(v) is not str:
+        raise BadRequest(f"request field '{where}': expected a string, got {short(v)}")
+    problem = _text_problem(v)
+    if problem is not None:
+        raise BadRequest(f"request field '{where}': {problem}")
+    return v
+
+
 def _label(body: Mapping, name: str, *, required: bool = False) -> str | None:
     v = body.get(name)
     if v is None:
         if required:
-            raise BadRequest(f"request has no {name!r}")
+            raise BadRequest(f"request has no '{name}'")
         return None
     if type(v) is not str or v not in _LABELS[name]:
-        raise BadRequest(f"request field {name!r}: unknown label {v!r}")
+        raise BadRequest(f"request field '/{name}': unknown label {short(v)}")
     return v
 
 
-def _int(body: Mapping, name: str, *, where: str = "request field") -> int | None:
+def _int(body: Mapping, name: str, *, where: str = "") -> int | None:
     v = body.get(name)
-    if v is None or type(v) is int:
+    if v is None:
         return v
-    raise BadRequest(f"{where} {name!r}: expected an integer, got {v!r}")
+    if type(v) is not int:
+        raise BadRequest(f"request field '{where}/{name}': expected an integer, got {short(v)}")
+    if not INT_MIN <= v <= INT_MAX:
+        raise BadRequest(f"request field '{where}/{name}': integer {short(v, 24)} is outside "
+                         "64 bits")
+    return v
 
 
 def _content(body: Mapping, name: str) -> str | None:
@@ -122,36 +157,35 @@ def _content(body: Mapping, name: str) -> str | None:
     v = body.get(name)
     if v is None or v == "":
         return None
-    if type(v) is not str:
-        raise BadRequest(f"request field {name!r}: a content id is a string, got {v!r}")
-    return v
+    return _string(v, f"/{name}")
 
 
 def _text(body: Mapping, name: str, *, required: bool = False) -> str:
     v = body.get(name)
     if v is None:
         if required:
-            raise BadRequest(f"request has no {name!r}")
+            raise BadRequest(f"request has no '{name}'")
         return ""
-    if type(v) is not str:
-        raise BadRequest(f"request field {name!r}: expected a string, got {v!r}")
-    return v
+    return _string(v, f"/{name}")
+
+
+def _keys(v: Mapping) -> str:
+    shown = sorted(short(k, 40) for k in v)
+    return ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
 
 
 def _capability(v: Any) -> Capability | None:
     if v is None:
         return None
     if not isinstance(v, Mapping):
-        raise BadRequest(f"request field 'cap': expected an object, got {v!r}")
+        raise BadRequest(f"request field '/cap': expected an object, got {short(v)}")
     if len(v) != 6 or not all(f in v for f in _CAP_FIELDS):
-        extra = set(v) - set(_CAP_FIELDS)
+        extra = [k for k in v if k not in _CAP_FIELDS]
         missing = [f for f in _CAP_FIELDS if f not in v]
-        raise BadRequest("request field 'cap': " + (
-            f"unknown keys {sorted(extra)}" if extra else f"missing {missing}"))
-    graph, task = v["graph"], v["task"]
-    if type(graph) is not str or type(task) is not str:
-        raise BadRequest(f"cap fields 'graph' and 'task' are strings, got {graph!r}, {task!r}")
-    nums = [_int(v, f, where="cap field") for f in _CAP_FIELDS[2:]]
+        raise BadRequest("request field '/cap': " + (
+            f"unknown keys {_keys(dict.fromkeys(extra))}" if extra else f"missing {missing}"))
+    graph, task = _string(v["graph"], "/cap/graph"), _string(v["task"], "/cap/task")
+    nums = [_int(v, f, where="/cap") for f in _CAP_FIELDS[2:]]
     return Capability(graph, task, *nums)
 
 
@@ -159,22 +193,24 @@ def _owner(v: Any) -> Owner | None:
     if v is None:
         return None
     if not isinstance(v, Mapping):
-        raise BadRequest(f"request field 'owner': expected an object, got {v!r}")
-    extra = set(v) - _OWNER_FIELDS
+        raise BadRequest(f"request field '/owner': expected an object, got {short(v)}")
+    extra = [k for k in v if k not in _OWNER_FIELDS]
     if extra:
-        raise BadRequest(f"request field 'owner': unknown keys {sorted(extra)}")
-    pid = _int(v, "pid", where="owner field")
-    birth = _int(v, "birth", where="owner field")
+        raise BadRequest(f"request field '/owner': unknown keys {_keys(dict.fromkeys(extra))}")
+    pid = _int(v, "pid", where="/owner")
+    birth = _int(v, "birth", where="/owner")
     if pid is None or birth is None:
-        raise BadRequest("request field 'owner': needs 'pid' and 'birth'")
+        raise BadRequest("request field '/owner': needs 'pid' and 'birth'")
     if pid <= 0 or birth <= 0:
-        raise BadRequest("request field 'owner': pid and birth must be positive (0 means no process)")
+        raise BadRequest("request field '/owner': pid and birth must be positive (0 means no process)")
     session = v.get("session")
     if isinstance(session, bool) or not isinstance(session, (str, int, type(None))):
-        raise BadRequest(f"owner field 'session': expected a string, got {session!r}")
-    session = None if session is None or session == "" else str(session)
-    we = _int(v, "wrapper-epoch", where="owner field")
-    ce = _int(v, "child-epoch", where="owner field")
+        raise BadRequest(f"request field '/owner/session': expected a string, got {short(session)}")
+    if type(session) is int:
+        session = str(_int(v, "session", where="/owner"))
+    session = None if session is None or session == "" else _string(session, "/owner/session")
+    we = _int(v, "wrapper-epoch", where="/owner")
+    ce = _int(v, "child-epoch", where="/owner")
     return Owner(pid, birth, session, 1 if we is None else we, 1 if ce is None else ce)
 
 
@@ -184,15 +220,16 @@ def parse(body: Any) -> Request:
         if not isinstance(body, Mapping):
             raise BadRequest(f"a request is a JSON object, got {type(body).__name__}")
         body = dict(body)
-    if not body.keys() <= _FIELDS:
-        extra = set(body) - _FIELDS
-        raise BadRequest(f"request has unknown fields: {', '.join(sorted(extra))}")
+    extra = [k for k in body if k not in _FIELDS]
+    if extra:
+        raise BadRequest(f"request has unknown fields: {_keys(dict.fromkeys(extra))}")
     kind = _label(body, "kind", required=True)
     actor = _label(body, "actor", required=True)
     task = _text(body, "task", required=True)
     key = _text(body, "key", required=True)
     if not key:
         raise BadRequest("request has an empty 'key'")
+    # every string a store will hold is text (checked where it is read, above)
     deadline = _int(body, "deadline")
     r = Request(
         kind=kind, actor=actor, task=task, key=key,

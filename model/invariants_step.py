@@ -135,7 +135,7 @@ def no_phase_skip(s: State, r, d, s2: State) -> Any:
     return all_of(*[ok(t, t2) for _, t, t2 in pairs(s, s2)])
 
 
-@prop("retained-work-never-erased", scope="step", incidents=(2, 4, 3))
+@prop("retained-work-never-erased", scope="step", incidents=(2, 4, 3, 24, 25))
 def retained_work_never_erased(s: State, r, d, s2: State) -> Any:
     """Bytes in a worktree are never removed or replaced by the kernel unless saved or retained."""
     def ok(t, t2):
@@ -200,7 +200,7 @@ def keys_per_principal(s: State, r, d, s2: State) -> Any:
     return implies(not_(used), all_of(d.kind != D.DUPLICATE, d.code != Code.IDEMPOTENCY_CONFLICT))
 
 
-@prop("rejection-changes-nothing", scope="step", incidents=(10, 12))
+@prop("rejection-changes-nothing", scope="step", incidents=(10, 12, 24))
 def rejection_changes_nothing(s: State, r, d, s2: State) -> Any:
     """A rejected request changes nothing but its own journal entry."""
     from dataclasses import replace

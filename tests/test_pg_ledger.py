@@ -174,3 +174,27 @@ def test_kill_9_mid_request_then_the_same_key_gives_one_decision(pg_dsn, when, s
     skipped = [r[0] for r in k.conn.execute("SELECT seq FROM ledger WHERE event = 'skipped'")]
     assert skipped == ([4] if sent == "sent" and when == "before" else [])
     k.close()
+
+
+AWKWARD = [None, "", "plain-key_1.2", 'q"uote', "back\\slash", "tab\tnew\nline\r", "\x01\x1f\x7f",
+           "caf\u00e9", "\u20ac 5", "\U0001F600 astral", "mixed \u00e9\"\\\n\U0001F600", "/slash"]
+
+
+def test_the_seal_hashes_every_column_as_the_ledger_does(pg_dsn):
+    """The chain is computed in SQL (``wgk_link``) and checked in Python (``ledger.link_v2``):
+    the same hash for texts PostgreSQL and Python encode differently as JSON (non-ASCII)."""
+    from wgk.impl.ledger import link_v2
+    k = kernel(pg_dsn)
+    for text in AWKWARD:
+        got = k.conn.native("SELECT wgk_link(%s, 7, 'request', %s, %s, %s)",
+                            ("0" * 64, text, text, "{}")).fetchone()[0]
+        assert got == link_v2("0" * 64, 7, "request", text, text, "{}"), repr(text)
+    k.create_graph("g", [TaskPolicy("a")])
+    for n, text in enumerate(t for t in AWKWARD if t):
+        answer = k.handle({"kind": "heartbeat", "actor": "worker", "task": "a", "key": text,
+                           "cap": {"graph": "g", "task": "a", "generation": 0, "attempt": 1,
+                                   "fence": 1, "lease-epoch": 1}, "evidence": f"e{n}"})
+        assert answer.get("decision") == "rejected", answer      # no attempt: still journaled
+    verdict = k.verify_ledger()
+    assert verdict.ok and verdict.events == 2 + len(AWKWARD) - 2
+    k.close()

@@ -6,12 +6,14 @@ import sys
 
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
+from wgk.conformance.oracle.fuzz_shapes import SHAPES
 from wgk.conformance.cli.output import emit_json
 
 HELP = "generate request sequences from every actor (hypothesis) and check every step"
 EXAMPLES = """  wgk fuzz
   wgk fuzz --examples 500 --steps 40 --seed 7 --out traces/counterexamples
   wgk fuzz --system model --tasks 3 --json
+  wgk fuzz --system both --shape diamond --examples 100
 """
 
 SYSTEMS = ("model", "impl", "both")
@@ -21,7 +23,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--examples", type=int, default=200, help="runs to generate (default 200)")
     p.add_argument("--steps", type=int, default=30, help="steps per run (default 30)")
     p.add_argument("--seed", type=int, default=None, help="seed for a reproducible campaign")
-    p.add_argument("--tasks", type=int, default=2, help="tasks in the generated chain (default 2)")
+    p.add_argument("--tasks", type=int, default=2, help="tasks in the generated graph (default 2)")
+    p.add_argument("--shape", choices=SHAPES, default="chain",
+                   help="the graph's shape: a chain, a fan-in (the last task depends on every other) "
+                        "or a diamond (a root, branches, a join); default chain")
     p.add_argument("--review", action="store_true", help="every second task requires a review")
     p.add_argument("--system", choices=SYSTEMS, default="model",
                    help="model alone, or the implementation in lockstep with it (default model)")
@@ -35,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def system_factory(name: str):
     if name == "model":
         return None
-    from wgk.conformance import impl_system          # the implementation in lockstep with the model
+    from wgk.conformance.oracle import impl_system   # the implementation in lockstep with the model
     return impl_system.factory()
 
 
@@ -47,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         factory = system_factory(args.system)
     except ImportError:
         raise UsageError(f"--system {args.system} is not available in this build") from None
-    config = FuzzConfig(tasks=args.tasks, review=args.review, system=factory)
+    config = FuzzConfig(tasks=args.tasks, review=args.review, shape=args.shape, system=factory)
     if not args.json:
         print(f"generating {args.examples} runs of up to {args.steps} steps "
               f"({args.system}{', seed ' + str(args.seed) if args.seed is not None else ''}) ...",

@@ -11,6 +11,7 @@ from wgk.conformance.cli.backend_arg import add_backend_argument, backend_dsn
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.oracle.lockstep import Divergence
 from wgk.conformance.oracle.replay import TraceResult, replay
+from wgk.conformance.oracle.real_world import world_for
 from wgk.conformance.oracle.select import CHOICES, systems_for
 from wgk.conformance.oracle.systems import StepError
 from wgk.conformance.cli.output import emit_json
@@ -37,6 +38,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cut-checks", choices=("thorough", "scoped"), default="thorough",
                    help="after each cut compare everything (default), or only what the step can "
                         "touch, at a cost that does not grow with the trace (long recorded traces)")
+    p.add_argument("--world", choices=("memory", "real"), default="memory",
+                   help="the implementation's environment: in memory (default), or a fresh real "
+                        "git repository and real child processes where the trace's steps allow "
+                        "(pid reuse and seeded attempts stay in memory; the clock is logical)")
     add_backend_argument(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -52,6 +57,7 @@ def reproduce(result: TraceResult, args: argparse.Namespace) -> str:
     flags = " --crash-cuts" if args.crash_cuts else ""
     flags += " --kill" if args.kill else ""
     flags += f" --backend {args.backend}" if getattr(args, "backend", "sqlite") != "sqlite" else ""
+    flags += " --world real" if getattr(args, "world", "memory") == "real" else ""
     return f"wgk replay {result.path or result.id} --system {args.system}{flags}"
 
 
@@ -68,8 +74,9 @@ def unchecked_warning(trace, args: argparse.Namespace) -> str | None:
 
 def replay_one(trace, args: argparse.Namespace, progress) -> TraceResult:
     """Replay one trace; with --crash-cuts every cut's divergences join the result."""
+    world = world_for(trace)[0] if getattr(args, "world", "memory") == "real" else "memory"
     try:
-        systems = systems_for(trace, args.system)
+        systems = systems_for(trace, args.system, world)
     except StepError as e:
         return TraceResult(trace.id, trace.path, (args.system,), (), (Divergence(
             trace.id, None, args.system, "step-error", None, "set up the trace", str(e)),))
@@ -82,7 +89,7 @@ def replay_one(trace, args: argparse.Namespace, progress) -> TraceResult:
         return result
     from wgk.conformance.oracle.crashcuts import crash_cuts
     cuts = crash_cuts(trace, mode="kill" if args.kill else "in-process", checks=args.cut_checks,
-                      progress=progress)
+                      progress=progress, world=world)
     extra = tuple(d for c in cuts.cuts for d in c.divergences)
     return replace(result, divergences=result.divergences + extra, crash_cuts=len(cuts.cuts))
 

@@ -168,19 +168,23 @@ class Child:
         self.p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
         self.pid = self.p.pid
 
-    def zombie(self, timeout: float = 10.0) -> None:
-        """Wait until the child has exited and is not reaped (state Z in /proc)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc_state(self.pid) == "Z":
-                return
-            time.sleep(0.005)
-        raise Breach(f"child {self.pid} never became a zombie")
+    def zombie(self) -> None:
+        wait_zombie(self.pid)
 
     def close(self) -> None:
         if self.p.poll() is None:
             self.p.kill()
         self.p.wait()
+
+
+def wait_zombie(pid: int, timeout: float = 10.0) -> None:
+    """Wait until child ``pid`` has exited and is not reaped (state Z in /proc)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc_state(pid) == "Z":
+            return
+        time.sleep(0.002)
+    raise Breach(f"child {pid} never became a zombie")
 
 
 def proc_state(pid: int) -> str | None:

@@ -40,7 +40,9 @@ from typing import Callable
 from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook, pg
 from wgk.impl.backends import open_store
 
+from wgk.conformance.oracle.daemon import undone
 from wgk.conformance.oracle.impl_system import ImplSystem, database
+from wgk.conformance.oracle.real_world import real_world, restore_world, snapshot_world
 from wgk.conformance.oracle.lockstep import Divergence, Observed, diff_values, is_valid_step
 from wgk.conformance.oracle.systems import ModelSystem, StepError
 from wgk.conformance.traces.format import Trace
@@ -88,7 +90,7 @@ class CrashCutResult:
 @dataclass
 class _Snapshot:
     db: str            # a consistent copy of the database (SQLite backup API)
-    world: object      # a deep copy of the world the kernel acts on
+    world: object      # the world the kernel acts on, copied (``snapshot_world``)
     head: int          # the last ledger event before the step
     daemon: str | None = None   # the trace principal the daemon converges as
 
@@ -101,7 +103,8 @@ def _snapshot(impl: ImplSystem, path: str) -> _Snapshot:
         dst = sqlite3.connect(path)              # the SQLite backup API
         impl.kernel.conn.backup(dst)
         dst.close()
-    return _Snapshot(path, copy.deepcopy(impl.world), impl.kernel.ledger_head(), impl.daemon)
+    world = snapshot_world(impl.world, path + ".world")
+    return _Snapshot(path, world, impl.kernel.ledger_head(), impl.daemon)
 
 
 #: What is compared after a cut: "thorough" (the whole projection, the whole ledger,
@@ -145,12 +148,12 @@ def _restore(snap: _Snapshot, path: str, hook) -> ImplSystem:
         store = open_store(path)
         store.restore(snap.db)
         store.close()
-        return ImplSystem.reopen(path, copy.deepcopy(snap.world), hook=hook, daemon=snap.daemon)
+        return ImplSystem.reopen(path, restore_world(snap.world), hook=hook, daemon=snap.daemon)
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
     shutil.copyfile(snap.db, path)
-    return ImplSystem.reopen(path, copy.deepcopy(snap.world), hook=hook, daemon=snap.daemon)
+    return ImplSystem.reopen(path, restore_world(snap.world), hook=hook, daemon=snap.daemon)
 
 
 #: Projection facts that are the world's, not the kernel's: an external effect
@@ -175,19 +178,19 @@ def _divergence(trace: Trace, step: int, what: str, request, expected, actual, d
 
 def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
                steps: range | None = None, checks: str = "thorough",
-               progress: Callable[[str], None] | None = None) -> CrashCutResult:
-    """Every crash cut of one trace: ``mode`` "in-process" (fast) or "kill" (a real kill -9).
-
-    ``steps`` restricts the cuts to those steps (snapshots are taken only there)."""
+               progress: Callable[[str], None] | None = None, world: str = "memory") -> CrashCutResult:
+    """Every crash cut of one trace: ``mode`` "in-process" (fast) or "kill" (a real kill -9);
+    ``world`` "memory" or "real" (``real_world``). ``steps`` restricts the cuts to those steps
+    (snapshots are taken only there)."""
     wanted = steps if steps is not None else range(len(trace.steps))
     model = ModelSystem(trace)
     recorder = Recorder()
-    impl = ImplSystem(trace, hook=recorder)
+    snapdir = tempfile.TemporaryDirectory(prefix="wgk-snap-")
+    impl = ImplSystem(trace, hook=recorder, world=real_world(world, trace, snapdir.name))
     projections = [model.project()]
     decisions: list[dict | None] = []
     snapshots: list[_Snapshot | None] = []
     calls: list[list] = []
-    snapdir = tempfile.TemporaryDirectory(prefix="wgk-snap-")
     try:
         for n, step in enumerate(trace.steps):
             snapshots.append(_snapshot(impl, os.path.join(snapdir.name, f"before-{n}.db"))
@@ -217,6 +220,7 @@ def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
                 cuts.append(cut)
                 if progress:
                     progress(f"  cut {len(cuts)}: {cut.name} {cut.verdict}")
+    getattr(impl.world, "close", lambda: None)()
     snapdir.cleanup()
     return CrashCutResult(trace.id, trace.path, cuts, mode)
 
@@ -359,16 +363,6 @@ def _finish(trace: Trace, k: int, impl: ImplSystem, where: str) -> list[Divergen
     return is_valid_step(Observed(None, model.project()), Observed(None, impl.project()),
                          trace=trace.id, step=None, system="impl", request=None, decided=False,
                          boundary=where, what=("final-decision", "final-projection")).divergences
-
-
-def undone(kernel: Kernel, report) -> list[str]:
-    """Due actions a convergence left undone: a scheduled way forward whose deadline has come
-    (a transaction to drive, a dead owner to declare lost, a suspect to probe, a repair to
-    mark), and every task it stalled on."""
-    now = kernel.env.clock.now()
-    out = [f"{name}: {p.action} due since {p.deadline}" for name in kernel.names()
-           if (p := kernel.plan(name)) is not None and p.way == "scheduled" and p.deadline <= now]
-    return out + [f"{name}: stalled" for name in report.stalled]
 
 
 def _fixpoint(trace: Trace, k: int, request: dict, kernel: Kernel, report,

@@ -19,6 +19,9 @@ or the task is left alone for the rest of the run (stalled). Runnable work
 deterministic, so that the journal both sides keep is the same: they are the
 daemon's wire contract (``converge:<task>:...``), written here from that
 contract and in the implementation from its own.
+
+``undone(kernel, report)`` is the other half: after the implementation's
+convergence, no due action may be left undone (its fixpoint).
 """
 from __future__ import annotations
 
@@ -129,3 +132,13 @@ def converge(system, after_each=None) -> list[tuple[dict, dict]]:
         if not progressed:
             break
     return sent
+
+
+def undone(kernel, report) -> list[str]:
+    """Due actions a convergence left undone: a scheduled way forward whose deadline has come
+    (a transaction to drive, a dead owner to declare lost, a suspect to probe, a repair to
+    mark), and every task it stalled on."""
+    now = kernel.env.clock.now()
+    out = [f"{name}: {p.action} due since {p.deadline}" for name in kernel.names()
+           if (p := kernel.plan(name)) is not None and p.way == "scheduled" and p.deadline <= now]
+    return out + [f"{name}: stalled" for name in report.stalled]

@@ -11,7 +11,6 @@ that replays it.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +28,10 @@ from wgk.model.vocab import (
     TRANSACTION_KINDS,
 )
 
+from wgk.conformance.oracle.fuzz_shapes import one_field_changed, shaped_graph
 from wgk.conformance.oracle.lockstep import Observed, Oracle
 from wgk.conformance.oracle.systems import ModelSystem, StepError
+from wgk.conformance.traces.format import TraceError, Trace, validate, write_trace
 
 CONTENTS = ("w1", "w2", "w3", "w4")
 EVIDENCE = ("e1", "e2", "e3")
@@ -38,16 +39,14 @@ FOREIGN = ("moved-1", "moved-2")
 
 
 def chain_graph(tasks: int, *, review: bool = False) -> dict:
-    names = [f"t{n + 1}" for n in range(tasks)]
-    return {"id": "g", "target": "main-0", "tasks": [
-        {"name": n, "deps": [names[i - 1]] if i else [], "review-required": review and i % 2 == 1,
-         "requires-assignment": False} for i, n in enumerate(names)]}
+    return shaped_graph(tasks, "chain", review=review)
 
 
 @dataclass
 class FuzzConfig:
     tasks: int = 2
     review: bool = False
+    shape: str = "chain"                            # fuzz_shapes.SHAPES
     system: Callable[[dict], Any] | None = None     # factory: graph spec -> system under test
     ignore: tuple[str, ...] = ()
 
@@ -121,7 +120,8 @@ class _Drawing:
                          label="cap")
         if mode != "none":
             req["cap"] = {"graph": c.graph, "task": c.task, "generation": c.generation,
-                          "attempt": c.attempt - (mode == "stale"), "fence": c.fence - (mode == "stale"),
+                          "attempt": max(0, c.attempt - (mode == "stale")),
+                          "fence": max(0, c.fence - (mode == "stale")),
                           "lease-epoch": 0 if mode == "no-lease" else c.lease_epoch}
 
     def _expectations(self, data, req: dict, kind: Kind, task: str, t) -> None:
@@ -129,13 +129,13 @@ class _Drawing:
         if kind in TRANSACTION_KINDS:
             if t is not None:
                 req["expected-phase"] = current_phase(self.model.state, task).label
-                req["expected-revision"] = t.revision - data.draw(st.sampled_from([0] * 9 + [1]),
-                                                                  label="stale-revision")
+                req["expected-revision"] = max(0, t.revision - data.draw(
+                    st.sampled_from([0] * 9 + [1]), label="stale-revision"))
             else:
                 req["expected-phase"], req["expected-revision"] = "absent", 0
         if _carries(kind, "expected_attempt"):
-            req["expected-attempt"] = (t.attempt if t is not None else 0) - data.draw(
-                st.sampled_from([0] * 9 + [1]), label="stale-attempt")
+            req["expected-attempt"] = max(0, (t.attempt if t is not None else 0) - data.draw(
+                st.sampled_from([0] * 9 + [1]), label="stale-attempt"))
         if _carries(kind, "expected_generation"):
             req["expected-generation"] = t.generation if t is not None else 0
 
@@ -216,10 +216,15 @@ class _KernelMachine(_Drawing, RuleBasedStateMachine):
         LAST_RUN.steps = self.steps
 
     def _key(self, data, req: dict) -> None:
-        policy = data.draw(st.sampled_from(["fresh"] * 10 + ["replay", "conflict"]), label="key")
+        policy = data.draw(st.sampled_from(["fresh"] * 10 + ["replay", "conflict", "one-field"]),
+                           label="key")
         if policy == "replay" and self.last_request is not None:
             req.clear()
             req.update(self.last_request)
+            return
+        if policy == "one-field" and self.last_request is not None:
+            req.clear()                       # the same key, exactly one field changed
+            req.update(one_field_changed(data, self.last_request))
             return
         if policy == "conflict" and self.last_request is not None:
             req["key"] = self.last_request["key"]
@@ -287,8 +292,8 @@ class _KernelMachine(_Drawing, RuleBasedStateMachine):
 
 
 def make_machine(config: FuzzConfig):
-    """The Hypothesis state machine for a chain of ``config.tasks`` tasks."""
-    graph = chain_graph(config.tasks, review=config.review)
+    """The Hypothesis state machine for a graph of ``config.shape`` with ``config.tasks`` tasks."""
+    graph = shaped_graph(config.tasks, config.shape, review=config.review)
     return type("KernelMachine", (_KernelMachine,), {"graph": graph, "config": config})
 
 
@@ -335,6 +340,19 @@ def counterexample_trace(graph: dict, steps: list[dict], *, seed: int | None, fa
     }
 
 
+def write_counterexample(doc: dict, out_dir: str, failure: str) -> tuple[str | None, str]:
+    """Write a counterexample only as a valid trace (schema and semantics); one that is not is
+    written nowhere and its failure says why. The path and the failure."""
+    path = os.path.join(out_dir, f"{doc['id']}.json")
+    try:
+        validate(doc, path)
+    except TraceError as e:
+        return None, f"{failure}\n(not written: the counterexample is not a valid trace: {e})"
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    write_trace(Trace.from_json(doc, path), path)
+    return path, failure
+
+
 def run_fuzz(config: FuzzConfig, *, examples: int = 200, steps: int = 30, seed: int | None = None,
              out_dir: str | None = None, database: str | None = None) -> FuzzResult:
     """Run the state machine; on failure write the shrunk run as a trace."""
@@ -352,11 +370,9 @@ def run_fuzz(config: FuzzConfig, *, examples: int = 200, steps: int = 30, seed: 
         failure = str(e)
         path = None
         if out_dir is not None:
-            trace = counterexample_trace(chain_graph(config.tasks, review=config.review),
-                                         LAST_RUN.steps, seed=seed, failure=failure)
-            Path(out_dir).mkdir(parents=True, exist_ok=True)
-            path = os.path.join(out_dir, f"{trace['id']}.json")
-            Path(path).write_text(json.dumps(trace, indent=2) + "\n")
+            doc = counterexample_trace(shaped_graph(config.tasks, config.shape, review=config.review),
+                                       LAST_RUN.steps, seed=seed, failure=failure)
+            path, failure = write_counterexample(doc, out_dir, failure)
         return FuzzResult("fail", examples, seed, failure, path, len(LAST_RUN.steps),
                           lockstep=config.system is not None)
     return FuzzResult("pass", examples, seed)

@@ -28,8 +28,9 @@ from wgk.impl import (
 
 from wgk.impl import pg
 from wgk.conformance.oracle.impl_world import apply_env
+from wgk.conformance.oracle.real_world import RealWorld
 from wgk.conformance.oracle.systems import (
-    CONVERGE, StepError, credential_of, daemon_principal, env_part, split_principal,
+    CONVERGE, StepError, credential_of, daemon_principal, env_part, split_principal, with_ready,
 )
 
 #: The database every ImplSystem opens: None for a SQLite file in its directory, or a
@@ -101,14 +102,17 @@ class ImplSystem:
     name = "impl"
 
     def __init__(self, source: Any, initial: dict | None = None, *, workdir: str | None = None,
-                 hook=no_hook):
+                 hook=no_hook, world: Any = "memory"):
         graph = getattr(source, "graph", source)
         initial = getattr(source, "initial", initial) or {}
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="wgk-impl-")
         self.workdir = workdir or self._tmp.name
         self._db = database(self.workdir)
         self.path = self._db.__enter__()
-        self.world = MemoryWorld.create(target=graph.get("target", "main-0"))
+        target = graph.get("target", "main-0")
+        self.world = (world if isinstance(world, RealWorld) else
+                      RealWorld(os.path.join(self.workdir, "world"), target) if world == "real"
+                      else MemoryWorld.create(target=target))
         self.hook = hook
         self.daemon = daemon_principal(graph)
         self.kernel = Kernel(self.path, self.world.environment(), hook=hook)
@@ -173,7 +177,7 @@ class ImplSystem:
         self.kernel = Kernel(self.path, self.world.environment(), hook=self.hook)
 
     def project(self) -> dict:
-        return self.kernel.project()
+        return with_ready(self.kernel.project(), self.kernel.ready())
 
     def check(self) -> list[str]:
         return []
@@ -181,6 +185,8 @@ class ImplSystem:
     def close(self) -> None:
         try:
             self.kernel.close()
+            if hasattr(self.world, "close"):
+                self.world.close()
         finally:
             if self._db is not None:
                 self._db.__exit__(None, None, None)
@@ -192,3 +198,44 @@ class ImplSystem:
 def factory():
     """For ``wgk fuzz --system impl``: graph spec -> a fresh implementation."""
     return lambda graph: ImplSystem(graph)
+
+
+class TwoKernels(ImplSystem):
+    """Two kernels (two connections) on one database and one world, taking a trace's steps in
+    turn; the state is read through the kernel that did not take the last step, so each sees
+    what the other committed (no cache may outlive another connection's commit)."""
+
+    name = "impl"
+
+    def __init__(self, source: Any, initial: dict | None = None, **kw):
+        super().__init__(source, initial, **kw)
+        self.kernels = [self.kernel, Kernel(self.path, self.world.environment(), hook=self.hook)]
+        self.turn = 0
+
+    def apply(self, step: dict) -> dict | None:
+        self.kernel = self.kernels[self.turn % 2]
+        self.turn += 1
+        return super().apply(step)
+
+    def _other(self) -> Kernel:
+        return self.kernels[self.turn % 2]
+
+    def project(self) -> dict:
+        other = self._other()
+        return with_ready(other.project(), other.ready())
+
+    def crash(self) -> None:
+        """Both kernels lose everything volatile and reopen on the same database and world."""
+        for k in self.kernels:
+            try:
+                k.close()
+            except Exception:
+                pass
+        self.kernels = [Kernel(self.path, self.world.environment(), hook=self.hook) for _ in (0, 1)]
+        self.kernel = self.kernels[(self.turn - 1) % 2]
+
+    def close(self) -> None:
+        try:
+            self._other().close()
+        finally:
+            super().close()

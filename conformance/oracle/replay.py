@@ -127,11 +127,13 @@ def replay_model(trace: Trace) -> TraceResult:
 
 def states(trace: Trace) -> list[tuple[dict | None, dict | None, dict]]:
     """``(step, decision, projection)`` for the initial state and after every step, by the model
-    (the initial entry has step and decision None). Used by the ITF export."""
+    (the initial entry has step and decision None). Used by the ITF export, whose state
+    variables are the target, the clock, the tasks and the journal (``ready`` is derived)."""
     m = ModelSystem(trace)
-    out: list[tuple[dict | None, dict | None, dict]] = [(None, None, m.project())]
+    state = lambda: {k: v for k, v in m.project().items() if k != "ready"}   # derived, not a variable
+    out: list[tuple[dict | None, dict | None, dict]] = [(None, None, state())]
     for step in trace.steps:
-        out.append((step, m.apply(step), m.project()))
+        out.append((step, m.apply(step), state()))
     return out
 
 

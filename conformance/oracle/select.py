@@ -8,14 +8,15 @@ from wgk.conformance.oracle.systems import ModelSystem
 CHOICES = ("model", "impl", "both")
 
 
-def systems_for(trace, system: str) -> list:
-    """The systems a trace runs through; the model first (the reference) when present.
-    Raises ``StepError`` when a trace cannot be set up on one of them."""
+def systems_for(trace, system: str, world: str = "memory") -> list:
+    """The systems a trace runs through; the model first (the reference) when present; the
+    implementation on ``world`` ("memory", or "real": ``real_world``). Raises ``StepError``
+    when a trace cannot be set up on one of them."""
     if system not in CHOICES:
         raise ValueError(f"unknown system {system!r} (known: {', '.join(CHOICES)})")
     out = []
     if system in ("model", "both"):
         out.append(ModelSystem(trace))
     if system in ("impl", "both"):
-        out.append(ImplSystem(trace))
+        out.append(ImplSystem(trace, world=world))
     return out

@@ -24,6 +24,7 @@ from wgk.model.invariants import step_violations, violations
 from wgk.model.kernel import Decision, Rules, authenticated, decide
 from wgk.model.names import refused_name
 from wgk.model.observe import Names, observe
+from wgk.model.projections import ready_tasks
 from wgk.model.rules import RULES
 from wgk.model.state import Graph, GraphError, State, TaskState, initial_state
 from wgk.model.vocab import Actor, AttemptState, Code, DecisionKind, OwnerSeen
@@ -49,6 +50,12 @@ class System(Protocol):
 #: The environment step "the daemon converges" (the model: every due scheduled action; the
 #: implementation: ``converge()``).
 CONVERGE = "converge"
+
+def with_ready(projection: dict, ready) -> dict:
+    """The projection with ``ready``: the open tasks whose dependencies are all Done, by name
+    (the model's readiness, the implementation's indexed one)."""
+    return dict(projection, ready=sorted(ready))
+
 
 #: Step fields that annotate a trace; the wire step is the rest.
 ANNOTATIONS = ("expect", "expect-facts", "from", "note")
@@ -228,7 +235,7 @@ class ModelSystem:
         return None
 
     def project(self) -> dict:
-        return observe(self.state, self.names)
+        return with_ready(observe(self.state, self.names), ready_tasks(self.state))
 
     def check(self) -> list[str]:
         return list(self._violations)

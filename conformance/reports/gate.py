@@ -27,7 +27,9 @@ from wgk.conformance.reports.gate_model import (
     explore_checks, instance_name, mutant_checks, prove_checks, trace_matrix_checks,
     unbounded_checks,
 )
-from wgk.conformance.reports.gate_real import contract_checks, race_checks
+from wgk.conformance.reports.gate_real import (
+    batch_checks, contract_checks, race_checks, two_kernel_checks,
+)
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
 from wgk.conformance.reports.gate_traces import crash_cut_checks, fuzz_checks, replay_checks
 from wgk.conformance.reports.trace_support import passed_cuts
@@ -58,12 +60,14 @@ def verify_guard_checks(budget: str, progress: Progress | None) -> list[Check]:
 
 
 #: Sections that take the loaded traces.
-TRACE_SECTIONS = ("replay", "crash-cuts")
+TRACE_SECTIONS = ("replay", "crash-cuts", "two-kernels", "batches")
 
 SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mutant_checks),
                                         ("explore", explore_checks), ("contract", contract_checks),
                                         ("replay", replay_checks),
-                                        ("crash-cuts", crash_cut_checks), ("races", race_checks),
+                                        ("crash-cuts", crash_cut_checks),
+                                        ("two-kernels", two_kernel_checks), ("batches", batch_checks),
+                                        ("races", race_checks),
                                         ("fuzz", fuzz_checks),
                                         ("trace-matrix", trace_matrix_checks),
                                         ("impl-mutants", impl_mutant_checks),

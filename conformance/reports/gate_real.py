@@ -8,13 +8,27 @@
   PostgreSQL too when the gate is given a backend; each round has exactly one
   winner, and the ledger, the audit and the rebuild are clean afterwards.
 
+- ``two-kernels``: every trace replayed in lockstep with the model by two kernels
+  (two connections) on one database taking its steps in turn;
+- ``batches``: group commit: a trace's requests sent in batches through
+  ``handle_batch`` in lockstep with the model, with crash cuts inside every
+  batch (``wgk.conformance.oracle.batches``).
+
 Every check says the world it ran on (``data["world"]``).
 """
 from __future__ import annotations
 
+import time
+
+from wgk.conformance.oracle.batches import batch_replay
 from wgk.conformance.oracle.contract import contract_results
+from wgk.conformance.oracle.impl_system import TwoKernels, backend
 from wgk.conformance.oracle.races import RACES, race
-from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, count_of, flag_of
+from wgk.conformance.oracle.replay import replay
+from wgk.conformance.oracle.systems import ModelSystem, StepError
+from wgk.conformance.reports.gate_budget import (
+    BUDGETS, Meter, Progress, count_of, first_lines, flag_of,
+)
 from wgk.conformance.reports.gate_report import Check
 
 
@@ -51,4 +65,79 @@ def race_checks(budget: str, progress: Progress | None, backend: str | None = No
             out.append(Check("races", f"{name} ({world})", "pass" if r.ok else "fail", r.seconds,
                              "" if r.ok else r.problems[0], data, group=world))
             meter.step(f"{name} ({world})")
+    return out
+
+
+def database_world() -> str:
+    return "postgresql" if backend() is not None else "sqlite"
+
+
+def two_kernel_checks(budget: str, progress: Progress | None, loaded: list) -> list[Check]:
+    """Every trace by two kernels on one database in turn, in lockstep with the model."""
+    flag_of(budget, "two-kernels", BUDGETS[budget]["two-kernels"])
+    meter = Meter("two-kernels", len(loaded), progress)
+    world = f"{database_world()}, two connections, in-memory world"
+    out = []
+    for trace in loaded:
+        t0 = time.perf_counter()
+        try:
+            systems = [ModelSystem(trace), TwoKernels(trace)]
+        except StepError as e:
+            out.append(Check("two-kernels", trace.id, "fail", 0.0, f"cannot set up: {e}"))
+            meter.step(trace.id)
+            continue
+        try:
+            r = replay(trace, systems)
+            verdict, detail = r.verdict, first_lines(r.divergences)
+        except Exception as e:         # noqa: BLE001 -- a kernel that raises fails its trace
+            verdict, detail = "fail", f"raised {type(e).__name__}: {e}".splitlines()[0]
+        finally:
+            for system in systems:
+                system.close()
+        out.append(Check("two-kernels", trace.id, verdict, time.perf_counter() - t0, detail,
+                         {"world": world, "trace": str(trace.path)}, group="two-kernels"))
+        meter.step(trace.id)
+    return out
+
+
+def batch_traces(budget: str, loaded: list) -> list:
+    """The traces the batches section runs: every one, or the budget's number of those where
+    group commit matters most (the most effects right after another request)."""
+    b = BUDGETS[budget]["batches"]
+    if not isinstance(b, dict):
+        raise ValueError(f"budget {budget}: batches must map size and traces, not {b!r}")
+    count_of(budget, "batches", b.get("size"), "size")
+    if b.get("traces") == "all":
+        return list(loaded)
+    n = count_of(budget, "batches", b.get("traces"), "traces")
+    return sorted(loaded, key=lambda t: (-_effects_after_requests(t), t.id))[:n]
+
+
+def _effects_after_requests(trace) -> int:
+    steps = trace.steps
+    return sum(1 for a, b in zip(steps, steps[1:]) if "request" in a and "request" in b
+               and b["request"].get("kind") in ("commit-effect", "commit-cleanup", "dispatch"))
+
+
+def batch_checks(budget: str, progress: Progress | None, loaded: list) -> list[Check]:
+    """Group commit: each selected trace in batches, lockstep, and every cut inside a batch."""
+    chosen = batch_traces(budget, loaded)
+    size = BUDGETS[budget]["batches"]["size"]
+    meter = Meter("batches", len(chosen), progress)
+    world = f"{database_world()}, in-memory world"
+    out = []
+    for trace in chosen:
+        t0 = time.perf_counter()
+        try:
+            r = batch_replay(trace, size=size)
+        except StepError as e:
+            out.append(Check("batches", trace.id, "fail", 0.0, f"cannot set up: {e}", group=trace.id))
+            meter.step(trace.id)
+            continue
+        data = {"world": world, "batches": r.batches, "size": size, "trace": str(trace.path)}
+        out.append(Check("batches", f"{trace.id} lockstep", r.verdict, time.perf_counter() - t0,
+                         first_lines(r.divergences), data, group=trace.id))
+        out += [Check("batches", f"{trace.id} {c.name}", c.verdict, c.seconds,
+                      first_lines(c.divergences), {"world": world}, group=trace.id) for c in r.cuts]
+        meter.step(f"{trace.id} ({len(r.cuts)} cuts)")
     return out

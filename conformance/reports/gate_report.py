@@ -93,6 +93,9 @@ class GateResult:
             ran = len(s.checks) - s.count("error")
             lines.append(f"{s.name:12} {s.verdict.upper():6} {s.count('pass'):>5}/{ran:<5} "
                          f"{s.seconds:7.1f}s")
+            worlds = world_counts(s)
+            if worlds:
+                lines.append("  on " + "; ".join(f"{w}: {n}" for w, n in worlds.items()))
             for c in s.checks:
                 if c.verdict != "pass":
                     lines.append(f"  {c.verdict.upper()} {c.name}: {c.detail}")
@@ -100,6 +103,16 @@ class GateResult:
             lines.append("  ERROR no section checked anything")
         lines.append(f"gate {self.verdict.upper()} ({self.budget} budget, {self.seconds:.1f}s)")
         return "\n".join(lines)
+
+
+def world_counts(s: Section) -> dict[str, int]:
+    """How many of a section's checks ran on each world (as its checks name it)."""
+    out: dict[str, int] = {}
+    for c in s.checks:
+        w = (c.data or {}).get("world")
+        if w:
+            out[w] = out.get(w, 0) + 1
+    return out
 
 
 def case_name(c: Check) -> str:
@@ -129,6 +142,9 @@ def write_junit(result: GateResult, path: str) -> None:
             classname = f"wgk.{s.name}" + (f".{c.group}" if c.group else "")
             case = ET.SubElement(suite, "testcase", classname=classname, name=case_name(c),
                                  time=f"{c.seconds:.3f}")
+            if (c.data or {}).get("world"):
+                props = ET.SubElement(case, "properties")
+                ET.SubElement(props, "property", name="world", value=c.data["world"])
             if c.verdict == "fail":
                 ET.SubElement(case, "failure", message=c.detail)
             elif c.verdict == "error":

@@ -5,8 +5,10 @@ import time
 
 from wgk.conformance.oracle.crashcuts import crash_cuts
 from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
+from wgk.conformance.oracle.fuzz_shapes import SHAPES
 from wgk.conformance.oracle.impl_system import factory
 from wgk.conformance.oracle.replay import replay
+from wgk.conformance.oracle.real_world import WORLDS, world_for
 from wgk.conformance.oracle.select import systems_for
 from wgk.conformance.oracle.systems import StepError
 from wgk.conformance.reports.gate_budget import (
@@ -15,17 +17,60 @@ from wgk.conformance.reports.gate_budget import (
 from wgk.conformance.reports.gate_report import Check
 
 
+def _real_score(trace) -> int:
+    """How much of the real world a trace exercises: an owner's death (a real zombie), someone
+    else's commit, a land, a crash, a convergence, an owner's edit."""
+    envs = {s.get("env") for s in trace.steps}
+    kinds = {s["request"].get("kind") for s in trace.steps if "request" in s}
+    return (len(envs & {"owner-dies", "move-target", "crash", "converge", "edit"})
+            + ("commit-effect" in kinds))
+
+
+def real_selection(budget: str, loaded: list, key: str) -> set[str]:
+    """The ids of the traces the budget runs on the real world (``real-world.<key>``: a number
+    or "all"), among those whose steps can be staged for real; the most real first, shortest
+    first among equals."""
+    b = BUDGETS[budget].get("real-world") or {}
+    if not isinstance(b, dict):
+        raise ValueError(f"budget {budget}: real-world must map traces and cuts, not {b!r}")
+    able = [t for t in loaded if world_for(t)[0] == "real"]
+    if b.get(key) == "all":
+        return {t.id for t in able}
+    if not b.get(key):
+        return set()
+    n = count_of(budget, "real-world", b[key], key)
+    if key == "cuts":              # a cut costs a restore of the real world: the shortest first
+        able = [t for t in able if _real_score(t) >= 2]
+        ranked = sorted(able, key=lambda t: (sum("request" in s for s in t.steps), t.id))
+    else:
+        ranked = sorted(able, key=lambda t: (-_real_score(t), len(t.steps), t.id))
+    return {t.id for t in ranked[:n]}
+
+
+def _world(trace, selected: set[str]) -> tuple[str, str]:
+    """("real" | "memory", how the result names it)."""
+    if trace.id in selected:
+        return "real", WORLDS["real"]
+    kind, why = world_for(trace)
+    return "memory", WORLDS["memory"] + (f" ({why})" if kind == "memory" else "")
+
+
 def replay_checks(budget: str, progress: Progress | None, loaded: list) -> list[Check]:
-    """Every trace through the model and the implementation in lockstep."""
+    """Every trace through the model and the implementation in lockstep, on the real world
+    where the budget selects it and the trace allows."""
     flag_of(budget, "replay", BUDGETS[budget]["replay"])
+    real = real_selection(budget, loaded, "traces")
     meter = Meter("replay", len(loaded), progress)
     out = []
     for trace in loaded:
         t0 = time.perf_counter()
+        world, described = _world(trace, real)
+        flag = " --world real" if world == "real" else ""
         try:
-            systems = systems_for(trace, "both")
+            systems = systems_for(trace, "both", world)
         except StepError as e:
-            out.append(Check("replay", trace.id, "fail", 0.0, f"cannot set up: {e}"))
+            out.append(Check("replay", trace.id, "fail", 0.0, f"cannot set up: {e}",
+                             {"world": described}))
             meter.step(trace.id)
             continue
         try:
@@ -35,55 +80,73 @@ def replay_checks(budget: str, progress: Progress | None, loaded: list) -> list[
                 s.close()
         out.append(Check("replay", trace.id, r.verdict, time.perf_counter() - t0,
                          first_lines(r.divergences), {"steps": len(r.steps), "systems": list(r.systems),
-                                                       "reproduce": f"wgk replay {trace.path} --system both",
+                                                       "world": described,
+                                                       "reproduce": f"wgk replay {trace.path} --system both{flag}",
                                                        "trace": str(trace.path)}))
         meter.step(trace.id)
     return out
 
 
 def crash_cut_checks(budget: str, progress: Progress | None, loaded: list) -> list[Check]:
-    """Every durable boundary of every trace: one check per crash cut."""
+    """Every durable boundary of every trace: one check per crash cut, on the real world where
+    the budget selects it (``real-world.cuts``) and the trace allows."""
     modes = modes_of(budget, BUDGETS[budget]["crash-cuts"])
+    real = real_selection(budget, loaded, "cuts")
     meter = Meter("crash-cuts", len(loaded) * len(modes), progress)
     out = []
     for mode in modes:
         for trace in loaded:
+            world, described = _world(trace, real)
             try:
-                result = crash_cuts(trace, mode=mode,
+                result = crash_cuts(trace, mode=mode, world=world,
                                     progress=lambda m: meter.note(f"{trace.id}{m.rstrip()}"))
             except StepError as e:
                 out.append(Check("crash-cuts", f"{trace.id} ({mode})", "fail", 0.0,
-                                 f"cannot set up: {e}", group=trace.id))
+                                 f"cannot set up: {e}", {"world": described}, group=trace.id))
                 meter.step(trace.id)
                 continue
-            flag = " --kill" if mode == "kill" else ""
+            flag = (" --kill" if mode == "kill" else "") + (" --world real" if world == "real" else "")
             for cut in result.cuts:
+                data = {"world": described}
+                if cut.divergences:
+                    data.update(reproduce=f"wgk replay {trace.path} --system impl --crash-cuts{flag}",
+                                trace=str(trace.path))
                 out.append(Check("crash-cuts", f"{trace.id} {cut.name} ({mode})", cut.verdict,
-                                 cut.seconds, first_lines(cut.divergences),
-                                 {"reproduce": f"wgk replay {trace.path} --system impl --crash-cuts{flag}",
-                                  "trace": str(trace.path)}
-                                 if cut.divergences else {}, group=trace.id))
-            meter.step(f"{trace.id} ({len(result.cuts)} cuts, {mode})")
+                                 cut.seconds, first_lines(cut.divergences), data, group=trace.id))
+            meter.step(f"{trace.id} ({len(result.cuts)} cuts, {mode}, {world})")
     return out
+
+
+def fuzz_shapes(budget: str, b: dict) -> list[str]:
+    """The graph shapes the fuzz section runs (a chain when the budget names none)."""
+    shapes = b.get("shapes", ["chain"])
+    if not isinstance(shapes, (list, tuple)) or not shapes or not set(shapes) <= set(SHAPES):
+        raise ValueError(f"budget {budget}: fuzz.shapes must list shapes of {', '.join(SHAPES)}, "
+                         f"not {shapes!r}")
+    return list(shapes)
 
 
 def fuzz_checks(budget: str, progress: Progress | None,
                 out_dir: str = COUNTEREXAMPLES) -> list[Check]:
-    """Generated request sequences through the model and the implementation in lockstep."""
+    """Generated request sequences through the model and the implementation in lockstep, on
+    every graph shape the budget lists (one check each)."""
     b = BUDGETS[budget]["fuzz"]
     if not isinstance(b, dict):
         raise ValueError(f"budget {budget}: fuzz must map examples, steps and tasks, not {b!r}")
     examples, steps, tasks = (count_of(budget, "fuzz", b.get(k), k) for k in ("examples", "steps", "tasks"))
-    meter = Meter("fuzz", examples, progress)
+    shapes = fuzz_shapes(budget, b)
+    meter = Meter("fuzz", examples * len(shapes), progress)
     make = factory()
-
-    def counted(graph):                   # one system per generated run
-        meter.step(f"{examples}x{steps}, {tasks} tasks")
-        return make(graph)
-    t0 = time.perf_counter()
-    r = run_fuzz(FuzzConfig(tasks=tasks, system=counted), examples=examples,
-                 steps=steps, seed=0, out_dir=out_dir)
-    return [Check("fuzz", f"lockstep {examples}x{steps}", r.verdict,
-                  time.perf_counter() - t0,
-                  (r.failure or "").splitlines()[0] if r.failure else "", r.to_json())]
-
+    out = []
+    for shape in shapes:
+        def counted(graph):                   # one system per generated run
+            meter.step(f"{shape}: {examples}x{steps}, {tasks} tasks")
+            return make(graph)
+        t0 = time.perf_counter()
+        r = run_fuzz(FuzzConfig(tasks=tasks, shape=shape, system=counted), examples=examples,
+                     steps=steps, seed=0, out_dir=out_dir)
+        name = f"lockstep {examples}x{steps}" + ("" if shape == "chain" else f" {shape}")
+        out.append(Check("fuzz", name, r.verdict, time.perf_counter() - t0,
+                         (r.failure or "").splitlines()[0] if r.failure else "",
+                         dict(r.to_json(), shape=shape)))
+    return out

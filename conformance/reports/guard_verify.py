@@ -80,7 +80,19 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
 
 #: Pytest node ids that also count for a marker (a guard only a real backend exercises),
 #: keyed like ``DISABLE``.
-GUARD_TESTS: dict[tuple[str, str], tuple[str, ...]] = {}
+GUARD_TESTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("git.py", "return ([safe(head)] if kind else []) + [safe(task), safe(leaf)]"): (
+        "tests/test_impl_git_names.py::"
+        "test_refs_and_worktrees_of_names_that_once_clashed_are_disjoint_on_real_git",),
+    ("git.py", "lost = self.uncaptured(wt)"): (
+        "tests/test_impl_git_ignored.py::test_cleanup_refuses_ignored_bytes_written_after_the_worksave",
+        "tests/test_impl_git_names.py::test_cleanup_never_removes_a_worktree_holding_another"),
+    ("git.py", "if not self.ignored_files(wt):"): (
+        "tests/test_impl_git_ignored.py::test_a_clean_worktree_without_ignored_files_pins_nothing_more",),
+    ("graph.py", 'bad = names.describe("task", s.name)'): (
+        "tests/test_impl_git_names.py::"
+        "test_every_bad_name_is_refused_at_task_add_on_a_real_repository",),
+}
 
 
 @dataclass

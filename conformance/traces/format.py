@@ -137,37 +137,8 @@ def schema_errors(doc: Any) -> list[tuple[str, str]]:
         return []
     best = jsonschema.exceptions.best_match(errors)
     ordered = [best] + [e for e in errors if e is not best]
-    return [(pointer(e.absolute_path), _one_line(e.message)) for e in ordered]
-
-
-def semantic_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
-    """What the schema cannot say: task names must exist in the graph, the graph must be a DAG."""
-    from wgk.model.state import Graph, GraphError
-    out: list[tuple[str, str]] = []
-    tasks = doc["graph"]["tasks"]
-    names = [t["name"] for t in tasks]
-    try:
-        Graph.build(names, {t["name"]: t.get("deps", []) for t in tasks}, graph_id=doc["graph"]["id"])
-    except GraphError as e:
-        out.append(("/graph/tasks", str(e)))
-    known = set(names)
-    for name in doc.get("initial", {}):
-        if name not in known:
-            out.append((pointer(["initial", name]), f"unknown task {name!r}"))
-    for n, step in enumerate(doc["steps"]):
-        if "env" in step and step.get("task") and step["task"] not in known:
-            out.append((pointer(["steps", n, "task"]), f"unknown task {step['task']!r}"))
-        for where, facts in (("expect-facts", step.get("expect-facts")),):
-            out += _fact_task_errors(facts, ["steps", n, where], known)
-    out += _fact_task_errors(doc.get("expect"), ["expect"], known)
-    return out
-
-
-def _fact_task_errors(facts: Any, at: list, known: set[str]) -> list[tuple[str, str]]:
-    if not isinstance(facts, dict):
-        return []
-    return [(pointer(at + ["tasks", name]), f"unknown task {name!r}")
-            for name in facts.get("tasks", {}) if name not in known]
+    return [(inputs.short(pointer(e.absolute_path), 120), inputs.short(_one_line(e.message), 160))
+            for e in ordered]
 
 
 def validate(doc: Any, path: str = "<trace>") -> None:
@@ -175,12 +146,12 @@ def validate(doc: Any, path: str = "<trace>") -> None:
     holds, then the schema, the names (``inputs``), the graph and its references."""
     bad = inputs.value_problem(doc)
     if bad is not None:
-        raise TraceError(path, pointer(bad[0]), bad[1])
+        raise TraceError(path, inputs.short(pointer(bad[0]), 120), bad[1])
     errs = schema_errors(doc)
     if not errs:
         errs = [(pointer(at), message) for at, message in inputs.name_problems(doc)]
     if not errs:
-        errs = semantic_errors(doc)
+        errs = inputs.semantic_errors(doc)
     if errs:
         where, message = errs[0]
         raise TraceError(path, where, message)

@@ -12,6 +12,8 @@ tasks it seeds and the content ids of its graph, seeds and environment steps)
 against the one grammar (``wgk.model.names``). The names inside requests are
 not checked here: a request naming something outside the grammar is wire input,
 answered ``rejected/bad-name`` by the model and the implementation alike.
+``semantic_errors`` checks what the schema cannot say (tasks named exist, the
+graph is a DAG).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import json
 from typing import Any, Iterator
 
 from wgk.model.names import broken_rule, is_name
+from wgk.model.state import Graph, GraphError
 
 MAX_DEPTH = 64
 INT_MIN, INT_MAX = -(2 ** 63), 2 ** 63 - 1
@@ -63,7 +66,7 @@ def value_problem(doc: Any) -> tuple[list, str] | None:
             continue
         elif isinstance(v, int):
             if not INT_MIN <= v <= INT_MAX:
-                return path, f"integer {short(str(v), 24)} is outside 64 bits"
+                return path, f"an integer of {v.bit_length()} bits is outside 64 bits"
         elif isinstance(v, dict):
             for k in v:
                 problem = text_problem(k)
@@ -115,3 +118,37 @@ def _names(doc: dict) -> Iterator[tuple[list, str, Any]]:
     for n, step in enumerate(doc.get("steps", [])):
         if "env" in step and step.get("content") is not None:
             yield ["steps", n, "content"], "content id", step["content"]
+
+
+def semantic_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the schema cannot say: task names must exist in the graph, the graph must be a DAG."""
+    out: list[tuple[str, str]] = []
+    tasks = doc["graph"]["tasks"]
+    names = [t["name"] for t in tasks]
+    try:
+        Graph.build(names, {t["name"]: t.get("deps", []) for t in tasks}, graph_id=doc["graph"]["id"])
+    except GraphError as e:
+        out.append(("/graph/tasks", str(e)))
+    known = set(names)
+    for name in doc.get("initial", {}):
+        if name not in known:
+            out.append((_pointer(["initial", name]), f"unknown task {name!r}"))
+    for n, step in enumerate(doc["steps"]):
+        if "env" in step and step.get("task") and step["task"] not in known:
+            out.append((_pointer(["steps", n, "task"]), f"unknown task {step['task']!r}"))
+        for where, facts in (("expect-facts", step.get("expect-facts")),):
+            out += _fact_task_errors(facts, ["steps", n, where], known)
+    out += _fact_task_errors(doc.get("expect"), ["expect"], known)
+    return out
+
+
+def _fact_task_errors(facts: Any, at: list, known: set[str]) -> list[tuple[str, str]]:
+    if not isinstance(facts, dict):
+        return []
+    return [(_pointer(at + ["tasks", name]), f"unknown task {name!r}")
+            for name in facts.get("tasks", {}) if name not in known]
+
+
+def _pointer(parts) -> str:
+    """A JSON pointer (RFC 6901) for a path of keys and indexes."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts) or "/"

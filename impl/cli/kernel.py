@@ -12,10 +12,13 @@ rejected request, a failed audit or a differing rebuild is exit 1.
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 
-from ..errors import BadRequest, EffectError, EnvError, GraphError, LegacyError
+from ..audit import one_line
+from ..errors import BadRequest, EffectError, EnvError, GraphError, LegacyError, StoreError
 from .kernel_args import add_arguments  # noqa: F401  (the command's interface)
+from .kernel_anchor import do_anchor
 from .kernel_open import init, open_kernel
 from .kernel_reports import (
     do_audit, do_converge, do_import, do_rebuild, do_show, do_status, do_verify,
@@ -40,6 +43,8 @@ EXAMPLES = """  wgk kernel --db k.db init --graph g --repo ./repo --target refs/
   wgk kernel --db k.db retry schema --pid 4343 --fresh
   wgk kernel --db k.db import-legacy graph.jsonl
   wgk kernel --db k.db audit && wgk kernel --db k.db verify-ledger && wgk kernel --db k.db rebuild
+  wgk kernel --db k.db anchor /safe/place/k.anchors   (the ledger head, kept outside the database)
+  wgk kernel --db k.db verify-ledger --anchor /safe/place/k.anchors
 """
 
 
@@ -62,8 +67,19 @@ def run(args: argparse.Namespace) -> int:
     except (EnvError, EffectError) as e:
         print(f"wgk kernel: effect failed, nothing recorded: {e}", file=sys.stderr)
         return 1
+    except Exception as e:
+        if not is_database_error(e):
+            raise
+        print(f"wgk kernel: the database cannot be read ({one_line(e)}): run audit and "
+              "verify-ledger", file=sys.stderr)
+        return 1
     finally:
         k.close()
+
+
+def is_database_error(e: BaseException) -> bool:
+    """An error the database raised (SQLite or PostgreSQL): a corrupt or altered database."""
+    return isinstance(e, (sqlite3.Error, StoreError)) or type(e).__module__.startswith("psycopg")
 
 
 GRAPH_EDITS = frozenset({"task", "import-legacy", "rebuild"})
@@ -75,5 +91,5 @@ ACTIONS = {
     "reconstruct": operator_request("reconstruct", candidate=None, base=None),
     "abandon": operator_request("abandon"), "reset": operator_request("reset"),
     "import-legacy": do_import, "rebuild": do_rebuild, "verify-ledger": do_verify,
-    "send": do_send, "principal": do_principal,
+    "send": do_send, "principal": do_principal, "anchor": do_anchor,
 }

@@ -75,7 +75,8 @@ def _reading_commands(sub, js: argparse.ArgumentParser) -> None:
     s = sub.add_parser("show", parents=[js], help="every receipt, phase and evidence id of a task")
     s.add_argument("name", metavar="TASK")
     sub.add_parser("converge", parents=[js], help="act on every due way forward")
-    sub.add_parser("audit", parents=[js], help="check the stored state against the invariants")
+    s = sub.add_parser("audit", parents=[js], help="check the stored state against the invariants")
+    s.add_argument("--anchor", metavar="FILE", help="also check the ledger against these anchors")
 
 
 def _operator_commands(sub, key: argparse.ArgumentParser) -> None:
@@ -98,7 +99,12 @@ def _ledger_commands(sub, js: argparse.ArgumentParser) -> None:
     s.add_argument("file")
     s = sub.add_parser("rebuild", parents=[js], help="replay the ledger and compare every table")
     s.add_argument("--apply", action="store_true", help="replace the tables with the rebuilt ones")
-    sub.add_parser("verify-ledger", parents=[js], help="walk the hash chain")
+    s = sub.add_parser("verify-ledger", parents=[js], help="walk the hash chain (and its anchors)")
+    s.add_argument("--anchor", metavar="FILE", help="anchor file (wgk kernel anchor): detects a "
+                   "removed tail, a lost write-ahead log or a re-hashed chain")
+    s = sub.add_parser("anchor", parents=[js], help="append the ledger's verified head to an "
+                       "anchor file kept outside the database")
+    s.add_argument("file", metavar="FILE", help="the anchor file (created 0600; one line per anchor)")
     s = sub.add_parser("send", parents=[js], help="send one wire request (JSON argument or stdin), "
                        "or many with one commit (--lines)")
     s.add_argument("request", nargs="?", help="the request as JSON (default: read stdin)")

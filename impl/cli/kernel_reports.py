@@ -3,6 +3,7 @@ rebuild, verify-ledger."""
 from __future__ import annotations
 
 from ..kernel import Kernel
+from .kernel_anchor import read_anchors
 from .kernel_open import require_task
 from .kernel_principals import read_credential
 from .kernel_requests import authenticated
@@ -80,7 +81,7 @@ def do_converge(k: Kernel, args) -> int:
 
 
 def do_audit(k: Kernel, args) -> int:
-    report = k.audit()
+    report = k.audit(read_anchors(args.anchor, k.graph_id))
     lines = [f"{f.check}: {f.task or '-'}: {f.detail}" for f in report.findings]
     text = "\n".join(lines) if lines else f"audit ok: {report.tasks} tasks, {report.events} events"
     return emit(args, report.to_json(), text, 0 if report.ok else 1)
@@ -106,7 +107,8 @@ def do_rebuild(k: Kernel, args) -> int:
 
 
 def do_verify(k: Kernel, args) -> int:
-    v = k.verify_ledger()
-    text = (f"ledger ok: {v.events} events, head {v.head[:16]}" if v.ok
+    v = k.verify_ledger(anchors=read_anchors(args.anchor, k.graph_id))
+    held = f", {v.anchors} anchors held" if v.anchors else ""
+    text = (f"ledger ok: {v.events} events, head {v.head[:16]}{held}" if v.ok
             else f"ledger broken at seq {v.broken_at}: {v.problem}")
     return emit(args, v.to_json(), text, 0 if v.ok else 1)

@@ -36,7 +36,10 @@ def named(request, where: str = "request") -> None:
 
 def send(k: Kernel, args, request: dict) -> int:
     named(request)
-    response = authenticated(k.handle(request, read_credential(args)))
+    try:
+        response = authenticated(k.handle(request, read_credential(args)))
+    except BadRequest as e:
+        raise UsageError(f"request: {e}") from None
     ok = response["decision"] != "rejected" and response.get("original", {}).get("decision") != "rejected"
     text = response["decision"] + (f": {response['code']}" if "code" in response else "")
     if "original" in response:
@@ -49,17 +52,14 @@ def send_lines(k: Kernel, args) -> int:
     """Every JSON line of a file decided with one commit (``Kernel.handle_batch``)."""
     name = "<stdin>" if args.lines == "-" else args.lines
     try:
-        text = sys.stdin.read() if args.lines == "-" else open(args.lines).read()
+        raw = sys.stdin.buffer.read() if args.lines == "-" else open(args.lines, "rb").read()
     except OSError as e:
         raise UsageError(f"{name}: {e.strerror}") from None
     requests, lines = [], []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(raw.split(b"\n"), 1):
         if not line.strip():
             continue
-        try:
-            requests.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise UsageError(f"{name}:{n}: {e.msg} at column {e.colno}") from None
+        requests.append(decode_json(line, f"{name}:{n}"))
         lines.append(n)
         named(requests[-1], f"{name}:{n}")
     try:
@@ -76,6 +76,24 @@ def send_lines(k: Kernel, args) -> int:
                           for n, r in zip(lines, responses))
     return emit(args, {"responses": responses, "requests": len(requests),
                        "rejected": len(rejected)}, text_out, 1 if rejected else 0)
+
+
+def decode_json(raw: bytes, where: str):
+    """One JSON value from bytes, or a one-line ``UsageError`` naming ``where`` and the
+    position: invalid UTF-8, invalid JSON, nesting too deep, an integer literal too long."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{where}: invalid UTF-8 at byte {e.start + 1}: {e.reason}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        at = f"column {e.colno}" if e.lineno == 1 else f"line {e.lineno} column {e.colno}"
+        raise UsageError(f"{where}: {e.msg} at {at}") from None
+    except RecursionError:
+        raise UsageError(f"{where}: JSON nested too deeply") from None
+    except ValueError as e:                     # an integer literal too long to convert
+        raise UsageError(f"{where}: {str(e).split(':')[0]}") from None
 
 
 def fresh_key(args, kind: str, task: str) -> str:
@@ -146,9 +164,8 @@ def operator_request(kind: str, **params):
 def do_send(k: Kernel, args) -> int:
     if args.lines is not None:
         return send_lines(k, args)
-    raw = args.request if args.request is not None else sys.stdin.read()
-    try:
-        request = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"request: {e.msg} at line {e.lineno} column {e.colno}") from None
-    return send(k, args, request)
+    if args.request is not None:
+        raw = args.request.encode("utf-8", "surrogateescape")      # as the shell passed it
+    else:
+        raw = sys.stdin.buffer.read()
+    return send(k, args, decode_json(raw, "request"))

@@ -1,0 +1,93 @@
+"""Traces on the real world: a fresh git repository and real child processes per trace."""
+from __future__ import annotations
+
+import io
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from wgk.impl import proc as proc_mod
+from wgk.conformance.cli.main import main
+from wgk.conformance.oracle.crashcuts import crash_cuts
+from wgk.conformance.oracle.real_world import world_for
+from wgk.conformance.oracle.replay import replay
+from wgk.conformance.oracle.select import systems_for
+from wgk.conformance.traces.format import load_trace
+
+INCIDENTS = Path(__file__).resolve().parent.parent / "traces" / "incidents"
+DEAD = INCIDENTS / "04-dead-worker-converges.json"
+
+
+def owners_left() -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line.endswith("sleep 3600")]
+
+
+def on_real(path: Path):
+    trace = load_trace(path)
+    systems = systems_for(trace, "both", "real")
+    try:
+        return replay(trace, systems), systems[1]
+    finally:
+        for s in systems:
+            s.close()
+
+
+def test_the_world_a_trace_can_run_on():
+    assert world_for(load_trace(DEAD))[0] == "real"
+    assert world_for(load_trace(INCIDENTS / "11-pid-reuse-is-owner-death.json")) == (
+        "memory", "pid reuse cannot be staged for real")
+
+
+@pytest.mark.parametrize("name", ["04-dead-worker-converges.json", "12-target-moved-needs-repair.json"])
+def test_a_trace_replays_on_real_git_and_real_processes(name):
+    before = len(owners_left())
+    result, impl = on_real(INCIDENTS / name)
+    assert result.verdict == "pass", [d.describe() for d in result.divergences]
+    assert impl.world.kind == "real"
+    assert len(owners_left()) == before, "every real owner is reaped when the world closes"
+
+
+def test_the_real_target_is_a_commit_named_by_the_trace(tmp_path):
+    trace = load_trace(INCIDENTS / "12-target-moved-needs-repair.json")
+    [model, impl] = systems_for(trace, "both", "real")
+    try:
+        for step in trace.steps:
+            model.apply(step)
+            impl.apply(step)
+        git = impl.world.repository.git
+        assert len(git.target()) == 40 and impl.project()["target"] == model.project()["target"]
+        assert git.out("cat-file", "-t", git.target()) == "commit"
+    finally:
+        model.close()
+        impl.close()
+
+
+def test_a_zombie_owner_counted_as_alive_fails_the_real_replay(monkeypatch):
+    real_open = open
+
+    def no_zombies(path, *a, **kw):
+        f = real_open(path, *a, **kw)
+        if str(path).startswith("/proc/") and str(path).endswith("/stat") and a and "b" in a[0]:
+            data = f.read().replace(b") Z ", b") S ")
+            f.close()
+            return io.BytesIO(data)
+        return f
+    monkeypatch.setattr(proc_mod, "open", no_zombies, raising=False)
+    result, _ = on_real(DEAD)
+    assert result.verdict == "fail"
+    assert any("owner-seen" in d.describe() or "plan" in d.describe() for d in result.divergences)
+
+
+@pytest.mark.parametrize("mode", ["in-process", "kill"])
+def test_crash_cuts_on_the_real_world(mode):
+    before = len(owners_left())
+    r = crash_cuts(load_trace(DEAD), mode=mode, world="real")
+    assert r.cuts and r.passed, [c.divergences[0].describe() for c in r.failed][:1]
+    assert len(owners_left()) == before
+
+
+def test_replay_cli_on_the_real_world(capsys):
+    assert main(["replay", str(DEAD), "--system", "both", "--world", "real"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("1 passed, 0 failed")
