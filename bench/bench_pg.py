@@ -5,36 +5,41 @@
 The server is ``WGK_BENCH_POSTGRES`` (else ``WGK_TEST_POSTGRES``), a
 postgresql:// DSN; each part runs in a schema of its own, dropped afterwards.
 Without a server the result says so (peer-unavailable), SQLite still measured.
+Every figure's note carries the 1-minute load average when it was measured:
+the machine may be shared, and only the ratios within a round are comparable.
 
 Figures:
 
 1. durable requests/s on PostgreSQL (heartbeats, one commit each) against a raw
    commit-per-row loop through the same driver and settings (psycopg,
    synchronous_commit=on, READ COMMITTED, one BEGIN ... COMMIT per row), in
-   interleaved rounds;
-2. 1, 2, 4 and 8 writer processes on disjoint tasks (each its own tasks,
+   alternating rounds of 10: the rate over all rounds and the median of the
+   per-round ratios; beside it, per request, the round trips and the CPU of
+   the client and (when the server runs on this host) of its backend process;
+2. 1, 2, 4 and 8 writer processes on disjoint tasks (each its own task,
    heartbeats, one commit each), on PostgreSQL and on SQLite: total
    throughput and the p99 latency of one request; checked: every request
-   answered, the ledger verifies with one event per request.
+   answered, one ledger event each, the chain verifies (``pg_scaling``);
+3. readiness of 100k tasks (10k with --quick) on both backends, in
+   milliseconds (``pg_scaling``).
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
+import statistics
 import sys
-import tempfile
 import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from impl_workloads import Heartbeats, cap  # noqa: E402
-from common import PEER_UNAVAILABLE, Check, Figure, main, say, settle  # noqa: E402
+from impl_workloads import Heartbeats  # noqa: E402
+from pg_scaling import readiness_figures, scaling_figures  # noqa: E402
+from common import PEER_UNAVAILABLE, Figure, main, say, settle  # noqa: E402
 
-from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy, pg  # noqa: E402
+from wgk.impl import Pragmas, pg  # noqa: E402
 
 NAME = "pg"
-OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
 
 
 def server() -> str | None:
@@ -46,6 +51,10 @@ def server() -> str | None:
     except Exception:  # noqa: BLE001 - no server: reported as unavailable
         return None
     return dsn
+
+
+def load() -> float:
+    return os.getloadavg()[0]
 
 
 class Schema:
@@ -82,103 +91,85 @@ class RawPg:
         return time.perf_counter() - start
 
 
+def backend_cpu(conn) -> float | None:
+    """CPU seconds of the server process behind ``conn`` (None: not on this host)."""
+    pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def durable(server_dsn: str, rounds: int, batch: int) -> dict:
+    """Raw loop and kernel in alternating small rounds (who goes first alternates too): the
+    rates over all rounds, and the median of the per-round ratios (the machine's load moves
+    within seconds; a round's two columns see the same moment)."""
     with Schema(server_dsn) as raw_dsn, Schema(server_dsn) as kernel_dsn:
-        raw, load = RawPg(raw_dsn), Heartbeats(kernel_dsn, Pragmas())
-        times = {"raw": 0.0, "kernel": 0.0}
+        raw, hb = RawPg(raw_dsn), Heartbeats(kernel_dsn, Pragmas())
+        raw.run(batch)
+        hb.run(batch)                         # warm: prepared statements, caches
+        conns = {"raw": raw.conn, "kernel": hb.kernel.store.conn.raw}
+        times, ratios, loads = {"raw": 0.0, "kernel": 0.0}, [], []
+        client, backend = {"raw": 0.0, "kernel": 0.0}, {"raw": 0.0, "kernel": 0.0}
+        trips = hb.kernel.store.conn.round_trips
         for i in range(rounds):
-            order = [("raw", raw), ("kernel", load)][::1 if i % 2 == 0 else -1]
-            for name, column in order:
-                times[name] += column.run(batch)
+            took = {}
+            for name, column in [("raw", raw), ("kernel", hb)][::1 if i % 2 == 0 else -1]:
+                b0, c0 = backend_cpu(conns[name]), time.process_time()
+                took[name] = column.run(batch)
+                client[name] += time.process_time() - c0
+                b1 = backend_cpu(conns[name])
+                backend[name] += (b1 - b0) if b0 is not None and b1 is not None else float("nan")
+                times[name] += took[name]
+            ratios.append(took["raw"] / took["kernel"])
+            loads.append(load())
+        trips = (hb.kernel.store.conn.round_trips - trips) / (rounds * batch)
         raw.conn.close()
-        load.kernel.close()
+        hb.kernel.close()
     n = rounds * batch
-    return {"requests": n, "raw": n / times["raw"], "kernel": n / times["kernel"]}
+    per = {k: {"client-cpu-ms": client[k] / n * 1e3, "server-cpu-ms": backend[k] / n * 1e3}
+           for k in times}
+    return {"requests": n, "raw": n / times["raw"], "kernel": n / times["kernel"],
+            "median-round-ratio": statistics.median(ratios), "load": statistics.median(loads),
+            "round-trips": trips, "cpu": per}
 
 
-# --- writers on disjoint tasks -----------------------------------------------------------
-
-
-def _writer(db: str, me: int, count: int, barrier, out) -> None:
-    world = MemoryWorld.create(target="main-0")
-    k = Kernel(db, world.environment())
-    task = f"w{me}"
-    k.handle({"kind": "dispatch", "actor": "daemon", "task": task, "key": f"d{me}",
-              "expected-attempt": 0, "owner": OWNER})
-    barrier.wait(timeout=120)
-    start, latencies, answered = time.perf_counter(), [], 0
-    for n in range(count):
-        t0 = time.perf_counter()
-        a = k.handle({"kind": "heartbeat", "actor": "worker", "task": task,
-                      "key": f"hb{me}-{n}", "cap": cap(task), "evidence": f"b{me}-{n}"})
-        latencies.append(time.perf_counter() - t0)
-        answered += a.get("decision") == "evidence-only"
-    out.put((me, start, time.perf_counter(), latencies, answered))
-    k.close()
-
-
-def writers(db: str, procs: int, count: int) -> dict:
-    world = MemoryWorld.create(target="main-0")
-    k = Kernel(db, world.environment())
-    k.create_graph("g", [TaskPolicy(f"w{i}") for i in range(procs)])
-    head = k.ledger_head()
-    ctx = multiprocessing.get_context("fork")
-    barrier, out = ctx.Barrier(procs), ctx.Queue()
-    ps = [ctx.Process(target=_writer, args=(db, i, count, barrier, out)) for i in range(procs)]
-    for p in ps:
-        p.start()
-    got = [out.get(timeout=600) for _ in ps]
-    for p in ps:
-        p.join()
-    begin, end = min(g[1] for g in got), max(g[2] for g in got)
-    lat = sorted(x for g in got for x in g[3])
-    verdict = k.verify_ledger()
-    events = k.ledger_head() - head
-    k.close()
-    return {"writers": procs, "requests": procs * count, "per-second": procs * count / (end - begin),
-            "p99-ms": lat[int(0.99 * (len(lat) - 1))] * 1000,
-            "answered": sum(g[4] for g in got), "ledger-ok": verdict.ok,
-            "events": events, "expected-events": procs * (count + 1)}
-
-
-def scaling(server_dsn: str | None, count: int) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {"sqlite": [], "postgresql": []}
-    for procs in (1, 2, 4, 8):
-        with tempfile.TemporaryDirectory(prefix="wgk-bench-pg-") as tmp:
-            say(f"  {procs} writers on SQLite ...")
-            out["sqlite"].append(writers(os.path.join(tmp, "k.db"), procs, count))
-        if server_dsn is not None:
-            with Schema(server_dsn) as dsn:
-                say(f"  {procs} writers on PostgreSQL ...")
-                out["postgresql"].append(writers(dsn, procs, count))
-    return out
+def durable_figures(server_dsn: str, quick: bool) -> list[Figure]:
+    rounds, batch = (12, 10) if quick else (60, 10)
+    say(f"  durable requests on PostgreSQL: {rounds} alternating rounds of {batch} ...")
+    d = durable(server_dsn, rounds, batch)
+    note = f"load {d['load']:.1f}; {d['requests']:,} requests per column"
+    cpu = d["cpu"]
+    return [
+        Figure("durable requests/s on PostgreSQL, heartbeats, one commit each", d["kernel"],
+               "requests/s", "raw psycopg commit-per-row loop", d["raw"], target=0.9,
+               note=note + f"; median of the per-round ratios {d['median-round-ratio']:.2f}x"),
+        Figure("round trips per request (the raw loop: 3)", d["round-trips"], "round trips",
+               note=note),
+        Figure("client CPU per request", cpu["kernel"]["client-cpu-ms"], "ms", "raw loop",
+               cpu["raw"]["client-cpu-ms"], higher_is_better=False, note=note),
+        Figure("server CPU per request (its backend process)", cpu["kernel"]["server-cpu-ms"],
+               "ms", "raw loop", cpu["raw"]["server-cpu-ms"], higher_is_better=False,
+               note=note + ("" if cpu["raw"]["server-cpu-ms"] == cpu["raw"]["server-cpu-ms"]
+                            else "; NaN: the server is not on this host")),
+    ]
 
 
 def run(quick: bool = False):
     t0 = time.perf_counter()
     server_dsn = server()
-    figures, checks, notes = [], [], []
+    figures, checks = [], []
     if server_dsn is not None:
-        rounds, batch = (6, 25) if quick else (20, 50)
-        say(f"  durable requests on PostgreSQL: {rounds} interleaved rounds of {batch} ...")
-        d = durable(server_dsn, rounds, batch)
-        figures.append(Figure("durable requests/s on PostgreSQL, heartbeats, one commit each",
-                              d["kernel"], "requests/s", "raw psycopg commit-per-row loop",
-                              d["raw"], target=0.9,
-                              note=f"{d['requests']:,} requests per column, interleaved rounds"))
-    for backend, rows in scaling(server_dsn, 60 if quick else 300).items():
-        for r in rows:
-            figures.append(Figure(f"{r['writers']} writers on disjoint tasks, {backend}",
-                                  r["per-second"], "requests/s",
-                                  note=f"p99 {r['p99-ms']:.1f} ms; {r['requests']:,} requests"))
-            checks.append(Check(f"{backend}, {r['writers']} writers: every request answered, "
-                                "one ledger event each, the chain verifies",
-                                r["answered"] == r["requests"] and r["ledger-ok"]
-                                and r["events"] == r["expected-events"],
-                                f"{r['answered']}/{r['requests']} answered, {r['events']} events"))
+        figures += durable_figures(server_dsn, quick)
+    for part in (scaling_figures, readiness_figures):
+        f, c = part(server_dsn, quick, Schema)
+        figures += f
+        checks += c
     missing = [] if server_dsn is not None else [
         "no PostgreSQL server (set WGK_BENCH_POSTGRES or WGK_TEST_POSTGRES): SQLite only"]
-    result = settle(NAME, figures, checks, notes, missing, t0)
+    result = settle(NAME, figures, checks, [], missing, t0)
     if missing:
         result.status = PEER_UNAVAILABLE if result.status != "failed" else result.status
     return result

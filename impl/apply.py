@@ -41,6 +41,8 @@ def apply_event(k, seq: int, event: str, body: dict, *, key: str | None = None,
                                 body.get("facts", []), record)
     elif event == "legacy-record":
         k.facts.write(0, [("legacy-record", body)], seq)
+    elif event == "skipped":
+        pass                  # a number no transaction committed (PostgreSQL's sequence)
     elif event == "ledger-sealed":
         pass                          # the ledger's own: version-1 rows sealed by a migration
     else:
@@ -69,6 +71,7 @@ def _apply_task_added(k, seq: int, body: dict) -> None:
     ids = k.ids()
     ids[body["task"]] = tid
     k.tables.create(tid)
+    k._records[body["task"]] = EMPTY          # what its new rows hold (no read needed)
     k.conn.execute("INSERT INTO generations VALUES (?, 0, ?)", (tid, seq))
     pending = 0
     for d in body["deps"]:

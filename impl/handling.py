@@ -63,11 +63,15 @@ def admit(kernel, who: Principal | None, wire: Any) -> Request:
 
 
 def handle(kernel, wire: Any, credential: str | None = None) -> dict:
-    who = kernel.principals.authenticate(credential)
-    if who is DENIED:
-        return decision(REJECTED, "not-authenticated")      # nothing read, nothing written
-    r = admit(kernel, who, wire)
-    return retrying(kernel, lambda: _handle(kernel, r))
+    read_ahead(kernel, wire, credential)
+    try:
+        who = kernel.principals.authenticate(credential)
+        if who is DENIED:
+            return decision(REJECTED, "not-authenticated")  # nothing read, nothing written
+        r = admit(kernel, who, wire)
+        return retrying(kernel, lambda: _handle(kernel, r))
+    finally:
+        kernel.store.settle()
 
 
 def _handle(kernel, r: Request) -> dict:
@@ -177,9 +181,24 @@ def _in_savepoint(kernel, r: Request, may_perform: bool) -> dict:
         return response
 
 
+JOURNAL = "SELECT digest, response FROM journal WHERE key = ?"
+
+
 def journal(kernel, key: str) -> tuple[str, str] | None:
-    return kernel.conn.execute("SELECT digest, response FROM journal WHERE key = ?",
-                               (key,)).fetchone()
+    return kernel.conn.execute(JOURNAL, (key,)).fetchone()
+
+
+def read_ahead(kernel, wire: Any, credential: str | None) -> None:
+    """PostgreSQL: the request's journal entry (under its key as sent, in the namespace its
+    credential names) and, for a task the caches know, BEGIN and its row lock unless that
+    key is used, travel with the credential check's round trip; a request admitted under
+    another key or task reads again, and what it does not take up is rolled back unread."""
+    key = wire.get("key") if isinstance(wire, dict) else None
+    if kernel.store.row_locks and isinstance(key, str):
+        name = credential.partition(".")[0] if isinstance(credential, str) else None
+        task = wire.get("task")
+        tid = (kernel._ids or {}).get(task) if isinstance(task, str) else None
+        kernel.store.read_ahead(JOURNAL, key if name is None else f"{name}/{key}", tid)
 
 
 def answer_used(r: Request, used: tuple[str, str]) -> dict:

@@ -124,6 +124,7 @@ class Kernel:
         if bad is not None:
             raise GraphError(bad)
         with self.store.atomic():
+            self.store.lock_graph()               # graph edits exclude requests (PostgreSQL)
             self._sync()
             if self.graph_id is not None:
                 raise GraphError(f"this database already holds graph {self.graph_id!r}")
@@ -133,6 +134,7 @@ class Kernel:
     def add_tasks(self, tasks: Iterable[TaskPolicy]) -> None:
         """Add new tasks (with dependencies on existing or new tasks) in one transaction."""
         with self.store.atomic():
+            self.store.lock_graph()               # graph edits exclude requests (PostgreSQL)
             self._sync()
             if self.graph_id is None:
                 raise GraphError("no graph: create the graph first")
@@ -146,6 +148,7 @@ class Kernel:
         """New tasks and the legacy records preserving their original bytes, in one
         transaction (see ``legacy.import_legacy``)."""
         with self.store.atomic():
+            self.store.lock_graph()               # graph edits exclude requests (PostgreSQL)
             self._sync()
             if self.graph_id is None:
                 raise GraphError("no graph: create the graph first")
@@ -162,6 +165,7 @@ class Kernel:
         """A new edge ``dep -> task``; refused when it closes a cycle (named) or the task
         already had an attempt (its admission was decided under the old dependencies)."""
         with self.store.atomic():
+            self.store.lock_graph()               # graph edits exclude requests (PostgreSQL)
             self._sync()
             ids = self.ids()
             for n in (task, dep):
@@ -185,6 +189,7 @@ class Kernel:
         does). The task must not have had an attempt yet."""
         check_initial(task, initial)
         with self.store.atomic():
+            self.store.lock_graph()               # graph edits exclude requests (PostgreSQL)
             self._sync()
             if task not in self.ids():
                 raise SeedError(f"unknown task {task!r}")

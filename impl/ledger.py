@@ -92,6 +92,10 @@ class LedgerVerdict:
 
 
 class Ledger:
+    #: The rows ``verify`` walks (the PostgreSQL ledger stops at its sealed head).
+    CHAINED = ("SELECT seq, prev, hash, event, task, key, body, chain FROM ledger WHERE seq >= ? "
+               "ORDER BY seq")
+
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
         self._head: tuple[int, str] | None = None
@@ -146,9 +150,7 @@ class Ledger:
             if row is None:
                 return LedgerVerdict(False, 0, GENESIS, since - 1, f"seq {since - 1} is missing")
             prev, chain = row
-        for row in self.conn.execute(
-                "SELECT seq, prev, hash, event, task, key, body, chain FROM ledger WHERE seq >= ? "
-                "ORDER BY seq", (since,)):
+        for row in self.conn.execute(self.CHAINED, (since,)):
             problem = self._broken(row, expected_seq, prev, chain)
             if problem is None and row[0] in want and want[row[0]] != row[2]:
                 problem = (f"seq {row[0]}: hash {row[2][:12]} differs from its anchor "

@@ -2,47 +2,50 @@
 
 A database is ``postgresql://...`` (the schema is the connection's
 ``current_schema()``: set it with libpq's ``options=-csearch_path=NAME``).
-Transactions run at READ COMMITTED; every decision is protected by row locks
-taken by the writing transaction itself: the request's task row ``FOR UPDATE``
-(and its dependencies ``FOR SHARE``) before anything is read, and the
-single-row ledger head ``FOR UPDATE`` when the event is appended, so the
-ledger's sequence and hash chain stay gap-free and linear while decisions on
-other tasks proceed in parallel. A deadlock or serialization failure is run
-again (``retryable``) with the same key by the kernel.
+Transactions run at READ COMMITTED; every decision is protected by locks the
+writing transaction takes itself: the request's task row ``FOR UPDATE`` (and
+its dependencies ``FOR SHARE``) before anything is read, and the graph lock
+(an advisory lock: shared by requests, exclusive for a graph edit). A deadlock
+or serialization failure is run again (``retryable``) with the same key by the
+kernel.
+
+The ledger stays one gap-free, linear hash chain while writers overlap (see
+``pg_sql``): an append takes the next number of a sequence and is written
+unchained; a seal (before every 16th appending COMMIT of a connection) chains
+what its transaction sees, taking the seal row with ``SKIP LOCKED``: no writer
+waits for another's commit; a number whose transaction rolled back is recorded
+as a ``skipped`` event when the chain reaches it. ``verify`` seals first,
+waiting for appends in flight.
+
+Caches: after its row locks, a request reads each locked task's last event; a
+connection keeps, per task, the last event its caches reflect, and drops them
+when a locked task moved. Readers outside a request compare the number of
+committed ledger rows (``pg_sql.ROWS``).
 """
 from __future__ import annotations
 
 import contextlib
-import importlib
-import json
 import pickle
 import urllib.parse
 import uuid
-from typing import Any, Iterator
+from typing import Iterable, Iterator
 
 from . import pg_sql as sql
 from .errors import StoreError
 from .hooks import Hook, no_hook
 from .ledger import Ledger
+from .pg_conn import PgConnection, driver, first_line, redact
 from .schema import SCHEMA_VERSION
 from .store import Pragmas, Store
 
 DSN_PREFIXES = ("postgresql://", "postgres://")
 
+__all__ = ["PgStore", "PgLedger", "driver", "is_dsn", "with_schema", "create_schema",
+           "drop_schema", "redact", "first_line"]
 
-def is_dsn(path: Any) -> bool:
+
+def is_dsn(path) -> bool:
     return isinstance(path, str) and path.startswith(DSN_PREFIXES)
-
-
-def driver():
-    """psycopg, imported on first use (the implementation imports without it), or a one-line
-    StoreError naming the extra to install."""
-    try:
-        psycopg = importlib.import_module("psycopg")
-    except ImportError:
-        raise StoreError("a postgresql:// database needs the psycopg driver "
-                         "(pip install 'wgk[pg]')") from None
-    return psycopg
 
 
 def with_schema(dsn: str, schema: str) -> str:
@@ -65,100 +68,6 @@ def drop_schema(dsn: str, schema: str) -> None:
         c.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-class PgCursor:
-    """The part of a sqlite3 cursor the kernel uses."""
-
-    __slots__ = ("cur", "lastrowid")
-
-    def __init__(self, cur, lastrowid=None):
-        self.cur, self.lastrowid = cur, lastrowid
-
-    def fetchone(self):
-        return self.cur.fetchone()
-
-    def fetchall(self):
-        return self.cur.fetchall()
-
-    def __iter__(self):
-        return iter(self.cur.fetchall() if self.cur.description else ())
-
-    @property
-    def rowcount(self) -> int:
-        return self.cur.rowcount
-
-
-class PgConnection:
-    """A psycopg connection that speaks the kernel's (SQLite-dialect) statements."""
-
-    def __init__(self, dsn: str, pragmas: Pragmas):
-        psycopg = driver()
-        self.errors = psycopg.errors
-        try:
-            self.raw = psycopg.connect(dsn, autocommit=True)
-        except psycopg.Error as e:
-            raise StoreError(f"{redact(dsn)}: cannot connect ({first_line(e)})") from None
-        sync = {"OFF": "off", "NORMAL": "on", "FULL": "on", "EXTRA": "on"}.get(
-            pragmas.synchronous.upper())
-        if sync is None:
-            raise StoreError(f"unknown synchronous setting {pragmas.synchronous!r}")
-        self.raw.execute(f"SET synchronous_commit = {sync}")
-        self.raw.execute(f"SET lock_timeout = {int(pragmas.busy_timeout_ms)}")
-        encoding = self.raw.execute(sql.ENCODING).fetchone()[0]
-        if encoding.upper() not in ("UTF8", "UTF-8"):
-            raise StoreError(f"{redact(dsn)}: the database's encoding is {encoding}, the kernel "
-                             "needs UTF8 (its ledger hashes are computed on UTF-8 text)")
-        self.begin_pending = False     # BEGIN is sent with the transaction's first statement
-        self._statements: dict[str, sql.Statement] = {}
-        self._columns: dict[str, list[str]] = {}
-
-    def columns(self, table: str) -> list[str]:
-        if table not in self._columns:
-            self._columns[table] = [r[0] for r in self.raw.execute(sql.COLUMNS, (table,))]
-        return self._columns[table]
-
-    def _begin(self) -> None:
-        if self.begin_pending:
-            self.begin_pending = False
-            self.raw.execute(sql.BEGIN)
-
-    def execute(self, text: str, params=()) -> PgCursor:
-        if self.begin_pending:
-            if text in ("COMMIT", "ROLLBACK"):       # nothing was sent: nothing to end
-                self.begin_pending = False
-                return PgCursor(None)
-            self._begin()
-        st = self._statements.get(text)
-        if st is None:
-            st = self._statements[text] = sql.translate(text, self.columns)
-        cur = self.raw.execute(st.sql, [int(p) if p is True or p is False else p for p in params])
-        return PgCursor(cur, cur.fetchone()[0] if st.returns_id else None)
-
-    def executemany(self, text: str, rows) -> None:
-        for row in rows:
-            self.execute(text, row)
-
-    def native(self, text: str, params=()):
-        """A statement already in PostgreSQL's dialect (pg_sql)."""
-        self._begin()
-        return self.raw.execute(text, params)
-
-    def lock_tasks(self, ids: list[int], share: bool) -> int:
-        """Lock task rows (opening the pending transaction in the same round trip); returns
-        the ledger head read after the locks were granted."""
-        cur = self.raw.execute(sql.lock_tasks(ids, share, self.begin_pending))
-        self.begin_pending = False
-        while cur.nextset():
-            pass
-        return cur.fetchone()[0]
-
-    @property
-    def in_transaction(self) -> bool:
-        return self.begin_pending or self.raw.info.transaction_status != 0    # not IDLE
-
-    def close(self) -> None:
-        self.raw.close()
-
-
 class PgStore(Store):
     """``Store`` on a PostgreSQL schema."""
 
@@ -169,11 +78,10 @@ class PgStore(Store):
         self.path = dsn
         self.hook = hook
         self.depth = 0
-        self.txn = 0                  # counts top-level transactions (the ledger head's cache)
-        self._seen_head = -1          # the ledger head this connection last knew of
-        self._token = 0
-        self._pending: int | None = None
-        self._fresh_head: int | None = None
+        self._token = 0               # data_version: moves when the caches may be stale
+        self._known: dict[str, int | None] = {}   # task -> the last event the caches reflect
+        self._rows: int | None = None  # committed ledger rows when the caches were validated
+        self._locked = False           # this transaction holds row locks
         self.conn = PgConnection(dsn, pragmas)
         try:
             self.migrate(migrate_to)
@@ -181,40 +89,70 @@ class PgStore(Store):
             raise StoreError(f"{redact(dsn)}: not a usable kernel database ({first_line(e)})") from None
 
     def begin(self) -> None:
-        self.txn += 1
-        self._pending = None
-        self._fresh_head = None
-        self.conn.begin_pending = True
+        self._locked = False
+        self.conn.begin()
 
     def committed(self) -> None:
-        if self._pending is not None:
-            self._seen_head = self._pending
+        """This connection's own events: its caches reflect them."""
+        appends, self.conn.appends = self.conn.appends, []
+        for task, seq in appends:
+            if task is not None:
+                self._known[task] = seq.value
+        if self._rows is not None:
+            self._rows += len(appends)
 
     def data_version(self) -> int:
-        """Changes whenever another connection has appended to the ledger."""
-        seq, self._fresh_head = self._fresh_head, None
-        if seq is None:
-            seq = self.conn.native(sql.HEAD_READ).fetchone()[0]
-        self.observed_head(seq)
+        """Moves when the caches may be stale: inside a request, when a locked task moved
+        (``lock_tasks``); elsewhere, when any connection committed a ledger event."""
+        if self.depth and self._locked:
+            return self._token
+        if self.depth and self.conn.appends:    # the count would include our own appends
+            self._rows, self._token = None, self._token + 1
+            return self._token
+        rows = self.conn.native(sql.ROWS).fetchone()[0]
+        if rows != self._rows:
+            self._rows, self._token = rows, self._token + 1
         return self._token
 
-    def observed_head(self, seq: int) -> None:
-        if seq != self._seen_head:
-            self._seen_head = seq
-            self._token += 1
-
     def retryable(self, exc: BaseException) -> bool:
-        """A deadlock or serialization failure; or the same key journaled by a concurrent
-        request on another task (run again, the journal answers it)."""
+        """A deadlock or serialization failure; the same key journaled by a concurrent request
+        on another task (run again, the journal answers it); an append whose number a sealer
+        had just recorded as skipped."""
         state = getattr(exc, "sqlstate", None)
         if state == sql.UNIQUE_VIOLATION:
-            return getattr(getattr(exc, "diag", None), "constraint_name", None) == "journal_pkey"
+            name = getattr(getattr(exc, "diag", None), "constraint_name", None)
+            return name in sql.RETRY_CONSTRAINTS
         return state in sql.RETRY_STATES
 
+    def read_ahead(self, journal: str, key: str, task_id: int | None) -> None:
+        """The request's journal lookup and, for a known task, BEGIN and its locks unless the
+        key is used: sent with the next round trip (the credential check's)."""
+        self.conn.prefetch(journal, (key,))
+        if task_id is not None and not self.depth:
+            self.conn.begin_early([task_id], key)
+
+    def settle(self) -> None:
+        self.conn.end_early()
+
+    def lock_graph(self) -> None:
+        """A graph edit: the graph lock, exclusively, until COMMIT (requests hold it shared)."""
+        if self.conn.graph_lock != "exclusive":
+            self.conn.lock_graph()
+
     def lock_tasks(self, ids: list[int], *, share: bool = False) -> None:
-        """Row locks until COMMIT; the next ``data_version`` uses the head read after them."""
-        if ids:
-            self._fresh_head = self.conn.lock_tasks(ids, share)
+        """Row locks until COMMIT; the caches are stale when a locked task's last event is
+        not the one they reflect, unless no connection committed anything since they were
+        validated (a task this connection meets for the first time)."""
+        if not ids:
+            return
+        stamps = self.conn.lock_tasks(ids, share)
+        self._locked = True
+        if all(self._known.get(task, -1) == seq for task, seq in stamps.items()):
+            return
+        rows = None if self.conn.appends else self.conn.native(sql.ROWS).fetchone()[0]
+        if rows is None or rows != self._rows:      # (our own appends would be counted)
+            self._rows, self._token = rows, self._token + 1
+        self._known.update(stamps)
 
     def ledger(self) -> "PgLedger":
         return PgLedger(self)
@@ -231,11 +169,12 @@ class PgStore(Store):
         return int(row[0])
 
     def migrate(self, to: int = SCHEMA_VERSION) -> list[int]:
+        """The shared migrations up to ``to``, then PostgreSQL's own (``pg_sql.PG_MIGRATIONS``,
+        ``meta`` key ``pg-schema-version``), under an advisory lock: daemons starting at once
+        migrate once."""
         with self.atomic() as unit:
             self.conn.native(sql.MIGRATION_LOCK)
             current = self.schema_version()
-            if current >= to:
-                unit.abandon()
             if current > SCHEMA_VERSION:
                 raise StoreError(f"{redact(self.path)}: schema version {current} is newer than "
                                  f"this kernel ({SCHEMA_VERSION})")
@@ -244,9 +183,26 @@ class PgStore(Store):
                 for statement in sql.schema(version):
                     self.conn.native(statement)
                 self.set_meta("schema-version", str(version))
-                self.after_migration(version)
                 applied.append(version)
+            pg_applied = max(current, to) == SCHEMA_VERSION and self._migrate_pg()
+            for version in applied:             # (appends need PostgreSQL's own steps)
+                self.after_migration(version)
+            if not pg_applied and not applied:
+                unit.abandon()
         return applied
+
+    def _migrate_pg(self) -> bool:
+        """PostgreSQL's own steps, on the latest shared schema (a store opened at an older
+        one, as a test of a migration does, keeps the layout of its time)."""
+        current = int(self.meta("pg-schema-version") or 0)
+        if current > sql.PG_SCHEMA_VERSION:
+            raise StoreError(f"{redact(self.path)}: PostgreSQL schema version {current} is newer "
+                             f"than this kernel ({sql.PG_SCHEMA_VERSION})")
+        for version in range(current + 1, sql.PG_SCHEMA_VERSION + 1):
+            for statement in sql.pg_schema(version):
+                self.conn.native(statement)
+            self.set_meta("pg-schema-version", str(version))
+        return current < sql.PG_SCHEMA_VERSION
 
     # --- scratch copies (rebuild, crash-cut snapshots) -------------------------------------
 
@@ -285,47 +241,36 @@ class PgStore(Store):
                     marks = ", ".join(["%s"] * len(content[0]))
                     with self.conn.raw.cursor() as cur:
                         cur.executemany(f"INSERT INTO {table} VALUES ({marks})", content)
+            self.conn.native(sql.RESTORE_SEQ)
 
 
 class PgLedger(Ledger):
-    """The ledger whose head is one row, locked by the appending transaction."""
+    """The ledger on PostgreSQL: appends queued with the transaction's writes (their numbers
+    from a sequence), the chain sealed as described in ``pg_sql``."""
+
+    CHAINED = ("SELECT seq, prev, hash, event, task, key, body, chain FROM ledger WHERE seq >= ? "
+               "AND seq <= (SELECT seq FROM ledger_seal WHERE id = 1) ORDER BY seq")
 
     def __init__(self, store: PgStore):
         super().__init__(store.conn)
         self.store = store
-        self._txn = -1
 
     def head(self) -> tuple[int, str]:
-        if self._head is None or self._txn != self.store.txn or not self.store.depth:
-            seq, digest = self.store.conn.native(sql.HEAD_FOR_UPDATE).fetchone()
-            if self.store.depth:
-                self.store.observed_head(seq)
-            self._head, self._txn = (seq, digest), self.store.txn
-        return self._head
+        """The sealed head (every event up to it is chained)."""
+        seq, digest = self.store.conn.native(sql.SEALED_HEAD).fetchone()
+        return seq, digest
 
     def append(self, event: str, body: str, *, task: str | None = None,
-               key: str | None = None) -> int:
-        """One round trip (``pg_sql.APPEND``); the head it moved stays locked until COMMIT."""
-        seq, digest = self.store.conn.native(
-            sql.APPEND, {"event": event, "body": body, "task": task, "key": key,
-                         "task_json": json.dumps(task), "key_json": json.dumps(key)}).fetchone()
-        if self.store.depth:
-            self.store.observed_head(seq - 1)   # another connection's commit: caches go stale
-        self._head, self._txn = (seq, digest), self.store.txn
-        self.store._pending = seq
-        return seq
+               key: str | None = None):
+        """Queued with the transaction's other writes; the number is a ``PendingSeq``."""
+        return self.store.conn.append(event, body, task, key)
 
+    def seal(self) -> int:
+        """Chain every committed event (waiting for appends in flight); the sealed head."""
+        return self.store.conn.native(sql.SEAL_NOW, (True,)).fetchone()[0]
 
-def redact(dsn: str) -> str:
-    """A DSN without its password (for messages)."""
-    parts = urllib.parse.urlsplit(dsn)
-    if parts.password is None:
-        return dsn
-    user = parts.username or ""
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}@{host}"))
-
-
-def first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
-
+    def verify(self, since: int = 1, anchors: Iterable[tuple[int, str]] = ()):
+        """Seal (outside a transaction), then check the chain up to the sealed head."""
+        if not self.store.depth:
+            self.seal()
+        return super().verify(since, anchors)

@@ -23,9 +23,10 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "worktrees": ("id",), "pins": ("ref",),
 }
 
-#: Tables whose id SQLite assigns (rowid): PostgreSQL takes max + 1 inside the writing
-#: transaction, which holds the ledger head, so ids are dense and equal on a rebuild
-#: (a sequence would leave gaps after a rollback).
+#: Tables whose id SQLite assigns (rowid): on PostgreSQL the connection assigns max + 1,
+#: read inside the writing transaction, which holds the graph lock exclusively (graph
+#: edits, see ``GRAPH_LOCK``), then counts on; so ids are dense and equal on a rebuild (a
+#: sequence would leave gaps after a rollback).
 ASSIGNED_IDS = {"tasks": "id", "legacy_records": "id"}
 
 LEDGER_HEAD = f"""
@@ -34,34 +35,156 @@ CREATE TABLE ledger_head (id INTEGER PRIMARY KEY CHECK (id = 1), seq BIGINT NOT 
 INSERT INTO ledger_head VALUES (1, 0, '{GENESIS}')
 """
 
-HEAD_FOR_UPDATE = "SELECT seq, hash FROM ledger_head WHERE id = 1 FOR UPDATE"
-HEAD_READ = "SELECT seq FROM ledger_head WHERE id = 1"
+#: The advisory locks of one kernel schema: class ``hashtext(current_schema())``; object 0
+#: is the graph lock (exclusive for a graph edit, shared for a request), objects 1..64 the
+#: buckets of appended sequence numbers (shared by the appending transaction, tried
+#: exclusively by a sealer that finds a hole: held means the append may still commit).
+LOCK_CLASS = "hashtext(current_schema())"
+SEQ_BUCKETS = 64
+GRAPH_LOCK = f"SELECT pg_advisory_xact_lock({LOCK_CLASS}, 0)"
+#: A request's locks in one statement: unless ``key`` is journaled already (a duplicate or a
+#: conflict, answered without a lock), the graph lock (shared, when ``graph``), then the task
+#: rows in id order (``FOR SHARE`` or ``FOR UPDATE``); then each locked task's last event,
+#: read by a statement of its own (a READ COMMITTED statement sees what committed before it
+#: began: after the locks were granted). No row: nothing was locked.
+LOCK_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION wgk_lock(ids BIGINT[], share BOOLEAN, graph BOOLEAN, p_key TEXT)
+RETURNS TABLE (name TEXT, stamp BIGINT) LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_key IS NOT NULL AND EXISTS (SELECT 1 FROM journal WHERE key = p_key) THEN
+    RETURN;
+  END IF;
+  IF graph THEN
+    PERFORM pg_advisory_xact_lock_shared({LOCK_CLASS}, 0);
+  END IF;
+  IF share THEN
+    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR SHARE;
+  ELSE
+    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR UPDATE;
+  END IF;
+  RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name)
+               FROM tasks t WHERE t.id = ANY(ids);
+END $$"""
+LOCK = "SELECT name, stamp FROM wgk_lock(%s, %s, %s, %s)"
 
-#: One append in one round trip: lock the head row (READ COMMITTED re-reads it after the
-#: wait, so the chain is linear), insert the event linked to it (the hash is
-#: ``ledger.link_v2``: sha256 of prev, the chain version 2, seq, event, the JSON of task
-#: and key, and body, joined by newlines, UTF-8) and move the head, all inside the
-#: writing transaction.
-APPEND = """
-WITH head AS (SELECT seq, hash FROM ledger_head WHERE id = 1 FOR UPDATE),
-     event AS (INSERT INTO ledger SELECT seq + 1, hash,
-                   encode(sha256(convert_to(hash || E'\n2\n' || (seq + 1)::text || E'\n'
-                                            || %(event)s || E'\n' || %(task_json)s || E'\n'
-                                            || %(key_json)s || E'\n' || %(body)s,
-                                            'UTF8')), 'hex'),
-                   %(event)s, %(task)s, %(key)s, %(body)s, 2 FROM head RETURNING seq, hash)
-UPDATE ledger_head SET seq = event.seq, hash = event.hash FROM event WHERE ledger_head.id = 1
-RETURNING event.seq, event.hash"""
+#: The hash of one ledger event, in SQL: ``ledger.link_v2`` (chain version 2: sha256 of
+#: prev, "2", seq, event, the JSON of task and of key, and body, joined by newlines,
+#: UTF-8, hex). ``wgk_json`` is Python's ``json.dumps`` of a text: PostgreSQL escapes the
+#: same characters the same way, except that Python also escapes DEL and everything
+#: beyond ASCII (``\\u`` and four hex digits, surrogate pairs above U+FFFF), which the slow
+#: path does (``tests/test_pg_ledger.py`` compares both on awkward texts).
+JSON_SLOW = r"""
+CREATE OR REPLACE FUNCTION wgk_json_escaped(j TEXT) RETURNS TEXT
+LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+DECLARE
+  out TEXT := '';
+  c TEXT;
+  cp INTEGER;
+BEGIN
+  FOREACH c IN ARRAY regexp_split_to_array(j, '') LOOP
+    cp := ascii(c);
+    IF cp < 127 THEN
+      out := out || c;
+    ELSIF cp < 65536 THEN
+      out := out || '\u' || lpad(to_hex(cp), 4, '0');
+    ELSE
+      out := out || '\u' || to_hex(55296 + ((cp - 65536) >> 10))
+                 || '\u' || to_hex(56320 + ((cp - 65536) & 1023));
+    END IF;
+  END LOOP;
+  RETURN out;
+END $$"""
+JSON_TEXT = r"""
+CREATE OR REPLACE FUNCTION wgk_json(t TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN t IS NULL THEN 'null'
+              WHEN t ~ '^[\x01-\x7e]*$' THEN to_json(t)::TEXT
+              ELSE wgk_json_escaped(to_json(t)::TEXT) END
+$$"""
+LINK = """
+CREATE OR REPLACE FUNCTION wgk_link(prev TEXT, seq BIGINT, event TEXT, task TEXT, key TEXT,
+                                    body TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $$
+  SELECT encode(sha256(convert_to(prev || E'\\n2\\n' || seq::TEXT || E'\\n' || event || E'\\n'
+                                  || wgk_json(task) || E'\\n' || wgk_json(key) || E'\\n' || body,
+                                  'UTF8')), 'hex')
+$$"""
 
+#: Seal: chain, in number order, the events after the sealed head that this transaction
+#: sees (committed, or its own), holding the seal row (``ledger_seal``) until COMMIT, and
+#: write the row once at the end (a row updated at every append of a bulk transaction
+#: would grow a chain of versions that every later lookup walks). A missing number is
+#: either an append still in flight (its bucket is held: stop, or wait when ``wait``) or
+#: one that will never commit (its transaction rolled back: recorded as a ``skipped``
+#: event). Without ``wait`` the seal row is skipped when another transaction holds it.
+SEAL_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION wgk_seal(wait BOOLEAN) RETURNS BIGINT LANGUAGE plpgsql AS $$
+DECLARE
+  head BIGINT;
+  start BIGINT;
+  digest TEXT;
+  linked TEXT;
+BEGIN
+  IF wait THEN
+    SELECT seq, hash INTO head, digest FROM ledger_seal WHERE id = 1 FOR UPDATE;
+  ELSE
+    SELECT seq, hash INTO head, digest FROM ledger_seal WHERE id = 1 FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+      RETURN NULL;
+    END IF;
+  END IF;
+  start := head;
+  LOOP
+    UPDATE ledger SET prev = digest, hash = wgk_link(digest, seq, event, task, key, body)
+      WHERE seq = head + 1 RETURNING hash INTO linked;
+    IF FOUND THEN
+      head := head + 1;
+      digest := linked;
+      CONTINUE;
+    END IF;
+    EXIT WHEN NOT EXISTS (SELECT 1 FROM ledger WHERE seq > head + 1);
+    IF wait THEN
+      PERFORM pg_advisory_xact_lock({LOCK_CLASS}, 1 + ((head + 1) % {SEQ_BUCKETS})::int);
+    ELSIF NOT pg_try_advisory_xact_lock({LOCK_CLASS}, 1 + ((head + 1) % {SEQ_BUCKETS})::int) THEN
+      EXIT;
+    END IF;
+    INSERT INTO ledger (seq, event, body, chain) VALUES (head + 1, 'skipped', '{{}}', 2)
+      ON CONFLICT (seq) DO NOTHING;      -- (or its append committed meanwhile: chained next)
+  END LOOP;
+  IF head > start THEN
+    UPDATE ledger_seal SET seq = head, hash = digest WHERE id = 1;
+  END IF;
+  RETURN head;
+END $$"""
 
-def lock_tasks(ids: list[int], share: bool, begin: bool) -> str:
-    """Row locks on task rows, then the ledger head as it is after them (each statement of
-    a READ COMMITTED transaction sees what committed before it began): one round trip,
-    opening the transaction too when ``begin``. ``ids`` are integers (no injection)."""
-    listed = ", ".join(str(int(i)) for i in sorted(ids))
-    mode = "SHARE" if share else "UPDATE"
-    return (f"{BEGIN + '; ' if begin else ''}SELECT id FROM tasks WHERE id IN ({listed}) "
-            f"ORDER BY id FOR {mode}; {HEAD_READ}")
+#: PostgreSQL's own migrations, after the shared ones (``meta`` key ``pg-schema-version``).
+PG_MIGRATIONS: dict[int, list[str]] = {1: [
+    "ALTER TABLE ledger_head RENAME TO ledger_seal",
+    "ALTER TABLE ledger ALTER COLUMN prev DROP NOT NULL, ALTER COLUMN hash DROP NOT NULL",
+    "CREATE SEQUENCE ledger_seq",
+    "SELECT setval('ledger_seq', max(seq)) FROM ledger HAVING max(seq) IS NOT NULL",
+    "CREATE INDEX ledger_by_task ON ledger (task, seq)",
+    JSON_SLOW, JSON_TEXT, LINK, SEAL_FUNCTION, LOCK_FUNCTION,
+]}
+PG_SCHEMA_VERSION = max(PG_MIGRATIONS)
+
+#: One append: the next number of the ledger's sequence, its bucket held (shared) until
+#: COMMIT (a sealer that finds the number missing knows the append may still commit);
+#: written unchained, chained by the next seal (``pg_conn.SEAL_EVERY``, ``verify``).
+APPEND = (f"INSERT INTO ledger (seq, event, task, key, body, chain) SELECT n.s, %s, %s, %s, %s, 2 "
+          f"FROM (SELECT nextval('ledger_seq') AS s) n CROSS JOIN LATERAL "
+          f"(SELECT pg_advisory_xact_lock_shared({LOCK_CLASS}, 1 + (n.s % {SEQ_BUCKETS})::int)) b "
+          f"RETURNING seq")
+SEAL_NOW = "SELECT wgk_seal(%s)"
+#: After a bulk graph edit (autovacuum would analyze them later; until then the planner
+#: takes 100k tasks for a few pages and a readiness check scans them all).
+ANALYZE = "ANALYZE tasks, task_view, edges, ledger"
+SEALED_HEAD = "SELECT seq, hash FROM ledger_seal WHERE id = 1"
+CURRENT_SEQ = "currval('ledger_seq')"
+#: Every committed ledger row, counted cheaply (the sealed head plus the rows after it):
+#: it changes whenever any connection commits an event.
+ROWS = ("SELECT seq + (SELECT count(*) FROM ledger WHERE seq > (SELECT seq FROM ledger_seal "
+        "WHERE id = 1)) FROM ledger_seal WHERE id = 1")
+RESTORE_SEQ = "SELECT setval('ledger_seq', greatest(max(seq), 1), max(seq) IS NOT NULL) FROM ledger"
+
 ENCODING = "SHOW server_encoding"
 SCHEMA_EXISTS = "SELECT to_regclass('meta') IS NOT NULL, (SELECT count(*) FROM pg_tables " \
                 "WHERE schemaname = current_schema())"
@@ -74,6 +197,9 @@ COLUMNS = ("SELECT column_name FROM information_schema.columns WHERE table_schem
 #: SQLSTATEs after which the whole transaction is run again with the same key.
 RETRY_STATES = frozenset({"40001", "40P01"})     # serialization failure, deadlock detected
 UNIQUE_VIOLATION = "23505"
+#: A unique violation on these is a concurrent request with the same key (journal), or an
+#: append whose number a sealer recorded as skipped a moment before it was written (ledger).
+RETRY_CONSTRAINTS = frozenset({"journal_pkey", "ledger_pkey"})
 
 
 def schema(version: int) -> list[str]:
@@ -88,10 +214,26 @@ def schema(version: int) -> list[str]:
     return [s for s in text.split(";") if s.strip()]
 
 
+def pg_schema(version: int) -> list[str]:
+    """The statements of PostgreSQL's own migration ``version``."""
+    return PG_MIGRATIONS[version]
+
+
 @dataclass(frozen=True)
 class Statement:
     sql: str
-    returns_id: bool = False
+    #: the table whose id the connection assigns (its first parameter), see ``ASSIGNED_IDS``
+    assigns: str | None = None
+    #: a write whose result is not needed at once (queued until the next read or COMMIT)
+    deferrable: bool = False
+
+
+_WRITES = ("INSERT", "UPDATE", "DELETE", "SAVEPOINT", "RELEASE", "ROLLBACK TO")
+
+
+def _statement(text: str, assigns: str | None = None) -> Statement:
+    deferrable = "RETURNING" not in text.upper() and text.lstrip().upper().startswith(_WRITES)
+    return Statement(text, assigns, deferrable)
 
 
 _INSERT = re.compile(r"^\s*INSERT\s+(OR\s+(REPLACE|IGNORE)\s+)?INTO\s+(\w+)\s*(\(([^)]*)\))?\s*"
@@ -103,15 +245,14 @@ def translate(sql: str, columns) -> Statement:
     table's columns, for an ``INSERT OR REPLACE`` that names none)."""
     m = _INSERT.match(sql)
     if m is None:
-        return Statement(_placeholders(sql))
+        return _statement(_placeholders(sql))
     verb, table, cols, values = m.group(2), m.group(3), m.group(5), m.group(6)
     names = [c.strip() for c in cols.split(",")] if cols else None
-    returns_id = False
+    assigns = None
     if table in ASSIGNED_IDS and names is not None and ASSIGNED_IDS[table] not in names:
-        idc = ASSIGNED_IDS[table]
-        names = [idc] + names
-        values = f"(SELECT coalesce(max({idc}), 0) + 1 FROM {table}), " + values
-        returns_id = True
+        names = [ASSIGNED_IDS[table]] + names
+        values = "?, " + values
+        assigns = table
     head = f"INSERT INTO {table}" + (f" ({', '.join(names)})" if names else "")
     out = f"{head} VALUES ({values})"
     if verb and verb.upper() == "IGNORE":
@@ -121,9 +262,13 @@ def translate(sql: str, columns) -> Statement:
         rest = [c for c in (names or columns(table)) if c not in key]
         out += f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET " + \
             ", ".join(f"{c} = EXCLUDED.{c}" for c in rest)
-    if returns_id:
-        out += f" RETURNING {ASSIGNED_IDS[table]}"
-    return Statement(_placeholders(out), returns_id)
+    return _statement(_placeholders(out), assigns)
+
+
+def next_id(table: str) -> str:
+    """The first id a graph edit assigns in ``table`` (it holds the graph lock: the next
+    ones follow it, dense, as SQLite's rowids)."""
+    return f"SELECT coalesce(max({ASSIGNED_IDS[table]}), 0) + 1 FROM {table}"
 
 
 def _placeholders(sql: str) -> str:

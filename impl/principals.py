@@ -73,10 +73,11 @@ class Principals:
     def __init__(self, conn):
         self.conn = conn
         self.pg = hasattr(conn, "raw")          # a PostgreSQL connection (impl/pg.py)
+        self._closed = False                    # once closed, a kernel stays closed
 
     def _exists(self) -> bool:
         if self.pg:
-            return self.conn.raw.execute("SELECT to_regclass('principals') IS NOT NULL").fetchone()[0]
+            return self.conn.native("SELECT to_regclass('principals') IS NOT NULL").fetchone()[0]
         return self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
                                  "AND name = 'principals'").fetchone() is not None
 
@@ -86,8 +87,9 @@ class Principals:
 
     def closed(self) -> bool:
         """Whether requests must authenticate (some principal was ever added)."""
-        return self._exists() and self.conn.execute(
+        self._closed = self._closed or self._exists() and self.conn.execute(
             "SELECT 1 FROM principals LIMIT 1").fetchone() is not None
+        return self._closed
 
     def add(self, name: str, roles, secret: str | None = None) -> str:
         """Add a principal; returns its credential (shown once, never stored)."""

@@ -83,6 +83,16 @@ class Store:
     def lock_tasks(self, ids: list[int], *, share: bool = False) -> None:
         """Row locks on task rows (PostgreSQL); the whole database is locked on SQLite."""
 
+    def read_ahead(self, journal: str, key: str, task_id: int | None) -> None:
+        """Send a request's first reads (and locks) ahead (PostgreSQL: they travel with the
+        credential check's round trip); SQLite has no round trip to save."""
+
+    def settle(self) -> None:
+        """End whatever ``read_ahead`` began that the request did not take up."""
+
+    def lock_graph(self) -> None:
+        """A graph edit excludes every request (PostgreSQL); SQLite has one writer anyway."""
+
     def ledger(self) -> Ledger:
         return Ledger(self.conn)
 

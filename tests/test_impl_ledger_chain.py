@@ -61,10 +61,10 @@ def rows(k: Kernel) -> list[tuple]:
 
 
 def set_head(k: Kernel) -> None:
-    """PostgreSQL keeps the head in its own row: a consistent tamperer moves it too."""
+    """PostgreSQL keeps the sealed head in its own row: a consistent tamperer moves it too."""
     if k.store.row_locks:
         seq, digest = rows(k)[-1][:3:2] if rows(k) else (0, "0" * 64)
-        k.conn.native("UPDATE ledger_head SET seq = %s, hash = %s", (seq, digest))
+        k.conn.native("UPDATE ledger_seal SET seq = %s, hash = %s", (seq, digest))
 
 
 def rehash_from(k: Kernel, seq: int) -> None:

@@ -1,0 +1,200 @@
+"""The ledger on PostgreSQL while writers overlap, and a host dying mid-request.
+
+Writers do not wait for each other's commits (the chain is sealed by whichever
+appending transaction holds the seal row, never waited for); a number whose
+transaction rolled back becomes a ``skipped`` event, so the sequence stays
+gap-free and the chain linear; a ``kill -9`` of a real child process mid-request,
+before or after its COMMIT, followed by the same request under the same key,
+gives one decision. Runs when ``WGK_TEST_POSTGRES`` names a reachable server.
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from wgk.impl import Crash, Kernel, MemoryWorld, Pragmas, TaskPolicy
+from wgk.impl import pg_conn, pg_sql
+
+from pg_support import pg_dsn, pg_server  # noqa: F401  (fixtures)
+
+OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
+
+
+def dispatch(task: str, key: str | None = None) -> dict:
+    return {"kind": "dispatch", "actor": "daemon", "task": task, "key": key or f"d:{task}",
+            "expected-attempt": 0, "owner": OWNER}
+
+
+def kernel(dsn: str, **kw) -> Kernel:
+    return Kernel(dsn, MemoryWorld.create(target="main-0").environment(), **kw)
+
+
+def seqs(k: Kernel) -> list[int]:
+    return [r[0] for r in k.conn.execute("SELECT seq FROM ledger ORDER BY seq")]
+
+
+class HeldAtCommit:
+    """A hook that sends the request's writes (its append among them) and its seal at its
+    COMMIT boundary, then holds the transaction open until released."""
+
+    def __init__(self, k: Kernel, key: str):
+        self.k, self.key = k, key
+        self.appended, self.release = threading.Event(), threading.Event()
+
+    def __call__(self, boundary) -> None:
+        if boundary.kind == "commit" and boundary.when == "before" and boundary.key == self.key:
+            self.k.store.conn.native(pg_sql.SEAL_NOW, (False,))   # as its COMMIT's round trip
+            self.appended.set()                                   # does, then waits for the fsync
+            assert self.release.wait(60)
+
+
+def race_one_held_writer(dsn: str) -> tuple[dict | BaseException, threading.Thread, HeldAtCommit]:
+    """Writer A appends for task a and holds its transaction open; writer B then decides on
+    task b. Returns B's answer (or its error) while A is still open."""
+    setup = kernel(dsn)
+    setup.create_graph("g", [TaskPolicy("a"), TaskPolicy("b")])
+    setup.close()
+    a, b = kernel(dsn), kernel(dsn, pragmas=Pragmas(busy_timeout_ms=3000))
+    held = a.hook = HeldAtCommit(a, "d:a")
+    answers: dict = {}
+    writer = threading.Thread(target=lambda: answers.setdefault("a", a.handle(dispatch("a"))))
+    writer.start()
+    assert held.appended.wait(60)
+    try:
+        got = b.handle(dispatch("b"))
+    except BaseException as e:              # (the old design: B waits for A's seal lock)
+        got = e
+    finally:
+        b.close()
+    held.answers, held.kernel = answers, a
+    return got, writer, held
+
+
+def test_a_writer_does_not_wait_for_another_writers_commit(pg_dsn, monkeypatch):
+    monkeypatch.setattr(pg_conn, "SEAL_EVERY", 1)          # B seals at its commit too
+    got, writer, held = race_one_held_writer(pg_dsn)
+    assert got == {"decision": "applied"}
+    assert writer.is_alive()                 # B committed while A's transaction was still open
+    held.release.set()
+    writer.join(60)
+    assert held.answers["a"] == {"decision": "applied"}
+    held.kernel.close()
+    k = kernel(pg_dsn)
+    verdict = k.verify_ledger()
+    assert verdict.ok and verdict.events == 5 and seqs(k) == [1, 2, 3, 4, 5]
+    order = [r[0] for r in k.conn.execute("SELECT key FROM ledger WHERE seq > 3 ORDER BY seq")]
+    assert order == ["d:a", "d:b"]          # A took its number first, B committed first
+    assert k.audit().ok and k.rebuild().ok
+    k.close()
+
+
+def test_with_the_seal_row_waited_for_the_second_writer_waits(pg_dsn, monkeypatch):
+    """The check above can fail: a seal that waits for the seal row (as a head row locked
+    until COMMIT would) makes B wait for A's commit, here until its lock timeout."""
+    monkeypatch.setattr(pg_conn, "SEAL_EVERY", 1)
+    k = kernel(pg_dsn)
+    k.conn.native(pg_sql.SEAL_FUNCTION.replace("FOR UPDATE SKIP LOCKED", "FOR UPDATE"))
+    k.close()
+    got, writer, held = race_one_held_writer(pg_dsn)
+    held.release.set()
+    writer.join(60)
+    held.kernel.close()
+    assert isinstance(got, Exception) and getattr(got, "sqlstate", None) == "55P03"  # lock timeout
+
+
+def test_a_rolled_back_append_is_recorded_as_skipped_and_the_chain_stays_linear(pg_dsn):
+    k = kernel(pg_dsn)
+    k.create_graph("g", [TaskPolicy("a"), TaskPolicy("b")])
+
+    def crash_after_writes(boundary):
+        if boundary.kind == "commit" and boundary.when == "before" and boundary.key == "d:a":
+            k.store.conn.sync()              # the append reached the server: its number is taken
+            raise Crash(boundary)
+    k.hook = crash_after_writes
+    with pytest.raises(Crash):
+        k.handle(dispatch("a"))
+    k.hook = lambda boundary: None
+    assert k.handle(dispatch("b")) == {"decision": "applied"}
+    verdict = k.verify_ledger()                  # the seal reaches the number a's try took
+    events = list(k.conn.execute("SELECT seq, event, key FROM ledger ORDER BY seq"))
+    assert [e[1] for e in events] == ["graph-created", "task-added", "task-added", "skipped",
+                                      "request"]
+    assert events[3][0] == 4 and events[4][2] == "d:b"
+    assert verdict.ok and verdict.events == 5 and seqs(k) == [1, 2, 3, 4, 5]
+    assert k.handle(dispatch("a")) == {"decision": "applied"}     # the same key: decided once
+    assert k.verify_ledger().ok and k.audit().ok and k.rebuild().ok
+    k.close()
+
+
+CHILD = textwrap.dedent("""
+    import os, signal, sys
+    from wgk.impl import Kernel, MemoryWorld, TaskPolicy
+    dsn, when, sent = sys.argv[1], sys.argv[2], sys.argv[3] == "sent"
+    k = Kernel(dsn, MemoryWorld.create(target="main-0").environment())
+    k.create_graph("g", [TaskPolicy("a")])
+    k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d:a",
+              "expected-attempt": 0, "owner": {"pid": 4001, "birth": 911, "session": "s1"}})
+
+    def die(boundary):
+        if boundary.kind == "commit" and boundary.when == when and boundary.key == "reset":
+            if sent:
+                k.store.conn.sync()           # the writes reached the server, COMMIT did not
+            os.kill(os.getpid(), signal.SIGKILL)
+    k.hook = die
+    k.handle({"kind": "reset", "actor": "operator", "task": "a", "key": "reset",
+              "expected-generation": 0})
+    sys.exit(7)          # not reached
+""")
+
+RESET = {"kind": "reset", "actor": "operator", "task": "a", "key": "reset",
+         "expected-generation": 0}
+
+
+@pytest.mark.parametrize("when, sent, answer", [
+    ("before", "queued", {"decision": "applied"}),
+    ("before", "sent", {"decision": "applied"}),
+    ("after", "sent", {"decision": "duplicate", "original": {"decision": "applied"}}),
+])
+def test_kill_9_mid_request_then_the_same_key_gives_one_decision(pg_dsn, when, sent, answer):
+    child = subprocess.run([sys.executable, "-c", CHILD, pg_dsn, when, sent], timeout=120)
+    assert child.returncode == -signal.SIGKILL
+    k = kernel(pg_dsn)                       # another daemon, another connection
+    assert k.handle(RESET) == answer
+    assert k.handle(RESET) == {"decision": "duplicate", "original": {"decision": "applied"}}
+    assert k.project()["journal"]["reset"] == {"decision": "applied"}
+    keys = [r[0] for r in k.conn.execute("SELECT key FROM ledger WHERE event = 'request'")]
+    assert keys == ["d:a", "reset"]          # one decision for the key
+    assert k.project_tasks(["a"])["a"]["generation"] == 1
+    assert k.verify_ledger().ok and k.audit().ok and k.rebuild().ok
+    skipped = [r[0] for r in k.conn.execute("SELECT seq FROM ledger WHERE event = 'skipped'")]
+    assert skipped == ([4] if sent == "sent" and when == "before" else [])
+    k.close()
+
+
+AWKWARD = [None, "", "plain-key_1.2", 'q"uote', "back\\slash", "tab\tnew\nline\r", "\x01\x1f\x7f",
+           "caf\u00e9", "\u20ac 5", "\U0001F600 astral", "mixed \u00e9\"\\\n\U0001F600", "/slash"]
+
+
+def test_the_seal_hashes_every_column_as_the_ledger_does(pg_dsn):
+    """The chain is computed in SQL (``wgk_link``) and checked in Python (``ledger.link_v2``):
+    the same hash for texts PostgreSQL and Python encode differently as JSON (non-ASCII)."""
+    from wgk.impl.ledger import link_v2
+    k = kernel(pg_dsn)
+    for text in AWKWARD:
+        got = k.conn.native("SELECT wgk_link(%s, 7, 'request', %s, %s, %s)",
+                            ("0" * 64, text, text, "{}")).fetchone()[0]
+        assert got == link_v2("0" * 64, 7, "request", text, text, "{}"), repr(text)
+    k.create_graph("g", [TaskPolicy("a")])
+    for n, text in enumerate(t for t in AWKWARD if t):
+        answer = k.handle({"kind": "heartbeat", "actor": "worker", "task": "a", "key": text,
+                           "cap": {"graph": "g", "task": "a", "generation": 0, "attempt": 1,
+                                   "fence": 1, "lease-epoch": 1}, "evidence": f"e{n}"})
+        assert answer.get("decision") == "rejected", answer      # no attempt: still journaled
+    verdict = k.verify_ledger()
+    assert verdict.ok and verdict.events == 2 + len(AWKWARD) - 2
+    k.close()
