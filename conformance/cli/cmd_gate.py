@@ -27,6 +27,7 @@ EXAMPLES = """  wgk gate
   wgk gate --deep --junit gate.xml --json
   wgk gate --quick --traces traces/incidents
   wgk gate --quick --progress 2> progress.log
+  wgk gate --quick --workers 1
   wgk gate --quick --backend postgresql://wgk@localhost/wgk
 """
 
@@ -43,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--counterexamples", metavar="DIR", default=gate_mod.COUNTEREXAMPLES,
                    help="where a generated failure is written as a trace (default traces/counterexamples)")
     add_backend_argument(p)
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="processes sharing the sections' work (default: one per core; 1: every "
+                        "section in turn in this process; the report is the same)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
     p.add_argument("--progress", action="store_true",
                    help="report progress on stderr even when it is not a terminal")
@@ -83,9 +87,12 @@ def run(args: argparse.Namespace) -> int:
     tty = sys.stderr.isatty()
     view = ProgressView(sys.stderr, tty) if tty or args.progress else None
     backend = backend_dsn(args)
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers: must be at least 1, not {args.workers}")
     try:
         result = gate_mod.run_gate(budget, progress=view, traces=args.traces,
-                                   counterexamples=args.counterexamples, backend=backend)
+                                   counterexamples=args.counterexamples, backend=backend,
+                                   workers=args.workers)
     except TraceError as e:
         raise UsageError(str(e)) from None
     if args.junit:

@@ -28,13 +28,27 @@ def corpus() -> Path:
         return Path(__file__).resolve().parents[2] / "traces"
 
 
+#: Traces already read, by path, with the file's size and time of change when it was read
+#: (every mutant looks through the same corpus; a file changed since is read again).
+_READ: dict[Path, tuple[tuple[int, int], Any]] = {}
+
+
+def _read(path: Path):
+    st = path.stat()
+    stamp = (st.st_size, st.st_mtime_ns)
+    hit = _READ.get(path)
+    if hit is None or hit[0] != stamp:
+        hit = _READ[path] = (stamp, load_trace(path))
+    return hit[1]
+
+
 def incident_traces(m: Any, root: Path | None = None) -> list[Path]:
     """The traces of the mutant's incidents (counterexample traces are not incidents)."""
     out = []
     for path in trace_files([root or corpus()]):
         if "counterexamples" in path.parts:
             continue
-        incident = (load_trace(path).source or {}).get("incident")
+        incident = (_read(path).source or {}).get("incident")
         if incident in m.incidents:
             out.append(path)
     return out
@@ -45,7 +59,7 @@ def trace_verdicts(m: Any, root: Path | None = None) -> list[dict]:
     out = []
     sem = m.semantics()
     for path in incident_traces(m, root):
-        trace = load_trace(path)
+        trace = _read(path)
         with ExitStack() as stack:
             stack.enter_context(sem.active())
             if m.decide is not None:

@@ -13,7 +13,6 @@ gate itself never prints.
 from __future__ import annotations
 
 import time
-import traceback
 from typing import Callable
 
 from wgk.conformance.oracle import impl_system
@@ -30,7 +29,9 @@ from wgk.conformance.reports.gate_model import (
 from wgk.conformance.reports.gate_real import (
     batch_checks, contract_checks, race_checks, two_kernel_checks,
 )
+from wgk.conformance.reports.gate_pool import Done, Part, default_workers, guarded, run_parts, scratch
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
+from wgk.conformance.reports.gate_split import LATE, split
 from wgk.conformance.reports.gate_traces import crash_cut_checks, fuzz_checks, replay_checks
 from wgk.conformance.reports.trace_support import passed_cuts
 from wgk.conformance.traces.format import load_traces
@@ -74,6 +75,38 @@ SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mut
                                         ("verify-guards", verify_guard_checks)]
 
 
+def _call(name: str, budget: str, progress: Progress | None, *, loaded: list | None = None,
+          sources: list[str] | None = None, counterexamples: str = COUNTEREXAMPLES,
+          backend: str | None = None, cuts: dict[str, int] | None = None, **part) -> list[Check]:
+    """The section's checks (``part``: which of its traces or mutants, when it is split)."""
+    fn = dict(SECTIONS)[name]
+    if name in TRACE_SECTIONS:
+        if not loaded:
+            raise Nothing(f"no traces to {name.replace('-', ' ')} in {', '.join(sources or ['?'])}")
+        return fn(budget, progress, loaded, **part)
+    if name == "fuzz":
+        return fn(budget, progress, counterexamples)
+    if name == "races":
+        return fn(budget, progress, backend)
+    if name == "trace-matrix":
+        return fn(budget, progress, cuts)
+    return fn(budget, progress, **part)
+
+
+def _skipped(name: str, budget: str) -> Section | None:
+    value = BUDGETS[budget].get(name)
+    if value:
+        return None
+    why = "not listed" if name not in BUDGETS[budget] else f"{name}: {value!r}"
+    return Section(name, [], 0.0, skipped=f"not run in the {budget} budget ({why})")
+
+
+def _nonempty(checks: list[Check]) -> list[Check]:
+    if not checks:
+        raise Nothing("the section checked nothing")
+    return checks
+
+
 def run_section(name: str, budget: str, progress: Progress | None = None, *,
                 loaded: list | None = None, sources: list[str] | None = None,
                 counterexamples: str = COUNTEREXAMPLES, backend: str | None = None,
@@ -81,60 +114,83 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
     """One section on the budget's value for it: skipped when that value is false or missing,
     an error naming the section when it checks nothing or raises (``cuts``: the crash-cuts
     section's passed cuts per trace, for the trace matrix)."""
-    value = BUDGETS[budget].get(name)
-    if not value:
-        why = "not listed" if name not in BUDGETS[budget] else f"{name}: {value!r}"
-        return Section(name, [], 0.0, skipped=f"not run in the {budget} budget ({why})")
-    t0 = time.perf_counter()
-    fn = dict(SECTIONS)[name]
-    try:
-        if name in TRACE_SECTIONS:
-            if not loaded:
-                raise Nothing(f"no traces to {name.replace('-', ' ')} in {', '.join(sources or ['?'])}")
-            checks = fn(budget, progress, loaded)
-        elif name == "fuzz":
-            checks = fn(budget, progress, counterexamples)
-        elif name == "races":
-            checks = fn(budget, progress, backend)
-        elif name == "trace-matrix":
-            checks = fn(budget, progress, cuts)
-        else:
-            checks = fn(budget, progress)
-        if not checks:
-            raise Nothing("the section checked nothing")
-    except Nothing as e:
-        checks = [Check(name, name, "error", time.perf_counter() - t0, str(e))]
-    except Exception as e:             # noqa: BLE001 -- reported as the section's error verdict
-        checks = [Check(name, name, "error", time.perf_counter() - t0,
-                        f"raised {type(e).__name__}: {e}".splitlines()[0],
-                        {"traceback": traceback.format_exc()})]
-    section = Section(name, checks, time.perf_counter() - t0)
-    if progress:
-        progress(Tick(name, len(checks), len(checks), section.seconds, section.verdict, final=True))
+    skipped = _skipped(name, budget)
+    if skipped is not None:
+        return skipped
+    done = guarded(name, lambda: _nonempty(_call(
+        name, budget, progress, loaded=loaded, sources=sources, counterexamples=counterexamples,
+        backend=backend, cuts=cuts)))
+    section = Section(name, done.checks, done.seconds)
+    _final(section, progress)
     return section
+
+
+def _final(section: Section, progress: Progress | None) -> None:
+    if progress:
+        progress(Tick(section.name, len(section.checks), len(section.checks), section.seconds,
+                      section.verdict, final=True))
 
 
 def run_gate(budget: str = "default", progress: Progress | None = None, *,
              traces: list[str] | None = None,
              counterexamples: str = COUNTEREXAMPLES,
-             backend: str | None = None) -> GateResult:
+             backend: str | None = None, workers: int | None = None) -> GateResult:
     """Every section on the given budget; ``traces`` selects trace files or folders;
     a generated failure is written, minimised, under ``counterexamples``; ``backend``
-    (a PostgreSQL DSN) runs the implementation's sections on PostgreSQL, the races too."""
+    (a PostgreSQL DSN) runs the implementation's sections on PostgreSQL, the races too;
+    ``workers``: the processes sharing the work (default: one per core; 1 runs every
+    section in turn in this process). The report is the same either way."""
     if budget not in BUDGETS:
         raise ValueError(f"unknown budget {budget!r} (known: {', '.join(BUDGETS)})")
     t0 = time.perf_counter()
     sources = [str(p) for p in (traces or [bundled_traces()])]
     loaded = load_traces(sources)          # TraceError: bad input
-    impl_system.use_backend(backend)
-    try:
-        sections: list[Section] = []
-        for name, _ in SECTIONS:
-            cut = next((s for s in sections if s.name == "crash-cuts" and not s.skipped), None)
-            sections.append(run_section(name, budget, progress, loaded=loaded, sources=sources,
-                                        counterexamples=counterexamples, backend=backend,
-                                        cuts=passed_cuts(cut.checks) if cut else None))
-    finally:
-        impl_system.use_backend(None)
+    kw = dict(loaded=loaded, sources=sources, counterexamples=counterexamples, backend=backend)
+    workers = default_workers() if workers is None else workers
+    with scratch():
+        impl_system.use_backend(backend)
+        try:
+            sections = (_in_turn(budget, progress, kw) if workers < 2 else
+                        _on_workers(budget, progress, kw, workers))
+        finally:
+            impl_system.use_backend(None)
     return GateResult(budget, sections, time.perf_counter() - t0)
 
+
+def _in_turn(budget: str, progress: Progress | None, kw: dict,
+             sections: list[Section] | None = None) -> list[Section]:
+    """The sections not yet in ``sections``, one after another in this process."""
+    sections = list(sections or [])
+    for name, _ in SECTIONS[len(sections):]:
+        cut = next((s for s in sections if s.name == "crash-cuts" and not s.skipped), None)
+        sections.append(run_section(name, budget, progress, **kw,
+                                    cuts=passed_cuts(cut.checks) if cut else None))
+    return sections
+
+
+def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int) -> list[Section]:
+    """The sections before ``LATE`` split into parts on ``workers`` processes, then the
+    late ones in turn (the trace matrix reads the crash cuts' results)."""
+    early = [n for n, _ in SECTIONS][:min(i for i, (n, _) in enumerate(SECTIONS) if n in LATE)]
+    sections: dict[str, Section] = {}
+    parts: list[Part] = []
+    for name in early:
+        sections[name] = _skipped(name, budget)
+        if sections[name] is None:
+            parts += split(name, budget, kw, _call)
+    results: dict[str, list[Done]] = {}
+
+    def on_done(n: int, done: Done) -> None:
+        name = parts[n].section
+        results.setdefault(name, []).append(done)
+        if n + 1 < len(parts) and parts[n + 1].section == name:
+            return
+        raised = [d for d in results[name] if d.raised]
+        checks = raised[0].checks if raised else [c for d in results[name] for c in d.checks]
+        if not checks:
+            checks = guarded(name, lambda: _nonempty([])).checks
+        sections[name] = Section(name, checks, sum(d.seconds for d in results[name]))
+        _final(sections[name], progress)
+
+    run_parts(parts, workers, progress, on_done)
+    return _in_turn(budget, progress, dict(kw), [sections[n] for n in early])

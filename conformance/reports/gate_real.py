@@ -72,13 +72,15 @@ def database_world() -> str:
     return "postgresql" if backend() is not None else "sqlite"
 
 
-def two_kernel_checks(budget: str, progress: Progress | None, loaded: list) -> list[Check]:
-    """Every trace by two kernels on one database in turn, in lockstep with the model."""
+def two_kernel_checks(budget: str, progress: Progress | None, loaded: list,
+                      only: set[int] | None = None) -> list[Check]:
+    """Every trace by two kernels on one database in turn, in lockstep with the model
+    (``only``: the positions in ``loaded`` of the traces this call runs)."""
     flag_of(budget, "two-kernels", BUDGETS[budget]["two-kernels"])
     meter = Meter("two-kernels", len(loaded), progress)
     world = f"{database_world()}, two connections, in-memory world"
     out = []
-    for trace in loaded:
+    for trace in (loaded if only is None else [t for n, t in enumerate(loaded) if n in only]):
         t0 = time.perf_counter()
         try:
             systems = [ModelSystem(trace), TwoKernels(trace)]

@@ -55,14 +55,21 @@ def _world(trace, selected: set[str]) -> tuple[str, str]:
     return "memory", WORLDS["memory"] + (f" ({why})" if kind == "memory" else "")
 
 
-def replay_checks(budget: str, progress: Progress | None, loaded: list) -> list[Check]:
+def chosen(loaded: list, only) -> list:
+    """The traces of ``loaded`` at the positions ``only`` lists (all of them for None)."""
+    return list(loaded) if only is None else [t for n, t in enumerate(loaded) if n in only]
+
+
+def replay_checks(budget: str, progress: Progress | None, loaded: list,
+                  only: set[int] | None = None) -> list[Check]:
     """Every trace through the model and the implementation in lockstep, on the real world
-    where the budget selects it and the trace allows."""
+    where the budget selects it and the trace allows (``only``: the positions in ``loaded``
+    of the traces this call runs, the selection still made among all of them)."""
     flag_of(budget, "replay", BUDGETS[budget]["replay"])
     real = real_selection(budget, loaded, "traces")
     meter = Meter("replay", len(loaded), progress)
     out = []
-    for trace in loaded:
+    for trace in chosen(loaded, only):
         t0 = time.perf_counter()
         world, described = _world(trace, real)
         flag = " --world real" if world == "real" else ""
@@ -87,15 +94,17 @@ def replay_checks(budget: str, progress: Progress | None, loaded: list) -> list[
     return out
 
 
-def crash_cut_checks(budget: str, progress: Progress | None, loaded: list) -> list[Check]:
+def crash_cut_checks(budget: str, progress: Progress | None, loaded: list,
+                     only: set[int] | None = None, mode: str | None = None) -> list[Check]:
     """Every durable boundary of every trace: one check per crash cut, on the real world where
-    the budget selects it (``real-world.cuts``) and the trace allows."""
+    the budget selects it (``real-world.cuts``) and the trace allows (``only``: the positions
+    of the traces this call cuts; ``mode``: the one mode of the budget's it runs)."""
     modes = modes_of(budget, BUDGETS[budget]["crash-cuts"])
     real = real_selection(budget, loaded, "cuts")
     meter = Meter("crash-cuts", len(loaded) * len(modes), progress)
     out = []
-    for mode in modes:
-        for trace in loaded:
+    for mode in [m for m in modes if mode in (None, m)]:
+        for trace in chosen(loaded, only):
             world, described = _world(trace, real)
             try:
                 result = crash_cuts(trace, mode=mode, world=world,

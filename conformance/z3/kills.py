@@ -106,7 +106,9 @@ class Kill:
         means = self.means()
         head = "killed" if self.killed else "survived"
         only = [n for n in ("explore", "trace") if n in means]
-        note = f" (detected by {only[0]} only)" if len(only) == 1 and self.killed else ""
+        both_run = self.explored is not None and self.traces is not None
+        note = f" (detected by {only[0]} only)" if len(only) == 1 and self.killed and both_run \
+            else ""
         return f"{head} by {', '.join(self.by) or 'nothing'}{note}"
 
     def to_json(self) -> dict:
@@ -214,3 +216,21 @@ def kill(m: Mutant, progress: Callable[[str], None] | None = None,
         progress(f"{m.name}: {sum(t['detects'] for t in replayed)} of {len(replayed)} incident "
                  "traces detect it")
     return Kill(m, proof, bmc, time.perf_counter() - t0, other, explored, replayed)
+
+
+def first_kill(m: Mutant, traces: Callable[[Mutant], list[dict]] | None = None) -> Kill:
+    """A kill that stops as soon as the mutant counts as killed (``Kill.killed``): the named
+    proof, then the incident traces (cheap), then exploration only when no trace detects it;
+    BMC and the other properties' proofs, which a kill does not need, are not run. A mutant
+    that is not killed so is run through ``kill`` (every means), so a survivor's report says
+    all that caught it or not."""
+    t0 = time.perf_counter()
+    proof = refute(m)
+    if proof is not None:
+        k = Kill(m, proof, None, 0.0, traces=traces(m) if traces is not None else None)
+        if not k.by_trace:
+            k.explored = explore_mutant(m)
+        if k.killed:
+            k.seconds = time.perf_counter() - t0
+            return k
+    return kill(m, traces=traces)

@@ -27,7 +27,7 @@ from wgk.model.state import NO_RECEIPT, replace_task
 from wgk.model.vocab import AttemptState as AS, Code, DecisionKind as D, Kind as K, Phase, Receipt
 
 from wgk.conformance.z3.kills import (  # noqa: F401  (re-exported: callers import them from here)
-    EXPLORE_STATES, explore_mutant, kill, refute, refute_other,
+    EXPLORE_STATES, explore_mutant, first_kill, kill, refute, refute_other,
 )
 from wgk.conformance.z3.mutation import (  # noqa: F401  (re-exported)
     Mutant, patched, task_update, with_check, with_update, without_checks,

@@ -1,0 +1,205 @@
+"""Running the gate's work on every core: parts of sections in forked worker processes.
+
+A section is split into parts (a whole section, or some of its traces or mutants);
+the parts run in a few forked workers, the heaviest first, and their checks come
+back in the sections' own order, so the report is the one a run in turn would
+give. Progress stays the same too: the ticks of the part first in that order are
+passed on as they come; those of the parts behind it are held and passed on when
+their turn comes, each counted from where the parts before it in its section left
+off. Forking (not spawning) keeps whatever the caller set up: the budgets, the
+backend, the scratch directory, and patches a test planted.
+
+The scratch directory: the gate's databases, worlds and snapshots live in
+temporary directories; on a machine with a RAM file system (``/dev/shm``) they go
+there. A crash cut, in-process or by ``kill -9``, loses what the process held, never
+what it had written to the operating system, so no verdict depends on ``fsync``
+reaching a disk; the disk's flushes only made every commit slower.
+"""
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import pickle
+import queue
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from wgk.conformance.reports.gate_budget import Nothing, Progress, Tick
+from wgk.conformance.reports.gate_report import Check
+
+#: Where the gate's temporary files go when this exists and is writable.
+RAM_DIR = "/dev/shm"
+
+
+def default_workers() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:                       # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def scratch_dir() -> str | None:
+    """``WGK_GATE_SCRATCH`` when set, else the RAM file system when there is one, else None
+    (the system's temporary directory)."""
+    chosen = os.environ.get("WGK_GATE_SCRATCH")
+    if chosen:
+        return chosen
+    if os.path.isdir(RAM_DIR) and os.access(RAM_DIR, os.W_OK | os.X_OK):
+        return RAM_DIR
+    return None
+
+
+@contextlib.contextmanager
+def scratch() -> Iterator[str]:
+    """Temporary files go to the scratch directory (``scratch_dir``) while the gate runs."""
+    chosen, before = scratch_dir(), tempfile.tempdir
+    if chosen is not None:
+        tempfile.tempdir = chosen
+    try:
+        yield tempfile.gettempdir()
+    finally:
+        tempfile.tempdir = before
+
+
+@dataclass
+class Part:
+    """Some of one section's work: ``run(progress)`` returns its checks (or raises).
+    ``offset`` and ``total`` turn its own progress into the section's (``total`` None:
+    the part is the whole section, its ticks pass unchanged); ``weight``: its expected cost."""
+
+    section: str
+    run: Callable[[Progress], list[Check]]
+    offset: int = 0
+    total: int | None = None
+    weight: float = 1.0
+
+
+@dataclass
+class Done:
+    """A part's outcome: its checks, or the error it raised (a one-check list)."""
+
+    checks: list[Check]
+    seconds: float
+    raised: bool = False
+
+
+def guarded(section: str, run: Callable[[], list[Check]]) -> Done:
+    """Run ``run``; an exception becomes the section's error check, naming it."""
+    t0 = time.perf_counter()
+    try:
+        return Done(run(), time.perf_counter() - t0)
+    except Nothing as e:
+        return Done([Check(section, section, "error", time.perf_counter() - t0, str(e))],
+                    time.perf_counter() - t0, raised=True)
+    except Exception as e:             # noqa: BLE001 -- reported as the section's error verdict
+        return Done([Check(section, section, "error", time.perf_counter() - t0,
+                           f"raised {type(e).__name__}: {e}".splitlines()[0],
+                           {"traceback": traceback.format_exc()})],
+                    time.perf_counter() - t0, raised=True)
+
+
+def _worker(parts: list[Part], tasks, out) -> None:
+    for n in iter(tasks.get, None):
+        out.put(("start", n, os.getpid()))
+        part = parts[n]
+        done = guarded(part.section, lambda: part.run(lambda t: out.put(("tick", n, t))))
+        try:
+            pickle.dumps(done)
+        except Exception as e:         # noqa: BLE001 -- a result that cannot travel is an error
+            done = Done([Check(part.section, part.section, "error", done.seconds,
+                               f"its checks cannot be sent back: {e}".splitlines()[0])],
+                        done.seconds, raised=True)
+        out.put(("done", n, done))
+
+
+class _Order:
+    """Passes on the parts' ticks in the parts' order, holding those of later parts."""
+
+    def __init__(self, parts: list[Part], progress: Progress | None,
+                 on_done: Callable[[int, Done], None]):
+        self.parts, self.progress, self.on_done = parts, progress, on_done
+        self.front, self.held, self.done = 0, {}, {}
+        self.first = set()
+
+    def tick(self, n: int, t: Tick) -> None:
+        if n == self.front:
+            self._emit(n, t)
+        else:
+            self.held.setdefault(n, []).append(t)
+
+    def finish(self, n: int, done: Done) -> None:
+        self.done[n] = done
+        while self.front in self.done:
+            n = self.front
+            self.on_done(n, self.done.pop(n))
+            self.front += 1
+            for t in self.held.pop(self.front, []):
+                self._emit(self.front, t)
+
+    def _emit(self, n: int, t: Tick) -> None:
+        part = self.parts[n]
+        if part.total is not None:
+            if n not in self.first:                    # its meter's opening tick
+                self.first.add(n)
+                if part.offset > 0 and t.done == 0 and not t.label:
+                    return
+            t = Tick(t.section, t.done + part.offset, part.total, t.seconds, t.label)
+        if self.progress:
+            self.progress(t)
+
+
+def run_parts(parts: list[Part], workers: int, progress: Progress | None,
+              on_done: Callable[[int, Done], None]) -> None:
+    """Every part on ``workers`` forked processes; ``on_done(n, done)`` for each part in
+    order, its ticks passed to ``progress`` before."""
+    ctx = multiprocessing.get_context("fork")
+    tasks, out = ctx.Queue(), ctx.Queue()
+    for n in sorted(range(len(parts)), key=lambda n: (-parts[n].weight, n)):
+        tasks.put(n)
+    procs = [ctx.Process(target=_worker, args=(parts, tasks, out), daemon=False)
+             for _ in range(min(workers, len(parts)))]
+    for _ in procs:
+        tasks.put(None)
+    for p in procs:
+        p.start()
+    order, running = _Order(parts, progress, on_done), {}
+    try:
+        while order.front < len(parts):
+            try:
+                msg = out.get(timeout=1.0)
+            except queue.Empty:
+                _lost(procs, running, order)
+                continue
+            kind, n, value = msg
+            if kind == "start":
+                running[value] = n
+            elif kind == "tick":
+                order.tick(n, value)
+            else:
+                running = {pid: m for pid, m in running.items() if m != n}
+                order.finish(n, value)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+
+
+def _lost(procs, running: dict[int, int], order: _Order) -> None:
+    """A worker that died mid-part: that part is an error (the others go on)."""
+    lost = [running.pop(p.pid) for p in procs
+            if not p.is_alive() and p.exitcode != 0 and p.pid in running]
+    if not any(p.is_alive() for p in procs):           # nobody left to run the rest
+        lost += [n for n in range(order.front, len(order.parts)) if n not in order.done]
+    for n in sorted(set(lost)):
+        section = order.parts[n].section
+        order.finish(n, Done([Check(section, section, "error", 0.0,
+                                    "its worker process died before it finished")],
+                             0.0, raised=True))

@@ -1,0 +1,58 @@
+"""How the gate's sections split into parts for its workers (``gate_pool``).
+
+A section over traces splits into one part per trace (per mode and trace for the
+crash cuts), the mutants section into one part per mutant; the others are one
+part each. A part's weight is its rough cost in seconds, so the heaviest start
+first. A section whose budget value is malformed stays whole, so that its error
+is reported once, as when the sections run in turn.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from wgk.conformance.reports.gate_budget import BUDGETS, flag_of, modes_of
+from wgk.conformance.reports.gate_pool import Part
+from wgk.conformance.reports.gate_traces import real_selection
+from wgk.conformance.z3 import mutants as mutants_mod
+
+#: Sections run after the others, in turn, in the gate's own process: the trace matrix
+#: reads the crash cuts' results; the implementation's mutants and the guards run whole
+#: gates of their own.
+LATE = ("trace-matrix", "impl-mutants", "verify-guards")
+
+#: Rough seconds of a section run whole (only the order of the parts depends on them).
+WEIGHTS = {"prove": 8.0, "explore": 4.0, "fuzz": 5.0, "batches": 3.0, "races": 1.0,
+           "contract": 0.5}
+
+
+def _requests(trace) -> int:
+    return sum("request" in s for s in trace.steps)
+
+
+def split(name: str, budget: str, kw: dict, call: Callable) -> list[Part]:
+    """The parts of section ``name``; ``call(name, budget, progress, **kw, **part)`` runs one."""
+    def part(offset=0, total=None, weight=WEIGHTS.get(name, 1.0), **only) -> Part:
+        return Part(name, lambda progress: call(name, budget, progress, **kw, **only),
+                    offset, total, weight)
+
+    loaded = kw.get("loaded") or []
+    try:
+        if name in ("replay", "two-kernels") and loaded:
+            flag_of(budget, name, BUDGETS[budget][name])
+            real = real_selection(budget, loaded, "traces") if name == "replay" else set()
+            return [part(n, len(loaded), _requests(t) * (0.1 if t.id in real else 0.01),
+                         only={n}) for n, t in enumerate(loaded)]
+        if name == "crash-cuts" and loaded:
+            modes = modes_of(budget, BUDGETS[budget][name])
+            real = real_selection(budget, loaded, "cuts")
+            return [part(m * len(loaded) + n, len(loaded) * len(modes),
+                         _requests(t) * (0.5 if t.id in real else 0.05) * (4 if mode == "kill" else 1),
+                         only={n}, mode=mode)
+                    for m, mode in enumerate(modes) for n, t in enumerate(loaded)]
+        if name == "mutants" and mutants_mod.MUTANTS:
+            flag_of(budget, name, BUDGETS[budget][name])
+            return [part(n, len(mutants_mod.MUTANTS), 1.5, only={m})
+                    for n, m in enumerate(mutants_mod.MUTANTS)]
+    except ValueError:
+        pass
+    return [part()]

@@ -1,0 +1,75 @@
+"""The gate on several workers gives the report it gives in turn: the same sections, checks,
+verdicts and order, progress in the same order; a worker that dies is an error, not a hang."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from wgk.conformance.reports import gate, gate_pool
+from wgk.conformance.reports.gate_pool import Part, run_parts
+from wgk.conformance.reports.gate_report import Check
+
+ROOT = Path(__file__).resolve().parent.parent
+INCIDENTS = ROOT / "traces" / "incidents"
+TRACES = [str(INCIDENTS / "10-stale-capability-rejected.json"),
+          str(INCIDENTS / "16-two-dispatchers-one-attempt.json"),
+          str(INCIDENTS / "06-live-owner-missing-heartbeat-stays-running.json")]
+
+
+@pytest.fixture(autouse=True)
+def small(monkeypatch):
+    monkeypatch.setitem(gate.BUDGETS, "quick", {"replay": True, "crash-cuts": ["in-process"],
+                                                "two-kernels": True})
+
+
+def _shape(result):
+    return [(s.name, s.verdict, [(c.name, c.verdict, c.detail, c.group) for c in s.checks])
+            for s in result.sections_run]
+
+
+def test_two_workers_report_what_one_does_in_the_same_order(tmp_path):
+    ticks = {1: [], 2: []}
+    one = gate.run_gate("quick", ticks[1].append, traces=TRACES, workers=1)
+    two = gate.run_gate("quick", ticks[2].append, traces=TRACES, workers=2)
+    assert one.verdict == two.verdict == "pass"
+    assert _shape(one) == _shape(two)
+    assert sum(len(s.checks) for s in two.sections_run) > 3 * 3
+    # the same ticks in the same order (times aside)
+    assert [(t.section, t.done, t.total, t.label, t.final) for t in ticks[1]] == \
+        [(t.section, t.done, t.total, t.label, t.final) for t in ticks[2]]
+
+
+def test_a_planted_bug_fails_the_same_checks_on_two_workers(monkeypatch):
+    import wgk.impl.rules as rules
+
+    def no_fence(ctx):
+        return "unknown-attempt" if ctx.record.attempt_state == "none" else None
+    monkeypatch.setattr(rules, "capability_failure", no_fence)
+    one = gate.run_gate("quick", traces=TRACES, workers=1)
+    two = gate.run_gate("quick", traces=TRACES, workers=2)   # forked: the patch is inherited
+    assert two.verdict == "fail" and _shape(one) == _shape(two)
+
+
+def test_a_worker_that_dies_makes_its_part_an_error():
+    def dies(progress):
+        os._exit(9)
+
+    def fine(progress):
+        return [Check("b", "ok", "pass", 0.0)]
+    parts = [Part("a", dies), Part("b", fine), Part("b", fine)]
+    got = {}
+    run_parts(parts, 2, None, lambda n, done: got.__setitem__(n, done))
+    assert sorted(got) == [0, 1, 2]
+    assert got[0].raised and "died" in got[0].checks[0].detail
+    assert [c.verdict for n in (1, 2) for c in got[n].checks] == ["pass", "pass"]
+
+
+def test_the_scratch_directory_is_chosen_and_restored(monkeypatch, tmp_path):
+    import tempfile
+    monkeypatch.setenv("WGK_GATE_SCRATCH", str(tmp_path))
+    before = tempfile.tempdir
+    with gate_pool.scratch() as where:
+        assert where == str(tmp_path) == tempfile.gettempdir()
+    assert tempfile.tempdir == before
