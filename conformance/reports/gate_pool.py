@@ -159,14 +159,14 @@ def run_parts(parts: list[Part], workers: int, progress: Progress | None,
     order, its ticks passed to ``progress`` before."""
     ctx = multiprocessing.get_context("fork")
     tasks, out = ctx.Queue(), ctx.Queue()
-    for n in sorted(range(len(parts)), key=lambda n: (-parts[n].weight, n)):
-        tasks.put(n)
     procs = [ctx.Process(target=_worker, args=(parts, tasks, out), daemon=False)
              for _ in range(min(workers, len(parts)))]
+    for p in procs:                   # forked before this process starts a queue's thread
+        p.start()
+    for n in sorted(range(len(parts)), key=lambda n: (-parts[n].weight, n)):
+        tasks.put(n)
     for _ in procs:
         tasks.put(None)
-    for p in procs:
-        p.start()
     order, running = _Order(parts, progress, on_done), {}
     try:
         while order.front < len(parts):
