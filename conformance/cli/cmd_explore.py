@@ -28,7 +28,8 @@ EXAMPLES = """  wgk explore --tasks 2
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_instance_arguments(p, tasks=2, keys_help="send idempotency keys (explores the journal)")
     p.add_argument("--invariant", action="append", metavar="ID",
-                   help="check only this invariant (repeatable; default: every property of the registry)")
+                   help="check only this invariant or state assumption (repeatable; default: every "
+                        "property of the registry)")
     p.add_argument("--max-states", type=int, default=None, help="stop after this many distinct states")
     p.add_argument("--dot", metavar="FILE", help="write the state graph as Graphviz DOT")
     p.add_argument("--around", type=int, metavar="N",
@@ -56,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
     properties = None
     if args.invariant:
         from wgk.model.invariants import REGISTRY
-        unknown = [i for i in args.invariant if i not in REGISTRY or REGISTRY[i].kind != "always"]
+        # an environment assumption of one state is checked in every state like an invariant
+        unknown = [i for i in args.invariant if i not in REGISTRY or not (
+            REGISTRY[i].kind == "always" or (REGISTRY[i].kind == "assume" and REGISTRY[i].scope == "state"))]
         if unknown:
             raise UsageError(f"unknown invariant {unknown[0]!r} (see wgk trace-matrix or "
                              "model/invariants.py for the ids)")

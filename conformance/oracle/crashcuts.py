@@ -311,8 +311,7 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, db: str,
         recovered = scope.of_impl(impl)
         at_prefix = not diff_values(prefix, recovered)
         at_landed = not diff_values(landed, recovered)
-        effect_only = not diff_values(with_effects(prefix, landed), recovered)
-        if not (at_prefix or at_landed or effect_only):
+        if not (at_prefix or at_landed or not diff_values(with_effects(prefix, landed), recovered)):
             return [_divergence(trace, k, "recovered-state", request,
                                 "prefix, prefix + 1, or prefix with the step's external effect",
                                 "none of them", diff_values(prefix, recovered), boundary=where)]
