@@ -143,7 +143,7 @@ class MemoryRepository:
     it was written on top of (``parents``; a name written in two places has both), so a land
     can refuse a candidate that does not descend from its base, as ``GitRepository.land``
     does. Content that arrived from outside (a seeded worktree) has no known history here,
-    and its land is not judged."""
+    and is not judged."""
 
     initial_target: str | None = None
     worktrees: dict[str, str | None] = field(default_factory=dict)
@@ -187,11 +187,12 @@ class MemoryRepository:
             self.removed.append(wt)
 
     def descends(self, content: str, ancestor: str) -> bool:
-        """Whether ``ancestor`` is ``content`` or in its history."""
+        """Whether ``ancestor`` is ``content`` or in its history (content whose history
+        is not known here, a seeded worktree's, is not judged: True)."""
         seen, todo = set(), [content]
         while todo:
             c = todo.pop()
-            if c == ancestor:
+            if c == ancestor or (c not in self.parents and c != self.initial_target):
                 return True
             if c not in seen:
                 seen.add(c)
@@ -204,7 +205,7 @@ class MemoryRepository:
 
     def land(self, effect: str, candidate: str, base: str) -> bool:
         # guards: target-history-grows
-        if candidate in self.parents and not self.descends(candidate, base):
+        if not self.descends(candidate, base):
             raise EnvError(f"land {effect}: candidate {candidate} does not descend from base "
                            f"{base}; moving the target would drop commits")
         # guards: cas-base-exact
