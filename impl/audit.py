@@ -206,7 +206,7 @@ def _guarded(task: str | None, check) -> list[Finding]:
 
 def _target_history(kernel) -> list[Finding]:
     """Every landed candidate, and the base it landed on, is still in the target's history
-    (the in-memory double judges only content whose history it knows)."""
+    (a repository without history, the in-memory double, has no ``descends``)."""
     repo = kernel.env.repository
     descends = getattr(repo, "descends", None)
     target = repo.target()

@@ -137,18 +137,10 @@ class MemoryProcesses:
 
 @dataclass
 class MemoryRepository:
-    """Worktrees hold one content id each; the target is a content id; effects are logged.
-
-    Content has history as commits do: each id written or moved to here remembers the ids
-    it was written on top of (``parents``; a name written in two places has both), so a land
-    can refuse a candidate that does not descend from its base, as ``GitRepository.land``
-    does. Content that arrived from outside (a seeded worktree) has no known history here,
-    and is not judged."""
+    """Worktrees hold one content id each; the target is a content id; effects are logged."""
 
     initial_target: str | None = None
     worktrees: dict[str, str | None] = field(default_factory=dict)
-    parents: dict[str, set[str]] = field(default_factory=dict)
-    heads: dict[str, str | None] = field(default_factory=dict)
     refs: dict[str, str] = field(default_factory=dict)
     effects: dict[str, tuple[str, str]] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
@@ -162,7 +154,6 @@ class MemoryRepository:
 
     def create_worktree(self, wt: str, start: str | None) -> None:
         self.worktrees[wt] = start
-        self.heads[wt] = start
 
     def observe_worktree(self, wt: str) -> WorktreeView:
         if wt in self.worktrees:
@@ -186,28 +177,7 @@ class MemoryRepository:
         if self.worktrees.pop(wt, _GONE) is not _GONE:
             self.removed.append(wt)
 
-    def descends(self, content: str, ancestor: str) -> bool:
-        """Whether ``ancestor`` is ``content`` or in its history (content whose history
-        is not known here, a seeded worktree's, is not judged: True)."""
-        seen, todo = set(), [content]
-        while todo:
-            c = todo.pop()
-            if c == ancestor or (c not in self.parents and c != self.initial_target):
-                return True
-            if c not in seen:
-                seen.add(c)
-                todo.extend(self.parents.get(c, ()))
-        return False
-
-    def _written(self, content: str, on: str | None) -> None:
-        if on is not None and on != content:
-            self.parents.setdefault(content, set()).add(on)
-
     def land(self, effect: str, candidate: str, base: str) -> bool:
-        # guards: target-history-grows
-        if not self.descends(candidate, base):
-            raise EnvError(f"land {effect}: candidate {candidate} does not descend from base "
-                           f"{base}; moving the target would drop commits")
         # guards: cas-base-exact
         if self._target != base:
             return False
@@ -229,16 +199,10 @@ class MemoryRepository:
         """The owner writes bytes: the worktree now holds ``content``."""
         if wt not in self.worktrees:
             raise EnvError(f"worktree {wt} does not exist")
-        head = self.heads.get(wt)
-        if head is not None and self._target is not None and head != self._target \
-                and self.descends(self._target, head):
-            head = self.heads[wt] = self._target   # a worker rebases on the moved target first
-        self._written(content, head)               # its bytes are a commit on the checkout
         self.worktrees[wt] = content
 
     def move_target(self, content: str) -> None:
-        """Someone else moves the target ref (on top of where it was)."""
-        self._written(content, self._target)
+        """Someone else moves the target ref."""
         self._target = content
 
 
