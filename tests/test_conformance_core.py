@@ -103,6 +103,23 @@ def test_fuzz_finds_a_planted_bug_and_writes_a_trace(tmp_path):
     assert trace["steps"][-1]["expect"] == {"decision": "rejected", "code": "attempt-live"}
 
 
+class _Refuser(ModelSystem):
+    """A system with a planted bug: it refuses every submit as malformed."""
+
+    def apply(self, step):
+        if "request" in step and step["request"]["kind"] == "submit":
+            raise StepError("/request: malformed (planted)")
+        return super().apply(step)
+
+
+def test_fuzz_asks_the_model_about_a_request_the_system_refuses_as_malformed(tmp_path):
+    r = run_fuzz(FuzzConfig(tasks=1, system=lambda g: _Refuser(g)), examples=100, steps=10, seed=2,
+                 out_dir=str(tmp_path))
+    assert r.verdict == "fail" and "refused a request the model decides" in r.failure, r.failure
+    trace = json.loads(open(r.trace_path).read())
+    assert trace["steps"][-1]["request"]["kind"] == "submit"
+
+
 def test_counterexample_trace_replays_expected_decisions_from_the_model():
     graph = chain_graph(1)
     t = counterexample_trace(graph, [{"request": {**dispatch(), "task": "t1"}}], seed=1, failure="x")

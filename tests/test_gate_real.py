@@ -20,7 +20,25 @@ def test_every_real_backend_keeps_the_contract_of_its_double():
     results = contract_results()
     assert not broken(results)
     worlds = {(r.backend, r.world) for r in results}
-    assert worlds == {("memory", "memory"), ("git", "real"), ("proc", "real")}
+    assert worlds == {("memory", "memory"), ("git", "real"), ("proc", "real"), ("sqlite", "real")}
+
+
+def test_a_land_that_skips_the_ancestry_check_breaks_the_contract(monkeypatch):
+    monkeypatch.setattr(git_mod.GitRepository, "descends", lambda self, commit, ancestor: True)
+    bad = broken(contract_results())
+    assert bad == {"repository: a land never drops a commit of the target [git]":
+                   "a candidate that does not descend from its base was landed: the moved "
+                   "target's commit is dropped"}
+
+
+def test_a_store_acknowledging_before_the_disk_breaks_the_contract(monkeypatch):
+    real_init = store_mod.Store.__init__
+
+    def relaxed(self, path, **kw):          # the kernel's store opened with synchronous=NORMAL
+        real_init(self, path, **dict(kw, pragmas=store_mod.Pragmas(synchronous="NORMAL")))
+    monkeypatch.setattr(store_mod.Store, "__init__", relaxed)
+    bad = broken(contract_results())
+    assert list(bad) == ["store: a commit reaches the disk before it is acknowledged [sqlite]"]
 
 
 def test_a_land_without_its_compare_and_swap_breaks_the_contract(monkeypatch):

@@ -142,7 +142,7 @@ def test_the_deep_gate_section_passes_kills_fails_unexplained_survivors_and_a_lo
     assert BUDGETS["deep"]["impl-mutants"] in ("quick", "default")
     assert all(not BUDGETS[b].get("impl-mutants") for b in ("quick", "default"))
     assert "impl-mutants" in dict(SECTIONS)
-    explained = MUTANTS_BY_NAME["synchronous-off"]
+    explained = MUTANTS_BY_NAME["planner-first-of-several"]
     unexplained = MUTANTS_BY_NAME["pid-only-liveness"]
     killed = MUTANTS_BY_NAME["fence-ignores-lease-epoch"]
     base = MutantRun(IDENTITY, "survived", 1.0)

@@ -11,6 +11,11 @@ embedding runs on. Each case below performs the same operations on the double
 and on the real backend and states what must hold on both: a real backend that
 answers otherwise (a land without its compare-and-swap, a zombie counted as a
 live owner) breaks its case, and so does a double that drifted from the contract.
+Ancestry (a land never drops a commit) is a case for git alone: the double's
+content ids are names without history.
+A third, the store, has no double: the kernel's SQLite connection must acknowledge
+a commit only once it is on disk (its case reads the settings it runs with, since a
+power loss cannot be staged on one machine).
 
 Cases return data (``ContractResult``); nothing here prints.
 """
@@ -24,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from wgk.impl import EnvError, MemoryProcesses, MemoryRepository
+from wgk.impl import EnvError, Kernel, MemoryProcesses, MemoryRepository, MemoryWorld
 from wgk.impl.git import GitRepository, init_repository
 from wgk.impl.proc import ProcProcessTable
 
@@ -78,6 +83,21 @@ def moved_target_refuses_the_land(repo) -> None:
            "a land from a base the target has left was not refused (no compare-and-swap)")
     expect(repo.target() == moved, "a refused land moved the target")
     expect(not repo.effect_observed("t/land-1"), "a refused land is observed as done")
+
+
+def land_never_drops_a_commit(repo) -> None:
+    old = repo.target()
+    candidate = _worked(repo, "t/f1", "work-1")           # built on the old target
+    repo.move_target("moved-1")
+    moved = repo.target()
+    try:
+        landed = repo.land("t/land-1", candidate, moved)  # the base is right, the history is not
+    except EnvError:
+        landed = False
+    expect(landed is False, "a candidate that does not descend from its base was landed: "
+                            "the moved target's commit is dropped")
+    expect(repo.target() == moved, "a refused land moved the target")
+    expect(repo.target() != old, "move-target left the target where it was")
 
 
 def land_from_the_current_target(repo) -> None:
@@ -144,6 +164,14 @@ REPOSITORY_CASES: dict[str, Callable] = {
     "removal removes exactly one worktree": remove_exactly_one_worktree,
     "an immutable ref is never overwritten": pins_are_immutable,
     "an output is published without moving the target": output_published_once,
+}
+
+
+#: Cases only a repository with history can answer: the in-memory double's content ids are
+#: names without history (the same name may stand for the same bytes on two bases, as the
+#: model's abstract content does), so ancestry is held to git alone.
+HISTORY_CASES: dict[str, Callable] = {
+    "a land never drops a commit of the target": land_never_drops_a_commit,
 }
 
 
@@ -249,6 +277,30 @@ PROCESS_CASES: dict[str, Callable] = {
 }
 
 
+# --- the store contract ------------------------------------------------------------------------
+
+
+def commits_reach_the_disk(tmp: str) -> None:
+    """A kernel opened with its defaults acknowledges a commit only once the write-ahead log
+    is synced (WAL, ``synchronous=FULL`` or stronger): a power loss then keeps every answer
+    given. A power loss cannot be staged on one machine, so the contract reads the settings
+    the kernel's own connection runs with."""
+    kernel = Kernel(os.path.join(tmp, "k.db"), MemoryWorld.create(target="main-0").environment())
+    try:
+        mode = kernel.conn.execute("PRAGMA journal_mode").fetchone()[0]
+        sync = kernel.conn.execute("PRAGMA synchronous").fetchone()[0]
+    finally:
+        kernel.close()
+    expect(str(mode).lower() == "wal", f"the kernel's journal mode is {mode}, not WAL")
+    expect(int(sync) >= 2, f"the kernel's synchronous setting is {sync} (FULL is 2): a commit "
+                           "is acknowledged before it reaches the disk")
+
+
+STORE_CASES: dict[str, Callable] = {
+    "a commit reaches the disk before it is acknowledged": commits_reach_the_disk,
+}
+
+
 # --- running the contract ----------------------------------------------------------------------
 
 
@@ -281,6 +333,13 @@ def _process_case(case: str, fn: Callable, real: bool) -> ContractResult:
     return _run("processes", case, "proc" if real else "memory", "real" if real else "memory", body)
 
 
+def _store_case(case: str, fn: Callable) -> ContractResult:
+    def body() -> None:
+        with tempfile.TemporaryDirectory(prefix="wgk-contract-") as tmp:
+            fn(tmp)
+    return _run("store", case, "sqlite", "real", body)
+
+
 def contract_results(progress: Callable[[str], None] | None = None) -> list[ContractResult]:
     """Every case on the double and on the real backend: one result each."""
     out: list[ContractResult] = []
@@ -290,9 +349,17 @@ def contract_results(progress: Callable[[str], None] | None = None) -> list[Cont
             out.append(_repository_case(case, fn, make, backend, world))
             if progress:
                 progress(out[-1].name)
+    for case, fn in HISTORY_CASES.items():
+        out.append(_repository_case(case, fn, _git_repository, "git", "real"))
+        if progress:
+            progress(out[-1].name)
     for case, fn in PROCESS_CASES.items():
         for real in (False, True):
             out.append(_process_case(case, fn, real))
             if progress:
                 progress(out[-1].name)
+    for case, fn in STORE_CASES.items():
+        out.append(_store_case(case, fn))
+        if progress:
+            progress(out[-1].name)
     return out

@@ -240,11 +240,23 @@ class _KernelMachine(_Drawing, RuleBasedStateMachine):
             if request is None:
                 self.model_env_check(step)    # impossible environment steps are not taken
             observed = Observed(self.sut.apply(step), self.sut.project())
-        except StepError:
+        except StepError as refused:
             self.steps.pop()
+            if request is not None:           # the model is asked too: both must refuse it
+                self._model_refuses(step, refused)
             return
         verdict = self.oracle.is_valid_step(step, observed)     # steps self.model too
         assert verdict.valid, "\n".join(d.describe() for d in verdict.divergences)
+
+    def _model_refuses(self, step: dict, refused: StepError) -> None:
+        """A request the system under test refused as malformed must be one the model cannot
+        decide either; a decision of the model's is a divergence."""
+        try:
+            self.model_env_check(step)
+        except StepError:
+            return
+        self.steps.append(step)
+        raise AssertionError(f"the system refused a request the model decides: {refused}")
 
     def model_env_check(self, step: dict) -> None:
         probe = ModelSystem(self.graph)

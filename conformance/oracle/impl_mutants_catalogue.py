@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from wgk.conformance.oracle.impl_mutants import ImplMutant, Patch
 
-_NO_BATCH = ("no section uses handle_batch (group commit); a section replaying traces "
-             "through handle_batch with crash cuts inside the batch would see it")
-
 
 def _m(name, category, doc, breaks, *patches, survives=""):
     return ImplMutant(name, category, doc, breaks, tuple(Patch(*p) for p in patches), survives)
@@ -27,10 +24,7 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
     _m("synchronous-off", "storage",
        "the default pragmas turn synchronous off, so a commit is acknowledged before it "
        "reaches the disk", "a committed decision survives a power loss",
-       ("store.py", 'synchronous: str = "FULL"', 'synchronous: str = "OFF"'),
-       survives=("a process crash (kill -9 included) never loses what the operating system "
-                 "has buffered; only a power loss or a machine crash shows it, which no "
-                 "section (nor any test on one machine) can stage")),
+       ("store.py", 'synchronous: str = "FULL"', 'synchronous: str = "OFF"')),
     _m("receipt-delete-skipped", "storage",
        "saving a record never deletes a receipt row the record dropped, so a reload after a "
        "restart resurrects receipts of an earlier candidate version",
@@ -120,14 +114,12 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "in a batch, a request's external effect runs behind requests decided but not yet "
        "committed", "every intent an effect relies on is durable before it happens",
        ("handling.py", "answers.append(_in_savepoint(kernel, r, may_perform=not answers))",
-        "answers.append(_in_savepoint(kernel, r, may_perform=True))"),
-       survives=_NO_BATCH),
+        "answers.append(_in_savepoint(kernel, r, may_perform=True))")),
     _m("batch-skips-journal", "group-commit",
        "a batched request is decided without looking up its key in the journal",
        "idempotent-replay in group commit",
        ("handling.py", "            lock_and_sync(kernel, r)\n        used = journal(kernel, r.key)",
-        "            lock_and_sync(kernel, r)\n        used = None"),
-       survives=_NO_BATCH),
+        "            lock_and_sync(kernel, r)\n        used = None")),
     # --- git ---------------------------------------------------------------------------------
     _m("land-without-cas", "git",
        "the land updates the target ref without the expected old value (a force update-ref)",
@@ -138,11 +130,7 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "the land does not check that the candidate descends from the base",
        "target-history-grows",
        ("git.py", "        if not self.descends(candidate, base):\n            raise GitError(f\"land",
-        "        if False:\n            raise GitError(f\"land"),
-       survives=("replay and crash cuts run on the in-memory repository, whose content ids "
-                 "have no history, and the contract section has no case of a land whose "
-                 "candidate does not descend from its base; such a contract case (or replay on "
-                 "real git with a candidate built on a moved target) would see it")),
+        "        if False:\n            raise GitError(f\"land")),
     _m("pin-overwrites", "git",
        "an immutable ref is created without the zero old value, so a second pin overwrites "
        "retained work", "retained-work-never-erased",
@@ -165,10 +153,7 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
     _m("zombie-is-live", "processes",
        "a zombie (exited, not yet reaped) process is counted as a live owner",
        "liveness-needs-exact-birth (a zombie is no owner)",
-       ("proc.py", 'if state in (b"Z", b"X"):', 'if state in (b"X",):'),
-       survives=("the gate never runs ProcProcessTable: every section uses the in-memory "
-                 "process table; a section with real child processes (or a contract section "
-                 "holding the /proc table to the double: a zombie is not alive) would see it")),
+       ("proc.py", 'if state in (b"Z", b"X"):', 'if state in (b"X",):')),
     _m("pid-only-liveness", "processes",
        "an owner is alive when any process holds its pid, whatever its birth time",
        "liveness-needs-exact-birth",
