@@ -142,17 +142,6 @@ def test_generated_blocks_restate_the_code(text):
     assert len(dg.authority_table().splitlines()) == 2 + len(Kind) == 2 + len(AUTHORITY)
 
 
-def test_the_implementation_has_the_same_edges_and_authority():
-    """The generated tables come from the model; the document says the implementation's
-    independent copies are the same."""
-    from wgk.impl import vocabulary as iv
-    from wgk.model.vocab import AUTHORITY, EDGES
-    assert iv.EDGES == {k.label: (frozenset(p.label for p in src), dst.label)
-                        for k, (src, dst) in EDGES.items()}
-    assert iv.AUTHORITY == {k.label: frozenset(a.label for a in actors)
-                            for k, actors in AUTHORITY.items()}
-
-
 def test_a_stale_block_shows_as_a_diff(text, tmp_path):
     stale = text.replace("| `save-graph` | `cleanup-committed` | `graph-saved` |",
                          "| `save-graph` | `effect-committed` | `graph-saved` |")

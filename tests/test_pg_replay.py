@@ -29,7 +29,8 @@ INCIDENTS = ROOT / "traces" / "incidents"
 #: incident -> what is compared after each cut ("thorough" rebuilds and audits every time)
 CUT = {"05-lost-response-retried": "thorough", "16-two-dispatchers-one-attempt": "thorough",
        "15-legacy-done-quarantined": "thorough", "13-crash-at-every-phase": "scoped",
-       "17-reset-racing-completion": "scoped"}
+       "17-reset-racing-completion": "scoped",
+       "18-worker-poses-as-validator": "scoped"}   # its principals table is made on first use
 
 
 def test_every_trace_replays_in_lockstep_on_postgresql(pg_backend):

@@ -56,6 +56,8 @@ def check_usage(args: argparse.Namespace) -> None:
 def reproduce(result: TraceResult, args: argparse.Namespace) -> str:
     flags = " --crash-cuts" if args.crash_cuts else ""
     flags += " --kill" if args.kill else ""
+    flags += (f" --cut-checks {args.cut_checks}"
+              if args.crash_cuts and getattr(args, "cut_checks", "thorough") != "thorough" else "")
     flags += f" --backend {args.backend}" if getattr(args, "backend", "sqlite") != "sqlite" else ""
     flags += " --world real" if getattr(args, "world", "memory") == "real" else ""
     return f"wgk replay {result.path or result.id} --system {args.system}{flags}"

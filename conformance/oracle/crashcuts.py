@@ -141,7 +141,9 @@ def _scope(trace: Trace, step: dict, checks: str) -> _Scope:
     task = step["request"].get("task")
     names = [t["name"] for t in trace.graph["tasks"]]
     dependents = tuple(t["name"] for t in trace.graph["tasks"] if task in t.get("deps", ()))
-    return _Scope(((task,) if task in names else ()) + dependents, (step["request"].get("key"),))
+    key, who = step["request"].get("key"), step["request"].get("principal")
+    journal_key = key if who is None else f"{who}/{key}"    # keys live in their sender's namespace
+    return _Scope(((task,) if task in names else ()) + dependents, (journal_key,))
 
 
 def _restore(snap: _Snapshot, path: str, hook) -> ImplSystem:

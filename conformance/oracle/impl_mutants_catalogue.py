@@ -171,6 +171,17 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "dependency-needs-done",
        ("handling.py", "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps),",
         "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps[-1:]),")),
+    _m("validator-may-accept", "rules",
+       "the implementation's own authority table lets the validator send accept, so a "
+       "candidate validated by one role is accepted by the same role",
+       "role-held (the vocabulary's authority, written independently of the model's)",
+       ("vocabulary.py", '    "accept": frozenset({"evaluator", "daemon"}),',
+        '    "accept": frozenset({"evaluator", "daemon", "validator"}),')),
+    _m("seal-skips-work-save", "rules",
+       "the implementation's own edge table lets seal-candidate start from prepared, "
+       "skipping quiesce and the WorkSave", "no-phase-skip",
+       ("vocabulary.py", '    "seal-candidate": (frozenset({"work-saved"}), "candidate-sealed"),',
+        '    "seal-candidate": (frozenset({"work-saved", "prepared"}), "candidate-sealed"),')),
     # --- planner -----------------------------------------------------------------------------
     _m("planner-dead-owner-live", "planner",
        "the planner still plans an owner proven dead as a live owner",

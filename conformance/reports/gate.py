@@ -30,6 +30,7 @@ from wgk.conformance.reports.gate_real import (
     batch_checks, contract_checks, race_checks, two_kernel_checks,
 )
 from wgk.conformance.reports.gate_pool import Done, Part, default_workers, guarded, run_parts, scratch
+from wgk.conformance.reports.gate_probes import probe_checks
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
 from wgk.conformance.reports.gate_split import LATE, split
 from wgk.conformance.reports.gate_traces import crash_cut_checks, fuzz_checks, replay_checks
@@ -61,11 +62,11 @@ def verify_guard_checks(budget: str, progress: Progress | None) -> list[Check]:
 
 
 #: Sections that take the loaded traces.
-TRACE_SECTIONS = ("replay", "crash-cuts", "two-kernels", "batches")
+TRACE_SECTIONS = ("replay", "probes", "crash-cuts", "two-kernels", "batches")
 
 SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mutant_checks),
                                         ("explore", explore_checks), ("contract", contract_checks),
-                                        ("replay", replay_checks),
+                                        ("replay", replay_checks), ("probes", probe_checks),
                                         ("crash-cuts", crash_cut_checks),
                                         ("two-kernels", two_kernel_checks), ("batches", batch_checks),
                                         ("races", race_checks),
