@@ -22,7 +22,7 @@ LATE = ("trace-matrix", "impl-mutants", "verify-guards")
 
 #: Rough seconds of a section run whole (only the order of the parts depends on them).
 WEIGHTS = {"prove": 8.0, "explore": 4.0, "fuzz": 5.0, "batches": 3.0, "races": 1.0,
-           "contract": 0.5}
+           "contract": 0.5, "probes": 2.0}
 
 
 def _requests(trace) -> int:
