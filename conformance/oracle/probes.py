@@ -26,20 +26,16 @@ from wgk.model.instance import Instance
 from wgk.model.requests import Request
 from wgk.model.vocab import Actor
 
+from wgk.conformance.oracle.fuzz import FuzzConfig, fuzz_instance
 from wgk.conformance.oracle.systems import ModelSystem, StepError, System
 from wgk.conformance.oracle.wire import request_to_wire
 from wgk.conformance.traces.format import Trace
 
-#: Bounds no trace reaches, so the enumeration offers every request at every state.
-_UNBOUNDED = 99
-
-
 def probe_instance(trace: Trace) -> Instance:
+    """The fuzzer's instance for the trace's graph: every kind, edges from any phase, bounds
+    no run reaches (``fuzz.fuzz_instance``)."""
     review = any(t.get("review-required") for t in trace.graph.get("tasks", []))
-    return Instance(tasks=len(trace.graph.get("tasks", [])), attempts=_UNBOUNDED,
-                    generations=_UNBOUNDED, versions=_UNBOUNDED,
-                    groups=("core", "evidence", "operator", "legacy"), review=review,
-                    rejections=True, every_kind=True)
+    return fuzz_instance(FuzzConfig(tasks=len(trace.graph.get("tasks", [])), review=review))
 
 
 @dataclass
