@@ -95,7 +95,25 @@ def _seed(body: dict) -> dict:
         attempt["worktree"] = worktree.get("content") or ch.get("origin")
     if ch.get("origin"):
         attempt["origin"] = ch["origin"]
+    if ch.get("token_hash"):
+        attempt["token"] = token_name(ch["token_hash"])
     return {"attempt": attempt}
+
+
+def token_name(digest: str) -> str:
+    """The symbolic name a recorded token gets: the kernel holds only its sha256, so an
+    opener's ``mint`` and the ``token-hash`` of each request presenting it name the same."""
+    return f"tok-{digest[:16]}"
+
+
+def symbolic_tokens(request: dict) -> dict:
+    """A recorded request's tokens by their symbolic names (``token_name``)."""
+    out = dict(request)
+    if isinstance(out.get("mint"), str):
+        out["mint"] = token_name(out["mint"])
+    if isinstance(out.get("token-hash"), str):
+        out["token"] = token_name(out.pop("token-hash"))
+    return out
 
 
 def _environment(model: ModelSystem, task: str, observed: dict) -> list[dict]:
@@ -155,7 +173,7 @@ def record_trace(path: str, *, id: str | None = None, title: str | None = None) 
     for e in events:
         if e.event != "request":
             continue
-        request = dict(e.body["request"])
+        request = symbolic_tokens(e.body["request"])
         if e.key is not None:
             request["key"] = e.key
         for env in _environment(model, request.get("task", ""), e.body.get("observed") or {}):

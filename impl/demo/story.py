@@ -1,7 +1,9 @@
 """The demo's story: this process dispatches, converges and validates; workers do the work."""
 from __future__ import annotations
 
+import hashlib
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -35,7 +37,23 @@ def spawn_worker(story: Story, task: str, mode: str = "finish") -> subprocess.Po
     _, _, file, text = next(t for t in TASKS if t[0] == task)
     return subprocess.Popen([sys.executable, "-m", "wgk.impl.demo.worker",
                              "--db", story.db, "--repo", story.repo, "--task", task,
-                             "--file", file, "--text", text, "--mode", mode])
+                             "--file", file, "--text", text, "--mode", mode,
+                             "--token-file", token_path(story, task)])
+
+
+def token_path(story: Story, task: str) -> str:
+    """Where the dispatcher hands the attempt's capability token to its worker (0600)."""
+    return f"{story.db}.{task}.token"
+
+
+def mint(story: Story, task: str) -> str:
+    """A fresh token for the attempt about to open, handed to its worker; its sha256 for the
+    dispatch (the kernel keeps only that)."""
+    secret = secrets.token_hex(32)
+    fd = os.open(token_path(story, task), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secret)
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def dispatch(story: Story, k: Kernel, task: str, worker: subprocess.Popen,
@@ -44,7 +62,8 @@ def dispatch(story: Story, k: Kernel, task: str, worker: subprocess.Popen,
     r = {"kind": "dispatch", "actor": "daemon", "task": task,
          "key": f"dispatch:{task}:{k.record(task).attempt + 1}",
          "expected-attempt": k.record(task).attempt,
-         "owner": {"pid": pid, "birth": birth, "session": f"session-{task}-{pid}"}}
+         "owner": {"pid": pid, "birth": birth, "session": f"session-{task}-{pid}"},
+         "mint": mint(story, task)}
     if imports:
         r["imports"] = imports
     d = k.handle(r)
