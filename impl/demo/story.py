@@ -16,7 +16,7 @@ from ..kernel import Kernel
 from ..proc import ProcProcessTable
 from ..records import TaskPolicy
 from .checks import check
-from .world import TASKS, open_kernel, tx
+from .world import TASKS, cap, open_kernel, tx
 
 
 @dataclass
@@ -26,6 +26,8 @@ class Story:
     repo: str
     lines: list[str] = field(default_factory=list)
     show: bool = True
+    daemon: str | None = None       # the credentials of this process's principals
+    validator: str | None = None
 
     def say(self, text: str) -> None:
         self.lines.append(text)
@@ -38,7 +40,8 @@ def spawn_worker(story: Story, task: str, mode: str = "finish") -> subprocess.Po
     return subprocess.Popen([sys.executable, "-m", "wgk.impl.demo.worker",
                              "--db", story.db, "--repo", story.repo, "--task", task,
                              "--file", file, "--text", text, "--mode", mode,
-                             "--token-file", token_path(story, task)])
+                             "--token-file", token_path(story, task),
+                             "--credential-file", f"{story.db}.worker.credential"])
 
 
 def token_path(story: Story, task: str) -> str:
@@ -66,7 +69,7 @@ def dispatch(story: Story, k: Kernel, task: str, worker: subprocess.Popen,
          "mint": mint(story, task)}
     if imports:
         r["imports"] = imports
-    d = k.handle(r)
+    d = k.handle(r, story.daemon)
     story.say(f"dispatch {task} to worker {pid} (birth {birth})"
               + (f", importing {imports[:10]}" if imports else "") + f": {d['decision']}")
     return d
@@ -80,13 +83,13 @@ def validate(story: Story, k: Kernel, task: str) -> dict:
                            capture_output=True).stdout.decode()
     verdict = "pass" if shown == text else "fail"
     d = tx(k, task, "validate", "validator", f"validate:{task}:{t.candidate[:12]}",
-           candidate=t.candidate, verdict=verdict)
+           story.validator, candidate=t.candidate, verdict=verdict)
     story.say(f"validate {task} candidate {t.candidate[:10]}: {verdict} -> {d['decision']}")
     return d
 
 
 def converge(story: Story, k: Kernel) -> None:
-    report = k.converge()
+    report = k.converge(credential=story.daemon)
     for s in report.sent:
         r, resp = s.request, s.response
         story.say(f"  converge: {r['kind']} {r['task']} -> {resp['decision']}"
@@ -114,7 +117,7 @@ def drive_until(story: Story, k: Kernel, task: str, phase: str) -> None:
             continue
         r = next_request(k, task, k.plan(task), k.env.clock.now(), set())
         r = {key: v for key, v in r.items() if v is not None}
-        d = k.handle(r)
+        d = k.handle(r, story.daemon)
         story.say(f"  daemon: {r['kind']} {task} -> {d['decision']}")
 
 
@@ -130,17 +133,47 @@ def wait_for(predicate, what: str, timeout: float = 30.0) -> None:
 def story_run(story: Story) -> dict:
     """Tell the whole story on a fresh repository; returns the facts the checks compare."""
     base = init_repository(story.repo, files={"README": "a demo project\n"})
+    os.close(os.open(story.db, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))  # owner only
     k = open_kernel(story.db, story.repo)
     k.create_graph("demo", [TaskPolicy(n, deps) for n, deps, _, _ in TASKS])
     story.say(f"repository {story.repo} at {base[:10]}; tasks schema -> api -> ui")
+    principals(story, k)
     facts: dict = {"base": base}
     schema_to_done(story, k, facts)
     api_worker_killed(story, k, facts)
     ui_target_moved(story, k, facts)
     facts["final"] = k.project()
+    facts["private"] = [story.db, f"{story.db}.worker.credential"] + [
+        token_path(story, n) for n, *_ in TASKS]
     facts["checks"] = [c.to_json() for c in check(k, facts)]
     k.close()
     return facts
+
+
+def principals(story: Story, k: Kernel) -> None:
+    """Close the kernel: one credential per principal, the workers' handed over in a 0600 file."""
+    story.daemon = k.principals.add("daemon-1", ["daemon", "operator"])
+    story.validator = k.principals.add("validator-1", ["validator"])
+    fd = os.open(f"{story.db}.worker.credential", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(k.principals.add("worker-1", ["worker", "wrapper"]))
+    story.say("principals daemon-1 (daemon, operator), validator-1 (validator), worker-1 "
+              "(worker, wrapper): the kernel keeps only their hashes; each dispatch hands its "
+              "worker the attempt's capability token in a 0600 file")
+
+
+def refusals(story: Story, k: Kernel, facts: dict) -> None:
+    """What the worker's credential and a guessed K cannot do."""
+    worker = open(f"{story.db}.worker.credential").read()
+    t = k.record("schema")
+    posed = tx(k, "schema", "validate", "validator", "posed", worker, candidate=t.candidate,
+               verdict="pass")
+    forged = k.handle({"kind": "fail", "actor": "worker", "task": "schema", "key": "forged",
+                       "cap": cap(k, "schema"), "evidence": "forged"}, worker)
+    facts["refusals"] = {"posed": posed, "forged": forged}
+    story.say(f"the worker labelling itself validator: {posed['decision']} ({posed.get('code')}); "
+              f"its K-request without the attempt's token: {forged['decision']} "
+              f"({forged.get('code')})")
 
 
 def schema_to_done(story: Story, k: Kernel, facts: dict) -> None:
@@ -150,6 +183,7 @@ def schema_to_done(story: Story, k: Kernel, facts: dict) -> None:
     dispatch(story, k, "schema", w)
     assert w.wait(60) == 0, "the schema worker failed"
     k._sync()
+    refusals(story, k, facts)
     finish(story, k, "schema")
     facts["schema"] = k.record("schema").candidate
     story.say(f"schema: {k.status('schema')}, target {repo.target()[:10]}")
