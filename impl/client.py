@@ -33,6 +33,10 @@ from .converge import capability
 from .vocabulary import MINTING_KINDS, NEEDS_CAPABILITY, TOKEN_BEARERS, TRANSACTION_KINDS
 
 
+#: How many of its latest requests a client can re-send exactly (by key).
+REMEMBERED = 4096
+
+
 class Client:
     """One principal's view of a kernel (see the module docstring)."""
 
@@ -41,6 +45,7 @@ class Client:
         self.credential = credential.strip() if isinstance(credential, str) else credential
         self._tokens: dict[str, str] = {}       # task -> the token this client presents
         self._minted: dict[str, str] = {}       # key of an opener -> the secret it minted
+        self._sent: dict[str, dict] = {}        # key -> the request sent under it
 
     def hold(self, task: str, token: str) -> "Client":
         """Present ``token`` (handed over by the opener) for ``task`` from now on."""
@@ -78,8 +83,16 @@ class Client:
     def send(self, kind: str, task: str, actor: str, *, key: str | None = None,
              **fields: Any) -> dict:
         """Build the request and decide it; returns the kernel's answer (an applied opener's
-        token is then ``token(task)``)."""
-        r = self.request(kind, task, actor, key=key, **fields)
+        token is then ``token(task)``). A key this client sent before re-sends exactly the
+        request it sent then (a lost response: the same bytes, answered from the journal)."""
+        r = self._sent.get(key) if key is not None else None
+        if r is None:
+            r = self.request(kind, task, actor, key=key, **fields)
+            self._sent[r["key"]] = r
+            if len(self._sent) > REMEMBERED:          # a re-send follows its loss closely
+                oldest = next(iter(self._sent))
+                del self._sent[oldest]
+                self._minted.pop(oldest, None)
         answer = self.kernel.handle(r, self.credential)
         applied = answer.get("decision") == "applied" or \
             answer.get("original", {}).get("decision") == "applied"
