@@ -28,7 +28,7 @@ from .instance import (  # noqa: F401  (re-exported: callers import them from he
 from .requests import Capability, Owner, Request
 from .state import State
 from .vocab import (
-    INTRUDER, Actor, AttemptState, Disposition, Exit, Kind as K, Phase, Reason, Verdict, EDGES, EVIDENCE_KINDS,
+    INTRUDER, TOKEN_BEARERS, Actor, AttemptState, Disposition, Exit, Kind as K, Phase, Reason, Verdict, EDGES, EVIDENCE_KINDS,
 )
 
 FOREIGN_COMMIT = 2
@@ -116,6 +116,8 @@ class _Caller:
                 t.exit != Exit.NONE or t.phase not in EDGES[kind][0]):
             return None
         exp = Exit(t.exit) if t.exit != Exit.NONE else Phase(t.phase)
+        if actor in TOKEN_BEARERS:                 # the attempt's own process holds its token
+            kw.setdefault("token", t.token)
         return Request(kind, actor, self.name, cap=kw.pop("cap", self.cap()), expected_phase=exp,
                        expected_revision=t.revision, **kw)
 
@@ -138,7 +140,7 @@ def _admission_requests(c: _Caller) -> Iterator[Request]:
 
 def _late_requests(c: _Caller) -> Iterator[Request]:
     """What an attempt hears even once closed: a terminal report and a message."""
-    yield Request(K.FAIL, Actor.WORKER, c.name, cap=c.cap(), evidence="fail")
+    yield Request(K.FAIL, Actor.WORKER, c.name, cap=c.cap(), evidence="fail", token=c.t.token)
     if "evidence" in c.inst.groups:
         yield Request(K.MESSAGE, Actor.OPERATOR, c.name, evidence="m1")
 
@@ -147,16 +149,17 @@ def _liveness_requests(c: _Caller) -> Iterator[Request]:
     """A running attempt's owner: resume, probe, convergence and the evidence channels."""
     t, name, cap = c.t, c.name, c.cap()
     if t.wrapper_epoch < 2:
-        yield Request(K.RESUME, Actor.WRAPPER, name, cap=cap,
+        yield Request(K.RESUME, Actor.WRAPPER, name, cap=cap, token=t.token,
                       owner=owner_for(c.i, t.generation, t.attempt, t.wrapper_epoch + 1),
                       mint=token_for(c.i, t.generation, t.attempt, t.wrapper_epoch + 1))
     yield Request(K.PROBE_OWNER, Actor.PROCESS_OBSERVER, name, cap=cap, evidence="probe")
     yield Request(K.DECLARE_LOST, Actor.DAEMON, name, cap=cap)
     if "evidence" in c.inst.groups:
         yield Request(K.HEARTBEAT_TIMEOUT, Actor.DAEMON, name, cap=cap, evidence="hb")
-        yield Request(K.COMPACTION, Actor.WRAPPER, name, cap=cap, evidence="c1")
-        yield Request(K.ACK_CONTINUATION, Actor.WRAPPER, name, cap=cap, evidence="c1")
-        yield Request(K.FAIL, Actor.WORKER, name, cap=c.stale(), evidence="stale")
+        yield Request(K.COMPACTION, Actor.WRAPPER, name, cap=cap, evidence="c1", token=t.token)
+        yield Request(K.ACK_CONTINUATION, Actor.WRAPPER, name, cap=cap, evidence="c1",
+                      token=t.token)
+        yield Request(K.FAIL, Actor.WORKER, name, cap=c.stale(), evidence="stale", token=t.token)
 
 
 def _quiet_requests(c: _Caller) -> Iterator[Request]:
@@ -164,12 +167,12 @@ def _quiet_requests(c: _Caller) -> Iterator[Request]:
     sends every kind."""
     if not (c.inst.every_kind and "evidence" in c.inst.groups):
         return
-    name, cap = c.name, c.cap()
-    yield Request(K.HEARTBEAT, Actor.WORKER, name, cap=cap, evidence="hb")
+    name, cap, token = c.name, c.cap(), c.t.token
+    yield Request(K.HEARTBEAT, Actor.WORKER, name, cap=cap, evidence="hb", token=token)
     yield Request(K.OBSERVE_EOF, Actor.PROCESS_OBSERVER, name, cap=cap, evidence="stream")
     yield Request(K.PROVIDER_FAILURE, Actor.DAEMON, name, cap=cap, evidence="pf")
     yield Request(K.OWNERSHIP_CONTENTION, Actor.OPERATOR, name, evidence="caller")
-    yield Request(K.LOG, Actor.WORKER, name, cap=cap)
+    yield Request(K.LOG, Actor.WORKER, name, cap=cap, token=token)
 
 
 def _transaction_requests(c: _Caller) -> Iterator[Request | None]:
@@ -218,8 +221,7 @@ def requests_for(inst: Instance, s: State, i: int) -> Iterator[Request | None]:
     yield from _admission_requests(c)
     if c.t.attempt_state == 0:
         return
-    for r in _attempt_requests(c):
-        yield r if r is None or not r.needs_token else replace(r, token=c.t.token)
+    yield from _attempt_requests(c)
 
 
 def _attempt_requests(c: _Caller) -> Iterator[Request | None]:
