@@ -163,13 +163,18 @@ def decide_fresh(s: State, r: Request, rules: Rules = RULES) -> tuple[Decision, 
     return evaluate(s, generic_checks(s, i, t, r) + g.checks, g.update, g.kind)
 
 
+def journal_key_of(r: Request) -> Any:
+    """The journal entry a request answers to: its key in its sender's namespace."""
+    return r.journal_key
+
+
 def decide(s: State, r: Request, rules: Rules = RULES) -> tuple[Decision, State]:
     """The reducer. A request without a key (bounded exploration only) skips the journal."""
     if r.key is None:
         return decide_fresh(s, r, rules)
     if not authenticated(s, r):
         return Decision(D.REJECTED, Code.NOT_AUTHENTICATED), s
-    key = r.journal_key
+    key = journal_key_of(r)
     used, same, old_kind, old_code = s.journal.lookup(key, r.digest)
     if used is True:
         if same is True:

@@ -15,6 +15,7 @@ from wgk.model.vocab import Code, DecisionKind as D
 from wgk.conformance.z3.symbolic import (
     Space, decode_state, equals, field_diff, fresh_state, value,
 )
+from wgk.conformance.z3.templates import journal_keys
 from wgk.conformance.z3.catalogue import POOL, Catalogue, EnvTemplate, Pool, request_templates
 from wgk.conformance.z3.transition import (
     MODEL, Semantics, actor_sensitive, branches, discover_universe,
@@ -71,7 +72,8 @@ def crosscheck(s: State, step: Request | EnvStep, sem: Semantics = MODEL,
     universe = tuple(sorted(set(discover_universe(g, ids, sem))
                             | {p for t in s.tasks for p in t.evidence}))
     keys = (step.key,) if isinstance(step, Request) and step.key is not None else ()
-    space = Space(g, universe, keys, len(POOL), len(cat.shapes), cat.decode_digest)
+    space = Space(g, universe, journal_keys(keys, cat.templates), len(POOL), len(cat.shapes),
+                  cat.decode_digest)
     sym = fresh_state(space, "x")
     pool = Pool("xr", len(keys))
     solver = z3.Solver()

@@ -15,12 +15,13 @@ have lost their teeth.
 """
 from __future__ import annotations
 
-from dataclasses import replace as dc_replace
+from dataclasses import fields as dc_fields, replace as dc_replace
 from typing import Callable
 
 from wgk.model import kernel, projections, rules as R, rules_evidence
 from wgk.model.actions import KEYS, Instance
 from wgk.model.kernel import Decision
+from wgk.model.requests import Request
 from wgk.model.logic import all_of, any_of, ite, not_
 from wgk.model.rules import RULES, guarded, running
 from wgk.model.state import NO_RECEIPT, replace_task
@@ -58,7 +59,21 @@ def _decide_reexecuting(s, r, rules=RULES):
 
 def _trusting_labels(s, r):
     """The sender's principal is ignored: the actor label alone decides the role."""
-    return r if r.principal is None else dc_replace(r, principal=None)
+    if r.principal is None:
+        return r
+    trusted = _TrustedLabel(**{f.name: getattr(r, f.name) for f in dc_fields(Request)
+                               if f.name != "principal"})
+    object.__setattr__(trusted, "_sent", r.digest)   # its bytes as sent, principal and all
+    return trusted
+
+
+class _TrustedLabel(Request):
+    """A request whose sender is forgotten (its key back in the role labels' namespace);
+    the journal still stores the digest of the bytes that were sent."""
+
+    @property
+    def digest(self):  # type: ignore[override]
+        return self._sent
 
 
 def _decide_trusting_labels(s, r, rules=RULES):
@@ -92,6 +107,11 @@ _TOKEN_PRESENTED = kernel.token_presented
 def _continuation_by_session(t, r):
     """A continuation is proven by its session string: resume presents no token."""
     return any_of(r.kind == K.RESUME, _TOKEN_PRESENTED(t, r))
+
+
+def _global_key(r):
+    """Keys are global: a request answers to the entry of its key whoever sent it."""
+    return r.key
 
 
 CORE = ("core",)
@@ -252,6 +272,13 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "dead owner's pid resumes the attempt without its token.",
         "continuation-needs-token", Instance(tasks=1, groups=("core", "env", "intruder")), 4,
         patches=((kernel, "token_presented", _continuation_by_session),)),
+    Mutant(
+        "global-keys", (21, 23),
+        "Idempotency keys are global, not in their sender's namespace: the intruder squats "
+        "the key the daemon's convergence will use, and the daemon's request is answered "
+        "from the intruder's entry.",
+        "keys-per-principal", Instance(tasks=1, groups=INTRUDED, keys=1), 2,
+        patches=((kernel, "journal_key_of", _global_key),)),
     Mutant(
         "driver-chosen-base", (12,),
         "save-work takes the base from the request: a candidate built on the old target is "

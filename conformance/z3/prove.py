@@ -51,6 +51,7 @@ from wgk.conformance.z3.symbolic import (
 from wgk.conformance.z3.catalogue import (
     POOL, Catalogue, Pool, env_templates, intruder_templates, request_templates,
 )
+from wgk.conformance.z3.templates import journal_keys
 from wgk.conformance.z3.transition import (
     MODEL, Branch, Semantics, actor_sensitive, as_term, branches, delta, discover_universe,
 )
@@ -87,8 +88,8 @@ class Prover:
                              + intruder_templates(list(Kind), names, inst.ids())
                              + env_templates(names), graph.graph_id)
         universe = discover_universe(graph, inst.ids(), sem)
-        self.space = Space(graph, universe, inst.key_names(), len(POOL), len(self.cat.shapes),
-                           self.cat.decode_digest)
+        self.space = Space(graph, universe, journal_keys(inst.key_names(), self.cat.templates),
+                           len(POOL), len(self.cat.shapes), self.cat.decode_digest)
         self.s = fresh_state(self.space, "pre")
         self.pool = Pool("r", inst.keys)
         self.branches = branches(self.cat, self.s, self.pool, sem)

@@ -118,11 +118,12 @@ class Template:
             kw["deadline"] = p["deadline"]
         for name in self.token_slots:
             kw[name] = p[name]
-        r = SymRequest(self.kind, self.actors[0], self.task, key=self._key(key), cap=cap,
+        r = SymRequest(self.kind, self.actors[0], self.task, key=key, cap=cap,
                        owner=owner, verdict=self.verdict, disposition=self.disposition,
                        evidence=self.evidence, principal=self.principal, **kw)
         object.__setattr__(r, "_digest", SymDigest(
             pool.shape, {SLOT[n]: p[n] for n in self.slot_names}))
+        object.__setattr__(r, "_namespace", pool.nkeys if self.principal else 0)
         return r
 
     @property
@@ -188,22 +189,34 @@ class Template:
             kw["deadline"] = values["deadline"]
         for name in self.token_slots:
             kw[name] = values[name]
-        return Request(self.kind, actor, self.task, key=self._key(key), cap=cap, owner=owner,
+        return Request(self.kind, actor, self.task, key=key, cap=cap, owner=owner,
                        verdict=self.verdict, disposition=self.disposition,
                        evidence=self.evidence, principal=self.principal, **kw)
 
-    def _key(self, key: Any) -> Any:
-        """The symbolic journal has one namespace (the role labels'): the intruder's
-        requests carry no key there (its namespace is explored concretely)."""
-        return None if self.principal else key
-
 
 class SymRequest(Request):
-    """A ``Request`` holding solver terms; its digest is a ``SymDigest``."""
+    """A ``Request`` holding solver terms; its digest is a ``SymDigest``. Its key is an index
+    into the role labels' journal keys; the intruder's namespace is the next ``nkeys``
+    entries of the journal (``journal_keys``), as ``principal/key`` is concretely."""
 
     @property
     def digest(self) -> SymDigest:  # type: ignore[override]
         return self._digest
+
+    @property
+    def journal_key(self) -> Any:  # type: ignore[override]
+        namespace = getattr(self, "_namespace", 0)
+        if self.key is None or not namespace:
+            return self.key
+        return self.key + namespace
+
+
+def journal_keys(keys: tuple[str, ...], templates) -> tuple[str, ...]:
+    """The journal's keys of a symbolic check: the role labels' namespace, then that of the
+    principal the templates send as (the intruder's), ``principal/key`` as concretely."""
+    principals = sorted({t.principal for t in templates if getattr(t, "principal", None)})
+    assert len(principals) <= 1, "one principal namespace beside the role labels'"
+    return tuple(keys) + tuple(f"{p}/{k}" for p in principals for k in keys)
 
 
 @dataclass(frozen=True)

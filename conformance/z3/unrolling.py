@@ -28,6 +28,7 @@ from wgk.conformance.z3.symbolic import (
 from wgk.conformance.z3.catalogue import (
     POOL, Catalogue, Pool, env_templates, intruder_templates, request_templates,
 )
+from wgk.conformance.z3.templates import journal_keys
 from wgk.conformance.z3.transition import MODEL, Branch, Semantics, actor_sensitive, branches, discover_universe
 
 BMC_VERDICTS = {K.VALIDATE: (Verdict.PASS, Verdict.FAIL),
@@ -90,8 +91,9 @@ class Unrolling:
         graph = self.initial.graph
         self.cat = Catalogue(instance_templates(inst, inst.ids(), sem), graph.graph_id)
         universe = discover_universe(graph, inst.ids(), sem)
-        self.space = Space(graph, universe, inst.key_names(), len(POOL),
-                           len(self.cat.shapes), self.cat.decode_digest)
+        self.space = Space(graph, universe, journal_keys(inst.key_names(), self.cat.templates),
+                           len(POOL), len(self.cat.shapes), self.cat.decode_digest)
+        self.keys = inst.key_names()          # the keys a request draws (its sender's namespace)
         self.bound = instance_bound(inst)
         self.solver = z3.SimpleSolver()
         s0 = fresh_state(self.space, "s0")
@@ -112,7 +114,7 @@ class Unrolling:
         """Add one step: ``s_{k+1}`` is the branch the selector picks applied to ``s_k``."""
         k = self.depth
         s = self.states[-1]
-        pool = Pool(f"r{k}", len(self.space.keys))
+        pool = Pool(f"r{k}", len(self.keys))
         bs = branches(self.cat, s, pool, self.sem, bound=self.bound)
         sel = z3.Int(f"sel{k}")
         nxt = fresh_state(self.space, f"s{k + 1}")
@@ -222,7 +224,7 @@ class Unrolling:
                 u = self.steps[k]
                 n = value(model, u.sel)
                 b = u.branches[n]
-                step = self.cat.concrete_step(b.index, model, u.pool, self.space.keys)
+                step = self.cat.concrete_step(b.index, model, u.pool, self.keys)
                 where = f"{goal.id}: step {k + 1} {step_label(step)}"
                 d, s2 = self.sem.run(s, step)
                 if s2 is None:
