@@ -109,7 +109,7 @@ PHASES = (
 )
 EXITS = ("none", "needs-repair", "aborted-preserved", "upgrade-blocked", "needs-reconciliation")
 REASONS = ("none", "validation-failed", "review-failed", "target-moved", "legacy-unproven",
-           "version-skew", "operator-abort")
+           "version-skew", "operator-abort", "protected-path")
 DISPOSITIONS = ("none", "land", "deliver", "report")
 VERDICTS = ("pass", "fail", "not-required")
 

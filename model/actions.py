@@ -23,7 +23,8 @@ from typing import Any, Iterator
 
 from .env import EnvKind, EnvStep
 from .instance import (  # noqa: F401  (re-exported: callers import them from here)
-    GROUP_KINDS, GROUPS, INITIAL_TARGET, KEYS, SYMBOLIC_ONLY, Instance, instance_kinds,
+    GROUP_KINDS, GROUPS, INITIAL_TARGET, KEYS, PROTECTED_CONTENT, SYMBOLIC_ONLY, Instance,
+    instance_kinds,
 )
 from .requests import Capability, Owner, Request
 from .state import State
@@ -257,6 +258,8 @@ def env_steps(inst: Instance, s: State, i: int) -> Iterator[EnvStep]:
     if t.attempt_state != AttemptState.RUNNING:
         return
     yield EnvStep(EnvKind.EDIT, name, content=content(i, t))
+    if inst.protected:
+        yield EnvStep(EnvKind.EDIT, name, content=PROTECTED_CONTENT)
     yield EnvStep(EnvKind.OWNER_DIES, name)
     yield EnvStep(EnvKind.PID_REUSE, name, birth=9)
 

@@ -227,6 +227,7 @@ class Reason(Labelled):
     LEGACY_UNPROVEN = 4
     VERSION_SKEW = 5
     OPERATOR_ABORT = 6
+    PROTECTED_PATH = 7         # the candidate touches a protected control-plane path
 
 
 class Receipt(Labelled):
