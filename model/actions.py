@@ -51,6 +51,8 @@ PARAMS: dict[K, tuple[str, ...]] = {
     K.REVISE: ("candidate", "base"),
     K.RESET: ("expected_generation",),
     K.RECONSTRUCT: ("candidate", "base"),
+    K.CONFIRM_ARCHIVE: ("candidate",),
+    K.ARCHIVE: ("candidate",),
 }
 
 #: Kinds whose evidence id is recorded.
@@ -164,6 +166,17 @@ def _quiet_requests(c: _Caller) -> Iterator[Request]:
     yield Request(K.LOG, Actor.WORKER, name, cap=cap)
 
 
+def _archive_requests(c: _Caller) -> Iterator[Request]:
+    """A Done task archived: the operator's confirmation of its result's digest, the archive
+    naming it (sent before the confirmation too), and one naming another digest."""
+    if "archive" not in c.inst.groups or c.t.attempt_state != AttemptState.SUCCEEDED:
+        return
+    t, name = c.t, c.name
+    yield Request(K.CONFIRM_ARCHIVE, Actor.OPERATOR, name, candidate=t.candidate)
+    yield Request(K.ARCHIVE, Actor.CLEANUP, name, candidate=t.candidate)
+    yield Request(K.ARCHIVE, Actor.CLEANUP, name, candidate=FOREIGN_COMMIT)
+
+
 def _transaction_requests(c: _Caller) -> Iterator[Request | None]:
     """Every edge of the SaveTransaction, in order (``None`` where ``tx`` leaves one out)."""
     t, tx = c.t, c.tx
@@ -210,6 +223,7 @@ def requests_for(inst: Instance, s: State, i: int) -> Iterator[Request | None]:
     if c.t.attempt_state == 0:
         return
     yield from _late_requests(c)
+    yield from _archive_requests(c)
     if c.t.attempt_state != AttemptState.RUNNING:
         return  # a closed attempt only hears late reports and messages
     yield from _liveness_requests(c)

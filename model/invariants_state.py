@@ -88,6 +88,13 @@ def protected_path_holds(s: State, i: int, t: TaskState) -> Any:
                                     Phase.WORK_SAVED)))
 
 
+@prop("archive-needs-confirmed-digest", incidents=(30,))
+def archive_needs_confirmed_digest(s: State, i: int, t: TaskState) -> Any:
+    """A task is archived only as a Done task, by the exact digest of its result that an operator's confirmation receipt names."""
+    return implies(t.archived != 0, all_of(graph_saved(t), t.archived == t.archive_confirmed,
+                                           t.archived == t.candidate))
+
+
 @prop("exactly-one-way-forward", incidents=(4, 9))
 def exactly_one_way_forward(s: State, i: int, t: TaskState) -> Any:
     """Every unfinished task has exactly one way forward."""

@@ -207,6 +207,10 @@ class TaskState:
     legacy_done: Any = False
     reconstructed: Any = False
     abandoned: Any = False
+    # archiving a Done task: the digest (its result's content id) the operator confirmed,
+    # and the digest archived (0: none)
+    archive_confirmed: Any = 0
+    archived: Any = 0
 
     def receipt(self, kind: Receipt) -> Binding:
         return self.receipts[kind]

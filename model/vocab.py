@@ -98,6 +98,9 @@ class Kind(Labelled):
     RECONCILE = 52
     RECONSTRUCT = 53
     LEGACY_DONE = 54
+    # archiving a Done task
+    CONFIRM_ARCHIVE = 55
+    ARCHIVE = 56
 
 
 class DecisionKind(Labelled):
@@ -139,6 +142,7 @@ class Code(Labelled):
     BASE_MISMATCH = 24
     BAD_NAME = 25
     WORKTREE_UNSAVED = 26      # the worktree holds bytes nothing saved (commit-cleanup)
+    ARCHIVE_UNCONFIRMED = 28   # no confirmation receipt names the digest an archive names
 
 
 class AttemptState(Labelled):
@@ -329,6 +333,8 @@ AUTHORITY: dict[Kind, frozenset[Actor]] = {
     K.RECONCILE: frozenset({A.OPERATOR}),
     K.RECONSTRUCT: frozenset({A.OPERATOR}),
     K.LEGACY_DONE: frozenset({A.LEGACY_IMPORT}),
+    K.CONFIRM_ARCHIVE: frozenset({A.OPERATOR}),
+    K.ARCHIVE: frozenset({A.DAEMON, A.CLEANUP}),
 }
 
 #: Kinds whose request must carry the exact capability tuple K of the current attempt.

@@ -239,6 +239,12 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "validator's pass moves it to validated, on to an effect and Done.",
         "protected-path-holds", Instance(tasks=1, groups=ENV, protected=True), 6,
         patches=((rules_save, "touches_protected", lambda s, t: False),)),
+    Mutant(
+        "archive-without-confirmation", (30,),
+        "The archive does not look for the operator's confirmation: a Done task is archived "
+        "by a digest no confirmation receipt names, or with none at all.",
+        "archive-needs-confirmed-digest", Instance(tasks=1, groups=("core", "archive")), 14,
+        rules={K.ARCHIVE: without_checks(K.ARCHIVE, Code.ARCHIVE_UNCONFIRMED)}),
 )}
 
 
