@@ -97,6 +97,15 @@ class Observe:
             self.log["uncaptured"] = value[:3]
         return value
 
+    def changed_paths(self, base: str | None, candidate: str | None) -> list[str]:
+        """The paths the candidate changes against its base (the real diff)."""
+        if base is None or candidate is None or base == candidate:
+            return []
+        value = self._once(("diff", base, candidate),
+                           lambda: self._env.repository.changed_paths(base, candidate))
+        self.log["changed-paths"] = len(value)
+        return value
+
     def effect_happened(self, t: TaskRecord) -> bool:
         """This transaction's effect is recorded, or re-observed after a crash."""
         if t.effect_done:
@@ -126,6 +135,8 @@ class Ctx:
     deps_done: Callable[[], bool]
     seen: Callable[[str, str], bool]
     observe: Observe
+    #: the graph policy's protected path patterns (``protect``)
+    protected_paths: Callable[[], tuple] = lambda: ()
 
     @property
     def task(self) -> str:

@@ -70,6 +70,10 @@ class Repository(Protocol):
     def worktree_path(self, wt: str) -> str | None:
         """Where the worktree lives on disk (None for a repository without a disk)."""
 
+    def changed_paths(self, base: str, candidate: str) -> list[str]:
+        """The repository paths ``candidate`` changes against ``base`` (added, modified,
+        deleted; a rename is both of its paths)."""
+
 
 class Clock(Protocol):
     def now(self) -> int:
@@ -141,6 +145,8 @@ class MemoryRepository:
 
     initial_target: str | None = None
     worktrees: dict[str, str | None] = field(default_factory=dict)
+    #: content id -> the paths the edit that wrote it changed (the double's diff)
+    paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
     refs: dict[str, str] = field(default_factory=dict)
     effects: dict[str, tuple[str, str]] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
@@ -194,12 +200,19 @@ class MemoryRepository:
     def worktree_path(self, wt: str) -> str | None:
         return None
 
+    def changed_paths(self, base: str, candidate: str) -> list[str]:
+        """A content id names every byte: what it changes is what the edit that wrote it
+        changed (nothing against itself)."""
+        return [] if base == candidate else list(self.paths.get(candidate, ()))
+
     # environment steps
-    def write(self, wt: str, content: str) -> None:
-        """The owner writes bytes: the worktree now holds ``content``."""
+    def write(self, wt: str, content: str, paths: tuple[str, ...] = ()) -> None:
+        """The owner writes bytes: the worktree now holds ``content`` (changing ``paths``)."""
         if wt not in self.worktrees:
             raise EnvError(f"worktree {wt} does not exist")
         self.worktrees[wt] = content
+        if paths:
+            self.paths[content] = tuple(paths)
 
     def move_target(self, content: str) -> None:
         """Someone else moves the target ref."""

@@ -34,6 +34,7 @@ Every call is an argument list (never a shell). The design:
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -261,13 +262,44 @@ class GitRepository:
 
     # --- environment steps on a real repository ------------------------------------------------
 
-    def write(self, wt: str, content: str) -> None:
-        """The edit step: the owner writes ``content`` into its worktree's file ``work.txt``."""
+    def changed_paths(self, base: str, candidate: str) -> list[str]:
+        """The paths ``candidate`` changes against ``base``: ``git diff --name-only -z``, with
+        no rename detection (a file moved out of a protected directory is its old path too)
+        and no relative or external diff; names decoded as the file system's (hostile bytes
+        kept, ``os.fsdecode``)."""
+        out = self.git("-c", "diff.relative=false", "diff", "--no-renames", "--no-ext-diff",
+                       "--no-textconv", "--ignore-submodules=none", "--name-only", "-z",
+                       base, candidate, "--").stdout
+        return [os.fsdecode(p) for p in out.split(b"\0") if p]
+
+    def write(self, wt: str, content: str, paths: tuple[str, ...] = ()) -> None:
+        """The edit step: the owner writes ``content`` into its worktree's file ``work.txt``
+        and into each of ``paths`` (relative paths); the files an earlier edit wrote and this
+        one does not are removed, so the worktree holds exactly this edit's bytes."""
         path = self.worktree_path(wt)
         if not os.path.isdir(path):
             raise GitError(f"worktree {wt} does not exist")
+        record = os.path.join(path, self.out("rev-parse", "--git-path", "wgk-written", cwd=path))
+        previous: list[str] = []
+        if os.path.exists(record):
+            with open(record) as f:
+                previous = json.load(f)
+        wanted = [p for p in paths if p != "work.txt"]
+        for p in wanted:
+            if not _inside(p):
+                raise GitError(f"edit path {p!r} is not a relative path inside the worktree")
+        for p in previous:
+            if p not in wanted and os.path.lexists(os.path.join(path, p)):
+                os.remove(os.path.join(path, p))
         with open(os.path.join(path, "work.txt"), "w") as f:
             f.write(content)
+        for p in wanted:
+            full = os.path.join(path, p)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w") as f:
+                f.write(content)
+        with open(record, "w") as f:
+            f.write(json.dumps(wanted))
 
     def move_target(self, content: str) -> str:
         """Someone else commits ``content`` (as ``moved.txt``) on top of the target."""
@@ -294,6 +326,13 @@ class GitRepository:
         self.git("worktree", "prune", check=False)
 
 
+def _inside(p: str) -> bool:
+    """A relative path of components that stay inside a worktree (never into ``.git``)."""
+    parts = p.split("/")
+    return bool(p) and "\0" not in p and all(
+        c not in ("", ".", "..") and c.lower() != ".git" for c in parts)
+
+
 def init_repository(path: str, *, branch: str = "main", files: dict[str, str] | None = None) -> str:
     """A new repository with one commit on ``branch`` (for tests and the demo); its oid."""
     os.makedirs(path, exist_ok=True)
@@ -301,6 +340,7 @@ def init_repository(path: str, *, branch: str = "main", files: dict[str, str] | 
                                     env=dict(os.environ, **SNAPSHOT_IDENTITY))
     run("init", "-q", "-b", branch)
     for name, text in (files or {"README": "start\n"}).items():
+        os.makedirs(os.path.dirname(os.path.join(path, name)), exist_ok=True)
         with open(os.path.join(path, name), "w") as f:
             f.write(text)
     run("add", "-A")

@@ -261,7 +261,7 @@ def decide_request(kernel, r: Request):
         graph_id=kernel.graph_id or "", policy=policy, record=kernel.record(r.task), request=r,
         deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps),
         seen=lambda kind, ident: _seen(kernel, r.task, kind, ident),
-        observe=observe,
+        observe=observe, protected_paths=kernel.protected_paths,
     )
     return decide(ctx), observe
 

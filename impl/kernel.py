@@ -13,7 +13,7 @@ from typing import Any, Iterable, Sequence
 
 from . import audit as audit_
 from . import converge as converge_
-from . import handling, legacy, names, observed
+from . import handling, legacy, names, observed, protect
 from .apply import apply_event
 from .effects import perform
 from .env import Environment
@@ -65,6 +65,7 @@ class Kernel:
 
     def _forget(self) -> None:
         self._graph_id: str | None = None
+        self._protected: tuple[str, ...] | None = None
         self._ids: dict[str, int] | None = None
         self._policies: dict[str, TaskPolicy] = {}
         self._records: dict[str, TaskRecord] = {}
@@ -85,6 +86,12 @@ class Kernel:
         if self._graph_id is None:
             self._graph_id = self.store.meta("graph-id")
         return self._graph_id
+
+    def protected_paths(self) -> tuple[str, ...]:
+        """The graph policy's protected path patterns (``protect``; none: an empty tuple)."""
+        if self._protected is None:
+            self._protected = protect.decode(self.store.meta(f"config:{protect.CONFIG_KEY}"))
+        return self._protected
 
     def ids(self) -> dict[str, int]:
         if self._ids is None:
@@ -118,11 +125,16 @@ class Kernel:
     # --- the graph ---------------------------------------------------------------------------
 
     def create_graph(self, graph_id: str, tasks: Iterable[TaskPolicy] = (),
-                     config: dict[str, str] | None = None) -> None:
-        """Create the one graph of this database (its id is part of every K)."""
+                     config: dict[str, str] | None = None,
+                     protected_paths: Iterable[str] = ()) -> None:
+        """Create the one graph of this database (its id is part of every K); its policy's
+        ``protected_paths`` (glob patterns, ``protect``) hold a candidate touching one."""
         bad = names.describe("graph id", graph_id)
         if bad is not None:
             raise GraphError(bad)
+        patterns = protect.checked(protected_paths)
+        if patterns:
+            config = dict(config or {}, **{protect.CONFIG_KEY: protect.encode(patterns)})
         with self.store.atomic():
             self.store.lock_graph()               # graph edits exclude requests (PostgreSQL)
             self._sync()

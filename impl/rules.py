@@ -2,7 +2,8 @@
 
 The rules themselves live by topic (``rules_attempt``: admission, attempts,
 evidence, terminal reports; ``rules_save``: the SaveTransaction;
-``rules_operator``: operator and migration), on the vocabulary of
+``rules_operator``: operator and migration; ``rules_archive``: archiving a Done task after
+the confirmation of its digest), on the vocabulary of
 ``decision``; this module holds the table of rules and the entry point.
 
 ``decide(ctx)`` answers a request whose key is not in the journal (the journal
@@ -32,6 +33,7 @@ from .rules_attempt import (
     provider_failure, resume, retry,
 )
 from .rules_operator import abandon, legacy_done, reconcile, reconstruct, reset
+from .rules_archive import archive, confirm_archive
 from .rules_save import (
     accept, block_upgrade, commit_cleanup, commit_effect, mark_repair, prepare_cleanup,
     prepare_effect, quiesce, record_disposition, request_review, revise, save_graph, save_work,
@@ -56,6 +58,7 @@ RULES: dict[str, Callable[[Ctx], Outcome]] = {
     "block-upgrade": block_upgrade,
     "reset": reset, "abandon": abandon, "reconcile": reconcile,
     "reconstruct": reconstruct, "legacy-done": legacy_done,
+    "confirm-archive": confirm_archive, "archive": archive,
 }
 
 

@@ -5,6 +5,7 @@ from .decision import (
     Ctx, Effect, Observe, Outcome, advance, effect_name, leave_main_line, reject, release_owner,
     succeeded,
 )
+from .protect import protected_change
 from .records import Binding, NO_RECEIPTS, TaskRecord, evolve as replace
 from .vocabulary import SAVE_GRAPH_NEEDS
 
@@ -52,7 +53,24 @@ def seal_candidate(ctx: Ctx) -> Outcome:
     code = _candidate_failure(ctx)
     if code:
         return reject(ctx, code)
+    held = _protected_change(ctx)
+    # guards: protected-path-holds
+    if held is not None:
+        path, pattern = held
+        shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        return succeeded(ctx, leave_main_line(t, "needs-repair", "protected-path"),
+                         facts=[("protected-path", {"path": shown, "pattern": pattern})])
     return succeeded(ctx, advance(t, "candidate-sealed", receipts=t.with_receipts(candidate=t.binding)))
+
+
+def _protected_change(ctx: Ctx) -> tuple[str, str] | None:
+    """The first path the candidate changes against its base that the graph's policy
+    protects (the real diff, ``git diff --no-renames --name-only -z base candidate``)."""
+    patterns = ctx.protected_paths()
+    if not patterns:
+        return None
+    t = ctx.record
+    return protected_change(patterns, ctx.observe.changed_paths(t.base, t.candidate))
 
 
 def validate(ctx: Ctx) -> Outcome:

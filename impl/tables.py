@@ -220,6 +220,9 @@ class FactTables:
         self.conn.execute("INSERT OR IGNORE INTO pins VALUES (?, ?, ?, ?)",
                           (f["ref"], task_id, f["content"], seq))
 
+    def _protected_path(self, task_id: int, f: dict, seq: int) -> None:
+        """The path and pattern that held a candidate: the ledger keeps them; no table does."""
+
     def _legacy_record(self, task_id: int, f: dict, seq: int) -> None:
         self.conn.execute(
             "INSERT INTO legacy_records (task, source, line, original, legacy_status, seq) "

@@ -22,6 +22,7 @@ KINDS = (
     "record-disposition", "prepare-effect", "commit-effect", "prepare-cleanup", "commit-cleanup",
     "save-graph", "mark-repair", "revise", "block-upgrade",
     "reset", "abandon", "reconcile", "reconstruct", "legacy-done",
+    "confirm-archive", "archive",
 )
 
 _ANY = frozenset(ACTORS)
@@ -66,6 +67,8 @@ AUTHORITY: dict[str, frozenset[str]] = {
     "reconcile": frozenset({"operator"}),
     "reconstruct": frozenset({"operator"}),
     "legacy-done": frozenset({"legacy-import"}),
+    "confirm-archive": frozenset({"operator"}),
+    "archive": frozenset({"daemon", "cleanup"}),
 }
 
 #: Kinds that move the SaveTransaction: each carries expected phase + revision.
@@ -92,7 +95,7 @@ CODES = (
     "continuation-unproven", "review-required", "worktree-missing", "effect-not-observed",
     "held", "evidence-missing", "nothing-retained", "unknown-occurrence", "attempt-live",
     "not-authenticated", "role-not-held",
-    "base-mismatch", "bad-name", "worktree-unsaved", "token-mismatch",
+    "base-mismatch", "bad-name", "worktree-unsaved", "token-mismatch", "archive-unconfirmed",
 )
 
 #: The actors that speak for an attempt's own process: a request of theirs naming K must
@@ -117,7 +120,7 @@ PHASES = (
 )
 EXITS = ("none", "needs-repair", "aborted-preserved", "upgrade-blocked", "needs-reconciliation")
 REASONS = ("none", "validation-failed", "review-failed", "target-moved", "legacy-unproven",
-           "version-skew", "operator-abort")
+           "version-skew", "operator-abort", "protected-path")
 DISPOSITIONS = ("none", "land", "deliver", "report")
 VERDICTS = ("pass", "fail", "not-required")
 
@@ -168,7 +171,7 @@ ACTIONS = ("dispatch", "probe-owner", "declare-lost", "drive-transaction", "mark
 #: that reported it, and ``continuation`` (earned by a compaction).
 EVIDENCE_LABELS = ("heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner", "compaction",
                    "continuation", "ack-continuation", "provider-failure", "message",
-                   "ownership-contention", "fail", "legacy-done")
+                   "ownership-contention", "fail", "legacy-done", "confirm-archive", "archive")
 
 #: Evidence kinds recorded under another name before schema version 4: the ledger keeps
 #: them as written (its hash chain), and they are read as the request kind's name.

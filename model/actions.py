@@ -23,7 +23,8 @@ from typing import Any, Iterator
 
 from .env import EnvKind, EnvStep
 from .instance import (  # noqa: F401  (re-exported: callers import them from here)
-    GROUP_KINDS, GROUPS, INITIAL_TARGET, KEYS, SYMBOLIC_ONLY, Instance, instance_kinds,
+    GROUP_KINDS, GROUPS, INITIAL_TARGET, KEYS, PROTECTED_CONTENT, SYMBOLIC_ONLY, Instance,
+    instance_kinds,
 )
 from .requests import Capability, Owner, Request
 from .state import State
@@ -50,6 +51,8 @@ PARAMS: dict[K, tuple[str, ...]] = {
     K.REVISE: ("candidate", "base"),
     K.RESET: ("expected_generation",),
     K.RECONSTRUCT: ("candidate", "base"),
+    K.CONFIRM_ARCHIVE: ("candidate",),
+    K.ARCHIVE: ("candidate",),
 }
 
 #: Kinds whose evidence id is recorded.
@@ -175,6 +178,17 @@ def _quiet_requests(c: _Caller) -> Iterator[Request]:
     yield Request(K.LOG, Actor.WORKER, name, cap=cap, token=token)
 
 
+def _archive_requests(c: _Caller) -> Iterator[Request]:
+    """A Done task archived: the operator's confirmation of its result's digest, the archive
+    naming it (sent before the confirmation too), and one naming another digest."""
+    if "archive" not in c.inst.groups or c.t.attempt_state != AttemptState.SUCCEEDED:
+        return
+    t, name = c.t, c.name
+    yield Request(K.CONFIRM_ARCHIVE, Actor.OPERATOR, name, candidate=t.candidate)
+    yield Request(K.ARCHIVE, Actor.CLEANUP, name, candidate=t.candidate)
+    yield Request(K.ARCHIVE, Actor.CLEANUP, name, candidate=FOREIGN_COMMIT)
+
+
 def _transaction_requests(c: _Caller) -> Iterator[Request | None]:
     """Every edge of the SaveTransaction, in order (``None`` where ``tx`` leaves one out)."""
     t, tx = c.t, c.tx
@@ -226,6 +240,7 @@ def requests_for(inst: Instance, s: State, i: int) -> Iterator[Request | None]:
 
 def _attempt_requests(c: _Caller) -> Iterator[Request | None]:
     yield from _late_requests(c)
+    yield from _archive_requests(c)
     if c.t.attempt_state != AttemptState.RUNNING:
         return  # a closed attempt only hears late reports and messages
     yield from _liveness_requests(c)
@@ -289,6 +304,8 @@ def env_steps(inst: Instance, s: State, i: int) -> Iterator[EnvStep]:
     if t.attempt_state != AttemptState.RUNNING:
         return
     yield EnvStep(EnvKind.EDIT, name, content=content(i, t))
+    if inst.protected:
+        yield EnvStep(EnvKind.EDIT, name, content=PROTECTED_CONTENT)
     yield EnvStep(EnvKind.OWNER_DIES, name)
     yield EnvStep(EnvKind.PID_REUSE, name, birth=9)
 

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .protected import Protected
 from .state import Graph, State, initial_state
 from .vocab import Kind as K
 
 INITIAL_TARGET = 1
+#: The content id a bounded instance marks as touching a protected path (``Protected``):
+#: the symbolic checks may write it in an edit; the explorer writes it with ``protected``.
+PROTECTED_CONTENT = 7
 
 #: The request kinds of each group (the environment steps are the group "env").
 GROUP_KINDS: dict[str, tuple[K, ...]] = {
@@ -24,6 +28,7 @@ GROUP_KINDS: dict[str, tuple[K, ...]] = {
     "review": (),
     "operator": (K.RETRY, K.RESET, K.ABANDON, K.RECONCILE, K.BLOCK_UPGRADE),
     "legacy": (K.ASSIGN, K.LEGACY_DONE, K.RECONCILE, K.RECONSTRUCT),
+    "archive": (K.CONFIRM_ARCHIVE, K.ARCHIVE),
     # the intruder sends the other groups' kinds under its own principal, posing as any role
     # (``intruder_requests``; the bounded model checker adds one template per kind and task)
     "intruder": (),
@@ -58,6 +63,7 @@ class Instance:
     review: bool = False       # tasks require a FLIP review
     versions: int = 1          # candidate versions per attempt (1 = no revise)
     rejections: bool = False   # also send edges whose source phase does not match
+    protected: bool = False    # the explorer also writes the protected content in an edit
 
     detours: int = 1           # side-exit round trips per transaction (upgrade block)
     every_kind: bool = False   # also send the kinds SYMBOLIC_ONLY leaves to the symbolic
@@ -104,7 +110,8 @@ class Instance:
         deps = {names[n]: [names[n - 1]] for n in range(1, self.tasks)}
         return Graph.build(names, deps, graph_id="g",
                            review_required=names if self.review else (),
-                           requires_assignment=names[:1] if "legacy" in self.groups else ())
+                           requires_assignment=names[:1] if "legacy" in self.groups else (),
+                           protected=Protected(frozenset({PROTECTED_CONTENT})))
 
     def initial(self) -> State:
         return initial_state(self.graph(), target=INITIAL_TARGET)

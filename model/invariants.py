@@ -34,7 +34,8 @@ from .vocab import AttemptState as AS, Exit, OwnerSeen, Reason
 from .invariants_state import (  # noqa: F401
     done_iff_graphsave, dependency_needs_done, legacy_never_satisfies, receipts_fenced,
     promotion_at_most_once, promotion_needs_review, worksave_exact,
-    candidate_built_on_attempt_base, exactly_one_way_forward, no_dead_owner_without_action,
+    candidate_built_on_attempt_base, protected_path_holds, archive_needs_confirmed_digest,
+    exactly_one_way_forward, no_dead_owner_without_action,
     compactions_counted_once,
 )
 from .invariants_step import (  # noqa: F401
@@ -58,6 +59,10 @@ SOMETIMES = {
                              lambda s, i, t: t.exit == Exit.NEEDS_REPAIR),
     "target-moved-reached": ("a moved target sends a land to repair",
                              lambda s, i, t: t.reason == Reason.TARGET_MOVED),
+    "protected-path-held": ("a candidate touching a protected path is held in repair",
+                            lambda s, i, t: t.reason == Reason.PROTECTED_PATH),
+    "archived-reached": ("a Done task is archived after the confirmation of its digest",
+                         lambda s, i, t: t.archived != 0),
     "retry-reached": ("a second attempt runs in one generation",
                       lambda s, i, t: all_of(t.attempt >= 2, running(t))),
     "resume-reached": ("a same-attempt continuation runs with a new process epoch",

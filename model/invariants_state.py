@@ -79,6 +79,22 @@ def candidate_built_on_attempt_base(s: State, i: int, t: TaskState) -> Any:
                    all_of(t.base == t.built_on, one_of(ws.base, (0, t.built_on))))
 
 
+@prop("protected-path-holds", incidents=(29,))
+def protected_path_holds(s: State, i: int, t: TaskState) -> Any:
+    """A candidate touching a protected path is never sealed: it never reaches validated, an effect or Done, whatever a validator says."""
+    return implies(all_of(s.graph.protected(t.candidate), t.candidate != t.base,
+                          not_(t.reconstructed)),
+                   one_of(t.phase, (Phase.ABSENT, Phase.PREPARED, Phase.QUIESCING,
+                                    Phase.WORK_SAVED)))
+
+
+@prop("archive-needs-confirmed-digest", incidents=(30,))
+def archive_needs_confirmed_digest(s: State, i: int, t: TaskState) -> Any:
+    """A task is archived only as a Done task, by the exact digest of its result that an operator's confirmation receipt names."""
+    return implies(t.archived != 0, all_of(graph_saved(t), t.archived == t.archive_confirmed,
+                                           t.archived == t.candidate))
+
+
 @prop("exactly-one-way-forward", incidents=(4, 9))
 def exactly_one_way_forward(s: State, i: int, t: TaskState) -> Any:
     """Every unfinished task has exactly one way forward."""

@@ -80,6 +80,17 @@ def _owner(t: TaskState, names: Names) -> dict | None:
             "wrapper-epoch": t.wrapper_epoch, "child-epoch": t.child_epoch}
 
 
+#: The archive's receipts, projected as evidence of the task (kind, digest).
+ARCHIVE_RECEIPTS = ("confirm-archive", "archive")
+
+
+def archive_evidence(t, names: Names) -> list[list]:
+    """The archive's receipts as the evidence they are recorded as: the confirmation and the
+    archive, each by the digest it names."""
+    return [[kind, names.cname(v)] for kind, v in zip(ARCHIVE_RECEIPTS,
+                                                      (t.archive_confirmed, t.archived)) if v != 0]
+
+
 def observe_task(s: State, i: int, names: Names) -> dict[str, Any]:
     t = s.tasks[i]
     p = plan(s, i)
@@ -109,7 +120,7 @@ def observe_task(s: State, i: int, names: Names) -> dict[str, Any]:
         "counters": {"compactions": t.compactions, "continuations": t.continuations,
                      "acks": t.acks, "provider-failures": t.provider_failures,
                      "messages": t.messages, "logs": t.logs},
-        "evidence": sorted([list(e) for e in t.evidence]),
+        "evidence": sorted([list(e) for e in t.evidence] + archive_evidence(t, names)),
         "assigned": bool(t.assigned), "legacy-done": bool(t.legacy_done),
         "reconstructed": bool(t.reconstructed), "abandoned": bool(t.abandoned),
     }

@@ -23,6 +23,7 @@ one callers import from (the rules, ``RULES``, ``TOUCHES`` and the helpers):
 - ``rules_evidence``: evidence about a running attempt, terminal reports and convergence;
 - ``rules_save``: the SaveTransaction, one rule per edge, and its ways off the main line;
 - ``rules_operator``: the operator and migration (reset, abandon, reconcile, legacy Done);
+- ``rules_archive``: archiving a Done task after the confirmation of its exact digest;
 - ``updates``: the updates several rules share (open and close an attempt, advance).
 """
 from __future__ import annotations
@@ -52,3 +53,4 @@ from .rules_save import (  # noqa: F401
     commit_cleanup, save_graph, revise, block_upgrade,
 )
 from .rules_operator import abandon, legacy_done, reconcile, reconstruct, reset  # noqa: F401
+from .rules_archive import archive, confirm_archive  # noqa: F401

@@ -58,14 +58,24 @@ def _candidate_check(t: TaskState, r: Request) -> tuple:
     return (t.candidate == r.candidate, Code.CANDIDATE_MISMATCH)
 
 
-@rule(K.SEAL_CANDIDATE, touches=EDGE | {"receipts"}, reads={"self"})
+def touches_protected(s, t: TaskState):
+    """The candidate touches a protected control-plane path: its content is marked (the
+    graph's policy; a fact about the content, ``wgk.model.protected``) and differs from its
+    base (a candidate equal to its base changes no path)."""
+    return all_of(s.graph.protected(t.candidate), t.candidate != t.base)
+
+
+@rule(K.SEAL_CANDIDATE, touches=EDGE | EXIT | {"receipts"}, reads={"self"})
 def seal_candidate(s, i, t, r):
-    """The saved work becomes the one immutable candidate."""
-    return guarded(
-        [_candidate_check(t, r)],
-        lambda: s.put(i, advance(t, Phase.CANDIDATE_SEALED,
-                                 receipts=t.with_receipt(Receipt.CANDIDATE, binding(t)))),
-    )
+    """The saved work becomes the one immutable candidate; a candidate touching a protected
+    path is held fail-closed in repair instead, before any validator sees it."""
+    held = touches_protected(s, t)
+    def update():
+        sealed = advance(t, Phase.CANDIDATE_SEALED,
+                         receipts=t.with_receipt(Receipt.CANDIDATE, binding(t)))
+        return s.put(i, ite(held, leave_main_line(t, Exit.NEEDS_REPAIR, Reason.PROTECTED_PATH),
+                            sealed))
+    return guarded([_candidate_check(t, r)], update)
 
 
 @rule(K.VALIDATE, touches=EDGE | EXIT | {"receipts"}, reads={"self"})

@@ -18,6 +18,7 @@ from typing import Any, Iterable, Mapping
 import networkx as nx
 
 from .logic import all_of, not_
+from .protected import NOTHING_PROTECTED
 from .vocab import (
     INTRUDER, TOKEN_BEARERS, AttemptState, Disposition, Exit, OwnerSeen, Phase, Reason, Receipt,
 )
@@ -40,6 +41,10 @@ class Graph:
     #: principal -> the roles it holds; ``closed``: every request must name a principal.
     principals: Mapping[str, frozenset] = field(default_factory=lambda: {INTRUDER: TOKEN_BEARERS})
     closed: bool = False
+    #: which content ids touch a protected control-plane path (``wgk.model.protected``),
+    #: and the policy's patterns they were matched against (a trace's ``protected-paths``)
+    protected: Any = NOTHING_PROTECTED
+    protected_paths: tuple[str, ...] = ()
 
     @staticmethod
     def build(
@@ -50,6 +55,8 @@ class Graph:
         review_required: Iterable[str] = (),
         requires_assignment: Iterable[str] = (),
         principals: Mapping[str, Iterable[Any]] | None = None,
+        protected: Any = NOTHING_PROTECTED,
+        protected_paths: Iterable[str] = (),
     ) -> "Graph":
         names = tuple(tasks)
         if len(set(names)) != len(names):
@@ -89,6 +96,8 @@ class Graph:
             principals=({INTRUDER: TOKEN_BEARERS} if principals is None
                         else {p: frozenset(roles) for p, roles in principals.items()}),
             closed=principals is not None,
+            protected=protected,
+            protected_paths=tuple(protected_paths),
         )
 
     def digraph(self) -> nx.DiGraph:
@@ -199,6 +208,10 @@ class TaskState:
     legacy_done: Any = False
     reconstructed: Any = False
     abandoned: Any = False
+    # archiving a Done task: the digest (its result's content id) the operator confirmed,
+    # and the digest archived (0: none)
+    archive_confirmed: Any = 0
+    archived: Any = 0
 
     def receipt(self, kind: Receipt) -> Binding:
         return self.receipts[kind]

@@ -99,6 +99,9 @@ class Kind(Labelled):
     RECONCILE = 52
     RECONSTRUCT = 53
     LEGACY_DONE = 54
+    # archiving a Done task
+    CONFIRM_ARCHIVE = 55
+    ARCHIVE = 56
 
 
 class DecisionKind(Labelled):
@@ -141,6 +144,7 @@ class Code(Labelled):
     BAD_NAME = 25
     WORKTREE_UNSAVED = 26      # the worktree holds bytes nothing saved (commit-cleanup)
     TOKEN_MISMATCH = 27        # the attempt's capability token was not presented
+    ARCHIVE_UNCONFIRMED = 28   # no confirmation receipt names the digest an archive names
 
 
 class AttemptState(Labelled):
@@ -229,6 +233,7 @@ class Reason(Labelled):
     LEGACY_UNPROVEN = 4
     VERSION_SKEW = 5
     OPERATOR_ABORT = 6
+    PROTECTED_PATH = 7         # the candidate touches a protected control-plane path
 
 
 class Receipt(Labelled):
@@ -330,6 +335,8 @@ AUTHORITY: dict[Kind, frozenset[Actor]] = {
     K.RECONCILE: frozenset({A.OPERATOR}),
     K.RECONSTRUCT: frozenset({A.OPERATOR}),
     K.LEGACY_DONE: frozenset({A.LEGACY_IMPORT}),
+    K.CONFIRM_ARCHIVE: frozenset({A.OPERATOR}),
+    K.ARCHIVE: frozenset({A.DAEMON, A.CLEANUP}),
 }
 
 #: Kinds whose request must carry the exact capability tuple K of the current attempt.

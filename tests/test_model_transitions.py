@@ -412,6 +412,21 @@ def test_legacy_done_on_a_done_task_is_evidence_only(one):
     assert ok(one, K.LEGACY_DONE, A.LEGACY_IMPORT, evidence="l1").label == "evidence-only"
 
 
+def test_archive_needs_the_confirmation_of_the_exact_digest(one):
+    rejects(one, K.CONFIRM_ARCHIVE, A.OPERATOR, "illegal-phase-edge", candidate=BASE)
+    complete(one, "a")
+    result = one.task("a").candidate
+    rejects(one, K.ARCHIVE, A.CLEANUP, "archive-unconfirmed", candidate=result)
+    rejects(one, K.CONFIRM_ARCHIVE, A.OPERATOR, "candidate-mismatch", candidate=BASE)
+    ok(one, K.CONFIRM_ARCHIVE, A.OPERATOR, candidate=result)
+    rejects(one, K.ARCHIVE, A.CLEANUP, "archive-unconfirmed", candidate=BASE)
+    ok(one, K.ARCHIVE, A.DAEMON, candidate=result)
+    t = one.task("a")
+    assert (t.archive_confirmed, t.archived) == (result, result)
+    rejects(one, K.ARCHIVE, A.CLEANUP, "terminal-already", candidate=result)
+    rejects(one, K.CONFIRM_ARCHIVE, A.OPERATOR, "terminal-already", candidate=result)
+
+
 def test_every_kind_is_exercised_and_declares_its_touches():
     """Runs last in this module (pytest keeps file order)."""
     from wgk.model.vocab import Kind

@@ -127,3 +127,18 @@ def test_a_solver_model_disagreement_exits_one_with_one_line(monkeypatch, capsys
     code = cli.main(["check", "--reach", "t1.status == 'done'", "--tasks", "1"])
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1 and "disagree" in err
+
+
+def test_a_run_through_a_protected_content_is_written_with_its_path_and_replays(tmp_path):
+    """The bounded instance marks a content as touching a protected path; the trace written
+    from a run that edits it names a path its graph's pattern protects, so the implementation
+    reads the same fact from its repository."""
+    trace = tmp_path / "held.json"
+    out = wgk("check", "--reach", 't1.reason == "protected-path"', "--tasks", "1", "--depth", "7",
+              "--groups", "core,env", "--out", str(trace))
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(trace.read_text())
+    assert doc["graph"]["protected-paths"] == [".ci/**"]
+    assert [s["paths"] for s in doc["steps"] if s.get("env") == "edit"] == [[".ci/protected"]]
+    again = wgk("replay", str(trace), "--system", "both")
+    assert again.returncode == 0, again.stdout + again.stderr

@@ -241,6 +241,18 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "every compaction report counts as a new occurrence, repeated ids included",
        "compaction-occurrences-counted-once",
        ("rules_attempt.py", '    new = not ctx.seen("compaction", occ)', "    new = True")),
+    _m("seal-ignores-protected-paths", "rules",
+       "sealing never reads the diff against the graph's protected paths, so a candidate "
+       "changing one is sealed and the validator's pass takes it on to the land",
+       "protected-path-holds",
+       ("rules_save.py", "    if held is not None:\n        path, pattern = held",
+        "    if False:\n        path, pattern = held")),
+    _m("archive-without-confirmation", "rules",
+       "the archive does not look for the operator's confirmation of the digest it names, "
+       "so a Done task is archived by a digest nobody confirmed", "archive-needs-confirmed-digest",
+       ("rules_archive.py", '    if code is None and (r.candidate is None or not ctx.seen("confirm-archive", '
+                            'r.candidate)):',
+        "    if False:")),
     _m("effect-without-review", "rules",
        "the effect is committed without checking that the review names the exact candidate",
        "promotion-needs-review-of-exact-candidate",

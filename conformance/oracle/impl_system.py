@@ -118,7 +118,8 @@ class ImplSystem:
         self.hook = hook
         self.daemon = daemon_principal(graph)
         self.kernel = Kernel(self.path, self.world.environment(), hook=hook)
-        self.kernel.create_graph(graph.get("id", "g"), policies(graph))
+        self.kernel.create_graph(graph.get("id", "g"), policies(graph),
+                                 protected_paths=graph.get("protected-paths", ()))
         register_principals(self.kernel, graph)
         target = graph.get("target", "main-0")
         for name, seed in initial.items():

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from wgk.impl import EnvError, Kernel, TaskRecord
 
+#: The file every edit writes (besides the ``paths`` it names).
+EDIT_FILE = "work.txt"
+
 
 def apply_env(kernel: Kernel, step: dict) -> None:
     """Apply one environment step: edit, owner-dies, pid-reuse, move-target, tick."""
@@ -43,7 +46,7 @@ def _owner_step(kernel: Kernel, kind: str, task: str, step: dict) -> None:
     t = kernel.record(task)
     born = procs.birth_of(t.owner_pid) or 0 if t.owner_pid else 0
     if kind == "edit":
-        edit(kernel, t, task, step.get("content"), born)
+        edit(kernel, t, task, step.get("content"), born, tuple(step.get("paths", ())))
     elif kind == "owner-dies":
         if born == 0 or born != t.owner_birth:
             raise EnvError(f"owner-dies is not possible now: the owner of task "
@@ -57,8 +60,10 @@ def _owner_step(kernel: Kernel, kind: str, task: str, step: dict) -> None:
         procs.reuse(t.owner_pid, birth)
 
 
-def edit(kernel: Kernel, t: TaskRecord, task: str, content: str | None, born: int) -> None:
-    """The live owner writes ``content`` into its worktree (only where the model lets it)."""
+def edit(kernel: Kernel, t: TaskRecord, task: str, content: str | None, born: int,
+         paths: tuple[str, ...] = ()) -> None:
+    """The live owner writes ``content`` into its worktree (only where the model lets it):
+    the file ``work.txt`` and every one of ``paths`` (``EDIT_FILE``)."""
     repo = kernel.env.repository
     view = repo.observe_worktree(t.worktree_id) if t.worktree_id else None
     writable = (t.running and view is not None and view.present and born == t.owner_birth
@@ -67,4 +72,4 @@ def edit(kernel: Kernel, t: TaskRecord, task: str, content: str | None, born: in
     # the model's edit guard (worksave-exact is guarded by the kernel in rules.save_work)
     if not writable or not content or view.content == content:
         raise EnvError(f"edit is not possible now for task {task!r}")
-    repo.write(t.worktree_id, content)
+    repo.write(t.worktree_id, content, (EDIT_FILE, *paths))

@@ -110,15 +110,18 @@ class NamedGit:
     def worktree_path(self, wt: str) -> str | None:
         return self.git.worktree_path(wt)
 
+    def changed_paths(self, base: str, candidate: str) -> list[str]:
+        return self.git.changed_paths(self._oid(base), self._oid(candidate))
+
     # environment steps
-    def write(self, wt: str, content: str) -> None:
+    def write(self, wt: str, content: str, paths: tuple[str, ...] = ()) -> None:
         """The owner writes ``content``; after the target moved on past its worktree's start it
         works on top of the target (as a real worker rebases before it writes its repair)."""
         path, target = self.git.worktree_path(wt), self.git.target()
         head = self.git.out("rev-parse", "HEAD", cwd=path) if os.path.isdir(path) else None
         if head and target and head != target and self.git.descends(target, head):
             self.git.git("checkout", "-q", "--detach", target, cwd=path)
-        self.git.write(wt, content)
+        self.git.write(wt, content, paths)
         self._learn(self.git.observe_worktree(wt).content, content)
 
     def move_target(self, content: str) -> None:

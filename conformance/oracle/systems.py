@@ -25,6 +25,7 @@ from wgk.model.kernel import Decision, Rules, authenticated, decide
 from wgk.model.names import refused_name
 from wgk.model.observe import Names, observe
 from wgk.model.projections import ready_tasks
+from wgk.model.protected import NOTHING_PROTECTED, Protected, touches
 from wgk.model.rules import RULES
 from wgk.model.state import Graph, GraphError, State, TaskState, initial_state
 from wgk.model.vocab import Actor, AttemptState, Code, DecisionKind, OwnerSeen
@@ -139,8 +140,21 @@ def principals_of(spec: dict) -> dict | None:
     return out
 
 
-def graph_of(spec: dict) -> Graph:
-    """The model's Graph for a trace's ``graph`` section."""
+def protected_of(spec: dict, steps: list, names: Names | None) -> Protected:
+    """The contents a trace marks as touching a protected path: those of the edits whose
+    files (``work.txt`` and its ``paths``) a pattern of ``graph.protected-paths`` matches."""
+    patterns = spec.get("protected-paths", [])
+    if not patterns or names is None:
+        return NOTHING_PROTECTED
+    marked = {names.cid(s["content"]) for s in steps
+              if s.get("env") == "edit" and s.get("content")
+              and touches(patterns, ["work.txt", *s.get("paths", [])]) is not None}
+    return Protected(frozenset(marked))
+
+
+def graph_of(spec: dict, names: Names | None = None, steps: list = ()) -> Graph:
+    """The model's Graph for a trace's ``graph`` section (and the contents its ``steps``
+    mark protected, interned in ``names``)."""
     tasks = spec["tasks"]
     try:
         return Graph.build(
@@ -149,6 +163,8 @@ def graph_of(spec: dict) -> Graph:
             review_required=[t["name"] for t in tasks if t.get("review-required")],
             requires_assignment=[t["name"] for t in tasks if t.get("requires-assignment")],
             principals=principals_of(spec),
+            protected=protected_of(spec, list(steps), names),
+            protected_paths=spec.get("protected-paths", ()),
         )
     except GraphError as e:
         raise StepError(f"/graph: {e}") from None
@@ -184,8 +200,8 @@ def seed_task(t: TaskState, seed: dict, names: Names, target: int) -> TaskState:
     return replace(t, **ch) if ch else t
 
 
-def initial_model_state(graph: dict, initial: dict, names: Names) -> State:
-    g = graph_of(graph)
+def initial_model_state(graph: dict, initial: dict, names: Names, steps: list = ()) -> State:
+    g = graph_of(graph, names, steps)
     target = names.cid(graph.get("target", "main-0"))
     s = initial_state(g, target=target)
     for name, seed in (initial or {}).items():
@@ -225,7 +241,8 @@ class ModelSystem:
         initial = getattr(source, "initial", initial)
         self.names = Names()
         self.rules = rules
-        self.state = initial_model_state(graph, initial or {}, self.names)
+        self.state = initial_model_state(graph, initial or {}, self.names,
+                                         getattr(source, "steps", ()))
         self.graph = self.state.graph
         self.daemon = daemon_principal(graph)
         self.last: tuple | None = None

@@ -211,7 +211,7 @@ def decision_label(wire: dict) -> str:
     return f"{label}:{wire['code']}" if wire.get("code") else label
 
 
-ENV_FIELDS = {"env", "task", "content", "birth", "amount"}
+ENV_FIELDS = {"env", "task", "content", "paths", "birth", "amount"}
 
 
 def env_from_wire(d: Any, names: Names, pointer: str = "") -> EnvStep:

@@ -56,6 +56,12 @@ def names_for(*states: State, steps: list = ()) -> Names:
     return names
 
 
+#: How a run's edit of a content its graph marks as touching a protected path is written:
+#: it writes this path, which the graph's one pattern protects.
+PROTECTED_PATTERN = ".ci/**"
+PROTECTED_PATH = ".ci/protected"
+
+
 def step_json(step: Request | EnvStep, names: Names | None = None) -> dict:
     """The wire form of a request or environment step, content ids as strings."""
     names = names or names_for(steps=[step])
@@ -104,9 +110,12 @@ class ModelRun:
         """Steps on the wire. A request decided without a key (a keyless bounded
         instance) gets a key of its own, used once: the same decision, journaled."""
         out = []
+        protected = self.states[0].graph.protected
         for n, (step, d) in enumerate(zip(self.steps, self.decisions), 1):
             if isinstance(step, EnvStep):
                 out.append(step_json(step, names))
+                if step.kind == EnvKind.EDIT and protected(step.content) is True:
+                    out[-1]["paths"] = [PROTECTED_PATH]    # the marked content, as a path
                 continue
             request = step_json(step, names)
             if step.key is None:
@@ -118,12 +127,14 @@ class ModelRun:
         """The ``wgk-trace/1`` document (a ``wgk.conformance.traces.format.Trace``)."""
         names = self.names()
         g = self.states[0].graph
+        steps = self.wire_steps(names)
+        graph = graph_json(g, names.cname(self.states[0].target))
+        if any("paths" in s for s in steps):
+            graph["protected-paths"] = [PROTECTED_PATTERN]
         return Trace(
             id=self.id, title=self.title,
             source={"kind": "counterexample", "provenance": self.provenance or "z3"},
-            description=self.description,
-            graph=graph_json(g, names.cname(self.states[0].target)),
-            steps=self.wire_steps(names), expect=self.final)
+            description=self.description, graph=graph, steps=steps, expect=self.final)
 
     def write(self, path: str | Path) -> Path:
         """Validate against the trace schema and write in the canonical form."""

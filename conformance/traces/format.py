@@ -211,10 +211,10 @@ def load_traces(paths: Iterable[str | Path]) -> list[Trace]:
 #: Key order per object kind; keys not listed follow in sorted order.
 TOP_ORDER = ("format", "id", "title", "source", "description", "graph", "initial", "steps", "expect")
 SOURCE_ORDER = ("kind", "incident", "provenance", "file")
-GRAPH_ORDER = ("id", "target", "tasks")
+GRAPH_ORDER = ("id", "target", "protected-paths", "tasks")
 TASK_ORDER = ("name", "deps", "review-required", "requires-assignment")
-STEP_ORDER = ("request", "env", "task", "content", "birth", "amount", "expect", "expect-facts",
-              "from", "note")
+STEP_ORDER = ("request", "env", "task", "content", "paths", "birth", "amount", "expect",
+              "expect-facts", "from", "note")
 REQUEST_ORDER = ("kind", "actor", "task", "key", "cap", "token", "expected-phase",
                  "expected-revision", "expected-attempt", "expected-generation", "owner", "mint",
                  "imports", "candidate", "base", "verdict", "disposition", "reason", "evidence",

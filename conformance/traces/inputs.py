@@ -21,6 +21,7 @@ import json
 from typing import Any, Iterator
 
 from wgk.model.names import broken_rule, is_name
+from wgk.model.protected import pattern_problem
 from wgk.model.state import Graph, GraphError
 
 MAX_DEPTH = 64
@@ -133,6 +134,7 @@ def semantic_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
     for name in doc.get("initial", {}):
         if name not in known:
             out.append((_pointer(["initial", name]), f"unknown task {name!r}"))
+    out += protected_path_errors(doc)
     for n, step in enumerate(doc["steps"]):
         if "env" in step and step.get("task") and step["task"] not in known:
             out.append((_pointer(["steps", n, "task"]), f"unknown task {step['task']!r}"))
@@ -140,6 +142,34 @@ def semantic_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
             out += _fact_task_errors(facts, ["steps", n, where], known)
     out += _fact_task_errors(doc.get("expect"), ["expect"], known)
     return out
+
+
+def protected_path_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """The graph's protected path patterns in the grammar (``wgk.model.protected``); an
+    edit's paths relative, inside the worktree, never into ``.git``; paths only on an edit."""
+    out: list[tuple[str, str]] = []
+    for n, p in enumerate(doc["graph"].get("protected-paths", [])):
+        bad = pattern_problem(p)
+        if bad is not None:
+            out.append((_pointer(["graph", "protected-paths", n]), bad))
+    for n, step in enumerate(doc["steps"]):
+        if "paths" not in step:
+            continue
+        if step.get("env") != "edit":
+            out.append((_pointer(["steps", n, "paths"]), "only an edit writes paths"))
+            continue
+        for k, path in enumerate(step["paths"]):
+            if not edit_path_ok(path):
+                out.append((_pointer(["steps", n, "paths", k]),
+                            f"{path!r} is not a relative path inside the worktree (no empty, "
+                            "'.', '..' or '.git' component, no NUL)"))
+    return out
+
+
+def edit_path_ok(path: str) -> bool:
+    """A relative path whose components stay inside a worktree (never into ``.git``)."""
+    return "\0" not in path and all(c not in ("", ".", "..") and c.lower() != ".git"
+                                    for c in path.split("/"))
 
 
 def _fact_task_errors(facts: Any, at: list, known: set[str]) -> list[tuple[str, str]]:

@@ -80,13 +80,14 @@ class Session:
 
     def __init__(self, *, id: str, title: str, description: str, source: dict, graph: dict,
                  initial: dict, inst: Instance, mutant: str | None = None,
-                 names: ViewNames | None = None):
+                 names: ViewNames | None = None, steps: list = ()):
         self.id, self.title, self.description, self.source = id, title, description, source
         self.graph, self.initial, self.inst, self.mutant = graph, initial, inst, mutant
         self.semantics = semantics_of(mutant)
         self.names = names or ViewNames()
         try:
-            self.start = initial_model_state(graph, initial, self.names)
+            # a trace's edits mark the contents that touch its protected paths
+            self.start = initial_model_state(graph, initial, self.names, steps)
         except (StepError, WireError, KeyError, TypeError, ValueError) as e:
             raise SessionError(f"the start: {e}") from None
         self.entries: list[Entry] = []
@@ -101,7 +102,7 @@ class Session:
     def from_trace(cls, trace: Trace, inst: Instance, mutant: str | None = None) -> "Session":
         s = cls(id=trace.id, title=trace.title, description=trace.description,
                 source=dict(trace.source), graph=trace.graph, initial=trace.initial, inst=inst,
-                mutant=mutant)
+                mutant=mutant, steps=trace.steps)
         for n, wire in enumerate(trace.steps):
             s.push(wire, where=f"{trace.path or trace.id}: /steps/{n}")
         s.loaded = [copy.deepcopy(e.wire) for e in s.entries]

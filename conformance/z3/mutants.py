@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import fields as dc_fields, replace as dc_replace
 from typing import Callable
 
-from wgk.model import kernel, projections, rules as R, rules_evidence
+from wgk.model import kernel, projections, rules as R, rules_evidence, rules_save
 from wgk.model.actions import KEYS, Instance
 from wgk.model.kernel import Decision
 from wgk.model.requests import Request
@@ -285,6 +285,18 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "bound to the moved one, and the land's compare-and-swap drops the commit between.",
         "candidate-built-on-attempt-base", Instance(tasks=1, groups=CORE), 4,
         rules={K.SAVE_WORK: _driver_chosen_base}),
+    Mutant(
+        "validator-pass-through-protected", (29,),
+        "Sealing ignores the protected paths: a candidate touching one is sealed and the "
+        "validator's pass moves it to validated, on to an effect and Done.",
+        "protected-path-holds", Instance(tasks=1, groups=ENV, protected=True), 6,
+        patches=((rules_save, "touches_protected", lambda s, t: False),)),
+    Mutant(
+        "archive-without-confirmation", (30,),
+        "The archive does not look for the operator's confirmation: a Done task is archived "
+        "by a digest no confirmation receipt names, or with none at all.",
+        "archive-needs-confirmed-digest", Instance(tasks=1, groups=("core", "archive")), 14,
+        rules={K.ARCHIVE: without_checks(K.ARCHIVE, Code.ARCHIVE_UNCONFIRMED)}),
 )}
 
 

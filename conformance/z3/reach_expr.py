@@ -61,7 +61,8 @@ FIELDS: dict[str, tuple[Any, Callable[[State, int, TaskState], Any]]] = {
         "effect_done", "assigned", "legacy_done", "reconstructed", "abandoned",
         "worktree_present", "worktree_lease", "session_lease", "finish_lease")},
     **{f: (CONTENT, _field(f)) for f in (
-        "candidate", "base", "worktree", "origin", "saved_work", "retained", "imported")},
+        "candidate", "base", "worktree", "origin", "saved_work", "retained", "imported",
+        "archive_confirmed", "archived")},
 }
 GLOBALS: dict[str, tuple[str, Callable[[State], Any]]] = {
     "target": (CONTENT, lambda s: s.target),

@@ -34,7 +34,25 @@ def decode_graph(model: z3.ModelRef, g: Graph) -> Graph:
     review = [n for i, n in enumerate(g.tasks) if value(model, g.review_required[i])]
     assign = [n for i, n in enumerate(g.tasks) if value(model, g.requires_assignment[i])]
     return Graph.build(g.tasks, deps, graph_id=g.graph_id, review_required=review,
-                       requires_assignment=assign)
+                       requires_assignment=assign, protected=decode_protected(model, g.protected))
+
+
+class DecodedProtected:
+    """The protected predicate as a solver's model interprets it (a concrete content id is
+    protected iff the model says so)."""
+
+    def __init__(self, model: z3.ModelRef, f: Any):
+        self.model, self.f = model, f
+
+    def __call__(self, content: Any) -> Any:
+        if isinstance(content, int):
+            return z3.is_true(self.model.eval(self.f(z3.IntVal(content)), model_completion=True))
+        return self.f(content)
+
+
+def decode_protected(model: z3.ModelRef, f: Any) -> Any:
+    """The protected contents of a decoded graph (a concrete predicate stays as it is)."""
+    return DecodedProtected(model, f) if isinstance(f, z3.FuncDeclRef) else f
 
 
 def decode_task(model: z3.ModelRef, t: TaskState) -> TaskState:

@@ -22,6 +22,8 @@ WITNESSES: dict[str, tuple[Instance, int]] = {
     "dependent-done-reached": (Instance(tasks=2, groups=("core", "legacy")), 6),
     "needs-repair-reached": (_RUN, 8),
     "target-moved-reached": (_RUN, 12),
+    "protected-path-held": (_RUN, 8),
+    "archived-reached": (Instance(tasks=1, groups=("core", "archive")), 15),
     "retry-reached": (_RUN, 5),
     "resume-reached": (_RUN, 6),
     "lost-reached": (_RUN, 6),

@@ -29,6 +29,9 @@ def _graph_commands(sub, js: argparse.ArgumentParser) -> None:
     s.add_argument("--repo", required=True, help="the git repository holding the target")
     s.add_argument("--target", default="refs/heads/main", help="the target ref")
     s.add_argument("--worktrees", help="where attempt worktrees live (default: REPO-worktrees)")
+    s.add_argument("--protect", action="append", default=[], metavar="PATTERN",
+                   help="a protected control-plane path pattern, e.g. '.ci/**' (repeatable): a "
+                        "candidate changing a matching path is held in needs-repair")
     s.add_argument("--operator", default="operator", help="the first principal (default operator)")
     s.add_argument("--credential-out", metavar="FILE",
                    help="where its credential is written, mode 0600 (default DB.credential)")

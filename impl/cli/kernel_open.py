@@ -9,6 +9,7 @@ from ..git import GitRepository
 from ..kernel import Kernel
 from ..pg import is_dsn, redact
 from ..proc import ProcProcessTable
+from .. import protect
 from ..backends import open_store
 from .kernel_principals import create_private, first_credential
 from .output import UsageError, emit
@@ -58,6 +59,10 @@ def require_task(k: Kernel, name: str) -> None:
 
 def init(args) -> int:
     _refuse_existing(args.db)
+    for pattern in args.protect:
+        bad = protect.problem(pattern)
+        if bad is not None:
+            raise UsageError(f"--protect {pattern!r}: {bad}")
     repo = os.path.abspath(args.repo)
     probe = GitRepository(repo, target=args.target, worktrees=args.worktrees)
     try:
@@ -74,7 +79,8 @@ def init(args) -> int:
         raise UsageError(str(e)) from None
     try:
         k.create_graph(args.graph, config={"repo": repo, "target": args.target,
-                                           "worktrees": probe.worktrees})
+                                           "worktrees": probe.worktrees},
+                       protected_paths=args.protect)
         cred = first_credential(k, args)
     finally:
         k.close()
