@@ -130,7 +130,14 @@ class Store:
         return int(row[0])
 
     def migrate(self, to: int = SCHEMA_VERSION) -> list[int]:
-        """Apply the forward migrations up to ``to``; refuse a database that is newer."""
+        """Apply the forward migrations up to ``to``; refuse a database that is newer.
+
+        The version is read first, outside any transaction: a database already at ``to``
+        is opened without taking the write lock. A migration that is due is taken under
+        the write lock (``BEGIN IMMEDIATE``) and reads the version again there, so two
+        openers racing on one database migrate it once."""
+        if to <= self.schema_version() <= SCHEMA_VERSION:
+            return []
         with self.atomic() as unit:
             current = self.schema_version()
             if current >= to:
