@@ -256,13 +256,8 @@ class Kernel:
 
     def rebuild(self, *, apply: bool = False, start: "audit_.Replayed | None" = None):
         """Replay the ledger into a fresh database and compare (see ``audit.rebuild``;
-        ``start``: an earlier replay of the ledger's first events, see ``replayed``)."""
+        ``start``: an earlier replay of the ledger's first events, see ``audit.replayed``)."""
         return audit_.rebuild(self, apply=apply, start=start)
-
-    def replayed(self, start: "audit_.Replayed | None" = None):
-        """The ledger replayed so far, as an image a later ``rebuild`` can start from
-        (see ``audit.replayed``)."""
-        return audit_.replayed(self, start)
 
     def audit(self, anchors: Iterable[tuple[int, str]] = ()):
         """Check the stored state against the invariants, and the ledger against ``anchors``

@@ -7,6 +7,7 @@ import re
 import sqlite3
 
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
+from wgk.impl.audit import replayed
 from wgk.impl.ledger import link_v2
 from wgk.conformance.oracle.impl_world import apply_env
 
@@ -114,7 +115,7 @@ def _rehash(k: Kernel, since: int) -> None:
 def test_a_rebuild_starts_from_an_earlier_replay_only_while_the_ledger_holds_it(tmp_path):
     k, _ = finished_pair(tmp_path)
     (hb,) = k.conn.execute("SELECT seq FROM ledger WHERE key = 'hb'").fetchone()
-    early = k.replayed()
+    early = replayed(k)
     assert early.seq == k.ledger_head()
     for n in range(3):
         assert k.handle({"kind": "heartbeat", "actor": "worker", "task": "b", "key": f"hb-b{n}",
@@ -122,7 +123,7 @@ def test_a_rebuild_starts_from_an_earlier_replay_only_while_the_ledger_holds_it(
     assert k.ledger_head() == early.seq + 3
     full, started = k.rebuild(), k.rebuild(start=early)
     assert full.ok and started.ok and started.events == full.events == k.ledger_head()
-    later = k.replayed(early)                # goes on from the earlier image
+    later = replayed(k, early)                # goes on from the earlier image
     assert later.seq == k.ledger_head() and k.rebuild(start=later).ok
     k.conn.execute("UPDATE ledger SET body = replace(body, '\"hb-1\"', '\"hb-9\"') WHERE seq = ?",
                    (hb,))

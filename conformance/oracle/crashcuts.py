@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook, pg
+from wgk.impl import audit
 from wgk.impl.backends import open_store
 
 from wgk.conformance.oracle.crash_scope import CHECKS, _Scope, _scope
@@ -108,7 +109,7 @@ def _snapshot(impl: ImplSystem, path: str, replay: bool = False, start=None) -> 
         impl.kernel.conn.backup(dst)
         dst.close()
     world = snapshot_world(impl.world, path + ".world")
-    replayed = impl.kernel.replayed(start) if replay else None
+    replayed = audit.replayed(impl.kernel, start) if replay else None
     return _Snapshot(path, world, impl.kernel.ledger_head(), impl.daemon, replayed)
 
 

@@ -49,7 +49,7 @@ BUDGET: dict[str, tuple[int, str]] = {
     "helper-processes": (0, "no long-lived helper: convergence and observation run in the caller"),
     "child-commands": (3, "short-lived git invocations only (argument lists, no shell)"),
     "loc-model": (2500, "the normative model stays small enough to read in a sitting (its rules and invariants in modules by what they decide)"),
-    "loc-impl": (4400, "the reference implementation: store (SQLite and PostgreSQL), ledger, rules, principals, git, /proc"),
+    "loc-impl": (4460, "the reference implementation: store (SQLite and PostgreSQL), ledger, rules, principals, git, /proc"),
     "loc-conformance": (14000, "checkers, adapters, the view, the unbounded proof, the command line, the real-world gate sections and the implementation's mutant catalogue"),
     "loc-total": (21800, "model + impl + conformance, with the kernel's command line and demo, the view, names, anchors, the real-world gate and the gate's runner on every core"),
 }
