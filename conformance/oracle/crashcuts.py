@@ -148,10 +148,12 @@ def _divergence(trace: Trace, step: int, what: str, request, expected, actual, d
 
 def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
                steps: range | None = None, checks: str = "thorough",
-               progress: Callable[[str], None] | None = None, world: str = "memory") -> CrashCutResult:
+               progress: Callable[[str], None] | None = None, world: str = "memory",
+               images: bool = True) -> CrashCutResult:
     """Every crash cut of one trace: ``mode`` "in-process" (fast) or "kill" (a real kill -9);
     ``world`` "memory" or "real" (``real_world``). ``steps`` restricts the cuts to those steps
-    (snapshots are taken only there)."""
+    (snapshots are taken only there). ``images``: a thorough cut's rebuilds start from the
+    ledger as replayed before its step in the crash-free run (False: from an empty database)."""
     wanted = steps if steps is not None else range(len(trace.steps))
     model = ModelSystem(trace)
     recorder = Recorder()
@@ -165,7 +167,7 @@ def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
         for n, step in enumerate(trace.steps):
             last = next((s.replayed for s in reversed(snapshots) if s is not None), None)
             snapshots.append(_snapshot(impl, os.path.join(snapdir.name, f"before-{n}.db"),
-                                       checks == "thorough", last)
+                                       checks == "thorough" and images, last)
                              if n in wanted and "request" in step else None)
             start = len(recorder.seen)
             try:
