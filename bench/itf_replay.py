@@ -72,7 +72,7 @@ def read_itf(path: Path | str) -> ItfTrace:
 
 FIELDS = {   # spec field -> (TaskState field, how to show it)
     "attempt": ("attempt", int), "fence": ("fence", int), "leaseEpoch": ("lease_epoch", int),
-    "attemptState": ("attempt_state", lambda x: AttemptState(x).label),
+    "attemptState": ("attempt_state", lambda x: AttemptState(x).label), "token": ("token", int),
     "ownerPid": ("owner_pid", int), "ownerBirth": ("owner_birth", int), "session": ("session", int),
     "wrapperEpoch": ("wrapper_epoch", int), "childEpoch": ("child_epoch", int),
     "ownerSeen": ("owner_seen", lambda x: OwnerSeen(x).label), "procBirth": ("proc_birth", int),

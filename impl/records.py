@@ -57,6 +57,7 @@ class TaskRecord:
     fence: int = 0
     lease_epoch: int = 0
     attempt_state: str = "none"
+    token_hash: str | None = None    # sha256 of the attempt's capability token (never the token)
     # the exact owner and what the kernel has proven about it
     owner_pid: int = 0
     owner_birth: int = 0

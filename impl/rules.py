@@ -20,6 +20,8 @@ effect themselves.
 """
 from __future__ import annotations
 
+import hmac
+
 from typing import Callable
 
 # the vocabulary a rule is written in, re-exported for whoever writes or replaces a rule
@@ -72,6 +74,19 @@ def capability_failure(ctx: Ctx) -> str | None:
     return None
 
 
+def token_failure(ctx: Ctx) -> str | None:
+    """Check 4 for the attempt's own process and every continuation: the request presents
+    the token whose hash the attempt keeps (compared in constant time). K is public; the
+    token is not."""
+    r, kept = ctx.request, ctx.record.token_hash
+    if not r.needs_token:
+        return None
+    # guards: token-required, continuation-needs-token
+    if kept is None or r.token_hash is None or not hmac.compare_digest(kept, r.token_hash):
+        return "token-mismatch"
+    return None
+
+
 def transaction_failure(ctx: Ctx) -> str | None:
     """Check 5: a running attempt, the expected phase and revision (CAS), a legal edge."""
     t, r = ctx.record, ctx.request
@@ -94,7 +109,7 @@ def decide(ctx: Ctx) -> Outcome:
         # guards: attempt-fencing
         if r.cap is None or r.cap.graph != ctx.graph_id or r.cap.task != r.task:
             return reject(ctx, "stale-capability")
-        code = capability_failure(ctx)
+        code = capability_failure(ctx) or token_failure(ctx)
         if code:
             return reject(ctx, code)
     if r.kind in TRANSACTION_KINDS:

@@ -90,8 +90,11 @@ def resume(ctx: Ctx) -> Outcome:
         return reject(ctx, "continuation-unproven")
     if not (o.wrapper_epoch > t.wrapper_epoch and o.child_epoch > t.child_epoch):
         return reject(ctx, "continuation-unproven")
+    # the presented token was checked with K (``rules.token_failure``); the continuation
+    # gets the token its opener minted
     new = replace(t, owner_pid=o.pid, owner_birth=o.birth, wrapper_epoch=o.wrapper_epoch,
-                  child_epoch=o.child_epoch, owner_seen="unverified", deadline=0)
+                  child_epoch=o.child_epoch, owner_seen="unverified", deadline=0,
+                  token_hash=ctx.request.mint)
     return succeeded(ctx, new, effects=[Effect("adopt", (o.pid, o.birth))])
 
 

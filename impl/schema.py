@@ -122,8 +122,15 @@ LEDGER_SEAL_VERSION = 3
 SCHEMA_V4 = ";\n".join(f"UPDATE evidence SET kind = '{new}' WHERE kind = '{old}'"
                        for old, new in FORMER_EVIDENCE_LABELS.items())
 
+#: Each attempt keeps the sha256 of its capability token (set when it or a continuation
+#: opens); attempts opened before have none, so nothing their process says is applied.
+SCHEMA_V5 = """
+ALTER TABLE attempts ADD COLUMN token_hash TEXT
+"""
+
 #: version -> the SQL that takes a database from version - 1 to version.
-MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4}
+MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4,
+                              5: SCHEMA_V5}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Tables whose rows the ledger must reproduce exactly (``rebuild``).

@@ -33,6 +33,7 @@ class Initial:
     owner_seen: str = "unverified"
     alive: bool = True
     leases: dict | None = None      # {"worktree", "session", "finish"}: by default held while running
+    token_hash: str | None = None   # sha256 of the attempt's capability token (None: it has none)
 
 
 def check_initial(task: str, initial: Initial) -> None:
@@ -55,6 +56,7 @@ def seeded(task: str, t: TaskRecord, initial: Initial) -> tuple[TaskRecord, list
     new = evolve(
         t, generation=initial.generation, attempt=initial.attempt, fence=initial.fence,
         lease_epoch=initial.lease_epoch, attempt_state=initial.state,
+        token_hash=initial.token_hash,
         owner_seen=initial.owner_seen, worktree_lease=bool(held["worktree"]),
         session_lease=bool(held["session"]), finish_lease=bool(held["finish"]),
     )

@@ -23,7 +23,8 @@ from .vocabulary import (
 TASK_COLUMNS = ("generation", "attempt", "fence", "lease_epoch", "retained", "retained_base",
                 "deadline", "assigned", "legacy_done", "reconstructed", "abandoned")
 ATTEMPT_COLUMNS = {"attempt_state": "state", "worktree_id": "worktree", "origin": "origin",
-                   "base_hint": "base_hint", "saved_work": "saved_work", "imported": "imported"}
+                   "base_hint": "base_hint", "saved_work": "saved_work", "imported": "imported",
+                   "token_hash": "token_hash"}
 OWNER_COLUMNS = {"owner_pid": "pid", "owner_birth": "birth", "session": "session",
                  "wrapper_epoch": "wrapper_epoch", "child_epoch": "child_epoch",
                  "owner_seen": "seen"}
@@ -111,10 +112,10 @@ class TaskTables:
             c.execute(f"UPDATE tasks SET {', '.join(f'{f} = ?' for f in cols)} WHERE id = ?",
                       [_db(f, changes[f]) for f in cols] + [task_id])
         if new.fence and new.fence != old.fence:
-            c.execute("INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            c.execute("INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                       (task_id, new.fence, new.generation, new.attempt, new.lease_epoch,
                        new.attempt_state, new.worktree_id, new.origin, new.base_hint,
-                       new.saved_work, new.imported, seq))
+                       new.saved_work, new.imported, seq, new.token_hash))
             c.execute("INSERT OR REPLACE INTO owners VALUES (?,?,?,?,?,?,?,?)",
                       (task_id, new.fence, new.owner_pid, new.owner_birth, new.session,
                        new.wrapper_epoch, new.child_epoch, new.owner_seen))

@@ -92,8 +92,16 @@ CODES = (
     "continuation-unproven", "review-required", "worktree-missing", "effect-not-observed",
     "held", "evidence-missing", "nothing-retained", "unknown-occurrence", "attempt-live",
     "not-authenticated", "role-not-held",
-    "base-mismatch", "bad-name", "worktree-unsaved",
+    "base-mismatch", "bad-name", "worktree-unsaved", "token-mismatch",
 )
+
+#: The actors that speak for an attempt's own process: a request of theirs naming K must
+#: also present the attempt's capability token (only its hash is stored); a continuation
+#: (``resume``) always must. Service roles prove themselves by their credential.
+TOKEN_BEARERS = frozenset({"worker", "wrapper", "broker"})
+#: Kinds that open an attempt or a continuation: each carries ``mint``, the sha256 of the
+#: token its process will present (the opener keeps the secret).
+MINTING_KINDS = frozenset({"dispatch", "retry", "resume"})
 
 # --- attempts, owners, transaction --------------------------------------------------
 

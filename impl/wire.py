@@ -12,6 +12,14 @@ outside 64 bits), echoing at most a short, shallow ``repr`` of the value.
 The digest is sha256 of the canonical JSON of the normalised request without
 its key: sorted keys, no whitespace, defaults omitted, owner epochs filled in.
 Two requests have the same bytes iff their digests are equal.
+
+Capability tokens: a request of the attempt's own process presents ``token``,
+the secret its opener handed it; ``parse`` keeps only its sha256
+(``token_hash``), so neither the journal, the ledger nor the canonical form ever
+holds a token. A request that opens an attempt or a continuation carries
+``mint``: the sha256 (64 lowercase hex digits) of the new token, which the
+opener generated and keeps; a re-sent opener (a lost response) is answered from
+the journal and the opener still holds its secret.
 """
 from __future__ import annotations
 
@@ -24,8 +32,8 @@ from . import names
 from .names import short
 from .errors import BadRequest
 from .vocabulary import (
-    ACTORS, AUTHORITY, NEEDS_CAPABILITY, DISPOSITIONS, EXITS, KINDS, PHASES, REASONS,
-    TRANSACTION_KINDS, VERDICTS,
+    ACTORS, AUTHORITY, NEEDS_CAPABILITY, DISPOSITIONS, EXITS, KINDS, MINTING_KINDS, PHASES,
+    REASONS, TOKEN_BEARERS, TRANSACTION_KINDS, VERDICTS,
 )
 
 
@@ -80,6 +88,8 @@ class Request:
     evidence: str = ""
     deadline: int = 0
     reason: str = "none"
+    token_hash: str | None = None  # sha256 of the presented capability token (never the token)
+    mint: str | None = None        # dispatch, retry, resume: sha256 of the new attempt's token
     digest: str = ""             # sha256 of ``canonical``
     canonical: str = ""          # canonical JSON of the request without its key
 
@@ -91,12 +101,21 @@ class Request:
     def needs_capability(self) -> bool:
         return self.kind in NEEDS_CAPABILITY
 
+    @property
+    def needs_token(self) -> bool:
+        """A continuation always; any other K-request of the attempt's own process."""
+        return self.kind == "resume" or (
+            self.kind in NEEDS_CAPABILITY and self.actor in TOKEN_BEARERS)
+
 
 _FIELDS = frozenset({
     "kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
     "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
-    "verdict", "disposition", "evidence", "deadline", "reason",
+    "verdict", "disposition", "evidence", "deadline", "reason", "token", "mint",
 })
+#: A token is at most this long (the client's are 64 hex digits: 256 bits from ``secrets``).
+TOKEN_MAX = 512
+_HEX = frozenset("0123456789abcdef")
 _CAP_FIELDS = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
 _OWNER_FIELDS = frozenset({"pid", "birth", "session", "wrapper-epoch", "child-epoch"})
 _VISIBLE_PHASES = frozenset(PHASES) | frozenset(EXITS)   # "none" never matches a task
@@ -214,6 +233,32 @@ def _owner(v: Any) -> Owner | None:
     return Owner(pid, birth, session, 1 if we is None else we, 1 if ce is None else ce)
 
 
+def _token_hash(body: Mapping) -> str | None:
+    """The sha256 of the presented token (the token itself is never kept)."""
+    v = body.get("token")
+    if v is None:
+        return None
+    v = _string(v, "/token")
+    if not 1 <= len(v) <= TOKEN_MAX:
+        raise BadRequest(f"request field '/token': expected 1 to {TOKEN_MAX} characters")
+    return hashlib.sha256(v.encode()).hexdigest()
+
+
+def _mint(body: Mapping, kind: str) -> str | None:
+    v = body.get("mint")
+    if v is None:
+        if kind in MINTING_KINDS:
+            raise BadRequest(f"{kind} must carry 'mint': the sha256 (64 hex digits) of the "
+                             "token the opened attempt's process will present")
+        return None
+    if type(v) is not str or len(v) != 64 or not set(v) <= _HEX:
+        raise BadRequest(f"request field '/mint': expected 64 lowercase hex digits (a sha256), "
+                         f"got {short(v)}")
+    if kind not in MINTING_KINDS:
+        raise BadRequest(f"request field '/mint': {kind} opens no attempt")
+    return v
+
+
 def parse(body: Any) -> Request:
     """The typed, normalised request for a wire object (``BadRequest`` if malformed)."""
     if type(body) is not dict:
@@ -247,6 +292,8 @@ def parse(body: Any) -> Request:
         evidence=_text(body, "evidence"),
         deadline=deadline or 0,
         reason=_label(body, "reason") or "none",
+        token_hash=_token_hash(body),
+        mint=_mint(body, kind),
     )
     if kind in TRANSACTION_KINDS and (r.expected_phase is None or r.expected_revision is None):
         raise BadRequest(f"{kind} moves the SaveTransaction and must carry "
@@ -285,6 +332,10 @@ def to_wire(r: Request) -> dict[str, Any]:
         out["deadline"] = r.deadline
     if r.reason != "none":
         out["reason"] = r.reason
+    if r.mint is not None:
+        out["mint"] = r.mint
+    if r.token_hash is not None:
+        out["token-hash"] = r.token_hash      # the canonical form keeps the hash only
     return out
 
 

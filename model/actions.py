@@ -70,6 +70,12 @@ def content(i: int, t) -> int:
     return 1000 * (i + 1) + 100 * t.generation + 10 * t.attempt + t.version + 3
 
 
+def token_for(i: int, generation: int, attempt: int, epoch: int = 1) -> int:
+    """The capability token minted for task ``i``'s attempt (its ``epoch``-th process): known to
+    that process only, so never to the intruder unless it was that process."""
+    return 50000 + 1000 * i + 100 * generation + 10 * attempt + epoch
+
+
 def owner_for(i: int, generation: int, attempt: int, epoch: int = 1) -> Owner:
     pid = 100 * (i + 1) + 10 * generation + attempt
     return Owner(pid=pid, birth=pid * 10 + epoch, session=pid, wrapper_epoch=epoch, child_epoch=epoch)
@@ -120,12 +126,14 @@ def _admission_requests(c: _Caller) -> Iterator[Request]:
     if t.attempt >= c.inst.attempts:
         return
     nxt = owner_for(c.i, t.generation, t.attempt + 1)
-    yield Request(K.DISPATCH, Actor.DAEMON, name, expected_attempt=t.attempt, owner=nxt)
+    mint = token_for(c.i, t.generation, t.attempt + 1)
+    yield Request(K.DISPATCH, Actor.DAEMON, name, expected_attempt=t.attempt, owner=nxt, mint=mint)
     if t.retained:
         yield Request(K.DISPATCH, Actor.DAEMON, name, expected_attempt=t.attempt, owner=nxt,
-                      imports=t.retained)
+                      imports=t.retained, mint=mint)
     if "operator" in c.inst.groups:
-        yield Request(K.RETRY, Actor.OPERATOR, name, expected_attempt=t.attempt, owner=nxt)
+        yield Request(K.RETRY, Actor.OPERATOR, name, expected_attempt=t.attempt, owner=nxt,
+                      mint=mint)
 
 
 def _late_requests(c: _Caller) -> Iterator[Request]:
@@ -140,7 +148,8 @@ def _liveness_requests(c: _Caller) -> Iterator[Request]:
     t, name, cap = c.t, c.name, c.cap()
     if t.wrapper_epoch < 2:
         yield Request(K.RESUME, Actor.WRAPPER, name, cap=cap,
-                      owner=owner_for(c.i, t.generation, t.attempt, t.wrapper_epoch + 1))
+                      owner=owner_for(c.i, t.generation, t.attempt, t.wrapper_epoch + 1),
+                      mint=token_for(c.i, t.generation, t.attempt, t.wrapper_epoch + 1))
     yield Request(K.PROBE_OWNER, Actor.PROCESS_OBSERVER, name, cap=cap, evidence="probe")
     yield Request(K.DECLARE_LOST, Actor.DAEMON, name, cap=cap)
     if "evidence" in c.inst.groups:
@@ -203,11 +212,17 @@ def _operator_requests(c: _Caller) -> Iterator[Request | None]:
 
 def requests_for(inst: Instance, s: State, i: int) -> Iterator[Request | None]:
     """The request instances the bounded actors may send for task ``i`` in state ``s``
-    (``None`` stands for a transaction edge left out; ``task_steps`` drops them)."""
+    (``None`` stands for a transaction edge left out; ``task_steps`` drops them). The
+    attempt's own process presents the attempt's token (``Request.needs_token``)."""
     c = _Caller(inst, s, i)
     yield from _admission_requests(c)
     if c.t.attempt_state == 0:
         return
+    for r in _attempt_requests(c):
+        yield r if r is None or not r.needs_token else replace(r, token=c.t.token)
+
+
+def _attempt_requests(c: _Caller) -> Iterator[Request | None]:
     yield from _late_requests(c)
     if c.t.attempt_state != AttemptState.RUNNING:
         return  # a closed attempt only hears late reports and messages
@@ -217,18 +232,33 @@ def requests_for(inst: Instance, s: State, i: int) -> Iterator[Request | None]:
     yield from _operator_requests(c)
 
 
+def known_tokens(i: int, t) -> tuple[int, ...]:
+    """The tokens the intruder may hold for task ``i``: none, the previous attempt's (it was
+    the old worker) and, on a continuation, the dead first process's (it reused its pid)."""
+    out = [0, token_for(i, t.generation, max(t.attempt - 1, 0))]
+    if t.wrapper_epoch > 1:
+        out.append(token_for(i, t.generation, t.attempt))
+    return tuple(out)
+
+
 def intruder_requests(inst: Instance, s: State, i: int) -> Iterator[Request]:
-    """The intruder knows K, the phase and the keys: it poses as the validator, the
-    evaluator, the daemon, the worker and the operator with the current capability."""
+    """The intruder knows K, the phase, the keys and the session, and holds the worker's
+    roles: it poses as the validator, the evaluator, the daemon and the operator, and as the
+    attempt's own process with every token it may know (``known_tokens``)."""
     c = _Caller(inst, s, i)
     t, name = c.t, c.name
     pose = [Request(K.DISPATCH, Actor.DAEMON, name, expected_attempt=t.attempt,
-                    owner=owner_for(i, t.generation, t.attempt + 1))]
+                    owner=owner_for(i, t.generation, t.attempt + 1), mint=1)]
     if t.attempt_state == AttemptState.RUNNING:
         pose += [c.tx(K.VALIDATE, Actor.VALIDATOR, candidate=t.candidate, verdict=Verdict.PASS),
                  c.tx(K.ACCEPT, Actor.EVALUATOR, candidate=t.candidate, verdict=Verdict.PASS),
-                 Request(K.DECLARE_LOST, Actor.DAEMON, name, cap=c.cap()),
-                 Request(K.FAIL, Actor.WORKER, name, cap=c.cap(), evidence="forged")]
+                 Request(K.DECLARE_LOST, Actor.DAEMON, name, cap=c.cap())]
+        for tok in known_tokens(i, t):
+            pose += [Request(K.FAIL, Actor.WORKER, name, cap=c.cap(), evidence="forged",
+                             token=tok),
+                     c.tx(K.SUBMIT, Actor.WORKER, token=tok),
+                     Request(K.RESUME, Actor.WRAPPER, name, cap=c.cap(), token=tok, mint=1,
+                             owner=owner_for(i, t.generation, t.attempt, 2))]
     pose.append(Request(K.RESET, Actor.OPERATOR, name, expected_generation=t.generation))
     kinds = _kinds(inst)
     for r in pose:

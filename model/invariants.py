@@ -42,7 +42,7 @@ from .invariants_step import (  # noqa: F401
     evidence_cannot_terminalize, liveness_needs_exact_birth, cas_base_exact,
     target_history_grows, moved_target_needs_repair, no_phase_skip, retained_work_never_erased,
     retry_needs_proof, idempotent_replay, idempotency_conflict_holds, role_held,
-    keys_per_principal, rejection_changes_nothing, unchanged_outside_touches,
+    keys_per_principal, token_required, continuation_needs_token, rejection_changes_nothing, unchanged_outside_touches,
 )
 
 

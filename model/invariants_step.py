@@ -200,6 +200,26 @@ def keys_per_principal(s: State, r, d, s2: State) -> Any:
     return implies(not_(used), all_of(d.kind != D.DUPLICATE, d.code != Code.IDEMPOTENCY_CONFLICT))
 
 
+@prop("token-required", scope="step", incidents=(19, 20))
+def token_required(s: State, r, d, s2: State) -> Any:
+    """A request of an attempt's own process (worker, wrapper, broker) naming K changes state only when it presents that attempt's capability token."""
+    if not r.needs_token or r.cap is None or r.task not in s.graph.index:
+        return True
+    t = s.tasks[s.graph.index[r.task]]
+    return implies(_changed(r, d), all_of(t.token != 0, r.token == t.token))
+
+
+@prop("continuation-needs-token", scope="step", incidents=(22, 3, 11))
+def continuation_needs_token(s: State, r, d, s2: State) -> Any:
+    """A new owner on the same attempt is installed only by a resume presenting the continued attempt's token, and the continuation holds the token minted for it."""
+    def ok(t, t2):
+        continued = all_of(running(t), running(t2), t.fence == t2.fence,
+                           any_of(t.owner_pid != t2.owner_pid, t.owner_birth != t2.owner_birth))
+        return implies(continued, all_of(r.kind == Kind.RESUME, t.token != 0,
+                                         r.token == t.token, t2.token == r.mint))
+    return all_of(*[ok(t, t2) for _, t, t2 in pairs(s, s2)])
+
+
 @prop("rejection-changes-nothing", scope="step", incidents=(10, 12, 27))
 def rejection_changes_nothing(s: State, r, d, s2: State) -> Any:
     """A rejected request changes nothing but its own journal entry."""

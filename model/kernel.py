@@ -13,7 +13,9 @@ Order of checks, the same for every request:
    authority covers the kind (``not-authorized``);
 3. the task exists (``unknown-task``);
 4. the exact capability tuple K, for kinds that carry one (``unknown-attempt``,
-   ``stale-capability``);
+   ``stale-capability``), and for the requests of the attempt's own process (worker,
+   wrapper, broker) and every continuation the attempt's capability token
+   (``token-mismatch``): K is public, the token is not;
 5. for SaveTransaction edges: a live attempt (``terminal-already``), the
    expected phase and revision (``cas-moved``), a legal edge
    (``illegal-phase-edge``);
@@ -88,6 +90,12 @@ def capability_matches(t: TaskState, r: Request) -> Any:
                   t.fence == c.fence, t.lease_epoch == c.lease_epoch)
 
 
+def token_presented(t: TaskState, r: Request) -> Any:
+    """The request presents the current attempt's token (an attempt without one has none to
+    present: nothing the attempt's process says is applied)."""
+    return all_of(t.token != 0, t.token == r.token)
+
+
 def generic_checks(s: State, i: int, t: TaskState, r: Request) -> list:
     """Checks 4 and 5 above, as ``(condition, code)`` pairs."""
     checks: list = []
@@ -96,6 +104,8 @@ def generic_checks(s: State, i: int, t: TaskState, r: Request) -> list:
             (t.attempt_state != AS.NONE, Code.UNKNOWN_ATTEMPT),
             (capability_matches(t, r), Code.STALE_CAPABILITY),
         ]
+    if r.needs_token:
+        checks.append((token_presented(t, r), Code.TOKEN_MISMATCH))
     if r.kind in TRANSACTION_KINDS:
         checks += [
             (t.attempt_state == AS.RUNNING, Code.TERMINAL_ALREADY),

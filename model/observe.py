@@ -23,6 +23,23 @@ class Names:
 
     content: dict[str, int] = field(default_factory=dict)
     sessions: dict[str, int] = field(default_factory=dict)
+    tokens: dict[str, int] = field(default_factory=dict)
+
+    def tid(self, name: str | None) -> int:
+        """A capability token's int (traces name tokens symbolically; 0: none presented)."""
+        if name is None or name == "":
+            return 0
+        if name not in self.tokens:
+            self.tokens[name] = len(self.tokens) + 1
+        return self.tokens[name]
+
+    def tname(self, n: int) -> str | None:
+        if n == 0:
+            return None
+        for k, v in self.tokens.items():
+            if v == n:
+                return k
+        return f"t{n}"
 
     def cid(self, name: str | None) -> int:
         if name is None or name == "":

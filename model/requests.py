@@ -13,7 +13,7 @@ from typing import Any
 
 from .vocab import (
     Actor, Disposition, Exit, Kind, Labelled, Phase, Reason, Verdict,
-    AUTHORITY, NEEDS_CAPABILITY, TRANSACTION_KINDS,
+    AUTHORITY, MINTING_KINDS, NEEDS_CAPABILITY, TOKEN_BEARERS, TRANSACTION_KINDS,
 )
 
 
@@ -78,6 +78,8 @@ class Request:
     deadline: int = 0
     reason: Reason = Reason.NONE
     principal: str | None = None             # who the kernel authenticated; None: the role label
+    token: Any = 0                           # the attempt's capability token, as presented (0: none)
+    mint: Any = 0                            # dispatch, retry, resume: the token the opened attempt gets
 
     def __post_init__(self) -> None:
         if self.kind in TRANSACTION_KINDS and (
@@ -103,6 +105,16 @@ class Request:
     @property
     def needs_capability(self) -> bool:
         return self.kind in NEEDS_CAPABILITY
+
+    @property
+    def needs_token(self) -> bool:
+        """A continuation always; any other K-request sent for the attempt's own process."""
+        return self.kind == Kind.RESUME or (
+            self.kind in NEEDS_CAPABILITY and self.actor in TOKEN_BEARERS)
+
+    @property
+    def mints(self) -> bool:
+        return self.kind in MINTING_KINDS
 
     def to_json(self) -> dict[str, Any]:
         """The wire form: kebab-case labels, defaults omitted."""

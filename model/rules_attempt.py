@@ -62,9 +62,11 @@ def retry(s, i, t, r):
 
 
 @rule(K.RESUME, touches={"owner_pid", "owner_birth", "proc_birth", "wrapper_epoch", "child_epoch",
-                         "owner_seen", "deadline"}, reads={"self"})
+                         "owner_seen", "deadline", "token"}, reads={"self"})
 def resume(s, i, t, r):
-    """Same-attempt continuation: needs unchanged K, same session, proven death, no terminal intent."""
+    """Same-attempt continuation: needs unchanged K and the attempt's token (checked with K),
+    the same session, proven death and no terminal intent; the continuation gets the token
+    minted for it."""
     o = r.owner
     return guarded(
         [
@@ -79,6 +81,6 @@ def resume(s, i, t, r):
         lambda: s.put(i, replace(
             t, owner_pid=o.pid, owner_birth=o.birth, proc_birth=o.birth,
             wrapper_epoch=o.wrapper_epoch, child_epoch=o.child_epoch,
-            owner_seen=OwnerSeen.UNVERIFIED, deadline=0,
+            owner_seen=OwnerSeen.UNVERIFIED, deadline=0, token=r.mint,
         )),
     )

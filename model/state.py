@@ -19,7 +19,7 @@ import networkx as nx
 
 from .logic import all_of, not_
 from .vocab import (
-    INTRUDER, AttemptState, Disposition, Exit, OwnerSeen, Phase, Reason, Receipt,
+    INTRUDER, TOKEN_BEARERS, AttemptState, Disposition, Exit, OwnerSeen, Phase, Reason, Receipt,
 )
 
 
@@ -38,7 +38,7 @@ class Graph:
     requires_assignment: tuple[bool, ...]
     index: Mapping[str, int] = field(repr=False)
     #: principal -> the roles it holds; ``closed``: every request must name a principal.
-    principals: Mapping[str, frozenset] = field(default_factory=lambda: {INTRUDER: frozenset()})
+    principals: Mapping[str, frozenset] = field(default_factory=lambda: {INTRUDER: TOKEN_BEARERS})
     closed: bool = False
 
     @staticmethod
@@ -86,7 +86,7 @@ class Graph:
             review_required=tuple(n in review for n in names),
             requires_assignment=tuple(n in assign for n in names),
             index=index,
-            principals=({INTRUDER: frozenset()} if principals is None
+            principals=({INTRUDER: TOKEN_BEARERS} if principals is None
                         else {p: frozenset(roles) for p, roles in principals.items()}),
             closed=principals is not None,
         )
@@ -151,6 +151,7 @@ class TaskState:
     fence: Any = 0
     lease_epoch: Any = 0
     attempt_state: Any = AttemptState.NONE
+    token: Any = 0                 # the current attempt's capability token (0: none minted)
     # exact owner identity, and what the kernel has proven about it
     owner_pid: Any = 0
     owner_birth: Any = 0

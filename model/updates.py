@@ -57,7 +57,7 @@ def open_attempt(s: State, t: TaskState, r: Request) -> TaskState:
     return replace(
         t,
         attempt=t.attempt + 1, fence=t.fence + 1, lease_epoch=t.lease_epoch + 1,
-        attempt_state=AS.RUNNING,
+        attempt_state=AS.RUNNING, token=r.mint,
         owner_pid=o.pid, owner_birth=o.birth, session=o.session,
         wrapper_epoch=1, child_epoch=1,        # a new attempt's first process; only resume raises them
         owner_seen=OwnerSeen.UNVERIFIED, proc_birth=o.birth,

@@ -49,7 +49,8 @@ class Actor(Labelled):
 
 
 #: The model's intruder: a principal that knows every public fact (K, keys, names, sessions),
-#: may send any request and holds no role (BRIEF §8).
+#: may send any request and holds the roles of the attempt's own process (worker, wrapper,
+#: broker: ``TOKEN_BEARERS``), as any worker on the host does, but no attempt's token (BRIEF §8).
 INTRUDER = "intruder"
 
 
@@ -139,6 +140,7 @@ class Code(Labelled):
     BASE_MISMATCH = 24
     BAD_NAME = 25
     WORKTREE_UNSAVED = 26      # the worktree holds bytes nothing saved (commit-cleanup)
+    TOKEN_MISMATCH = 27        # the attempt's capability token was not presented
 
 
 class AttemptState(Labelled):
@@ -339,6 +341,14 @@ NEEDS_CAPABILITY: frozenset[Kind] = frozenset({
     K.COMMIT_EFFECT, K.PREPARE_CLEANUP, K.COMMIT_CLEANUP, K.SAVE_GRAPH,
     K.MARK_REPAIR, K.REVISE, K.BLOCK_UPGRADE,
 })
+
+#: The actors that speak for an attempt's own process: a request of theirs naming K must also
+#: present the attempt's capability token (secret, minted when the attempt or its continuation
+#: opens, handed only to that process). Service roles prove themselves by their credential.
+TOKEN_BEARERS: frozenset[Actor] = frozenset({A.WORKER, A.WRAPPER, A.BROKER})
+
+#: Kinds that open an attempt or a continuation: each mints the token it will be driven with.
+MINTING_KINDS: frozenset[Kind] = frozenset({K.DISPATCH, K.RETRY, K.RESUME})
 
 #: Kinds that move the SaveTransaction; each carries expected phase + revision (CAS).
 TRANSACTION_KINDS: frozenset[Kind] = frozenset({

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from honest_tokens import honest_tokens  # noqa: F401  (autouse: raw API tests hold tokens)
+
 from wgk.conformance.check.driver import Driver
 from wgk.model.env import EnvKind
 from wgk.model.requests import Owner

@@ -100,7 +100,8 @@ def fresh_kernel(path: str = ":memory:") -> Kernel:
     k = Kernel(path, world.environment())
     k.create_graph("g", [TaskPolicy("a")])
     assert k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d",
-                     "expected-attempt": 0, "owner": {"pid": 4001, "birth": 911}})["decision"] \
+                     "expected-attempt": 0, "owner": {"pid": 4001, "birth": 911},
+                     "mint": hashlib.sha256(b"fuzz-token").hexdigest()})["decision"] \
         == "applied"
     return k
 

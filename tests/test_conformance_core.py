@@ -17,7 +17,7 @@ GRAPH = {"id": "g", "target": "main-0", "tasks": [{"name": "a", "deps": []},
 
 def dispatch(key="k1", pid=10):
     return {"kind": "dispatch", "actor": "daemon", "task": "a", "key": key, "expected-attempt": 0,
-            "owner": {"pid": pid, "birth": 100, "session": "s1"}}
+            "owner": {"pid": pid, "birth": 100, "session": "s1"}, "mint": f"tok-{key}"}
 
 
 def test_wire_round_trip_and_pointer_errors():

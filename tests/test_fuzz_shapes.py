@@ -27,7 +27,7 @@ def test_every_shape_is_a_graph_and_fan_in_and_diamond_join_two_dependencies():
 
 REQUEST = {"kind": "dispatch", "actor": "daemon", "task": "t1", "key": "k1", "expected-attempt": 0,
            "owner": {"pid": 5001, "birth": 50010, "session": "s1", "wrapper-epoch": 1,
-                     "child-epoch": 1}}
+                     "child-epoch": 1}, "mint": "tok-t1-1"}
 
 
 @settings(max_examples=40, deadline=None)

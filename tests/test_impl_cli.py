@@ -167,13 +167,16 @@ def test_a_tampered_ledger_fails_verification_and_rebuild(setup, capsys):
 def test_send_lines_decides_every_line_with_one_commit(setup, capsys, sleeper, monkeypatch):
     db, tmp = setup
     assert run(capsys, db, "task", "add", "a")[0] == 0
-    assert run(capsys, db, "dispatch", "a", "--pid", str(sleeper.pid), "--session", "s1")[0] == 0
+    assert run(capsys, db, "dispatch", "a", "--pid", str(sleeper.pid), "--session", "s1",
+               "--token-file", str(tmp / "a.token"))[0] == 0
+    token = (tmp / "a.token").read_text().strip()   # handed to the attempt's process
     worker = str(tmp / "w1.credential")            # heartbeats are the worker's to send
     assert run(capsys, db, "principal", "add", "w1", "--role", "worker", "--out", worker)[0] == 0
     monkeypatch.setenv("WGK_CREDENTIAL_FILE", worker)
     cap = {"graph": "g", "task": "a", "generation": 0, "attempt": 1, "fence": 1, "lease-epoch": 1}
     beat = lambda n, **kw: json.dumps({"kind": "heartbeat", "actor": "worker", "task": "a",
-                                       "key": f"hb{n}", "cap": cap, "evidence": f"b{n}", **kw})
+                                       "key": f"hb{n}", "cap": cap, "evidence": f"b{n}",
+                                       "token": token, **kw})
     good = tmp / "beats.jsonl"
     good.write_text("\n".join([beat(1), beat(2), "", beat(1)]) + "\n")
     code, out, _ = run(capsys, db, "send", "--lines", str(good))

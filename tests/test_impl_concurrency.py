@@ -6,6 +6,8 @@ its requests; the parent collects every response and checks the ledger.
 """
 from __future__ import annotations
 
+from honest_tokens import honest_mint, honest_secret
+
 import json
 import os
 import subprocess
@@ -96,7 +98,8 @@ def test_four_dispatchers_race_on_one_open_task_and_one_attempt_opens(shared):
     k.create_graph("g", [TaskPolicy("a")])
     batches = [[{"kind": "dispatch", "actor": "daemon", "task": "a", "key": f"dispatcher-{i}",
                  "expected-attempt": 0,
-                 "owner": {"pid": 7000 + i, "birth": 1, "session": f"s{i}"}}] for i in range(4)]
+                 "owner": {"pid": 7000 + i, "birth": 1, "session": f"s{i}"},
+                 "mint": honest_mint("a", f"dispatcher-{i}")}] for i in range(4)]
     outs = [o[0] for o in race(tmp, db, repo, batches)]
     assert sorted(d["decision"] for d in outs) == ["applied", "rejected", "rejected", "rejected"]
     assert {d.get("code") for d in outs if d["decision"] == "rejected"} == {"cas-moved"}
@@ -115,7 +118,8 @@ def test_reset_racing_completion_first_durable_terminal_reservation_wins(shared)
         k.handle({"kind": "dispatch", "actor": "daemon", "task": f"t{i}", "key": f"d{i}",
                   "expected-attempt": 0, "owner": {"pid": 7100 + i, "birth": 1, "session": "s"}})
     submits = [[{"kind": "submit", "actor": "worker", "task": f"t{i}", "key": f"submit-{i}",
-                 "cap": cap(k, f"t{i}"), "expected-phase": "absent", "expected-revision": 0}
+                 "cap": cap(k, f"t{i}"), "token": honest_secret(f"t{i}", f"d{i}"),
+                 "expected-phase": "absent", "expected-revision": 0}
                 for i in reversed(range(6))]]
     resets = [[{"kind": "reset", "actor": "operator", "task": f"t{i}", "key": f"reset-{i}",
                 "expected-generation": 0} for i in range(6)]]
@@ -141,7 +145,8 @@ def test_two_terminal_reports_first_wins_the_other_is_evidence(shared):
         k.handle({"kind": "dispatch", "actor": "daemon", "task": f"t{i}", "key": f"d{i}",
                   "expected-attempt": 0, "owner": {"pid": 7200 + i, "birth": 1, "session": "s"}})
     batches = [[{"kind": "fail", "actor": actor, "task": f"t{i}", "key": f"{actor}-fail-{i}",
-                 "cap": cap(k, f"t{i}"), "evidence": f"{actor}-exit-{i}"} for i in range(5)]
+                 "cap": cap(k, f"t{i}"), "token": honest_secret(f"t{i}", f"d{i}"),
+                 "evidence": f"{actor}-exit-{i}"} for i in range(5)]
                for actor in ("worker", "wrapper")]
     worker, wrapper = race(tmp, db, repo, batches, pause=0.002)
     k._sync()
@@ -164,13 +169,13 @@ def test_workers_and_a_daemon_interleave_without_losing_an_event(shared):
                             "session": "s"}})
     batches = []
     for i in range(3):
-        c = cap(k, f"w{i}")
+        c, tok = cap(k, f"w{i}"), honest_secret(f"w{i}", f"d{i}")
         batch = [{"kind": "heartbeat", "actor": "worker", "task": f"w{i}", "key": f"hb-{i}-{n}",
-                  "cap": c, "evidence": f"hb-{n}"} for n in range(25)]
+                  "cap": c, "token": tok, "evidence": f"hb-{n}"} for n in range(25)]
         batch += [{"kind": "log", "actor": "worker", "task": f"w{i}", "key": f"log-{i}-{n}",
-                   "cap": c} for n in range(10)]
+                   "cap": c, "token": tok} for n in range(10)]
         batch += [{"kind": "heartbeat", "actor": "worker", "task": f"w{i}", "key": f"hb-{i}-{n}",
-                   "cap": c, "evidence": f"hb-{n}"} for n in range(5)]          # replays
+                   "cap": c, "token": tok, "evidence": f"hb-{n}"} for n in range(5)]  # replays
         batches.append(batch)
     outs = race(tmp, db, repo, batches + [[]], loops=[0, 0, 0, 15])
     for out in outs[:3]:

@@ -19,7 +19,7 @@ from wgk.impl.git import GitRepository, init_repository
 from wgk.impl.proc import ProcProcessTable
 
 CHILD = textwrap.dedent("""
-    import os, subprocess, sys
+    import hashlib, os, subprocess, sys
     from wgk.impl import CrashAt, Environment, Kernel, ManualClock, TaskPolicy
     from wgk.impl.git import GitRepository
     from wgk.impl.proc import ProcProcessTable
@@ -29,12 +29,13 @@ CHILD = textwrap.dedent("""
     k.create_graph("g", [TaskPolicy("a")])
     pid, birth = ProcProcessTable().owner()
     k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d", "expected-attempt": 0,
-              "owner": {"pid": pid, "birth": birth, "session": "s"}})
+              "owner": {"pid": pid, "birth": birth, "session": "s"},
+              "mint": hashlib.sha256(b"the-token").hexdigest()})
     wt = env.repository.worktree_path("a/f1")
     open(os.path.join(wt, "work.txt"), "w").write("the work\\n")
     cap = {"graph": "g", "task": "a", "generation": 0, "attempt": 1, "fence": 1, "lease-epoch": 1}
     k.handle({"kind": "submit", "actor": "worker", "task": "a", "key": "s", "cap": cap,
-              "expected-phase": "absent", "expected-revision": 0})
+              "token": "the-token", "expected-phase": "absent", "expected-revision": 0})
     k.converge()
     t = k.record("a")
     k.handle({"kind": "validate", "actor": "validator", "task": "a", "key": "v", "cap": cap,

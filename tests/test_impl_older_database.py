@@ -45,13 +45,15 @@ def _check_migrated(k: Kernel, ledger_before: list) -> None:
     report = k.rebuild()
     assert report.ok, report.differences
     assert k.audit().ok, k.audit().findings
-    # the renamed evidence still deduplicates: the acknowledged occurrence is not counted again
+    # an attempt opened before capability tokens existed has none: nothing its process says
+    # is applied (it is re-dispatched), and the acknowledged occurrence stays counted once
     t = k.record("t1")
+    assert t.token_hash is None
     cap = {"graph": "g", "task": "t1", "generation": t.generation, "attempt": t.attempt,
            "fence": t.fence, "lease-epoch": t.lease_epoch}
     again = k.handle({"kind": "ack-continuation", "actor": "wrapper", "task": "t1",
-                      "key": "a1-again", "cap": cap, "evidence": "occ-1"})
-    assert again == {"decision": "evidence-only"}
+                      "key": "a1-again", "cap": cap, "evidence": "occ-1", "token": "guess"})
+    assert again == {"decision": "rejected", "code": "token-mismatch"}
     assert k.project()["tasks"]["t1"]["counters"]["acks"] == 1
 
 

@@ -25,6 +25,7 @@ from wgk.model.vocab import (
     Actor, AUTHORITY, Disposition, Exit, Kind, Phase, Reason, Verdict, TRANSACTION_KINDS,
 )
 from wgk.conformance.oracle.impl_world import apply_env
+from wgk.conformance.oracle.systems import bind_tokens
 
 FAST = Pragmas(synchronous="OFF")
 
@@ -60,6 +61,8 @@ def to_model(wire: dict, names: Names) -> Request:
         evidence=wire.get("evidence", ""),
         deadline=wire.get("deadline", 0),
         reason=Reason.parse(wire.get("reason", "none")),
+        token=names.tid(wire.get("token")),
+        mint=names.tid(wire.get("mint")),
     )
 
 
@@ -86,12 +89,19 @@ class Pair:
         for name, seed in self.initial.items():
             self.impl.seed(name, initial_of(seed, self.target))
         self.history: list[Any] = []
+        #: task -> the symbolic token of its current attempt (as an honest opener keeps it)
+        self.tokens: dict[str, str] = {
+            name: seed["attempt"]["token"] for name, seed in self.initial.items()
+            if isinstance(seed.get("attempt"), dict) and "token" in seed["attempt"]}
 
     def send(self, wire: dict) -> tuple[dict, dict]:
-        """(model decision, impl decision) for one wire request."""
+        """(model decision, impl decision) for one wire request; tokens are symbolic names,
+        bound to secrets for the implementation (``bind_tokens``)."""
         self.history.append(wire)
         md = self.model.apply(to_model(wire, self.names)).to_json()
-        idec = self.impl.handle(wire)
+        idec = self.impl.handle(bind_tokens(wire))
+        if "mint" in wire and idec.get("decision") == "applied":
+            self.tokens[wire["task"]] = wire["mint"]
         return md, idec
 
     def env(self, step: dict) -> bool:
@@ -261,6 +271,7 @@ class RandomClient:
                 wire["expected-phase"], wire["expected-revision"] = "absent", 0
             if kind in ("dispatch", "retry", "resume"):
                 wire["owner"] = {"pid": 1, "birth": 1, "session": "s1"}
+                wire["mint"] = f"tok-{self.n}"
             return
         if kind in ("resume", "heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner",
                     "compaction", "ack-continuation", "provider-failure", "log", "fail",
@@ -280,6 +291,7 @@ class RandomClient:
                 wire["imports"] = "c2"
         if kind == "resume":
             wire["owner"] = self.owner(task, resume=True)
+        self.tokens(wire)
         if kind == "reset":
             wire["expected-generation"] = t.generation if rng.random() < 0.9 else t.generation + 1
         view = self.pair.world.repository.observe_worktree(t.worktree_id) if t.worktree_id else None
@@ -319,6 +331,20 @@ class RandomClient:
             wire["deadline"] = rng.randint(1, 4)
         if kind == "block-upgrade" and rng.random() < 0.5:
             wire["reason"] = "version-skew"
+
+    def tokens(self, wire: dict) -> None:
+        """Openers mint a fresh name; the attempt's own process presents the current
+        attempt's token, now and then none or another one (a forger's)."""
+        rng = self.rng
+        if wire["kind"] in ("dispatch", "retry", "resume"):
+            wire["mint"] = f"tok-{self.n}"
+        presents = wire["kind"] == "resume" or (
+            "cap" in wire and wire["actor"] in ("worker", "wrapper", "broker"))
+        held = self.pair.tokens.get(wire["task"])
+        if presents and rng.random() < 0.9 and held is not None:
+            wire["token"] = held
+        elif presents and rng.random() < 0.5:
+            wire["token"] = rng.choice(["tok-forged", f"tok-{rng.randint(1, self.n)}"])
 
     def env_step(self) -> dict:
         rng = self.rng

@@ -39,11 +39,13 @@ def test_a_closed_kernel_refuses_a_missing_or_forged_credential_and_consumes_not
     assert k.handle(reset, creds["operator-1"])["decision"] == "applied"
 
 
+@pytest.mark.raw_tokens          # the client does the token bookkeeping
 def test_a_worker_labelling_itself_validator_is_refused_in_its_own_namespace(tmp_path):
     k, world, creds = closed_kernel(tmp_path)
     w, v = Client(k, creds["worker-1"]), Client(k, creds["validator-1"])
     daemon = Client(k, creds["daemon-1"])
     assert daemon.send("dispatch", "a", "daemon", owner=OWNER)["decision"] == "applied"
+    w.hold("a", daemon.token("a"))                 # the opener hands its process the token
     apply_env(k, {"env": "edit", "task": "a", "content": "c1"})
     assert w.send("submit", "a", "worker")["decision"] == "applied"
     daemon.converge()
@@ -57,20 +59,41 @@ def test_a_worker_labelling_itself_validator_is_refused_in_its_own_namespace(tmp
     assert {"worker-1/validate:a", "validator-1/validate:a"} <= set(journal)
 
 
+@pytest.mark.raw_tokens          # the client does the token bookkeeping
 def test_the_client_walks_a_task_to_done_and_its_dependent_becomes_ready(tmp_path):
     k, world, creds = closed_kernel(tmp_path)
     daemon, w = Client(k, creds["daemon-1"]), Client(k, creds["worker-1"])
     v = Client(k, creds["validator-1"])
     assert k.ready() == ["a"]
     daemon.send("dispatch", "a", "daemon", owner=OWNER)
+    assert Client(k, creds["worker-1"]).send("submit", "a", "worker") == {
+        "decision": "rejected", "code": "token-mismatch"}      # K alone proves nothing
+    w.hold("a", daemon.token("a"))
     apply_env(k, {"env": "edit", "task": "a", "content": "c1"})
-    w.send("submit", "a", "worker")
+    assert w.send("submit", "a", "worker")["decision"] == "applied"
     daemon.converge()
     v.send("validate", "a", "validator", candidate=k.record("a").candidate, verdict="pass")
     daemon.converge()
     assert k.status("a") == "done" and k.ready() == ["b"]
     unauthenticated = Client(k, None).converge()
     assert all(s.response["code"] == "not-authenticated" for s in unauthenticated.sent)
+
+
+@pytest.mark.raw_tokens
+def test_the_client_keeps_the_token_across_a_lost_response_and_the_kernel_only_its_hash(tmp_path):
+    k, world, creds = closed_kernel(tmp_path)
+    daemon = Client(k, creds["daemon-1"])
+    first = daemon.send("dispatch", "a", "daemon", key="d:a", owner=OWNER)
+    token = daemon.token("a")
+    again = daemon.send("dispatch", "a", "daemon", key="d:a", owner=OWNER)   # the response was lost
+    assert first == {"decision": "applied"}
+    assert again == {"decision": "duplicate", "original": {"decision": "applied"}}
+    assert daemon.token("a") == token and len(token) == 64            # 256 bits, unchanged
+    assert k.record("a").token_hash == hashlib.sha256(token.encode()).hexdigest()
+    stored = b"".join(open(f, "rb").read() for f in tmp_path.iterdir() if f.is_file())
+    assert token.encode() not in stored                        # neither journal nor ledger
+    w = Client(k, creds["worker-1"]).hold("a", token)
+    assert w.send("heartbeat", "a", "worker", evidence="hb1") == {"decision": "evidence-only"}
 
 
 def test_secrets_are_stored_only_as_hashes_and_principals_are_managed(tmp_path):

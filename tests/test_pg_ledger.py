@@ -138,7 +138,8 @@ CHILD = textwrap.dedent("""
     k = Kernel(dsn, MemoryWorld.create(target="main-0").environment())
     k.create_graph("g", [TaskPolicy("a")])
     k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d:a",
-              "expected-attempt": 0, "owner": {"pid": 4001, "birth": 911, "session": "s1"}})
+              "expected-attempt": 0, "owner": {"pid": 4001, "birth": 911, "session": "s1"},
+              "mint": "0" * 64})
 
     def die(boundary):
         if boundary.kind == "commit" and boundary.when == when and boundary.key == "reset":

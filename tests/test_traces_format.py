@@ -149,10 +149,10 @@ def test_fuzz_counterexamples_are_valid_traces():
     fuzz = pytest.importorskip("wgk.conformance.oracle.fuzz")
     steps = [
         {"request": {"kind": "dispatch", "actor": "daemon", "task": "t1", "key": "d1", "expected-attempt": 0,
-                     "owner": {"pid": 1, "birth": 2, "session": "s"}}},
+                     "owner": {"pid": 1, "birth": 2, "session": "s"}, "mint": "tok-1"}},
         {"env": "crash"},
         {"request": {"kind": "dispatch", "actor": "daemon", "task": "t1", "key": "d1", "expected-attempt": 0,
-                     "owner": {"pid": 1, "birth": 2, "session": "s"}}},
+                     "owner": {"pid": 1, "birth": 2, "session": "s"}, "mint": "tok-1"}},
     ]
     doc = fuzz.counterexample_trace(fuzz.chain_graph(2), steps, seed=7, failure="example")
     validate_doc = parse_trace(json.dumps(doc), "fuzz.json")

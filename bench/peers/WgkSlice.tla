@@ -58,9 +58,11 @@ NoBinding == [fence |-> 0, candidate |-> 0, base |-> 0]
 Pid(i) == 100 * i + 1
 Birth(i, epoch) == Pid(i) * 10 + epoch
 Content(i, t) == 1000 * i + 10 * t.attempt + t.version + 3
+\* model/actions.py token_for: the capability token minted for attempt 1's epoch-th process
+Token(i, epoch) == 50000 + 1000 * (i - 1) + 10 + epoch
 
 InitialTask ==
-    [attempt |-> 0, fence |-> 0, leaseEpoch |-> 0, attemptState |-> "none",
+    [attempt |-> 0, fence |-> 0, leaseEpoch |-> 0, attemptState |-> "none", token |-> 0,
      ownerPid |-> 0, ownerBirth |-> 0, session |-> 0, wrapperEpoch |-> 0, childEpoch |-> 0,
      ownerSeen |-> "unverified", procBirth |-> 0,
      worktreeLease |-> FALSE, sessionLease |-> FALSE, finishLease |-> FALSE,
@@ -102,7 +104,7 @@ Dispatch(i) ==
     LET t == tk[i] IN
     /\ t.attempt = 0 /\ DepsDone(i) /\ ~Running(t)
     /\ Set(i, [t EXCEPT !.attempt = 1, !.fence = 1, !.leaseEpoch = 1,
-                        !.attemptState = "running",
+                        !.attemptState = "running", !.token = Token(i, 1),
                         !.ownerPid = Pid(i), !.ownerBirth = Birth(i, 1), !.session = Pid(i),
                         !.wrapperEpoch = 1, !.childEpoch = 1, !.ownerSeen = "unverified",
                         !.procBirth = Birth(i, 1),
@@ -122,7 +124,8 @@ Resume(i) ==
     /\ epoch > t.wrapperEpoch /\ epoch > t.childEpoch
     /\ Set(i, [t EXCEPT !.ownerPid = Pid(i), !.ownerBirth = Birth(i, epoch),
                         !.procBirth = Birth(i, epoch), !.wrapperEpoch = epoch,
-                        !.childEpoch = epoch, !.ownerSeen = "unverified", !.deadline = 0])
+                        !.childEpoch = epoch, !.ownerSeen = "unverified", !.deadline = 0,
+                        !.token = Token(i, epoch)])
 
 (* --- evidence, terminal reports, convergence --- *)
 ProbeOwner(i) ==

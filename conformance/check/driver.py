@@ -1,14 +1,15 @@
 """A well-behaved client of the model, for tests, examples and trace import.
 
 ``Driver.send`` fills in what a correct caller would: the current capability
-tuple K, the expected phase and revision, and a fresh idempotency key. Any of
+tuple K and the attempt's capability token, the expected phase and revision, a
+fresh idempotency key, and a fresh token for a request that opens an attempt. Any of
 them can be given explicitly to play a stale, racing or replaying caller.
 After every step the driver can check every invariant and the ``TOUCHES``
 frame condition, raising ``ModelViolation`` with the failing ids.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wgk.model.env import EnvKind, EnvStep, apply_env
@@ -44,6 +45,7 @@ class Driver:
     check: bool = True
     history: list = field(default_factory=list)
     _n: int = 0
+    _minted: int = 0
 
     def __post_init__(self) -> None:
         if self.state is None:
@@ -51,7 +53,8 @@ class Driver:
 
     def request(self, kind: Kind, actor: Actor, task: str, *, key: str | None = CURRENT,
                 cap: Any = CURRENT, expected_phase: Any = CURRENT,
-                expected_revision: Any = CURRENT, **params: Any) -> Request:
+                expected_revision: Any = CURRENT, token: Any = CURRENT, mint: Any = CURRENT,
+                **params: Any) -> Request:
         """Build a request as a correct caller would, with any field overridden."""
         s = self.state
         known = task in s.graph.index
@@ -72,8 +75,14 @@ class Driver:
             params["expected_attempt"] = s.task(task).attempt
         if kind == Kind.RESET and "expected_generation" not in params and known:
             params["expected_generation"] = s.task(task).generation
-        return Request(kind, actor, task, key=key, cap=cap, expected_phase=expected_phase,
-                       expected_revision=expected_revision, **params)
+        r = Request(kind, actor, task, key=key, cap=cap, expected_phase=expected_phase,
+                    expected_revision=expected_revision, **params)
+        if mint == CURRENT:
+            self._minted += 1
+            mint = 90000 + self._minted if r.mints else 0
+        if token == CURRENT:
+            token = s.task(task).token if known and r.needs_token else 0
+        return replace(r, token=token, mint=mint)
 
     def apply(self, r: Request) -> Decision:
         """Decide an explicit request and advance the state."""

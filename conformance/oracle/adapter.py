@@ -44,11 +44,15 @@ class ModelAdapter:
 
     def _authenticated(self, msg: dict) -> dict:
         """The request with the principal its credential proves (the model's ``principal``);
-        a credential never issued names a principal the graph does not know."""
+        a credential never issued names a principal the graph does not know. A presented
+        token is known by its sha256, the name an opener's ``mint`` gives it."""
+        request = msg["request"]
+        if isinstance(request, dict) and isinstance(request.get("token"), str):
+            request = dict(request, token=_hash(request["token"]))
         if "credential" not in msg:
-            return msg["request"]
+            return request
         name = self.issued.get(_hash(str(msg["credential"])), "<not-issued>")
-        return dict(msg["request"], principal=name)
+        return dict(request, principal=name)
 
     def handle(self, msg: dict) -> dict:
         op = msg.get("op")

@@ -14,9 +14,24 @@ import signal
 import subprocess
 import tempfile
 
-from wgk.conformance.oracle.systems import StepError, credential_of, env_part, split_principal
+from wgk.conformance.oracle.systems import (
+    StepError, credential_of, env_part, split_principal, token_hash,
+)
+
 
 PROTOCOL = "wgk-conformance/1"
+
+
+def bind_seed_tokens(initial: dict) -> dict:
+    """A trace's seeds as an implementation receives them: a seeded attempt's token is the
+    sha256 of the secret bound to its symbolic name (what its process will present)."""
+    out = {}
+    for task, seed in initial.items():
+        a = seed.get("attempt") if isinstance(seed, dict) else None
+        if isinstance(a, dict) and isinstance(a.get("token"), str):
+            seed = dict(seed, attempt=dict(a, token=token_hash(a["token"])))
+        out[task] = seed
+    return out
 
 
 class ProtocolError(RuntimeError):
@@ -38,7 +53,7 @@ class ExternalSystem:
         self.proc: subprocess.Popen | None = None
         self._spawn()
         self._call({"op": "start", "protocol": PROTOCOL, "storage": self.storage,
-                    "graph": graph, "initial": self.initial,
+                    "graph": graph, "initial": bind_seed_tokens(self.initial),
                     "credentials": {p["name"]: credential_of(p["name"])
                                     for p in graph.get("principals", [])}}, "started")
 

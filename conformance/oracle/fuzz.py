@@ -114,7 +114,8 @@ def _stale(data, label: str) -> int:
 class _Drawing:
     """Drawing one request like some client would: a request the model's bounded actors
     send (``actions.task_steps``), mostly the one that moves its task forward, then
-    sometimes made stale, unauthorized, for an unknown task or with other bytes."""
+    sometimes made stale, unauthorized, tokenless or forged, for an unknown task or with
+    other bytes."""
 
     model: ModelSystem
     names: list[str]
@@ -163,6 +164,21 @@ class _Drawing:
         if kind == Kind.RESUME and not data.draw(st.booleans(), label="same-session"):
             req["owner"] = dict(req["owner"], session=f"s{req['owner']['pid']}")
 
+    def _token(self, data, req: dict) -> None:
+        """The attempt's own process presents the attempt's token; sometimes none, another
+        attempt's (an old worker, a foreign agent) or a guessed one."""
+        if "token" not in req:
+            return
+        mode = data.draw(st.sampled_from(["held"] * 8 + ["none", "another", "guessed"]),
+                         label="token")
+        others = sorted(set(self.model.names.tokens) - {req["token"]})
+        if mode == "none":
+            del req["token"]
+        elif mode == "another" and others:
+            req["token"] = data.draw(st.sampled_from(others), label="another-token")
+        elif mode == "guessed":
+            req["token"] = "tok-guessed"
+
     def _payload(self, data, req: dict, kind: Kind) -> None:
         """Other bytes: another candidate, verdict, disposition or evidence id."""
         if "candidate" in req:
@@ -191,6 +207,7 @@ class _Drawing:
             self._capability(data, req)
         self._expectations(data, req)
         self._owner(data, req, r.kind)
+        self._token(data, req)
         self._payload(data, req, r.kind)
         return req
 

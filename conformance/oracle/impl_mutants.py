@@ -23,7 +23,7 @@ from pathlib import Path
 #: Categories a mutant may name (the catalogue covers each of them).
 CATEGORIES = ("storage", "concurrency", "git", "processes", "planner", "readiness",
               "group-commit", "digests", "idempotency", "ledger", "audit", "convergence",
-              "rules")
+              "rules", "authority")
 
 
 class AnchorError(ValueError):

@@ -98,6 +98,22 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "journal keys are not scoped by their sender, so one principal can squat another's key",
        "keys-per-principal",
        ("principals.py", '    return key if who is None else f"{who.name}/{key}"', "    return key")),
+    # --- authority ---------------------------------------------------------------------------
+    _m("role-label-trusted", "authority",
+       "the actor label is trusted as written: an authenticated worker labelling its requests "
+       "validator, evaluator or operator is applied", "role-held",
+       ("handling.py", "    if kernel._who is not None and r.actor not in kernel._who.roles:",
+        "    if False:")),
+    _m("token-not-checked", "authority",
+       "K alone admits a request of the attempt's own process: the presented capability "
+       "token is never compared", "token-required",
+       ("rules.py", "        code = capability_failure(ctx) or token_failure(ctx)",
+        "        code = capability_failure(ctx)")),
+    _m("continuation-keeps-token", "authority",
+       "a continuation keeps the dead process's token instead of the one minted for it",
+       "continuation-needs-token",
+       ("rules_attempt.py", "                  token_hash=ctx.request.mint)",
+        "                  token_hash=t.token_hash)")),
     # --- digests -----------------------------------------------------------------------------
     _m("digest-omits-candidate", "digests",
        "the request digest leaves out the candidate, so the same key with another candidate "

@@ -30,7 +30,8 @@ from wgk.impl import pg
 from wgk.conformance.oracle.impl_world import apply_env
 from wgk.conformance.oracle.real_world import RealWorld
 from wgk.conformance.oracle.systems import (
-    CONVERGE, StepError, credential_of, daemon_principal, env_part, split_principal, with_ready,
+    CONVERGE, StepError, credential_of, daemon_principal, env_part, split_principal, token_hash,
+    with_ready,
 )
 
 #: The database every ImplSystem opens: None for a SQLite file in its directory, or a
@@ -86,6 +87,7 @@ def initial_of(seed: dict, target: str) -> Initial | None:
         wrapper_epoch=owner.get("wrapper-epoch", 1), child_epoch=owner.get("child-epoch", 1),
         state=a.get("state", "running"), owner_seen=a.get("owner-seen", "unverified"),
         alive=a.get("alive", True), leases=a.get("leases"),
+        token_hash=token_hash(a["token"]) if a.get("token") else None,
     )
 
 

@@ -73,8 +73,18 @@ def _probes(model: ModelSystem, inst: Instance, seen: set) -> list[dict]:
                 if key in seen:
                     continue
                 seen.add(key)
-                out.append(request_to_wire(replace(r, actor=actor), model.names))
+                posed = replace(r, actor=actor, principal=_sender(model.graph, actor))
+                out.append(request_to_wire(posed, model.names))
     return out
+
+
+def _sender(graph, actor: Actor) -> str | None:
+    """Who sends a probe as ``actor`` in a closed graph: a declared principal holding that
+    role (its authority is what is probed), else any declared one (its role is refused)."""
+    if not graph.closed:
+        return None
+    holders = sorted(p for p, roles in graph.principals.items() if actor in roles)
+    return (holders or sorted(graph.principals) or [None])[0]
 
 
 def _model_answer(model: ModelSystem, request: dict) -> dict | None:

@@ -17,6 +17,8 @@ the rebuild must be clean, and each task must hold the winner's outcome.
 """
 from __future__ import annotations
 
+import hashlib
+
 import contextlib
 import multiprocessing
 import os
@@ -64,19 +66,28 @@ def _owner(i: int) -> dict:
             "child-epoch": 1}
 
 
+def _token(task: str, i: int) -> str:
+    """The capability token dispatcher ``i`` mints for ``task`` (the setup's is 99's)."""
+    return f"race-token-{task}-{i}"
+
+
 def request(name: str, task: str, i: int) -> dict:
-    """Worker ``i``'s competing request on ``task``."""
+    """Worker ``i``'s competing request on ``task``; the workers hold the token of the
+    attempt the setup opened (dispatcher 99's)."""
     if name == "two-dispatchers" or name == "setup":
         return {"kind": "dispatch", "actor": "daemon", "task": task,
-                "key": f"dispatch:{task}:{i}", "expected-attempt": 0, "owner": _owner(i)}
+                "key": f"dispatch:{task}:{i}", "expected-attempt": 0, "owner": _owner(i),
+                "mint": hashlib.sha256(_token(task, i).encode()).hexdigest()}
     if name == "reset-racing-completion" and i % 2 == 1:
         return {"kind": "reset", "actor": "operator", "task": task, "key": f"reset:{task}:{i}",
                 "expected-generation": 0}
     if name == "reset-racing-completion":
         return {"kind": "submit", "actor": "worker", "task": task, "key": f"submit:{task}:{i}",
-                "cap": _cap(task), "expected-phase": "absent", "expected-revision": 0}
+                "cap": _cap(task), "token": _token(task, 99), "expected-phase": "absent",
+                "expected-revision": 0}
     return {"kind": "fail", "actor": "worker" if i % 2 else "wrapper", "task": task,
-            "key": f"fail:{task}:{i}", "cap": _cap(task), "evidence": f"exit-{i}"}
+            "key": f"fail:{task}:{i}", "cap": _cap(task), "token": _token(task, 99),
+            "evidence": f"exit-{i}"}
 
 
 def _prepare(k: Kernel, name: str, rounds: int) -> None:

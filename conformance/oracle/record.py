@@ -44,6 +44,9 @@ def _events(path: str) -> list[_Event]:
         rows = conn.execute("SELECT seq, event, key, body FROM ledger ORDER BY seq").fetchall()
         statuses = dict(conn.execute(
             "SELECT tasks.name, task_view.status FROM task_view JOIN tasks ON tasks.id = task_view.task"))
+        has = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'principals'").fetchone()
+        principals = conn.execute("SELECT name, roles FROM principals ORDER BY name").fetchall() \
+            if has else []
         conn.close()
     except sqlite3.Error as e:
         raise RecordError(f"{path}: not a readable kernel database ({e})") from None
@@ -54,6 +57,8 @@ def _events(path: str) -> list[_Event]:
         except (TypeError, json.JSONDecodeError):
             raise RecordError(f"{path}: ledger event {seq} is not JSON") from None
     _events.statuses = statuses          # the implementation's final statuses
+    _events.principals = [{"name": n, "roles": sorted(r for r in roles.split(",") if r)}
+                          for n, roles in principals]
     return out
 
 
@@ -95,7 +100,33 @@ def _seed(body: dict) -> dict:
         attempt["worktree"] = worktree.get("content") or ch.get("origin")
     if ch.get("origin"):
         attempt["origin"] = ch["origin"]
+    if ch.get("token_hash"):
+        attempt["token"] = token_name(ch["token_hash"])
     return {"attempt": attempt}
+
+
+def _sender(key: str, principals: set[str]) -> dict:
+    """The key as its sender sent it, and the sender (``principal/key`` in a closed kernel)."""
+    name, sep, rest = key.partition("/")
+    if sep and name in principals:
+        return {"key": rest, "principal": name}
+    return {"key": key}
+
+
+def token_name(digest: str) -> str:
+    """The symbolic name a recorded token gets: the kernel holds only its sha256, so an
+    opener's ``mint`` and the ``token-hash`` of each request presenting it name the same."""
+    return f"tok-{digest[:16]}"
+
+
+def symbolic_tokens(request: dict) -> dict:
+    """A recorded request's tokens by their symbolic names (``token_name``)."""
+    out = dict(request)
+    if isinstance(out.get("mint"), str):
+        out["mint"] = token_name(out["mint"])
+    if isinstance(out.get("token-hash"), str):
+        out["token"] = token_name(out.pop("token-hash"))
+    return out
 
 
 def _environment(model: ModelSystem, task: str, observed: dict) -> list[dict]:
@@ -144,6 +175,9 @@ def record_trace(path: str, *, id: str | None = None, title: str | None = None) 
     if not any(e.event == "graph-created" for e in events):
         raise RecordError(f"{path}: the ledger holds no graph")
     graph = _graph(events)
+    declared = _events.principals
+    if declared:                 # a closed kernel: its principals, keys in their namespaces
+        graph["principals"] = declared
     initial = {e.body["task"]: _seed(e.body) for e in events if e.event == "seed"}
     trace = Trace(id=id or "recorded-run", title=title or f"Recorded run of {path}",
                   source={"kind": "recorded-run", "provenance": f"wgk record --db {path}"},
@@ -155,9 +189,9 @@ def record_trace(path: str, *, id: str | None = None, title: str | None = None) 
     for e in events:
         if e.event != "request":
             continue
-        request = dict(e.body["request"])
+        request = symbolic_tokens(e.body["request"])
         if e.key is not None:
-            request["key"] = e.key
+            request.update(_sender(e.key, {p["name"] for p in declared}))
         for env in _environment(model, request.get("task", ""), e.body.get("observed") or {}):
             try:
                 model.apply(env)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from wgk.model.vocab import Exit, Kind, Phase
+from wgk.model.vocab import TOKEN_BEARERS, Exit, Kind, Phase
 
 from wgk.conformance.oracle.lockstep import (
     Divergence, Observed, Oracle, _step_label, match_facts, meets_expectations,
@@ -151,6 +151,10 @@ def _expect(e: str | dict | None) -> dict | None:
     return {"decision": decision, "code": code} if code else {"decision": decision}
 
 
+#: The labels of the actors that speak for an attempt's own process.
+BEARER_LABELS = frozenset(a.label for a in TOKEN_BEARERS)
+
+
 class TraceBuilder:
     """Write a trace step by step as a well-behaved client would send it.
 
@@ -167,6 +171,7 @@ class TraceBuilder:
                            initial=initial or {})
         self.model = ModelSystem(self.trace)
         self._n = 0
+        self._minted = 0
 
     # what a correct caller knows
     def cap(self, task: str) -> dict:
@@ -200,10 +205,23 @@ class TraceBuilder:
             params["expected_attempt"] = self.model.state.task(task).attempt
         if k == Kind.RESET and "expected_generation" not in params and known:
             params["expected_generation"] = self.model.state.task(task).generation
+        self._tokens(r, k, actor, task, known, params)
         for name, value in params.items():
             if value is not None:
                 r[name.replace("_", "-")] = value
         return r
+
+    def _tokens(self, r: dict, k: Kind, actor: str, task: str, known: bool, params: dict) -> None:
+        """An opener mints a fresh symbolic token; the attempt's own process and a
+        continuation present the current attempt's (unless the author gave one)."""
+        from wgk.model.vocab import MINTING_KINDS
+        if k in MINTING_KINDS and "mint" not in params:
+            self._minted += 1
+            params["mint"] = f"tok-{task}-{self._minted}"
+        t = self.model.state.task(task) if known else None
+        presents = k == Kind.RESUME or (r.get("cap") is not None and actor in BEARER_LABELS)
+        if presents and "token" not in params and t is not None and t.token:
+            params["token"] = self.model.names.tname(t.token)
 
     def send(self, kind: str, actor: str, task: str, expect: str | dict | None, *,
              note: str | None = None, facts: dict | None = None, **kw: Any) -> dict:

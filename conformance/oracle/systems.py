@@ -80,8 +80,34 @@ def credential_of(principal: str | None) -> str | None:
     return f"{principal}.{secret}"
 
 
+def token_secret(name: str) -> str:
+    """The secret the oracle binds to a trace's symbolic token name for this run (256 bits,
+    hex): what the process the attempt was opened for presents."""
+    return hmac.new(_ORACLE_KEY, b"token:" + name.encode(), hashlib.sha256).hexdigest()
+
+
+def token_hash(name: str) -> str:
+    """The sha256 of a symbolic token's secret: what an opener sends as ``mint``."""
+    return hashlib.sha256(token_secret(name).encode()).hexdigest()
+
+
+def bind_tokens(wire: Any) -> Any:
+    """A trace request as its sender sends it: a symbolic ``token`` name becomes the secret,
+    a symbolic ``mint`` name the secret's sha256 (other values are sent as written)."""
+    if not isinstance(wire, dict) or not ({"token", "mint"} & set(wire)):
+        return wire
+    out = dict(wire)
+    if isinstance(out.get("token"), str):
+        out["token"] = token_secret(out["token"])
+    if isinstance(out.get("mint"), str):
+        out["mint"] = token_hash(out["mint"])
+    return out
+
+
 def split_principal(wire: Any) -> tuple[Any, str | None]:
-    """The request without its ``principal`` and the credential to send it with."""
+    """The request as its sender sends it (tokens bound, ``bind_tokens``) without its
+    ``principal``, and the credential to send it with."""
+    wire = bind_tokens(wire)
     if not isinstance(wire, dict) or "principal" not in wire:
         return wire, None
     body = {k: v for k, v in wire.items() if k != "principal"}
@@ -147,6 +173,7 @@ def seed_task(t: TaskState, seed: dict, names: Names, target: int) -> TaskState:
             wrapper_epoch=owner.get("wrapper-epoch", 1) if live else 0,
             child_epoch=owner.get("child-epoch", 1) if live else 0,
             owner_seen=OwnerSeen.parse(a.get("owner-seen", "unverified")),
+            token=names.tid(a.get("token")),
             proc_birth=birth if live and a.get("alive", True) else 0,
             worktree_lease=leases.get("worktree", False), session_lease=leases.get("session", False),
             finish_lease=leases.get("finish", False),
@@ -242,11 +269,13 @@ class ModelSystem:
 
 
     def snapshot(self) -> Any:
-        return (self.state, dict(self.names.content), dict(self.names.sessions))
+        return (self.state, dict(self.names.content), dict(self.names.sessions),
+                dict(self.names.tokens))
 
     def restore(self, snap: Any) -> None:
-        self.state, content, sessions = snap
+        self.state, content, sessions, tokens = snap
         self.names.content, self.names.sessions = dict(content), dict(sessions)
+        self.names.tokens = dict(tokens)
 
     def close(self) -> None:
         pass

@@ -15,7 +15,7 @@ from wgk.model.observe import Names
 from wgk.model.requests import Capability, Owner, Request
 from wgk.model.vocab import (
     Actor, Code, DecisionKind, Disposition, Exit, Kind, Phase, Reason, Verdict,
-    TRANSACTION_KINDS,
+    MINTING_KINDS, TRANSACTION_KINDS,
 )
 
 
@@ -31,7 +31,7 @@ class WireError(ValueError):
 REQUEST_FIELDS = {
     "kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
     "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
-    "verdict", "disposition", "evidence", "deadline", "reason", "principal",
+    "verdict", "disposition", "evidence", "deadline", "reason", "principal", "token", "mint",
 }
 CAP_FIELDS = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
 OWNER_FIELDS = ("pid", "birth", "session", "wrapper-epoch", "child-epoch")
@@ -111,6 +111,13 @@ def request_from_wire(d: Any, names: Names, pointer: str = "") -> Request:
         if not isinstance(d["principal"], str) or not d["principal"]:
             raise WireError(f"{pointer}/principal", "expected a principal name")
         kw["principal"] = d["principal"]
+    for f in ("token", "mint"):
+        if f in d:
+            if not isinstance(d[f], str) or not d[f]:
+                raise WireError(f"{pointer}/{f}", "expected a capability token (a string)")
+            kw[f] = names.tid(d[f])
+    if kind in MINTING_KINDS and "mint" not in kw:
+        raise WireError(f"{pointer}/mint", f"missing: {kind.label} mints the opened attempt's token")
     if kind in TRANSACTION_KINDS:
         for f in ("expected-phase", "expected-revision"):
             if f not in d:
@@ -187,6 +194,10 @@ def request_to_wire(r: Request, names: Names) -> dict[str, Any]:
         out["reason"] = r.reason.label
     if r.principal is not None:
         out["principal"] = r.principal
+    if r.token:
+        out["token"] = names.tname(r.token)
+    if r.mint:
+        out["mint"] = names.tname(r.mint)
     return out
 
 

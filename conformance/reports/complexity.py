@@ -48,10 +48,10 @@ BUDGET: dict[str, tuple[int, str]] = {
     "databases": (1, "one SQLite file per graph; no second store to keep in step"),
     "helper-processes": (0, "no long-lived helper: convergence and observation run in the caller"),
     "child-commands": (3, "short-lived git invocations only (argument lists, no shell)"),
-    "loc-model": (2500, "the normative model stays small enough to read in a sitting (its rules and invariants in modules by what they decide)"),
-    "loc-impl": (4460, "the reference implementation: store (SQLite and PostgreSQL), ledger, rules, principals, git, /proc"),
+    "loc-model": (2600, "the normative model stays small enough to read in a sitting (its rules and invariants in modules by what they decide, capability tokens and the intruder who lacks them)"),
+    "loc-impl": (4540, "the reference implementation: store (SQLite and PostgreSQL), ledger and its replay images, rules, principals and capability tokens, git, /proc"),
     "loc-conformance": (14000, "checkers, adapters, the view, the unbounded proof, the command line, the real-world gate sections and the implementation's mutant catalogue"),
-    "loc-total": (21800, "model + impl + conformance, with the kernel's command line and demo, the view, names, anchors, the real-world gate and the gate's runner on every core"),
+    "loc-total": (22100, "model + impl + conformance, with the kernel's command line and demo, the view, names, anchors, capability tokens, the real-world gate and the gate's runner on every core"),
 }
 
 

@@ -25,10 +25,12 @@ from wgk.conformance.traces.format import Trace, write_trace
 
 
 def names_for(*states: State, steps: list = ()) -> Names:
-    """A ``Names`` that calls content ``n`` ``c<n>`` and session ``n`` ``s<n>``."""
+    """A ``Names`` that calls content ``n`` ``c<n>``, session ``n`` ``s<n>`` and capability
+    token ``n`` ``tok<n>``."""
     names = Names()
     ints: set[int] = set()
     sessions: set[int] = set()
+    tokens: set[int] = set()
     for s in states:
         ints.add(s.target)
         for t in s.tasks:
@@ -36,9 +38,11 @@ def names_for(*states: State, steps: list = ()) -> Names:
                          t.base, t.built_on, t.retained_base})
             ints.update(v for b in t.receipts for v in (b.candidate, b.base))
             sessions.add(t.session)
+            tokens.add(t.token)
     for step in steps:
         if isinstance(step, Request):
             ints.update({step.candidate, step.base, step.imports})
+            tokens.update({step.token, step.mint})
             if step.owner is not None:
                 sessions.add(step.owner.session)
         elif isinstance(step, EnvStep):
@@ -47,6 +51,8 @@ def names_for(*states: State, steps: list = ()) -> Names:
         names.content[f"c{n}"] = n
     for n in sorted(sessions - {0}):
         names.sessions[f"s{n}"] = n
+    for n in sorted(tokens - {0}):
+        names.tokens[f"tok{n}"] = n
     return names
 
 
@@ -64,6 +70,9 @@ def step_json(step: Request | EnvStep, names: Names | None = None) -> dict:
             out[key] = names.cname(v)
     if step.owner is not None:
         out["owner"]["session"] = names.sname(step.owner.session)
+    for key, v in (("token", step.token), ("mint", step.mint)):
+        if key in out:
+            out[key] = names.tname(v)
     return out
 
 

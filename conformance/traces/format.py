@@ -215,15 +215,16 @@ GRAPH_ORDER = ("id", "target", "tasks")
 TASK_ORDER = ("name", "deps", "review-required", "requires-assignment")
 STEP_ORDER = ("request", "env", "task", "content", "birth", "amount", "expect", "expect-facts",
               "from", "note")
-REQUEST_ORDER = ("kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
-                 "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
-                 "verdict", "disposition", "reason", "evidence", "deadline")
+REQUEST_ORDER = ("kind", "actor", "task", "key", "cap", "token", "expected-phase",
+                 "expected-revision", "expected-attempt", "expected-generation", "owner", "mint",
+                 "imports", "candidate", "base", "verdict", "disposition", "reason", "evidence",
+                 "deadline")
 CAP_ORDER = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
 OWNER_ORDER = ("pid", "birth", "session", "wrapper-epoch", "child-epoch")
 DECISION_ORDER = ("decision", "code", "original")
 FACTS_ORDER = ("target", "now", "tasks", "journal")
 SEED_ORDER = ("attempt",)
-ATTEMPT_ORDER = ("generation", "attempt", "fence", "lease-epoch", "state", "owner", "alive",
+ATTEMPT_ORDER = ("generation", "attempt", "fence", "lease-epoch", "state", "token", "owner", "alive",
                  "owner-seen", "leases", "worktree", "origin")
 TASK_FACT_ORDER = (
     "status", "dependency-satisfied", "plan", "generation", "attempt", "fence", "lease-epoch",

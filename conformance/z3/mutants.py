@@ -81,6 +81,19 @@ def _generation_only(t, r):
     return t.generation == r.cap.generation
 
 
+def _any_token(t, r):
+    """The token check is dropped: K alone admits a request."""
+    return True
+
+
+_TOKEN_PRESENTED = kernel.token_presented
+
+
+def _continuation_by_session(t, r):
+    """A continuation is proven by its session string: resume presents no token."""
+    return any_of(r.kind == K.RESUME, _TOKEN_PRESENTED(t, r))
+
+
 CORE = ("core",)
 INTRUDED = ("core", "intruder")
 ENV = ("core", "env")
@@ -227,6 +240,18 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "validator or the operator, is applied.",
         "role-held", Instance(tasks=1, groups=INTRUDED), 1,
         decide=_decide_trusting_labels),
+    Mutant(
+        "drops-token-check", (19, 20),
+        "K alone admits a request of the attempt's own process: an old worker or a foreign "
+        "agent that read K is applied without the attempt's token.",
+        "token-required", Instance(tasks=1, groups=INTRUDED), 2,
+        patches=((kernel, "token_presented", _any_token),)),
+    Mutant(
+        "continuation-by-session", (22,),
+        "A continuation is proven by the session string alone: a process that reused the "
+        "dead owner's pid resumes the attempt without its token.",
+        "continuation-needs-token", Instance(tasks=1, groups=("core", "env", "intruder")), 4,
+        patches=((kernel, "token_presented", _continuation_by_session),)),
     Mutant(
         "driver-chosen-base", (12,),
         "save-work takes the base from the request: a candidate built on the old target is "

@@ -26,7 +26,8 @@ from wgk.model.actions import OWNER
 from wgk.model.env import EnvKind, EnvStep
 from wgk.model.requests import EXIT_CODE_BASE, Capability, Owner, Request
 from wgk.model.vocab import (
-    AUTHORITY, TRANSACTION_KINDS, Actor, Disposition, Exit, Kind as K, Phase, Verdict,
+    AUTHORITY, MINTING_KINDS, TRANSACTION_KINDS, Actor, Disposition, Exit, Kind as K, Phase,
+    Verdict,
 )
 
 from wgk.conformance.z3.symbolic import SymDigest, nonzero_int
@@ -36,7 +37,7 @@ CAS = ("expected_phase", "expected_revision")
 
 #: Every symbolic request field; a digest slot each.
 POOL: tuple[str, ...] = CAP + CAS + ("expected_attempt", "expected_generation") + OWNER + (
-    "imports", "candidate", "base", "deadline")
+    "imports", "candidate", "base", "deadline", "token", "mint")
 SLOT = {name: n for n, name in enumerate(POOL)}
 
 VERDICTS: dict[K, tuple[Verdict | None, ...]] = {
@@ -115,6 +116,8 @@ class Template:
             kw["imports"] = p["imports"]
         if self.deadline:
             kw["deadline"] = p["deadline"]
+        for name in self.token_slots:
+            kw[name] = p[name]
         r = SymRequest(self.kind, self.actors[0], self.task, key=self._key(key), cap=cap,
                        owner=owner, verdict=self.verdict, disposition=self.disposition,
                        evidence=self.evidence, principal=self.principal, **kw)
@@ -133,7 +136,14 @@ class Template:
             names.append("imports")
         if self.deadline:
             names.append("deadline")
-        return tuple(names)
+        return tuple(names) + self.token_slots
+
+    @property
+    def token_slots(self) -> tuple[str, ...]:
+        """The token a K-request presents (any value: the template covers the attempt's own
+        process and every forger alike) and the token an opener mints."""
+        return (("token",) if self.cap != "none" else ()) + (
+            ("mint",) if self.kind in MINTING_KINDS else ())
 
     def constraints(self, pool: "Pool") -> list:
         """What the pool's variables must satisfy for this template."""
@@ -149,6 +159,8 @@ class Template:
             out.append(p["deadline"] > 0)
         if "pid" in self.params:                  # an owner is a real process (the wire refuses 0)
             out += [p["pid"] > 0, p["birth"] > 0]
+        if self.kind in MINTING_KINDS:            # an opener mints a token (the wire refuses none)
+            out.append(p["mint"] > 0)
         return out
 
     def concrete(self, values: dict[str, int], actor: Actor, key: str | None,
@@ -174,6 +186,8 @@ class Template:
             kw["imports"] = values["imports"]
         if self.deadline:
             kw["deadline"] = values["deadline"]
+        for name in self.token_slots:
+            kw[name] = values[name]
         return Request(self.kind, actor, self.task, key=self._key(key), cap=cap, owner=owner,
                        verdict=self.verdict, disposition=self.disposition,
                        evidence=self.evidence, principal=self.principal, **kw)

@@ -35,7 +35,8 @@ EXAMPLES = """  wgk kernel --db k.db init --graph g --repo ./repo --target refs/
   wgk kernel --db k.db principal add worker-1 --role worker --role wrapper --out w1.credential
   wgk kernel --db k.db task add schema
   wgk kernel --db k.db task add api --after schema --review-required
-  wgk kernel --db k.db dispatch schema --pid 4242 --session s1
+  wgk kernel --db k.db dispatch schema --pid 4242 --session s1 --token-file schema.token
+                                        (the attempt's capability token for its process, 0600)
   wgk kernel --db k.db status --json
   wgk kernel --db k.db show schema
   wgk kernel --db k.db converge

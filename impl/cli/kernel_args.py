@@ -63,6 +63,9 @@ def _attempt_commands(sub, key: argparse.ArgumentParser) -> None:
         s.add_argument("name", metavar="TASK")
         s.add_argument("--pid", type=int, required=True, help="the owner process")
         s.add_argument("--session", help="the owner's session id")
+        s.add_argument("--token-file", metavar="FILE",
+                       help="write the attempt's capability token here (0600) for its process; "
+                            "an existing file is the token of a re-send (default: print it)")
         if name == "dispatch":
             s.add_argument("--imports", help="retained work (a content id) the attempt imports")
         else:

@@ -2,7 +2,10 @@
 and raw wire requests (one, or many with one commit)."""
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import secrets
 import sys
 import uuid
 
@@ -34,7 +37,32 @@ def named(request, where: str = "request") -> None:
         raise UsageError(f"{where}: {problem}")
 
 
-def send(k: Kernel, args, request: dict) -> int:
+def minted(args, request: dict) -> str | None:
+    """Give an opener its ``mint``: a fresh 256-bit token, written to ``--token-file`` (0600,
+    for the process the attempt is opened for) or, without one, returned for the output. A
+    token file that exists already holds the token of a re-send (a lost response)."""
+    path = getattr(args, "token_file", None)
+    if path and os.path.exists(path):
+        try:
+            secret = open(path, encoding="utf-8").read().strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"{path}: cannot read the token: {e}") from None
+        if not secret:
+            raise UsageError(f"{path}: empty token file")
+    else:
+        secret = secrets.token_hex(32)
+        if path:
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except OSError as e:
+                raise UsageError(f"{path}: {e.strerror}") from None
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(secret + "\n")
+    request["mint"] = hashlib.sha256(secret.encode()).hexdigest()
+    return None if path else secret
+
+
+def send(k: Kernel, args, request: dict, token: str | None = None) -> int:
     named(request)
     try:
         response = authenticated(k.handle(request, read_credential(args)))
@@ -45,7 +73,11 @@ def send(k: Kernel, args, request: dict) -> int:
     if "original" in response:
         o = response["original"]
         text += f" (original: {o['decision']}{': ' + o['code'] if 'code' in o else ''})"
-    return emit(args, {"request": request, "response": response}, text, 0 if ok else 1)
+    out = {"request": request, "response": response}
+    if token is not None:
+        out["token"] = token
+        text += f"\ntoken: {token}"
+    return emit(args, out, text, 0 if ok else 1)
 
 
 def send_lines(k: Kernel, args) -> int:
@@ -128,7 +160,7 @@ def do_dispatch(k: Kernel, args) -> int:
          "expected-attempt": k.record(args.name).attempt, "owner": owner(args)}
     if args.imports:
         r["imports"] = args.imports
-    return send(k, args, r)
+    return send(k, args, r, minted(args, r))
 
 
 def do_retry(k: Kernel, args) -> int:
@@ -146,7 +178,7 @@ def do_retry(k: Kernel, args) -> int:
             retained = t.saved_work
     if retained and not args.fresh:
         r["imports"] = retained
-    return send(k, args, r)
+    return send(k, args, r, minted(args, r))
 
 
 def operator_request(kind: str, **params):

@@ -35,6 +35,14 @@ def check(k: Kernel, facts: dict) -> list[Check]:
     _tasks_and_target(c, k, facts)
     _killed_worker(c, k, facts)
     _moved_target(c, k, facts)
+    refused = facts.get("refusals", {})
+    c.expect("a worker labelling itself validator was refused (role-not-held)",
+             refused.get("posed") == {"decision": "rejected", "code": "role-not-held"})
+    c.expect("a K-request without the attempt's token was refused (token-mismatch)",
+             refused.get("forged") == {"decision": "rejected", "code": "token-mismatch"})
+    c.expect("the database and every credential and token file are readable by their owner only",
+             all(os.stat(p).st_mode & 0o077 == 0 for p in facts.get("private", [])
+                 ) and len(facts.get("private", [])) >= 3, str(facts.get("private")))
     c.expect("the ledger verifies", k.verify_ledger().ok)
     c.expect("every table rebuilds from the ledger", k.rebuild().ok)
     audit = k.audit()

@@ -1,7 +1,9 @@
 """The demo's story: this process dispatches, converges and validates; workers do the work."""
 from __future__ import annotations
 
+import hashlib
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -14,7 +16,7 @@ from ..kernel import Kernel
 from ..proc import ProcProcessTable
 from ..records import TaskPolicy
 from .checks import check
-from .world import TASKS, open_kernel, tx
+from .world import TASKS, cap, open_kernel, tx
 
 
 @dataclass
@@ -24,6 +26,8 @@ class Story:
     repo: str
     lines: list[str] = field(default_factory=list)
     show: bool = True
+    daemon: str | None = None       # the credentials of this process's principals
+    validator: str | None = None
 
     def say(self, text: str) -> None:
         self.lines.append(text)
@@ -35,7 +39,24 @@ def spawn_worker(story: Story, task: str, mode: str = "finish") -> subprocess.Po
     _, _, file, text = next(t for t in TASKS if t[0] == task)
     return subprocess.Popen([sys.executable, "-m", "wgk.impl.demo.worker",
                              "--db", story.db, "--repo", story.repo, "--task", task,
-                             "--file", file, "--text", text, "--mode", mode])
+                             "--file", file, "--text", text, "--mode", mode,
+                             "--token-file", token_path(story, task),
+                             "--credential-file", f"{story.db}.worker.credential"])
+
+
+def token_path(story: Story, task: str) -> str:
+    """Where the dispatcher hands the attempt's capability token to its worker (0600)."""
+    return f"{story.db}.{task}.token"
+
+
+def mint(story: Story, task: str) -> str:
+    """A fresh token for the attempt about to open, handed to its worker; its sha256 for the
+    dispatch (the kernel keeps only that)."""
+    secret = secrets.token_hex(32)
+    fd = os.open(token_path(story, task), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secret)
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def dispatch(story: Story, k: Kernel, task: str, worker: subprocess.Popen,
@@ -44,10 +65,11 @@ def dispatch(story: Story, k: Kernel, task: str, worker: subprocess.Popen,
     r = {"kind": "dispatch", "actor": "daemon", "task": task,
          "key": f"dispatch:{task}:{k.record(task).attempt + 1}",
          "expected-attempt": k.record(task).attempt,
-         "owner": {"pid": pid, "birth": birth, "session": f"session-{task}-{pid}"}}
+         "owner": {"pid": pid, "birth": birth, "session": f"session-{task}-{pid}"},
+         "mint": mint(story, task)}
     if imports:
         r["imports"] = imports
-    d = k.handle(r)
+    d = k.handle(r, story.daemon)
     story.say(f"dispatch {task} to worker {pid} (birth {birth})"
               + (f", importing {imports[:10]}" if imports else "") + f": {d['decision']}")
     return d
@@ -61,13 +83,13 @@ def validate(story: Story, k: Kernel, task: str) -> dict:
                            capture_output=True).stdout.decode()
     verdict = "pass" if shown == text else "fail"
     d = tx(k, task, "validate", "validator", f"validate:{task}:{t.candidate[:12]}",
-           candidate=t.candidate, verdict=verdict)
+           story.validator, candidate=t.candidate, verdict=verdict)
     story.say(f"validate {task} candidate {t.candidate[:10]}: {verdict} -> {d['decision']}")
     return d
 
 
 def converge(story: Story, k: Kernel) -> None:
-    report = k.converge()
+    report = k.converge(credential=story.daemon)
     for s in report.sent:
         r, resp = s.request, s.response
         story.say(f"  converge: {r['kind']} {r['task']} -> {resp['decision']}"
@@ -95,7 +117,7 @@ def drive_until(story: Story, k: Kernel, task: str, phase: str) -> None:
             continue
         r = next_request(k, task, k.plan(task), k.env.clock.now(), set())
         r = {key: v for key, v in r.items() if v is not None}
-        d = k.handle(r)
+        d = k.handle(r, story.daemon)
         story.say(f"  daemon: {r['kind']} {task} -> {d['decision']}")
 
 
@@ -111,17 +133,47 @@ def wait_for(predicate, what: str, timeout: float = 30.0) -> None:
 def story_run(story: Story) -> dict:
     """Tell the whole story on a fresh repository; returns the facts the checks compare."""
     base = init_repository(story.repo, files={"README": "a demo project\n"})
+    os.close(os.open(story.db, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))  # owner only
     k = open_kernel(story.db, story.repo)
     k.create_graph("demo", [TaskPolicy(n, deps) for n, deps, _, _ in TASKS])
     story.say(f"repository {story.repo} at {base[:10]}; tasks schema -> api -> ui")
+    principals(story, k)
     facts: dict = {"base": base}
     schema_to_done(story, k, facts)
     api_worker_killed(story, k, facts)
     ui_target_moved(story, k, facts)
     facts["final"] = k.project()
+    facts["private"] = [story.db, f"{story.db}.worker.credential"] + [
+        token_path(story, n) for n, *_ in TASKS]
     facts["checks"] = [c.to_json() for c in check(k, facts)]
     k.close()
     return facts
+
+
+def principals(story: Story, k: Kernel) -> None:
+    """Close the kernel: one credential per principal, the workers' handed over in a 0600 file."""
+    story.daemon = k.principals.add("daemon-1", ["daemon", "operator"])
+    story.validator = k.principals.add("validator-1", ["validator"])
+    fd = os.open(f"{story.db}.worker.credential", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(k.principals.add("worker-1", ["worker", "wrapper"]))
+    story.say("principals daemon-1 (daemon, operator), validator-1 (validator), worker-1 "
+              "(worker, wrapper): the kernel keeps only their hashes; each dispatch hands its "
+              "worker the attempt's capability token in a 0600 file")
+
+
+def refusals(story: Story, k: Kernel, facts: dict) -> None:
+    """What the worker's credential and a guessed K cannot do."""
+    worker = open(f"{story.db}.worker.credential").read()
+    t = k.record("schema")
+    posed = tx(k, "schema", "validate", "validator", "posed", worker, candidate=t.candidate,
+               verdict="pass")
+    forged = k.handle({"kind": "fail", "actor": "worker", "task": "schema", "key": "forged",
+                       "cap": cap(k, "schema"), "evidence": "forged"}, worker)
+    facts["refusals"] = {"posed": posed, "forged": forged}
+    story.say(f"the worker labelling itself validator: {posed['decision']} ({posed.get('code')}); "
+              f"its K-request without the attempt's token: {forged['decision']} "
+              f"({forged.get('code')})")
 
 
 def schema_to_done(story: Story, k: Kernel, facts: dict) -> None:
@@ -131,6 +183,7 @@ def schema_to_done(story: Story, k: Kernel, facts: dict) -> None:
     dispatch(story, k, "schema", w)
     assert w.wait(60) == 0, "the schema worker failed"
     k._sync()
+    refusals(story, k, facts)
     finish(story, k, "schema")
     facts["schema"] = k.record("schema").candidate
     story.say(f"schema: {k.status('schema')}, target {repo.target()[:10]}")

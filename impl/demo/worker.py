@@ -23,9 +23,12 @@ def worker_main(argv: list[str]) -> int:
     p.add_argument("--file", required=True)
     p.add_argument("--text", required=True)
     p.add_argument("--mode", choices=["finish", "hang", "rebase"], default="finish")
+    p.add_argument("--token-file", required=True, help="the attempt's capability token")
+    p.add_argument("--credential-file", required=True, help="this worker's credential")
     args = p.parse_args(argv)
     k = open_kernel(args.db, args.repo)
     me = os.getpid()
+    credential = open(args.credential_file).read().strip()
     for _ in range(600):                                  # wait to be named the owner
         k._sync()
         t = k.record(args.task)
@@ -35,15 +38,16 @@ def worker_main(argv: list[str]) -> int:
     else:
         return 3
     wt = k.env.repository.worktree_path(t.worktree_id)
+    token = open(args.token_file).read().strip()           # handed over by the dispatcher
     beat = lambda n: k.handle({"kind": "heartbeat", "actor": "worker", "task": args.task,
                                "cap": cap(k, args.task), "key": f"hb:{me}:{n}",
-                               "evidence": f"{me}:heartbeat:{n}"})
+                               "evidence": f"{me}:heartbeat:{n}", "token": token}, credential)
     if args.mode == "rebase":
         # the target moved under this task's finish: the worker rebases its own work
         git(wt, "rebase", "--quiet", k.env.repository.target())
         head = git(wt, "rev-parse", "HEAD")
-        d = tx(k, args.task, "revise", "worker", f"revise:{args.task}:{head[:12]}",
-               candidate=head, base=k.env.repository.target())
+        d = tx(k, args.task, "revise", "worker", f"revise:{args.task}:{head[:12]}", credential,
+               candidate=head, base=k.env.repository.target(), token=token)
         return 0 if d["decision"] == "applied" else 4
     beat(1)
     path = os.path.join(wt, args.file)
@@ -60,7 +64,8 @@ def worker_main(argv: list[str]) -> int:
     git(wt, "add", "-A")
     git(wt, "commit", "--quiet", "-m", f"{args.task}: {args.file}")
     beat(2)
-    d = tx(k, args.task, "submit", "worker", f"submit:{args.task}:{t.fence}")
+    d = tx(k, args.task, "submit", "worker", f"submit:{args.task}:{t.fence}", credential,
+           token=token)
     return 0 if d["decision"] == "applied" else 4
 
 

@@ -31,10 +31,12 @@ def cap(k: Kernel, task: str) -> dict:
             "fence": t.fence, "lease-epoch": t.lease_epoch}
 
 
-def tx(k: Kernel, task: str, kind: str, actor: str, key: str, **params) -> dict:
+def tx(k: Kernel, task: str, kind: str, actor: str, key: str, credential: str | None = None,
+       **params) -> dict:
     t = k.record(task)
     return k.handle({"kind": kind, "actor": actor, "task": task, "cap": cap(k, task), "key": key,
-                     "expected-phase": t.visible_phase, "expected-revision": t.revision, **params})
+                     "expected-phase": t.visible_phase, "expected-revision": t.revision, **params},
+                    credential)
 
 
 def git(path: str, *args: str) -> str:
