@@ -37,14 +37,27 @@ class RebuildReport:
                 "differences": self.differences, "applied": self.applied}
 
 
-def replay(kernel, path: str) -> tuple:
-    """A kernel of the same class on a fresh database at ``path`` holding the replayed
-    ledger, and the number of events replayed."""
+@dataclass(frozen=True)
+class Replayed:
+    """A database image holding the ledger replayed through event ``seq``, whose hash is
+    ``head`` (``replayed``): a later rebuild of a ledger that verifies and still holds
+    ``head`` at ``seq`` starts from it and replays only the events after ``seq``. The hash
+    chain covers every column of every event, so those events are the ones replayed here."""
+
+    image: bytes
+    seq: int
+    head: str
+
+
+def replay(kernel, path: str, since: int = 0) -> tuple:
+    """A kernel of the same class on the database at ``path`` (fresh, or holding the events
+    through ``since`` replayed) with the ledger's events after ``since`` replayed into it,
+    and the number of events replayed."""
     fresh = type(kernel)(path, kernel.env, pragmas=Pragmas(synchronous="OFF"))
     n = 0
     try:
         with fresh.store.atomic():
-            for ev in kernel.ledger.events():
+            for ev in kernel.ledger.events(since):
                 seq = fresh.ledger.append(ev.event, ev.body, task=ev.task, key=ev.key)
                 try:
                     apply_event(fresh, seq, ev.event, json.loads(ev.body), key=ev.key,
@@ -61,10 +74,11 @@ def replay(kernel, path: str) -> tuple:
     return fresh, n
 
 
-def rebuild(kernel, *, apply: bool = False) -> RebuildReport:
+def rebuild(kernel, *, apply: bool = False, start: Replayed | None = None) -> RebuildReport:
     """Replay the ledger and compare (``apply``: then replace the live tables with it). A
     ledger that does not replay (a corrupt event) is a difference of one line, never an
-    exception: nothing is replaced then."""
+    exception: nothing is replaced then. ``start``: an earlier replay of this ledger's first
+    events (``replayed``), used when the verified ledger still holds its head."""
     kernel._sync()
     verdict = kernel.ledger.verify()
     report = RebuildReport(verdict)
@@ -72,8 +86,10 @@ def rebuild(kernel, *, apply: bool = False) -> RebuildReport:
         report.differences.append(f"ledger broken at seq {verdict.broken_at}: {verdict.problem}")
         return report
     with kernel.store.scratch() as path:
+        since = _start(kernel, path, start)
         try:
-            fresh, report.events = replay(kernel, path)
+            fresh, report.events = replay(kernel, path, since)
+            report.events += since
         except Corrupt as e:
             report.differences.append(str(e))
             return report
@@ -89,6 +105,40 @@ def rebuild(kernel, *, apply: bool = False) -> RebuildReport:
     return report
 
 
+def _start(kernel, path: str, start: Replayed | None) -> int:
+    """Where the replay into ``path`` starts: after ``start.seq`` when the (verified) ledger
+    holds ``start.head`` there and the backend takes images (``path`` then holds it), else 0."""
+    if start is None or not kernel.store.takes_images:
+        return 0
+    row = kernel.conn.execute("SELECT hash FROM ledger WHERE seq = ?", (start.seq,)).fetchone()
+    if row is None or row[0] != start.head:
+        return 0
+    with open(path, "wb") as f:
+        f.write(start.image)
+    return start.seq
+
+
+def replayed(kernel, start: Replayed | None = None) -> Replayed | None:
+    """The verified ledger replayed into a fresh database, kept as an image for later
+    rebuilds (``start``: an earlier image to go on from); None when the ledger does not
+    verify or replay, or the backend takes no images."""
+    kernel._sync()
+    verdict = kernel.ledger.verify()
+    if not kernel.store.takes_images or not verdict.ok:
+        return None
+    with kernel.store.scratch() as path:
+        try:
+            fresh, _ = replay(kernel, path, _start(kernel, path, start))
+        except Corrupt:
+            return None
+        try:
+            if fresh.ledger.head()[0] != verdict.events:     # appended to since it verified
+                return None
+            return Replayed(fresh.conn.serialize(), verdict.events, verdict.head)
+        finally:
+            fresh.close()
+
+
 class Corrupt(Exception):
     """A stored fact the kernel cannot read back (one line naming where)."""
 
@@ -99,11 +149,13 @@ def one_line(e: BaseException, limit: int = 160) -> str:
 
 
 def compare_tables(kernel, other: str) -> list[str]:
-    """Every projected table, row for row (in the database: nothing is loaded into memory)."""
+    """Every projected table, row for row (in the database: nothing is loaded into memory).
+    One query asks which tables differ; only those are described."""
     out = []
     c = kernel.conn
     with kernel.store.attached(other) as (main, rebuilt):
-        for table in PROJECTED_TABLES:
+        differ = set(_differing(c, main, rebuilt))
+        for table in [t for t in PROJECTED_TABLES if t in differ]:
             live_only = c.execute(f"SELECT * FROM {main}.{table} EXCEPT "
                                   f"SELECT * FROM {rebuilt}.{table} LIMIT 3").fetchall()
             rebuilt_only = c.execute(f"SELECT * FROM {rebuilt}.{table} EXCEPT "
@@ -114,6 +166,17 @@ def compare_tables(kernel, other: str) -> list[str]:
                 out.append(f"table {table}: {counts[0]} live rows, {counts[1]} rebuilt; "
                            f"live only {live_only}, rebuilt only {rebuilt_only}")
     return out
+
+
+def _differing(c, main: str, rebuilt: str) -> list[str]:
+    """The projected tables whose rows differ between the two databases (either side holds
+    a row the other does not, or their row counts differ), in one query."""
+    parts = [f"SELECT '{t}' WHERE (SELECT count(*) FROM {main}.{t}) <> "
+             f"(SELECT count(*) FROM {rebuilt}.{t}) "
+             f"OR EXISTS (SELECT * FROM {main}.{t} EXCEPT SELECT * FROM {rebuilt}.{t}) "
+             f"OR EXISTS (SELECT * FROM {rebuilt}.{t} EXCEPT SELECT * FROM {main}.{t})"
+             for t in PROJECTED_TABLES]
+    return [row[0] for row in c.execute(" UNION ALL ".join(parts)).fetchall()]
 
 
 def compare_projections(kernel, fresh, chunk: int = 2000) -> list[str]:

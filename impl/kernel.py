@@ -266,9 +266,10 @@ class Kernel:
         """Daemon convergence (see ``converge.converge``)."""
         return converge_.converge(self, max_rounds=max_rounds, credential=credential)
 
-    def rebuild(self, *, apply: bool = False):
-        """Replay the ledger into a fresh database and compare (see ``audit.rebuild``)."""
-        return audit_.rebuild(self, apply=apply)
+    def rebuild(self, *, apply: bool = False, start: "audit_.Replayed | None" = None):
+        """Replay the ledger into a fresh database and compare (see ``audit.rebuild``;
+        ``start``: an earlier replay of the ledger's first events, see ``audit.replayed``)."""
+        return audit_.rebuild(self, apply=apply, start=start)
 
     def audit(self, anchors: Iterable[tuple[int, str]] = ()):
         """Check the stored state against the invariants, and the ledger against ``anchors``

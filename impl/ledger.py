@@ -99,10 +99,22 @@ class Ledger:
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
         self._head: tuple[int, str] | None = None
+        self._verified: tuple | None = None     # (what it was asked, the database then, verdict)
 
     def forget(self) -> None:
         """Drop the cached head (another connection may have appended)."""
         self._head = None
+        self._verified = None             # and the verdict
+
+    def _unchanged_since(self) -> tuple | None:
+        """What moves whenever the ledger may have changed on SQLite: a commit of another
+        connection (``data_version``), a row this connection wrote (``total_changes``), a
+        schema change (``schema_version``); None where it is not known."""
+        if not isinstance(self.conn, sqlite3.Connection):
+            return None
+        (data,), (schema,) = (self.conn.execute("PRAGMA data_version").fetchone(),
+                              self.conn.execute("PRAGMA schema_version").fetchone())
+        return data, schema, self.conn.total_changes
 
     def head(self) -> tuple[int, str]:
         if self._head is None:
@@ -141,7 +153,18 @@ class Ledger:
 
     def verify(self, since: int = 1, anchors: Iterable[tuple[int, str]] = ()) -> LedgerVerdict:
         """Check every hash link from event ``since`` on (``since`` > 1 trusts the stored
-        hash of the event before it: a tail check after a restart), then the ``anchors``."""
+        hash of the event before it: a tail check after a restart), then the ``anchors``.
+        Asked again with nothing changed in the database since, the verdict is the one just
+        found (a rebuild and an audit right after a verification walk the chain once)."""
+        anchors = tuple(tuple(a) for a in anchors)
+        asked, now = (since, anchors), self._unchanged_since()
+        if now is not None and self._verified is not None and self._verified[:2] == (asked, now):
+            return self._verified[2]
+        verdict = self._verify(since, anchors)
+        self._verified = None if now is None else (asked, now, verdict)
+        return verdict
+
+    def _verify(self, since: int, anchors: tuple) -> LedgerVerdict:
         want = dict(anchors)
         prev, expected_seq, n, chain = GENESIS, since, 0, 1
         if since > 1:

@@ -72,6 +72,9 @@ def drop_schema(dsn: str, schema: str) -> None:
 class PgStore(Store):
     """``Store`` on a PostgreSQL schema."""
 
+    #: A scratch schema is always built by replaying the whole ledger.
+    takes_images = False
+
     row_locks = True
 
     def __init__(self, dsn: str, *, hook: Hook = no_hook, pragmas: Pragmas = Pragmas(),

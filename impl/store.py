@@ -31,11 +31,17 @@ class Pragmas:
     busy_timeout_ms: int = 10_000
 
 
+#: The empty database of each store class at the current schema (``Store.empty``).
+_EMPTY: dict[type, bytes] = {}
+
+
 class Store:
     """One connection to one kernel database (SQLite; ``pg.PgStore`` on PostgreSQL)."""
 
     #: SQLite's BEGIN IMMEDIATE already serialises writers: no row locks are needed.
     row_locks = False
+    #: A scratch database can start from an image of another (``audit.Replayed``).
+    takes_images = True
 
     def __init__(self, path: str, *, hook: Hook = no_hook, pragmas: Pragmas = Pragmas(),
                  migrate_to: int = SCHEMA_VERSION):
@@ -100,9 +106,27 @@ class Store:
 
     @contextlib.contextmanager
     def scratch(self):
-        """A fresh, empty database of the same backend (removed afterwards)."""
+        """A fresh, empty database of the same backend (removed afterwards), already at the
+        current schema: a copy of an empty database this process migrated once (``empty``),
+        so a rebuild does not run every migration again."""
         with tempfile.TemporaryDirectory(prefix="wgk-rebuild-") as tmp:
-            yield os.path.join(tmp, "rebuilt.db")
+            path = os.path.join(tmp, "rebuilt.db")
+            with open(path, "wb") as f:
+                f.write(self.empty())
+            yield path
+
+    @classmethod
+    def empty(cls) -> bytes:
+        """The bytes of an empty database at the current schema, made by ``migrate`` in
+        memory the first time they are asked for."""
+        image = _EMPTY.get(cls)
+        if image is None:
+            store = cls(":memory:", pragmas=Pragmas(synchronous="OFF"))
+            try:
+                image = _EMPTY[cls] = store.conn.serialize()
+            finally:
+                store.close()
+        return image
 
     @contextlib.contextmanager
     def attached(self, other: str):
@@ -130,7 +154,14 @@ class Store:
         return int(row[0])
 
     def migrate(self, to: int = SCHEMA_VERSION) -> list[int]:
-        """Apply the forward migrations up to ``to``; refuse a database that is newer."""
+        """Apply the forward migrations up to ``to``; refuse a database that is newer.
+
+        The version is read first, outside any transaction: a database already at ``to``
+        is opened without taking the write lock. A migration that is due is taken under
+        the write lock (``BEGIN IMMEDIATE``) and reads the version again there, so two
+        openers racing on one database migrate it once."""
+        if to <= self.schema_version() <= SCHEMA_VERSION:
+            return []
         with self.atomic() as unit:
             current = self.schema_version()
             if current >= to:

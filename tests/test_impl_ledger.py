@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pathlib
 import re
+import sqlite3
 
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
+from wgk.impl.audit import replayed
+from wgk.impl.ledger import link_v2
 from wgk.conformance.oracle.impl_world import apply_env
 
 FAST = Pragmas(synchronous="OFF")
@@ -78,6 +81,57 @@ def test_rebuild_reproduces_every_table_and_the_projection(tmp_path):
     report = k.rebuild()
     assert report.ok, report.differences
     assert report.events == k.verify_ledger().events
+
+
+def test_a_verdict_is_reused_only_while_nothing_changed(tmp_path):
+    k, _ = finished_pair(tmp_path)
+    walks = []
+    k.conn.set_trace_callback(lambda sql: walks.append(sql) if "FROM ledger WHERE seq >=" in sql
+                              else None)
+    assert k.verify_ledger().ok and k.rebuild().ok and k.audit().ok
+    assert len(walks) == 1                   # the rebuild and the audit reuse the verdict
+    k.conn.execute("UPDATE ledger SET body = replace(body, 'c-a1', 'c-evil') WHERE seq = 8")
+    assert k.verify_ledger().broken_at == 8  # a row written on this connection
+    k.conn.execute("UPDATE ledger SET body = replace(body, 'c-evil', 'c-a1') WHERE seq = 8")
+    assert k.verify_ledger().ok
+    other = sqlite3.connect(k.store.path)
+    other.execute("UPDATE ledger SET event = 'forged' WHERE seq = 3")
+    other.commit()
+    assert k.verify_ledger().broken_at == 3  # a commit of another connection
+    assert len(walks) == 4
+
+
+def _rehash(k: Kernel, since: int) -> None:
+    """Re-hash the chain from ``since`` on, as one who rewrote an event would."""
+    (prev,) = k.conn.execute("SELECT hash FROM ledger WHERE seq = ?", (since - 1,)).fetchone()
+    rows = k.conn.execute("SELECT seq, event, task, key, body FROM ledger WHERE seq >= ? "
+                          "ORDER BY seq", (since,)).fetchall()
+    for seq, event, task, key, body in rows:
+        digest = link_v2(prev, seq, event, task, key, body)
+        k.conn.execute("UPDATE ledger SET prev = ?, hash = ? WHERE seq = ?", (prev, digest, seq))
+        prev = digest
+
+
+def test_a_rebuild_starts_from_an_earlier_replay_only_while_the_ledger_holds_it(tmp_path):
+    k, _ = finished_pair(tmp_path)
+    (hb,) = k.conn.execute("SELECT seq FROM ledger WHERE key = 'hb'").fetchone()
+    early = replayed(k)
+    assert early.seq == k.ledger_head()
+    for n in range(3):
+        assert k.handle({"kind": "heartbeat", "actor": "worker", "task": "b", "key": f"hb-b{n}",
+                         "cap": cap(k, "b"), "evidence": f"hb-b{n}"})["decision"] == "evidence-only"
+    assert k.ledger_head() == early.seq + 3
+    full, started = k.rebuild(), k.rebuild(start=early)
+    assert full.ok and started.ok and started.events == full.events == k.ledger_head()
+    later = replayed(k, early)                # goes on from the earlier image
+    assert later.seq == k.ledger_head() and k.rebuild(start=later).ok
+    k.conn.execute("UPDATE ledger SET body = replace(body, '\"hb-1\"', '\"hb-9\"') WHERE seq = ?",
+                   (hb,))
+    _rehash(k, hb)                           # a rewritten history whose chain verifies
+    assert k.verify_ledger().ok
+    full, started = k.rebuild(), k.rebuild(start=early)
+    assert not full.ok and any("evidence" in d for d in full.differences)
+    assert started.differences == full.differences    # the image no longer holds: not used
 
 
 def test_a_status_written_behind_the_kernels_back_is_found_and_repaired(tmp_path):

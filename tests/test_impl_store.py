@@ -80,6 +80,45 @@ def test_forward_migrations_from_an_older_schema(tmp_path):
     assert s.migrate() == []                  # nothing left to apply
 
 
+def test_a_current_database_opens_without_the_write_lock(tmp_path):
+    path = str(tmp_path / "a.db")
+    Store(path).close()
+    old = str(tmp_path / "old.db")
+    Store(old, migrate_to=1).close()
+    writers = [sqlite3.connect(p, isolation_level=None) for p in (path, old)]
+    for w in writers:
+        w.execute("BEGIN IMMEDIATE")          # another process holds the write lock
+    quick = Pragmas(busy_timeout_ms=50)
+    s = Store(path, pragmas=quick)            # at the current version: nothing to write
+    assert s.schema_version() == SCHEMA_VERSION and s.migrate() == []
+    with pytest.raises(StoreError, match="locked"):
+        Store(old, pragmas=quick)             # a migration is due: it waits for the lock
+    for w in writers:
+        w.rollback()
+    assert Store(old, pragmas=quick).schema_version() == SCHEMA_VERSION
+
+
+def test_two_openers_racing_on_a_fresh_database_migrate_it_once(tmp_path):
+    path = str(tmp_path / "race.db")
+
+    class Late(Store):
+        """Reads the version (0) just before another opener migrates the database."""
+        reads = 0
+
+        def schema_version(self) -> int:
+            Late.reads += 1
+            if Late.reads == 1:
+                current = super().schema_version()
+                Store(path).close()           # the other opener wins the race
+                return current
+            return super().schema_version()
+
+    s = Late(path)                            # re-reads under the lock: nothing left to apply
+    assert Late.reads == 2 and s.schema_version() == SCHEMA_VERSION
+    assert s.conn.execute("SELECT count(*) FROM meta WHERE key = 'schema-version'"
+                          ).fetchone()[0] == 1
+
+
 def test_a_newer_schema_or_a_foreign_database_is_refused(tmp_path):
     path = str(tmp_path / "new.db")
     s = Store(path)

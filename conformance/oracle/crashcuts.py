@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook, pg
+from wgk.impl import audit
 from wgk.impl.backends import open_store
 
 from wgk.conformance.oracle.crash_scope import CHECKS, _Scope, _scope
@@ -95,10 +96,12 @@ class _Snapshot:
     world: object      # the world the kernel acts on, copied (``snapshot_world``)
     head: int          # the last ledger event before the step
     daemon: str | None = None   # the trace principal the daemon converges as
+    replayed: object = None     # the ledger so far replayed (thorough cuts' rebuilds start there)
 
 
-def _snapshot(impl: ImplSystem, path: str) -> _Snapshot:
-    """The implementation's durable state before a step."""
+def _snapshot(impl: ImplSystem, path: str, replay: bool = False, start=None) -> _Snapshot:
+    """The implementation's durable state before a step; ``replay``: with the ledger so far
+    replayed, for the cuts' rebuilds (``start``: as replayed before an earlier step)."""
     if pg.is_dsn(impl.path):
         impl.kernel.store.snapshot(path)         # every table's rows
     else:
@@ -106,7 +109,8 @@ def _snapshot(impl: ImplSystem, path: str) -> _Snapshot:
         impl.kernel.conn.backup(dst)
         dst.close()
     world = snapshot_world(impl.world, path + ".world")
-    return _Snapshot(path, world, impl.kernel.ledger_head(), impl.daemon)
+    replayed = audit.replayed(impl.kernel, start) if replay else None
+    return _Snapshot(path, world, impl.kernel.ledger_head(), impl.daemon, replayed)
 
 
 def _restore(snap: _Snapshot, path: str, hook) -> ImplSystem:
@@ -144,10 +148,12 @@ def _divergence(trace: Trace, step: int, what: str, request, expected, actual, d
 
 def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
                steps: range | None = None, checks: str = "thorough",
-               progress: Callable[[str], None] | None = None, world: str = "memory") -> CrashCutResult:
+               progress: Callable[[str], None] | None = None, world: str = "memory",
+               images: bool = True) -> CrashCutResult:
     """Every crash cut of one trace: ``mode`` "in-process" (fast) or "kill" (a real kill -9);
     ``world`` "memory" or "real" (``real_world``). ``steps`` restricts the cuts to those steps
-    (snapshots are taken only there)."""
+    (snapshots are taken only there). ``images``: a thorough cut's rebuilds start from the
+    ledger as replayed before its step in the crash-free run (False: from an empty database)."""
     wanted = steps if steps is not None else range(len(trace.steps))
     model = ModelSystem(trace)
     recorder = Recorder()
@@ -159,7 +165,9 @@ def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
     calls: list[list] = []
     try:
         for n, step in enumerate(trace.steps):
-            snapshots.append(_snapshot(impl, os.path.join(snapdir.name, f"before-{n}.db"))
+            last = next((s.replayed for s in reversed(snapshots) if s is not None), None)
+            snapshots.append(_snapshot(impl, os.path.join(snapdir.name, f"before-{n}.db"),
+                                       checks == "thorough" and images, last)
                              if n in wanted and "request" in step else None)
             start = len(recorder.seen)
             try:
@@ -291,7 +299,7 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, db: str,
                 out.append(_divergence(trace, k, "ledger", request, "hash links verify",
                                        ledger.to_json(), boundary=where))
             return out
-        consistent = _consistent(trace, k, request, impl.kernel, where)
+        consistent = _consistent(trace, k, request, impl.kernel, where, snap.replayed)
         out += consistent
         if finish and not out:
             out += _finish(trace, k, impl, where)
@@ -304,7 +312,8 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, db: str,
                 out += [dataclasses.replace(d, boundary=where + " + converge")
                         for d in consistent]
             else:
-                out += _consistent(trace, k, request, impl.kernel, where + " + converge")
+                out += _consistent(trace, k, request, impl.kernel, where + " + converge",
+                                   snap.replayed)
             out += _fixpoint(trace, k, request, impl.kernel, report, where + " + converge")
     finally:
         impl.close()
@@ -361,14 +370,17 @@ def _fixpoint(trace: Trace, k: int, request: dict, kernel: Kernel, report,
                         left, boundary=where)]
 
 
-def _consistent(trace: Trace, k: int, request: dict, kernel: Kernel, where: str) -> list[Divergence]:
-    """The ledger verifies, rebuilds to the live projection, and the audit finds nothing."""
+def _consistent(trace: Trace, k: int, request: dict, kernel: Kernel, where: str,
+                start=None) -> list[Divergence]:
+    """The ledger verifies, rebuilds to the live projection (the replay of the whole ledger:
+    from ``start``, the events before the step as replayed in the crash-free run, when the
+    verified ledger still holds them), and the audit finds nothing."""
     out = []
     ledger = kernel.verify_ledger()
     if not ledger.ok:
         out.append(_divergence(trace, k, "ledger", request, "hash links verify", ledger.to_json(),
                                boundary=where))
-    rebuilt = kernel.rebuild()
+    rebuilt = kernel.rebuild(start=start)
     if not rebuilt.ok:
         out.append(_divergence(trace, k, "rebuild", request, "rebuild equals the live projection",
                                rebuilt.differences[:5], boundary=where))

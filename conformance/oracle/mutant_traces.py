@@ -42,6 +42,17 @@ def _read(path: Path):
     return hit[1]
 
 
+def remember(traces: list) -> None:
+    """Traces the caller has just read from their files (``trace.path``), kept as if read
+    here: the gate reads the corpus once, before its workers start, and every mutant looks
+    through it (a file changed since is still read again)."""
+    for trace in traces:
+        if trace.path:
+            path = Path(trace.path)
+            st = path.stat()
+            _READ[path] = ((st.st_size, st.st_mtime_ns), trace)
+
+
 def incident_traces(m: Any, root: Path | None = None) -> list[Path]:
     """The traces of the mutant's incidents (counterexample traces are not incidents)."""
     out = []

@@ -50,9 +50,9 @@ BUDGET: dict[str, tuple[int, str]] = {
     "helper-processes": (0, "no long-lived helper: convergence and observation run in the caller"),
     "child-commands": (3, "short-lived git invocations only (argument lists, no shell)"),
     "loc-model": (2800, "the normative model stays small enough to read in a sitting (its rules and invariants in modules by what they decide; capability tokens and the intruder who lacks them; the protected-path grammar, the archive)"),
-    "loc-impl": (4700, "the reference implementation: store (SQLite and PostgreSQL), ledger, rules, principals and capability tokens, git, /proc, protected paths"),
+    "loc-impl": (4800, "the reference implementation: store (SQLite and PostgreSQL), ledger and its replay images, rules, principals and capability tokens, git, /proc, protected paths"),
     "loc-conformance": (14200, "checkers, adapters, the view, the unbounded proof (the intruder's journal namespace), the command line, the real-world gate sections and the implementation's mutant catalogue"),
-    "loc-total": (22600, "model + impl + conformance, with the kernel's command line and demo, the view, names, anchors, capability tokens, protected paths and the archive, the real-world gate and the gate's runner on every core"),
+    "loc-total": (22700, "model + impl + conformance, with the kernel's command line and demo, the view, names, anchors, capability tokens, protected paths and the archive, the real-world gate and the gate's runner on every core"),
 }
 
 

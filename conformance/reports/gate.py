@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from wgk.conformance.oracle import impl_system
+from wgk.conformance.oracle import impl_system, mutant_traces
 from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS
 from wgk.conformance.reports import guard_verify, impl_mutants
 from wgk.conformance.reports.gate_budget import (
@@ -146,6 +146,7 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
     t0 = time.perf_counter()
     sources = [str(p) for p in (traces or [bundled_traces()])]
     loaded = load_traces(sources)          # TraceError: bad input
+    mutant_traces.remember(loaded)         # the mutants look through the same files
     kw = dict(loaded=loaded, sources=sources, counterexamples=counterexamples, backend=backend)
     workers = default_workers() if workers is None else workers
     with scratch():
