@@ -88,7 +88,8 @@ FIELDS = {   # spec field -> (TaskState field, how to show it)
 }
 #: TaskState fields the slice leaves out: they keep their initial value.
 CONSTANT = ("generation", "imported", "compactions", "continuations", "acks", "provider_failures",
-            "logs", "messages", "assigned", "legacy_done", "reconstructed", "abandoned")
+            "logs", "messages", "assigned", "legacy_done", "reconstructed", "abandoned", "failure",
+            "retries")
 
 
 def task_view(t: TaskState) -> dict:

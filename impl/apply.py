@@ -9,6 +9,7 @@ with the kernel's tables and caches (``store``, ``conn``, ``tables``, ``facts``,
 from __future__ import annotations
 
 from .records import EMPTY, TaskRecord, apply_changes
+from .vocabulary import DEFAULT_RETRY_BUDGET
 from .store import dumps
 
 
@@ -63,10 +64,10 @@ def response_text(response: dict) -> str:
 
 def _apply_task_added(k, seq: int, body: dict) -> None:
     cur = k.conn.execute(
-        "INSERT INTO tasks (name, review_required, requires_assignment, disposition_policy) "
-        "VALUES (?, ?, ?, ?)",
+        "INSERT INTO tasks (name, review_required, requires_assignment, disposition_policy, "
+        "retry_budget) VALUES (?, ?, ?, ?, ?)",
         (body["task"], int(body["review-required"]), int(body["requires-assignment"]),
-         body["disposition"]))
+         body["disposition"], body.get("retry-budget", DEFAULT_RETRY_BUDGET)))
     tid = cur.lastrowid
     ids = k.ids()
     ids[body["task"]] = tid

@@ -210,7 +210,7 @@ def open_attempt(ctx: Ctx, t: TaskRecord, effects: list[Effect]) -> TaskRecord:
     # guards: receipts-fenced, retry-is-not-continuation-without-proof
     return replace(
         t, attempt=t.attempt + 1, fence=fence, lease_epoch=t.lease_epoch + 1,
-        attempt_state="running", token_hash=r.mint,
+        attempt_state="running", token_hash=r.mint, failure="none",
         owner_pid=o.pid, owner_birth=o.birth, session=o.session,
         wrapper_epoch=1, child_epoch=1, owner_seen="unverified",   # only resume raises epochs
         worktree_lease=True, session_lease=True, finish_lease=False,

@@ -24,6 +24,9 @@ def task_added_events(known: dict[str, int], specs: list[TaskPolicy]) -> list[di
             raise GraphError(f"task {s.name!r} already exists")
         if s.disposition not in DISPOSITIONS[1:]:
             raise GraphError(f"task {s.name!r}: unknown disposition {s.disposition!r}")
+        if type(s.retry_budget) is not int or not 0 <= s.retry_budget <= 1000:
+            raise GraphError(f"task {s.name!r}: a retry budget is a whole number from 0 to "
+                             f"1000, got {s.retry_budget!r}")
         new[s.name] = s
     for s in specs:
         for d in s.deps:
@@ -36,7 +39,8 @@ def task_added_events(known: dict[str, int], specs: list[TaskPolicy]) -> list[di
     if cycle:
         raise GraphError("dependency cycle: " + " -> ".join(cycle))
     return [{"task": s.name, "deps": sorted(set(s.deps)), "review-required": s.review_required,
-             "requires-assignment": s.requires_assignment, "disposition": s.disposition}
+             "requires-assignment": s.requires_assignment, "disposition": s.disposition,
+             "retry-budget": s.retry_budget}
             for s in specs]
 
 

@@ -140,6 +140,10 @@ class Way:
 WAYS: tuple[Way, ...] = (
     Way("assign", "runnable", "assign", "admission needs its assignment receipt"),
     Way("dispatch", "runnable", "dispatch", "dependencies are Done: open an attempt"),
+    Way("repair-required", "hold", "await-operator",
+        "the attempt's work was rejected: a repair, never an automatic retry"),
+    Way("retry-budget-spent", "hold", "await-operator",
+        "the task's automatic retries after failures are used up: an operator retries"),
     Way("await-dependencies", "wait", "await-dependencies", "a dependency is not Done yet"),
     Way("dependency-abandoned", "hold", "await-operator", "a dependency was abandoned"),
     Way("live-owner", "live-owner", "probe-owner",
@@ -167,10 +171,15 @@ def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
     watching = t.running and not t.reserved and not held
     waits = t.phase == "candidate-sealed" or (p.review_required and t.phase == "awaiting-acceptance")
     moved = t.running and not held and target_moved(observe, t)
+    failed = t.attempt_state in ("failed", "lost")      # the next dispatch is an automatic retry
+    repair = failed and t.failure == "semantic"
+    spent = failed and not repair and t.retries >= p.retry_budget
     # guards: exactly-one-way-forward, no-dead-owner-in-progress-without-action
     conditions = {
         "assign": idle and p.requires_assignment and not t.assigned,
-        "dispatch": idle and deps_done and admitted,
+        "dispatch": idle and deps_done and admitted and not (repair or spent),
+        "repair-required": idle and deps_done and admitted and repair,
+        "retry-budget-spent": idle and deps_done and admitted and spent,
         "await-dependencies": idle and not deps_done and not dep_abandoned and admitted,
         "dependency-abandoned": idle and dep_abandoned and admitted,
         "live-owner": watching and t.owner_seen in ("unverified", "live"),
@@ -262,6 +271,7 @@ def observable_task(view: GraphView, name: str, facts: TaskFacts, observe: Obser
         "recovery-rank": recovery_rank(t),
         "counters": facts.counters,
         "evidence": facts.evidence,
+        "failure": t.failure, "retries": t.retries,
         "assigned": t.assigned, "legacy-done": t.legacy_done,
         "reconstructed": t.reconstructed, "abandoned": t.abandoned,
     }

@@ -45,6 +45,7 @@ class TaskPolicy:
     review_required: bool = False
     requires_assignment: bool = False
     disposition: str = "land"        # what convergence records as the task-owned receipt
+    retry_budget: int = 2            # automatic retries after failed or lost attempts
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,9 @@ class TaskRecord:
     receipts: tuple[Binding, ...] = NO_RECEIPTS
     effect_done: bool = False
     deadline: int = 0
+    # why the last attempt failed, and the automatic retries used in this generation
+    failure: str = "none"
+    retries: int = 0
     # admission, migration and operator facts
     assigned: bool = False
     legacy_done: bool = False

@@ -46,15 +46,31 @@ def import_failure(ctx: Ctx, t: TaskRecord) -> str | None:
     return None
 
 
+def retry_failure(ctx: Ctx, t: TaskRecord) -> str | None:
+    """A dispatch after a failed or lost attempt is an automatic retry: never after a semantic
+    failure (the work was rejected: a repair first), and only within the task's budget."""
+    if t.attempt_state not in ("failed", "lost"):
+        return None
+    # guards: semantic-failure-never-auto-retried
+    if t.failure == "semantic":
+        return "repair-required"
+    # guards: retries-within-budget
+    if t.retries >= ctx.policy.retry_budget:
+        return "retry-budget-spent"
+    return None
+
+
 def dispatch(ctx: Ctx) -> Outcome:
     t = ctx.record
     # guards: single-live-owner
     code = admission_failure(ctx, t) or ("attempt-live" if t.running else None) \
-        or import_failure(ctx, t)
+        or retry_failure(ctx, t) or import_failure(ctx, t)
     if code:
         return reject(ctx, code)
     effects: list[Effect] = []
-    return succeeded(ctx, open_attempt(ctx, t, effects), effects=effects)
+    retries = t.retries + 1 if t.attempt_state in ("failed", "lost") else t.retries
+    return succeeded(ctx, replace(open_attempt(ctx, t, effects), retries=retries),
+                     effects=effects)
 
 
 def retry(ctx: Ctx) -> Outcome:
@@ -71,7 +87,9 @@ def retry(ctx: Ctx) -> Outcome:
     if code:
         return reject(ctx, code)
     facts = [("attempt-closed", {"fence": t.fence, "state": "abandoned"})] if t.running else []
-    return succeeded(ctx, open_attempt(ctx, closed, effects), effects=effects, facts=facts)
+    # an operator's retry: the automatic retries start again
+    return succeeded(ctx, replace(open_attempt(ctx, closed, effects), retries=0), effects=effects,
+                     facts=facts)
 
 
 def resume(ctx: Ctx) -> Outcome:
@@ -185,7 +203,8 @@ def fail(ctx: Ctx) -> Outcome:
     # guards: first-terminal-wins
     first = t.running and not t.reserved
     effects: list[Effect] = []
-    new = close_attempt(ctx, t, "failed", effects) if first else t
+    new = replace(close_attempt(ctx, t, "failed", effects), failure=ctx.request.failure) \
+        if first else t
     return succeeded(ctx, new, kind=APPLIED if first else EVIDENCE_ONLY, effects=effects,
                 facts=[evidence_fact("fail", ctx.request.evidence)])
 

@@ -32,6 +32,7 @@ def reset(ctx: Ctx) -> Outcome:
         closed, generation=generation, attempt=0, phase="absent", exit="none", reason="none",
         revision=0, candidate=None, base=None, version=0, disposition="none",
         receipts=NO_RECEIPTS, effect_done=False, retained=retained, retained_base=retained_base,
+        retries=0, failure="none",                 # a new generation: its own retry budget
     )
     return succeeded(ctx, new, effects=effects, facts=[("generation-opened", {"generation": generation})])
 

@@ -128,9 +128,17 @@ SCHEMA_V5 = """
 ALTER TABLE attempts ADD COLUMN token_hash TEXT
 """
 
+#: Each task's retry budget (policy), the automatic retries it used in this generation and
+#: why its last attempt failed.
+SCHEMA_V6 = """
+ALTER TABLE tasks ADD COLUMN retry_budget INTEGER NOT NULL DEFAULT 2;
+ALTER TABLE tasks ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN failure TEXT NOT NULL DEFAULT 'none'
+"""
+
 #: version -> the SQL that takes a database from version - 1 to version.
 MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4,
-                              5: SCHEMA_V5}
+                              5: SCHEMA_V5, 6: SCHEMA_V6}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Tables whose rows the ledger must reproduce exactly (``rebuild``).

@@ -13,7 +13,8 @@ from typing import Any
 from .errors import StoreError
 from .records import EMPTY, NO_BINDING, RECORD_FIELDS, Binding, TaskPolicy, TaskRecord
 from .vocabulary import (
-    ATTEMPT_STATES, DISPOSITIONS, EXITS, FORMER_EVIDENCE_LABELS, OWNER_SEEN, PHASES, REASONS,
+    ATTEMPT_STATES, DISPOSITIONS, EXITS, FAILURES, FORMER_EVIDENCE_LABELS, OWNER_SEEN, PHASES,
+    REASONS,
     RECEIPTS,
 )
 
@@ -21,7 +22,8 @@ from .vocabulary import (
 # --- task records on their tables -------------------------------------------------------------
 
 TASK_COLUMNS = ("generation", "attempt", "fence", "lease_epoch", "retained", "retained_base",
-                "deadline", "assigned", "legacy_done", "reconstructed", "abandoned")
+                "deadline", "assigned", "legacy_done", "reconstructed", "abandoned", "failure",
+                "retries")
 ATTEMPT_COLUMNS = {"attempt_state": "state", "worktree_id": "worktree", "origin": "origin",
                    "base_hint": "base_hint", "saved_work": "saved_work", "imported": "imported",
                    "token_hash": "token_hash"}
@@ -32,6 +34,7 @@ LEASE_KINDS = {"worktree_lease": "worktree", "session_lease": "session", "finish
 TX_COLUMNS = ("phase", "exit", "reason", "revision", "candidate", "base", "version",
               "disposition", "effect_done")
 _LABELS = {"attempt_state": frozenset(ATTEMPT_STATES), "owner_seen": frozenset(OWNER_SEEN),
+           "failure": frozenset(FAILURES),
            "phase": frozenset(PHASES), "exit": frozenset(EXITS), "reason": frozenset(REASONS),
            "disposition": frozenset(DISPOSITIONS)}
 _BOOLS = {"assigned", "legacy_done", "reconstructed", "abandoned", "effect_done",
@@ -67,13 +70,13 @@ class TaskTables:
 
     def load_policy(self, task_id: int, name: str) -> TaskPolicy:
         """A task's policy: its flags and its dependencies (by name, sorted)."""
-        review, assign, disposition = self.conn.execute(
-            "SELECT review_required, requires_assignment, disposition_policy FROM tasks "
-            "WHERE id = ?", (task_id,)).fetchone()
+        review, assign, disposition, budget = self.conn.execute(
+            "SELECT review_required, requires_assignment, disposition_policy, retry_budget "
+            "FROM tasks WHERE id = ?", (task_id,)).fetchone()
         deps = tuple(n for (n,) in self.conn.execute(
             "SELECT t.name FROM edges e JOIN tasks t ON t.id = e.dep WHERE e.task = ? "
             "ORDER BY t.name", (task_id,)))
-        return TaskPolicy(name, deps, bool(review), bool(assign), disposition)
+        return TaskPolicy(name, deps, bool(review), bool(assign), disposition, budget)
 
     def load(self, task_id: int) -> TaskRecord:
         c = self.conn

@@ -96,7 +96,15 @@ CODES = (
     "held", "evidence-missing", "nothing-retained", "unknown-occurrence", "attempt-live",
     "not-authenticated", "role-not-held",
     "base-mismatch", "bad-name", "worktree-unsaved", "token-mismatch", "archive-unconfirmed",
+    "retry-budget-spent", "repair-required",
 )
+
+#: Why an attempt failed (``fail``): unclassified, nothing saved, zero progress and provider
+#: failures are retried automatically within the task's retry budget; a semantic failure (the
+#: work was rejected) waits for a repair and only an operator's retry opens the next attempt.
+FAILURES = ("none", "nothing-saved", "zero-progress", "provider", "semantic")
+#: Automatic retries after failed or lost attempts, per task and generation, by default.
+DEFAULT_RETRY_BUDGET = 2
 
 #: The actors that speak for an attempt's own process: a request of theirs naming K must
 #: also present the attempt's capability token (only its hash is stored); a continuation

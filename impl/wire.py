@@ -32,7 +32,8 @@ from . import names
 from .names import short
 from .errors import BadRequest
 from .vocabulary import (
-    ACTORS, AUTHORITY, NEEDS_CAPABILITY, DISPOSITIONS, EXITS, KINDS, MINTING_KINDS, PHASES,
+    ACTORS, AUTHORITY, NEEDS_CAPABILITY, DISPOSITIONS, EXITS, FAILURES, KINDS, MINTING_KINDS,
+    PHASES,
     REASONS, TOKEN_BEARERS, TRANSACTION_KINDS, VERDICTS,
 )
 
@@ -88,6 +89,7 @@ class Request:
     evidence: str = ""
     deadline: int = 0
     reason: str = "none"
+    failure: str = "none"          # fail: why the attempt failed
     token_hash: str | None = None  # sha256 of the presented capability token (never the token)
     mint: str | None = None        # dispatch, retry, resume: sha256 of the new attempt's token
     digest: str = ""             # sha256 of ``canonical``
@@ -111,7 +113,7 @@ class Request:
 _FIELDS = frozenset({
     "kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
     "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
-    "verdict", "disposition", "evidence", "deadline", "reason", "token", "mint",
+    "verdict", "disposition", "evidence", "deadline", "reason", "token", "mint", "failure",
 })
 #: A token is at most this long (the client's are 64 hex digits: 256 bits from ``secrets``).
 TOKEN_MAX = 512
@@ -121,7 +123,8 @@ _OWNER_FIELDS = frozenset({"pid", "birth", "session", "wrapper-epoch", "child-ep
 _VISIBLE_PHASES = frozenset(PHASES) | frozenset(EXITS)   # "none" never matches a task
 _LABELS = {"kind": frozenset(KINDS), "actor": frozenset(ACTORS),
            "expected-phase": _VISIBLE_PHASES, "verdict": frozenset(VERDICTS),
-           "disposition": frozenset(DISPOSITIONS), "reason": frozenset(REASONS)}
+           "disposition": frozenset(DISPOSITIONS), "reason": frozenset(REASONS),
+           "failure": frozenset(FAILURES)}
 
 
 #: Integers are stored as 64-bit signed values (SQLite INTEGER, PostgreSQL BIGINT).
@@ -292,6 +295,7 @@ def parse(body: Any) -> Request:
         evidence=_text(body, "evidence"),
         deadline=deadline or 0,
         reason=_label(body, "reason") or "none",
+        failure=_label(body, "failure") or "none",
         token_hash=_token_hash(body),
         mint=_mint(body, kind),
     )
@@ -332,6 +336,8 @@ def to_wire(r: Request) -> dict[str, Any]:
         out["deadline"] = r.deadline
     if r.reason != "none":
         out["reason"] = r.reason
+    if r.failure != "none":
+        out["failure"] = r.failure
     if r.mint is not None:
         out["mint"] = r.mint
     if r.token_hash is not None:

@@ -29,7 +29,7 @@ from .instance import (  # noqa: F401  (re-exported: callers import them from he
 from .requests import Capability, Owner, Request
 from .state import State
 from .vocab import (
-    INTRUDER, TOKEN_BEARERS, Actor, AttemptState, Disposition, Exit, Kind as K, Phase, Reason, Verdict, EDGES, EVIDENCE_KINDS,
+    INTRUDER, TOKEN_BEARERS, Actor, AttemptState, Failure, Disposition, Exit, Kind as K, Phase, Reason, Verdict, EDGES, EVIDENCE_KINDS,
 )
 
 FOREIGN_COMMIT = 2
@@ -145,6 +145,8 @@ def _late_requests(c: _Caller) -> Iterator[Request]:
     """What an attempt hears even once closed: a terminal report and a message."""
     yield Request(K.FAIL, Actor.WORKER, c.name, cap=c.cap(), evidence="fail", token=c.t.token)
     if "evidence" in c.inst.groups:
+        yield Request(K.FAIL, Actor.WORKER, c.name, cap=c.cap(), evidence="rejected",
+                      token=c.t.token, failure=Failure.SEMANTIC)
         yield Request(K.MESSAGE, Actor.OPERATOR, c.name, evidence="m1")
 
 

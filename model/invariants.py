@@ -27,7 +27,7 @@ from .properties import (  # noqa: F401  (re-exported: callers import them from 
     fairness, outside_assumptions, pairs, prop, sometimes, step_violations, terminal,
     violations,
 )
-from .vocab import AttemptState as AS, Exit, OwnerSeen, Reason
+from .vocab import AttemptState as AS, Exit, Failure, OwnerSeen, Reason
 
 # The property modules register their properties in the order imported here (the order
 # of ``REGISTRY``): the state invariants, then the step invariants.
@@ -35,7 +35,7 @@ from .invariants_state import (  # noqa: F401
     done_iff_graphsave, dependency_needs_done, legacy_never_satisfies, receipts_fenced,
     promotion_at_most_once, promotion_needs_review, worksave_exact,
     candidate_built_on_attempt_base, protected_path_holds, archive_needs_confirmed_digest,
-    exactly_one_way_forward, no_dead_owner_without_action,
+    exactly_one_way_forward, no_dead_owner_without_action, retries_within_budget,
     compactions_counted_once,
 )
 from .invariants_step import (  # noqa: F401
@@ -43,7 +43,8 @@ from .invariants_step import (  # noqa: F401
     evidence_cannot_terminalize, liveness_needs_exact_birth, cas_base_exact,
     target_history_grows, moved_target_needs_repair, no_phase_skip, retained_work_never_erased,
     retry_needs_proof, idempotent_replay, idempotency_conflict_holds, role_held,
-    keys_per_principal, token_required, continuation_needs_token, rejection_changes_nothing, unchanged_outside_touches,
+    keys_per_principal, token_required, continuation_needs_token,
+    semantic_failure_never_auto_retried, rejection_changes_nothing, unchanged_outside_touches,
 )
 
 
@@ -65,6 +66,12 @@ SOMETIMES = {
                          lambda s, i, t: t.archived != 0),
     "retry-reached": ("a second attempt runs in one generation",
                       lambda s, i, t: all_of(t.attempt >= 2, running(t))),
+    "retry-budget-spent-reached": ("a task's automatic retries are used up: a named hold",
+                                   lambda s, i, t: all_of(t.retries >= 1, not_(running(t)),
+                                                          t.retries >= s.graph.retry_budget[i])),
+    "repair-required-reached": ("a semantic failure waits for a repair",
+                                lambda s, i, t: all_of(t.attempt_state == AS.FAILED,
+                                                       t.failure == Failure.SEMANTIC)),
     "resume-reached": ("a same-attempt continuation runs with a new process epoch",
                        lambda s, i, t: all_of(t.wrapper_epoch >= 2, running(t))),
     "lost-reached": ("an attempt with a proven-dead owner is declared lost",

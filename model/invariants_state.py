@@ -110,6 +110,12 @@ def no_dead_owner_without_action(s: State, i: int, t: TaskState) -> Any:
                    all_of(not_(live), any_of(reserved(t), acting)))
 
 
+@prop("retries-within-budget", incidents=(31, 4))
+def retries_within_budget(s: State, i: int, t: TaskState) -> Any:
+    """A task's automatic retries after failed or lost attempts never exceed its retry budget."""
+    return implies(t.retries != 0, t.retries <= s.graph.retry_budget[i])
+
+
 @prop("compaction-occurrences-counted-once", incidents=(7, 8))
 def compactions_counted_once(s: State, i: int, t: TaskState) -> Any:
     """Compactions, continuations and acknowledgements equal their distinct recorded occurrences."""

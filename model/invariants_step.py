@@ -13,7 +13,8 @@ from .predicates import graph_saved, owner_alive, reserved, running
 from .properties import pairs, prop, terminal
 from .state import State, TaskState
 from .vocab import (
-    Code, DecisionKind as D, Exit, Kind, OwnerSeen, Phase, Reason, EDGES, EVIDENCE_KINDS,
+    AttemptState, Code, DecisionKind as D, Exit, Failure, Kind, OwnerSeen, Phase, Reason, EDGES,
+    EVIDENCE_KINDS,
 )
 
 
@@ -218,6 +219,17 @@ def continuation_needs_token(s: State, r, d, s2: State) -> Any:
         return implies(continued, all_of(r.kind == Kind.RESUME, t.token != 0,
                                          r.token == t.token, t2.token == r.mint))
     return all_of(*[ok(t, t2) for _, t, t2 in pairs(s, s2)])
+
+
+@prop("semantic-failure-never-auto-retried", scope="step", incidents=(31,))
+def semantic_failure_never_auto_retried(s: State, r, d, s2: State) -> Any:
+    """An attempt whose work was rejected (a semantic failure) is never followed by an automatic retry: only an operator's retry opens the next attempt."""
+    if r.kind != Kind.DISPATCH or r.task not in s.graph.index:
+        return True
+    t = s.tasks[s.graph.index[r.task]]
+    rejected = all_of(one_of(t.attempt_state, (AttemptState.FAILED, AttemptState.LOST)),
+                      t.failure == Failure.SEMANTIC)
+    return implies(rejected, d.kind != D.APPLIED)
 
 
 @prop("rejection-changes-nothing", scope="step", incidents=(10, 12, 27))

@@ -13,7 +13,7 @@ from .projections import plan, recovery_rank, status
 from .predicates import graph_saved
 from .state import State, TaskState
 from .vocab import (
-    AttemptState, Disposition, DecisionKind, Code, Exit, OwnerSeen, Phase, Reason, Receipt, Status,
+    AttemptState, Disposition, DecisionKind, Code, Exit, Failure, OwnerSeen, Phase, Reason, Receipt, Status,
 )
 
 
@@ -121,6 +121,7 @@ def observe_task(s: State, i: int, names: Names) -> dict[str, Any]:
                      "acks": t.acks, "provider-failures": t.provider_failures,
                      "messages": t.messages, "logs": t.logs},
         "evidence": sorted([list(e) for e in t.evidence] + archive_evidence(t, names)),
+        "failure": Failure(t.failure).label, "retries": t.retries,
         "assigned": bool(t.assigned), "legacy-done": bool(t.legacy_done),
         "reconstructed": bool(t.reconstructed), "abandoned": bool(t.abandoned),
     }

@@ -16,7 +16,8 @@ from .logic import all_of, any_of, ite, not_, one_of
 from .predicates import deps_done, graph_saved, reserved, running
 from .state import State, TaskState
 from .vocab import (
-    Action, Disposition, Exit, Kind, OwnerSeen, Phase, Reason, Status, Way, EDGES,
+    Action, AttemptState, Disposition, Exit, Failure, Kind, OwnerSeen, Phase, Reason, Status, Way,
+    EDGES,
 )
 
 
@@ -103,12 +104,36 @@ def _waits_on_other_actor(s: State, i: int, t: TaskState) -> Any:
                   all_of(review, t.phase == Phase.AWAITING_ACCEPTANCE))
 
 
+def _failed(s: State, i: int, t: TaskState) -> Any:
+    """The last attempt failed or was lost: the next dispatch is an automatic retry."""
+    return one_of(t.attempt_state, (AttemptState.FAILED, AttemptState.LOST))
+
+
+def _needs_repair(s: State, i: int, t: TaskState) -> Any:
+    return all_of(_failed(s, i, t), t.failure == Failure.SEMANTIC)
+
+
+def _budget_spent(s: State, i: int, t: TaskState) -> Any:
+    return all_of(_failed(s, i, t), t.failure != Failure.SEMANTIC,
+                  t.retries >= s.graph.retry_budget[i])
+
+
+def _retry_held(s: State, i: int, t: TaskState) -> Any:
+    return any_of(_needs_repair(s, i, t), _budget_spent(s, i, t))
+
+
 WAY_CONDITIONS = {
     "assign": lambda s, i, t: all_of(
         not_(running(t)), not_(_held(t)), s.graph.requires_assignment[i], not_(t.assigned)),
     "dispatch": lambda s, i, t: all_of(
         not_(running(t)), not_(_held(t)), deps_done(s, i),
-        any_of(not_(s.graph.requires_assignment[i]), t.assigned)),
+        any_of(not_(s.graph.requires_assignment[i]), t.assigned), not_(_retry_held(s, i, t))),
+    "repair-required": lambda s, i, t: all_of(
+        not_(running(t)), not_(_held(t)), deps_done(s, i),
+        any_of(not_(s.graph.requires_assignment[i]), t.assigned), _needs_repair(s, i, t)),
+    "retry-budget-spent": lambda s, i, t: all_of(
+        not_(running(t)), not_(_held(t)), deps_done(s, i),
+        any_of(not_(s.graph.requires_assignment[i]), t.assigned), _budget_spent(s, i, t)),
     "await-dependencies": lambda s, i, t: all_of(
         not_(running(t)), not_(_held(t)), not_(deps_done(s, i)), not_(_dep_abandoned(s, i)),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned)),
@@ -134,6 +159,10 @@ WAY_CONDITIONS = {
 WAYS: tuple[WayRule, ...] = (
     WayRule("assign", Way.RUNNABLE, Action.ASSIGN, "admission needs its assignment receipt"),
     WayRule("dispatch", Way.RUNNABLE, Action.DISPATCH, "dependencies are Done: open an attempt"),
+    WayRule("repair-required", Way.HOLD, Action.AWAIT_OPERATOR,
+            "the attempt's work was rejected: a repair, never an automatic retry"),
+    WayRule("retry-budget-spent", Way.HOLD, Action.AWAIT_OPERATOR,
+            "the task's automatic retries after failures are used up: an operator retries"),
     WayRule("await-dependencies", Way.WAIT, Action.AWAIT_DEPENDENCIES, "a dependency is not Done yet"),
     WayRule("dependency-abandoned", Way.HOLD, Action.AWAIT_OPERATOR, "a dependency was abandoned"),
     WayRule("live-owner", Way.LIVE_OWNER, Action.PROBE_OWNER,

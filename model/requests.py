@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .vocab import (
-    Actor, Disposition, Exit, Kind, Labelled, Phase, Reason, Verdict,
+    Actor, Disposition, Exit, Failure, Kind, Labelled, Phase, Reason, Verdict,
     AUTHORITY, MINTING_KINDS, NEEDS_CAPABILITY, TOKEN_BEARERS, TRANSACTION_KINDS,
 )
 
@@ -77,6 +77,7 @@ class Request:
     evidence: str = ""                       # evidence / occurrence / event id
     deadline: int = 0
     reason: Reason = Reason.NONE
+    failure: Failure = Failure.NONE          # fail: why the attempt failed
     principal: str | None = None             # who the kernel authenticated; None: the role label
     token: Any = 0                           # the attempt's capability token, as presented (0: none)
     mint: Any = 0                            # dispatch, retry, resume: the token the opened attempt gets

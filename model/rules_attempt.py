@@ -4,12 +4,14 @@ Each rule is a guard-then-update function declared with ``@rule`` (``wgk.model.r
 """
 from __future__ import annotations
 
-from .logic import all_of, any_of, ite, not_, one_of
+from typing import Any
+
+from .logic import all_of, any_of, implies, ite, not_, one_of
 from .predicates import deps_done, reserved, running
 from .ruleset import CLOSE, OPEN, guarded, rule
 from .state import replace_task as replace
 from .updates import close_attempt, open_attempt
-from .vocab import AttemptState as AS, Code, DecisionKind as D, Exit, Kind as K, OwnerSeen
+from .vocab import AttemptState as AS, Code, DecisionKind as D, Exit, Failure, Kind as K, OwnerSeen
 
 
 @rule(K.ASSIGN, touches={"assigned"}, reads={"self"})
@@ -41,16 +43,32 @@ def _import_checks(t, r) -> list:
             (t.retained == r.imports, Code.CANDIDATE_MISMATCH)]
 
 
-@rule(K.DISPATCH, touches=OPEN, reads={"self", "deps.done", "target"})
+def after_failure(t) -> Any:
+    """The last attempt failed or was lost: a dispatch now is an automatic retry."""
+    return one_of(t.attempt_state, (AS.FAILED, AS.LOST))
+
+
+def _retry_checks(s, i, t) -> list:
+    """An automatic retry: never after a semantic failure, and within the task's budget."""
+    again = after_failure(t)
+    return [(implies(again, t.failure != Failure.SEMANTIC), Code.REPAIR_REQUIRED),
+            (implies(again, t.retries < s.graph.retry_budget[i]), Code.RETRY_BUDGET_SPENT)]
+
+
+@rule(K.DISPATCH, touches=OPEN | {"retries"}, reads={"self", "deps.done", "target"})
 def dispatch(s, i, t, r):
-    """Open an attempt on a task whose dependencies are all dependency-satisfying Done."""
+    """Open an attempt on a task whose dependencies are all dependency-satisfying Done; after a
+    failed or lost attempt it is an automatic retry, counted against the task's budget."""
     checks = _admission_checks(s, i, t, r) + [(not_(running(t)), Code.ATTEMPT_LIVE)]
-    return guarded(checks + _import_checks(t, r), lambda: s.put(i, open_attempt(s, t, r)))
+    retries = ite(after_failure(t), t.retries + 1, t.retries)
+    return guarded(checks + _retry_checks(s, i, t) + _import_checks(t, r),
+                   lambda: s.put(i, replace(open_attempt(s, t, r), retries=retries)))
 
 
-@rule(K.RETRY, touches=OPEN | CLOSE, reads={"self", "deps.done", "target"})
+@rule(K.RETRY, touches=OPEN | CLOSE | {"retries"}, reads={"self", "deps.done", "target"})
 def retry(s, i, t, r):
-    """The operator closes a stuck attempt (work retained) and opens a new one."""
+    """The operator closes a stuck attempt (work retained) and opens a new one; the automatic
+    retries start again."""
     stuck = any_of(
         not_(running(t)),
         all_of(t.owner_seen == OwnerSeen.DEAD, not_(reserved(t))),
@@ -58,7 +76,8 @@ def retry(s, i, t, r):
     )
     closed = ite(running(t), close_attempt(t, AS.ABANDONED), t)
     checks = _admission_checks(s, i, t, r) + [(stuck, Code.ATTEMPT_LIVE)]
-    return guarded(checks + _import_checks(closed, r), lambda: s.put(i, open_attempt(s, closed, r)))
+    return guarded(checks + _import_checks(closed, r),
+                   lambda: s.put(i, replace(open_attempt(s, closed, r), retries=0)))
 
 
 @rule(K.RESUME, touches={"owner_pid", "owner_birth", "proc_birth", "wrapper_epoch", "child_epoch",

@@ -135,13 +135,15 @@ def log(s, i, t, r):
 
 # --- terminal reports and convergence -----------------------------------------
 
-@rule(K.FAIL, touches=CLOSE | {"evidence"}, reads={"self"})
+@rule(K.FAIL, touches=CLOSE | {"evidence", "failure"}, reads={"self"})
 def fail(s, i, t, r):
-    """A terminal failure report: the first terminal wins, later ones are evidence only."""
+    """A terminal failure report: the first terminal wins (and says why the attempt failed),
+    later ones are evidence only."""
     first = all_of(running(t), not_(reserved(t)))
     return guarded(
         [],
         lambda: s.put(i, replace(ite(first, close_attempt(t, AS.FAILED), t),
+                                 failure=ite(first, r.failure, t.failure),
                                  evidence=note_evidence(t, "fail", r.evidence))),
         kind=ite(first, D.APPLIED, D.EVIDENCE_ONLY),
     )

@@ -11,13 +11,15 @@ from .ruleset import CLOSE, EDGE, EXIT, guarded, rule
 from .state import NO_RECEIPTS, Binding, replace_task as replace
 from .updates import close_attempt, leave_main_line, retain_base, retain_work
 from .vocab import (
-    AttemptState as AS, Code, DecisionKind as D, Disposition, Exit, Kind as K, Phase, Reason,
+    AttemptState as AS, Code, DecisionKind as D, Disposition, Exit, Failure, Kind as K, Phase,
+    Reason,
     PRE_EFFECT_PHASES,
 )
 
 
 @rule(K.RESET, touches=CLOSE | EDGE | EXIT | {"generation", "attempt", "candidate", "base", "version",
-                                             "disposition", "receipts", "effect_done"},
+                                             "disposition", "receipts", "effect_done", "retries",
+                                             "failure"},
       reads={"self"})
 def reset(s, i, t, r):
     """A new generation; a completion that reserved the terminal first wins the race."""
@@ -28,7 +30,7 @@ def reset(s, i, t, r):
             closed, generation=t.generation + 1, attempt=0,
             phase=Phase.ABSENT, exit=Exit.NONE, reason=Reason.NONE, revision=0,
             candidate=0, base=0, version=0, disposition=Disposition.NONE,
-            receipts=NO_RECEIPTS, effect_done=False,
+            receipts=NO_RECEIPTS, effect_done=False, retries=0, failure=Failure.NONE,
             retained=retain_work(t), retained_base=retain_base(t),
         ))
     return guarded(

@@ -46,7 +46,7 @@ READ_TOKENS = frozenset({"self", "self.evidence", "deps.done", "deps.abandoned",
 CLOSE = frozenset({"attempt_state", "retained", "retained_base", "worktree_lease", "session_lease", "finish_lease",
                    "deadline", "owner_pid", "owner_birth", "session", "wrapper_epoch",
                    "child_epoch", "owner_seen", "proc_birth"})
-OPEN = frozenset({"attempt", "fence", "lease_epoch", "attempt_state", "token", "owner_pid", "owner_birth",
+OPEN = frozenset({"attempt", "fence", "lease_epoch", "attempt_state", "token", "failure", "owner_pid", "owner_birth",
                   "session", "wrapper_epoch", "child_epoch", "owner_seen", "proc_birth",
                   "worktree_lease", "session_lease", "finish_lease", "worktree",
                   "worktree_present", "origin", "built_on", "saved_work", "imported", "phase", "exit",

@@ -20,7 +20,7 @@ import networkx as nx
 from .logic import all_of, not_
 from .protected import NOTHING_PROTECTED
 from .vocab import (
-    INTRUDER, TOKEN_BEARERS, AttemptState, Disposition, Exit, OwnerSeen, Phase, Reason, Receipt,
+    DEFAULT_RETRY_BUDGET, INTRUDER, TOKEN_BEARERS, AttemptState, Failure, Disposition, Exit, OwnerSeen, Phase, Reason, Receipt,
 )
 
 
@@ -38,6 +38,8 @@ class Graph:
     review_required: tuple[bool, ...]
     requires_assignment: tuple[bool, ...]
     index: Mapping[str, int] = field(repr=False)
+    #: per task, the automatic retries after failed or lost attempts in one generation
+    retry_budget: tuple = ()
     #: principal -> the roles it holds; ``closed``: every request must name a principal.
     principals: Mapping[str, frozenset] = field(default_factory=lambda: {INTRUDER: TOKEN_BEARERS})
     closed: bool = False
@@ -55,6 +57,7 @@ class Graph:
         review_required: Iterable[str] = (),
         requires_assignment: Iterable[str] = (),
         principals: Mapping[str, Iterable[Any]] | None = None,
+        retry_budget: Mapping[str, int] | None = None,
         protected: Any = NOTHING_PROTECTED,
         protected_paths: Iterable[str] = (),
     ) -> "Graph":
@@ -92,6 +95,7 @@ class Graph:
             deps=tuple(tuple(sorted(index[d] for d in deps.get(n, ()))) for n in names),
             review_required=tuple(n in review for n in names),
             requires_assignment=tuple(n in assign for n in names),
+            retry_budget=tuple((retry_budget or {}).get(n, DEFAULT_RETRY_BUDGET) for n in names),
             index=index,
             principals=({INTRUDER: TOKEN_BEARERS} if principals is None
                         else {p: frozenset(roles) for p, roles in principals.items()}),
@@ -203,6 +207,9 @@ class TaskState:
     provider_failures: Any = 0
     logs: Any = 0
     messages: Any = 0              # inert messages held for a running attempt
+    # failures and the automatic retries they used (this generation)
+    failure: Any = Failure.NONE    # why the last attempt failed, as its report said
+    retries: Any = 0               # dispatches after a failed or lost attempt
     # admission, migration and operator facts
     assigned: Any = False
     legacy_done: Any = False

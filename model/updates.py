@@ -11,7 +11,7 @@ from .logic import ite
 from .predicates import dirty
 from .requests import Request
 from .state import NO_RECEIPTS, State, TaskState, replace_task as replace
-from .vocab import AttemptState as AS, Disposition, Exit, OwnerSeen, Phase, Reason
+from .vocab import AttemptState as AS, Disposition, Exit, Failure, OwnerSeen, Phase, Reason
 
 
 def advance(t: TaskState, to: Phase, **changes: Any) -> TaskState:
@@ -57,7 +57,7 @@ def open_attempt(s: State, t: TaskState, r: Request) -> TaskState:
     return replace(
         t,
         attempt=t.attempt + 1, fence=t.fence + 1, lease_epoch=t.lease_epoch + 1,
-        attempt_state=AS.RUNNING, token=r.mint,
+        attempt_state=AS.RUNNING, token=r.mint, failure=Failure.NONE,
         owner_pid=o.pid, owner_birth=o.birth, session=o.session,
         wrapper_epoch=1, child_epoch=1,        # a new attempt's first process; only resume raises them
         owner_seen=OwnerSeen.UNVERIFIED, proc_birth=o.birth,

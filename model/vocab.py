@@ -145,6 +145,8 @@ class Code(Labelled):
     WORKTREE_UNSAVED = 26      # the worktree holds bytes nothing saved (commit-cleanup)
     TOKEN_MISMATCH = 27        # the attempt's capability token was not presented
     ARCHIVE_UNCONFIRMED = 28   # no confirmation receipt names the digest an archive names
+    RETRY_BUDGET_SPENT = 29    # the task's automatic retries after failures are used up
+    REPAIR_REQUIRED = 30       # a semantic failure waits for a repair, never an automatic retry
 
 
 class AttemptState(Labelled):
@@ -204,6 +206,21 @@ class Exit(Labelled):
     ABORTED_PRESERVED = 2
     UPGRADE_BLOCKED = 3
     NEEDS_RECONCILIATION = 4
+
+
+class Failure(Labelled):
+    """Why an attempt failed, as its report says (``fail``): what may follow it."""
+
+    NONE = 0                   # unclassified (or lost): an automatic retry, within the budget
+    NOTHING_SAVED = 1          # orphaned before anything was saved: an automatic retry
+    ZERO_PROGRESS = 2          # the attempt made no progress: an automatic retry
+    PROVIDER = 3               # the provider failed: an automatic retry imports what was kept
+    SEMANTIC = 4               # the work itself was rejected: a repair, never an automatic retry
+
+
+#: Automatic retries (dispatches after a failed or lost attempt) a task gets per generation
+#: unless its policy says otherwise.
+DEFAULT_RETRY_BUDGET = 2
 
 
 class Disposition(Labelled):

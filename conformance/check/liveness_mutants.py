@@ -39,14 +39,16 @@ def _never_acts(kind: K) -> Callable:
 
 
 def _dispatch_without_budget(s, i, t, r):
-    """Dispatch that reopens the same attempt number: the attempt count never runs out."""
+    """Dispatch that reopens the same attempt number and counts no retry: neither the attempt
+    count nor the retry budget ever runs out."""
     g = RULES[K.DISPATCH](s, i, t, r)
 
     def update():
         s2 = g.update()
         t2 = s2.tasks[i]
         return s2.put(i, dc_replace(t2, attempt=t.attempt, fence=ite(t.fence >= 1, t.fence, 1),
-                                    lease_epoch=ite(t.lease_epoch >= 1, t.lease_epoch, 1)))
+                                    lease_epoch=ite(t.lease_epoch >= 1, t.lease_epoch, 1),
+                                    retries=t.retries))
     return guarded(g.checks, update, g.kind)
 
 
@@ -59,7 +61,8 @@ LIVENESS_MUTANTS: dict[str, LivenessMutant] = {m.name: m for m in (
         {K.DECLARE_LOST: _never_acts(K.DECLARE_LOST)}),
     LivenessMutant(
         "retry-without-budget",
-        "Dispatch reopens the same attempt number, so a dying owner is retried without limit: "
+        "Dispatch reopens the same attempt number and counts no retry, so a dying owner is "
+        "retried without limit: "
         "the task cycles through dispatch, death and declare-lost forever.",
         "eventually-settles", Instance(tasks=1, groups=("core", "env")),
         {K.DISPATCH: _dispatch_without_budget}),

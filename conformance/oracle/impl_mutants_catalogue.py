@@ -114,6 +114,14 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "continuation-needs-token",
        ("rules_attempt.py", "                  token_hash=ctx.request.mint)",
         "                  token_hash=t.token_hash)")),
+    _m("retry-budget-ignored", "rules",
+       "a dispatch after a failed or lost attempt never checks the task's retry budget, so a "
+       "failing task is retried automatically without limit", "retries-within-budget",
+       ("rules_attempt.py", "    if t.retries >= ctx.policy.retry_budget:", "    if False:")),
+    _m("semantic-failure-retried", "rules",
+       "a dispatch after a semantic failure is an automatic retry like any other",
+       "semantic-failure-never-auto-retried",
+       ("rules_attempt.py", '    if t.failure == "semantic":', "    if False:")),
     # --- digests -----------------------------------------------------------------------------
     _m("digest-omits-candidate", "digests",
        "the request digest leaves out the candidate, so the same key with another candidate "

@@ -22,6 +22,7 @@ import tempfile
 import uuid
 from typing import Any, Iterator
 
+from wgk.impl.vocabulary import DEFAULT_RETRY_BUDGET
 from wgk.impl import (
     BadRequest, EnvError, Initial, Kernel, MemoryWorld, SeedError, TaskPolicy, no_hook,
 )
@@ -68,7 +69,8 @@ def database(workdir: str) -> Iterator[str]:
 def policies(graph: dict) -> list[TaskPolicy]:
     return [TaskPolicy(t["name"], deps=tuple(t.get("deps", ())),
                        review_required=bool(t.get("review-required")),
-                       requires_assignment=bool(t.get("requires-assignment")))
+                       requires_assignment=bool(t.get("requires-assignment")),
+                       retry_budget=t.get("retry-budget", DEFAULT_RETRY_BUDGET))
             for t in graph.get("tasks", [])]
 
 

@@ -162,6 +162,7 @@ def graph_of(spec: dict, names: Names | None = None, steps: list = ()) -> Graph:
             graph_id=spec.get("id", "g"),
             review_required=[t["name"] for t in tasks if t.get("review-required")],
             requires_assignment=[t["name"] for t in tasks if t.get("requires-assignment")],
+            retry_budget={t["name"]: t["retry-budget"] for t in tasks if "retry-budget" in t},
             principals=principals_of(spec),
             protected=protected_of(spec, list(steps), names),
             protected_paths=spec.get("protected-paths", ()),

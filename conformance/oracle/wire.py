@@ -14,7 +14,7 @@ from wgk.model.kernel import Decision
 from wgk.model.observe import Names
 from wgk.model.requests import Capability, Owner, Request
 from wgk.model.vocab import (
-    Actor, Code, DecisionKind, Disposition, Exit, Kind, Phase, Reason, Verdict,
+    Actor, Code, DecisionKind, Disposition, Exit, Failure, Kind, Phase, Reason, Verdict,
     MINTING_KINDS, TRANSACTION_KINDS,
 )
 
@@ -32,6 +32,7 @@ REQUEST_FIELDS = {
     "kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
     "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
     "verdict", "disposition", "evidence", "deadline", "reason", "principal", "token", "mint",
+    "failure",
 }
 CAP_FIELDS = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
 OWNER_FIELDS = ("pid", "birth", "session", "wrapper-epoch", "child-epoch")
@@ -103,6 +104,8 @@ def request_from_wire(d: Any, names: Names, pointer: str = "") -> Request:
         kw["disposition"] = _enum(Disposition, d["disposition"], f"{pointer}/disposition")
     if "reason" in d:
         kw["reason"] = _enum(Reason, d["reason"], f"{pointer}/reason")
+    if "failure" in d:
+        kw["failure"] = _enum(Failure, d["failure"], f"{pointer}/failure")
     if "evidence" in d:
         if not isinstance(d["evidence"], str):
             raise WireError(f"{pointer}/evidence", "expected an evidence id (string)")
@@ -192,6 +195,8 @@ def request_to_wire(r: Request, names: Names) -> dict[str, Any]:
         out["deadline"] = r.deadline
     if r.reason != Reason.NONE:
         out["reason"] = r.reason.label
+    if r.failure != Failure.NONE:
+        out["failure"] = r.failure.label
     if r.principal is not None:
         out["principal"] = r.principal
     if r.token:

@@ -212,13 +212,13 @@ def load_traces(paths: Iterable[str | Path]) -> list[Trace]:
 TOP_ORDER = ("format", "id", "title", "source", "description", "graph", "initial", "steps", "expect")
 SOURCE_ORDER = ("kind", "incident", "provenance", "file")
 GRAPH_ORDER = ("id", "target", "protected-paths", "tasks")
-TASK_ORDER = ("name", "deps", "review-required", "requires-assignment")
+TASK_ORDER = ("name", "deps", "review-required", "requires-assignment", "retry-budget")
 STEP_ORDER = ("request", "env", "task", "content", "paths", "birth", "amount", "expect",
               "expect-facts", "from", "note")
 REQUEST_ORDER = ("kind", "actor", "task", "key", "cap", "token", "expected-phase",
                  "expected-revision", "expected-attempt", "expected-generation", "owner", "mint",
-                 "imports", "candidate", "base", "verdict", "disposition", "reason", "evidence",
-                 "deadline")
+                 "imports", "candidate", "base", "verdict", "disposition", "reason", "failure",
+                 "evidence", "deadline")
 CAP_ORDER = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
 OWNER_ORDER = ("pid", "birth", "session", "wrapper-epoch", "child-epoch")
 DECISION_ORDER = ("decision", "code", "original")
@@ -231,7 +231,7 @@ TASK_FACT_ORDER = (
     "attempt-state", "owner-seen", "owner", "leases", "phase", "exit", "reason", "revision",
     "candidate", "base", "version", "disposition", "receipts", "worktree", "saved-work",
     "retained", "imported", "promotions", "effect-done", "deadline", "recovery-rank", "counters",
-    "evidence", "assigned", "legacy-done", "reconstructed", "abandoned",
+    "evidence", "failure", "retries", "assigned", "legacy-done", "reconstructed", "abandoned",
 )
 PLAN_ORDER = ("task", "way", "action", "reason", "deadline")
 RECEIPT_ORDER = ("work-save", "candidate", "validation", "review", "disposition", "effect",

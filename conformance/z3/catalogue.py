@@ -178,7 +178,8 @@ class Catalogue:
                 if getattr(r, name) is not None:
                     values[name] = getattr(r, name)
             values.update(imports=r.imports, candidate=r.candidate, base=r.base,
-                          deadline=r.deadline, token=r.token, mint=r.mint)
+                          deadline=r.deadline, token=r.token, mint=r.mint,
+                          failure=int(r.failure))
             shape = tpl.shapes[tpl.actors.index(r.actor)]
             return n, shape, values
         raise KeyError(f"no template covers {r.kind.label} on {r.task}")

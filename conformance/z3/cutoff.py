@@ -88,6 +88,7 @@ class Twin:
         gb = Graph(graph_id=ga.graph_id, tasks=names, deps=CUTOFF_DEPS,
                    review_required=tuple(z3.Bool(f"policyB.{n}.review") for n in names),
                    requires_assignment=tuple(z3.Bool(f"policyB.{n}.assignment") for n in names),
+                   retry_budget=tuple(z3.Int(f"policyB.{n}.budget") for n in names),
                    index=dict(ga.index), protected=ga.protected)
         self.sem = sem
         templates = request_templates(list(Kind) if kinds is None else kinds, list(tasks), ids,

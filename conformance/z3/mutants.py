@@ -280,6 +280,19 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "keys-per-principal", Instance(tasks=1, groups=INTRUDED, keys=1), 2,
         patches=((kernel, "journal_key_of", _global_key),)),
     Mutant(
+        "dispatch-ignores-retry-budget", (31,),
+        "Dispatch after a failed or lost attempt ignores the task's retry budget: a failing "
+        "task is retried automatically without limit.",
+        "retries-within-budget", Instance(tasks=1, attempts=4, groups=CORE), 7,
+        rules={K.DISPATCH: without_checks(K.DISPATCH, Code.RETRY_BUDGET_SPENT)}),
+    Mutant(
+        "semantic-failure-auto-retried", (31,),
+        "Dispatch after a semantic failure: work the validator rejected is retried "
+        "automatically instead of waiting for a repair.",
+        "semantic-failure-never-auto-retried", Instance(tasks=1, attempts=2,
+                                                        groups=("core", "evidence")), 3,
+        rules={K.DISPATCH: without_checks(K.DISPATCH, Code.REPAIR_REQUIRED)}),
+    Mutant(
         "driver-chosen-base", (12,),
         "save-work takes the base from the request: a candidate built on the old target is "
         "bound to the moved one, and the land's compare-and-swap drops the commit between.",

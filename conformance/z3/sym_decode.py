@@ -33,8 +33,10 @@ def decode_graph(model: z3.ModelRef, g: Graph) -> Graph:
     deps = {g.tasks[i]: [g.tasks[d] for d in ds] for i, ds in enumerate(g.deps)}
     review = [n for i, n in enumerate(g.tasks) if value(model, g.review_required[i])]
     assign = [n for i, n in enumerate(g.tasks) if value(model, g.requires_assignment[i])]
+    budget = {n: value(model, b) for n, b in zip(g.tasks, g.retry_budget)}
     return Graph.build(g.tasks, deps, graph_id=g.graph_id, review_required=review,
-                       requires_assignment=assign, protected=decode_protected(model, g.protected))
+                       requires_assignment=assign, protected=decode_protected(model, g.protected),
+                       retry_budget=budget)
 
 
 class DecodedProtected:

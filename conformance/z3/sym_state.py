@@ -85,11 +85,13 @@ def fresh_state(space: Space, prefix: str) -> State:
 
 def symbolic_graph(names: tuple[str, ...], deps: tuple[tuple[int, ...], ...], graph_id: str = "g"
                    ) -> Graph:
-    """A graph whose review and assignment policies are z3 Bools and whose protected contents
-    are an uninterpreted z3 predicate on content ids (every policy at once)."""
+    """A graph whose review and assignment policies are z3 Bools, whose retry budgets are z3
+    Ints and whose protected contents are an uninterpreted z3 predicate on content ids (every
+    policy at once)."""
     return Graph(graph_id=graph_id, tasks=names, deps=deps,
                  review_required=tuple(z3.Bool(f"policy.{n}.review") for n in names),
                  requires_assignment=tuple(z3.Bool(f"policy.{n}.assignment") for n in names),
+                 retry_budget=tuple(z3.Int(f"policy.{n}.budget") for n in names),
                  index={n: i for i, n in enumerate(names)},
                  protected=z3.Function("policy.protected", z3.IntSort(), z3.BoolSort()))
 

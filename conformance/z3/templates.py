@@ -26,8 +26,8 @@ from wgk.model.actions import OWNER
 from wgk.model.env import EnvKind, EnvStep
 from wgk.model.requests import EXIT_CODE_BASE, Capability, Owner, Request
 from wgk.model.vocab import (
-    AUTHORITY, MINTING_KINDS, TRANSACTION_KINDS, Actor, Disposition, Exit, Kind as K, Phase,
-    Verdict,
+    AUTHORITY, MINTING_KINDS, TRANSACTION_KINDS, Actor, Disposition, Exit, Failure, Kind as K,
+    Phase, Verdict,
 )
 
 from wgk.conformance.z3.symbolic import SymDigest, nonzero_int
@@ -37,7 +37,7 @@ CAS = ("expected_phase", "expected_revision")
 
 #: Every symbolic request field; a digest slot each.
 POOL: tuple[str, ...] = CAP + CAS + ("expected_attempt", "expected_generation") + OWNER + (
-    "imports", "candidate", "base", "deadline", "token", "mint")
+    "imports", "candidate", "base", "deadline", "token", "mint", "failure")
 SLOT = {name: n for n, name in enumerate(POOL)}
 
 VERDICTS: dict[K, tuple[Verdict | None, ...]] = {
@@ -116,7 +116,7 @@ class Template:
             kw["imports"] = p["imports"]
         if self.deadline:
             kw["deadline"] = p["deadline"]
-        for name in self.token_slots:
+        for name in self.token_slots + self.failure_slot:
             kw[name] = p[name]
         r = SymRequest(self.kind, self.actors[0], self.task, key=key, cap=cap,
                        owner=owner, verdict=self.verdict, disposition=self.disposition,
@@ -137,7 +137,12 @@ class Template:
             names.append("imports")
         if self.deadline:
             names.append("deadline")
-        return tuple(names) + self.token_slots
+        return tuple(names) + self.token_slots + self.failure_slot
+
+    @property
+    def failure_slot(self) -> tuple[str, ...]:
+        """A failure report says why (a code the rules only compare and store)."""
+        return ("failure",) if self.kind == K.FAIL else ()
 
     @property
     def token_slots(self) -> tuple[str, ...]:
@@ -162,6 +167,8 @@ class Template:
             out += [p["pid"] > 0, p["birth"] > 0]
         if self.kind in MINTING_KINDS:            # an opener mints a token (the wire refuses none)
             out.append(p["mint"] > 0)
+        if self.failure_slot:                     # one of the failure labels
+            out.append(p["failure"] <= max(Failure))
         return out
 
     def concrete(self, values: dict[str, int], actor: Actor, key: str | None,
@@ -189,6 +196,8 @@ class Template:
             kw["deadline"] = values["deadline"]
         for name in self.token_slots:
             kw[name] = values[name]
+        if self.failure_slot:
+            kw["failure"] = Failure(values["failure"])
         return Request(self.kind, actor, self.task, key=key, cap=cap, owner=owner,
                        verdict=self.verdict, disposition=self.disposition,
                        evidence=self.evidence, principal=self.principal, **kw)

@@ -54,6 +54,9 @@ def _graph_commands(sub, js: argparse.ArgumentParser) -> None:
     s.add_argument("--review-required", action="store_true")
     s.add_argument("--requires-assignment", action="store_true")
     s.add_argument("--disposition", default="land", choices=["land", "deliver", "report"])
+    s.add_argument("--retry-budget", type=int, default=2, metavar="N",
+                   help="automatic retries after failed or lost attempts per generation "
+                        "(default 2; then a named hold until an operator retries)")
     s = task.add_parser("dep", parents=[js], help="add a dependency to a task without attempts")
     s.add_argument("name")
     s.add_argument("--after", required=True, metavar="DEP")

@@ -135,7 +135,7 @@ def fresh_key(args, kind: str, task: str) -> str:
 def do_task(k: Kernel, args) -> int:
     if args.task_action == "add":
         k.add_tasks([TaskPolicy(args.name, tuple(args.after), args.review_required,
-                                args.requires_assignment, args.disposition)])
+                                args.requires_assignment, args.disposition, args.retry_budget)])
         return emit(args, {"added": args.name, "deps": args.after}, f"added {args.name}")
     require_task(k, args.name)
     k.add_dependency(args.name, args.after)
