@@ -121,7 +121,8 @@ class Twin:
                 if "self.evidence" in reads or p[1] == ev_id:
                     out.append(ta.evidence.bits[p] == tb.evidence.bits[p])
             out += [g.review_required[i] == b.graph.review_required[i],
-                    g.requires_assignment[i] == b.graph.requires_assignment[i]]
+                    g.requires_assignment[i] == b.graph.requires_assignment[i],
+                    g.retry_budget[i] == b.graph.retry_budget[i]]
         if i is not None and "deps.done" in reads:
             out.append(_all([graph_saved(a.tasks[d]) for d in g.deps[i]])
                        == _all([graph_saved(b.tasks[d]) for d in g.deps[i]]))
