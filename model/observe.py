@@ -19,58 +19,50 @@ from .vocab import (
 
 @dataclass
 class Names:
-    """Two-way interning of content ids (and sessions) between trace strings and model ints."""
+    """Two-way interning of content ids, sessions and capability tokens between trace strings
+    and model ints."""
 
     content: dict[str, int] = field(default_factory=dict)
     sessions: dict[str, int] = field(default_factory=dict)
     tokens: dict[str, int] = field(default_factory=dict)
 
-    def tid(self, name: str | None) -> int:
-        """A capability token's int (traces name tokens symbolically; 0: none presented)."""
-        if name is None or name == "":
-            return 0
-        if name not in self.tokens:
-            self.tokens[name] = len(self.tokens) + 1
-        return self.tokens[name]
-
-    def tname(self, n: int) -> str | None:
-        if n == 0:
-            return None
-        for k, v in self.tokens.items():
-            if v == n:
-                return k
-        return f"t{n}"
-
     def cid(self, name: str | None) -> int:
-        if name is None or name == "":
-            return 0
-        if name not in self.content:
-            self.content[name] = len(self.content) + 1
-        return self.content[name]
+        return _intern(self.content, name)
 
     def sid(self, name: str | int | None) -> int:
-        if name is None or name == "":
-            return 0
-        key = str(name)
-        if key not in self.sessions:
-            self.sessions[key] = len(self.sessions) + 1
-        return self.sessions[key]
+        return _intern(self.sessions, None if name is None else str(name))
+
+    def tid(self, name: str | None) -> int:
+        """A capability token's int (traces name tokens symbolically; 0: none presented)."""
+        return _intern(self.tokens, name)
 
     def cname(self, n: int) -> str | None:
-        if n == 0:
-            return None
-        for k, v in self.content.items():
-            if v == n:
-                return k
-        return f"#{n}"
+        return _name(self.content, n, "#")
 
     def sname(self, n: int) -> str | None:
-        if n == 0:
-            return None
-        for k, v in self.sessions.items():
-            if v == n:
-                return k
-        return f"#{n}"
+        return _name(self.sessions, n, "#")
+
+    def tname(self, n: int) -> str | None:
+        return _name(self.tokens, n, "t")
+
+
+def _intern(table: dict[str, int], name: str | None) -> int:
+    """The int a name stands for (the next free one the first time; 0 for none)."""
+    if name is None or name == "":
+        return 0
+    if name not in table:
+        table[name] = len(table) + 1
+    return table[name]
+
+
+def _name(table: dict[str, int], n: int, prefix: str) -> str | None:
+    """The name an int stands for (``prefix`` + the int for one never named; None for 0)."""
+    if n == 0:
+        return None
+    for k, v in table.items():
+        if v == n:
+            return k
+    return f"{prefix}{n}"
 
 
 def _owner(t: TaskState, names: Names) -> dict | None:
