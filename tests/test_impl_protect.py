@@ -16,6 +16,8 @@ from wgk.impl.git import GitRepository, init_repository
 from wgk.impl.proc import ProcProcessTable
 from wgk.model import protected as model_protect
 
+from test_impl_git import tx       # the real-git tests' request helper
+
 FAST = Pragmas(synchronous="OFF")
 POLICY = [".ci/**", "policy/*.toml", "deploy/?/key"]
 
@@ -123,19 +125,6 @@ def test_an_edit_holds_exactly_its_own_files(repo):
     assert sorted(repo.changed_paths(base, second)) == ["src/app.py", "work.txt"]
     with pytest.raises(Exception, match="not a relative path"):
         repo.write("a/f1", "v3", (".git/hooks/pre-commit",))
-
-
-def cap(k: Kernel, task: str) -> dict:
-    t = k.record(task)
-    return {"graph": "g", "task": task, "generation": t.generation, "attempt": t.attempt,
-            "fence": t.fence, "lease-epoch": t.lease_epoch}
-
-
-def tx(k: Kernel, task: str, kind: str, actor: str, **params) -> dict:
-    t = k.record(task)
-    return k.handle({"kind": kind, "actor": actor, "task": task, "cap": cap(k, task),
-                     "key": f"{kind}:{t.fence}:{t.revision}", "expected-phase": t.visible_phase,
-                     "expected-revision": t.revision, **params})
 
 
 def test_the_kernel_holds_a_candidate_touching_a_protected_path_on_real_git(tmp_path, repo):
