@@ -84,6 +84,9 @@ def next_request(kernel, name: str, p: Plan, now: int, probed: set[str]) -> dict
     if p.way not in ("live-owner", "scheduled") or p.deadline > now:
         return None
     t = kernel.record(name)
+    if p.action == "expire-wait":
+        return {"actor": "daemon", "task": name, "kind": "expire-wait",
+                "key": f"converge:{name}:g{t.generation}:a{t.attempt}:expire-wait"}
     cap = capability(kernel, name, t)
     base = {"actor": "daemon", "task": name, "cap": cap}
     if p.action == "probe-owner":

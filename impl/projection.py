@@ -155,8 +155,16 @@ WAYS: tuple[Way, ...] = (
         "convergence drives the next SaveTransaction edge"),
     Way("await-review", "wait", "await-review", "the validator or evaluator must answer"),
     Way("mark-repair", "scheduled", "mark-repair", "the target moved before the CAS: needs repair"),
+    Way("await-external", "wait", "await-external",
+        "parked until the evidence its wait names arrives (or its deadline passes)"),
+    Way("expire-wait", "scheduled", "expire-wait", "the external wait's deadline has passed: end it"),
+    Way("wait-expired", "hold", "await-operator",
+        "the external wait ran out: an operator retries or resets"),
     Way("hold", "hold", "await-operator", "fail-closed: an operator must act"),
 )
+
+#: The ways whose deadline is the external wait's (the others': the attempt's).
+WAIT_WAYS = frozenset({"await-external", "expire-wait"})
 
 
 def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
@@ -167,7 +175,10 @@ def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
     dep_abandoned = any(d.abandoned for d in deps)
     held = t.exit != "none" or t.legacy_done
     admitted = not p.requires_assignment or t.assigned
-    idle = not t.running and not held
+    parked = t.waiting_on is not None or t.wait_expired
+    idle = not t.running and not held and not parked
+    stopped = not t.running and not held
+    due = t.waiting_on is not None and bool(t.wait_deadline) and observe.now() >= t.wait_deadline
     watching = t.running and not t.reserved and not held
     waits = t.phase == "candidate-sealed" or (p.review_required and t.phase == "awaiting-acceptance")
     moved = t.running and not held and target_moved(observe, t)
@@ -188,6 +199,9 @@ def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
         "drive-transaction": t.running and t.reserved and not held and not moved and not waits,
         "await-review": t.running and not held and waits,
         "mark-repair": moved,
+        "await-external": stopped and t.waiting_on is not None and not due,
+        "expire-wait": stopped and due,
+        "wait-expired": stopped and t.waiting_on is None and t.wait_expired,
         "hold": held,
     }
     return [w for w in WAYS if conditions[w.name]]
@@ -224,7 +238,8 @@ def plan(view: GraphView, name: str, observe: Observe) -> Plan | None:
         return Plan(name, "hold", "await-operator", why, 0)
     w = ways[0]
     reason = hold_reason(t) if w.name == "hold" else w.name
-    return Plan(name, w.way, w.action, reason, t.deadline)
+    return Plan(name, w.way, w.action, reason,
+                t.wait_deadline if w.name in WAIT_WAYS else t.deadline)
 
 
 # --- the observable projection of one task -------------------------------------------------------
@@ -272,6 +287,8 @@ def observable_task(view: GraphView, name: str, facts: TaskFacts, observe: Obser
         "counters": facts.counters,
         "evidence": facts.evidence,
         "failure": t.failure, "retries": t.retries,
+        "waiting-on": t.waiting_on, "wait-deadline": t.wait_deadline,
+        "wait-expired": t.wait_expired,
         "assigned": t.assigned, "legacy-done": t.legacy_done,
         "reconstructed": t.reconstructed, "abandoned": t.abandoned,
     }

@@ -93,6 +93,11 @@ class TaskRecord:
     # why the last attempt failed, and the automatic retries used in this generation
     failure: str = "none"
     retries: int = 0
+    # an external wait: the event the parked task waits for, its deadline (0: none), and
+    # whether a wait ran out (a named hold until the operator acts)
+    waiting_on: str | None = None
+    wait_deadline: int = 0
+    wait_expired: bool = False
     # admission, migration and operator facts
     assigned: bool = False
     legacy_done: bool = False

@@ -30,6 +30,9 @@ def admission_failure(ctx: Ctx, t: TaskRecord) -> str | None:
     # guards: dependency-needs-done
     if not ctx.deps_done():
         return "dependency-not-done"
+    # guards: no-attempt-while-waiting
+    if t.waiting_on is not None:
+        return "waiting"
     if ctx.request.expected_attempt != t.attempt:
         return "cas-moved"
     return None
@@ -64,7 +67,8 @@ def dispatch(ctx: Ctx) -> Outcome:
     t = ctx.record
     # guards: single-live-owner
     code = admission_failure(ctx, t) or ("attempt-live" if t.running else None) \
-        or retry_failure(ctx, t) or import_failure(ctx, t)
+        or ("held" if t.wait_expired else None) or retry_failure(ctx, t) \
+        or import_failure(ctx, t)
     if code:
         return reject(ctx, code)
     effects: list[Effect] = []
@@ -87,9 +91,9 @@ def retry(ctx: Ctx) -> Outcome:
     if code:
         return reject(ctx, code)
     facts = [("attempt-closed", {"fence": t.fence, "state": "abandoned"})] if t.running else []
-    # an operator's retry: the automatic retries start again
-    return succeeded(ctx, replace(open_attempt(ctx, closed, effects), retries=0), effects=effects,
-                     facts=facts)
+    # an operator's retry: the automatic retries start again, a wait that ran out is over
+    return succeeded(ctx, replace(open_attempt(ctx, closed, effects), retries=0,
+                                  wait_expired=False), effects=effects, facts=facts)
 
 
 def resume(ctx: Ctx) -> Outcome:

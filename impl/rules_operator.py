@@ -33,6 +33,7 @@ def reset(ctx: Ctx) -> Outcome:
         revision=0, candidate=None, base=None, version=0, disposition="none",
         receipts=NO_RECEIPTS, effect_done=False, retained=retained, retained_base=retained_base,
         retries=0, failure="none",                 # a new generation: its own retry budget
+        waiting_on=None, wait_deadline=0, wait_expired=False,   # and no wait of the old one
     )
     return succeeded(ctx, new, effects=effects, facts=[("generation-opened", {"generation": generation})])
 

@@ -136,9 +136,17 @@ ALTER TABLE tasks ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN failure TEXT NOT NULL DEFAULT 'none'
 """
 
+#: A task's external wait: the event it waits for (a name), its deadline (0: none) and
+#: whether a wait ran out.
+SCHEMA_V7 = """
+ALTER TABLE tasks ADD COLUMN waiting_on TEXT;
+ALTER TABLE tasks ADD COLUMN wait_deadline INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN wait_expired INTEGER NOT NULL DEFAULT 0
+"""
+
 #: version -> the SQL that takes a database from version - 1 to version.
 MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4,
-                              5: SCHEMA_V5, 6: SCHEMA_V6}
+                              5: SCHEMA_V5, 6: SCHEMA_V6, 7: SCHEMA_V7}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Tables whose rows the ledger must reproduce exactly (``rebuild``).

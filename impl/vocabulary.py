@@ -23,6 +23,7 @@ KINDS = (
     "save-graph", "mark-repair", "revise", "block-upgrade",
     "reset", "abandon", "reconcile", "reconstruct", "legacy-done",
     "confirm-archive", "archive",
+    "park", "deliver", "expire-wait",
 )
 
 _ANY = frozenset(ACTORS)
@@ -69,6 +70,9 @@ AUTHORITY: dict[str, frozenset[str]] = {
     "legacy-done": frozenset({"legacy-import"}),
     "confirm-archive": frozenset({"operator"}),
     "archive": frozenset({"daemon", "cleanup"}),
+    "park": frozenset({"worker", "wrapper"}),
+    "deliver": frozenset({"operator", "daemon"}),
+    "expire-wait": frozenset({"daemon"}),
 }
 
 #: Kinds that move the SaveTransaction: each carries expected phase + revision.
@@ -81,8 +85,11 @@ TRANSACTION_KINDS = frozenset({
 #: Kinds that must carry the exact capability tuple K of the current attempt.
 NEEDS_CAPABILITY = TRANSACTION_KINDS | frozenset({
     "resume", "heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner", "compaction",
-    "ack-continuation", "provider-failure", "log", "fail", "declare-lost",
+    "ack-continuation", "provider-failure", "log", "fail", "declare-lost", "park",
 })
+
+#: Kinds that name the event of an external wait: ``correlation`` (a name) is required.
+WAIT_NAMING_KINDS = frozenset({"park", "deliver"})
 
 # --- decisions and codes --------------------------------------------------------
 
@@ -96,7 +103,7 @@ CODES = (
     "held", "evidence-missing", "nothing-retained", "unknown-occurrence", "attempt-live",
     "not-authenticated", "role-not-held",
     "base-mismatch", "bad-name", "worktree-unsaved", "token-mismatch", "archive-unconfirmed",
-    "retry-budget-spent", "repair-required",
+    "retry-budget-spent", "repair-required", "waiting", "not-waiting", "wait-not-due",
 )
 
 #: Why an attempt failed (``fail``): unclassified, nothing saved, zero progress and provider
@@ -118,7 +125,8 @@ MINTING_KINDS = frozenset({"dispatch", "retry", "resume"})
 
 NONE = "none"
 RUNNING = "running"
-ATTEMPT_STATES = ("none", "running", "succeeded", "failed", "lost", "abandoned", "superseded")
+ATTEMPT_STATES = ("none", "running", "succeeded", "failed", "lost", "abandoned", "superseded",
+                  "parked")
 OWNER_SEEN = ("unverified", "live", "suspect", "dead")
 
 PHASES = (
@@ -173,13 +181,15 @@ SAVE_GRAPH_NEEDS = RECEIPTS[:-1]
 
 WAYS = ("runnable", "live-owner", "wait", "scheduled", "hold")
 ACTIONS = ("dispatch", "probe-owner", "declare-lost", "drive-transaction", "mark-repair",
-           "await-dependencies", "await-review", "await-validation", "await-operator", "assign")
+           "await-dependencies", "await-review", "await-validation", "await-operator", "assign",
+           "await-external", "expire-wait")
 
 #: Evidence kinds as recorded per task (deduplicated by (kind, id)): the kind of the request
 #: that reported it, and ``continuation`` (earned by a compaction).
 EVIDENCE_LABELS = ("heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner", "compaction",
                    "continuation", "ack-continuation", "provider-failure", "message",
-                   "ownership-contention", "fail", "legacy-done", "confirm-archive", "archive")
+                   "ownership-contention", "fail", "legacy-done", "confirm-archive", "archive",
+                   "deliver")
 
 #: Evidence kinds recorded under another name before schema version 4: the ledger keeps
 #: them as written (its hash chain), and they are read as the request kind's name.

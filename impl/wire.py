@@ -34,7 +34,7 @@ from .errors import BadRequest
 from .vocabulary import (
     ACTORS, AUTHORITY, NEEDS_CAPABILITY, DISPOSITIONS, EXITS, FAILURES, KINDS, MINTING_KINDS,
     PHASES,
-    REASONS, TOKEN_BEARERS, TRANSACTION_KINDS, VERDICTS,
+    REASONS, TOKEN_BEARERS, TRANSACTION_KINDS, VERDICTS, WAIT_NAMING_KINDS,
 )
 
 
@@ -92,6 +92,7 @@ class Request:
     failure: str = "none"          # fail: why the attempt failed
     token_hash: str | None = None  # sha256 of the presented capability token (never the token)
     mint: str | None = None        # dispatch, retry, resume: sha256 of the new attempt's token
+    correlation: str | None = None  # park, deliver: the event an external wait waits for
     digest: str = ""             # sha256 of ``canonical``
     canonical: str = ""          # canonical JSON of the request without its key
 
@@ -114,6 +115,7 @@ _FIELDS = frozenset({
     "kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
     "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
     "verdict", "disposition", "evidence", "deadline", "reason", "token", "mint", "failure",
+    "correlation",
 })
 #: A token is at most this long (the client's are 64 hex digits: 256 bits from ``secrets``).
 TOKEN_MAX = 512
@@ -262,6 +264,17 @@ def _mint(body: Mapping, kind: str) -> str | None:
     return v
 
 
+def _correlation(body: Mapping, kind: str) -> str | None:
+    """The name of the event an external wait waits for (required by park and deliver)."""
+    v = _content(body, "correlation")
+    if v is None and kind in WAIT_NAMING_KINDS:
+        raise BadRequest(f"{kind} must carry 'correlation': the name of the event an external "
+                         "wait waits for")
+    if v is not None and kind not in WAIT_NAMING_KINDS:
+        raise BadRequest(f"request field '/correlation': {kind} names no external wait")
+    return v
+
+
 def parse(body: Any) -> Request:
     """The typed, normalised request for a wire object (``BadRequest`` if malformed)."""
     if type(body) is not dict:
@@ -298,6 +311,7 @@ def parse(body: Any) -> Request:
         failure=_label(body, "failure") or "none",
         token_hash=_token_hash(body),
         mint=_mint(body, kind),
+        correlation=_correlation(body, kind),
     )
     if kind in TRANSACTION_KINDS and (r.expected_phase is None or r.expected_revision is None):
         raise BadRequest(f"{kind} moves the SaveTransaction and must carry "
@@ -340,6 +354,8 @@ def to_wire(r: Request) -> dict[str, Any]:
         out["failure"] = r.failure
     if r.mint is not None:
         out["mint"] = r.mint
+    if r.correlation is not None:
+        out["correlation"] = r.correlation
     if r.token_hash is not None:
         out["token-hash"] = r.token_hash      # the canonical form keeps the hash only
     return out
@@ -352,7 +368,8 @@ def name_fields(r: Request) -> list[tuple[str, str]]:
     if r.cap is not None:
         out += [("cap/graph", r.cap.graph), ("cap/task", r.cap.task)]
     return out + [(f, v) for f, v in (("imports", r.imports), ("candidate", r.candidate),
-                                      ("base", r.base)) if v is not None]
+                                      ("base", r.base), ("correlation", r.correlation))
+                  if v is not None]
 
 
 def refused_name(r: Request) -> str | None:

@@ -53,11 +53,17 @@ PARAMS: dict[K, tuple[str, ...]] = {
     K.RECONSTRUCT: ("candidate", "base"),
     K.CONFIRM_ARCHIVE: ("candidate",),
     K.ARCHIVE: ("candidate",),
+    K.PARK: ("correlation",),
+    K.DELIVER: ("correlation",),
 }
 
 #: Kinds whose evidence id is recorded.
-WITH_EVIDENCE = EVIDENCE_KINDS | {K.ACK_CONTINUATION, K.FAIL, K.LEGACY_DONE}
-WITH_DEADLINE = frozenset({K.SUBMIT, K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION})
+WITH_EVIDENCE = EVIDENCE_KINDS | {K.ACK_CONTINUATION, K.FAIL, K.LEGACY_DONE, K.DELIVER}
+WITH_DEADLINE = frozenset({K.SUBMIT, K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION, K.PARK})
+
+#: The correlation id the bounded worker parks on, and another event's (interned ids).
+WAIT_EVENT = 1
+OTHER_EVENT = 2
 WITH_IMPORTS = frozenset({K.DISPATCH, K.RETRY})
 
 #: The environment steps of the group "env" (per task, then global).
@@ -191,6 +197,21 @@ def _archive_requests(c: _Caller) -> Iterator[Request]:
     yield Request(K.ARCHIVE, Actor.CLEANUP, name, candidate=FOREIGN_COMMIT)
 
 
+def _wait_requests(c: _Caller) -> Iterator[Request]:
+    """The worker parks a running attempt on an event (deadline: the next tick); a parked
+    task hears its event, another event, and the daemon's expiry."""
+    if "waits" not in c.inst.groups:
+        return
+    t, name = c.t, c.name
+    if t.attempt_state == AttemptState.RUNNING:
+        yield Request(K.PARK, Actor.WORKER, name, cap=c.cap(), token=t.token,
+                      correlation=WAIT_EVENT, deadline=c.s.now + 1)
+    if t.waiting_on != 0:
+        yield Request(K.DELIVER, Actor.OPERATOR, name, correlation=WAIT_EVENT, evidence="answer")
+        yield Request(K.DELIVER, Actor.DAEMON, name, correlation=OTHER_EVENT, evidence="other")
+        yield Request(K.EXPIRE_WAIT, Actor.DAEMON, name)
+
+
 def _transaction_requests(c: _Caller) -> Iterator[Request | None]:
     """Every edge of the SaveTransaction, in order (``None`` where ``tx`` leaves one out)."""
     t, tx = c.t, c.tx
@@ -235,6 +256,7 @@ def requests_for(inst: Instance, s: State, i: int) -> Iterator[Request | None]:
     attempt's own process presents the attempt's token (``Request.needs_token``)."""
     c = _Caller(inst, s, i)
     yield from _admission_requests(c)
+    yield from _wait_requests(c)
     if c.t.attempt_state == 0:
         return
     yield from _attempt_requests(c)
@@ -277,7 +299,12 @@ def intruder_requests(inst: Instance, s: State, i: int) -> Iterator[Request]:
                              token=tok),
                      c.tx(K.SUBMIT, Actor.WORKER, token=tok),
                      Request(K.RESUME, Actor.WRAPPER, name, cap=c.cap(), token=tok, mint=1,
-                             owner=owner_for(i, t.generation, t.attempt, 2))]
+                             owner=owner_for(i, t.generation, t.attempt, 2)),
+                     Request(K.PARK, Actor.WORKER, name, cap=c.cap(), token=tok,
+                             correlation=WAIT_EVENT)]
+    if t.waiting_on != 0:
+        pose.append(Request(K.DELIVER, Actor.OPERATOR, name, correlation=t.waiting_on,
+                            evidence="forged"))
     pose.append(Request(K.RESET, Actor.OPERATOR, name, expected_generation=t.generation))
     kinds = _kinds(inst)
     for r in pose:
@@ -321,12 +348,15 @@ def task_steps(inst: Instance, s: State, i: int) -> Iterator[Step]:
         yield from intruder_requests(inst, s, i)
     if "env" in inst.groups:
         yield from env_steps(inst, s, i)
+    if "waits" in inst.groups and s.tasks[i].wait_deadline > s.now:
+        yield EnvStep(EnvKind.TICK)        # the clock runs only toward a wait's deadline
 
 
 def global_steps(inst: Instance, s: State) -> Iterator[EnvStep]:
     """Environment steps that change no task."""
     if "env" in inst.groups and s.target != FOREIGN_COMMIT:
         yield EnvStep(EnvKind.MOVE_TARGET, content=FOREIGN_COMMIT)
+
 
 
 def steps(inst: Instance, s: State) -> Iterator[Step]:

@@ -36,7 +36,7 @@ from .invariants_state import (  # noqa: F401
     promotion_at_most_once, promotion_needs_review, worksave_exact,
     candidate_built_on_attempt_base, protected_path_holds, archive_needs_confirmed_digest,
     exactly_one_way_forward, no_dead_owner_without_action, retries_within_budget,
-    compactions_counted_once,
+    no_attempt_while_waiting, compactions_counted_once,
 )
 from .invariants_step import (  # noqa: F401
     attempt_fencing, single_live_owner, first_terminal_wins, terminal_never_resurrects,
@@ -44,7 +44,8 @@ from .invariants_step import (  # noqa: F401
     target_history_grows, moved_target_needs_repair, no_phase_skip, retained_work_never_erased,
     retry_needs_proof, idempotent_replay, idempotency_conflict_holds, role_held,
     keys_per_principal, token_required, continuation_needs_token,
-    semantic_failure_never_auto_retried, rejection_changes_nothing, unchanged_outside_touches,
+    semantic_failure_never_auto_retried, wait_left_only_by_its_evidence,
+    rejection_changes_nothing, unchanged_outside_touches,
 )
 
 
@@ -72,6 +73,11 @@ SOMETIMES = {
     "repair-required-reached": ("a semantic failure waits for a repair",
                                 lambda s, i, t: all_of(t.attempt_state == AS.FAILED,
                                                        t.failure == Failure.SEMANTIC)),
+    "wait-released-reached": ("an external wait is released by the evidence it names",
+                              lambda s, i, t: all_of(t.attempt_state == AS.PARKED,
+                                                     t.waiting_on == 0, not_(t.wait_expired))),
+    "wait-expired-reached": ("an external wait runs out at its deadline: a named hold",
+                             lambda s, i, t: t.wait_expired),
     "resume-reached": ("a same-attempt continuation runs with a new process epoch",
                        lambda s, i, t: all_of(t.wrapper_epoch >= 2, running(t))),
     "lost-reached": ("an attempt with a proven-dead owner is declared lost",

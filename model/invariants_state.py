@@ -116,6 +116,12 @@ def retries_within_budget(s: State, i: int, t: TaskState) -> Any:
     return implies(t.retries != 0, t.retries <= s.graph.retry_budget[i])
 
 
+@prop("no-attempt-while-waiting", incidents=(33,))
+def no_attempt_while_waiting(s: State, i: int, t: TaskState) -> Any:
+    """A task parked on an external wait, or held because its wait ran out, has no running attempt."""
+    return implies(any_of(t.waiting_on != 0, t.wait_expired), not_(running(t)))
+
+
 @prop("compaction-occurrences-counted-once", incidents=(7, 8))
 def compactions_counted_once(s: State, i: int, t: TaskState) -> Any:
     """Compactions, continuations and acknowledgements equal their distinct recorded occurrences."""

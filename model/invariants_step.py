@@ -232,6 +232,20 @@ def semantic_failure_never_auto_retried(s: State, r, d, s2: State) -> Any:
     return implies(rejected, d.kind != D.APPLIED)
 
 
+@prop("wait-left-only-by-its-evidence", scope="step", incidents=(33,))
+def wait_left_only_by_its_evidence(s: State, r, d, s2: State) -> Any:
+    """A task's external wait ends only by a delivery naming what it waits for, by the daemon once its deadline has passed, or by the operator's new generation."""
+    def ok(i, t, t2):
+        mine = r.task == s.graph.tasks[i]
+        released = any_of(
+            all_of(r.kind == Kind.DELIVER, r.correlation == t.waiting_on),
+            all_of(r.kind == Kind.EXPIRE_WAIT, t.wait_deadline != 0, s.now >= t.wait_deadline),
+            r.kind == Kind.RESET)
+        return implies(all_of(t.waiting_on != 0, t2.waiting_on != t.waiting_on),
+                       all_of(mine, released))
+    return all_of(*[ok(i, t, t2) for i, t, t2 in pairs(s, s2)])
+
+
 @prop("rejection-changes-nothing", scope="step", incidents=(10, 12, 27))
 def rejection_changes_nothing(s: State, r, d, s2: State) -> Any:
     """A rejected request changes nothing but its own journal entry."""

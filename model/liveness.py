@@ -48,6 +48,7 @@ DUE_KINDS: dict[str, frozenset[K]] = {
     "probe-suspect": frozenset({K.PROBE_OWNER}),
     "declare-lost": frozenset({K.DECLARE_LOST}),
     "mark-repair": frozenset({K.MARK_REPAIR}),
+    "expire-wait": frozenset({K.EXPIRE_WAIT}),
 }
 
 
@@ -119,10 +120,11 @@ _LAST = int(Phase.GRAPH_SAVED) + 1
 
 def convergence_rank(s: State, i: int, t: TaskState) -> Any:
     """A natural number that every applied due action of task ``i`` strictly decreases:
-    0 once finished, held, or worked by a live owner; a transaction counts the main-line
-    edges left; an open task ranks above every transaction, a proven-dead owner above an
+    0 once finished, held (a wait that ran out too), or worked by a live owner; a transaction
+    counts the main-line edges left; an open task ranks above every transaction, a proven-dead owner above an
     open task, a suspect (or a live-owner plan whose process is gone) above that."""
-    held = any_of(t.exit != Exit.NONE, t.legacy_done, t.abandoned)
+    held = any_of(t.exit != Exit.NONE, t.legacy_done, t.abandoned,
+                  all_of(t.wait_expired, t.waiting_on == 0))
     gone = any_of(t.owner_seen == OwnerSeen.SUSPECT,
                   all_of(one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE)),
                          not_(owner_alive(t))))

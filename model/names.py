@@ -21,7 +21,7 @@ _FIRST = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 #: The fields of a wire request that hold names (a path of keys into the request).
 REQUEST_NAMES = (("task",), ("cap", "graph"), ("cap", "task"), ("imports",), ("candidate",),
-                 ("base",))
+                 ("base",), ("correlation",))
 
 
 def is_name(value: Any) -> bool:

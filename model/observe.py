@@ -19,12 +19,13 @@ from .vocab import (
 
 @dataclass
 class Names:
-    """Two-way interning of content ids, sessions and capability tokens between trace strings
-    and model ints."""
+    """Two-way interning of content ids, sessions, capability tokens and external waits'
+    correlation ids between trace strings and model ints."""
 
     content: dict[str, int] = field(default_factory=dict)
     sessions: dict[str, int] = field(default_factory=dict)
     tokens: dict[str, int] = field(default_factory=dict)
+    correlations: dict[str, int] = field(default_factory=dict)
 
     def cid(self, name: str | None) -> int:
         return _intern(self.content, name)
@@ -35,6 +36,13 @@ class Names:
     def tid(self, name: str | None) -> int:
         """A capability token's int (traces name tokens symbolically; 0: none presented)."""
         return _intern(self.tokens, name)
+
+    def corr(self, name: str | None) -> int:
+        """An external wait's correlation id's int (0: none)."""
+        return _intern(self.correlations, name)
+
+    def corrname(self, n: int) -> str | None:
+        return _name(self.correlations, n, "w")
 
     def cname(self, n: int) -> str | None:
         return _name(self.content, n, "#")
@@ -114,6 +122,8 @@ def observe_task(s: State, i: int, names: Names) -> dict[str, Any]:
                      "messages": t.messages, "logs": t.logs},
         "evidence": sorted([list(e) for e in t.evidence] + archive_evidence(t, names)),
         "failure": Failure(t.failure).label, "retries": t.retries,
+        "waiting-on": names.corrname(t.waiting_on), "wait-deadline": t.wait_deadline,
+        "wait-expired": bool(t.wait_expired),
         "assigned": bool(t.assigned), "legacy-done": bool(t.legacy_done),
         "reconstructed": bool(t.reconstructed), "abandoned": bool(t.abandoned),
     }

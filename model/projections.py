@@ -122,23 +122,38 @@ def _retry_held(s: State, i: int, t: TaskState) -> Any:
     return any_of(_needs_repair(s, i, t), _budget_spent(s, i, t))
 
 
+def _parked(t: TaskState) -> Any:
+    """The task waits on an external event, or its wait ran out."""
+    return any_of(t.waiting_on != 0, t.wait_expired)
+
+
+def _wait_due(s: State, t: TaskState) -> Any:
+    """The task's external wait has a deadline and it has passed."""
+    return all_of(t.waiting_on != 0, t.wait_deadline != 0, s.now >= t.wait_deadline)
+
+
+def _idle(t: TaskState) -> Any:
+    """No attempt runs, nothing is held, nothing waits: admission decides what is next."""
+    return all_of(not_(running(t)), not_(_held(t)), not_(_parked(t)))
+
+
 WAY_CONDITIONS = {
     "assign": lambda s, i, t: all_of(
-        not_(running(t)), not_(_held(t)), s.graph.requires_assignment[i], not_(t.assigned)),
+        _idle(t), s.graph.requires_assignment[i], not_(t.assigned)),
     "dispatch": lambda s, i, t: all_of(
-        not_(running(t)), not_(_held(t)), deps_done(s, i),
+        _idle(t), deps_done(s, i),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned), not_(_retry_held(s, i, t))),
     "repair-required": lambda s, i, t: all_of(
-        not_(running(t)), not_(_held(t)), deps_done(s, i),
+        _idle(t), deps_done(s, i),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned), _needs_repair(s, i, t)),
     "retry-budget-spent": lambda s, i, t: all_of(
-        not_(running(t)), not_(_held(t)), deps_done(s, i),
+        _idle(t), deps_done(s, i),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned), _budget_spent(s, i, t)),
     "await-dependencies": lambda s, i, t: all_of(
-        not_(running(t)), not_(_held(t)), not_(deps_done(s, i)), not_(_dep_abandoned(s, i)),
+        _idle(t), not_(deps_done(s, i)), not_(_dep_abandoned(s, i)),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned)),
     "dependency-abandoned": lambda s, i, t: all_of(
-        not_(running(t)), not_(_held(t)), _dep_abandoned(s, i),
+        _idle(t), _dep_abandoned(s, i),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned)),
     "live-owner": lambda s, i, t: all_of(
         running(t), not_(reserved(t)), not_(_held(t)),
@@ -153,6 +168,11 @@ WAY_CONDITIONS = {
     "await-review": lambda s, i, t: all_of(
         running(t), not_(_held(t)), _waits_on_other_actor(s, i, t)),
     "mark-repair": lambda s, i, t: all_of(running(t), not_(_held(t)), _target_moved(s, t)),
+    "await-external": lambda s, i, t: all_of(
+        not_(running(t)), not_(_held(t)), t.waiting_on != 0, not_(_wait_due(s, t))),
+    "expire-wait": lambda s, i, t: all_of(not_(running(t)), not_(_held(t)), _wait_due(s, t)),
+    "wait-expired": lambda s, i, t: all_of(
+        not_(running(t)), not_(_held(t)), t.waiting_on == 0, t.wait_expired),
     "hold": lambda s, i, t: _held(t),
 }
 
@@ -175,8 +195,17 @@ WAYS: tuple[WayRule, ...] = (
     WayRule("await-review", Way.WAIT, Action.AWAIT_REVIEW, "the validator or evaluator must answer"),
     WayRule("mark-repair", Way.SCHEDULED, Action.MARK_REPAIR,
             "the target moved before the CAS: needs repair"),
+    WayRule("await-external", Way.WAIT, Action.AWAIT_EXTERNAL,
+            "parked until the evidence its wait names arrives (or its deadline passes)"),
+    WayRule("expire-wait", Way.SCHEDULED, Action.EXPIRE_WAIT,
+            "the external wait's deadline has passed: end it"),
+    WayRule("wait-expired", Way.HOLD, Action.AWAIT_OPERATOR,
+            "the external wait ran out: an operator retries or resets"),
     WayRule("hold", Way.HOLD, Action.AWAIT_OPERATOR, "fail-closed: an operator must act"),
 )
+
+#: The ways whose deadline is the external wait's (the others: the attempt's).
+WAIT_WAYS = frozenset({"await-external", "expire-wait"})
 
 
 WAYS_BY_NAME = {w.name: w for w in WAYS}
@@ -219,7 +248,8 @@ def plan(s: State, i: int) -> Plan | None:
         return Plan(name, Way.HOLD, Action.AWAIT_OPERATOR, why, 0)
     w = ways[0]
     reason = w.name if w.name != "hold" else hold_reason(t)
-    return Plan(name, w.way, w.action, reason, int(t.deadline))
+    deadline = t.wait_deadline if w.name in WAIT_WAYS else t.deadline
+    return Plan(name, w.way, w.action, reason, int(deadline))
 
 
 def plans(s: State) -> list[Plan]:

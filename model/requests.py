@@ -81,6 +81,7 @@ class Request:
     principal: str | None = None             # who the kernel authenticated; None: the role label
     token: Any = 0                           # the attempt's capability token, as presented (0: none)
     mint: Any = 0                            # dispatch, retry, resume: the token the opened attempt gets
+    correlation: Any = 0                     # park, deliver: what an external wait waits for (0: none)
 
     def __post_init__(self) -> None:
         if self.kind in TRANSACTION_KINDS and (

@@ -32,6 +32,7 @@ def _admission_checks(s, i, t, r) -> list:
         (t.exit != Exit.UPGRADE_BLOCKED, Code.HELD),
         (any_of(not_(s.graph.requires_assignment[i]), t.assigned), Code.ASSIGNMENT_REQUIRED),
         (deps_done(s, i), Code.DEPENDENCY_NOT_DONE),
+        (t.waiting_on == 0, Code.WAITING),
         (r.expected_attempt == t.attempt, Code.CAS_MOVED),
     ]
 
@@ -59,16 +60,18 @@ def _retry_checks(s, i, t) -> list:
 def dispatch(s, i, t, r):
     """Open an attempt on a task whose dependencies are all dependency-satisfying Done; after a
     failed or lost attempt it is an automatic retry, counted against the task's budget."""
-    checks = _admission_checks(s, i, t, r) + [(not_(running(t)), Code.ATTEMPT_LIVE)]
+    checks = _admission_checks(s, i, t, r) + [(not_(running(t)), Code.ATTEMPT_LIVE),
+                                              (not_(t.wait_expired), Code.HELD)]
     retries = ite(after_failure(t), t.retries + 1, t.retries)
     return guarded(checks + _retry_checks(s, i, t) + _import_checks(t, r),
                    lambda: s.put(i, replace(open_attempt(s, t, r), retries=retries)))
 
 
-@rule(K.RETRY, touches=OPEN | CLOSE | {"retries"}, reads={"self", "deps.done", "target"})
+@rule(K.RETRY, touches=OPEN | CLOSE | {"retries", "wait_expired"},
+      reads={"self", "deps.done", "target"})
 def retry(s, i, t, r):
     """The operator closes a stuck attempt (work retained) and opens a new one; the automatic
-    retries start again."""
+    retries start again, and a wait that ran out is over."""
     stuck = any_of(
         not_(running(t)),
         all_of(t.owner_seen == OwnerSeen.DEAD, not_(reserved(t))),
@@ -77,7 +80,8 @@ def retry(s, i, t, r):
     closed = ite(running(t), close_attempt(t, AS.ABANDONED), t)
     checks = _admission_checks(s, i, t, r) + [(stuck, Code.ATTEMPT_LIVE)]
     return guarded(checks + _import_checks(closed, r),
-                   lambda: s.put(i, replace(open_attempt(s, closed, r), retries=0)))
+                   lambda: s.put(i, replace(open_attempt(s, closed, r), retries=0,
+                                            wait_expired=False)))
 
 
 @rule(K.RESUME, touches={"owner_pid", "owner_birth", "proc_birth", "wrapper_epoch", "child_epoch",

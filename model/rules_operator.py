@@ -19,10 +19,12 @@ from .vocab import (
 
 @rule(K.RESET, touches=CLOSE | EDGE | EXIT | {"generation", "attempt", "candidate", "base", "version",
                                              "disposition", "receipts", "effect_done", "retries",
-                                             "failure"},
+                                             "failure", "waiting_on", "wait_deadline",
+                                             "wait_expired"},
       reads={"self"})
 def reset(s, i, t, r):
-    """A new generation; a completion that reserved the terminal first wins the race."""
+    """A new generation; a completion that reserved the terminal first wins the race; an
+    external wait of the old generation is over."""
     in_flight = all_of(running(t), reserved(t), t.exit == Exit.NONE)
     def update():
         closed = ite(running(t), close_attempt(t, AS.SUPERSEDED), t)
@@ -31,6 +33,7 @@ def reset(s, i, t, r):
             phase=Phase.ABSENT, exit=Exit.NONE, reason=Reason.NONE, revision=0,
             candidate=0, base=0, version=0, disposition=Disposition.NONE,
             receipts=NO_RECEIPTS, effect_done=False, retries=0, failure=Failure.NONE,
+            waiting_on=0, wait_deadline=0, wait_expired=False,
             retained=retain_work(t), retained_base=retain_base(t),
         ))
     return guarded(

@@ -219,6 +219,11 @@ class TaskState:
     # and the digest archived (0: none)
     archive_confirmed: Any = 0
     archived: Any = 0
+    # an external wait: the correlation id the parked task waits for (0: none), its deadline
+    # (0: none), and whether a wait ran out (a named hold until the operator acts)
+    waiting_on: Any = 0
+    wait_deadline: Any = 0
+    wait_expired: Any = False
 
     def receipt(self, kind: Receipt) -> Binding:
         return self.receipts[kind]

@@ -102,6 +102,10 @@ class Kind(Labelled):
     # archiving a Done task
     CONFIRM_ARCHIVE = 55
     ARCHIVE = 56
+    # external waits: a task parked until the matching evidence arrives
+    PARK = 57
+    DELIVER = 58
+    EXPIRE_WAIT = 59
 
 
 class DecisionKind(Labelled):
@@ -147,6 +151,9 @@ class Code(Labelled):
     ARCHIVE_UNCONFIRMED = 28   # no confirmation receipt names the digest an archive names
     RETRY_BUDGET_SPENT = 29    # the task's automatic retries after failures are used up
     REPAIR_REQUIRED = 30       # a semantic failure waits for a repair, never an automatic retry
+    WAITING = 31               # the task waits on an external event: only its evidence releases it
+    NOT_WAITING = 32           # nothing waits on this task (expire-wait)
+    WAIT_NOT_DUE = 35          # the wait has no deadline, or it has not passed (expire-wait)
 
 
 class AttemptState(Labelled):
@@ -159,6 +166,7 @@ class AttemptState(Labelled):
     LOST = 4
     ABANDONED = 5
     SUPERSEDED = 6
+    PARKED = 7                 # closed on an external wait; a dispatch follows its evidence
 
 
 TERMINAL_ATTEMPT = (
@@ -167,6 +175,7 @@ TERMINAL_ATTEMPT = (
     AttemptState.LOST,
     AttemptState.ABANDONED,
     AttemptState.SUPERSEDED,
+    AttemptState.PARKED,
 )
 
 
@@ -305,6 +314,8 @@ class Action(Labelled):
     AWAIT_VALIDATION = 8
     AWAIT_OPERATOR = 9
     ASSIGN = 10
+    AWAIT_EXTERNAL = 11
+    EXPIRE_WAIT = 12
 
 
 # --- authority ---------------------------------------------------------------
@@ -354,6 +365,9 @@ AUTHORITY: dict[Kind, frozenset[Actor]] = {
     K.LEGACY_DONE: frozenset({A.LEGACY_IMPORT}),
     K.CONFIRM_ARCHIVE: frozenset({A.OPERATOR}),
     K.ARCHIVE: frozenset({A.DAEMON, A.CLEANUP}),
+    K.PARK: frozenset({A.WORKER, A.WRAPPER}),
+    K.DELIVER: frozenset({A.OPERATOR, A.DAEMON}),
+    K.EXPIRE_WAIT: frozenset({A.DAEMON}),
 }
 
 #: Kinds whose request must carry the exact capability tuple K of the current attempt.
@@ -363,7 +377,7 @@ NEEDS_CAPABILITY: frozenset[Kind] = frozenset({
     K.SUBMIT, K.QUIESCE, K.SAVE_WORK, K.SEAL_CANDIDATE, K.VALIDATE,
     K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION, K.PREPARE_EFFECT,
     K.COMMIT_EFFECT, K.PREPARE_CLEANUP, K.COMMIT_CLEANUP, K.SAVE_GRAPH,
-    K.MARK_REPAIR, K.REVISE, K.BLOCK_UPGRADE,
+    K.MARK_REPAIR, K.REVISE, K.BLOCK_UPGRADE, K.PARK,
 })
 
 #: The actors that speak for an attempt's own process: a request of theirs naming K must also
@@ -373,6 +387,9 @@ TOKEN_BEARERS: frozenset[Actor] = frozenset({A.WORKER, A.WRAPPER, A.BROKER})
 
 #: Kinds that open an attempt or a continuation: each mints the token it will be driven with.
 MINTING_KINDS: frozenset[Kind] = frozenset({K.DISPATCH, K.RETRY, K.RESUME})
+
+#: Kinds that name the event of an external wait (a correlation id on the wire, required).
+WAIT_NAMING_KINDS: frozenset[Kind] = frozenset({K.PARK, K.DELIVER})
 
 #: Kinds that move the SaveTransaction; each carries expected phase + revision (CAS).
 TRANSACTION_KINDS: frozenset[Kind] = frozenset({

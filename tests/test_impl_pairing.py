@@ -166,12 +166,13 @@ NEXT_EDGE = {
     "cleanup-committed": "save-graph",
 }
 IDLE_KINDS = {"dispatch": 12, "retry": 2, "assign": 2, "legacy-done": 1, "reconstruct": 1,
-              "reconcile": 1, "reset": 1, "abandon": 0.1, "message": 1, "fail": 0.5}
+              "reconcile": 1, "reset": 1, "abandon": 0.1, "message": 1, "fail": 0.5,
+              "deliver": 1, "expire-wait": 0.5}
 RUNNING_KINDS = {"heartbeat": 1, "heartbeat-timeout": 1, "observe-eof": 1, "probe-owner": 2,
                  "compaction": 1, "ack-continuation": 1, "provider-failure": 1, "log": 1,
                  "fail": 1, "declare-lost": 1, "resume": 1, "retry": 0.5, "reset": 0.5,
                  "message": 0.5, "ownership-contention": 0.3, "mark-repair": 0.5, "revise": 0.5,
-                 "block-upgrade": 0.3, "reconcile": 0.5, "abandon": 0.1, "submit": 2}
+                 "block-upgrade": 0.3, "reconcile": 0.5, "abandon": 0.1, "submit": 2, "park": 0.7}
 
 
 def weighted(rng: random.Random, table: dict[str, float]) -> str:
@@ -272,10 +273,12 @@ class RandomClient:
             if kind in ("dispatch", "retry", "resume"):
                 wire["owner"] = {"pid": 1, "birth": 1, "session": "s1"}
                 wire["mint"] = f"tok-{self.n}"
+            if kind in ("park", "deliver"):
+                wire["correlation"] = "q1"
             return
         if kind in ("resume", "heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner",
                     "compaction", "ack-continuation", "provider-failure", "log", "fail",
-                    "declare-lost") or k in TRANSACTION_KINDS:
+                    "declare-lost", "park") or k in TRANSACTION_KINDS:
             if rng.random() > 0.03:
                 wire["cap"] = self.cap(task)
         if k in TRANSACTION_KINDS:
@@ -322,6 +325,14 @@ class RandomClient:
                     "ack-continuation", "provider-failure", "message", "ownership-contention",
                     "fail", "legacy-done"):
             wire["evidence"] = rng.choice(EVIDENCE)
+        if kind == "park":
+            wire["correlation"] = rng.choice(("q1", "q2"))
+            if rng.random() < 0.5:
+                wire["deadline"] = self.pair.world.clock.now() + rng.randint(0, 3)
+        if kind == "deliver":
+            wire["evidence"] = rng.choice(EVIDENCE)
+            wire["correlation"] = t.waiting_on if t.waiting_on and rng.random() < 0.6 else \
+                rng.choice(("q1", "q2"))
         if kind == "ack-continuation" and rng.random() < 0.8:
             seen = self.pair.impl.project()["tasks"][task]["evidence"]
             occurrences = [i for k, i in seen if k == "continuation"]

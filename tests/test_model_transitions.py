@@ -427,6 +427,38 @@ def test_archive_needs_the_confirmation_of_the_exact_digest(one):
     rejects(one, K.CONFIRM_ARCHIVE, A.OPERATOR, "terminal-already", candidate=result)
 
 
+def test_an_external_wait_is_left_only_by_its_own_evidence(one):
+    dispatch(one, "a")
+    rejects(one, K.PARK, A.OPERATOR, "not-authorized", correlation=1)
+    ok(one, K.PARK, A.WORKER, correlation=1, deadline=3)
+    t = one.task("a")
+    assert (t.attempt_state, t.waiting_on, t.wait_deadline) == (AS.PARKED, 1, 3)
+    rejects(one, K.PARK, A.WORKER, "terminal-already", correlation=1)   # its attempt is over
+    rejects(one, K.DISPATCH, A.DAEMON, "waiting", owner=owner(2))
+    assert ok(one, K.DELIVER, A.DAEMON, correlation=2, evidence="other").label == "evidence-only"
+    rejects(one, K.EXPIRE_WAIT, A.DAEMON, "wait-not-due")
+    assert one.task("a").waiting_on == 1
+    assert ok(one, K.DELIVER, A.OPERATOR, correlation=1, evidence="answer").label == "applied"
+    t = one.task("a")
+    assert (t.waiting_on, t.wait_deadline, t.wait_expired) == (0, 0, False)
+    rejects(one, K.EXPIRE_WAIT, A.DAEMON, "not-waiting")
+    dispatch(one, "a", 2)
+    assert (one.task("a").attempt, one.task("a").retries) == (2, 0)   # not an automatic retry
+
+
+def test_an_expired_wait_is_a_named_hold_until_the_operator_retries(one):
+    dispatch(one, "a")
+    ok(one, K.PARK, A.WORKER, correlation=1, deadline=2)
+    one.env(EnvKind.TICK, amount=1)
+    rejects(one, K.EXPIRE_WAIT, A.DAEMON, "wait-not-due")
+    one.env(EnvKind.TICK, amount=1)
+    ok(one, K.EXPIRE_WAIT, A.DAEMON)
+    assert one.task("a").wait_expired and one.task("a").waiting_on == 0
+    rejects(one, K.DISPATCH, A.DAEMON, "held", owner=owner(2))
+    ok(one, K.RETRY, A.OPERATOR, owner=owner(2))
+    assert not one.task("a").wait_expired
+
+
 def test_every_kind_is_exercised_and_declares_its_touches():
     """Runs last in this module (pytest keeps file order)."""
     from wgk.model.vocab import Kind

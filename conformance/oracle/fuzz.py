@@ -67,7 +67,7 @@ UNBOUNDED = 99
 #: The request groups of the enumeration the machine draws from: all but the environment's
 #: (the machine's own rule takes environment steps) and the intruder's (the machine varies
 #: the actor of any request itself).
-FUZZ_GROUPS = ("core", "evidence", "operator", "legacy")
+FUZZ_GROUPS = ("core", "evidence", "operator", "legacy", "waits")
 
 
 def fuzz_instance(config: FuzzConfig) -> Instance:
@@ -192,6 +192,9 @@ class _Drawing:
                                            label="disposition")
         if kind in WITH_EVIDENCE:
             req["evidence"] = data.draw(st.sampled_from(EVIDENCE), label="evidence")
+        if "correlation" in req:
+            req["correlation"] = data.draw(st.sampled_from((req["correlation"],) * 3 + (
+                "another-event",)), label="correlation")
 
     def _request(self, data) -> dict:
         task = self._task(data)

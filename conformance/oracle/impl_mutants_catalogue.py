@@ -122,6 +122,14 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "a dispatch after a semantic failure is an automatic retry like any other",
        "semantic-failure-never-auto-retried",
        ("rules_attempt.py", '    if t.failure == "semantic":', "    if False:")),
+    _m("dispatch-ignores-wait", "rules",
+       "a dispatch does not look at an external wait: a task parked on human input is "
+       "dispatched again before the answer arrives", "no-attempt-while-waiting",
+       ("rules_attempt.py", "    if t.waiting_on is not None:", "    if False:")),
+    _m("delivery-ignores-correlation", "rules",
+       "any delivery releases a wait, whatever event it names", "wait-left-only-by-its-evidence",
+       ("rules_wait.py", "    if t.waiting_on is None or r.correlation != t.waiting_on:",
+        "    if t.waiting_on is None:")),
     # --- digests -----------------------------------------------------------------------------
     _m("digest-omits-candidate", "digests",
        "the request digest leaves out the candidate, so the same key with another candidate "

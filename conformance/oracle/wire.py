@@ -15,7 +15,7 @@ from wgk.model.observe import Names
 from wgk.model.requests import Capability, Owner, Request
 from wgk.model.vocab import (
     Actor, Code, DecisionKind, Disposition, Exit, Failure, Kind, Phase, Reason, Verdict,
-    MINTING_KINDS, TRANSACTION_KINDS,
+    MINTING_KINDS, TRANSACTION_KINDS, WAIT_NAMING_KINDS,
 )
 
 
@@ -32,7 +32,7 @@ REQUEST_FIELDS = {
     "kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
     "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
     "verdict", "disposition", "evidence", "deadline", "reason", "principal", "token", "mint",
-    "failure",
+    "failure", "correlation",
 }
 CAP_FIELDS = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
 OWNER_FIELDS = ("pid", "birth", "session", "wrapper-epoch", "child-epoch")
@@ -119,6 +119,13 @@ def request_from_wire(d: Any, names: Names, pointer: str = "") -> Request:
             if not isinstance(d[f], str) or not d[f]:
                 raise WireError(f"{pointer}/{f}", "expected a capability token (a string)")
             kw[f] = names.tid(d[f])
+    if "correlation" in d:
+        if not isinstance(d["correlation"], str) or not d["correlation"]:
+            raise WireError(f"{pointer}/correlation", "expected a correlation id (a name)")
+        kw["correlation"] = names.corr(d["correlation"])
+    if kind in WAIT_NAMING_KINDS and "correlation" not in kw:
+        raise WireError(f"{pointer}/correlation",
+                        f"missing: {kind.label} names the event an external wait waits for")
     if kind in MINTING_KINDS and "mint" not in kw:
         raise WireError(f"{pointer}/mint", f"missing: {kind.label} mints the opened attempt's token")
     if kind in TRANSACTION_KINDS:
@@ -203,6 +210,8 @@ def request_to_wire(r: Request, names: Names) -> dict[str, Any]:
         out["token"] = names.tname(r.token)
     if r.mint:
         out["mint"] = names.tname(r.mint)
+    if r.correlation:
+        out["correlation"] = names.corrname(r.correlation)
     return out
 
 

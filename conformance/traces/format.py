@@ -218,7 +218,7 @@ STEP_ORDER = ("request", "env", "task", "content", "paths", "birth", "amount", "
 REQUEST_ORDER = ("kind", "actor", "task", "key", "cap", "token", "expected-phase",
                  "expected-revision", "expected-attempt", "expected-generation", "owner", "mint",
                  "imports", "candidate", "base", "verdict", "disposition", "reason", "failure",
-                 "evidence", "deadline")
+                 "correlation", "evidence", "deadline")
 CAP_ORDER = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
 OWNER_ORDER = ("pid", "birth", "session", "wrapper-epoch", "child-epoch")
 DECISION_ORDER = ("decision", "code", "original")
@@ -231,7 +231,7 @@ TASK_FACT_ORDER = (
     "attempt-state", "owner-seen", "owner", "leases", "phase", "exit", "reason", "revision",
     "candidate", "base", "version", "disposition", "receipts", "worktree", "saved-work",
     "retained", "imported", "promotions", "effect-done", "deadline", "recovery-rank", "counters",
-    "evidence", "failure", "retries", "assigned", "legacy-done", "reconstructed", "abandoned",
+    "evidence", "failure", "retries", "waiting-on", "wait-deadline", "wait-expired", "assigned", "legacy-done", "reconstructed", "abandoned",
 )
 PLAN_ORDER = ("task", "way", "action", "reason", "deadline")
 RECEIPT_ORDER = ("work-save", "candidate", "validation", "review", "disposition", "effect",

@@ -52,8 +52,8 @@ def request_templates(kinds: Iterable[K], tasks: Iterable[str], evidence_ids: tu
                 for disposition in dispositions.get(kind, (None,)):
                     for ev in (evidence_ids if kind in WITH_EVIDENCE else ("",)):
                         for imports in ((False, True) if kind in WITH_IMPORTS else (False,)):
-                            for deadline in ((False, True) if deadlines and kind in WITH_DEADLINE
-                                             else (False,)):
+                            for deadline in ((False, True) if kind in WITH_DEADLINE and (
+                                    deadlines or kind == K.PARK) else (False,)):
                                 for actors in ([(a,) for a in allowed] if kind in by_actor
                                                else [allowed] if allowed else []):
                                     out.append(Template(kind, task, actors, params, verdict,
@@ -179,7 +179,7 @@ class Catalogue:
                     values[name] = getattr(r, name)
             values.update(imports=r.imports, candidate=r.candidate, base=r.base,
                           deadline=r.deadline, token=r.token, mint=r.mint,
-                          failure=int(r.failure))
+                          failure=int(r.failure), correlation=r.correlation)
             shape = tpl.shapes[tpl.actors.index(r.actor)]
             return n, shape, values
         raise KeyError(f"no template covers {r.kind.label} on {r.task}")

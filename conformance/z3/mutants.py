@@ -39,6 +39,13 @@ def _close_lost(t, t2, s, r):
     return ite(running(t), R.close_attempt(t2, AS.LOST), t2)
 
 
+def _delivering_anything(s, i, t, r):
+    """Delivery that releases whatever the event names."""
+    return guarded([], lambda: s.put(i, replace_task(
+        t, waiting_on=0, wait_deadline=0,
+        evidence=R.note_evidence(t, "deliver", r.evidence))))
+
+
 def _deps_or_legacy(s, i, t, r):
     return all_of(*[any_of(R.graph_saved(s.tasks[d]), s.tasks[d].legacy_done)
                     for d in s.graph.deps[i]])
@@ -117,6 +124,7 @@ def _global_key(r):
 CORE = ("core",)
 INTRUDED = ("core", "intruder")
 ENV = ("core", "env")
+WAITS = ("core", "waits")
 
 
 def _driver_chosen_base(s, i, t, r):
@@ -310,6 +318,18 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "by a digest no confirmation receipt names, or with none at all.",
         "archive-needs-confirmed-digest", Instance(tasks=1, groups=("core", "archive")), 14,
         rules={K.ARCHIVE: without_checks(K.ARCHIVE, Code.ARCHIVE_UNCONFIRMED)}),
+    Mutant(
+        "dispatch-ignores-wait", (33,),
+        "Dispatch does not look at an external wait: a task parked on human input is "
+        "dispatched again before the answer arrives.",
+        "no-attempt-while-waiting", Instance(tasks=1, attempts=2, groups=WAITS), 3,
+        rules={K.DISPATCH: without_checks(K.DISPATCH, Code.WAITING)}),
+    Mutant(
+        "delivery-ignores-correlation", (33,),
+        "Any delivery releases a wait: an unrelated event (another correlation id) ends the "
+        "wait on human input.",
+        "wait-left-only-by-its-evidence", Instance(tasks=1, groups=WAITS), 3,
+        rules={K.DELIVER: _delivering_anything}),
 )}
 
 

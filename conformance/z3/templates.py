@@ -37,7 +37,7 @@ CAS = ("expected_phase", "expected_revision")
 
 #: Every symbolic request field; a digest slot each.
 POOL: tuple[str, ...] = CAP + CAS + ("expected_attempt", "expected_generation") + OWNER + (
-    "imports", "candidate", "base", "deadline", "token", "mint", "failure")
+    "imports", "candidate", "base", "deadline", "token", "mint", "failure", "correlation")
 SLOT = {name: n for n, name in enumerate(POOL)}
 
 VERDICTS: dict[K, tuple[Verdict | None, ...]] = {
@@ -106,7 +106,8 @@ class Template:
         if "pid" in self.params:
             owner = Owner(p["pid"], p["birth"], p["session"], p["wrapper_epoch"], p["child_epoch"])
         kw: dict[str, Any] = {}
-        for name in ("expected_attempt", "expected_generation", "candidate", "base"):
+        for name in ("expected_attempt", "expected_generation", "candidate", "base",
+                     "correlation"):
             if name in self.params:
                 kw[name] = p[name]
         if self.kind in TRANSACTION_KINDS:
@@ -169,6 +170,8 @@ class Template:
             out.append(p["mint"] > 0)
         if self.failure_slot:                     # one of the failure labels
             out.append(p["failure"] <= max(Failure))
+        if "correlation" in self.params:          # an event's name (the wire refuses none)
+            out.append(p["correlation"] > 0)
         return out
 
     def concrete(self, values: dict[str, int], actor: Actor, key: str | None,
@@ -184,7 +187,8 @@ class Template:
             owner = Owner(values["pid"], values["birth"], values["session"],
                           values["wrapper_epoch"], values["child_epoch"])
         kw: dict[str, Any] = {}
-        for name in ("expected_attempt", "expected_generation", "candidate", "base"):
+        for name in ("expected_attempt", "expected_generation", "candidate", "base",
+                     "correlation"):
             if name in self.params:
                 kw[name] = values[name]
         if self.kind in TRANSACTION_KINDS:

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import z3
 
+from wgk.model.env import EnvKind
 from wgk.model.actions import ENV_GLOBAL_KINDS, ENV_TASK_KINDS, Instance, instance_kinds
 from wgk.model.invariants import assumptions
 from wgk.model.state import State
@@ -49,6 +50,8 @@ def instance_templates(inst: Instance, ids: tuple[str, ...], sem: Semantics = MO
         out += intruder_templates(instance_kinds(inst), names, ids)
     if "env" in inst.groups:
         out += env_templates(names, ENV_TASK_KINDS + ENV_GLOBAL_KINDS)
+    if "waits" in inst.groups:                 # the clock runs toward a wait's deadline
+        out += env_templates(names, (EnvKind.TICK,))
     return out
 
 

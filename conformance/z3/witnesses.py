@@ -24,6 +24,8 @@ WITNESSES: dict[str, tuple[Instance, int]] = {
     "target-moved-reached": (_RUN, 12),
     "protected-path-held": (_RUN, 8),
     "archived-reached": (Instance(tasks=1, groups=("core", "archive")), 15),
+    "wait-released-reached": (Instance(tasks=1, groups=("core", "waits")), 3),
+    "wait-expired-reached": (Instance(tasks=1, groups=("core", "waits", "env")), 5),
     "retry-reached": (_RUN, 5),
     "resume-reached": (_RUN, 6),
     "lost-reached": (_RUN, 6),
