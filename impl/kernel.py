@@ -256,11 +256,13 @@ class Kernel:
         return status(self.record(name))
 
     def active_tasks(self) -> list[str]:
-        """Tasks with a running attempt outside a hold: where convergence may have work."""
+        """Tasks with a running attempt outside a hold, or an external wait with a deadline:
+        where convergence may have work."""
         self._sync()
         return [n for (n,) in self.conn.execute(
             "SELECT tasks.name FROM task_view JOIN tasks ON tasks.id = task_view.task "
-            "WHERE task_view.status IN ('in-progress', 'completing') ORDER BY tasks.id")]
+            "WHERE task_view.status IN ('in-progress', 'completing') "
+            "OR (tasks.waiting_on IS NOT NULL AND tasks.wait_deadline > 0) ORDER BY tasks.id")]
 
     def converge(self, *, max_rounds: int = 64, credential: str | None = None):
         """Daemon convergence (see ``converge.converge``)."""

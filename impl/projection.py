@@ -60,8 +60,10 @@ def convergence_rank(t: TaskRecord) -> int:
     """What convergence has left to do for a task, as a natural number its every applied
     action (other than a probe) lowers: 0 finished, held, or with an owner not proven
     gone; a transaction counts the main-line edges left; an open task ranks above every
-    transaction, a proven-dead owner above that, a suspect one above that."""
-    if finished(t) or t.exit != "none" or t.legacy_done:
+    transaction, a proven-dead owner above that, a suspect one above that; a wait that ran
+    out is a hold."""
+    if finished(t) or t.exit != "none" or t.legacy_done or (
+            t.wait_expired and t.waiting_on is None):
         return 0
     if t.running and t.reserved:
         return len(PHASES) - PHASES.index(t.phase)

@@ -100,6 +100,14 @@ def _operator_commands(sub, key: argparse.ArgumentParser) -> None:
     s.add_argument("name", metavar="TASK")
     s = sub.add_parser("reset", parents=[key], help="open a new generation (work retained)")
     s.add_argument("name", metavar="TASK")
+    s = sub.add_parser("deliver", parents=[key],
+                       help="answer an external wait: only the event it names releases it",
+                       epilog="example: wgk kernel --db k.db deliver a --correlation question-17 "
+                              "--evidence answer-17")
+    s.add_argument("name", metavar="TASK")
+    s.add_argument("--correlation", required=True, metavar="EVENT",
+                   help="the name of the event (what the wait waits for)")
+    s.add_argument("--evidence", default="", metavar="ID", help="this delivery's evidence id")
 
 
 def _ledger_commands(sub, js: argparse.ArgumentParser) -> None:

@@ -186,7 +186,7 @@ def operator_request(kind: str, **params):
         require_task(k, args.name)
         r = {"kind": kind, "actor": "operator", "task": args.name,
              "key": fresh_key(args, kind, args.name)}
-        r.update({p: getattr(args, p) for p in params})
+        r.update({p: getattr(args, p) for p in params if getattr(args, p)})
         if kind == "reset":
             r["expected-generation"] = k.record(args.name).generation
         return send(k, args, r)
