@@ -151,8 +151,12 @@ WAYS: tuple[Way, ...] = (
     Way("live-owner", "live-owner", "probe-owner",
         "the exact owner is running; it is re-probed on its deadline"),
     Way("probe-suspect", "scheduled", "probe-owner", "evidence raised suspicion: probe once"),
+    Way("resume-continuation", "wait", "resume",
+        "the exact owner is proven dead and its session may continue: the wrapper's resume "
+        "until the deadline"),
     Way("declare-lost", "scheduled", "declare-lost",
-        "the exact owner is proven dead with no terminal intent"),
+        "the exact owner is proven dead with no terminal intent, and no continuation is "
+        "planned (or its deadline has passed)"),
     Way("drive-transaction", "scheduled", "drive-transaction",
         "convergence drives the next SaveTransaction edge"),
     Way("await-review", "wait", "await-review", "the validator or evaluator must answer"),
@@ -182,6 +186,9 @@ def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
     stopped = not t.running and not held
     due = t.waiting_on is not None and bool(t.wait_deadline) and observe.now() >= t.wait_deadline
     watching = t.running and not t.reserved and not held
+    # a proven-dead owner's session may continue until the deadline its death was proven with
+    continues = (watching and t.owner_seen == "dead" and t.session_lease and t.worktree_lease
+                 and observe.now() < t.deadline and observe.worktree(t).present)
     waits = t.phase == "candidate-sealed" or (p.review_required and t.phase == "awaiting-acceptance")
     moved = t.running and not held and target_moved(observe, t)
     failed = t.attempt_state in ("failed", "lost")      # the next dispatch is an automatic retry
@@ -197,7 +204,8 @@ def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
         "dependency-abandoned": idle and dep_abandoned and admitted,
         "live-owner": watching and t.owner_seen in ("unverified", "live"),
         "probe-suspect": watching and t.owner_seen == "suspect",
-        "declare-lost": watching and t.owner_seen == "dead",
+        "resume-continuation": watching and t.owner_seen == "dead" and continues,
+        "declare-lost": watching and t.owner_seen == "dead" and not continues,
         "drive-transaction": t.running and t.reserved and not held and not moved and not waits,
         "await-review": t.running and not held and waits,
         "mark-repair": moved,

@@ -182,7 +182,7 @@ SAVE_GRAPH_NEEDS = RECEIPTS[:-1]
 WAYS = ("runnable", "live-owner", "wait", "scheduled", "hold")
 ACTIONS = ("dispatch", "probe-owner", "declare-lost", "drive-transaction", "mark-repair",
            "await-dependencies", "await-review", "await-validation", "await-operator", "assign",
-           "await-external", "expire-wait")
+           "await-external", "expire-wait", "resume")
 
 #: Evidence kinds as recorded per task (deduplicated by (kind, id)): the kind of the request
 #: that reported it, and ``continuation`` (earned by a compaction).

@@ -348,8 +348,11 @@ def task_steps(inst: Instance, s: State, i: int) -> Iterator[Step]:
         yield from intruder_requests(inst, s, i)
     if "env" in inst.groups:
         yield from env_steps(inst, s, i)
-    if "waits" in inst.groups and s.tasks[i].wait_deadline > s.now:
-        yield EnvStep(EnvKind.TICK)        # the clock runs only toward a wait's deadline
+    t = s.tasks[i]
+    if ("waits" in inst.groups and t.wait_deadline > s.now) or (
+            "clock" in inst.groups and t.attempt_state == AttemptState.RUNNING
+            and t.deadline > s.now):
+        yield EnvStep(EnvKind.TICK)        # the clock runs only toward a deadline
 
 
 def global_steps(inst: Instance, s: State) -> Iterator[EnvStep]:

@@ -30,6 +30,8 @@ GROUP_KINDS: dict[str, tuple[K, ...]] = {
     "legacy": (K.ASSIGN, K.LEGACY_DONE, K.RECONCILE, K.RECONSTRUCT),
     "archive": (K.CONFIRM_ARCHIVE, K.ARCHIVE),
     "waits": (K.PARK, K.DELIVER, K.EXPIRE_WAIT),
+    # the clock runs toward a proven-dead owner's deadline (its continuation's window)
+    "clock": (),
     # the intruder sends the other groups' kinds under its own principal, posing as any role
     # (``intruder_requests``; the bounded model checker adds one template per kind and task)
     "intruder": (),

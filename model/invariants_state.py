@@ -103,8 +103,9 @@ def exactly_one_way_forward(s: State, i: int, t: TaskState) -> Any:
 
 @prop("no-dead-owner-in-progress-without-action", incidents=(4, 11))
 def no_dead_owner_without_action(s: State, i: int, t: TaskState) -> Any:
-    """A running attempt whose owner is proven dead is never planned as a live owner, and without a completion in flight it has a scheduled action or a hold."""
-    acting = any_of(*[w.enabled(s, i) for w in WAYS if w.way in (Way.SCHEDULED, Way.HOLD)])
+    """A running attempt whose owner is proven dead is never planned as a live owner, and without a completion in flight it has a scheduled action, a hold, or a continuation planned until its deadline."""
+    acting = any_of(*[w.enabled(s, i) for w in WAYS
+                      if w.way in (Way.SCHEDULED, Way.HOLD) or w.name == "resume-continuation"])
     live = WAYS_BY_NAME["live-owner"].enabled(s, i)
     return implies(all_of(running(t), t.owner_seen == OwnerSeen.DEAD),
                    all_of(not_(live), any_of(reserved(t), acting)))

@@ -132,6 +132,13 @@ def _wait_due(s: State, t: TaskState) -> Any:
     return all_of(t.waiting_on != 0, t.wait_deadline != 0, s.now >= t.wait_deadline)
 
 
+def _continuation_planned(s: State, t: TaskState) -> Any:
+    """The same session may continue a proven-dead owner's attempt: its session and worktree
+    leases are held, its worktree is there, and the window its death was proven with (the
+    attempt's deadline) is still open."""
+    return all_of(t.session_lease, t.worktree_lease, t.worktree_present, s.now < t.deadline)
+
+
 def _idle(t: TaskState) -> Any:
     """No attempt runs, nothing is held, nothing waits: admission decides what is next."""
     return all_of(not_(running(t)), not_(_held(t)), not_(_parked(t)))
@@ -160,8 +167,12 @@ WAY_CONDITIONS = {
         one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE))),
     "probe-suspect": lambda s, i, t: all_of(
         running(t), not_(reserved(t)), not_(_held(t)), t.owner_seen == OwnerSeen.SUSPECT),
+    "resume-continuation": lambda s, i, t: all_of(
+        running(t), not_(reserved(t)), not_(_held(t)), t.owner_seen == OwnerSeen.DEAD,
+        _continuation_planned(s, t)),
     "declare-lost": lambda s, i, t: all_of(
-        running(t), not_(reserved(t)), not_(_held(t)), t.owner_seen == OwnerSeen.DEAD),
+        running(t), not_(reserved(t)), not_(_held(t)), t.owner_seen == OwnerSeen.DEAD,
+        not_(_continuation_planned(s, t))),
     "drive-transaction": lambda s, i, t: all_of(
         running(t), reserved(t), not_(_held(t)), not_(_target_moved(s, t)),
         not_(_waits_on_other_actor(s, i, t))),
@@ -188,8 +199,12 @@ WAYS: tuple[WayRule, ...] = (
     WayRule("live-owner", Way.LIVE_OWNER, Action.PROBE_OWNER,
             "the exact owner is running; it is re-probed on its deadline"),
     WayRule("probe-suspect", Way.SCHEDULED, Action.PROBE_OWNER, "evidence raised suspicion: probe once"),
+    WayRule("resume-continuation", Way.WAIT, Action.RESUME,
+            "the exact owner is proven dead and its session may continue: the wrapper's resume "
+            "until the deadline"),
     WayRule("declare-lost", Way.SCHEDULED, Action.DECLARE_LOST,
-            "the exact owner is proven dead with no terminal intent"),
+            "the exact owner is proven dead with no terminal intent, and no continuation is "
+            "planned (or its deadline has passed)"),
     WayRule("drive-transaction", Way.SCHEDULED, Action.DRIVE_TRANSACTION,
             "convergence drives the next SaveTransaction edge"),
     WayRule("await-review", Way.WAIT, Action.AWAIT_REVIEW, "the validator or evaluator must answer"),

@@ -316,6 +316,7 @@ class Action(Labelled):
     ASSIGN = 10
     AWAIT_EXTERNAL = 11
     EXPIRE_WAIT = 12
+    RESUME = 13
 
 
 # --- authority ---------------------------------------------------------------

@@ -106,7 +106,7 @@ def test_dispatch_status_show_converge_and_retry_on_real_processes(setup, capsys
     sleeper.kill()
     sleeper.wait()
     code, out, _ = run(capsys, db, "converge")
-    assert "sent probe-owner for a: applied" in out and "a: scheduled / declare-lost" in out
+    assert "sent probe-owner for a: applied" in out and "a: wait / resume" in out
     replacement = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         code, out, _ = run(capsys, db, "retry", "a", "--pid", str(replacement.pid), "--json")

@@ -57,7 +57,7 @@ LIVENESS_MUTANTS: dict[str, LivenessMutant] = {m.name: m for m in (
         "convergence-never-acts",
         "Declare-lost is accepted but changes nothing: a proven-dead owner stays in progress "
         "while the daemon takes the due action forever.",
-        "eventually-settles", Instance(tasks=1, groups=("core", "env")),
+        "eventually-settles", Instance(tasks=1, groups=("core", "env", "clock")),
         {K.DECLARE_LOST: _never_acts(K.DECLARE_LOST)}),
     LivenessMutant(
         "retry-without-budget",

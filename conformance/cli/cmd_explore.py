@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from wgk.conformance.check.explore import explore, to_dot
@@ -46,8 +47,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def instance_from(args: argparse.Namespace) -> Instance:
-    return instance_args.instance_from(
+    """The instance of the arguments; a liveness mutant adds the groups its own instance needs
+    (the clock, for a mutant of a deadline's consequence)."""
+    inst = instance_args.instance_from(
         args, max_tasks=8, too_many="--tasks above 8 is beyond a bounded instance; use wgk simulate")
+    from wgk.conformance.check.liveness_mutants import LIVENESS_MUTANTS
+    m = LIVENESS_MUTANTS.get(args.mutant or "")
+    if m is None:
+        return inst
+    extra = tuple(g for g in m.instance.groups if g not in inst.groups)
+    return dataclasses.replace(inst, groups=inst.groups + extra)
 
 
 def run(args: argparse.Namespace) -> int:

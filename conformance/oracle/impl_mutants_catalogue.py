@@ -237,6 +237,11 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "no-dead-owner-in-progress-without-action (convergence makes progress)",
        ("converge.py", '    if p.action == "declare-lost":\n',
         '    if p.action == "declare-lost" and False:\n')),
+    _m("continuation-never-planned", "convergence",
+       "the planner never plans a proven same-session continuation: an owner proven dead is "
+       "planned as a loss at once, though its session could resume until the deadline",
+       "no-dead-owner-in-progress-without-action (a continuation planned until its deadline)",
+       ("projection.py", "    continues = (watching and", "    continues = False and (watching and")),
     _m("converge-one-round", "convergence",
        "convergence stops after one round, leaving a transaction it could drive half-way",
        "convergence reaches its fixpoint",

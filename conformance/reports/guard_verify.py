@@ -49,7 +49,8 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
         ('key if who is None else f"{who.name}/{key}"', "key"),
     ("projection.py", "return t.graph_saved"): ("return t.graph_saved", "return t.graph_saved or t.legacy_done"),
     ("projection.py", "conditions = {"):
-        ('"declare-lost": watching and t.owner_seen == "dead",', '"declare-lost": False,'),
+        ('"declare-lost": watching and t.owner_seen == "dead" and not continues,',
+         '"declare-lost": False,'),
     ("rules_save.py", 'new = advance(t, "work-saved", saved_work=view.content, candidate=r.candidate, base=t.base_hint,'):
         ("saved_work=view.content", "saved_work=t.origin"),
     ("rules_save.py", "if not happened:"): ("if not happened:", "if True:"),

@@ -169,9 +169,11 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
                                         Code.CONTINUATION_UNPROVEN)}),
     Mutant(
         "dead-owner-stays-in-progress", (4,),
-        "The planner converges a proven-dead owner only when its worktree is dirty: a dead "
-        "worker with a clean worktree stays in progress with no way forward.",
-        "no-dead-owner-in-progress-without-action", Instance(tasks=1, groups=ENV), 3,
+        "The planner converges a proven-dead owner only when its worktree is dirty: once its "
+        "continuation's deadline has passed, a dead worker with a clean worktree stays in "
+        "progress with no way forward.",
+        "no-dead-owner-in-progress-without-action",
+        Instance(tasks=1, groups=("core", "env", "clock")), 4,
         patches=((projections.WAY_CONDITIONS, "declare-lost", _declare_lost_only_if_dirty),)),
     Mutant(
         "replay-reexecutes-effect", (5, 13),

@@ -202,7 +202,7 @@ def api_worker_killed(story: Story, k: Kernel, facts: dict) -> None:
     story.say(f"killed api worker {w1.pid} (SIGKILL) with half its work uncommitted")
     converge(story, k)
     story.say(f"api: {k.status('api')}, owner seen {k.record('api').owner_seen}, "
-              f"declare-lost due at {k.record('api').deadline}")
+              f"its session may resume until {k.record('api').deadline}, then declare-lost")
     wait_for(lambda: k.env.clock.now() >= k.record("api").deadline, "the deadline")
     converge(story, k)
     retained = k.record("api").retained

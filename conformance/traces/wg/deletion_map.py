@@ -340,7 +340,10 @@ class DeletionMap:
             elif e.startswith(f"continue:{self.attempt_id}:process-"):
                 counts["continuations"] += 1
             elif e == f"reconcile-disposition:{self.attempt_id}":
-                merge_facts(f, {"plan": {"way": "scheduled", "action": "declare-lost"}}, err)
+                # the one reconciliation scheduled for an exact exit without a terminal: the
+                # proven-dead owner's session may continue until its deadline, then convergence
+                # declares the attempt lost (the planned continuation)
+                merge_facts(f, {"plan": {"way": "wait", "action": "resume"}}, err)
             elif e.startswith("publish:"):
                 promotions += 1
                 merge_facts(f, {"receipts": {"effect": {"candidate": e[len("publish:"):]}}}, err)
