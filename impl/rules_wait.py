@@ -19,7 +19,6 @@ def park(ctx: Ctx) -> Outcome:
     if not t.running or t.reserved:
         return reject(ctx, "terminal-already")
     effects: list[Effect] = []
-    # guards: no-attempt-while-waiting
     new = replace(close_attempt(ctx, t, "parked", effects), waiting_on=r.correlation,
                   wait_deadline=r.deadline, wait_expired=False)
     return succeeded(ctx, new, effects=effects)
