@@ -85,6 +85,10 @@ def test_04_dead_worker_with_clean_worktree_converges(one):
     # before anyone probes, the planner still has exactly one way: the live-owner re-probe
     assert plan(one.state, 0).way == Way.LIVE_OWNER
     assert one.send(K.PROBE_OWNER, A.DAEMON, "a", evidence="probe:1").label == "applied"
+    # proven dead: the same session may continue until the deadline (the wrapper's resume)
+    p = plan(one.state, 0)
+    assert (p.way, p.action, p.deadline) == (Way.WAIT, Action.RESUME, 1)
+    one.env(EnvKind.TICK, amount=1)
     p = plan(one.state, 0)
     assert (p.way, p.action) == (Way.SCHEDULED, Action.DECLARE_LOST)
     assert one.send(K.DECLARE_LOST, A.DAEMON, "a").label == "applied"
