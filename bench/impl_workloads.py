@@ -4,6 +4,7 @@ commit, or grouped), by whole completion transactions, or completing one task of
 """
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import time
 
@@ -11,6 +12,11 @@ from wgk.conformance.oracle.impl_world import apply_env
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
 
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
+#: The capability token each dispatch mints (its sha256 is sent as ``mint``); the attempt's
+#: own process (worker, wrapper) presents it.
+TOKEN = "bench-token"
+MINT = hashlib.sha256(TOKEN.encode()).hexdigest()
+BEARERS = ("worker", "wrapper", "broker")
 
 
 # --- the raw baseline ------------------------------------------------------------------------
@@ -57,7 +63,7 @@ class Heartbeats:
         self.kernel.create_graph("g", [TaskPolicy(f"t{i}") for i in range(8)])
         for i in range(8):
             self.kernel.handle({"kind": "dispatch", "actor": "daemon", "task": f"t{i}",
-                                "key": f"d{i}", "expected-attempt": 0, "owner": OWNER})
+                                "key": f"d{i}", "expected-attempt": 0, "owner": OWNER, "mint": MINT})
         self.n = 0
         self.sent: list[dict] = []
 
@@ -67,15 +73,15 @@ class Heartbeats:
             self.n += 1
             task = f"t{self.n % 8}"
             out.append({"kind": "heartbeat", "actor": "worker", "task": task, "key": f"hb{self.n}",
-                        "cap": cap(task), "evidence": f"beat-{self.n}"})
+                        "cap": cap(task), "evidence": f"beat-{self.n}", "token": TOKEN})
         return out
 
     def run(self, count: int) -> float:
         batch = self.requests(count)
         start = time.perf_counter()
-        for r in batch:
-            self.kernel.handle(r)
+        answers = [self.kernel.handle(r) for r in batch]
         elapsed = time.perf_counter() - start
+        assert all(a["decision"] == "evidence-only" for a in answers), answers[0]
         self.sent += batch
         return elapsed
 
@@ -90,9 +96,11 @@ class GroupedHeartbeats(Heartbeats):
     def run(self, count: int) -> float:
         batch = self.requests(count)
         start = time.perf_counter()
+        answers = []
         for i in range(0, len(batch), self.group):
-            self.kernel.handle_batch(batch[i:i + self.group])
+            answers += self.kernel.handle_batch(batch[i:i + self.group])
         elapsed = time.perf_counter() - start
+        assert all(a["decision"] == "evidence-only" for a in answers), answers[0]
         self.sent += batch
         return elapsed
 
@@ -113,11 +121,13 @@ class Completions:
         base = self.world.repository.target()
         work = f"work-{task}"
         def edge(n, kind, actor, phase, **kw):
+            if actor in BEARERS:
+                kw["token"] = TOKEN
             return {"kind": kind, "actor": actor, "task": task, "key": f"{kind}:{task}",
                     "cap": cap(task), "expected-phase": phase, "expected-revision": n, **kw}
         return [
             {"kind": "dispatch", "actor": "daemon", "task": task, "key": f"dispatch:{task}",
-             "expected-attempt": 0, "owner": OWNER},
+             "expected-attempt": 0, "owner": OWNER, "mint": MINT},
             ("edit", task, work),
             edge(0, "submit", "worker", "absent"),
             edge(1, "quiesce", "wrapper", "prepared"),
@@ -157,7 +167,7 @@ def complete(k: Kernel, world: MemoryWorld, task: str) -> None:
     c = cap(task)
     base = world.repository.target()
     k.handle({"kind": "dispatch", "actor": "daemon", "task": task, "key": f"d:{task}",
-              "expected-attempt": 0, "owner": OWNER})
+              "expected-attempt": 0, "owner": OWNER, "mint": MINT})
     apply_env(k, {"env": "edit", "task": task, "content": f"w-{task}"})
     for n, (kind, actor, phase, kw) in enumerate([
             ("submit", "worker", "absent", {}), ("quiesce", "wrapper", "prepared", {}),
@@ -171,6 +181,8 @@ def complete(k: Kernel, world: MemoryWorld, task: str) -> None:
             ("prepare-cleanup", "cleanup", "effect-committed", {}),
             ("commit-cleanup", "cleanup", "cleanup-prepared", {}),
             ("save-graph", "daemon", "cleanup-committed", {})]):
+        if actor in BEARERS:
+            kw = dict(kw, token=TOKEN)
         d = k.handle({"kind": kind, "actor": actor, "task": task, "key": f"{kind}:{task}",
                       "cap": c, "expected-phase": phase, "expected-revision": n, **kw})
         assert d["decision"] == "applied", (task, kind, d)
