@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any, Mapping
 
 from . import names
@@ -119,6 +120,7 @@ _FIELDS = frozenset({
 TOKEN_MAX = 512
 _HEX = frozenset("0123456789abcdef")
 _CAP_FIELDS = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
+_CAP_KEYS = frozenset(_CAP_FIELDS)
 _OWNER_FIELDS = frozenset({"pid", "birth", "session", "wrapper-epoch", "child-epoch"})
 _VISIBLE_PHASES = frozenset(PHASES) | frozenset(EXITS)   # "none" never matches a task
 _LABELS = {"kind": frozenset(KINDS), "actor": frozenset(ACTORS),
@@ -145,6 +147,8 @@ def _text_problem(v: str) -> str | None:
 def _string(v: object, where: str) -> str:
     if type(v) is not str:
         raise BadRequest(f"request field '{where}': expected a string, got {short(v)}")
+    if v.isascii() and "\0" not in v:
+        return v                      # ASCII without NUL: text every store holds
     problem = _text_problem(v)
     if problem is not None:
         raise BadRequest(f"request field '{where}': {problem}")
@@ -201,6 +205,10 @@ def _capability(v: Any) -> Capability | None:
         return None
     if not isinstance(v, Mapping):
         raise BadRequest(f"request field '/cap': expected an object, got {short(v)}")
+    if type(v) is dict and v.keys() == _CAP_KEYS and all(
+            type(n) is int and INT_MIN <= n <= INT_MAX for n in (v[f] for f in _CAP_FIELDS[2:])):
+        return Capability(_string(v["graph"], "/cap/graph"), _string(v["task"], "/cap/task"),
+                          v["generation"], v["attempt"], v["fence"], v["lease-epoch"])
     if len(v) != 6 or not all(f in v for f in _CAP_FIELDS):
         extra = [k for k in v if k not in _CAP_FIELDS]
         missing = [f for f in _CAP_FIELDS if f not in v]
@@ -279,26 +287,18 @@ def parse(body: Any) -> Request:
         raise BadRequest("request has an empty 'key'")
     # every string a store will hold is text (checked where it is read, above)
     deadline = _int(body, "deadline")
-    r = Request(
-        kind=kind, actor=actor, task=task, key=key,
-        cap=_capability(body.get("cap")),
+    r = _request(
+        kind=kind, actor=actor, task=task, key=key, cap=_capability(body.get("cap")),
         expected_phase=_label(body, "expected-phase"),
         expected_revision=_int(body, "expected-revision"),
         expected_attempt=_int(body, "expected-attempt"),
-        expected_generation=_int(body, "expected-generation"),
-        owner=_owner(body.get("owner")),
-        imports=_content(body, "imports"),
-        candidate=_content(body, "candidate"),
-        base=_content(body, "base"),
-        verdict=_label(body, "verdict"),
-        disposition=_label(body, "disposition"),
-        evidence=_text(body, "evidence"),
-        deadline=deadline or 0,
-        reason=_label(body, "reason") or "none",
-        failure=_label(body, "failure") or "none",
-        token_hash=_token_hash(body),
-        mint=_mint(body, kind),
-    )
+        expected_generation=_int(body, "expected-generation"), owner=_owner(body.get("owner")),
+        imports=_content(body, "imports"), candidate=_content(body, "candidate"),
+        base=_content(body, "base"), verdict=_label(body, "verdict"),
+        disposition=_label(body, "disposition"), evidence=_text(body, "evidence"),
+        deadline=deadline or 0, reason=_label(body, "reason") or "none",
+        failure=_label(body, "failure") or "none", token_hash=_token_hash(body),
+        mint=_mint(body, kind))
     if kind in TRANSACTION_KINDS and (r.expected_phase is None or r.expected_revision is None):
         raise BadRequest(f"{kind} moves the SaveTransaction and must carry "
                          "'expected-phase' and 'expected-revision'")
@@ -306,13 +306,37 @@ def parse(body: Any) -> Request:
         raise BadRequest(f"{kind} must name its exact 'owner'")
     canonical = to_wire(r)
     del canonical["key"]
-    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    text = canonical_json(canonical)
     object.__setattr__(r, "canonical", text)
     object.__setattr__(r, "digest", hashlib.sha256(text.encode()).hexdigest())
     return r
 
 
 _OWNED = frozenset({"dispatch", "retry", "resume"})
+#: Request's fields in order, with their defaults and their slots' setters (``_request``).
+_DEFAULTS = {f.name: f.default for f in fields(Request)}
+_SETTERS = tuple(Request.__dict__[name].__set__ for name in _DEFAULTS)
+
+
+def _request(**given: Any) -> Request:
+    """``Request(**given)`` without the frozen dataclass's ``__init__`` (a call per field)."""
+    r = object.__new__(Request)
+    for put, value in zip(_SETTERS, {**_DEFAULTS, **given}.values()):
+        put(r, value)
+    return r
+
+
+#: One C encoder made once (``json.dumps`` makes one per call with these arguments).
+_SORTED = c_make_encoder and c_make_encoder(None, json.JSONEncoder().default,
+                                            encode_basestring_ascii, None, ":", ",", True,
+                                            False, True)
+
+
+def canonical_json(value: Any) -> str:
+    """``json.dumps(value, sort_keys=True, separators=(",", ":"))``: the text of the digest,
+    of the ledger's bodies and of the journal's responses."""
+    return "".join(_SORTED(value, 0)) if _SORTED else json.dumps(
+        value, sort_keys=True, separators=(",", ":"))
 
 
 def to_wire(r: Request) -> dict[str, Any]:
