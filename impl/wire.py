@@ -320,16 +320,18 @@ _SETTERS = tuple(Request.__dict__[name].__set__ for name in _DEFAULTS)
 
 def _request(**given: Any) -> Request:
     """``Request(**given)`` without the frozen dataclass's ``__init__`` (a call per field)."""
+    values = {**_DEFAULTS, **given}
+    if len(values) != len(_DEFAULTS):
+        raise TypeError(f"Request has no field {sorted(set(given) - set(_DEFAULTS))[0]!r}")
     r = object.__new__(Request)
-    for put, value in zip(_SETTERS, {**_DEFAULTS, **given}.values()):
+    for put, value in zip(_SETTERS, values.values()):
         put(r, value)
     return r
 
 
 #: One C encoder made once (``json.dumps`` makes one per call with these arguments).
-_SORTED = c_make_encoder and c_make_encoder(None, json.JSONEncoder().default,
-                                            encode_basestring_ascii, None, ":", ",", True,
-                                            False, True)
+_SORTED = c_make_encoder and c_make_encoder(
+    None, json.JSONEncoder().default, encode_basestring_ascii, None, ":", ",", True, False, True)
 
 
 def canonical_json(value: Any) -> str:

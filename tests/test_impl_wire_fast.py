@@ -110,6 +110,8 @@ def test_a_request_built_from_its_slots_equals_the_dataclass_one():
             r.canonical.encode()).hexdigest()
         with pytest.raises(dataclasses.FrozenInstanceError):
             r.kind = "submit"
+    with pytest.raises(TypeError, match="no field 'kinds'"):
+        wire._request(kinds="submit")
 
 
 json_values = st.recursive(
