@@ -4,13 +4,22 @@ commit, or grouped), by whole completion transactions, or completing one task of
 """
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import time
 
+import wgk.impl
 from wgk.conformance.oracle.impl_world import apply_env
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
 
+#: What the workloads time with (``impl_against`` measures CPU time with ``time.thread_time``).
+CLOCK = {"now": time.perf_counter}
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
+#: The capability token each dispatch mints (its sha256 is sent as ``mint``); the attempt's
+#: own process (worker, wrapper) presents it.
+TOKEN = "bench-token"
+MINT = hashlib.sha256(TOKEN.encode()).hexdigest()
+BEARERS = ("worker", "wrapper", "broker")
 
 
 # --- the raw baseline ------------------------------------------------------------------------
@@ -29,13 +38,13 @@ class Raw:
 
     def run(self, count: int) -> float:
         c = self.conn
-        start = time.perf_counter()
+        start = CLOCK["now"]()
         for _ in range(count):
             self.n += 1
             c.execute("BEGIN IMMEDIATE")
             c.execute("INSERT INTO row VALUES (?, ?)", (f"row-{self.n}", "x" * 200))
             c.execute("COMMIT")
-        return time.perf_counter() - start
+        return CLOCK["now"]() - start
 
 
 # --- kernel workloads ---------------------------------------------------------------------------
@@ -51,13 +60,15 @@ class Heartbeats:
 
     name = "heartbeats (evidence-only)"
 
-    def __init__(self, path: str, pragmas: Pragmas):
-        self.world = MemoryWorld.create(target="main-0")
-        self.kernel = Kernel(path, self.world.environment(), pragmas=pragmas)
-        self.kernel.create_graph("g", [TaskPolicy(f"t{i}") for i in range(8)])
+    def __init__(self, path: str, pragmas: Pragmas, impl=wgk.impl):
+        """``impl``: the implementation's package (another revision's: ``impl_against``)."""
+        self.world = impl.MemoryWorld.create(target="main-0")
+        self.kernel = impl.Kernel(path, self.world.environment(),
+                                  pragmas=impl.Pragmas(pragmas.synchronous, pragmas.busy_timeout_ms))
+        self.kernel.create_graph("g", [impl.TaskPolicy(f"t{i}") for i in range(8)])
         for i in range(8):
             self.kernel.handle({"kind": "dispatch", "actor": "daemon", "task": f"t{i}",
-                                "key": f"d{i}", "expected-attempt": 0, "owner": OWNER})
+                                "key": f"d{i}", "expected-attempt": 0, "owner": OWNER, "mint": MINT})
         self.n = 0
         self.sent: list[dict] = []
 
@@ -67,15 +78,15 @@ class Heartbeats:
             self.n += 1
             task = f"t{self.n % 8}"
             out.append({"kind": "heartbeat", "actor": "worker", "task": task, "key": f"hb{self.n}",
-                        "cap": cap(task), "evidence": f"beat-{self.n}"})
+                        "cap": cap(task), "evidence": f"beat-{self.n}", "token": TOKEN})
         return out
 
     def run(self, count: int) -> float:
         batch = self.requests(count)
-        start = time.perf_counter()
-        for r in batch:
-            self.kernel.handle(r)
-        elapsed = time.perf_counter() - start
+        start = CLOCK["now"]()
+        answers = [self.kernel.handle(r) for r in batch]
+        elapsed = CLOCK["now"]() - start
+        assert all(a["decision"] == "evidence-only" for a in answers), answers[0]
         self.sent += batch
         return elapsed
 
@@ -89,10 +100,12 @@ class GroupedHeartbeats(Heartbeats):
 
     def run(self, count: int) -> float:
         batch = self.requests(count)
-        start = time.perf_counter()
+        start = CLOCK["now"]()
+        answers = []
         for i in range(0, len(batch), self.group):
-            self.kernel.handle_batch(batch[i:i + self.group])
-        elapsed = time.perf_counter() - start
+            answers += self.kernel.handle_batch(batch[i:i + self.group])
+        elapsed = CLOCK["now"]() - start
+        assert all(a["decision"] == "evidence-only" for a in answers), answers[0]
         self.sent += batch
         return elapsed
 
@@ -102,9 +115,11 @@ class Completions:
 
     name = "completion transaction (13 kinds)"
 
-    def __init__(self, path: str, pragmas: Pragmas):
-        self.world = MemoryWorld.create(target="main-0")
-        self.kernel = Kernel(path, self.world.environment(), pragmas=pragmas)
+    def __init__(self, path: str, pragmas: Pragmas, impl=wgk.impl):
+        self.policy = impl.TaskPolicy
+        self.world = impl.MemoryWorld.create(target="main-0")
+        self.kernel = impl.Kernel(path, self.world.environment(),
+                                  pragmas=impl.Pragmas(pragmas.synchronous, pragmas.busy_timeout_ms))
         self.kernel.create_graph("g", [])
         self.tasks = 0
         self.pending: list[dict] = []
@@ -113,11 +128,13 @@ class Completions:
         base = self.world.repository.target()
         work = f"work-{task}"
         def edge(n, kind, actor, phase, **kw):
+            if actor in BEARERS:
+                kw["token"] = TOKEN
             return {"kind": kind, "actor": actor, "task": task, "key": f"{kind}:{task}",
                     "cap": cap(task), "expected-phase": phase, "expected-revision": n, **kw}
         return [
             {"kind": "dispatch", "actor": "daemon", "task": task, "key": f"dispatch:{task}",
-             "expected-attempt": 0, "owner": OWNER},
+             "expected-attempt": 0, "owner": OWNER, "mint": MINT},
             ("edit", task, work),
             edge(0, "submit", "worker", "absent"),
             edge(1, "quiesce", "wrapper", "prepared"),
@@ -139,15 +156,15 @@ class Completions:
             if not self.pending:
                 self.tasks += 1
                 task = f"c{self.tasks}"
-                k.add_tasks([TaskPolicy(task)])                 # graph edits are not timed
+                k.add_tasks([self.policy(task)])                # graph edits are not timed
                 self.pending = self._script(task)
             step = self.pending.pop(0)
             if isinstance(step, tuple):
                 apply_env(k, {"env": "edit", "task": step[1], "content": step[2]})
                 continue
-            start = time.perf_counter()
+            start = CLOCK["now"]()
             d = k.handle(step)
-            elapsed += time.perf_counter() - start
+            elapsed += CLOCK["now"]() - start
             assert d["decision"] == "applied", (step, d)
             done += 1
         return elapsed
@@ -157,7 +174,7 @@ def complete(k: Kernel, world: MemoryWorld, task: str) -> None:
     c = cap(task)
     base = world.repository.target()
     k.handle({"kind": "dispatch", "actor": "daemon", "task": task, "key": f"d:{task}",
-              "expected-attempt": 0, "owner": OWNER})
+              "expected-attempt": 0, "owner": OWNER, "mint": MINT})
     apply_env(k, {"env": "edit", "task": task, "content": f"w-{task}"})
     for n, (kind, actor, phase, kw) in enumerate([
             ("submit", "worker", "absent", {}), ("quiesce", "wrapper", "prepared", {}),
@@ -171,6 +188,8 @@ def complete(k: Kernel, world: MemoryWorld, task: str) -> None:
             ("prepare-cleanup", "cleanup", "effect-committed", {}),
             ("commit-cleanup", "cleanup", "cleanup-prepared", {}),
             ("save-graph", "daemon", "cleanup-committed", {})]):
+        if actor in BEARERS:
+            kw = dict(kw, token=TOKEN)
         d = k.handle({"kind": kind, "actor": actor, "task": task, "key": f"{kind}:{task}",
                       "cap": c, "expected-phase": phase, "expected-revision": n, **kw})
         assert d["decision"] == "applied", (task, kind, d)

@@ -19,26 +19,24 @@ import tempfile
 import time
 
 from bench_impl import ANTI_JOIN, layered
-from impl_workloads import cap, complete
+from impl_workloads import MINT, OWNER, TOKEN, cap, complete
 from common import Check, Figure, say
 
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
-
-OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
-
 
 def _writer(db: str, me: int, count: int, barrier, out) -> None:
     world = MemoryWorld.create(target="main-0")
     k = Kernel(db, world.environment())
     task = f"w{me}"
     k.handle({"kind": "dispatch", "actor": "daemon", "task": task, "key": f"d{me}",
-              "expected-attempt": 0, "owner": OWNER})
+              "expected-attempt": 0, "owner": OWNER, "mint": MINT})
     barrier.wait(timeout=120)
     start, latencies, answered = time.perf_counter(), [], 0
     for n in range(count):
         t0 = time.perf_counter()
         a = k.handle({"kind": "heartbeat", "actor": "worker", "task": task,
-                      "key": f"hb{me}-{n}", "cap": cap(task), "evidence": f"b{me}-{n}"})
+                      "key": f"hb{me}-{n}", "cap": cap(task), "evidence": f"b{me}-{n}",
+                      "token": TOKEN})
         latencies.append(time.perf_counter() - t0)
         answered += a.get("decision") == "evidence-only"
     out.put((me, start, time.perf_counter(), latencies, answered))

@@ -28,6 +28,7 @@ import hashlib
 import json
 import sqlite3
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from typing import Iterable, Iterator
 
 GENESIS = "0" * 64
@@ -42,8 +43,13 @@ def link(prev: str, event: str, body: str) -> str:
 
 def link_v2(prev: str, seq: int, event: str, task: str | None, key: str | None, body: str) -> str:
     """Version 2: every column (``pg_sql.APPEND`` computes the same text in SQL)."""
-    text = f"{prev}\n2\n{seq}\n{event}\n{json.dumps(task)}\n{json.dumps(key)}\n{body}"
+    text = f"{prev}\n2\n{seq}\n{event}\n{_json(task)}\n{_json(key)}\n{body}"
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _json(value) -> str:
+    """``json.dumps(value)`` (a string without building an encoder)."""
+    return encode_basestring_ascii(value) if type(value) is str else json.dumps(value)
 
 
 def row_hash(chain: int, prev: str, seq: int, event: str, task, key, body: str) -> str | None:

@@ -149,21 +149,25 @@ RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TaskRecord))
 EMPTY = TaskRecord()
 _values = attrgetter(*RECORD_FIELDS)
 _new = object.__new__
-_set = object.__setattr__
 
 
 def evolve(t: TaskRecord, **changes: Any) -> TaskRecord:
     """``dataclasses.replace`` for a TaskRecord, without its per-call introspection."""
-    for name in changes:
-        if name not in _FIELD_SET:
+    values = list(_values(t))
+    for name, value in changes.items():
+        index = _INDEX.get(name)
+        if index is None:
             raise TypeError(f"TaskRecord has no field {name!r}")
+        values[index] = value
     new = _new(TaskRecord)
-    for name, value in zip(RECORD_FIELDS, _values(t)):
-        _set(new, name, changes.get(name, value))
+    for put, value in zip(_SETTERS, values):
+        put(new, value)
     return new
 
 
-_FIELD_SET = frozenset(RECORD_FIELDS)
+_INDEX = {name: i for i, name in enumerate(RECORD_FIELDS)}
+#: Each field's slot, set directly (a frozen dataclass refuses ``setattr``).
+_SETTERS = tuple(TaskRecord.__dict__[name].__set__ for name in RECORD_FIELDS)
 
 
 def changed(before: TaskRecord, after: TaskRecord) -> dict[str, Any]:

@@ -10,7 +10,6 @@ after.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import tempfile
@@ -20,6 +19,7 @@ from typing import Any
 from .errors import StoreError
 from .hooks import COMMIT, Boundary, Hook, no_hook
 from .ledger import SEALED, Ledger
+from .canonical import canonical_json
 from .schema import (  # noqa: F401  (re-exported)
     LEDGER_SEAL_VERSION, MIGRATIONS, PROJECTED_TABLES, SCHEMA_VERSION,
 )
@@ -237,15 +237,18 @@ class Atomic:
             conn.execute(f"RELEASE {self.savepoint}")
             return False
         if exc_type is None and not self.abandoned:
+            hook = store.hook             # (the default hook is not called: it does nothing)
             try:
-                store.hook(Boundary(COMMIT, "before", self.key))
+                if hook is not no_hook:
+                    hook(Boundary(COMMIT, "before", self.key))
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
             store.committed()
-            store.hook(Boundary(COMMIT, "after", self.key))
+            if hook is not no_hook:
+                hook(Boundary(COMMIT, "after", self.key))
             return False
         if conn.in_transaction:
             conn.execute("ROLLBACK")
@@ -253,4 +256,5 @@ class Atomic:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    """``json.dumps(value, sort_keys=True, separators=(",", ":"))``."""
+    return canonical_json(value)

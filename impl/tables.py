@@ -49,6 +49,18 @@ def _db(field: str, value: Any) -> Any:
     return int(value) if field in _BOOLS else value
 
 
+_SQL: dict[tuple, str] = {}
+
+
+def _sql(template: str, columns: list[str]) -> str:
+    """``template`` with ``col = ?, ...`` for ``columns`` (each text made once)."""
+    key = (template, *columns)
+    text = _SQL.get(key)
+    if text is None:
+        text = _SQL[key] = template.format(", ".join(f"{c} = ?" for c in columns))
+    return text
+
+
 class TaskTables:
     """Reads a ``TaskRecord`` from its tables and writes the fields a request changed."""
 
@@ -112,7 +124,7 @@ class TaskTables:
         c = self.conn
         cols = [f for f in TASK_COLUMNS if f in changes]
         if cols:
-            c.execute(f"UPDATE tasks SET {', '.join(f'{f} = ?' for f in cols)} WHERE id = ?",
+            c.execute(_sql("UPDATE tasks SET {} WHERE id = ?", cols),
                       [_db(f, changes[f]) for f in cols] + [task_id])
         if new.fence and new.fence != old.fence:
             c.execute("INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -132,7 +144,7 @@ class TaskTables:
         cols = [f for f in TX_COLUMNS if f in changes]
         if cols or "fence" in changes:
             cols = cols + ["fence"] if "fence" in changes else cols
-            c.execute(f"UPDATE transactions SET {', '.join(f'{f} = ?' for f in cols)} WHERE task = ?",
+            c.execute(_sql("UPDATE transactions SET {} WHERE task = ?", cols),
                       [_db(f, getattr(new, f)) for f in cols] + [task_id])
         if "receipts" in changes:
             for name, before, after in zip(RECEIPTS, old.receipts, new.receipts):
@@ -149,8 +161,8 @@ class TaskTables:
                 fence: int) -> None:
         cols = [f for f in mapping if f in changes]
         if cols:
-            c.execute(f"UPDATE {table} SET {', '.join(f'{mapping[f]} = ?' for f in cols)} "
-                      "WHERE task = ? AND fence = ?",
+            c.execute(_sql(f"UPDATE {table} SET {{}} WHERE task = ? AND fence = ?",
+                           [mapping[f] for f in cols]),
                       [changes[f] for f in cols] + [task_id, fence])
 
 
@@ -162,10 +174,14 @@ class FactTables:
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
+        self._writers: dict[str, Any] = {}       # fact name -> its writer (looked up once)
 
     def write(self, task_id: int, facts: list[tuple[str, dict]], seq: int) -> None:
         for name, f in facts:
-            getattr(self, "_" + name.replace("-", "_"))(task_id, f, seq)
+            writer = self._writers.get(name)
+            if writer is None:
+                writer = self._writers[name] = getattr(self, "_" + name.replace("-", "_"))
+            writer(task_id, f, seq)
 
     def _evidence(self, task_id: int, f: dict, seq: int) -> None:
         # guards: compaction-occurrences-counted-once

@@ -24,11 +24,11 @@ the journal and the opener still holds its secret.
 from __future__ import annotations
 
 import hashlib
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from . import names
+from .canonical import canonical_json  # noqa: F401  (re-exported)
 from .names import short
 from .errors import BadRequest
 from .vocabulary import (
@@ -121,6 +121,7 @@ _FIELDS = frozenset({
 TOKEN_MAX = 512
 _HEX = frozenset("0123456789abcdef")
 _CAP_FIELDS = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
+_CAP_KEYS = frozenset(_CAP_FIELDS)
 _OWNER_FIELDS = frozenset({"pid", "birth", "session", "wrapper-epoch", "child-epoch"})
 _VISIBLE_PHASES = frozenset(PHASES) | frozenset(EXITS)   # "none" never matches a task
 _LABELS = {"kind": frozenset(KINDS), "actor": frozenset(ACTORS),
@@ -147,6 +148,8 @@ def _text_problem(v: str) -> str | None:
 def _string(v: object, where: str) -> str:
     if type(v) is not str:
         raise BadRequest(f"request field '{where}': expected a string, got {short(v)}")
+    if v.isascii() and "\0" not in v:
+        return v                      # ASCII without NUL: text every store holds
     problem = _text_problem(v)
     if problem is not None:
         raise BadRequest(f"request field '{where}': {problem}")
@@ -203,6 +206,10 @@ def _capability(v: Any) -> Capability | None:
         return None
     if not isinstance(v, Mapping):
         raise BadRequest(f"request field '/cap': expected an object, got {short(v)}")
+    if type(v) is dict and v.keys() == _CAP_KEYS and all(
+            type(n) is int and INT_MIN <= n <= INT_MAX for n in (v[f] for f in _CAP_FIELDS[2:])):
+        return Capability(_string(v["graph"], "/cap/graph"), _string(v["task"], "/cap/task"),
+                          v["generation"], v["attempt"], v["fence"], v["lease-epoch"])
     if len(v) != 6 or not all(f in v for f in _CAP_FIELDS):
         extra = [k for k in v if k not in _CAP_FIELDS]
         missing = [f for f in _CAP_FIELDS if f not in v]
@@ -292,27 +299,18 @@ def parse(body: Any) -> Request:
         raise BadRequest("request has an empty 'key'")
     # every string a store will hold is text (checked where it is read, above)
     deadline = _int(body, "deadline")
-    r = Request(
-        kind=kind, actor=actor, task=task, key=key,
-        cap=_capability(body.get("cap")),
+    r = _request(
+        kind=kind, actor=actor, task=task, key=key, cap=_capability(body.get("cap")),
         expected_phase=_label(body, "expected-phase"),
         expected_revision=_int(body, "expected-revision"),
         expected_attempt=_int(body, "expected-attempt"),
-        expected_generation=_int(body, "expected-generation"),
-        owner=_owner(body.get("owner")),
-        imports=_content(body, "imports"),
-        candidate=_content(body, "candidate"),
-        base=_content(body, "base"),
-        verdict=_label(body, "verdict"),
-        disposition=_label(body, "disposition"),
-        evidence=_text(body, "evidence"),
-        deadline=deadline or 0,
-        reason=_label(body, "reason") or "none",
-        failure=_label(body, "failure") or "none",
-        token_hash=_token_hash(body),
-        mint=_mint(body, kind),
-        correlation=_correlation(body, kind),
-    )
+        expected_generation=_int(body, "expected-generation"), owner=_owner(body.get("owner")),
+        imports=_content(body, "imports"), candidate=_content(body, "candidate"),
+        base=_content(body, "base"), verdict=_label(body, "verdict"),
+        disposition=_label(body, "disposition"), evidence=_text(body, "evidence"),
+        deadline=deadline or 0, reason=_label(body, "reason") or "none",
+        failure=_label(body, "failure") or "none", token_hash=_token_hash(body),
+        mint=_mint(body, kind), correlation=_correlation(body, kind))
     if kind in TRANSACTION_KINDS and (r.expected_phase is None or r.expected_revision is None):
         raise BadRequest(f"{kind} moves the SaveTransaction and must carry "
                          "'expected-phase' and 'expected-revision'")
@@ -320,13 +318,27 @@ def parse(body: Any) -> Request:
         raise BadRequest(f"{kind} must name its exact 'owner'")
     canonical = to_wire(r)
     del canonical["key"]
-    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    text = canonical_json(canonical)
     object.__setattr__(r, "canonical", text)
     object.__setattr__(r, "digest", hashlib.sha256(text.encode()).hexdigest())
     return r
 
 
 _OWNED = frozenset({"dispatch", "retry", "resume"})
+#: Request's fields in order, with their defaults and their slots' setters (``_request``).
+_DEFAULTS = {f.name: f.default for f in fields(Request)}
+_SETTERS = tuple(Request.__dict__[name].__set__ for name in _DEFAULTS)
+
+
+def _request(**given: Any) -> Request:
+    """``Request(**given)`` without the frozen dataclass's ``__init__`` (a call per field)."""
+    values = {**_DEFAULTS, **given}
+    if len(values) != len(_DEFAULTS):
+        raise TypeError(f"Request has no field {sorted(set(given) - set(_DEFAULTS))[0]!r}")
+    r = object.__new__(Request)
+    for put, value in zip(_SETTERS, values.values()):
+        put(r, value)
+    return r
 
 
 def to_wire(r: Request) -> dict[str, Any]:
@@ -339,23 +351,16 @@ def to_wire(r: Request) -> dict[str, Any]:
                         ("expected-attempt", r.expected_attempt),
                         ("expected-generation", r.expected_generation),
                         ("imports", r.imports), ("candidate", r.candidate), ("base", r.base),
-                        ("verdict", r.verdict), ("disposition", r.disposition)):
+                        ("verdict", r.verdict), ("disposition", r.disposition),
+                        ("mint", r.mint), ("correlation", r.correlation)):
         if value is not None:
             out[name] = value
     if r.owner is not None:
         out["owner"] = r.owner.to_wire()
-    if r.evidence:
-        out["evidence"] = r.evidence
-    if r.deadline:
-        out["deadline"] = r.deadline
-    if r.reason != "none":
-        out["reason"] = r.reason
-    if r.failure != "none":
-        out["failure"] = r.failure
-    if r.mint is not None:
-        out["mint"] = r.mint
-    if r.correlation is not None:
-        out["correlation"] = r.correlation
+    for name, value, absent in (("evidence", r.evidence, ""), ("deadline", r.deadline, 0),
+                                ("reason", r.reason, "none"), ("failure", r.failure, "none")):
+        if value != absent:
+            out[name] = value
     if r.token_hash is not None:
         out["token-hash"] = r.token_hash      # the canonical form keeps the hash only
     return out

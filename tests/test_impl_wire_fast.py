@@ -1,0 +1,126 @@
+"""The request path's shortcuts in ``wire``: a plain capability object and ASCII text are
+read without the full checks, a request is built from its slots, and the canonical text
+comes from one encoder made once. Each must give exactly what the full checks, the
+dataclass and ``json.dumps`` give, refusals included."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from types import MappingProxyType
+
+import pytest
+
+from hypothesis import event, given, settings, strategies as st
+
+from wgk.impl import BadRequest
+from wgk.impl import wire
+from wgk.impl.wire import canonical_json
+from wgk.impl.vocabulary import (
+    ACTORS, DISPOSITIONS, FAILURES, KINDS, MINTING_KINDS, PHASES, REASONS, VERDICTS,
+)
+
+HEX = hashlib.sha256(b"t").hexdigest()
+
+names = st.sampled_from(["t1", "g", "beat-1", "x" * 600])
+good_ints = st.one_of(st.integers(-3, 3), st.sampled_from([2 ** 63 - 1, -2 ** 63]))
+positive = st.one_of(st.integers(1, 5), st.just(2 ** 63 - 1))
+bad = st.one_of(st.sampled_from(["", "a\x00b", "\ud800", "é", 2 ** 63, -2 ** 63 - 1, 0, -1,
+                                 True, None, 1.5, [], {}, HEX.upper()]),
+            st.text(max_size=4), st.integers(-2, 2))
+CAP_KEYS = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
+caps = st.fixed_dictionaries({"graph": names, "task": names, "generation": good_ints,
+                              "attempt": good_ints, "fence": good_ints,
+                              "lease-epoch": good_ints})
+owners = st.fixed_dictionaries({"pid": positive, "birth": positive}, optional={
+    "session": st.one_of(names, st.none(), st.just("")), "wrapper-epoch": good_ints,
+    "child-epoch": st.one_of(good_ints, st.none())})
+OPTIONAL = {
+    "cap": caps, "owner": owners, "expected-phase": st.sampled_from(PHASES + ("needs-repair",)),
+    "expected-revision": good_ints, "expected-attempt": good_ints,
+    "expected-generation": good_ints, "deadline": good_ints,
+    "imports": st.one_of(names, st.just("")), "candidate": names, "base": names,
+    "verdict": st.sampled_from(VERDICTS), "disposition": st.sampled_from(DISPOSITIONS),
+    "reason": st.sampled_from(REASONS), "failure": st.sampled_from(FAILURES),
+    "evidence": st.one_of(names, st.just("")), "token": names,
+}
+SOME_KINDS = ("heartbeat", "submit", "dispatch", "resume", "reset", "save-work", "log")
+valid = st.fixed_dictionaries(
+    {"kind": st.one_of(st.sampled_from(SOME_KINDS), st.sampled_from(KINDS)),
+     "actor": st.sampled_from(ACTORS), "task": names, "key": names},
+    optional=OPTIONAL).map(lambda d: {**d, "mint": HEX} if d["kind"] in MINTING_KINDS else d)
+
+
+def places(body: dict) -> list:
+    """Where a bad value may go: nowhere, a field of the body or an unknown one, a field of
+    its capability or owner."""
+    inner = [f"{f}.{k}" for f in ("cap", "owner") if f in body for k in list(body[f]) + ["x"]]
+    return [None] + list(body) + ["unknown", "owner", "mint"] + inner * 2
+
+
+def spoiled(args) -> dict:
+    body, place, value = args
+    if place is None:
+        return body
+    field, _, inner = place.partition(".")
+    body = dict(body)
+    if not inner:
+        body[field] = value
+    else:
+        body[field] = {**body[field], inner: value}
+    return body
+
+
+bodies = valid.flatmap(lambda d: st.tuples(st.just(d), st.sampled_from(places(d)), bad)).map(spoiled)
+
+
+def outcome(body):
+    """What ``parse`` makes of a body: the request, or the refusal's one line."""
+    try:
+        return wire.parse(body)
+    except BadRequest as e:
+        return str(e)
+
+
+def slow(body):
+    """The same body read without the shortcuts: a capability that is not a plain ``dict``
+    and a text that is not ``str``'s own ASCII check take the full checks."""
+    if isinstance(body, dict) and isinstance(body.get("cap"), dict):
+        body = {**body, "cap": MappingProxyType(body["cap"])}
+    return body
+
+
+@settings(max_examples=1500, deadline=None, database=None)
+@given(bodies)
+def test_the_shortcuts_read_every_body_as_the_full_checks_do(body):
+    fast = outcome(body)
+    assert fast == outcome(slow(body))
+    event("request" if isinstance(fast, wire.Request) else "refused")
+
+
+def test_a_request_built_from_its_slots_equals_the_dataclass_one():
+    for body in ({"kind": "heartbeat", "actor": "worker", "task": "t1", "key": "k",
+                  "cap": {"graph": "g", "task": "t1", "generation": 0, "attempt": 1,
+                          "fence": 1, "lease-epoch": 1}, "evidence": "e", "token": "secret"},
+                 {"kind": "dispatch", "actor": "daemon", "task": "t1", "key": "d",
+                  "expected-attempt": 0, "owner": {"pid": 4001, "birth": 911}, "mint": HEX}):
+        r = wire.parse(body)
+        same = wire.Request(**{f.name: getattr(r, f.name) for f in dataclasses.fields(r)})
+        assert r == same and hash(r) == hash(same) and r.digest == hashlib.sha256(
+            r.canonical.encode()).hexdigest()
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            r.kind = "submit"
+    with pytest.raises(TypeError, match="no field 'kinds'"):
+        wire._request(kinds="submit")
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text()),
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=4), inner, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(json_values)
+def test_canonical_json_is_json_dumps_with_sorted_keys_and_no_spaces(value):
+    assert canonical_json(value) == json.dumps(value, sort_keys=True, separators=(",", ":"))
