@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import webbrowser
 
@@ -118,6 +119,8 @@ def serve(session, args: argparse.Namespace) -> int:
     print(f"wgk view: {session.title}\n  {url}\n  Ctrl-C stops the page", flush=True)
     if not args.no_open:
         webbrowser.open(url)
+    # Ctrl-C stops the page even when the shell started it with SIGINT ignored (a background job)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
