@@ -262,6 +262,8 @@ def decide_request(kernel, r: Request):
         deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps),
         seen=lambda kind, ident: _seen(kernel, r.task, kind, ident),
         observe=observe, protected_paths=kernel.protected_paths,
+        deps_reopened=lambda: kernel.deps_reopened(r.task),
+        dependents_committed=lambda: kernel.dependents_committed(r.task),
     )
     return decide(ctx), observe
 

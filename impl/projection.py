@@ -127,6 +127,7 @@ class StatusProjection:
 class GraphView(Protocol):
     def policy(self, name: str) -> TaskPolicy: ...
     def record(self, name: str) -> TaskRecord: ...
+    def deps_reopened(self, name: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,9 @@ WAYS: tuple[Way, ...] = (
     Way("await-review", "wait", "await-review", "the validator or evaluator must answer"),
     Way("mark-repair", "scheduled", "mark-repair", "the target moved before the CAS: needs repair"),
     Way("hold", "hold", "await-operator", "fail-closed: an operator must act"),
+    Way("dependency-reopened", "hold", "await-operator",
+        "a dependency was reopened under the running attempt: its effect is refused, an "
+        "operator resets the task"),
 )
 
 
@@ -174,6 +178,7 @@ def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
     failed = t.attempt_state in ("failed", "lost")      # the next dispatch is an automatic retry
     repair = failed and t.failure == "semantic"
     spent = failed and not repair and t.retries >= p.retry_budget
+    reopened = reopened_under(view, name, t, deps_done)
     # guards: exactly-one-way-forward, no-dead-owner-in-progress-without-action
     conditions = {
         "assign": idle and p.requires_assignment and not t.assigned,
@@ -185,12 +190,22 @@ def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
         "live-owner": watching and t.owner_seen in ("unverified", "live"),
         "probe-suspect": watching and t.owner_seen == "suspect",
         "declare-lost": watching and t.owner_seen == "dead",
-        "drive-transaction": t.running and t.reserved and not held and not moved and not waits,
+        "drive-transaction": t.running and t.reserved and not held and not moved and not waits
+        and not reopened,
         "await-review": t.running and not held and waits,
         "mark-repair": moved,
         "hold": held,
+        "dependency-reopened": reopened,
     }
     return [w for w in WAYS if conditions[w.name]]
+
+
+def reopened_under(view: GraphView, name: str, t: TaskRecord, deps_done: bool) -> bool:
+    """The next edge is the effect's, and a dependency is not Done or opened a generation
+    after the attempt opened: the effect would be made on the old generation."""
+    return (t.running and t.reserved and t.exit == "none" and not t.legacy_done
+            and t.phase == "disposition-recorded"
+            and (not deps_done or view.deps_reopened(name)))
 
 
 def hold_reason(t: TaskRecord) -> str:

@@ -136,9 +136,16 @@ ALTER TABLE tasks ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN failure TEXT NOT NULL DEFAULT 'none'
 """
 
-#: version -> the SQL that takes a database from version - 1 to version.
+#: Why each generation after the first opened: ``reset`` or ``reopen`` (a Done task reopened);
+#: the generations before have none.
+SCHEMA_V8 = """
+ALTER TABLE generations ADD COLUMN cause TEXT
+"""
+
+#: version -> the SQL that takes a database from version - 1 to version; a version may be
+#: absent (it is skipped: versions are numbered where they were written).
 MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4,
-                              5: SCHEMA_V5, 6: SCHEMA_V6}
+                              5: SCHEMA_V5, 6: SCHEMA_V6, 8: SCHEMA_V8}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Tables whose rows the ledger must reproduce exactly (``rebuild``).

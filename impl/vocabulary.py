@@ -23,6 +23,7 @@ KINDS = (
     "save-graph", "mark-repair", "revise", "block-upgrade",
     "reset", "abandon", "reconcile", "reconstruct", "legacy-done",
     "confirm-archive", "archive",
+    "reopen",
 )
 
 _ANY = frozenset(ACTORS)
@@ -69,6 +70,7 @@ AUTHORITY: dict[str, frozenset[str]] = {
     "legacy-done": frozenset({"legacy-import"}),
     "confirm-archive": frozenset({"operator"}),
     "archive": frozenset({"daemon", "cleanup"}),
+    "reopen": frozenset({"operator"}),
 }
 
 #: Kinds that move the SaveTransaction: each carries expected phase + revision.
@@ -97,6 +99,7 @@ CODES = (
     "not-authenticated", "role-not-held",
     "base-mismatch", "bad-name", "worktree-unsaved", "token-mismatch", "archive-unconfirmed",
     "retry-budget-spent", "repair-required",
+    "dependency-reopened",
 )
 
 #: Why an attempt failed (``fail``): unclassified, nothing saved, zero progress and provider
@@ -165,6 +168,10 @@ PRE_EFFECT_PHASES = frozenset({
 #: Phases after the external effect was prepared (re-observe, never redo).
 EFFECT_PHASES = frozenset({"effect-prepared", "effect-committed", "cleanup-prepared",
                            "cleanup-committed"})
+
+#: Phases from which a task's effect is prepared, committed or Done: a dependent there (or
+#: whose effect happened) makes a reopen of its dependency come too late.
+COMMITTED_PHASES = EFFECT_PHASES | frozenset({"graph-saved"})
 
 #: Receipts a GraphSave needs (everything but itself).
 SAVE_GRAPH_NEEDS = RECEIPTS[:-1]

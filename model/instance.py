@@ -29,6 +29,7 @@ GROUP_KINDS: dict[str, tuple[K, ...]] = {
     "operator": (K.RETRY, K.RESET, K.ABANDON, K.RECONCILE, K.BLOCK_UPGRADE),
     "legacy": (K.ASSIGN, K.LEGACY_DONE, K.RECONCILE, K.RECONSTRUCT),
     "archive": (K.CONFIRM_ARCHIVE, K.ARCHIVE),
+    "reopen": (K.REOPEN,),
     # the intruder sends the other groups' kinds under its own principal, posing as any role
     # (``intruder_requests``; the bounded model checker adds one template per kind and task)
     "intruder": (),

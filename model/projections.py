@@ -13,7 +13,7 @@ from typing import Any
 import networkx as nx
 
 from .logic import all_of, any_of, ite, not_, one_of
-from .predicates import deps_done, graph_saved, reserved, running
+from .predicates import deps_current, deps_done, graph_saved, reserved, running
 from .state import State, TaskState
 from .vocab import (
     Action, AttemptState, Disposition, Exit, Failure, Kind, OwnerSeen, Phase, Reason, Status, Way,
@@ -122,6 +122,13 @@ def _retry_held(s: State, i: int, t: TaskState) -> Any:
     return any_of(_needs_repair(s, i, t), _budget_spent(s, i, t))
 
 
+def _dependency_reopened(s: State, i: int, t: TaskState) -> Any:
+    """The next edge is the effect's and a dependency was reopened since the attempt opened:
+    the effect is refused on the old generation."""
+    return all_of(running(t), reserved(t), not_(_held(t)), t.phase == Phase.DISPOSITION_RECORDED,
+                  not_(deps_current(s, i, t)))
+
+
 WAY_CONDITIONS = {
     "assign": lambda s, i, t: all_of(
         not_(running(t)), not_(_held(t)), s.graph.requires_assignment[i], not_(t.assigned)),
@@ -149,11 +156,12 @@ WAY_CONDITIONS = {
         running(t), not_(reserved(t)), not_(_held(t)), t.owner_seen == OwnerSeen.DEAD),
     "drive-transaction": lambda s, i, t: all_of(
         running(t), reserved(t), not_(_held(t)), not_(_target_moved(s, t)),
-        not_(_waits_on_other_actor(s, i, t))),
+        not_(_waits_on_other_actor(s, i, t)), not_(_dependency_reopened(s, i, t))),
     "await-review": lambda s, i, t: all_of(
         running(t), not_(_held(t)), _waits_on_other_actor(s, i, t)),
     "mark-repair": lambda s, i, t: all_of(running(t), not_(_held(t)), _target_moved(s, t)),
     "hold": lambda s, i, t: _held(t),
+    "dependency-reopened": _dependency_reopened,
 }
 
 WAYS: tuple[WayRule, ...] = (
@@ -176,6 +184,9 @@ WAYS: tuple[WayRule, ...] = (
     WayRule("mark-repair", Way.SCHEDULED, Action.MARK_REPAIR,
             "the target moved before the CAS: needs repair"),
     WayRule("hold", Way.HOLD, Action.AWAIT_OPERATOR, "fail-closed: an operator must act"),
+    WayRule("dependency-reopened", Way.HOLD, Action.AWAIT_OPERATOR,
+            "a dependency was reopened under the running attempt: its effect is refused, an "
+            "operator resets the task"),
 )
 
 

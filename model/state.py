@@ -219,6 +219,9 @@ class TaskState:
     # and the digest archived (0: none)
     archive_confirmed: Any = 0
     archived: Any = 0
+    # the sum of the dependencies' generations when the current attempt opened: a reopen of a
+    # dependency since then raises the sum, so the attempt's effect is refused
+    deps_generation: Any = 0
 
     def receipt(self, kind: Receipt) -> Binding:
         return self.receipts[kind]

@@ -102,6 +102,8 @@ class Kind(Labelled):
     # archiving a Done task
     CONFIRM_ARCHIVE = 55
     ARCHIVE = 56
+    # reopening a Done task into a new generation
+    REOPEN = 60
 
 
 class DecisionKind(Labelled):
@@ -147,6 +149,7 @@ class Code(Labelled):
     ARCHIVE_UNCONFIRMED = 28   # no confirmation receipt names the digest an archive names
     RETRY_BUDGET_SPENT = 29    # the task's automatic retries after failures are used up
     REPAIR_REQUIRED = 30       # a semantic failure waits for a repair, never an automatic retry
+    DEPENDENCY_REOPENED = 33   # a dependency was reopened: no effect on its old generation
 
 
 class AttemptState(Labelled):
@@ -354,6 +357,7 @@ AUTHORITY: dict[Kind, frozenset[Actor]] = {
     K.LEGACY_DONE: frozenset({A.LEGACY_IMPORT}),
     K.CONFIRM_ARCHIVE: frozenset({A.OPERATOR}),
     K.ARCHIVE: frozenset({A.DAEMON, A.CLEANUP}),
+    K.REOPEN: frozenset({A.OPERATOR}),
 }
 
 #: Kinds whose request must carry the exact capability tuple K of the current attempt.

@@ -132,6 +132,15 @@ def _driver_chosen_base(s, i, t, r):
     return guarded(g.checks, update, g.kind)
 
 
+def _effect_after_redone_dependency(s, i, t, r):
+    """prepare-effect guarded by ``deps_done`` alone, not by the generation it opened on."""
+    g = RULES[K.PREPARE_EFFECT](s, i, t, r)
+    return guarded([(R.deps_done(s, i), Code.DEPENDENCY_REOPENED)], g.update, g.kind)
+
+
+#: A proven legacy Done reopened under its dependent (two generations of each task).
+REOPEN_INSTANCE = Instance(tasks=2, generations=2, groups=("core", "legacy", "reopen"))
+
 MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant(
         "done-without-promotion-receipt", (1,),
@@ -310,6 +319,24 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "by a digest no confirmation receipt names, or with none at all.",
         "archive-needs-confirmed-digest", Instance(tasks=1, groups=("core", "archive")), 14,
         rules={K.ARCHIVE: without_checks(K.ARCHIVE, Code.ARCHIVE_UNCONFIRMED)}),
+    Mutant(
+        "reopen-overtakes-dependent", (32,),
+        "A reopen ignores its dependents: a Done dependency is reopened under a dependent "
+        "that is already Done, which then rests on a dependency that is not.",
+        "reopen-fences-dependents", REOPEN_INSTANCE, 5,
+        rules={K.REOPEN: without_checks(K.REOPEN, Code.TERMINAL_ALREADY)}),
+    Mutant(
+        "effect-on-reopened-dependency", (32,),
+        "prepare-effect does not look at the dependencies: a dependent running when its "
+        "dependency was reopened makes its effect on the old generation.",
+        "reopen-fences-dependents", REOPEN_INSTANCE, 12,
+        rules={K.PREPARE_EFFECT: without_checks(K.PREPARE_EFFECT, Code.DEPENDENCY_REOPENED)}),
+    Mutant(
+        "effect-after-redone-dependency", (32,),
+        "prepare-effect checks only that the dependencies are Done: a dependent whose attempt "
+        "opened before its dependency was reopened makes its effect once that is Done again.",
+        "reopen-fences-dependents", REOPEN_INSTANCE, 14,
+        rules={K.PREPARE_EFFECT: _effect_after_redone_dependency}),
 )}
 
 

@@ -91,6 +91,7 @@ ACTIONS = {
     "reconcile": operator_request("reconcile"),
     "reconstruct": operator_request("reconstruct", candidate=None, base=None),
     "abandon": operator_request("abandon"), "reset": operator_request("reset"),
+    "reopen": operator_request("reopen"),
     "import-legacy": do_import, "rebuild": do_rebuild, "verify-ledger": do_verify,
     "send": do_send, "principal": do_principal, "anchor": do_anchor,
 }
