@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from . import reopen
 from .apply import apply_event
 from .ledger import LedgerVerdict
 from .projection import finished, plan, satisfies_dependents, status
@@ -345,7 +346,7 @@ def _reopen_findings(kernel, name: str, t, deps) -> list[Finding]:
     """A task whose effect is prepared, committed or Done has every dependency Done on the
     generation its attempt opened on."""
     committed = t.phase in COMMITTED_PHASES or t.effect_done
-    if committed and (not all(d.graph_saved for d in deps) or kernel.deps_reopened(name)):
+    if committed and (not all(d.graph_saved for d in deps) or reopen.deps_reopened(kernel, name)):
         return [Finding("reopen-fences-dependents", name,
                         f"{t.phase} with a dependency reopened or not Done")]
     return []

@@ -29,7 +29,6 @@ from .seeding import Initial, check_initial, seeded
 from .backends import open_store
 from .store import Pragmas, dumps
 from .tables import FactTables, TaskTables
-from .vocabulary import COMMITTED_PHASES
 from .wire import Request
 
 
@@ -115,23 +114,6 @@ class Kernel:
             r = self.tables.load(self.ids()[name])
             self._records[name] = r
         return r
-
-    def deps_reopened(self, name: str) -> bool:
-        """A dependency opened a generation (a reset or a reopen) after the current attempt of
-        ``name`` opened: that attempt ran on the dependency's old generation."""
-        t = self.record(name)
-        return t.fence != 0 and self.conn.execute(
-            "SELECT 1 FROM attempts a JOIN edges e ON e.task = a.task "
-            "JOIN generations g ON g.task = e.dep "
-            "WHERE a.task = ? AND a.fence = ? AND g.opened_seq > a.opened_seq LIMIT 1",
-            (self.ids()[name], t.fence)).fetchone() is not None
-
-    def dependents_committed(self, name: str) -> bool:
-        """Some task depending on ``name`` has its effect prepared or committed, or is Done."""
-        rows = self.conn.execute("SELECT t.name FROM edges e JOIN tasks t ON t.id = e.task "
-                                 "WHERE e.dep = ?", (self.ids()[name],)).fetchall()
-        return any(self.record(n).phase in COMMITTED_PHASES or self.record(n).effect_done
-                   for (n,) in rows)
 
     def observe(self, name: str) -> Observe:
         return Observe(self.env, name, self._effect_state)

@@ -12,6 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Protocol
 
+from . import reopen
 from .records import TaskPolicy, TaskRecord
 from .decision import Observe
 from .rules_save import target_moved
@@ -127,7 +128,6 @@ class StatusProjection:
 class GraphView(Protocol):
     def policy(self, name: str) -> TaskPolicy: ...
     def record(self, name: str) -> TaskRecord: ...
-    def deps_reopened(self, name: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ def reopened_under(view: GraphView, name: str, t: TaskRecord, deps_done: bool) -
     after the attempt opened: the effect would be made on the old generation."""
     return (t.running and t.reserved and t.exit == "none" and not t.legacy_done
             and t.phase == "disposition-recorded"
-            and (not deps_done or view.deps_reopened(name)))
+            and (not deps_done or reopen.deps_reopened(view, name)))
 
 
 def hold_reason(t: TaskRecord) -> str:

@@ -33,10 +33,10 @@ from wgk.conformance.reports.complexity_source import (  # noqa: F401 (re-export
 #: measured figure exceeds its limit. Raising a limit is a reviewed change here.
 BUDGET: dict[str, tuple[int, str]] = {
     "actors": (13, "one actor per role named by the design; a new role is a design change"),
-    "authority-pairs": (85, "each actor x request-kind grant is a way to change state; no new grant unreviewed (the operator confirms an archive, the daemon and cleanup archive)"),
-    "request-kinds": (39, "one kind per transition; the wire vocabulary is closed (confirm-archive and archive included)"),
+    "authority-pairs": (86, "each actor x request-kind grant is a way to change state; no new grant unreviewed (the operator confirms an archive, the daemon and cleanup archive; the operator reopens a Done task)"),
+    "request-kinds": (40, "one kind per transition; the wire vocabulary is closed (confirm-archive, archive and reopen included)"),
     "env-step-kinds": (7, "the environment the kernel is checked against is closed"),
-    "rule-functions": (39, "exactly one guard-then-update rule per request kind"),
+    "rule-functions": (40, "exactly one guard-then-update rule per request kind"),
     "reducers": (1, "one reducer decides every request at run time (impl/rules.py:decide, via Kernel.handle)"),
     "model-reducers": (1, "the normative specification has one reducer too (model/kernel.py:decide_fresh, via decide)"),
     "kernel-public-methods": (29, "the implementation's API surface (requests go through handle, "
@@ -49,10 +49,10 @@ BUDGET: dict[str, tuple[int, str]] = {
     "databases": (1, "one SQLite file per graph; no second store to keep in step"),
     "helper-processes": (0, "no long-lived helper: convergence and observation run in the caller"),
     "child-commands": (3, "short-lived git invocations only (argument lists, no shell)"),
-    "loc-model": (2800, "the normative model stays small enough to read in a sitting (its rules and invariants in modules by what they decide; capability tokens and the intruder who lacks them; the protected-path grammar, the archive)"),
-    "loc-impl": (4800, "the reference implementation: store (SQLite and PostgreSQL), ledger and its replay images, rules, principals and capability tokens, git, /proc, protected paths"),
+    "loc-model": (2860, "the normative model stays small enough to read in a sitting (its rules and invariants in modules by what they decide; capability tokens and the intruder who lacks them; the protected-path grammar, the archive, the reopen of a Done task)"),
+    "loc-impl": (4860, "the reference implementation: store (SQLite and PostgreSQL), ledger and its replay images, rules, principals and capability tokens, git, /proc, protected paths, the reopen of a Done task"),
     "loc-conformance": (14200, "checkers, adapters, the view, the unbounded proof (the intruder's journal namespace), the command line, the real-world gate sections and the implementation's mutant catalogue"),
-    "loc-total": (22700, "model + impl + conformance, with the kernel's command line and demo, the view, names, anchors, capability tokens, protected paths and the archive, the real-world gate and the gate's runner on every core"),
+    "loc-total": (22960, "model + impl + conformance, with the kernel's command line and demo, the view, names, anchors, capability tokens, protected paths and the archive, the reopen of a Done task, the real-world gate and the gate's runner on every core"),
 }
 
 
