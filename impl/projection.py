@@ -190,8 +190,7 @@ def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
         "live-owner": watching and t.owner_seen in ("unverified", "live"),
         "probe-suspect": watching and t.owner_seen == "suspect",
         "declare-lost": watching and t.owner_seen == "dead",
-        "drive-transaction": t.running and t.reserved and not held and not moved and not waits
-        and not reopened,
+        "drive-transaction": t.running and t.reserved and not reopened and not held and not moved and not waits,
         "await-review": t.running and not held and waits,
         "mark-repair": moved,
         "hold": held,

@@ -238,7 +238,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant(
         "legacy-done-satisfies-dependency", (15, 1),
         "A legacy Done without evidence satisfies a dependency: a dependent is dispatched.",
-        "dependency-needs-done", Instance(tasks=2, groups=("core", "legacy")), 2,
+        "attempt-opens-on-done-dependencies", Instance(tasks=2, groups=("core", "legacy")), 2,
         rules={k: with_check(k, Code.DEPENDENCY_NOT_DONE, _deps_or_legacy)
                for k in (K.DISPATCH, K.RETRY, K.RECONSTRUCT)}),
     Mutant(
