@@ -73,7 +73,8 @@ def _apply_task_added(k, seq: int, body: dict) -> None:
     ids[body["task"]] = tid
     k.tables.create(tid)
     k._records[body["task"]] = EMPTY          # what its new rows hold (no read needed)
-    k.conn.execute("INSERT INTO generations VALUES (?, 0, ?)", (tid, seq))
+    k.conn.execute("INSERT INTO generations (task, generation, opened_seq) VALUES (?, 0, ?)",
+                   (tid, seq))
     pending = 0
     for d in body["deps"]:
         k.conn.execute("INSERT INTO edges VALUES (?, ?)", (tid, ids[d]))

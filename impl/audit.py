@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from . import reopen
 from .apply import apply_event
 from .ledger import LedgerVerdict
 from .projection import finished, plan, satisfies_dependents, status
 from .schema import PROJECTED_TABLES
 from .store import Pragmas
-from .vocabulary import RECEIPTS
+from .vocabulary import COMMITTED_PHASES, RECEIPTS
 
 
 @dataclass
@@ -315,16 +316,18 @@ def _task_findings(kernel, name: str, view, pinned) -> list[Finding]:
         and t.phase == "graph-saved"
     if (status(t) == "done") != agree:
         out.append(Finding("done-iff-graphsave", name, f"status {status(t)}, receipts agree {agree}"))
-    if t.attempt_state in ("running", "succeeded") and not all(d.graph_saved for d in deps):
-        out.append(Finding("dependency-needs-done", name, f"{t.attempt_state} with a dependency "
-                                                          "not Done"))
+    if t.attempt_state == "succeeded" and not all(d.graph_saved for d in deps):
+        out.append(Finding("dependency-needs-done", name, "succeeded with a dependency not Done"))
+    out += _reopen_findings(kernel, name, t, deps)
     if t.legacy_done and satisfies_dependents(t):
         out.append(Finding("legacy-never-satisfies", name, "a legacy claim satisfies dependents"))
     stray = [k for k in RECEIPTS if t.receipt(k).fence not in (0, t.fence)]
     if stray:
         out.append(Finding("receipts-fenced", name, f"receipts of another fence: {stray}"))
-    promotions = kernel.conn.execute("SELECT count(*) FROM effects WHERE task = ? AND "
-                                     "state = 'committed'", (kernel.ids()[name],)).fetchone()[0]
+    promotions = kernel.conn.execute(
+        "SELECT count(*) FROM effects e JOIN attempts a ON a.task = e.task AND a.fence = e.fence "
+        "WHERE e.task = ? AND e.state = 'committed' AND a.generation = ?",
+        (kernel.ids()[name], t.generation)).fetchone()[0]
     if promotions > 1:
         out.append(Finding("promotion-at-most-once", name, f"{promotions} effects"))
     if not finished(t):
@@ -337,3 +340,13 @@ def _task_findings(kernel, name: str, view, pinned) -> list[Finding]:
         out.append(Finding("retained-work-never-erased", name,
                            f"retained {t.retained} has no immutable ref"))
     return out
+
+
+def _reopen_findings(kernel, name: str, t, deps) -> list[Finding]:
+    """A task whose effect is prepared, committed or Done has every dependency Done on the
+    generation its attempt opened on."""
+    committed = t.phase in COMMITTED_PHASES or t.effect_done
+    if committed and (not all(d.graph_saved for d in deps) or reopen.deps_reopened(kernel, name)):
+        return [Finding("reopen-fences-dependents", name,
+                        f"{t.phase} with a dependency reopened or not Done")]
+    return []

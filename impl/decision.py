@@ -137,6 +137,10 @@ class Ctx:
     observe: Observe
     #: the graph policy's protected path patterns (``protect``)
     protected_paths: Callable[[], tuple] = lambda: ()
+    #: a dependency opened a generation after the current attempt opened (``reopen``)
+    deps_reopened: Callable[[], bool] = lambda: False
+    #: some dependent's effect is prepared, committed or Done (``reopen``)
+    dependents_committed: Callable[[], bool] = lambda: False
 
     @property
     def task(self) -> str:

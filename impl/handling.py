@@ -27,6 +27,7 @@ import json
 from dataclasses import replace
 from typing import Any, Sequence
 
+from . import reopen
 from .apply import apply_event
 from .decision import Ctx, Outcome
 from .effects import CasMoved, perform
@@ -262,6 +263,8 @@ def decide_request(kernel, r: Request):
         deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps),
         seen=lambda kind, ident: _seen(kernel, r.task, kind, ident),
         observe=observe, protected_paths=kernel.protected_paths,
+        deps_reopened=lambda: reopen.deps_reopened(kernel, r.task),
+        dependents_committed=lambda: reopen.dependents_committed(kernel, r.task),
     )
     return decide(ctx), observe
 

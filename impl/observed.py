@@ -38,7 +38,12 @@ def task_facts(k, names: list[str]) -> dict[str, TaskFacts]:
     promotions = dict.fromkeys(names, 0)
     happened: set[str] = set()
     repo = k.env.repository
-    for tid, effect, state in k.conn.execute("SELECT task, id, state FROM effects" + where):
+    # effects of the current generation only (a reopened task makes its effect again)
+    for tid, effect, state, gen in k.conn.execute(
+            "SELECT e.task, e.id, e.state, a.generation FROM effects e JOIN attempts a "
+            "ON a.task = e.task AND a.fence = e.fence" + where.replace("task", "e.task")):
+        if gen != k.record(by_id[tid]).generation:
+            continue
         if state == "committed" or (state == "prepared" and repo.effect_observed(effect)):
             promotions[by_id[tid]] += 1
             happened.add(effect)

@@ -36,7 +36,7 @@ from .hooks import Hook, no_hook
 from .ledger import Ledger
 from .pg_conn import PgConnection, driver, first_line, redact
 from .principals import TABLE as PRINCIPALS_TABLE
-from .schema import SCHEMA_VERSION
+from .schema import MIGRATIONS, SCHEMA_VERSION
 from .store import Pragmas, Store
 
 DSN_PREFIXES = ("postgresql://", "postgres://")
@@ -183,7 +183,7 @@ class PgStore(Store):
                 raise StoreError(f"{redact(self.path)}: schema version {current} is newer than "
                                  f"this kernel ({SCHEMA_VERSION})")
             applied = []
-            for version in range(current + 1, to + 1):
+            for version in [v for v in sorted(MIGRATIONS) if current < v <= to]:
                 for statement in sql.schema(version):
                     self.conn.native(statement)
                 self.set_meta("schema-version", str(version))

@@ -12,6 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Protocol
 
+from . import reopen
 from .records import TaskPolicy, TaskRecord
 from .decision import Observe
 from .rules_save import target_moved
@@ -167,6 +168,9 @@ WAYS: tuple[Way, ...] = (
     Way("wait-expired", "hold", "await-operator",
         "the external wait ran out: an operator retries or resets"),
     Way("hold", "hold", "await-operator", "fail-closed: an operator must act"),
+    Way("dependency-reopened", "hold", "await-operator",
+        "a dependency was reopened under the running attempt: its effect is refused, an "
+        "operator resets the task"),
 )
 
 #: The ways whose deadline is the external wait's (the others': the attempt's).
@@ -194,6 +198,7 @@ def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
     failed = t.attempt_state in ("failed", "lost")      # the next dispatch is an automatic retry
     repair = failed and t.failure == "semantic"
     spent = failed and not repair and t.retries >= p.retry_budget
+    reopened = reopened_under(view, name, t, deps_done)
     # guards: exactly-one-way-forward, no-dead-owner-in-progress-without-action
     conditions = {
         "assign": idle and p.requires_assignment and not t.assigned,
@@ -206,15 +211,24 @@ def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
         "probe-suspect": watching and t.owner_seen == "suspect",
         "resume-continuation": watching and t.owner_seen == "dead" and continues,
         "declare-lost": watching and t.owner_seen == "dead" and not continues,
-        "drive-transaction": t.running and t.reserved and not held and not moved and not waits,
+        "drive-transaction": t.running and t.reserved and not reopened and not held and not moved and not waits,
         "await-review": t.running and not held and waits,
         "mark-repair": moved,
         "await-external": stopped and t.waiting_on is not None and not due,
         "expire-wait": stopped and due,
         "wait-expired": stopped and t.waiting_on is None and t.wait_expired,
         "hold": held,
+        "dependency-reopened": reopened,
     }
     return [w for w in WAYS if conditions[w.name]]
+
+
+def reopened_under(view: GraphView, name: str, t: TaskRecord, deps_done: bool) -> bool:
+    """The next edge is the effect's, and a dependency is not Done or opened a generation
+    after the attempt opened: the effect would be made on the old generation."""
+    return (t.running and t.reserved and t.exit == "none" and not t.legacy_done
+            and t.phase == "disposition-recorded"
+            and (not deps_done or reopen.deps_reopened(view, name)))
 
 
 def hold_reason(t: TaskRecord) -> str:

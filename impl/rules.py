@@ -4,6 +4,7 @@ The rules themselves live by topic (``rules_attempt``: admission, attempts,
 evidence, terminal reports; ``rules_save``: the SaveTransaction;
 ``rules_operator``: operator and migration; ``rules_archive``: archiving a Done task after
 the confirmation of its digest; ``rules_wait``: external waits), on the vocabulary of
+the confirmation of its digest; ``rules_reopen``: reopening a Done task), on the vocabulary of
 ``decision``; this module holds the table of rules and the entry point.
 
 ``decide(ctx)`` answers a request whose key is not in the journal (the journal
@@ -35,6 +36,7 @@ from .rules_attempt import (
 from .rules_operator import abandon, legacy_done, reconcile, reconstruct, reset
 from .rules_archive import archive, confirm_archive
 from .rules_wait import deliver, expire_wait, park
+from .rules_reopen import reopen
 from .rules_save import (
     accept, block_upgrade, commit_cleanup, commit_effect, mark_repair, prepare_cleanup,
     prepare_effect, quiesce, record_disposition, request_review, revise, save_graph, save_work,
@@ -61,6 +63,7 @@ RULES: dict[str, Callable[[Ctx], Outcome]] = {
     "reconstruct": reconstruct, "legacy-done": legacy_done,
     "confirm-archive": confirm_archive, "archive": archive,
     "park": park, "deliver": deliver, "expire-wait": expire_wait,
+    "reopen": reopen,
 }
 
 

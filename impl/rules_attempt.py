@@ -27,7 +27,7 @@ def admission_failure(ctx: Ctx, t: TaskRecord) -> str | None:
         return "held"
     if ctx.policy.requires_assignment and not t.assigned:
         return "assignment-required"
-    # guards: dependency-needs-done
+    # guards: dependency-needs-done, attempt-opens-on-done-dependencies
     if not ctx.deps_done():
         return "dependency-not-done"
     # guards: no-attempt-while-waiting

@@ -14,7 +14,9 @@ from .vocabulary import EFFECT_PHASES, EVIDENCE_ONLY, PRE_EFFECT_PHASES
 
 def reset(ctx: Ctx) -> Outcome:
     t = ctx.record
-    in_flight = t.running and t.reserved and t.exit == "none"
+    # a completion whose dependency was reopened under it can no longer win: the reset fences it
+    in_flight = t.running and t.reserved and t.exit == "none" and ctx.deps_done() \
+        and not ctx.deps_reopened()
     if ctx.request.expected_generation != t.generation:
         return reject(ctx, "cas-moved")
     if t.abandoned:
@@ -35,7 +37,7 @@ def reset(ctx: Ctx) -> Outcome:
         retries=0, failure="none",                 # a new generation: its own retry budget
         waiting_on=None, wait_deadline=0, wait_expired=False,   # and no wait of the old one
     )
-    return succeeded(ctx, new, effects=effects, facts=[("generation-opened", {"generation": generation})])
+    return succeeded(ctx, new, effects=effects, facts=[("generation-opened", {"generation": generation, "cause": "reset"})])
 
 
 def abandon(ctx: Ctx) -> Outcome:

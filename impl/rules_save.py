@@ -129,6 +129,9 @@ def record_disposition(ctx: Ctx) -> Outcome:
 def prepare_effect(ctx: Ctx) -> Outcome:
     """Write-ahead intent: the effect's identity, candidate and base are durable first."""
     t = ctx.record
+    # guards: reopen-fences-dependents
+    if not ctx.deps_done() or ctx.deps_reopened():
+        return reject(ctx, "dependency-reopened")
     new = advance(t, "effect-prepared")
     intent = {"id": effect_name(ctx.task, new), "fence": t.fence, "version": t.version,
               "disposition": t.disposition, "candidate": t.candidate, "base": t.base}

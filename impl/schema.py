@@ -144,9 +144,16 @@ ALTER TABLE tasks ADD COLUMN wait_deadline INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN wait_expired INTEGER NOT NULL DEFAULT 0
 """
 
+#: Why each generation after the first opened: ``reset`` or ``reopen`` (a Done task reopened);
+#: the generations before have none.
+SCHEMA_V8 = """
+ALTER TABLE generations ADD COLUMN cause TEXT
+"""
+
 #: version -> the SQL that takes a database from version - 1 to version.
 MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4,
-                              5: SCHEMA_V5, 6: SCHEMA_V6, 7: SCHEMA_V7}
+                              5: SCHEMA_V5, 6: SCHEMA_V6, 7: SCHEMA_V7,
+                              8: SCHEMA_V8}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Tables whose rows the ledger must reproduce exactly (``rebuild``).

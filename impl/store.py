@@ -170,7 +170,7 @@ class Store:
                 raise StoreError(f"{self.path}: schema version {current} is newer than "
                                  f"this kernel ({SCHEMA_VERSION})")
             applied = []
-            for version in range(current + 1, to + 1):
+            for version in [v for v in sorted(MIGRATIONS) if current < v <= to]:
                 for statement in MIGRATIONS[version].split(";"):
                     if statement.strip():
                         self.conn.execute(statement)

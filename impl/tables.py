@@ -232,8 +232,8 @@ class FactTables:
                           (task_id, f["fence"]))
 
     def _generation_opened(self, task_id: int, f: dict, seq: int) -> None:
-        self.conn.execute("INSERT INTO generations VALUES (?, ?, ?)",
-                          (task_id, f["generation"], seq))
+        self.conn.execute("INSERT INTO generations (task, generation, opened_seq, cause) "
+                          "VALUES (?, ?, ?, ?)", (task_id, f["generation"], seq, f.get("cause")))
 
     def _pinned(self, task_id: int, f: dict, seq: int) -> None:
         self.conn.execute("INSERT OR IGNORE INTO pins VALUES (?, ?, ?, ?)",

@@ -24,6 +24,7 @@ KINDS = (
     "reset", "abandon", "reconcile", "reconstruct", "legacy-done",
     "confirm-archive", "archive",
     "park", "deliver", "expire-wait",
+    "reopen",
 )
 
 _ANY = frozenset(ACTORS)
@@ -73,6 +74,7 @@ AUTHORITY: dict[str, frozenset[str]] = {
     "park": frozenset({"worker", "wrapper"}),
     "deliver": frozenset({"operator", "daemon"}),
     "expire-wait": frozenset({"daemon"}),
+    "reopen": frozenset({"operator"}),
 }
 
 #: Kinds that move the SaveTransaction: each carries expected phase + revision.
@@ -104,6 +106,7 @@ CODES = (
     "not-authenticated", "role-not-held",
     "base-mismatch", "bad-name", "worktree-unsaved", "token-mismatch", "archive-unconfirmed",
     "retry-budget-spent", "repair-required", "waiting", "not-waiting", "wait-not-due",
+    "dependency-reopened",
 )
 
 #: Why an attempt failed (``fail``): unclassified, nothing saved, zero progress and provider
@@ -173,6 +176,10 @@ PRE_EFFECT_PHASES = frozenset({
 #: Phases after the external effect was prepared (re-observe, never redo).
 EFFECT_PHASES = frozenset({"effect-prepared", "effect-committed", "cleanup-prepared",
                            "cleanup-committed"})
+
+#: Phases from which a task's effect is prepared, committed or Done: a dependent there (or
+#: whose effect happened) makes a reopen of its dependency come too late.
+COMMITTED_PHASES = EFFECT_PHASES | frozenset({"graph-saved"})
 
 #: Receipts a GraphSave needs (everything but itself).
 SAVE_GRAPH_NEEDS = RECEIPTS[:-1]

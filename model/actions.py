@@ -55,6 +55,7 @@ PARAMS: dict[K, tuple[str, ...]] = {
     K.ARCHIVE: ("candidate",),
     K.PARK: ("correlation",),
     K.DELIVER: ("correlation",),
+    K.REOPEN: ("expected_generation",),
 }
 
 #: Kinds whose evidence id is recorded.
@@ -212,6 +213,14 @@ def _wait_requests(c: _Caller) -> Iterator[Request]:
         yield Request(K.EXPIRE_WAIT, Actor.DAEMON, name)
 
 
+def _reopen_requests(c: _Caller) -> Iterator[Request]:
+    """A Done task reopened by the operator into its next generation (within the bound)."""
+    if "reopen" not in c.inst.groups or c.t.attempt_state != AttemptState.SUCCEEDED:
+        return
+    if c.t.generation + 1 < c.inst.generations:
+        yield Request(K.REOPEN, Actor.OPERATOR, c.name, expected_generation=c.t.generation)
+
+
 def _transaction_requests(c: _Caller) -> Iterator[Request | None]:
     """Every edge of the SaveTransaction, in order (``None`` where ``tx`` leaves one out)."""
     t, tx = c.t, c.tx
@@ -265,6 +274,7 @@ def requests_for(inst: Instance, s: State, i: int) -> Iterator[Request | None]:
 def _attempt_requests(c: _Caller) -> Iterator[Request | None]:
     yield from _late_requests(c)
     yield from _archive_requests(c)
+    yield from _reopen_requests(c)
     if c.t.attempt_state != AttemptState.RUNNING:
         return  # a closed attempt only hears late reports and messages
     yield from _liveness_requests(c)

@@ -32,6 +32,7 @@ GROUP_KINDS: dict[str, tuple[K, ...]] = {
     "waits": (K.PARK, K.DELIVER, K.EXPIRE_WAIT),
     # the clock runs toward a proven-dead owner's deadline (its continuation's window)
     "clock": (),
+    "reopen": (K.REOPEN,),
     # the intruder sends the other groups' kinds under its own principal, posing as any role
     # (``intruder_requests``; the bounded model checker adds one template per kind and task)
     "intruder": (),

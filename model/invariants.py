@@ -22,6 +22,7 @@ from __future__ import annotations
 from . import liveness as _liveness
 from .logic import all_of, not_
 from .predicates import graph_saved, running
+from .projections import WAYS_BY_NAME as _WAYS
 from .properties import (  # noqa: F401  (re-exported: callers import them from here)
     ALL_RECEIPTS, REGISTRY, Property, always, any_task, assumptions, each_task, eventually,
     fairness, outside_assumptions, pairs, prop, sometimes, step_violations, terminal,
@@ -36,7 +37,7 @@ from .invariants_state import (  # noqa: F401
     promotion_at_most_once, promotion_needs_review, worksave_exact,
     candidate_built_on_attempt_base, protected_path_holds, archive_needs_confirmed_digest,
     exactly_one_way_forward, no_dead_owner_without_action, retries_within_budget,
-    no_attempt_while_waiting, compactions_counted_once,
+    no_attempt_while_waiting, compactions_counted_once, reopen_fences_dependents,
 )
 from .invariants_step import (  # noqa: F401
     attempt_fencing, single_live_owner, first_terminal_wins, terminal_never_resurrects,
@@ -46,6 +47,7 @@ from .invariants_step import (  # noqa: F401
     keys_per_principal, token_required, continuation_needs_token,
     semantic_failure_never_auto_retried, wait_left_only_by_its_evidence,
     rejection_changes_nothing, unchanged_outside_touches,
+    attempt_opens_on_done_dependencies,
 )
 
 
@@ -97,6 +99,12 @@ SOMETIMES = {
                       lambda s, i, t: t.generation >= 1),
     "import-reached": ("a new attempt imports retained work",
                        lambda s, i, t: t.imported != 0),
+    "dependent-reruns-after-reopen": (
+        "a dependent runs on the new generation of a reopened dependency that is Done again",
+        lambda s, i, t: all_of(running(t), t.deps_generation >= 1)),
+    "dependency-reopened-held": (
+        "a running dependent's effect is held because its dependency was reopened",
+        lambda s, i, t: _WAYS["dependency-reopened"].enabled(s, i)),
     "compaction-continued": ("a compaction earns a continuation that is acknowledged",
                              lambda s, i, t: t.acks >= 1),
 }

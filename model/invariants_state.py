@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .logic import all_of, any_of, count, iff, implies, not_, one_of
-from .predicates import deps_done, graph_saved, has_receipt, receipt_of, reserved, running
+from .predicates import committed, deps_current, deps_done, graph_saved, has_receipt, receipt_of, reserved, running
 from .projections import WAYS, WAYS_BY_NAME, finished, status
 from .properties import ALL_RECEIPTS, prop
 from .state import State, TaskState
@@ -25,10 +25,10 @@ def done_iff_graphsave(s: State, i: int, t: TaskState) -> Any:
     return iff(status(t) == Status.DONE, agree)
 
 
-@prop("dependency-needs-done", incidents=(1, 15))
+@prop("dependency-needs-done", incidents=(1, 15, 32))
 def dependency_needs_done(s: State, i: int, t: TaskState) -> Any:
-    """An attempt runs or succeeds only while every dependency is dependency-satisfying Done."""
-    return implies(one_of(t.attempt_state, (AS.RUNNING, AS.SUCCEEDED)), deps_done(s, i))
+    """An attempt succeeds only while every dependency is dependency-satisfying Done (it opens only while they are: attempt-opens-on-done-dependencies)."""
+    return implies(t.attempt_state == AS.SUCCEEDED, deps_done(s, i))
 
 
 @prop("legacy-never-satisfies", incidents=(15,))
@@ -45,7 +45,7 @@ def receipts_fenced(s: State, i: int, t: TaskState) -> Any:
 
 @prop("promotion-at-most-once", incidents=(5, 13))
 def promotion_at_most_once(s: State, i: int, t: TaskState) -> Any:
-    """A task's external effect (promotion or output) happens at most once."""
+    """A task's external effect (promotion or output) happens at most once per generation."""
     return t.promotions <= 1
 
 
@@ -121,6 +121,10 @@ def retries_within_budget(s: State, i: int, t: TaskState) -> Any:
 def no_attempt_while_waiting(s: State, i: int, t: TaskState) -> Any:
     """A task parked on an external wait, or held because its wait ran out, has no running attempt."""
     return implies(any_of(t.waiting_on != 0, t.wait_expired), not_(running(t)))
+@prop("reopen-fences-dependents", incidents=(32,))
+def reopen_fences_dependents(s: State, i: int, t: TaskState) -> Any:
+    """No task has its effect prepared or committed, or is Done, unless every dependency is Done on the generation its attempt opened on (a reopen never overtakes a dependent's effect, and an attempt opened before a reopen never makes one)."""
+    return implies(committed(t), deps_current(s, i, t))
 
 
 @prop("compaction-occurrences-counted-once", incidents=(7, 8))

@@ -9,7 +9,7 @@ import operator
 from typing import Any
 
 from .logic import all_of, any_of, implies, not_, one_of
-from .predicates import graph_saved, owner_alive, reserved, running
+from .predicates import deps_done, graph_saved, owner_alive, reserved, running
 from .properties import pairs, prop, terminal
 from .state import State, TaskState
 from .vocab import (
@@ -57,10 +57,11 @@ def first_terminal_wins(s: State, r, d, s2: State) -> Any:
                             t2.attempt_state == t.attempt_state) for _, t, t2 in pairs(s, s2)])
 
 
-@prop("terminal-never-resurrects", scope="step", incidents=(14,))
+@prop("terminal-never-resurrects", scope="step", incidents=(14, 32))
 def terminal_never_resurrects(s: State, r, d, s2: State) -> Any:
-    """A Done task stays Done, and a terminal attempt never runs again."""
-    return all_of(*[all_of(implies(graph_saved(t), graph_saved(t2)),
+    """A Done task stays Done until an operator reopens it into a new generation, and a terminal attempt never runs again."""
+    return all_of(*[all_of(implies(graph_saved(t), any_of(graph_saved(t2),
+                                                          t2.generation != t.generation)),
                            implies(all_of(terminal(t), t.fence == t2.fence), not_(running(t2))))
                     for _, t, t2 in pairs(s, s2)])
 
@@ -244,6 +245,11 @@ def wait_left_only_by_its_evidence(s: State, r, d, s2: State) -> Any:
         return implies(all_of(t.waiting_on != 0, t2.waiting_on != t.waiting_on),
                        all_of(mine, released))
     return all_of(*[ok(i, t, t2) for i, t, t2 in pairs(s, s2)])
+@prop("attempt-opens-on-done-dependencies", scope="step", incidents=(1, 32))
+def attempt_opens_on_done_dependencies(s: State, r, d, s2: State) -> Any:
+    """A new attempt opens only while every dependency of its task is dependency-satisfying Done."""
+    return all_of(*[implies(all_of(running(t2), t2.attempt != t.attempt), deps_done(s, i))
+                    for i, t, t2 in pairs(s, s2)])
 
 
 @prop("rejection-changes-nothing", scope="step", incidents=(10, 12, 27))

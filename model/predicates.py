@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .logic import all_of
+from .logic import all_of, any_of, one_of
 from .state import Binding, State, TaskState
 from .vocab import AttemptState as AS, Exit, Phase, Receipt
 
@@ -53,6 +53,34 @@ def graph_saved(t: TaskState) -> Any:
 def deps_done(s: State, i: int) -> Any:
     """Dependency readiness: every dependency of task ``i`` is dependency-satisfying Done."""
     return all_of(*[graph_saved(s.tasks[d]) for d in s.graph.deps[i]])
+
+
+#: The phases from which a task's effect is prepared, committed or Done: the first durable
+#: terminal, which a reopen of a dependency no longer overtakes.
+COMMITTED_PHASES = (Phase.EFFECT_PREPARED, Phase.EFFECT_COMMITTED, Phase.CLEANUP_PREPARED,
+                    Phase.CLEANUP_COMMITTED, Phase.GRAPH_SAVED)
+
+
+def committed(t: TaskState) -> Any:
+    """The task's effect is prepared or committed, or the task is Done (whatever side exit
+    it took since: its effect may already exist)."""
+    return any_of(one_of(t.phase, COMMITTED_PHASES), t.effect_done)
+
+
+def dependents_committed(s: State, i: int) -> Any:
+    """Some task depending on task ``i`` is ``committed``: a reopen of ``i`` would come too late."""
+    return any_of(*[committed(s.tasks[j]) for j, deps in enumerate(s.graph.deps) if i in deps])
+
+
+def deps_generation(s: State, i: int) -> Any:
+    """The sum of task ``i``'s dependencies' generations (generations only grow, so the sum
+    grows whenever one of them is reset or reopened)."""
+    return sum((s.tasks[d].generation for d in s.graph.deps[i]), 0)
+
+
+def deps_current(s: State, i: int, t: TaskState) -> Any:
+    """Every dependency is Done on the generation the current attempt opened on."""
+    return all_of(deps_done(s, i), t.deps_generation == deps_generation(s, i))
 
 
 def receipts_agree(t: TaskState, upto: tuple[Receipt, ...]) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 import networkx as nx
 
 from .logic import all_of, any_of, ite, not_, one_of
-from .predicates import deps_done, graph_saved, reserved, running
+from .predicates import deps_current, deps_done, graph_saved, reserved, running
 from .state import State, TaskState
 from .vocab import (
     Action, AttemptState, Disposition, Exit, Failure, Kind, OwnerSeen, Phase, Reason, Status, Way,
@@ -142,6 +142,11 @@ def _continuation_planned(s: State, t: TaskState) -> Any:
 def _idle(t: TaskState) -> Any:
     """No attempt runs, nothing is held, nothing waits: admission decides what is next."""
     return all_of(not_(running(t)), not_(_held(t)), not_(_parked(t)))
+def _dependency_reopened(s: State, i: int, t: TaskState) -> Any:
+    """The next edge is the effect's and a dependency was reopened since the attempt opened:
+    the effect is refused on the old generation."""
+    return all_of(running(t), reserved(t), not_(_held(t)), t.phase == Phase.DISPOSITION_RECORDED,
+                  not_(deps_current(s, i, t)))
 
 
 WAY_CONDITIONS = {
@@ -175,7 +180,7 @@ WAY_CONDITIONS = {
         not_(_continuation_planned(s, t))),
     "drive-transaction": lambda s, i, t: all_of(
         running(t), reserved(t), not_(_held(t)), not_(_target_moved(s, t)),
-        not_(_waits_on_other_actor(s, i, t))),
+        not_(_waits_on_other_actor(s, i, t)), not_(_dependency_reopened(s, i, t))),
     "await-review": lambda s, i, t: all_of(
         running(t), not_(_held(t)), _waits_on_other_actor(s, i, t)),
     "mark-repair": lambda s, i, t: all_of(running(t), not_(_held(t)), _target_moved(s, t)),
@@ -185,6 +190,7 @@ WAY_CONDITIONS = {
     "wait-expired": lambda s, i, t: all_of(
         not_(running(t)), not_(_held(t)), t.waiting_on == 0, t.wait_expired),
     "hold": lambda s, i, t: _held(t),
+    "dependency-reopened": _dependency_reopened,
 }
 
 WAYS: tuple[WayRule, ...] = (
@@ -217,6 +223,9 @@ WAYS: tuple[WayRule, ...] = (
     WayRule("wait-expired", Way.HOLD, Action.AWAIT_OPERATOR,
             "the external wait ran out: an operator retries or resets"),
     WayRule("hold", Way.HOLD, Action.AWAIT_OPERATOR, "fail-closed: an operator must act"),
+    WayRule("dependency-reopened", Way.HOLD, Action.AWAIT_OPERATOR,
+            "a dependency was reopened under the running attempt: its effect is refused, an "
+            "operator resets the task"),
 )
 
 #: The ways whose deadline is the external wait's (the others: the attempt's).

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .logic import all_of, any_of, implies, ite, not_, one_of
-from .predicates import deps_done, reserved, running
+from .predicates import deps_done, deps_generation, reserved, running
 from .ruleset import CLOSE, OPEN, guarded, rule
 from .state import replace_task as replace
 from .updates import close_attempt, open_attempt
@@ -56,7 +56,8 @@ def _retry_checks(s, i, t) -> list:
             (implies(again, t.retries < s.graph.retry_budget[i]), Code.RETRY_BUDGET_SPENT)]
 
 
-@rule(K.DISPATCH, touches=OPEN | {"retries"}, reads={"self", "deps.done", "target"})
+@rule(K.DISPATCH, touches=OPEN | {"retries", "deps_generation"},
+      reads={"self", "deps.done", "deps.generation", "target"})
 def dispatch(s, i, t, r):
     """Open an attempt on a task whose dependencies are all dependency-satisfying Done; after a
     failed or lost attempt it is an automatic retry, counted against the task's budget."""
@@ -64,11 +65,12 @@ def dispatch(s, i, t, r):
                                               (not_(t.wait_expired), Code.HELD)]
     retries = ite(after_failure(t), t.retries + 1, t.retries)
     return guarded(checks + _retry_checks(s, i, t) + _import_checks(t, r),
-                   lambda: s.put(i, replace(open_attempt(s, t, r), retries=retries)))
+                   lambda: s.put(i, replace(open_attempt(s, t, r), retries=retries,
+                                            deps_generation=deps_generation(s, i))))
 
 
-@rule(K.RETRY, touches=OPEN | CLOSE | {"retries", "wait_expired"},
-      reads={"self", "deps.done", "target"})
+@rule(K.RETRY, touches=OPEN | CLOSE | {"retries", "wait_expired", "deps_generation"},
+      reads={"self", "deps.done", "deps.generation", "target"})
 def retry(s, i, t, r):
     """The operator closes a stuck attempt (work retained) and opens a new one; the automatic
     retries start again, and a wait that ran out is over."""
@@ -81,7 +83,8 @@ def retry(s, i, t, r):
     checks = _admission_checks(s, i, t, r) + [(stuck, Code.ATTEMPT_LIVE)]
     return guarded(checks + _import_checks(closed, r),
                    lambda: s.put(i, replace(open_attempt(s, closed, r), retries=0,
-                                            wait_expired=False)))
+                                            wait_expired=False,
+                                            deps_generation=deps_generation(s, i))))
 
 
 @rule(K.RESUME, touches={"owner_pid", "owner_birth", "proc_birth", "wrapper_epoch", "child_epoch",

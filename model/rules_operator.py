@@ -6,7 +6,9 @@ Each rule is a guard-then-update function declared with ``@rule`` (``wgk.model.r
 from __future__ import annotations
 
 from .logic import all_of, any_of, ite, not_, one_of
-from .predicates import deps_done, graph_saved, note_evidence, reserved, running
+from .predicates import (
+    deps_current, deps_done, deps_generation, graph_saved, note_evidence, reserved, running,
+)
 from .ruleset import CLOSE, EDGE, EXIT, guarded, rule
 from .state import NO_RECEIPTS, Binding, replace_task as replace
 from .updates import close_attempt, leave_main_line, retain_base, retain_work
@@ -21,11 +23,12 @@ from .vocab import (
                                              "disposition", "receipts", "effect_done", "retries",
                                              "failure", "waiting_on", "wait_deadline",
                                              "wait_expired"},
-      reads={"self"})
+      reads={"self", "deps.done", "deps.generation"})
 def reset(s, i, t, r):
-    """A new generation; a completion that reserved the terminal first wins the race; an
+    """A new generation; a completion that reserved the terminal first wins the race, unless
+    a dependency was reopened under it (its effect is refused: the reset fences it); an
     external wait of the old generation is over."""
-    in_flight = all_of(running(t), reserved(t), t.exit == Exit.NONE)
+    in_flight = all_of(running(t), reserved(t), t.exit == Exit.NONE, deps_current(s, i, t))
     def update():
         closed = ite(running(t), close_attempt(t, AS.SUPERSEDED), t)
         return s.put(i, replace(
@@ -93,8 +96,9 @@ def reconcile(s, i, t, r):
 @rule(K.RECONSTRUCT, touches=EDGE | EXIT | {"fence", "attempt", "lease_epoch", "attempt_state",
                                            "candidate", "base", "receipts", "reconstructed",
                                            "effect_done", "legacy_done", "worktree_lease",
-                                           "session_lease", "finish_lease", "imported"},
-      reads={"self", "deps.done", "target"})
+                                           "session_lease", "finish_lease", "imported",
+                                           "deps_generation"},
+      reads={"self", "deps.done", "deps.generation", "target"})
 def reconstruct(s, i, t, r):
     """A legacy Done is proven by the target holding its exact candidate: receipts are rebuilt."""
     def update():
@@ -105,7 +109,7 @@ def reconstruct(s, i, t, r):
             attempt_state=AS.SUCCEEDED, phase=Phase.GRAPH_SAVED, exit=Exit.NONE,
             reason=Reason.NONE, revision=t.revision + 1, candidate=r.candidate, base=r.base,
             receipts=tuple(b for _ in NO_RECEIPTS), reconstructed=True, effect_done=True,
-            legacy_done=False, imported=0,
+            legacy_done=False, imported=0, deps_generation=deps_generation(s, i),
             worktree_lease=False, session_lease=False, finish_lease=False,
         ))
     return guarded(

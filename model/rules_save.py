@@ -6,7 +6,7 @@ Each rule is declared with ``@rule`` (``wgk.model.rules``).
 from __future__ import annotations
 
 from .logic import all_of, any_of, ite, not_
-from .predicates import binding, receipt_of, receipts_agree
+from .predicates import binding, deps_current, receipt_of, receipts_agree
 from .requests import Request
 from .ruleset import CLOSE, EDGE, EXIT, guarded, rule
 from .state import NO_RECEIPTS, Binding, TaskState, replace_task as replace
@@ -146,10 +146,12 @@ def record_disposition(s, i, t, r):
     )
 
 
-@rule(K.PREPARE_EFFECT, touches=EDGE, reads={"self"})
+@rule(K.PREPARE_EFFECT, touches=EDGE, reads={"self", "deps.done", "deps.generation"})
 def prepare_effect(s, i, t, r):
-    """Write-ahead intent before the external effect."""
-    return guarded([], lambda: s.put(i, advance(t, Phase.EFFECT_PREPARED)))
+    """Write-ahead intent before the external effect, only while every dependency is Done on
+    the generation the attempt opened on (a dependency reopened since refuses it)."""
+    return guarded([(deps_current(s, i, t), Code.DEPENDENCY_REOPENED)],
+                   lambda: s.put(i, advance(t, Phase.EFFECT_PREPARED)))
 
 
 @rule(K.COMMIT_EFFECT, touches=EDGE | {"effect_done", "promotions", "receipts", "target"},

@@ -37,10 +37,13 @@ TOUCHES: dict[K, frozenset[str]] = {}
 
 #: Per kind, what its rule may read (filled by ``@rule(reads=...)``): "self" (the task's
 #: fields, its policy and its evidence of the request's own id), "deps.done" (whether all
-#: its dependencies are dependency-satisfying Done), "target", "now". A kind without an
+#: its dependencies are dependency-satisfying Done), "deps.generation" (the sum of their
+#: generations), "target", "now", "dependents.committed"
+#: (whether some task depending on it has its effect prepared or later: only a refusal). A kind without an
 #: entry declares nothing; ``wgk prove --unbounded`` refuses it.
 READS: dict[K, frozenset[str]] = {}
-READ_TOKENS = frozenset({"self", "self.evidence", "deps.done", "deps.abandoned", "target", "now"})
+READ_TOKENS = frozenset({"self", "self.evidence", "deps.done", "deps.abandoned", "target", "now",
+                         "deps.generation", "dependents.committed"})
 
 # Field sets several rules share.
 CLOSE = frozenset({"attempt_state", "retained", "retained_base", "worktree_lease", "session_lease", "finish_lease",

@@ -224,6 +224,9 @@ class TaskState:
     waiting_on: Any = 0
     wait_deadline: Any = 0
     wait_expired: Any = False
+    # the sum of the dependencies' generations when the current attempt opened: a reopen of a
+    # dependency since then raises the sum, so the attempt's effect is refused
+    deps_generation: Any = 0
 
     def receipt(self, kind: Receipt) -> Binding:
         return self.receipts[kind]

@@ -106,6 +106,8 @@ class Kind(Labelled):
     PARK = 57
     DELIVER = 58
     EXPIRE_WAIT = 59
+    # reopening a Done task into a new generation
+    REOPEN = 60
 
 
 class DecisionKind(Labelled):
@@ -154,6 +156,7 @@ class Code(Labelled):
     WAITING = 31               # the task waits on an external event: only its evidence releases it
     NOT_WAITING = 32           # nothing waits on this task (expire-wait)
     WAIT_NOT_DUE = 35          # the wait has no deadline, or it has not passed (expire-wait)
+    DEPENDENCY_REOPENED = 33   # a dependency was reopened: no effect on its old generation
 
 
 class AttemptState(Labelled):
@@ -369,6 +372,7 @@ AUTHORITY: dict[Kind, frozenset[Actor]] = {
     K.PARK: frozenset({A.WORKER, A.WRAPPER}),
     K.DELIVER: frozenset({A.OPERATOR, A.DAEMON}),
     K.EXPIRE_WAIT: frozenset({A.DAEMON}),
+    K.REOPEN: frozenset({A.OPERATOR}),
 }
 
 #: Kinds whose request must carry the exact capability tuple K of the current attempt.

@@ -457,6 +457,74 @@ def test_an_expired_wait_is_a_named_hold_until_the_operator_retries(one):
     rejects(one, K.DISPATCH, A.DAEMON, "held", owner=owner(2))
     ok(one, K.RETRY, A.OPERATOR, owner=owner(2))
     assert not one.task("a").wait_expired
+# --- reopening a Done task -----------------------------------------------------
+
+def _way(d, task):
+    from wgk.model.projections import plan
+    p = plan(d.state, d.graph.index[task])
+    return (p.way.label, p.action.label, p.reason)
+
+
+def test_reopen_update_and_guards(two):
+    rejects(two, K.REOPEN, A.OPERATOR, "illegal-phase-edge")          # not Done
+    complete(two, "a")
+    rejects(two, K.REOPEN, A.DAEMON, "not-authorized", expected_generation=0)
+    rejects(two, K.REOPEN, A.OPERATOR, "cas-moved", expected_generation=5)
+    fence = two.task("a").fence
+    ok(two, K.REOPEN, A.OPERATOR)
+    t = two.task("a")
+    assert (t.generation, t.attempt, t.fence, t.attempt_state, t.phase, t.retained,
+            t.promotions) == (1, 0, fence + 1, AS.NONE, Phase.ABSENT, WORK, 0)
+    assert _way(two, "a") == ("runnable", "dispatch", "dispatch")
+    assert _way(two, "b") == ("wait", "await-dependencies", "await-dependencies")
+    rejects(two, K.DISPATCH, A.DAEMON, "dependency-not-done", task="b", owner=owner(2))
+    rejects(two, K.REOPEN, A.OPERATOR, "illegal-phase-edge")          # open again
+
+
+def test_reopen_holds_a_running_dependent_until_reset(two):
+    complete(two, "a")
+    dispatch(two, "b", 2)
+    ok(two, K.REOPEN, A.OPERATOR)
+    to_phase(two, "b", K.RECORD_DISPOSITION, work=WORK + 1)
+    assert _way(two, "b") == ("hold", "await-operator", "dependency-reopened")
+    rejects(two, K.PREPARE_EFFECT, A.PROMOTER, "dependency-reopened", task="b")
+    ok(two, K.RESET, A.OPERATOR, task="b")           # the fence: a reset wins over it
+    assert two.task("b").attempt_state == AS.SUPERSEDED
+    rejects(two, K.DISPATCH, A.DAEMON, "dependency-not-done", task="b", owner=owner(3))
+
+
+def test_a_dependent_opened_before_the_reopen_stays_fenced_when_it_is_done_again(two):
+    complete(two, "a")
+    dispatch(two, "b", 2)
+    ok(two, K.REOPEN, A.OPERATOR)
+    complete(two, "a", 3, work=WORK + 2)
+    to_phase(two, "b", K.RECORD_DISPOSITION, work=WORK + 1)
+    assert _way(two, "b") == ("hold", "await-operator", "dependency-reopened")
+    rejects(two, K.PREPARE_EFFECT, A.PROMOTER, "dependency-reopened", task="b")
+    ok(two, K.RESET, A.OPERATOR, task="b")
+    dispatch(two, "b", 4)
+    to_phase(two, "b", K.SAVE_GRAPH, work=WORK + 3)
+
+
+def test_reopen_refused_once_a_dependent_made_its_effect_or_is_done(two):
+    complete(two, "a")
+    dispatch(two, "b", 2)
+    to_phase(two, "b", K.PREPARE_EFFECT, work=WORK + 1)
+    rejects(two, K.REOPEN, A.OPERATOR, "terminal-already")
+    d = chain("a", "b")
+    complete(d, "a")
+    complete(d, "b", 2, work=WORK + 1)
+    rejects(d, K.REOPEN, A.OPERATOR, "terminal-already")
+    ok(d, K.REOPEN, A.OPERATOR, task="b")             # the leaf first, then its dependency
+    ok(d, K.REOPEN, A.OPERATOR)
+
+
+def test_an_archived_task_is_not_reopened(one):
+    complete(one, "a")
+    result = one.task("a").candidate
+    ok(one, K.CONFIRM_ARCHIVE, A.OPERATOR, candidate=result)
+    ok(one, K.ARCHIVE, A.DAEMON, candidate=result)
+    rejects(one, K.REOPEN, A.OPERATOR, "held")
 
 
 def test_every_kind_is_exercised_and_declares_its_touches():

@@ -84,3 +84,13 @@ def test_unbounded_rejects_a_sometimes_property(capsys):
     assert main(["prove", "--unbounded", "--invariant", "done-reached"]) == 2
     err = capsys.readouterr().err
     assert "always" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_rule_reading_its_dependents_may_only_refuse_and_the_check_can_fail():
+    """The reopen reads whether a dependent is committed (``dependents.committed``): the
+    check holds for the model and fails for a reopen that ignores its dependents."""
+    from wgk.conformance.z3.cutoff import check_dependents
+    from wgk.conformance.z3.mutants import MUTANTS
+    assert [f for f in check_dependents() if not f.ok] == []
+    bad = check_dependents(MUTANTS["reopen-overtakes-dependent"].semantics())
+    assert [f.kind for f in bad if not f.ok] == ["refuses"]

@@ -73,7 +73,7 @@ class Driver:
             expected_revision = None if expected_revision == CURRENT else expected_revision
         if kind in (Kind.DISPATCH, Kind.RETRY) and "expected_attempt" not in params and known:
             params["expected_attempt"] = s.task(task).attempt
-        if kind == Kind.RESET and "expected_generation" not in params and known:
+        if kind in (Kind.RESET, Kind.REOPEN) and "expected_generation" not in params and known:
             params["expected_generation"] = s.task(task).generation
         r = Request(kind, actor, task, key=key, cap=cap, expected_phase=expected_phase,
                     expected_revision=expected_revision, **params)

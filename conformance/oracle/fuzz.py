@@ -83,7 +83,7 @@ def _kinds_by_weight() -> list[Kind]:
              Kind.VALIDATE, Kind.ACCEPT, Kind.RECORD_DISPOSITION, Kind.PREPARE_EFFECT,
              Kind.COMMIT_EFFECT, Kind.PREPARE_CLEANUP, Kind.COMMIT_CLEANUP, Kind.SAVE_GRAPH,
              Kind.PROBE_OWNER, Kind.DECLARE_LOST]
-    rare = {Kind.RESET, Kind.ABANDON, Kind.LEGACY_DONE, Kind.BLOCK_UPGRADE}
+    rare = {Kind.RESET, Kind.ABANDON, Kind.LEGACY_DONE, Kind.BLOCK_UPGRADE, Kind.REOPEN}
     return heavy * 3 + [k for k in Kind if k not in rare] + list(rare)
 
 

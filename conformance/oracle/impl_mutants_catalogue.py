@@ -130,6 +130,21 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "any delivery releases a wait, whatever event it names", "wait-left-only-by-its-evidence",
        ("rules_wait.py", "    if t.waiting_on is None or r.correlation != t.waiting_on:",
         "    if t.waiting_on is None:")),
+    _m("reopen-ignores-dependents", "rules",
+       "a reopen never looks at the dependents, so a Done dependency is reopened under a "
+       "dependent that is already Done", "reopen-fences-dependents",
+       ("rules_reopen.py", "    if ctx.dependents_committed():", "    if False:")),
+    _m("effect-on-reopened-dependency", "rules",
+       "prepare-effect never looks at the dependencies, so a dependent running when its "
+       "dependency was reopened makes its effect on the old generation",
+       "reopen-fences-dependents",
+       ("rules_save.py", "    if not ctx.deps_done() or ctx.deps_reopened():", "    if False:")),
+    _m("effect-after-redone-dependency", "rules",
+       "prepare-effect checks only that the dependencies are Done, so a dependent whose "
+       "attempt opened before a reopen makes its effect once the dependency is Done again",
+       "reopen-fences-dependents",
+       ("rules_save.py", "    if not ctx.deps_done() or ctx.deps_reopened():",
+        "    if not ctx.deps_done():")),
     # --- digests -----------------------------------------------------------------------------
     _m("digest-omits-candidate", "digests",
        "the request digest leaves out the candidate, so the same key with another candidate "

@@ -203,7 +203,7 @@ class TraceBuilder:
                                       if expected_revision == CURRENT else expected_revision)
         if k in (Kind.DISPATCH, Kind.RETRY) and "expected_attempt" not in params and known:
             params["expected_attempt"] = self.model.state.task(task).attempt
-        if k == Kind.RESET and "expected_generation" not in params and known:
+        if k in (Kind.RESET, Kind.REOPEN) and "expected_generation" not in params and known:
             params["expected_generation"] = self.model.state.task(task).generation
         self._tokens(r, k, actor, task, known, params)
         for name, value in params.items():

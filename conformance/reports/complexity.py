@@ -33,10 +33,10 @@ from wgk.conformance.reports.complexity_source import (  # noqa: F401 (re-export
 #: measured figure exceeds its limit. Raising a limit is a reviewed change here.
 BUDGET: dict[str, tuple[int, str]] = {
     "actors": (13, "one actor per role named by the design; a new role is a design change"),
-    "authority-pairs": (90, "each actor x request-kind grant is a way to change state; no new grant unreviewed (the operator confirms an archive, the daemon and cleanup archive; the worker or wrapper parks, the operator or daemon delivers, the daemon expires a wait)"),
-    "request-kinds": (42, "one kind per transition; the wire vocabulary is closed (confirm-archive and archive, park, deliver and expire-wait included)"),
+    "authority-pairs": (91, "each actor x request-kind grant is a way to change state; no new grant unreviewed (the operator confirms an archive, the daemon and cleanup archive; the worker or wrapper parks, the operator or daemon delivers, the daemon expires a wait; the operator reopens a Done task)"),
+    "request-kinds": (43, "one kind per transition; the wire vocabulary is closed (confirm-archive and archive, park, deliver and expire-wait, reopen included)"),
     "env-step-kinds": (7, "the environment the kernel is checked against is closed"),
-    "rule-functions": (42, "exactly one guard-then-update rule per request kind"),
+    "rule-functions": (43, "exactly one guard-then-update rule per request kind"),
     "reducers": (1, "one reducer decides every request at run time (impl/rules.py:decide, via Kernel.handle)"),
     "model-reducers": (1, "the normative specification has one reducer too (model/kernel.py:decide_fresh, via decide)"),
     "kernel-public-methods": (29, "the implementation's API surface (requests go through handle, "
@@ -49,10 +49,10 @@ BUDGET: dict[str, tuple[int, str]] = {
     "databases": (1, "one SQLite file per graph; no second store to keep in step"),
     "helper-processes": (0, "no long-lived helper: convergence and observation run in the caller"),
     "child-commands": (3, "short-lived git invocations only (argument lists, no shell)"),
-    "loc-model": (2900, "the normative model stays small enough to read in a sitting (its rules and invariants in modules by what they decide; capability tokens and the intruder who lacks them; the protected-path grammar, the archive, external waits)"),
-    "loc-impl": (4900, "the reference implementation: store (SQLite and PostgreSQL), ledger and its replay images, rules, principals and capability tokens, git, /proc, protected paths, external waits"),
-    "loc-conformance": (14200, "checkers, adapters, the view, the unbounded proof (the intruder's journal namespace), the command line, the real-world gate sections and the implementation's mutant catalogue"),
-    "loc-total": (23000, "model + impl + conformance, with the kernel's command line and demo, the view, names, anchors, capability tokens, protected paths and the archive, external waits, the real-world gate and the gate's runner on every core"),
+    "loc-model": (3000, "the normative model stays small enough to read in a sitting (its rules and invariants in modules by what they decide; capability tokens and the intruder who lacks them; the protected-path grammar, the archive, external waits, the reopen of a Done task)"),
+    "loc-impl": (5000, "the reference implementation: store (SQLite and PostgreSQL), ledger and its replay images, rules, principals and capability tokens, git, /proc, protected paths, external waits, the reopen of a Done task"),
+    "loc-conformance": (14300, "checkers, adapters, the view, the unbounded proof (the intruder's journal namespace; the dependencies' generations a reopen reads), the command line, the real-world gate sections and the implementation's mutant catalogue (external waits, the reopen)"),
+    "loc-total": (23300, "model + impl + conformance, with the kernel's command line and demo, the view, names, anchors, capability tokens, protected paths and the archive, external waits, the reopen of a Done task, the real-world gate and the gate's runner on every core"),
 }
 
 

@@ -29,10 +29,10 @@ import z3
 
 from wgk.model.env import EnvKind
 from wgk.model.invariants import REGISTRY, Property
-from wgk.model.predicates import graph_saved
+from wgk.model.predicates import committed, graph_saved
 from wgk.model.ruleset import READS, TOUCHES
 from wgk.model.state import Graph, State
-from wgk.model.vocab import Kind
+from wgk.model.vocab import DecisionKind, Kind
 
 from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.z3.symbolic import (
@@ -60,7 +60,8 @@ ENV_READS: dict[EnvKind, frozenset[str]] = {
 }
 #: What every state property may read: its task (all evidence), its dependency summaries
 #: and the globals other than the journal.
-PROPERTY_READS = frozenset({"self", "self.evidence", "deps.done", "deps.abandoned", "target", "now"})
+PROPERTY_READS = frozenset({"self", "self.evidence", "deps.done", "deps.abandoned",
+                            "deps.generation", "target", "now"})
 
 
 @dataclass
@@ -126,6 +127,12 @@ class Twin:
         if i is not None and "deps.done" in reads:
             out.append(_all([graph_saved(a.tasks[d]) for d in g.deps[i]])
                        == _all([graph_saved(b.tasks[d]) for d in g.deps[i]]))
+        if i is not None and "deps.generation" in reads:
+            out.append(sum((a.tasks[d].generation for d in g.deps[i]), 0)
+                       == sum((b.tasks[d].generation for d in g.deps[i]), 0))
+        if i is not None and "dependents.committed" in reads:
+            out.append(_any([committed(a.tasks[j]) for j in _dependents(g, i)])
+                       == _any([committed(b.tasks[j]) for j in _dependents(g, i)]))
         if i is not None and "deps.abandoned" in reads:
             out.append(_any([a.tasks[d].abandoned for d in g.deps[i]])
                        == _any([b.tasks[d].abandoned for d in g.deps[i]]))
@@ -146,6 +153,10 @@ class Twin:
             return self.solver.check() != z3.unsat
         finally:
             self.solver.pop()
+
+
+def _dependents(g: Graph, i: int) -> list[int]:
+    return [j for j, deps in enumerate(g.deps) if i in deps]
 
 
 def _all(xs: list) -> Any:
@@ -352,3 +363,34 @@ def reads_evidence_across_ids(tw: Twin, p: Property) -> bool:
                               for m in range(len(tw.space.graph.tasks))])
     ids = {n.rsplit(".", 1)[1] for n in names if ".ev." in n}
     return len(ids) > 1
+
+
+#: Read tokens of a summary of the task's dependents: such a summary may only refuse a step.
+DEPENDENTS_READS = frozenset({"dependents.committed"})
+#: The task whose dependents-reading templates are checked: t2 has a dependent (t3).
+DEPENDENTS_TASK = "t2"
+
+
+def check_dependents(sem: Semantics = MODEL) -> list[Finding]:
+    """The rules that read a summary of their task's dependents, at a task that has one:
+    they read and write no more than declared (``check_steps``), and the summary only
+    refuses (a step is never applied while some dependent is committed), so a cutoff graph
+    with fewer dependents allows more of them, never fewer."""
+    kinds = [k for k, reads in READS.items() if reads & DEPENDENTS_READS]
+    if not kinds:
+        return []
+    tw = Twin(sem, tasks=(DEPENDENTS_TASK,), kinds=kinds, env=False)
+    out = check_steps(tw)
+    g = tw.space.graph
+    i = g.index[DEPENDENTS_TASK]
+    with symbolic(), tw.sem.active():
+        summary = _any([committed(tw.a.tasks[j]) for j in _dependents(g, i)])
+        for k in kinds:
+            goals = [(ba.template.label,
+                      z3.And(ba.guard, summary, as_bool(ba.decision.kind == DecisionKind.APPLIED)))
+                     for ba in tw.ba if ba.template.kind == k and ba.decision is not None]
+            hit = first_hit(tw, goals)
+            out.append(Finding(f"rule:{tw.sem.rules[k].__name__}", "refuses", hit is None,
+                               "" if hit is None else
+                               f"{hit}: applied while a dependent is committed"))
+    return out

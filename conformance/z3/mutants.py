@@ -140,6 +140,15 @@ def _driver_chosen_base(s, i, t, r):
     return guarded(g.checks, update, g.kind)
 
 
+def _effect_after_redone_dependency(s, i, t, r):
+    """prepare-effect guarded by ``deps_done`` alone, not by the generation it opened on."""
+    g = RULES[K.PREPARE_EFFECT](s, i, t, r)
+    return guarded([(R.deps_done(s, i), Code.DEPENDENCY_REOPENED)], g.update, g.kind)
+
+
+#: A proven legacy Done reopened under its dependent (two generations of each task).
+REOPEN_INSTANCE = Instance(tasks=2, generations=2, groups=("core", "legacy", "reopen"))
+
 MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant(
         "done-without-promotion-receipt", (1,),
@@ -239,7 +248,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant(
         "legacy-done-satisfies-dependency", (15, 1),
         "A legacy Done without evidence satisfies a dependency: a dependent is dispatched.",
-        "dependency-needs-done", Instance(tasks=2, groups=("core", "legacy")), 2,
+        "attempt-opens-on-done-dependencies", Instance(tasks=2, groups=("core", "legacy")), 2,
         rules={k: with_check(k, Code.DEPENDENCY_NOT_DONE, _deps_or_legacy)
                for k in (K.DISPATCH, K.RETRY, K.RECONSTRUCT)}),
     Mutant(
@@ -332,6 +341,24 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "wait on human input.",
         "wait-left-only-by-its-evidence", Instance(tasks=1, groups=WAITS), 3,
         rules={K.DELIVER: _delivering_anything}),
+    Mutant(
+        "reopen-overtakes-dependent", (32,),
+        "A reopen ignores its dependents: a Done dependency is reopened under a dependent "
+        "that is already Done, which then rests on a dependency that is not.",
+        "reopen-fences-dependents", REOPEN_INSTANCE, 5,
+        rules={K.REOPEN: without_checks(K.REOPEN, Code.TERMINAL_ALREADY)}),
+    Mutant(
+        "effect-on-reopened-dependency", (32,),
+        "prepare-effect does not look at the dependencies: a dependent running when its "
+        "dependency was reopened makes its effect on the old generation.",
+        "reopen-fences-dependents", REOPEN_INSTANCE, 12,
+        rules={K.PREPARE_EFFECT: without_checks(K.PREPARE_EFFECT, Code.DEPENDENCY_REOPENED)}),
+    Mutant(
+        "effect-after-redone-dependency", (32,),
+        "prepare-effect checks only that the dependencies are Done: a dependent whose attempt "
+        "opened before its dependency was reopened makes its effect once that is Done again.",
+        "reopen-fences-dependents", REOPEN_INSTANCE, 14,
+        rules={K.PREPARE_EFFECT: _effect_after_redone_dependency}),
 )}
 
 

@@ -4,18 +4,22 @@
 
 1. every transition (rule or environment step) reads only its own task (its fields, its
    policy and its evidence of the request's own id), the summaries "all dependencies are
-   dependency-satisfying Done" (``deps.done``), the globals it declares and its own key's
+   dependency-satisfying Done" (``deps.done``) and "the sum of the dependencies'
+   generations" (``deps.generation``), the globals it declares and its own key's
    journal entry; and writes only its own task (evidence of its own id), the globals it
-   declares and its own key's journal entry (``cutoff.check_steps``);
+   declares and its own key's journal entry (``cutoff.check_steps``); a rule may also read
+   the summary "some dependent is committed" (``dependents.committed``, the reopen) only to
+   refuse: never applied while it holds (``cutoff.check_dependents``, at t2, which has a
+   dependent);
 2. every state property (invariant or lemma) at a task ``m`` is a function of ``m``'s
-   fields and policy, the summaries ``deps.done`` and "some dependency is abandoned"
-   (``deps.abandoned``) of ``m``, and ``target``/``now`` — never the journal
-   (``cutoff.check_state_properties``); every step property reads no more than the step
-   it judges (``cutoff.check_step_properties``);
-3. three concrete padding tasks satisfy every state property whatever the globals and the
-   dependency summaries: an open task (not Done, not abandoned), a Done task and an
-   abandoned task; and no task satisfying the properties is both Done and abandoned
-   (``check_padding``);
+   fields and policy, the summaries ``deps.done``, ``deps.generation`` and "some
+   dependency is abandoned" (``deps.abandoned``) of ``m``, and ``target``/``now`` — never
+   the journal (``cutoff.check_state_properties``); every step property reads no more than
+   the step it judges (``cutoff.check_step_properties``);
+3. three padding tasks, each at any generation, satisfy every state property whatever the
+   globals and the dependency summaries: an open task (not Done, not abandoned), a Done
+   task and an abandoned task; and no task satisfying the properties is both Done and
+   abandoned (``check_padding``);
 
 then every frame "property P at task m after a step on task i" of any graph, with any
 number of idempotency keys, is an instance of a frame of the cutoff graph
@@ -25,7 +29,10 @@ cases m = i (t2), m a dependent of i (t3, whose other dependency t4 carries the 
 dependencies' summaries) and m unrelated to i (t6 against t2) have their representatives,
 and the remaining tasks are filled with the padding tasks of 3, whose summaries take every
 value a set of dependencies can have ((not Done, not abandoned), (Done, not abandoned),
-(not Done, abandoned); (Done, abandoned) never occurs). So a counterexample to induction
+(not Done, abandoned); (Done, abandoned) never occurs), with any sum of generations. A step
+reading its dependents' summary sees in the cutoff graph only t3 (or none): in a larger
+graph the other dependents can only add a refusal, so every step taken there is taken in
+the cutoff graph too. So a counterexample to induction
 in any graph maps to one in the cutoff graph, and the cutoff proof
 (``prove.Prover(Instance.proof(tasks=6), deps=CUTOFF_DEPS)``) covers every graph.
 
@@ -46,7 +53,8 @@ from wgk.model.actions import Instance
 from wgk.model.state import TaskState
 
 from wgk.conformance.z3.cutoff import (
-    CUTOFF_DEPS, Finding, Twin, check_state_properties, check_step_properties, check_steps,
+    CUTOFF_DEPS, Finding, Twin, check_dependents, check_state_properties, check_step_properties,
+    check_steps,
     reads_evidence_across_ids, state_properties,
 )
 from wgk.conformance.z3.prove import DOMAIN, ProofReport, Prover
@@ -75,7 +83,10 @@ PADDING = {"open": (TaskState(), ("t1", "t3")), "done": (_done_task(), ("t1",)),
 
 
 def _pin(t: TaskState, c: TaskState) -> list:
-    out = [getattr(t, f) == getattr(c, f) for f in BOOL_FIELDS + INT_FIELDS]
+    """``t`` is the padding task ``c`` at any generation (its dependents' summary of
+    generations takes every value)."""
+    out = [getattr(t, f) == getattr(c, f) for f in BOOL_FIELDS + INT_FIELDS if f != "generation"]
+    out.append(t.generation >= 0)
     for b, cb in zip(t.receipts, c.receipts, strict=True):
         out += [b.fence == cb.fence, b.candidate == cb.candidate, b.base == cb.base]
     out += [z3.Not(bit) for bit in t.evidence.bits.values()]
@@ -160,6 +171,7 @@ def conditions(sem: Semantics = MODEL, progress: Callable[[str], None] | None = 
     """Conditions 1-3 of the theorem, each a z3 check (``Finding.ok`` False names what fails)."""
     tw = Twin(sem)
     found = check_steps(tw, progress)
+    found += check_dependents(sem)
     found += check_state_properties(tw) + check_step_properties(tw) + check_padding(tw)
     return tw, found
 

@@ -63,7 +63,7 @@ def instance_bound(inst: Instance) -> Callable[[Any, Any, State], Any]:
         t = s.task(tpl.task)
         if tpl.kind in (K.DISPATCH, K.RETRY):
             return t.attempt < inst.attempts
-        if tpl.kind == K.RESET:
+        if tpl.kind in (K.RESET, K.REOPEN):
             return t.generation + 1 < inst.generations
         if tpl.kind == K.REVISE:
             return t.version < inst.versions

@@ -14,6 +14,8 @@ from wgk.conformance.z3.transition import MODEL, Semantics
 
 _OPS = ("core", "operator")
 _RUN = Instance(tasks=1, attempts=2, groups=("core", "env"))
+#: A proven legacy Done reopened under a dependent (two generations of the dependency).
+_REOPEN = Instance(tasks=2, generations=2, groups=("core", "legacy", "reopen"))
 #: Where each ``sometimes`` property is looked for: a small instance whose request groups
 #: make it reachable, and a depth that leaves room above its shortest witness. Properties
 #: sharing an instance share one unrolling.
@@ -37,6 +39,8 @@ WITNESSES: dict[str, tuple[Instance, int]] = {
     "reset-reached": (Instance(tasks=1, generations=2, groups=_OPS), 4),
     "import-reached": (_RUN, 6),
     "compaction-continued": (Instance(tasks=1, groups=("core", "evidence")), 5),
+    "dependent-reruns-after-reopen": (_REOPEN, 6),
+    "dependency-reopened-held": (_REOPEN, 12),
 }
 DEFAULT_WITNESS = (Instance(tasks=2, attempts=2, generations=2, versions=2,
                             groups=("core", "evidence", "operator", "legacy", "env")), 8)

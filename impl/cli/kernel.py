@@ -92,6 +92,7 @@ ACTIONS = {
     "reconstruct": operator_request("reconstruct", candidate=None, base=None),
     "abandon": operator_request("abandon"), "reset": operator_request("reset"),
     "deliver": operator_request("deliver", correlation=None, evidence=None),
+    "reopen": operator_request("reopen"),
     "import-legacy": do_import, "rebuild": do_rebuild, "verify-ledger": do_verify,
     "send": do_send, "principal": do_principal, "anchor": do_anchor,
 }

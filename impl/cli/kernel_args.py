@@ -108,6 +108,21 @@ def _operator_commands(sub, key: argparse.ArgumentParser) -> None:
     s.add_argument("--correlation", required=True, metavar="EVENT",
                    help="the name of the event (what the wait waits for)")
     s.add_argument("--evidence", default="", metavar="ID", help="this delivery's evidence id")
+    _reopen_command(sub, key)
+
+
+def _reopen_command(sub, key: argparse.ArgumentParser) -> None:
+    s = sub.add_parser(
+        "reopen", parents=[key], formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="reopen a Done task into a new generation (its result retained)",
+        description="Reopen a Done task: it gets the next generation and no attempt, its result "
+                    "is kept as retained work; its dependents lose readiness and one still "
+                    "running on the old generation is held (dependency-reopened) until an "
+                    "operator resets it. Refused (terminal-already) once a dependent's effect "
+                    "is prepared or a dependent is Done: reopen those first.",
+        epilog="example:\n  wgk kernel --db k.db reopen schema\n"
+               "  wgk kernel --db k.db reset api     (a dependent held by the reopen)")
+    s.add_argument("name", metavar="TASK")
 
 
 def _ledger_commands(sub, js: argparse.ArgumentParser) -> None:

@@ -187,7 +187,7 @@ def operator_request(kind: str, **params):
         r = {"kind": kind, "actor": "operator", "task": args.name,
              "key": fresh_key(args, kind, args.name)}
         r.update({p: getattr(args, p) for p in params if getattr(args, p)})
-        if kind == "reset":
+        if kind == "reset" or kind == "reopen":
             r["expected-generation"] = k.record(args.name).generation
         return send(k, args, r)
     return action
