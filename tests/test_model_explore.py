@@ -122,3 +122,13 @@ def test_explore_checks_only_the_invariants_asked_for():
     data = json.loads(out.getvalue())
     assert code == 0 and data["distinct_states"] == PINNED[Instance(tasks=1)]
     assert data["sometimes_reached"] == [] and data["sometimes_unreached"] == []
+
+
+def test_the_local_context_holds_what_a_reopen_reads():
+    """A reopen reads its dependents and a dependent's effect its dependencies' generations:
+    the explorer's local context holds both, so a reopen under a Done dependent stays
+    refused and a legacy Done is reopened, proven again and followed by its dependent."""
+    inst = Instance(tasks=2, generations=2, groups=("core", "legacy", "reopen"))
+    r = explore(inst, max_states=40_000)
+    assert not r.violations, [v.to_json() for v in r.violations]
+    assert "dependent-reruns-after-reopen" in r.reached

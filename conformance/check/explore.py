@@ -76,7 +76,8 @@ class _Space(Interner):
     """The explorer's view of the interned states.
 
     A rule for task ``i`` reads only task ``i``, its dependencies' Done/abandoned
-    flags, the target, the clock and the journal, so the successors of task
+    flags and generations, its dependents' committed flags (the reopen), the target, the
+    clock and the journal, so the successors of task
     ``i`` are computed once per *local context* and reused across every global
     state sharing it. Locality is checked, not assumed: a step that changes
     another task raises.
@@ -92,11 +93,8 @@ class _Space(Interner):
 
     def contexts(self, key: tuple) -> tuple:
         """The local context of every task of ``key`` (``context`` for each ``i``)."""
-        n = self.n
-        flags = self.flags
-        glob = key[n:]
-        return tuple((i, key[i], tuple([flags[key[d]] for d in ds])) + glob
-                     for i, ds in enumerate(self.graph.deps))
+        glob = key[self.n:]
+        return tuple((i, key[i], self.neighbours(key, i)) + glob for i in range(self.n))
 
     def successors(self, key: tuple, i: int, step_props: list, ctx: tuple | None = None) -> list:
         """The steps of task ``i`` from ``key``, each as ``(label, step, request, decision,

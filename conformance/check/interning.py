@@ -2,8 +2,9 @@
 
 A global state is the small tuple ``key = (task ids..., target, now, journal
 id)``. A rule for task ``i`` reads only task ``i``, its dependencies'
-Done/abandoned flags, the target, the clock and the journal, so a task's
-*local context* (``Interner.context``) determines its successors.
+Done/abandoned flags and generations, whether a dependent is committed (the
+reopen), the target, the clock and the journal, so a task's *local context*
+(``Interner.context``) determines its successors.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from wgk.model.actions import Instance, Step, global_steps, label
 from wgk.model.env import EnvStep, guard_and_update
 from wgk.model.kernel import Decision, Rules, decide
 from wgk.model.requests import Request
+from wgk.model.predicates import committed
 from wgk.model.rules import graph_saved
 from wgk.model.state import State
 
@@ -40,11 +42,13 @@ class Interner:
         self.inst = inst
         self.rules = rules
         self.global_cache: dict = {}
+        self._dependents: list | None = None
         self.graph = s0.graph
         self.n = len(s0.tasks)
         self.task_of: list = []
         self.tid: dict = {}
-        self.flags: list = []          # per task id: (Done by GraphSave, abandoned)
+        # per task id: (Done by GraphSave, abandoned, generation, committed)
+        self.flags: list = []
         self.journal_of: list = []
         self.jid: dict = {}
         self.key0 = tuple(self.intern(t) for t in s0.tasks) + (s0.target, s0.now,
@@ -55,7 +59,8 @@ class Interner:
         if n is None:
             n = self.tid[t] = len(self.task_of)
             self.task_of.append(t)
-            self.flags.append((graph_saved(t) is True, t.abandoned is True))
+            self.flags.append((graph_saved(t) is True, t.abandoned is True, t.generation,
+                               committed(t) is True))
             self.interned(t)
         return n
 
@@ -90,8 +95,18 @@ class Interner:
         return out
 
     def context(self, key: tuple, i: int) -> tuple:
-        """Task ``i``'s local context: its state, its dependencies' flags and the globals."""
+        """Task ``i``'s local context: its state, its dependencies' and dependents' flags and
+        the globals."""
         n = self.n
-        flags = self.flags
-        return (i, key[i], tuple([flags[key[d]] for d in self.graph.deps[i]]),
+        return (i, key[i], self.neighbours(key, i),
                 key[n], key[n + 1], key[n + 2])
+
+    def neighbours(self, key: tuple, i: int) -> tuple:
+        """What task ``i``'s rules read of the other tasks: its dependencies' flags and
+        whether each dependent is committed."""
+        if self._dependents is None:
+            deps = self.graph.deps
+            self._dependents = [[j for j, ds in enumerate(deps) if m in ds] for m in range(self.n)]
+        flags = self.flags
+        return (tuple([flags[key[d]] for d in self.graph.deps[i]]),
+                tuple([flags[key[j]][3] for j in self._dependents[i]]))

@@ -9,8 +9,8 @@ that reaches a state with no enabled step ends early (a deadlock, counted).
 
 Every ``always`` invariant is checked after every step: the state properties on
 the state reached, the step properties on the decided request. A rule for task
-``i`` reads only task ``i``, its dependencies' Done/abandoned flags, the
-target, the clock and the journal (the explorer's locality, checked here too),
+``i`` reads only task ``i``, its dependencies' Done/abandoned flags and
+generations, its dependents' committed flags, the target, the clock and the journal (the explorer's locality, checked here too),
 so the enabled steps of a task and the verdicts of its invariants are computed
 once per such *local context* and reused whenever a walk meets it again: a
 verdict is a pure function of that context, so reusing it is checking it.
