@@ -11,26 +11,11 @@ import sqlite3
 import pytest
 
 from wgk.conformance.cli.main import main
-from wgk.impl.git import GitRepository, init_repository
+from wgk.impl.git import GitRepository
 from wgk.impl.schema import MIGRATIONS, SCHEMA_VERSION
 from wgk.impl.store import Store
 
-
-@pytest.fixture
-def setup(tmp_path, monkeypatch):
-    init_repository(str(tmp_path / "repo"))
-    db = str(tmp_path / "k.db")
-    assert main(["kernel", "--db", db, "init", "--graph", "g", "--repo", str(tmp_path / "repo")]) == 0
-    monkeypatch.setenv("WGK_CREDENTIAL_FILE", db + ".credential")
-    yield db, tmp_path
-    GitRepository(str(tmp_path / "repo")).remove_all_worktrees()
-
-
-def run(capsys, db, *args) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(["kernel", "--db", db, *args])
-    out, err = capsys.readouterr()
-    return code, out, err
+from test_impl_cli import run, setup  # noqa: F401  (the kernel CLI's fixture and runner)
 
 
 def fingerprint(db: str) -> str:
