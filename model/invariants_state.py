@@ -121,6 +121,8 @@ def retries_within_budget(s: State, i: int, t: TaskState) -> Any:
 def no_attempt_while_waiting(s: State, i: int, t: TaskState) -> Any:
     """A task parked on an external wait, or held because its wait ran out, has no running attempt."""
     return implies(any_of(t.waiting_on != 0, t.wait_expired), not_(running(t)))
+
+
 @prop("reopen-fences-dependents", incidents=(32,))
 def reopen_fences_dependents(s: State, i: int, t: TaskState) -> Any:
     """No task has its effect prepared or committed, or is Done, unless every dependency is Done on the generation its attempt opened on (a reopen never overtakes a dependent's effect, and an attempt opened before a reopen never makes one)."""

@@ -245,6 +245,8 @@ def wait_left_only_by_its_evidence(s: State, r, d, s2: State) -> Any:
         return implies(all_of(t.waiting_on != 0, t2.waiting_on != t.waiting_on),
                        all_of(mine, released))
     return all_of(*[ok(i, t, t2) for i, t, t2 in pairs(s, s2)])
+
+
 @prop("attempt-opens-on-done-dependencies", scope="step", incidents=(1, 32))
 def attempt_opens_on_done_dependencies(s: State, r, d, s2: State) -> Any:
     """A new attempt opens only while every dependency of its task is dependency-satisfying Done."""

@@ -142,6 +142,8 @@ def _continuation_planned(s: State, t: TaskState) -> Any:
 def _idle(t: TaskState) -> Any:
     """No attempt runs, nothing is held, nothing waits: admission decides what is next."""
     return all_of(not_(running(t)), not_(_held(t)), not_(_parked(t)))
+
+
 def _dependency_reopened(s: State, i: int, t: TaskState) -> Any:
     """The next edge is the effect's and a dependency was reopened since the attempt opened:
     the effect is refused on the old generation."""
