@@ -154,6 +154,22 @@ def cap(k: Kernel, task: str) -> dict:
             "fence": t.fence, "lease-epoch": t.lease_epoch}
 
 
+def dispatch_to_a_real_process(k: Kernel, task: str) -> subprocess.Popen:
+    """Dispatch ``task`` to a real sleeping child process, by its exact pid and birth time (the
+    caller kills it)."""
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        pid, birth = ProcProcessTable().owner(worker.pid)
+        assert k.handle({"kind": "dispatch", "actor": "daemon", "task": task, "key": "d",
+                         "expected-attempt": 0, "owner": {"pid": pid, "birth": birth,
+                                                          "session": "s"}})["decision"] == "applied"
+    except BaseException:
+        worker.kill()
+        worker.wait()
+        raise
+    return worker
+
+
 def tx(k: Kernel, task: str, kind: str, actor: str, **params) -> dict:
     t = k.record(task)
     return k.handle({"kind": kind, "actor": actor, "task": task, "cap": cap(k, task),
@@ -166,12 +182,8 @@ def test_a_real_completion_lands_by_cas_and_removes_its_worktree(tmp_path, repo)
     k = real_kernel(tmp_path, repo, clock)
     k.create_graph("g", [TaskPolicy("a")])
     base = repo.target()
-    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    worker = dispatch_to_a_real_process(k, "a")
     try:
-        pid, birth = ProcProcessTable().owner(worker.pid)
-        assert k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d",
-                         "expected-attempt": 0, "owner": {"pid": pid, "birth": birth,
-                                                          "session": "s"}})["decision"] == "applied"
         path = repo.worktree_path("a/f1")
         assert k.project()["tasks"]["a"]["worktree"] == {"present": True, "content": base,
                                                          "origin": base}

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -16,7 +14,7 @@ from wgk.impl.git import GitRepository, init_repository
 from wgk.impl.proc import ProcProcessTable
 from wgk.model import protected as model_protect
 
-from test_impl_git import tx       # the real-git tests' request helper
+from test_impl_git import dispatch_to_a_real_process, tx   # the real-git tests' helpers
 
 FAST = Pragmas(synchronous="OFF")
 POLICY = [".ci/**", "policy/*.toml", "deploy/?/key"]
@@ -131,12 +129,8 @@ def test_the_kernel_holds_a_candidate_touching_a_protected_path_on_real_git(tmp_
     k = Kernel(str(tmp_path / "k.db"), Environment(ProcProcessTable(), repo, ManualClock()),
                pragmas=FAST)
     k.create_graph("g", [TaskPolicy("a")], protected_paths=POLICY)
-    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    worker = dispatch_to_a_real_process(k, "a")
     try:
-        pid, birth = ProcProcessTable().owner(worker.pid)
-        assert k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d",
-                         "expected-attempt": 0, "owner": {"pid": pid, "birth": birth,
-                                                          "session": "s"}})["decision"] == "applied"
         path = repo.worktree_path("a/f1")
         _write(path, "src/app.py")
         _write(path, "deploy/x/key", "stolen\n")
