@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from wgk.conformance.z3.bmc import Goal, check, goal_for
-from wgk.conformance.z3.witnesses import witness
+from wgk.conformance.z3.bmc import follow, invariant_goal
+from wgk.conformance.z3.witnesses import (
+    DEFAULT_WITNESS, WITNESSES, recorded_paths, sometimes_goals, witness, witness_along, write_paths,
+)
+from wgk.model.invariants import REGISTRY
 from wgk.conformance.z3.reach_expr import ReachError, compile_reach
 from wgk.conformance.traces.format import load_trace
 from wgk.model.env import apply_env, EnvStep
@@ -108,3 +112,42 @@ def test_reach_expression_evaluates_concretely():
     assert compile_reach("t1.phase in ('absent', 'prepared') and t1.attempt < 1",
                          ("t1", "t2")).holds(s) is True
     assert compile_reach("target == t1.base or now > 3", ("t1", "t2")).holds(s) is False
+
+
+# --- recorded witness paths (what the gate follows) ---------------------------------------
+
+def test_every_sometimes_property_has_a_recorded_path_that_still_reaches_it():
+    """The gate follows these; a stale one would only cost it a search, so it is caught here."""
+    paths = recorded_paths()
+    assert set(paths) == set(sometimes_goals())
+    for goal in sometimes_goals():
+        r, how = witness_along(goal, paths)
+        assert (goal, r.status, how) == (goal, "reached", "recorded path")
+        assert r.found_at == len(paths[goal]) and r.path == paths[goal]
+        assert r.trace.states[-1] == replay(WITNESSES.get(goal, DEFAULT_WITNESS)[0], r.trace)
+
+
+def test_a_path_that_no_longer_reaches_its_goal_is_searched_for():
+    goal = invariant_goal(REGISTRY["lost-reached"])
+    inst = WITNESSES["lost-reached"][0]
+    path = recorded_paths()["lost-reached"]
+    assert follow(goal, inst, path) is not None
+    assert follow(goal, inst, path[:-1]) is None                    # one step short
+    assert follow(goal, inst, ["dispatch(t1)"] + path[2:]) is None  # the owner never died
+    assert follow(goal, inst, path[:-1] + ["declare-lost(t9)"]) is None   # no such template
+    assert follow(invariant_goal(REGISTRY["done-reached"]), inst, path) is None
+    r, how = witness_along("lost-reached", {"lost-reached": path[:-1]})
+    assert (r.status, how) == ("reached", "search: recorded path stale")
+    assert r.found_at == len(path)
+
+
+def test_recorded_paths_are_written_beside_the_others(tmp_path):
+    f = tmp_path / "paths.json"
+    write_paths({"lost-reached": ["a(t1)"], "no-such-property": ["b(t1)"]}, f)
+    write_paths({"done-reached": ["c(t1)"]}, f)
+    # a goal that is no property is dropped when the file is written again
+    assert recorded_paths(f) == {"done-reached": ["c(t1)"], "lost-reached": ["a(t1)"]}
+    f.write_text('{"paths": []}')
+    with pytest.raises(ValueError, match="not a wgk-witness-paths/1 document"):
+        recorded_paths(f)
+    assert recorded_paths(tmp_path / "absent.json") == {}

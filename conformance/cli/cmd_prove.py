@@ -20,7 +20,7 @@ from wgk.conformance.cli.output import emit_json, progress
 from wgk.conformance.cli.output import solver_guarded
 from wgk.conformance.z3.prove import DOMAIN, prove
 from wgk.conformance.z3.rank import RANK_ID, prove_rank
-from wgk.conformance.z3.witnesses import witness_reports
+from wgk.conformance.z3.witnesses import PATHS_FILE, witness_reports, write_paths
 
 HELP = "prove every always invariant inductive (z3) and reach every sometimes property"
 EXAMPLES = """  wgk prove
@@ -28,6 +28,7 @@ EXAMPLES = """  wgk prove
   wgk prove --invariant done-iff-graphsave --json
   wgk prove --invariant done-reached          (a sometimes property: find its witness)
   wgk prove --unbounded --json                (for every graph: the cutoff theorem)
+  wgk prove --write-witness-paths             (record each witness's path for the gate)
 """
 
 
@@ -47,6 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="prove for every graph: check the cutoff theorem's conditions on the "
                         "rules (locality of reads and writes) and prove at the cutoff graph; "
                         "--tasks, --evidence-ids and --keys are then fixed by the theorem")
+    p.add_argument("--write-witness-paths", action="store_true",
+                   help="record the path of every witness found, for the gate to follow "
+                        "(conformance/z3/witness_paths.json)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -96,6 +100,10 @@ def _run(args: argparse.Namespace) -> int:
             pool.shutdown(cancel_futures=True)
     for w in found:
         show(f"{w['goal']}: {w['status']}")
+    if args.write_witness_paths:
+        write_paths({w["goal"]: w["path"] for w in found if w.get("path") is not None})
+        show(f"recorded {sum(w.get('path') is not None for w in found)} witness paths in "
+             f"{PATHS_FILE}")
     rank = prove_rank(inst) if pid in (None, RANK_ID) else []
 
     failed = (report is not None and not report.ok) or any(w["status"] != "reached" for w in found) \

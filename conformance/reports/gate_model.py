@@ -53,11 +53,14 @@ def prove_checks(budget: str, progress: Progress | None) -> list[Check]:
     out += [Check("prove", name, "pass" if ok else "fail", secs, hint, group="base case")
             for name, ok, secs, hint in report.base_checks()]
     for goal in goals:
-        [w] = witness_reports([goal])
+        [w] = witness_reports([goal], recorded=True)
         ok = w["status"] == "reached"
+        how = f"at depth {w['found_at']} by {w['found_by']}"
+        if w["found_by"] != "recorded path":
+            how += " (wgk prove --write-witness-paths records it)"
         out.append(Check("prove", f"witness {w['goal']}", "pass" if ok else "fail", w.get("seconds", 0.0),
-                         "" if ok else f"{w['status']}: wgk prove --invariant {w['goal']}",
-                         group="witnesses"))
+                         how if ok else f"{w['status']}: wgk prove --invariant {w['goal']}",
+                         {"found_by": w["found_by"], "path": w.get("path")}, group="witnesses"))
         meter.step(f"witness {goal}")
     if BUDGETS[budget].get("unbounded"):
         out += unbounded_checks(budget, progress)

@@ -52,6 +52,7 @@ class CheckResult:
     seconds: float
     per_depth: list[float] = field(default_factory=list)
     semantics: str = "model"
+    path: list[str] | None = None    # the templates the trace takes, one label per step
 
     @property
     def found(self) -> bool:
@@ -65,6 +66,8 @@ class CheckResult:
                "seconds_per_depth": [round(x, 4) for x in self.per_depth]}
         if self.trace is not None:
             out["trace"] = self.trace.labels
+        if self.path is not None:
+            out["path"] = self.path
         return out
 
 
@@ -90,9 +93,10 @@ def check_many(goals: list[Goal], inst: Instance, depth: int, sem: Semantics = M
     per_depth: dict[str, list[float]] = {g.id: [] for g in goals}
     results: dict[str, CheckResult] = {}
 
-    def done(g: Goal, status: str, length: int | None, trace: ModelRun | None) -> None:
+    def done(g: Goal, status: str, length: int | None, trace: ModelRun | None,
+             path: list[str] | None = None) -> None:
         results[g.id] = CheckResult(g, inst, depth, status, length, trace,
-                                    time.perf_counter() - t0, per_depth[g.id], sem.name)
+                                    time.perf_counter() - t0, per_depth[g.id], sem.name, path)
 
     for k in range(depth + 1):
         while u.depth < k:
@@ -121,10 +125,32 @@ def check_many(goals: list[Goal], inst: Instance, depth: int, sem: Semantics = M
                 if hit == "unknown":
                     done(g, "unknown", None, None)
                 elif hit is not None:
-                    done(g, g.found_status, k, u.trace(hit, k, g))
+                    done(g, g.found_status, k, u.trace(hit, k, g), u.path(hit, k))
         if len(results) == len(goals):
             break
     for g in goals:
         if g.id not in results:
             done(g, g.absent_status, None, None)
     return [results[g.id] for g in goals]
+
+
+def follow(goal: Goal, inst: Instance, path: list[str], sem: Semantics = MODEL
+           ) -> CheckResult | None:
+    """``goal`` along a recorded path: step ``k`` may take only the template labelled
+    ``path[k]`` (its request fields stay free for the solver), and the goal is asked after
+    the last step. The trace found is decoded and replayed through the executable model
+    like any other; None when the path names a template the instance does not have or no
+    longer reaches the goal (it is then searched for)."""
+    t0 = time.perf_counter()
+    u = Unrolling(inst, sem, assume=tuple(p.id for p in assumptions("state") if p.id != goal.id))
+    index = {t.label: n for n, t in enumerate(u.cat.templates)}
+    k = len(path)
+    if any(label not in index for label in path) or (goal.scope == "step" and k == 0):
+        return None
+    for label in path:
+        u.extend([index[label]])
+    hit = u.solve(u.state_goal(goal, k) if goal.scope == "state" else u.step_goal(goal, k - 1))
+    if not isinstance(hit, z3.ModelRef):
+        return None
+    return CheckResult(goal, inst, k, goal.found_status, k, u.trace(hit, k, goal),
+                       time.perf_counter() - t0, [], sem.name, u.path(hit, k))

@@ -113,12 +113,13 @@ class Unrolling:
     def depth(self) -> int:
         return len(self.steps)
 
-    def extend(self) -> None:
-        """Add one step: ``s_{k+1}`` is the branch the selector picks applied to ``s_k``."""
+    def extend(self, indices: list[int] | None = None) -> None:
+        """Add one step: ``s_{k+1}`` is the branch the selector picks applied to ``s_k``
+        (``indices``: among those templates only; every template by default)."""
         k = self.depth
         s = self.states[-1]
         pool = Pool(f"r{k}", len(self.keys))
-        bs = branches(self.cat, s, pool, self.sem, bound=self.bound)
+        bs = branches(self.cat, s, pool, self.sem, indices=indices, bound=self.bound)
         sel = z3.Int(f"sel{k}")
         nxt = fresh_state(self.space, f"s{k + 1}")
         cs: list = [sel >= 0, sel < len(bs), *pool.domain()]
@@ -215,6 +216,11 @@ class Unrolling:
         return out
 
     # -- decoding -------------------------------------------------------------------
+
+    def path(self, model: z3.ModelRef, length: int) -> list[str]:
+        """The labels of the templates the first ``length`` steps of ``model`` take."""
+        return [self.steps[k].branches[value(model, self.steps[k].sel)].template.label
+                for k in range(length)]
 
     def trace(self, model: z3.ModelRef, length: int, goal: Goal) -> ModelRun:
         """Decode the first ``length`` steps and replay them through the executable model."""

@@ -3,12 +3,14 @@ checking on a small instance of its own, and their JSON reports (``wgk prove`` a
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Callable
 
 from wgk.model.actions import Instance
 from wgk.model.invariants import REGISTRY, Property
 
-from wgk.conformance.z3.bmc import CheckResult, check, check_many, invariant_goal
+from wgk.conformance.z3.bmc import CheckResult, check, check_many, follow, invariant_goal
 from wgk.conformance.z3.transition import MODEL, Semantics
 
 
@@ -82,6 +84,58 @@ def sometimes_goals() -> list[str]:
     return [p.id for p in REGISTRY.values() if p.kind == "sometimes"]
 
 
-def witness_reports(goals: list[str]) -> list[dict]:
-    """Shortest witnesses of ``goals``, as JSON (runs in a worker process too)."""
-    return [witness(g).to_json() for g in goals]
+def witness_reports(goals: list[str], recorded: bool = False) -> list[dict]:
+    """Shortest witnesses of ``goals``, as JSON (runs in a worker process too); with
+    ``recorded``, each goal along its recorded path first (``witness_along``)."""
+    if not recorded:
+        return [dict(witness(g).to_json(), found_by="search") for g in goals]
+    paths = recorded_paths()
+    out = []
+    for g in goals:
+        r, how = witness_along(g, paths)
+        out.append(dict(r.to_json(), found_by=how))
+    return out
+
+
+# --- recorded paths ---------------------------------------------------------------------
+
+#: The path of templates each witness took when it was last searched (``wgk prove
+#: --write-witness-paths``). Following one costs an unrolling of one template per step
+#: instead of every template at every depth; the solver still finds the request fields,
+#: and the trace is replayed through the executable model like a searched one.
+PATHS_FILE = Path(__file__).with_name("witness_paths.json")
+PATHS_FORMAT = "wgk-witness-paths/1"
+
+
+def recorded_paths(path: Path = PATHS_FILE) -> dict[str, list[str]]:
+    """The recorded witness paths by goal (none when the file is absent)."""
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    if doc.get("format") != PATHS_FORMAT or not isinstance(doc.get("paths"), dict):
+        raise ValueError(f"{path}: not a {PATHS_FORMAT} document")
+    return doc["paths"]
+
+
+def write_paths(found: dict[str, list[str]], path: Path = PATHS_FILE) -> None:
+    """Record ``found`` (goal -> template labels) beside the paths already recorded."""
+    paths = {g: p for g, p in recorded_paths(path).items() if g in REGISTRY}
+    paths.update(found)
+    lines = [f"  {json.dumps(g)}: {json.dumps(paths[g])}" for g in sorted(paths)]
+    path.write_text(f'{{"format": "{PATHS_FORMAT}", "paths": {{\n' + ",\n".join(lines) + "\n}}\n")
+
+
+def witness_along(prop_id: str, paths: dict[str, list[str]] | None = None
+                  ) -> tuple[CheckResult, str]:
+    """The witness of ``prop_id`` along its recorded path when that still reaches it
+    (``"recorded path"``), else searched (``"search"``, or ``"search: recorded path
+    stale"`` when a recorded path no longer reaches it)."""
+    p = REGISTRY[prop_id]
+    path = (recorded_paths() if paths is None else paths).get(prop_id)
+    if path is not None:
+        inst, _ = WITNESSES.get(prop_id, DEFAULT_WITNESS)
+        r = follow(invariant_goal(p), inst, path)
+        if r is not None:
+            return r, "recorded path"
+    return witness(prop_id), ("search" if path is None else "search: recorded path stale")
