@@ -160,3 +160,44 @@ def test_the_gate_has_a_trace_matrix_section_that_can_fail(matrix, monkeypatch):
     failed = [c for c in gate.trace_matrix_checks("default", None) if c.verdict == "fail"]
     assert [c.name for c in failed] == [row.invariant, "guard markers", "design document current"]
     assert "no runtime guard" in failed[0].detail
+
+
+def test_the_gate_gives_the_matrix_the_frames_its_prove_section_proved():
+    """The trace matrix takes the prove section's frames instead of proving them again: the
+    rows come out the same as from its own proof, and frames that miss a row are not used."""
+    from wgk.conformance.reports.gate_model import earlier_results, frame_checks
+    from wgk.conformance.reports.gate_report import Section
+    from wgk.conformance.z3.prove import prove
+    from wgk.model.actions import Instance
+
+    def rows():
+        return {p.id: tracematrix.Row(p.id, p.scope, p.doc, p.incidents, "f", "x:1")
+                for p in always() + assumptions("state")}
+    checks = frame_checks(prove(Instance.proof(tasks=1)), 1)
+    n = next(n for n, c in enumerate(checks) if c.group in rows() and c.data["solved"])
+    checks[n] = dataclasses.replace(checks[n], verdict="fail", data=dict(
+        checks[n].data, status="counterexample"))        # a frame the prove section failed
+    earlier = earlier_results([Section("prove", checks, 0.0)])
+    assert earlier.tasks == 1 and len(earlier.frames) == len(checks)
+    own, given = rows(), rows()
+    tracematrix.proof_column(own, 1, lambda _: None)
+    tracematrix.proof_column(given, 1, lambda _: None, earlier.frames)
+    first = checks[n].group
+    assert given[first].proof_failures == [f"counterexample after {checks[n].data['transition']}"]
+    given[first].proof_failures, given[first].proved = [], given[first].proved + 1
+    assert given == own
+    partial = rows()
+    tracematrix.proof_column(partial, 1, lambda _: None,
+                             [f for f in earlier.frames if f[0] != first])
+    assert partial == own                                 # proved here again
+
+
+def test_the_gate_gives_the_matrix_the_cutoff_claims_it_proved():
+    rows = {i: tracematrix.Row(i, "state", "", (), "f", "x:1") for i in ("a", "b", "c")}
+    claims = {"a": {"graphs": "every graph", "evidence_ids": "any number", "reasons": []},
+              "b": {"graphs": "not generalised", "evidence_ids": "up to 2",
+                    "reasons": ["reads another task"]}}
+    tracematrix.proof_kind_column(rows, lambda _: None, claims)
+    assert [r.proof_kind for r in rows.values()] == [
+        "for every graph (cutoff theorem), evidence ids any number",
+        "bounded: reads another task", "bounded: not in the report"]

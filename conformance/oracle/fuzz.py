@@ -279,9 +279,7 @@ class _KernelMachine(_Drawing, RuleBasedStateMachine):
         raise AssertionError(f"the system refused a request the model decides: {refused}")
 
     def model_env_check(self, step: dict) -> None:
-        probe = ModelSystem(self.graph)
-        probe.restore(self.model.snapshot())
-        probe.apply(step)                     # raises StepError when impossible
+        self.model.possible(step)             # raises StepError when impossible
 
     def _check_model(self) -> None:
         bad = self.model.check()

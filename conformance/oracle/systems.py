@@ -13,6 +13,8 @@ cuts share one code path.
 """
 from __future__ import annotations
 
+import copy
+
 import hashlib
 import hmac
 import secrets
@@ -285,6 +287,21 @@ class ModelSystem:
     def check(self) -> list[str]:
         return list(self._violations)
 
+
+    def possible(self, step: dict) -> None:
+        """Raise ``StepError`` when this model cannot take ``step`` (an environment step that
+        cannot happen here, a request it cannot read); nothing changes either way."""
+        saved = self.snapshot()
+        try:
+            if "request" in step or step.get("env") == CONVERGE:
+                copy.copy(self).apply(step)       # its own state; the names restored below
+                return
+            try:
+                apply_env(self.state, env_from_wire(env_part(step), self.names))
+            except (EnvError, WireError) as e:
+                raise StepError(str(e)) from None
+        finally:
+            self.restore(saved)
 
     def snapshot(self) -> Any:
         return (self.state, dict(self.names.content), dict(self.names.sessions),

@@ -23,8 +23,8 @@ from wgk.conformance.reports.gate_budget import (
     bundled_traces,
 )
 from wgk.conformance.reports.gate_model import (
-    explore_checks, instance_name, mutant_checks, prove_checks, trace_matrix_checks,
-    unbounded_checks,
+    Earlier, earlier_results, explore_checks, instance_name, mutant_checks, prove_checks,
+    trace_matrix_checks, unbounded_checks,
 )
 from wgk.conformance.reports.gate_real import (
     batch_checks, contract_checks, race_checks, two_kernel_checks,
@@ -34,7 +34,6 @@ from wgk.conformance.reports.gate_probes import probe_checks
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
 from wgk.conformance.reports.gate_split import LATE, split
 from wgk.conformance.reports.gate_traces import crash_cut_checks, fuzz_checks, replay_checks
-from wgk.conformance.reports.trace_support import passed_cuts
 from wgk.conformance.traces.format import load_traces
 
 __all__ = ["BUDGETS", "SECTIONS", "Check", "GateResult", "Section", "Tick", "bundled_traces",
@@ -78,7 +77,7 @@ SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mut
 
 def _call(name: str, budget: str, progress: Progress | None, *, loaded: list | None = None,
           sources: list[str] | None = None, counterexamples: str = COUNTEREXAMPLES,
-          backend: str | None = None, cuts: dict[str, int] | None = None, **part) -> list[Check]:
+          backend: str | None = None, earlier: Earlier | None = None, **part) -> list[Check]:
     """The section's checks (``part``: which of its traces or mutants, when it is split)."""
     fn = dict(SECTIONS)[name]
     if name in TRACE_SECTIONS:
@@ -86,11 +85,11 @@ def _call(name: str, budget: str, progress: Progress | None, *, loaded: list | N
             raise Nothing(f"no traces to {name.replace('-', ' ')} in {', '.join(sources or ['?'])}")
         return fn(budget, progress, loaded, **part)
     if name == "fuzz":
-        return fn(budget, progress, counterexamples)
+        return fn(budget, progress, counterexamples, **part)
     if name == "races":
         return fn(budget, progress, backend)
     if name == "trace-matrix":
-        return fn(budget, progress, cuts)
+        return fn(budget, progress, earlier)
     return fn(budget, progress, **part)
 
 
@@ -111,16 +110,16 @@ def _nonempty(checks: list[Check]) -> list[Check]:
 def run_section(name: str, budget: str, progress: Progress | None = None, *,
                 loaded: list | None = None, sources: list[str] | None = None,
                 counterexamples: str = COUNTEREXAMPLES, backend: str | None = None,
-                cuts: dict[str, int] | None = None) -> Section:
+                earlier: Earlier | None = None) -> Section:
     """One section on the budget's value for it: skipped when that value is false or missing,
-    an error naming the section when it checks nothing or raises (``cuts``: the crash-cuts
-    section's passed cuts per trace, for the trace matrix)."""
+    an error naming the section when it checks nothing or raises (``earlier``: what the
+    crash-cuts and prove sections found, for the trace matrix)."""
     skipped = _skipped(name, budget)
     if skipped is not None:
         return skipped
     done = guarded(name, lambda: _nonempty(_call(
         name, budget, progress, loaded=loaded, sources=sources, counterexamples=counterexamples,
-        backend=backend, cuts=cuts)))
+        backend=backend, earlier=earlier)))
     section = Section(name, done.checks, done.seconds)
     _final(section, progress)
     return section
@@ -164,15 +163,14 @@ def _in_turn(budget: str, progress: Progress | None, kw: dict,
     """The sections not yet in ``sections``, one after another in this process."""
     sections = list(sections or [])
     for name, _ in SECTIONS[len(sections):]:
-        cut = next((s for s in sections if s.name == "crash-cuts" and not s.skipped), None)
         sections.append(run_section(name, budget, progress, **kw,
-                                    cuts=passed_cuts(cut.checks) if cut else None))
+                                    earlier=earlier_results(sections)))
     return sections
 
 
 def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int) -> list[Section]:
     """The sections before ``LATE`` split into parts on ``workers`` processes, then the
-    late ones in turn (the trace matrix reads the crash cuts' results)."""
+    late ones in turn (the trace matrix reads the crash cuts' and the proofs' results)."""
     early = [n for n, _ in SECTIONS][:min(i for i, (n, _) in enumerate(SECTIONS) if n in LATE)]
     sections: dict[str, Section] = {}
     parts: list[Part] = []

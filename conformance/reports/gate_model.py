@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from wgk.model.invariants import REGISTRY
 
@@ -11,6 +12,7 @@ from wgk.conformance.reports.gate_budget import (
     BUDGETS, Meter, Progress, count_of, flag_of, instances_of, prove_tasks,
 )
 from wgk.conformance.reports.gate_report import Check
+from wgk.conformance.reports.trace_support import passed_cuts
 from wgk.conformance.z3 import mutants as mutants_mod
 from wgk.conformance.oracle.mutant_traces import trace_verdicts
 from wgk.conformance.z3.prove import prove
@@ -46,10 +48,7 @@ def prove_checks(budget: str, progress: Progress | None) -> list[Check]:
     goals = [p.id for p in REGISTRY.values() if p.kind == "sometimes"]
     meter = Meter("prove", None, progress)
     report = prove(Instance.proof(tasks=tasks), progress=lambda m: meter.step(f"{tasks} tasks: {m}"))
-    out = [Check("prove", f"{r.invariant} after {r.transition}",
-                 "pass" if r.status == "proved" else "fail", r.seconds,
-                 "" if r.status == "proved" else f"{r.status}: wgk prove --invariant {r.invariant}",
-                 {"solved": r.solved}, group=r.invariant) for r in report.results]
+    out = frame_checks(report, tasks)
     out += [Check("prove", name, "pass" if ok else "fail", secs, hint, group="base case")
             for name, ok, secs, hint in report.base_checks()]
     for goal in goals:
@@ -65,6 +64,15 @@ def prove_checks(budget: str, progress: Progress | None) -> list[Check]:
     if BUDGETS[budget].get("unbounded"):
         out += unbounded_checks(budget, progress)
     return out
+
+
+def frame_checks(report, tasks: int) -> list[Check]:
+    """One check per proof frame of ``report`` (proved on a chain of ``tasks``)."""
+    return [Check("prove", f"{r.invariant} after {r.transition}",
+                  "pass" if r.status == "proved" else "fail", r.seconds,
+                  "" if r.status == "proved" else f"{r.status}: wgk prove --invariant {r.invariant}",
+                  {"solved": r.solved, "status": r.status, "transition": r.transition,
+                   "tasks": tasks}, group=r.invariant) for r in report.results]
 
 
 def unbounded_checks(budget: str, progress: Progress | None) -> list[Check]:
@@ -104,16 +112,45 @@ def mutant_checks(budget: str, progress: Progress | None,
     return out
 
 
+@dataclass(frozen=True)
+class Earlier:
+    """What the gate's earlier sections found that the trace matrix would otherwise compute
+    again: the passed in-process crash cuts per trace, the proof frames at the budget's tasks
+    ``(invariant, transition, status, solved)`` in the order proved, the cutoff theorem's
+    claims by property (each None when its section did not run or broke)."""
+
+    cuts: dict[str, int] | None = None
+    frames: list[tuple[str, str, str, bool]] | None = None
+    claims: dict[str, dict] | None = None
+    tasks: int | None = None         # the tasks of the chain the frames were proved on
+
+
+def earlier_results(sections: list) -> Earlier:
+    """``Earlier`` from the sections run so far (``Section`` objects)."""
+    done = {s.name: s.checks for s in sections if not s.skipped}
+    prove = done.get("prove", [])
+    frames = [(c.group, c.data["transition"], c.data["status"], c.data["solved"])
+              for c in prove if "transition" in c.data]
+    claims = {c.data["property"]: c.data for c in prove
+              if c.group == "unbounded" and "graphs" in c.data}
+    tasks = {c.data["tasks"] for c in prove if "transition" in c.data}
+    return Earlier(passed_cuts(done["crash-cuts"]) if "crash-cuts" in done else None,
+                   frames or None, claims or None, tasks.pop() if len(tasks) == 1 else None)
+
+
 def trace_matrix_checks(budget: str, progress: Progress | None,
-                        passed_cuts: dict[str, int] | None = None) -> list[Check]:
+                        earlier: Earlier | None = None) -> list[Check]:
     """Every invariant traced: model rule, z3 proof, traces, crash cuts, runtime guard
-    (``passed_cuts``: the crash-cuts section's passed cuts per trace, not run again)."""
+    (``earlier``: what the crash-cuts and prove sections found, not computed again)."""
     flag_of(budget, "trace-matrix", BUDGETS[budget]["trace-matrix"])
     tasks = prove_tasks(budget)
+    earlier = earlier or Earlier()
     meter = Meter("trace-matrix", None, progress)
     t0 = time.perf_counter()
     m = tracematrix.build(tasks=tasks, progress=lambda msg: meter.note(msg.strip()),
-                          passed_cuts=passed_cuts)
+                          passed_cuts=earlier.cuts,
+                          frames=earlier.frames if earlier.tasks == tasks else None,
+                          claims=earlier.claims)
     each = (time.perf_counter() - t0) / max(1, len(m.rows))
     out = [Check("trace-matrix", r.invariant, "fail" if r.missing() else "pass", each,
                  f"no {', '.join(r.missing())}: wgk trace-matrix" if r.missing() else "")

@@ -1,8 +1,8 @@
 """How the gate's sections split into parts for its workers (``gate_pool``).
 
 A section over traces splits into one part per trace (per mode and trace for the
-crash cuts), the mutants section into one part per mutant; the others are one
-part each. A part's weight is its rough cost in seconds, so the heaviest start
+crash cuts), the mutants section into one part per mutant, the fuzz section into one
+part per graph shape; the others are one part each. A part's weight is its rough cost in seconds, so the heaviest start
 first. A section whose budget value is malformed stays whole, so that its error
 is reported once, as when the sections run in turn.
 """
@@ -12,7 +12,7 @@ from typing import Callable
 
 from wgk.conformance.reports.gate_budget import BUDGETS, flag_of, modes_of
 from wgk.conformance.reports.gate_pool import Part
-from wgk.conformance.reports.gate_traces import real_selection
+from wgk.conformance.reports.gate_traces import fuzz_budget, real_selection
 from wgk.conformance.z3 import mutants as mutants_mod
 
 #: Sections run after the others, in turn, in the gate's own process: the trace matrix
@@ -49,6 +49,10 @@ def split(name: str, budget: str, kw: dict, call: Callable) -> list[Part]:
                          _requests(t) * (0.5 if t.id in real else 0.05) * (4 if mode == "kill" else 1),
                          only={n}, mode=mode)
                     for m, mode in enumerate(modes) for n, t in enumerate(loaded)]
+        if name == "fuzz":
+            examples, _, _, shapes = fuzz_budget(budget)
+            return [part(n * examples, examples * len(shapes), WEIGHTS["fuzz"] / len(shapes),
+                         only={shape}) for n, shape in enumerate(shapes)]
         if name == "mutants" and mutants_mod.MUTANTS:
             flag_of(budget, name, BUDGETS[budget][name])
             return [part(n, len(mutants_mod.MUTANTS), 1.5, only={m})

@@ -135,15 +135,21 @@ def fuzz_shapes(budget: str, b: dict) -> list[str]:
     return list(shapes)
 
 
-def fuzz_checks(budget: str, progress: Progress | None,
-                out_dir: str = COUNTEREXAMPLES) -> list[Check]:
-    """Generated request sequences through the model and the implementation in lockstep, on
-    every graph shape the budget lists (one check each)."""
+def fuzz_budget(budget: str) -> tuple[int, int, int, list[str]]:
+    """The fuzz section's examples, steps, tasks and graph shapes."""
     b = BUDGETS[budget]["fuzz"]
     if not isinstance(b, dict):
         raise ValueError(f"budget {budget}: fuzz must map examples, steps and tasks, not {b!r}")
     examples, steps, tasks = (count_of(budget, "fuzz", b.get(k), k) for k in ("examples", "steps", "tasks"))
-    shapes = fuzz_shapes(budget, b)
+    return examples, steps, tasks, fuzz_shapes(budget, b)
+
+
+def fuzz_checks(budget: str, progress: Progress | None,
+                out_dir: str = COUNTEREXAMPLES, only: set[str] | None = None) -> list[Check]:
+    """Generated request sequences through the model and the implementation in lockstep, on
+    every graph shape the budget lists (one check each; ``only``: these shapes)."""
+    examples, steps, tasks, shapes = fuzz_budget(budget)
+    shapes = [s for s in shapes if only is None or s in only]
     meter = Meter("fuzz", examples * len(shapes), progress)
     make = factory()
     out = []

@@ -150,22 +150,34 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
-def proof_column(rows: dict[str, Row], tasks: int, progress: Callable[[str], None]) -> None:
-    """Run the inductive proof of every frame; fill transitions, frames and failures."""
+def proof_column(rows: dict[str, Row], tasks: int, progress: Callable[[str], None],
+                 frames: list[tuple[str, str, str, bool]] | None = None) -> None:
+    """Fill transitions, frames and failures from the inductive proof of every frame: run
+    here, or ``frames`` ``(invariant, transition, status, solved)`` proved on the same chain
+    by the caller (used only when it covers every row)."""
+    if frames is None or not set(rows) <= {f[0] for f in frames}:
+        frames = list(_prove_frames(rows, tasks, progress))
+    for invariant, transition, status, solved in frames:
+        row = rows.get(invariant)
+        if row is None:
+            continue
+        row.frames += 1
+        if status == "proved":
+            row.proved += 1
+        else:
+            row.proof_failures.append(f"{status} after {transition}")
+        if solved:
+            row.transitions.append(transition)
+
+
+def _prove_frames(rows: dict[str, Row], tasks: int, progress: Callable[[str], None]):
     from wgk.model.actions import Instance
     from wgk.conformance.z3.prove import Prover
     prover = Prover(Instance.proof(tasks=tasks))
     for transition in prover.groups:
         for p in [q for q in prover.properties if q.id in rows]:
             result = prover.check(p, transition)
-            row = rows[p.id]
-            row.frames += 1
-            if result.status == "proved":
-                row.proved += 1
-            else:
-                row.proof_failures.append(f"{result.status} after {transition}")
-            if result.solved:
-                row.transitions.append(transition)
+            yield p.id, transition, result.status, result.solved
         progress(f"  proved frames of {transition}")
 
 
@@ -280,18 +292,21 @@ def mutant_column(rows: dict[str, Row]) -> None:
             rows[m.kills].mutants.append(m.name)
 
 
-def proof_kind_column(rows: dict[str, Row], progress: Callable[[str], None]) -> None:
+def proof_kind_column(rows: dict[str, Row], progress: Callable[[str], None],
+                      claims: dict[str, dict] | None = None) -> None:
     """Which kind of proof each invariant has: for every graph (the cutoff theorem holds and
-    its proof at the cutoff graph is complete), or bounded to the tasks of the chain."""
-    from wgk.conformance.z3.unbounded import model_report
-    rep = model_report(progress=lambda m: progress(f"  {m}"))
-    claims = {c.property: c for c in rep.claims}
+    its proof at the cutoff graph is complete), or bounded to the tasks of the chain
+    (``claims``: the cutoff theorem's claims as JSON by property, when the caller has them)."""
+    if claims is None:
+        from wgk.conformance.z3.unbounded import model_report
+        rep = model_report(progress=lambda m: progress(f"  {m}"))
+        claims = {c.property: c.to_json() for c in rep.claims}
     for r in rows.values():
         c = claims.get(r.invariant)
-        if c is not None and c.graphs == "every graph":
-            r.proof_kind = f"for every graph (cutoff theorem), evidence ids {c.evidence_ids}"
+        if c is not None and c["graphs"] == "every graph":
+            r.proof_kind = f"for every graph (cutoff theorem), evidence ids {c['evidence_ids']}"
         else:
-            r.proof_kind = "bounded: " + (c.reasons[0] if c is not None else "not in the report")
+            r.proof_kind = "bounded: " + (c["reasons"][0] if c is not None else "not in the report")
 
 
 # --- the matrix -----------------------------------------------------------------
@@ -305,17 +320,20 @@ def default_traces() -> list[Path]:
 def build(tasks: int = 3, trace_paths: Iterable[Path] | None = None,
           guard_root: Path = ROOT / "impl",
           progress: Callable[[str], None] = lambda _: None,
-          passed_cuts: dict[str, int] | None = None) -> Matrix:
+          passed_cuts: dict[str, int] | None = None,
+          frames: list[tuple[str, str, str, bool]] | None = None,
+          claims: dict[str, dict] | None = None) -> Matrix:
     """The matrix; ``passed_cuts`` (trace id -> crash cuts passed in-process) spares running
-    the cuts of traces the caller has already cut."""
+    the cuts of traces the caller has already cut, ``frames`` and ``claims`` the proofs
+    the caller has already run (``proof_column``, ``proof_kind_column``)."""
     rows: dict[str, Row] = {}
     for p in always() + assumptions("state"):
         predicate, at = predicate_of(p)
         rows[p.id] = Row(p.id, p.scope, p.doc, p.incidents, predicate, at, kind=p.kind)
     progress("z3 proof of every frame ...")
-    proof_column(rows, tasks, progress)
+    proof_column(rows, tasks, progress, frames)
     progress("z3 proof for every graph (cutoff theorem) ...")
-    proof_kind_column(rows, progress)
+    proof_kind_column(rows, progress, claims)
     linked = trace_column(rows, default_traces() if trace_paths is None else trace_paths)
     progress("crash cuts of the linked traces ...")
     crash_column(rows, linked, progress, passed_cuts)
