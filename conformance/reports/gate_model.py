@@ -26,8 +26,11 @@ def instance_name(inst: Instance) -> str:
     return name + (" review" if d["review"] else "")
 
 
-def explore_checks(budget: str, progress: Progress | None) -> list[Check]:
-    instances = instances_of(budget, BUDGETS[budget]["explore"])
+def explore_checks(budget: str, progress: Progress | None, only: set[int] | None = None
+                   ) -> list[Check]:
+    """Every instance the budget lists explored (``only``: those at these positions)."""
+    instances = [inst for n, inst in enumerate(instances_of(budget, BUDGETS[budget]["explore"]))
+                 if only is None or n in only]
     meter = Meter("explore", len(instances), progress)
     out = []
     for inst in instances:

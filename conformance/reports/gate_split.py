@@ -1,8 +1,9 @@
 """How the gate's sections split into parts for its workers (``gate_pool``).
 
 A section over traces splits into one part per trace (per mode and trace for the
-crash cuts), the mutants section into one part per mutant, the fuzz section into one
-part per graph shape; the others are one part each. A part's weight is its rough cost in seconds, so the heaviest start
+crash cuts), the mutants section into one part per mutant, the explore section into one
+part per instance, the fuzz section into one part per graph shape; the others are one
+part each. A part's weight is its rough cost in seconds, so the heaviest start
 first. A section whose budget value is malformed stays whole, so that its error
 is reported once, as when the sections run in turn.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from wgk.conformance.reports.gate_budget import BUDGETS, flag_of, modes_of
+from wgk.conformance.reports.gate_budget import BUDGETS, flag_of, instances_of, modes_of
 from wgk.conformance.reports.gate_pool import Part
 from wgk.conformance.reports.gate_traces import fuzz_budget, real_selection
 from wgk.conformance.z3 import mutants as mutants_mod
@@ -21,7 +22,7 @@ from wgk.conformance.z3 import mutants as mutants_mod
 LATE = ("trace-matrix", "impl-mutants", "verify-guards")
 
 #: Rough seconds of a section run whole (only the order of the parts depends on them).
-WEIGHTS = {"prove": 8.0, "explore": 4.0, "fuzz": 5.0, "batches": 3.0, "races": 1.0,
+WEIGHTS = {"prove": 20.0, "explore": 4.0, "fuzz": 5.0, "batches": 3.0, "races": 1.0,
            "contract": 0.5, "probes": 2.0}
 
 
@@ -49,6 +50,10 @@ def split(name: str, budget: str, kw: dict, call: Callable) -> list[Part]:
                          _requests(t) * (0.5 if t.id in real else 0.05) * (4 if mode == "kill" else 1),
                          only={n}, mode=mode)
                     for m, mode in enumerate(modes) for n, t in enumerate(loaded)]
+        if name == "explore":
+            instances = instances_of(budget, BUDGETS[budget][name])
+            return [part(n, len(instances), WEIGHTS["explore"] * inst.tasks, only={n})
+                    for n, inst in enumerate(instances)]
         if name == "fuzz":
             examples, _, _, shapes = fuzz_budget(budget)
             return [part(n * examples, examples * len(shapes), WEIGHTS["fuzz"] / len(shapes),
