@@ -73,3 +73,4 @@ def test_the_scratch_directory_is_chosen_and_restored(monkeypatch, tmp_path):
     with gate_pool.scratch() as where:
         assert where == str(tmp_path) == tempfile.gettempdir()
     assert tempfile.tempdir == before
+

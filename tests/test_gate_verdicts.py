@@ -155,3 +155,27 @@ def test_a_malformed_budget_value_is_an_error(tmp_path, monkeypatch, entry, valu
     assert r.verdict == "error"
     [check] = r.section(entry).checks
     assert check.verdict == "error" and message in check.detail
+
+
+def test_the_heavy_sections_split_into_parts_that_together_are_the_section():
+    """The prove section runs its bounded and unbounded halves apart where the budget has
+    both, explore one part per instance, fuzz one per graph shape; each part asks the
+    section's function for its share only."""
+    from wgk.conformance.reports.gate_budget import BUDGETS
+    from wgk.conformance.reports.gate_split import split
+    calls = []
+
+    def call(name, budget, progress, **kw):
+        calls.append((name, budget, kw.get("only")))
+        return []
+    for budget in ("quick", "default"):
+        for name in ("prove", "explore", "fuzz"):
+            for p in split(name, budget, {}, call):
+                p.run(None)
+    b = BUDGETS["default"]
+    assert ("prove", "quick", None) in calls
+    assert [c[2] for c in calls if c[:2] == ("prove", "default")] == [{"bounded"}, {"unbounded"}]
+    assert [c[2] for c in calls if c[:2] == ("explore", "default")] == [
+        {n} for n in range(len(b["explore"]))]
+    assert [c[2] for c in calls if c[:2] == ("fuzz", "default")] == [
+        {s} for s in b["fuzz"]["shapes"]]

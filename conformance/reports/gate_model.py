@@ -45,9 +45,24 @@ def explore_checks(budget: str, progress: Progress | None, only: set[int] | None
 
 
 
-def prove_checks(budget: str, progress: Progress | None) -> list[Check]:
-    """Every (invariant x transition) proof frame, and a witness for every sometimes property."""
+#: The prove section's two halves: the proofs on the budget's chain with the witnesses, and
+#: (where the budget says ``unbounded``) the cutoff theorem's, each a part of its own.
+PROVE_PARTS = ("bounded", "unbounded")
+
+
+def prove_checks(budget: str, progress: Progress | None, only: set[str] | None = None
+                 ) -> list[Check]:
+    """Every (invariant x transition) proof frame, and a witness for every sometimes property
+    (``only``: these of ``PROVE_PARTS``)."""
     tasks = count_of(budget, "prove", BUDGETS[budget]["prove"])
+    out = [] if only is not None and "bounded" not in only else _bounded_checks(budget, tasks,
+                                                                              progress)
+    if BUDGETS[budget].get("unbounded") and (only is None or "unbounded" in only):
+        out += unbounded_checks(budget, progress)
+    return out
+
+
+def _bounded_checks(budget: str, tasks: int, progress: Progress | None) -> list[Check]:
     goals = [p.id for p in REGISTRY.values() if p.kind == "sometimes"]
     meter = Meter("prove", None, progress)
     report = prove(Instance.proof(tasks=tasks), progress=lambda m: meter.step(f"{tasks} tasks: {m}"))
@@ -64,8 +79,6 @@ def prove_checks(budget: str, progress: Progress | None) -> list[Check]:
                          how if ok else f"{w['status']}: wgk prove --invariant {w['goal']}",
                          {"found_by": w["found_by"], "path": w.get("path")}, group="witnesses"))
         meter.step(f"witness {goal}")
-    if BUDGETS[budget].get("unbounded"):
-        out += unbounded_checks(budget, progress)
     return out
 
 

@@ -1,8 +1,8 @@
 """How the gate's sections split into parts for its workers (``gate_pool``).
 
 A section over traces splits into one part per trace (per mode and trace for the
-crash cuts), the mutants section into one part per mutant, the explore section into one
-part per instance, the fuzz section into one part per graph shape; the others are one
+crash cuts), the prove section into its bounded and unbounded halves, the mutants section
+into one part per mutant, the explore section into one part per instance, the fuzz section into one part per graph shape; the others are one
 part each. A part's weight is its rough cost in seconds, so the heaviest start
 first. A section whose budget value is malformed stays whole, so that its error
 is reported once, as when the sections run in turn.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from wgk.conformance.reports.gate_budget import BUDGETS, flag_of, instances_of, modes_of
+from wgk.conformance.reports.gate_budget import BUDGETS, count_of, flag_of, instances_of, modes_of
 from wgk.conformance.reports.gate_pool import Part
 from wgk.conformance.reports.gate_traces import fuzz_budget, real_selection
 from wgk.conformance.z3 import mutants as mutants_mod
@@ -50,6 +50,10 @@ def split(name: str, budget: str, kw: dict, call: Callable) -> list[Part]:
                          _requests(t) * (0.5 if t.id in real else 0.05) * (4 if mode == "kill" else 1),
                          only={n}, mode=mode)
                     for m, mode in enumerate(modes) for n, t in enumerate(loaded)]
+        if name == "prove" and BUDGETS[budget].get("unbounded"):
+            count_of(budget, name, BUDGETS[budget][name])
+            return [part(weight=WEIGHTS["prove"], only={"bounded"}),
+                    part(weight=WEIGHTS["prove"] * 2, only={"unbounded"})]
         if name == "explore":
             instances = instances_of(budget, BUDGETS[budget][name])
             return [part(n, len(instances), WEIGHTS["explore"] * inst.tasks, only={n})
