@@ -14,7 +14,12 @@ Per size, two figures:
   excluded) minus TLC's set-up, i.e. what TLC reports for a 57-state run of the
   same spec (parsing, level checking, initial states), measured in the same run;
 - distinct states/s with process start: both commands' wall time, Python start
-  and JVM start included.
+  and JVM start included;
+- memory per stored state: the process's peak resident set above that of a 57-state run
+  of the same command (interpreter or JVM, the model, the first states), divided by the
+  distinct states. TLC's resident set is the JVM's heap as its collector sized it, an
+  upper bound of what TLC keeps (fingerprints and the state queue); ours is every interned
+  task state, the parent of every state and the verdicts per local context.
 
 Runs of ours and TLC alternate, and each figure is the median of the repeats.
 """
@@ -43,6 +48,7 @@ class Ours:
     transitions: int
     seconds: float          # exploration, inside the process
     wall: float             # the whole command, interpreter start included
+    peak_rss: int | None = None     # the command's peak resident set, bytes
 
 
 #: The invariants WgkSlice.tla's Safety checks: the equal-work comparison checks only these.
@@ -52,14 +58,17 @@ SLICE_INVARIANTS = ("done-iff-graphsave", "dependency-needs-done", "receipts-fen
                     "no-dead-owner-in-progress-without-action")
 
 
-def explore_once(n: int, same_work: bool = False) -> Ours:
+def explore_once(n: int, same_work: bool = False, max_states: int | None = None) -> Ours:
     only = [a for i in SLICE_INVARIANTS for a in ("--invariant", i)] if same_work else []
+    if max_states is not None:
+        only += ["--max-states", str(max_states)]
     p = wgk("explore", "--tasks", str(n), "--groups", "core,env", "--json", *only)
     if p.returncode != 0:
         raise RuntimeError(f"wgk explore --tasks {n} exited {p.returncode}: "
                            f"{(p.stderr or p.stdout).strip()[-300:]}")
     data = json.loads(p.stdout)
-    return Ours(data["distinct_states"], data["transitions"], data["seconds"], p.seconds)
+    return Ours(data["distinct_states"], data["transitions"], data["seconds"], p.seconds,
+                p.peak_rss)
 
 
 def equivalence(n: int, ours: Ours, run) -> list[Check]:
@@ -76,13 +85,20 @@ def equivalence(n: int, ours: Ours, run) -> list[Check]:
     ]
 
 
-def tlc_setup(peer, repeats: int) -> float:
-    """TLC's own time for a 57-state run of the same spec: parsing and set-up."""
+def tlc_setup(peer, repeats: int) -> tuple[float, float | None]:
+    """TLC's own time for a 57-state run of the same spec (parsing and set-up), and its
+    peak resident set."""
     runs = [run_tlc(peer, 1, env=False) for _ in range(repeats)]
     bad = [r for r in runs if not r.ok or r.reported is None]
     if bad:
         raise RuntimeError(f"TLC failed on the 57-state run: {bad[0].output.strip()[-300:]}")
-    return median([r.reported for r in runs])
+    rss = [r.peak_rss for r in runs if r.peak_rss]
+    return median([r.reported for r in runs]), (median(rss) if rss else None)
+
+
+def per_state(peak: float | None, base: float | None, states: int) -> float | None:
+    """Bytes of resident set per distinct state above a 57-state run's."""
+    return None if peak is None or base is None else max(0.0, peak - base) / states
 
 
 def run(quick: bool = False) -> BenchResult:
@@ -98,9 +114,11 @@ def run(quick: bool = False) -> BenchResult:
         missing.append(str(peer))
     else:
         say("  TLC set-up (a 57-state run) ...")
-        setup = tlc_setup(peer, max(repeats.values()))
+        setup, tlc_base = tlc_setup(peer, max(repeats.values()))
         notes.append(f"TLC {peer.version}, 1 worker, checks the 8 state invariants of WgkSlice.tla "
                      f"(Safety); its set-up, subtracted from its reported time: {setup:.2f} s")
+    base = median([explore_once(1, max_states=57).peak_rss or 0
+                   for _ in range(max(repeats.values()))]) or None
     for n in sizes:
         say(f"  tasks={n}: wgk explore and TLC, {repeats[n]} time(s) each ...")
         ours_runs, same_runs, tlc_runs = [], [], []
@@ -110,11 +128,15 @@ def run(quick: bool = False) -> BenchResult:
             if not isinstance(peer, Unavailable):
                 tlc_runs.append(run_tlc(peer, n))
         ours = Ours(ours_runs[0].distinct, ours_runs[0].transitions,
-                    median([r.seconds for r in ours_runs]), median([r.wall for r in ours_runs]))
+                    median([r.seconds for r in ours_runs]), median([r.wall for r in ours_runs]),
+                    median([r.peak_rss or 0 for r in ours_runs]) or None)
+        memory = per_state(ours.peak_rss, base, ours.distinct)
         rate, rate_wall = ours.distinct / ours.seconds, ours.distinct / ours.wall
         if isinstance(peer, Unavailable):
             figures.append(Figure(f"distinct states/s searching, tasks={n}", rate, "states/s",
                                   note=f"{ours.distinct:,} states; {peer}"))
+            figures.append(Figure(f"memory per stored state, tasks={n}", memory, "bytes/state",
+                                  higher_is_better=False, note=f"{ours.distinct:,} states; {peer}"))
             continue
         for r in tlc_runs:
             checks += [c for c in equivalence(n, ours, r) if c not in checks]
@@ -145,7 +167,18 @@ def run(quick: bool = False) -> BenchResult:
             "TLC, 1 worker", ours.distinct / wall,
             note=f"ours {ours.wall:.2f} s (Python start included), TLC {wall:.2f} s (JVM start "
                  f"included); {med}"))
+        tlc_peak = median([r.peak_rss or 0 for r in tlc_runs]) or None
+        figures.append(Figure(
+            f"memory per stored state, tasks={n}", memory, "bytes/state", "TLC, 1 worker",
+            per_state(tlc_peak, tlc_base, ours.distinct), higher_is_better=False,
+            note=f"peak resident set above a 57-state run's: ours {_mib(ours.peak_rss)} "
+                 f"(base {_mib(base)}), TLC {_mib(tlc_peak)} (base {_mib(tlc_base)}); "
+                 f"TLC's is the JVM heap its collector sized, an upper bound of what it keeps"))
     return settle(NAME, figures, checks, notes, missing, t0)
+
+
+def _mib(x: float | None) -> str:
+    return "?" if x is None else f"{x / 2**20:.0f} MiB"
 
 
 if __name__ == "__main__":

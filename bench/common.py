@@ -20,6 +20,8 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -134,14 +136,31 @@ class Proc:
     stdout: str
     stderr: str
     seconds: float       # wall time, process start included
+    peak_rss: int | None = None     # the process's peak resident set, bytes (wait4)
 
 
 def run_process(argv: Sequence[str], *, cwd: Path | str | None = None, timeout: float = 3600,
                 env: dict | None = None) -> Proc:
+    """Run ``argv`` to its end (``subprocess.TimeoutExpired`` after ``timeout`` seconds, the
+    process killed); its output, wall time and peak resident set."""
     t0 = time.perf_counter()
-    p = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                       env=env, check=False)
-    return Proc(p.returncode, p.stdout, p.stderr, time.perf_counter() - t0)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(list(argv), cwd=cwd, stdout=out, stderr=err, env=env)
+        timer = threading.Timer(timeout, p.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(p.pid, 0)
+        finally:
+            timer.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)    # reaped here, not by Popen
+        seconds = time.perf_counter() - t0
+        if seconds >= timeout:
+            raise subprocess.TimeoutExpired(list(argv), timeout)
+        texts = []
+        for f in (out, err):
+            f.seek(0)
+            texts.append(f.read().decode(errors="replace"))
+    return Proc(p.returncode, texts[0], texts[1], seconds, usage.ru_maxrss * 1024)
 
 
 def wgk(*args: str, timeout: float = 3600) -> Proc:

