@@ -137,13 +137,31 @@ def _proof_json(r: ProofResult | None, named: str | None) -> dict:
 
 # --- killing ---------------------------------------------------------------------------
 
-def refute(m: Mutant, inst: Instance | None = None, prover: Prover | None = None
-           ) -> ProofResult | None:
+def refute(m: Mutant, inst: Instance | None = None, prover: Prover | None = None,
+           narrow: bool = True) -> ProofResult | None:
     """The first failing proof frame of the property the mutant names for its proof (its
-    changed kinds are checked first)."""
-    prover = prover or Prover(inst or Instance.proof(tasks=m.instance.tasks), m.semantics())
-    named = [p for p in prover.properties if p.id == m.proof_target]
-    return _first_failure(m, prover, named)
+    changed kinds are checked first).
+
+    Without a ``prover``, one holding the branches of the changed kinds alone is tried first
+    (unless ``narrow`` is False): its frames are those of the whole prover, checked in the
+    same order, so a failure there is the whole prover's first one. Only when none fails (or
+    the mutant changes no rule, so every kind may have changed) is the whole prover built."""
+    if prover is not None:
+        return _first_failure(m, prover, _named(m, prover))
+    inst = inst or Instance.proof(tasks=m.instance.tasks)
+    sem = m.semantics()          # one semantics: its universe and actor probes are computed once
+    changed = [k.label for k in m.changed_kinds]
+    if narrow and changed:
+        few = Prover(inst, sem, transitions=changed)
+        found = _first_failure(m, few, _named(m, few))
+        if found is not None:
+            return found
+    whole = Prover(inst, sem)
+    return _first_failure(m, whole, _named(m, whole))
+
+
+def _named(m: Mutant, prover: Prover) -> list:
+    return [p for p in prover.properties if p.id == m.proof_target]
 
 
 def refute_other(m: Mutant, prover: Prover) -> ProofResult | None:
@@ -218,14 +236,15 @@ def kill(m: Mutant, progress: Callable[[str], None] | None = None,
     return Kill(m, proof, bmc, time.perf_counter() - t0, other, explored, replayed)
 
 
-def first_kill(m: Mutant, traces: Callable[[Mutant], list[dict]] | None = None) -> Kill:
+def first_kill(m: Mutant, traces: Callable[[Mutant], list[dict]] | None = None,
+               narrow: bool = True) -> Kill:
     """A kill that stops as soon as the mutant counts as killed (``Kill.killed``): the named
     proof, then the incident traces (cheap), then exploration only when no trace detects it;
     BMC and the other properties' proofs, which a kill does not need, are not run. A mutant
     that is not killed so is run through ``kill`` (every means), so a survivor's report says
-    all that caught it or not."""
+    all that caught it or not. ``narrow``: see ``refute``."""
     t0 = time.perf_counter()
-    proof = refute(m)
+    proof = refute(m, narrow=narrow)
     if proof is not None:
         k = Kill(m, proof, None, 0.0, traces=traces(m) if traces is not None else None)
         if not k.by_trace:

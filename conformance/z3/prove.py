@@ -27,7 +27,7 @@ unaffected task keeps its verdict from the pre-state.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import z3
 
@@ -54,6 +54,7 @@ from wgk.conformance.z3.catalogue import (
 from wgk.conformance.z3.templates import journal_keys
 from wgk.conformance.z3.transition import (
     MODEL, Branch, Semantics, actor_sensitive, as_term, branches, delta, discover_universe,
+    transition_of,
 )
 
 DOMAIN = Property("domain", "always", "state",
@@ -70,12 +71,16 @@ def chain_deps(n: int) -> tuple[tuple[int, ...], ...]:
 
 
 class Prover:
-    """The symbolic pre-state, every branch on it, and one solver holding the assumptions."""
+    """The symbolic pre-state, every branch on it, and one solver holding the assumptions.
+
+    ``transitions`` (None: all) builds the branches of those transition kinds only: the
+    catalogue, the state space and the assumptions stay those of the whole prover, so each
+    of its frames is the same frame as the whole prover's, at a fraction of the build."""
 
     def __init__(self, inst: Instance = Instance.proof(), sem: Semantics = MODEL,
                  lemmas: dict[str, Property] | None = None, timeout_ms: int = 60_000,
                  deps: tuple[tuple[int, ...], ...] | None = None,
-                 initial: State | None = None):
+                 initial: State | None = None, transitions: Collection[str] | None = None):
         t0 = time.perf_counter()
         self.inst = inst
         self.initial = initial        # None: every task open (a test hook may give another)
@@ -92,7 +97,9 @@ class Prover:
                            len(POOL), len(self.cat.shapes), self.cat.decode_digest)
         self.s = fresh_state(self.space, "pre")
         self.pool = Pool("r", inst.keys)
-        self.branches = branches(self.cat, self.s, self.pool, sem)
+        kept = None if transitions is None else [
+            n for n, tpl in enumerate(self.cat.templates) if transition_of(tpl) in transitions]
+        self.branches = branches(self.cat, self.s, self.pool, sem, indices=kept)
         self.groups: dict[str, list[Branch]] = {}
         for b in self.branches:
             self.groups.setdefault(b.transition, []).append(b)
