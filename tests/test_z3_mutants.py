@@ -121,7 +121,7 @@ def test_a_prover_of_the_changed_kinds_fails_the_frame_the_whole_prover_fails_fi
     inst, sem = Instance.proof(tasks=m.instance.tasks), m.semantics()
     changed = {k.label for k in m.changed_kinds}
     whole, few = Prover(inst, sem), Prover(inst, sem, transitions=changed)
-    assert set(few.groups) == changed
+    assert set(few.groups) == changed and few.transitions == whole.transitions
     assert [b.index for b in few.branches] == [b.index for b in whole.branches
                                                if b.transition in changed]
     # the same catalogue, state space and assumptions: a frame of one is a frame of the other
@@ -134,17 +134,25 @@ def test_a_prover_of_the_changed_kinds_fails_the_frame_the_whole_prover_fails_fi
     first = refute(m, prover=whole)
     assert first.status == "counterexample" and first.transition in changed
     assert _frame(refute(m, prover=few)) == _frame(first) == _frame(refute(m))
+    assert set(few.groups) == changed                  # the kill needed no other kind
 
 
-def test_a_mutant_whose_changed_kinds_prove_falls_back_to_every_kind():
+def test_a_mutant_whose_changed_kinds_prove_goes_on_to_every_kind_in_order():
     # a rule change attempt-fencing does not see, beside a patched capability check it does
     m = replace(MUTANTS["stale-capability-accepted"], name="stale-capability-and-retry-budget",
                 rules={K.DISPATCH: without_checks(K.DISPATCH, Code.RETRY_BUDGET_SPENT)})
     inst, sem = Instance.proof(tasks=1), m.semantics()
-    assert refute(m, prover=Prover(inst, sem, transitions=["dispatch"])) is None
+    fencing = REGISTRY[m.kills]
+    assert Prover(inst, sem, transitions=["dispatch"]).check(fencing, "dispatch").status == "proved"
     whole = refute(m, prover=Prover(inst, sem))
     assert whole is not None and whole.transition != "dispatch"
-    assert _frame(refute(m)) == _frame(whole) == _frame(refute(m, narrow=False))
-    # a mutant no frame of its property catches stays uncaught through both provers
+    staged = Prover(inst, sem, transitions=())
+    assert _frame(refute(m, prover=staged)) == _frame(whole) == _frame(refute(m, staged=False))
+    # built up to the failing kind and no further: the changed kind, then the catalogue's order
+    upto = staged.transitions[:staged.transitions.index(whole.transition) + 1]
+    assert list(staged.groups) == ["dispatch"] + [t for t in upto if t != "dispatch"]
+    # a mutant no frame of its property catches stays uncaught, every kind built
     survivor = replace(MUTANTS["done-without-promotion-receipt"], proof_by=None)
-    assert refute(survivor) is None
+    staged = Prover(Instance.proof(tasks=1), survivor.semantics(), transitions=())
+    assert refute(survivor, prover=staged) is None
+    assert set(staged.groups) == set(staged.transitions)

@@ -138,30 +138,18 @@ def _proof_json(r: ProofResult | None, named: str | None) -> dict:
 # --- killing ---------------------------------------------------------------------------
 
 def refute(m: Mutant, inst: Instance | None = None, prover: Prover | None = None,
-           narrow: bool = True) -> ProofResult | None:
-    """The first failing proof frame of the property the mutant names for its proof (its
-    changed kinds are checked first).
+           staged: bool = True) -> ProofResult | None:
+    """The first failing proof frame of the property the mutant names for its proof: its
+    changed kinds first, then every other kind in the catalogue's order.
 
-    Without a ``prover``, one holding the branches of the changed kinds alone is tried first
-    (unless ``narrow`` is False): its frames are those of the whole prover, checked in the
-    same order, so a failure there is the whole prover's first one. Only when none fails (or
-    the mutant changes no rule, so every kind may have changed) is the whole prover built."""
-    if prover is not None:
-        return _first_failure(m, prover, _named(m, prover))
-    inst = inst or Instance.proof(tasks=m.instance.tasks)
-    sem = m.semantics()          # one semantics: its universe and actor probes are computed once
-    changed = [k.label for k in m.changed_kinds]
-    if narrow and changed:
-        few = Prover(inst, sem, transitions=changed)
-        found = _first_failure(m, few, _named(m, few))
-        if found is not None:
-            return found
-    whole = Prover(inst, sem)
-    return _first_failure(m, whole, _named(m, whole))
-
-
-def _named(m: Mutant, prover: Prover) -> list:
-    return [p for p in prover.properties if p.id == m.proof_target]
+    Without a ``prover``, one is built as the frames are checked (all at once when ``staged``
+    is False): a kind's branches are evaluated when its frames are first checked, so a kill
+    on the changed kinds builds no other kind. The frames and their order are the whole
+    prover's."""
+    prover = prover or Prover(inst or Instance.proof(tasks=m.instance.tasks), m.semantics(),
+                              transitions=() if staged else None)
+    named = [p for p in prover.properties if p.id == m.proof_target]
+    return _first_failure(m, prover, named)
 
 
 def refute_other(m: Mutant, prover: Prover) -> ProofResult | None:
@@ -173,9 +161,11 @@ def refute_other(m: Mutant, prover: Prover) -> ProofResult | None:
 
 def _first_failure(m: Mutant, prover: Prover, props: list, only_changed: bool = False
                    ) -> ProofResult | None:
+    """The first failing frame of ``props``, kind by kind (built on the prover when needed)."""
     first = [k.label for k in m.changed_kinds]
-    order = first + ([] if only_changed else [t for t in prover.groups if t not in first])
+    order = first + ([] if only_changed else [t for t in prover.transitions if t not in first])
     for transition in order:
+        prover.build([transition])
         if transition not in prover.groups:
             continue
         for p in props:
@@ -215,7 +205,7 @@ def kill(m: Mutant, progress: Callable[[str], None] | None = None,
     """Run the proofs, the stated BMC check, (unless ``explore`` is False) an exploration,
     and ``traces(m)`` (the incident traces replayed on the mutant, by the oracle wing)."""
     t0 = time.perf_counter()
-    prover = Prover(Instance.proof(tasks=m.instance.tasks), m.semantics())
+    prover = Prover(Instance.proof(tasks=m.instance.tasks), m.semantics(), transitions=())
     proof = refute(m, prover=prover)
     other = refute_other(m, prover)
     if progress:
@@ -237,14 +227,14 @@ def kill(m: Mutant, progress: Callable[[str], None] | None = None,
 
 
 def first_kill(m: Mutant, traces: Callable[[Mutant], list[dict]] | None = None,
-               narrow: bool = True) -> Kill:
+               staged: bool = True) -> Kill:
     """A kill that stops as soon as the mutant counts as killed (``Kill.killed``): the named
     proof, then the incident traces (cheap), then exploration only when no trace detects it;
     BMC and the other properties' proofs, which a kill does not need, are not run. A mutant
     that is not killed so is run through ``kill`` (every means), so a survivor's report says
-    all that caught it or not. ``narrow``: see ``refute``."""
+    all that caught it or not. ``staged``: see ``refute``."""
     t0 = time.perf_counter()
-    proof = refute(m, narrow=narrow)
+    proof = refute(m, staged=staged)
     if proof is not None:
         k = Kill(m, proof, None, 0.0, traces=traces(m) if traces is not None else None)
         if not k.by_trace:
