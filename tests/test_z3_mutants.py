@@ -3,6 +3,7 @@ counterexample; the model itself survives the same checks."""
 from __future__ import annotations
 
 import pytest
+import z3
 
 from wgk.conformance.z3.bmc import check, goal_for
 from dataclasses import replace
@@ -10,12 +11,15 @@ from dataclasses import replace
 from wgk.conformance.oracle.mutant_traces import incident_traces, trace_verdicts
 from wgk.conformance.z3.kills import Kill
 from wgk.conformance.z3.lemmas import LEMMAS
-from wgk.conformance.z3.mutants import MUTANTS, Mutant, kill, patched, refute, refute_other
+from wgk.conformance.z3.mutants import (
+    MUTANTS, Mutant, kill, patched, refute, refute_other, without_checks,
+)
 from wgk.conformance.z3.prove import Prover
 from wgk.model import kernel, projections, rules
 from wgk.model.actions import Instance
 from wgk.model.env import EnvStep, apply_env
 from wgk.model.invariants import REGISTRY
+from wgk.model.vocab import Code, Kind as K
 
 NAMED = ["done-without-promotion-receipt", "heartbeat-timeout-terminalizes-live-owner",
          "pid-only-liveness", "broker-drops-worktree-context", "reset-claims-continuation",
@@ -105,3 +109,50 @@ def test_traces_and_exploration_can_miss_and_then_the_mutant_is_not_killed():
     proof = refute(m)
     assert Kill(m, proof, None, 0.0, traces=verdicts).killed is False
     assert Kill(m, proof, None, 0.0, traces=trace_verdicts(m)).killed is True
+
+
+def _frame(r):
+    return None if r is None else (r.invariant, r.transition, r.status)
+
+
+@pytest.mark.parametrize("name", ["double-dispatch", "done-without-promotion-receipt"])
+def test_a_prover_of_the_changed_kinds_fails_the_frame_the_whole_prover_fails_first(name):
+    m = MUTANTS[name]
+    inst, sem = Instance.proof(tasks=m.instance.tasks), m.semantics()
+    changed = {k.label for k in m.changed_kinds}
+    whole, few = Prover(inst, sem), Prover(inst, sem, transitions=changed)
+    assert set(few.groups) == changed and few.transitions == whole.transitions
+    assert [b.index for b in few.branches] == [b.index for b in whole.branches
+                                               if b.transition in changed]
+    # the same catalogue, state space and assumptions: a frame of one is a frame of the other
+    assert [t.label for t in few.cat.templates] == [t.label for t in whole.cat.templates]
+    assert (few.space.universe, few.space.keys, few.space.shapes) == \
+        (whole.space.universe, whole.space.keys, whole.space.shapes)
+    differ = z3.Solver()
+    differ.add(z3.And(*few.solver.assertions()) != z3.And(*whole.solver.assertions()))
+    assert differ.check() == z3.unsat
+    first = refute(m, prover=whole)
+    assert first.status == "counterexample" and first.transition in changed
+    assert _frame(refute(m, prover=few)) == _frame(first) == _frame(refute(m))
+    assert set(few.groups) == changed                  # the kill needed no other kind
+
+
+def test_a_mutant_whose_changed_kinds_prove_goes_on_to_every_kind_in_order():
+    # a rule change attempt-fencing does not see, beside a patched capability check it does
+    m = replace(MUTANTS["stale-capability-accepted"], name="stale-capability-and-retry-budget",
+                rules={K.DISPATCH: without_checks(K.DISPATCH, Code.RETRY_BUDGET_SPENT)})
+    inst, sem = Instance.proof(tasks=1), m.semantics()
+    fencing = REGISTRY[m.kills]
+    assert Prover(inst, sem, transitions=["dispatch"]).check(fencing, "dispatch").status == "proved"
+    whole = refute(m, prover=Prover(inst, sem))
+    assert whole is not None and whole.transition != "dispatch"
+    staged = Prover(inst, sem, transitions=())
+    assert _frame(refute(m, prover=staged)) == _frame(whole) == _frame(refute(m, staged=False))
+    # built up to the failing kind and no further: the changed kind, then the catalogue's order
+    upto = staged.transitions[:staged.transitions.index(whole.transition) + 1]
+    assert list(staged.groups) == ["dispatch"] + [t for t in upto if t != "dispatch"]
+    # a mutant no frame of its property catches stays uncaught, every kind built
+    survivor = replace(MUTANTS["done-without-promotion-receipt"], proof_by=None)
+    staged = Prover(Instance.proof(tasks=1), survivor.semantics(), transitions=())
+    assert refute(survivor, prover=staged) is None
+    assert set(staged.groups) == set(staged.transitions)

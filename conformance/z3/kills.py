@@ -137,11 +137,17 @@ def _proof_json(r: ProofResult | None, named: str | None) -> dict:
 
 # --- killing ---------------------------------------------------------------------------
 
-def refute(m: Mutant, inst: Instance | None = None, prover: Prover | None = None
-           ) -> ProofResult | None:
-    """The first failing proof frame of the property the mutant names for its proof (its
-    changed kinds are checked first)."""
-    prover = prover or Prover(inst or Instance.proof(tasks=m.instance.tasks), m.semantics())
+def refute(m: Mutant, inst: Instance | None = None, prover: Prover | None = None,
+           staged: bool = True) -> ProofResult | None:
+    """The first failing proof frame of the property the mutant names for its proof: its
+    changed kinds first, then every other kind in the catalogue's order.
+
+    Without a ``prover``, one is built as the frames are checked (all at once when ``staged``
+    is False): a kind's branches are evaluated when its frames are first checked, so a kill
+    on the changed kinds builds no other kind. The frames and their order are the whole
+    prover's."""
+    prover = prover or Prover(inst or Instance.proof(tasks=m.instance.tasks), m.semantics(),
+                              transitions=() if staged else None)
     named = [p for p in prover.properties if p.id == m.proof_target]
     return _first_failure(m, prover, named)
 
@@ -155,9 +161,11 @@ def refute_other(m: Mutant, prover: Prover) -> ProofResult | None:
 
 def _first_failure(m: Mutant, prover: Prover, props: list, only_changed: bool = False
                    ) -> ProofResult | None:
+    """The first failing frame of ``props``, kind by kind (built on the prover when needed)."""
     first = [k.label for k in m.changed_kinds]
-    order = first + ([] if only_changed else [t for t in prover.groups if t not in first])
+    order = first + ([] if only_changed else [t for t in prover.transitions if t not in first])
     for transition in order:
+        prover.build([transition])
         if transition not in prover.groups:
             continue
         for p in props:
@@ -197,7 +205,7 @@ def kill(m: Mutant, progress: Callable[[str], None] | None = None,
     """Run the proofs, the stated BMC check, (unless ``explore`` is False) an exploration,
     and ``traces(m)`` (the incident traces replayed on the mutant, by the oracle wing)."""
     t0 = time.perf_counter()
-    prover = Prover(Instance.proof(tasks=m.instance.tasks), m.semantics())
+    prover = Prover(Instance.proof(tasks=m.instance.tasks), m.semantics(), transitions=())
     proof = refute(m, prover=prover)
     other = refute_other(m, prover)
     if progress:
@@ -218,14 +226,15 @@ def kill(m: Mutant, progress: Callable[[str], None] | None = None,
     return Kill(m, proof, bmc, time.perf_counter() - t0, other, explored, replayed)
 
 
-def first_kill(m: Mutant, traces: Callable[[Mutant], list[dict]] | None = None) -> Kill:
+def first_kill(m: Mutant, traces: Callable[[Mutant], list[dict]] | None = None,
+               staged: bool = True) -> Kill:
     """A kill that stops as soon as the mutant counts as killed (``Kill.killed``): the named
     proof, then the incident traces (cheap), then exploration only when no trace detects it;
     BMC and the other properties' proofs, which a kill does not need, are not run. A mutant
     that is not killed so is run through ``kill`` (every means), so a survivor's report says
-    all that caught it or not."""
+    all that caught it or not. ``staged``: see ``refute``."""
     t0 = time.perf_counter()
-    proof = refute(m)
+    proof = refute(m, staged=staged)
     if proof is not None:
         k = Kill(m, proof, None, 0.0, traces=traces(m) if traces is not None else None)
         if not k.by_trace:

@@ -27,7 +27,7 @@ unaffected task keeps its verdict from the pre-state.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import z3
 
@@ -54,6 +54,7 @@ from wgk.conformance.z3.catalogue import (
 from wgk.conformance.z3.templates import journal_keys
 from wgk.conformance.z3.transition import (
     MODEL, Branch, Semantics, actor_sensitive, as_term, branches, delta, discover_universe,
+    transition_of,
 )
 
 DOMAIN = Property("domain", "always", "state",
@@ -70,12 +71,17 @@ def chain_deps(n: int) -> tuple[tuple[int, ...], ...]:
 
 
 class Prover:
-    """The symbolic pre-state, every branch on it, and one solver holding the assumptions."""
+    """The symbolic pre-state, the branches on it, and one solver holding the assumptions.
+
+    ``transitions`` (None: all) are the transition kinds whose branches are built up front;
+    ``build`` adds others later. The catalogue, the state space and the assumptions are
+    always those of the whole prover, so a frame checked on a prover built in part is the
+    same frame as on the whole prover."""
 
     def __init__(self, inst: Instance = Instance.proof(), sem: Semantics = MODEL,
                  lemmas: dict[str, Property] | None = None, timeout_ms: int = 60_000,
                  deps: tuple[tuple[int, ...], ...] | None = None,
-                 initial: State | None = None):
+                 initial: State | None = None, transitions: Collection[str] | None = None):
         t0 = time.perf_counter()
         self.inst = inst
         self.initial = initial        # None: every task open (a test hook may give another)
@@ -87,29 +93,25 @@ class Prover:
                                                by_actor=actor_sensitive(graph, sem))
                              + intruder_templates(list(Kind), names, inst.ids())
                              + env_templates(names), graph.graph_id)
+        #: every transition kind of the catalogue, in the order of its templates
+        self.transitions = list(dict.fromkeys(transition_of(t) for t in self.cat.templates))
         universe = discover_universe(graph, inst.ids(), sem)
         self.space = Space(graph, universe, journal_keys(inst.key_names(), self.cat.templates),
                            len(POOL), len(self.cat.shapes), self.cat.decode_digest)
         self.s = fresh_state(self.space, "pre")
         self.pool = Pool("r", inst.keys)
-        self.branches = branches(self.cat, self.s, self.pool, sem)
-        self.groups: dict[str, list[Branch]] = {}
-        for b in self.branches:
-            self.groups.setdefault(b.transition, []).append(b)
-        pre = leaves(self.space, self.s)
+        self.pre = leaves(self.space, self.s)
         self.types = leaf_types(self.space)
-        self.var_types = {x.decl().name(): tp for x, tp in zip(pre, self.types)}
+        self.var_types = {x.decl().name(): tp for x, tp in zip(self.pre, self.types)}
         self.var_types.update({v.decl().name(): int for v in self.pool.vars.values()})
         self.var_types[self.pool.shape.decl().name()] = ("shape", len(self.cat.shapes))
         self.type_memo: dict = {}
+        self.branches: list[Branch] = []
+        self.groups: dict[str, list[Branch]] = {}     # by transition kind, in build order
         self.delta: dict[int, list] = {}
         self.changed: dict[int, set[str]] = {}
         self.substitution: dict[int, list] = {}
-        for b in self.branches:
-            d = delta(self.space, self.s, b.post)
-            self.delta[b.index] = d
-            self.changed[b.index] = {pre[n].decl().name() for n, _ in d}
-            self.substitution[b.index] = [(pre[n], as_term(v)) for n, v in d]
+        self.build(self.transitions if transitions is None else transitions)
         # environment assumptions are assumed like the invariants; their frames check only
         # that the model's own steps keep them (reported as assumption frames)
         self.state_props = [DOMAIN] + list(self.lemmas.values()) + [
@@ -132,6 +134,19 @@ class Prover:
         if self.solver.check() != z3.sat:     # contradictory assumptions would prove anything
             raise VacuousProof("the invariants and lemmas together admit no state")
         self.build_seconds = time.perf_counter() - t0
+
+    def build(self, transitions: Collection[str]) -> None:
+        """Evaluate the branches of these transition kinds (those not built yet)."""
+        wanted = set(transitions)
+        todo = [n for n, tpl in enumerate(self.cat.templates)
+                if n not in self.delta and transition_of(tpl) in wanted]
+        for b in branches(self.cat, self.s, self.pool, self.sem, indices=todo):
+            self.branches.append(b)
+            self.groups.setdefault(b.transition, []).append(b)
+            d = delta(self.space, self.s, b.post)
+            self.delta[b.index] = d
+            self.changed[b.index] = {self.pre[n].decl().name() for n, _ in d}
+            self.substitution[b.index] = [(self.pre[n], as_term(v)) for n, v in d]
 
     @property
     def properties(self) -> list[Property]:

@@ -76,8 +76,12 @@ class Branch:
     @property
     def transition(self) -> str:
         """The transition kind this branch belongs to (request kind or env step kind)."""
-        t = self.template
-        return f"env:{t.kind.label}" if t.is_env else t.kind.label
+        return transition_of(self.template)
+
+
+def transition_of(template: Any) -> str:
+    """The transition kind of a template: its request kind, or ``env:`` and its step kind."""
+    return f"env:{template.kind.label}" if template.is_env else template.kind.label
 
 
 def branches(cat: Catalogue, s: State, pool: Pool, sem: Semantics = MODEL,
