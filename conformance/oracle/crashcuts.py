@@ -31,9 +31,7 @@ import copy
 import dataclasses
 import os
 import pickle
-import shutil
 import signal
-import sqlite3
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -93,12 +91,13 @@ class CrashCutResult:
 
 @dataclass
 class _Snapshot:
-    db: str            # a consistent copy of the database (SQLite backup API)
+    db: str            # where a copy of the database is kept (PostgreSQL: every table's rows)
     world: object      # the world the kernel acts on, copied (``snapshot_world``)
     head: int          # the last ledger event before the step
     daemon: str | None = None   # the trace principal the daemon converges as
     replayed: object = None     # the ledger so far replayed (thorough cuts' rebuilds start there)
     scratch: object = None      # a scratch kernel on ``replayed``, open while the step is cut
+    image: bytes = b""          # SQLite: a consistent copy of the database, in memory
 
 
 def _snapshot(impl: ImplSystem, path: str, replay: bool = False, start=None) -> _Snapshot:
@@ -106,13 +105,10 @@ def _snapshot(impl: ImplSystem, path: str, replay: bool = False, start=None) -> 
     replayed, for the cuts' rebuilds (``start``: as replayed before an earlier step)."""
     if pg.is_dsn(impl.path):
         impl.kernel.store.snapshot(path)         # every table's rows
-    else:
-        dst = sqlite3.connect(path)              # the SQLite backup API
-        impl.kernel.conn.backup(dst)
-        dst.close()
+    image = b"" if pg.is_dsn(impl.path) else impl.kernel.conn.serialize()   # its committed pages
     world = snapshot_world(impl.world, path + ".world")
     replayed = audit.replayed(impl.kernel, start) if replay else None
-    return _Snapshot(path, world, impl.kernel.ledger_head(), impl.daemon, replayed)
+    return _Snapshot(path, world, impl.kernel.ledger_head(), impl.daemon, replayed, image=image)
 
 
 def _restore(snap: _Snapshot, path: str, hook) -> ImplSystem:
@@ -124,7 +120,8 @@ def _restore(snap: _Snapshot, path: str, hook) -> ImplSystem:
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
-    shutil.copyfile(snap.db, path)
+    with open(path, "wb") as f:
+        f.write(snap.image)
     return ImplSystem.reopen(path, restore_world(snap.world), hook=hook, daemon=snap.daemon)
 
 
