@@ -52,7 +52,7 @@ BUDGET: dict[str, tuple[int, str]] = {
     "loc-model": (3000, "the normative model stays small enough to read in a sitting (its rules and invariants in modules by what they decide; capability tokens and the intruder who lacks them; the protected-path grammar, the archive, external waits, the reopen of a Done task)"),
     "loc-impl": (5000, "the reference implementation: store (SQLite and PostgreSQL), ledger and its replay images, rules, principals and capability tokens, git, /proc, protected paths, external waits, the reopen of a Done task"),
     "loc-conformance": (14300, "checkers, adapters, the view, the unbounded proof (the intruder's journal namespace; the dependencies' generations a reopen reads), the command line, the real-world gate sections and the implementation's mutant catalogue (external waits, the reopen)"),
-    "loc-total": (23300, "model + impl + conformance, with the kernel's command line and demo, the view, names, anchors, capability tokens, protected paths and the archive, external waits, the reopen of a Done task, the real-world gate and the gate's runner on every core"),
+    "loc-total": (23340, "model + impl + conformance, with the kernel's command line and demo, the view, names, anchors, capability tokens, protected paths and the archive, external waits, the reopen of a Done task, the real-world gate and the gate's runner on every core, the rebuild's scratch in memory kept open across the crash cuts of a step"),
 }
 
 
