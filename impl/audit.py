@@ -11,6 +11,7 @@ its id) and the ledger against the journal; findings are data.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 
 from . import reopen
@@ -50,54 +51,87 @@ class Replayed:
     head: str
 
 
-def replay(kernel, path: str, since: int = 0) -> tuple:
-    """A kernel of the same class on the database at ``path`` (fresh, or holding the events
-    through ``since`` replayed) with the ledger's events after ``since`` replayed into it,
-    and the number of events replayed."""
-    fresh = type(kernel)(path, kernel.env, pragmas=Pragmas(synchronous="OFF"))
-    n = 0
+class Scratch:
+    """A scratch kernel on the image of an earlier replay (``start``), opened in memory by
+    the first rebuild given it and kept for the next ones (``close`` when done): each such
+    rebuild replays the events after ``start.seq`` in a transaction it then rolls back, so
+    every one starts from the image itself without opening a database again. For small
+    databases (a crash cut's): the compared rows are read into Python."""
+
+    def __init__(self, start: Replayed):
+        self.start = start
+        self.kernel = None
+
+    def open(self, kernel):
+        """The scratch kernel, of ``kernel``'s class and observing its environment."""
+        if self.kernel is None:
+            self.kernel = type(kernel)(":memory:", kernel.env, image=self.start.image,
+                                       pragmas=Pragmas(synchronous="OFF"))
+        self.kernel.env = kernel.env
+        self.kernel._forget()
+        return self.kernel
+
+    def close(self) -> None:
+        if self.kernel is not None:
+            self.kernel.close()
+            self.kernel = None
+
+
+def replay(kernel, path: str, since: int = 0, image: bytes | None = None) -> tuple:
+    """A kernel of the same class on a scratch database at ``path`` (``Store.scratch``:
+    fresh, or ``image``, the ledger's events through ``since`` replayed) with the ledger's
+    events after ``since`` replayed into it, and the number of events replayed."""
+    fresh = type(kernel)(path, kernel.env, pragmas=Pragmas(synchronous="OFF"), image=image)
     try:
         with fresh.store.atomic():
-            for ev in kernel.ledger.events(since):
-                seq = fresh.ledger.append(ev.event, ev.body, task=ev.task, key=ev.key)
-                try:
-                    apply_event(fresh, seq, ev.event, json.loads(ev.body), key=ev.key,
-                                task=ev.task)
-                except Exception as e:
-                    raise Corrupt(f"the ledger does not replay at seq {ev.seq}: "
-                                  f"{one_line(e)}") from None
-                n += 1
-                if n % 20_000 == 0:
-                    fresh._records.clear()        # bounded memory; records reload from tables
+            n = _replay_events(kernel, fresh, since)
     except BaseException:
         fresh.close()
         raise
     return fresh, n
 
 
-def rebuild(kernel, *, apply: bool = False, start: Replayed | None = None) -> RebuildReport:
+def _replay_events(kernel, fresh, since: int) -> int:
+    """The ledger's events after ``since`` appended to ``fresh`` and applied (``Corrupt``: an
+    event that does not apply); how many."""
+    n = 0
+    for ev in kernel.ledger.events(since):
+        seq = fresh.ledger.append(ev.event, ev.body, task=ev.task, key=ev.key)
+        try:
+            apply_event(fresh, seq, ev.event, json.loads(ev.body), key=ev.key, task=ev.task)
+        except Exception as e:
+            raise Corrupt(f"the ledger does not replay at seq {ev.seq}: {one_line(e)}") from None
+        n += 1
+        if n % 20_000 == 0:
+            fresh._records.clear()        # bounded memory; records reload from tables
+    return n
+
+
+def rebuild(kernel, *, apply: bool = False, start: Replayed | None = None,
+            scratch: Scratch | None = None) -> RebuildReport:
     """Replay the ledger and compare (``apply``: then replace the live tables with it). A
     ledger that does not replay (a corrupt event) is a difference of one line, never an
     exception: nothing is replaced then. ``start``: an earlier replay of this ledger's first
-    events (``replayed``), used when the verified ledger still holds its head."""
+    events (``replayed``), used when the verified ledger still holds its head; ``scratch``:
+    one kept open on such a replay, used then (not with ``apply``)."""
     kernel._sync()
     verdict = kernel.ledger.verify()
     report = RebuildReport(verdict)
     if not verdict.ok:
         report.differences.append(f"ledger broken at seq {verdict.broken_at}: {verdict.problem}")
         return report
+    if scratch is not None and not apply and _holds(kernel, scratch.start):
+        return _rebuild_on(kernel, scratch, report)
     with kernel.store.scratch() as path:
-        since = _start(kernel, path, start)
+        image, since = _start(kernel, start)
         try:
-            fresh, report.events = replay(kernel, path, since)
+            fresh, report.events = replay(kernel, path, since, image)
             report.events += since
         except Corrupt as e:
             report.differences.append(str(e))
             return report
         try:
-            report.differences += compare_tables(kernel, fresh.store.path)
-            if not report.differences:
-                report.differences += compare_projections(kernel, fresh)
+            _compare(kernel, fresh, report)
             if apply and report.differences:
                 _replace_tables(kernel, fresh)
                 report.applied = True
@@ -106,17 +140,42 @@ def rebuild(kernel, *, apply: bool = False, start: Replayed | None = None) -> Re
     return report
 
 
-def _start(kernel, path: str, start: Replayed | None) -> int:
-    """Where the replay into ``path`` starts: after ``start.seq`` when the (verified) ledger
-    holds ``start.head`` there and the backend takes images (``path`` then holds it), else 0."""
-    if start is None or not kernel.store.takes_images:
-        return 0
+def _rebuild_on(kernel, scratch: Scratch, report: RebuildReport) -> RebuildReport:
+    """``rebuild`` on the scratch kernel, in a transaction rolled back afterwards."""
+    fresh = scratch.open(kernel)
+    try:
+        with fresh.store.atomic() as unit:
+            unit.abandon()                # the next rebuild starts from the image again
+            report.events = scratch.start.seq + _replay_events(kernel, fresh, scratch.start.seq)
+            _compare(kernel, fresh, report)
+    except Corrupt as e:
+        report.differences.append(str(e))
+    finally:
+        fresh._forget()
+    return report
+
+
+def _compare(kernel, fresh, report: RebuildReport) -> None:
+    report.differences += compare_tables(kernel, fresh.store)
+    if not report.differences:
+        report.differences += compare_projections(kernel, fresh)
+
+
+def _holds(kernel, start: Replayed) -> bool:
+    """Whether the (verified) ledger holds ``start.head`` at ``start.seq``."""
     row = kernel.conn.execute("SELECT hash FROM ledger WHERE seq = ?", (start.seq,)).fetchone()
-    if row is None or row[0] != start.head:
-        return 0
-    with open(path, "wb") as f:
-        f.write(start.image)
-    return start.seq
+    return row is not None and row[0] == start.head
+
+
+def _start(kernel, start: Replayed | None) -> tuple[bytes | None, int]:
+    """The image a replay starts from and the last event it holds: ``start`` when the
+    (verified) ledger holds ``start.head`` at ``start.seq``, else the empty database (0); no
+    image when the backend takes none."""
+    if not kernel.store.takes_images:
+        return None, 0
+    if start is not None and _holds(kernel, start):
+        return start.image, start.seq
+    return kernel.store.empty(), 0
 
 
 def replayed(kernel, start: Replayed | None = None) -> Replayed | None:
@@ -129,7 +188,8 @@ def replayed(kernel, start: Replayed | None = None) -> Replayed | None:
         return None
     with kernel.store.scratch() as path:
         try:
-            fresh, _ = replay(kernel, path, _start(kernel, path, start))
+            image, since = _start(kernel, start)
+            fresh, _ = replay(kernel, path, since, image)
         except Corrupt:
             return None
         try:
@@ -149,9 +209,14 @@ def one_line(e: BaseException, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def compare_tables(kernel, other: str) -> list[str]:
-    """Every projected table, row for row (in the database: nothing is loaded into memory).
-    One query asks which tables differ; only those are described."""
+def compare_tables(kernel, other) -> list[str]:
+    """Every projected table, row for row, against the store ``other``. A scratch database
+    held in memory (``Store.scratch``: this database is small) is compared in Python, each
+    table's rows as a multiset; a larger one in the database (no row is loaded into Python):
+    one query asks which tables differ; only those are described."""
+    if getattr(other, "path", None) == ":memory:":
+        return [d for d in (_rows_differ(t, kernel.conn, other.conn) for t in PROJECTED_TABLES)
+                if d is not None]
     out = []
     c = kernel.conn
     with kernel.store.attached(other) as (main, rebuilt):
@@ -167,6 +232,19 @@ def compare_tables(kernel, other: str) -> list[str]:
                 out.append(f"table {table}: {counts[0]} live rows, {counts[1]} rebuilt; "
                            f"live only {live_only}, rebuilt only {rebuilt_only}")
     return out
+
+
+def _rows_differ(table: str, live, rebuilt) -> str | None:
+    """How ``table`` differs between the two connections (None: the same rows, each as many
+    times), its rows read into Python."""
+    mine = live.execute(f"SELECT * FROM {table}").fetchall()
+    theirs = rebuilt.execute(f"SELECT * FROM {table}").fetchall()
+    if mine == theirs or Counter(mine) == Counter(theirs):
+        return None
+    live_only, rebuilt_only = (sorted((x - y).elements(), key=repr)[:3] for x, y in
+                               ((Counter(mine), Counter(theirs)), (Counter(theirs), Counter(mine))))
+    return (f"table {table}: {len(mine)} live rows, {len(theirs)} rebuilt; "
+            f"live only {live_only}, rebuilt only {rebuilt_only}")
 
 
 def _differing(c, main: str, rebuilt: str) -> list[str]:
@@ -199,7 +277,7 @@ def compare_projections(kernel, fresh, chunk: int = 2000) -> list[str]:
 
 def _replace_tables(kernel, fresh) -> None:
     c = kernel.conn
-    with kernel.store.attached(fresh.store.path) as (main, rebuilt):
+    with kernel.store.attached(fresh.store) as (main, rebuilt):
         with kernel.store.atomic():
             for table in PROJECTED_TABLES:
                 c.execute(f"DELETE FROM {main}.{table}")

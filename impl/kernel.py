@@ -36,9 +36,10 @@ class Kernel:
     """The durable attempt-control kernel of one task graph."""
 
     def __init__(self, path: str, env: Environment, *, hook: Hook = no_hook,
-                 pragmas: Pragmas = Pragmas()):
+                 pragmas: Pragmas = Pragmas(), image: bytes | None = None):
+        """``image``: a scratch database's first bytes (``Store``)."""
         self.env = env
-        self.store = open_store(path, hook=hook, pragmas=pragmas)
+        self.store = open_store(path, hook=hook, pragmas=pragmas, image=image)
         self.conn = self.store.conn
         self.tables = TaskTables(self.conn)
         self.facts = FactTables(self.conn)
@@ -268,10 +269,12 @@ class Kernel:
         """Daemon convergence (see ``converge.converge``)."""
         return converge_.converge(self, max_rounds=max_rounds, credential=credential)
 
-    def rebuild(self, *, apply: bool = False, start: "audit_.Replayed | None" = None):
+    def rebuild(self, *, apply: bool = False, start: "audit_.Replayed | None" = None,
+                scratch: "audit_.Scratch | None" = None):
         """Replay the ledger into a fresh database and compare (see ``audit.rebuild``;
-        ``start``: an earlier replay of the ledger's first events, see ``audit.replayed``)."""
-        return audit_.rebuild(self, apply=apply, start=start)
+        ``start``: an earlier replay of the ledger's first events, see ``audit.replayed``;
+        ``scratch``: one kept open on such a replay, ``audit.Scratch``)."""
+        return audit_.rebuild(self, apply=apply, start=start, scratch=scratch)
 
     def audit(self, anchors: Iterable[tuple[int, str]] = ()):
         """Check the stored state against the invariants, and the ledger against ``anchors``

@@ -78,7 +78,8 @@ class PgStore(Store):
     row_locks = True
 
     def __init__(self, dsn: str, *, hook: Hook = no_hook, pragmas: Pragmas = Pragmas(),
-                 migrate_to: int = SCHEMA_VERSION):
+                 migrate_to: int = SCHEMA_VERSION, image: None = None):
+        """``image``: none (``takes_images`` is false)."""
         self.path = dsn
         self.hook = hook
         self.depth = 0
@@ -221,10 +222,10 @@ class PgStore(Store):
             drop_schema(self.path, name)
 
     @contextlib.contextmanager
-    def attached(self, other: str) -> Iterator[tuple[str, str]]:
+    def attached(self, other: Store) -> Iterator[tuple[str, str]]:
         """(this schema, the other store's schema) as qualifiers for one query."""
         mine = self.conn.native("SELECT current_schema()").fetchone()[0]
-        with driver().connect(other, autocommit=True) as c:
+        with driver().connect(other.path, autocommit=True) as c:
             theirs = c.execute("SELECT current_schema()").fetchone()[0]
         yield f'"{mine}"', f'"{theirs}"'
 

@@ -34,6 +34,9 @@ class Pragmas:
 #: The empty database of each store class at the current schema (``Store.empty``).
 _EMPTY: dict[type, bytes] = {}
 
+#: A scratch database (``Store.scratch``) of a database smaller than this is kept in memory.
+MEMORY_SCRATCH_BYTES = 64 << 20
+
 
 class Store:
     """One connection to one kernel database (SQLite; ``pg.PgStore`` on PostgreSQL)."""
@@ -44,13 +47,20 @@ class Store:
     takes_images = True
 
     def __init__(self, path: str, *, hook: Hook = no_hook, pragmas: Pragmas = Pragmas(),
-                 migrate_to: int = SCHEMA_VERSION):
+                 migrate_to: int = SCHEMA_VERSION, image: bytes | None = None):
+        """``image``: the database starts as these bytes (a scratch database, ``scratch``:
+        written to ``path``, or held in memory for ":memory:")."""
         self.path = path
         self.hook = hook
         self.depth = 0
+        if image is not None and path != ":memory:":
+            with open(path, "wb") as f:
+                f.write(image)
         try:
             self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
                                         timeout=pragmas.busy_timeout_ms / 1000)
+            if image is not None and path == ":memory:":
+                self.conn.deserialize(image)
             self.conn.execute(f"PRAGMA busy_timeout = {int(pragmas.busy_timeout_ms)}")
             mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal" and path != ":memory:":
@@ -106,14 +116,19 @@ class Store:
 
     @contextlib.contextmanager
     def scratch(self):
-        """A fresh, empty database of the same backend (removed afterwards), already at the
-        current schema: a copy of an empty database this process migrated once (``empty``),
-        so a rebuild does not run every migration again."""
+        """Where a fresh database of the same backend opens, from an image (``empty``, or an
+        earlier replay's): in memory (":memory:") while this database is smaller than
+        ``MEMORY_SCRATCH_BYTES``, else a file in a temporary directory removed afterwards.
+        A scratch database is a rebuild's work, never durable state."""
+        if self.size() < MEMORY_SCRATCH_BYTES:
+            yield ":memory:"
+            return
         with tempfile.TemporaryDirectory(prefix="wgk-rebuild-") as tmp:
-            path = os.path.join(tmp, "rebuilt.db")
-            with open(path, "wb") as f:
-                f.write(self.empty())
-            yield path
+            yield os.path.join(tmp, "rebuilt.db")
+
+    def size(self) -> int:
+        """The bytes of this database's files (the main file and its write-ahead log)."""
+        return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
 
     @classmethod
     def empty(cls) -> bytes:
@@ -129,10 +144,13 @@ class Store:
         return image
 
     @contextlib.contextmanager
-    def attached(self, other: str):
-        """(this database, the other) as qualifiers usable in one query."""
-        self.conn.execute("ATTACH DATABASE ? AS rebuilt", (other,))
+    def attached(self, other: "Store"):
+        """(this database, the other store's) as qualifiers usable in one query on this
+        connection (a database in memory is attached as a copy of its bytes)."""
+        self.conn.execute("ATTACH DATABASE ? AS rebuilt", (other.path,))
         try:
+            if other.path == ":memory:":
+                self.conn.deserialize(other.conn.serialize(), name="rebuilt")
             yield "main", "rebuilt"
         finally:
             self.conn.execute("DETACH DATABASE rebuilt")

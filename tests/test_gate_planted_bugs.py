@@ -97,3 +97,22 @@ def test_scoped_crash_cut_checks_see_the_double_promotion_too(monkeypatch):
     failed = crash_cuts(trace, checks="scoped").failed
     assert failed and all(c.step == failed[0].step for c in failed)
     assert any("ref-update" in c.boundary for c in failed)
+
+
+def test_a_rebuild_dropping_facts_is_reported_by_every_way_of_rebuilding_in_the_cuts(monkeypatch):
+    """The thorough cuts rebuild on a scratch kept open for the step's cuts (from the replay
+    before the step) or from an empty database: a replay that drops facts fails the same cuts
+    either way, with the same divergences."""
+    import wgk.impl.apply as apply
+    from wgk.conformance.oracle.crashcuts import crash_cuts
+    from wgk.conformance.traces.format import load_trace
+    trace = load_trace(INCIDENTS / "13-crash-at-every-phase.json")
+    live = apply._apply_task_changes
+
+    def drops_facts(k, seq, name, changes, facts, record):
+        live(k, seq, name, changes, facts if record is not None else [], record)
+    monkeypatch.setattr(apply, "_apply_task_changes", drops_facts)
+    kept, whole = crash_cuts(trace), crash_cuts(trace, images=False)
+    assert kept.failed and all(any(d.what == "rebuild" for d in c.divergences) for c in kept.failed)
+    assert [(c.name, [d.what for d in c.divergences]) for c in kept.cuts] == \
+        [(c.name, [d.what for d in c.divergences]) for c in whole.cuts]

@@ -69,14 +69,17 @@ def test_on_a_terminal_the_progress_line_is_redrawn():
     assert text.endswith("\r\x1b[K[replay] PASS: 58 checks in 2.0s (29.0/s)\n")
 
 
-def test_the_summary_and_json_give_each_sections_time(tmp_path, capsys):
+def test_the_summary_and_json_give_each_sections_time(tmp_path, capsys, monkeypatch):
     assert main(["gate", "--quick", "--traces", *TRACES, "--counterexamples", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     for name in ("explore", "replay", "crash-cuts", "fuzz"):
         assert re.search(rf"^{name}\s+PASS\s+\d+/\d+\s+\d+\.\d+s$", out, re.M), out
+    monkeypatch.setenv("WGK_GATE_SCRATCH", str(tmp_path))
     assert main(["gate", "--quick", "--json", "--traces", *TRACES,
                  "--counterexamples", str(tmp_path)]) == 0
-    sections = json.loads(capsys.readouterr().out)["sections"]
+    result = json.loads(capsys.readouterr().out)
+    sections = result["sections"]
+    assert result["scratch"] == str(tmp_path)           # where its databases were kept
     assert all(isinstance(s["seconds"], float) for s in sections.values())
     assert sections["replay"]["pass"] == 2 and sections["replay"]["fail"] == 0
 

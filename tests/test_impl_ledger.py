@@ -2,12 +2,14 @@
 rule that no code path outside the one projection routine writes a status."""
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import re
 import sqlite3
 
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
-from wgk.impl.audit import replayed
+from wgk.impl import store as store_module
+from wgk.impl.audit import Scratch, replayed
 from wgk.impl.ledger import link_v2
 from wgk.conformance.oracle.impl_world import apply_env
 
@@ -132,6 +134,52 @@ def test_a_rebuild_starts_from_an_earlier_replay_only_while_the_ledger_holds_it(
     full, started = k.rebuild(), k.rebuild(start=early)
     assert not full.ok and any("evidence" in d for d in full.differences)
     assert started.differences == full.differences    # the image no longer holds: not used
+
+
+def test_a_rebuild_on_a_kept_scratch_starts_from_its_image_every_time(tmp_path):
+    k, _ = finished_pair(tmp_path)
+    early = replayed(k)
+    for n in range(2):
+        k.handle({"kind": "heartbeat", "actor": "worker", "task": "b", "key": f"hb-b{n}",
+                  "cap": cap(k, "b"), "evidence": f"hb-b{n}"})
+    with contextlib.closing(Scratch(early)) as scratch:
+        for _ in range(2):                   # the second rebuild finds the image as it was
+            r = k.rebuild(scratch=scratch)
+            assert r.ok and r.events == k.ledger_head()
+            assert scratch.kernel.ledger_head() == early.seq
+        k.conn.execute("UPDATE task_view SET status = 'done', satisfied = 1 WHERE task = "
+                       "(SELECT id FROM tasks WHERE name = 'b')")
+        planted = k.rebuild(scratch=scratch).differences
+        assert planted and planted == k.rebuild().differences
+        assert any("task_view" in d for d in planted)
+        k.conn.execute("UPDATE task_view SET status = 'in-progress', satisfied = 0 WHERE task = "
+                       "(SELECT id FROM tasks WHERE name = 'b')")
+        (hb,) = k.conn.execute("SELECT seq FROM ledger WHERE key = 'hb'").fetchone()
+        k.conn.execute("UPDATE ledger SET body = replace(body, '\"hb-1\"', '\"hb-9\"') "
+                       "WHERE seq = ?", (hb,))
+        _rehash(k, hb)                       # the image no longer holds: the scratch is not used
+        rewritten = k.rebuild(scratch=scratch)
+        assert not rewritten.ok and rewritten.differences == k.rebuild().differences
+    assert scratch.kernel is None
+
+
+def test_a_large_database_is_rebuilt_in_a_file_and_compared_in_the_database(tmp_path, monkeypatch):
+    k, _ = finished_pair(tmp_path)
+    k.conn.execute("UPDATE task_view SET status = 'done', satisfied = 1 WHERE task = "
+                   "(SELECT id FROM tasks WHERE name = 'b')")
+    k.conn.execute("INSERT INTO evidence SELECT task, kind, ident || '-twin', counted, seq "
+                   "FROM evidence LIMIT 1")
+    in_memory = k.rebuild().differences
+    with k.store.scratch() as where:
+        assert where == ":memory:"
+    monkeypatch.setattr(store_module, "MEMORY_SCRATCH_BYTES", 0)
+    with k.store.scratch() as where:
+        assert where.endswith(".db")
+    in_files = k.rebuild().differences
+    assert len(in_memory) == 2 and in_files == in_memory
+    assert any("evidence" in d for d in in_files) and any("task_view" in d for d in in_files)
+    report = k.rebuild(apply=True)
+    assert report.applied and k.rebuild().ok
 
 
 def test_a_status_written_behind_the_kernels_back_is_found_and_repaired(tmp_path):

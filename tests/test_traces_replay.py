@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -171,8 +172,13 @@ def test_replay_through_the_implementation(system, capsys):
                                                                   else ["impl"])
 
 
-def test_replay_with_crash_cuts_reports_every_cut(capsys):
+def test_replay_with_crash_cuts_reports_every_cut(capsys, tmp_path, monkeypatch):
     path = ROOT / "traces" / "incidents" / "05-lost-response-retried.json"
+    monkeypatch.setenv("WGK_GATE_SCRATCH", str(tmp_path))
     assert main(["replay", str(path), "--system", "both", "--crash-cuts", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["traces"][0]["crash_cuts"] == 8 and out["traces"][0]["divergences"] == []
+    assert out["scratch"] == str(tmp_path)          # in-process cuts: where the gate's go
+    assert main(["replay", str(path), "--system", "impl", "--kill", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["traces"][0]["crash_cuts"] == 8 and out["scratch"] == tempfile.gettempdir()

@@ -3,7 +3,9 @@ optionally crashing the implementation at every durable boundary."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import tempfile
 
 from dataclasses import replace
 
@@ -15,6 +17,7 @@ from wgk.conformance.oracle.real_world import world_for
 from wgk.conformance.oracle.select import CHOICES, systems_for
 from wgk.conformance.oracle.systems import StepError
 from wgk.conformance.cli.output import emit_json
+from wgk.conformance.reports.gate_pool import scratch
 from wgk.conformance.traces.format import TraceError, load_traces
 
 HELP = "replay traces through the model and/or the implementation, with every crash cut"
@@ -32,7 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--system", default="model", choices=CHOICES,
                    help="what to replay through (default model)")
     p.add_argument("--crash-cuts", action="store_true",
-                   help="also crash the implementation at every durable boundary (in-process)")
+                   help="also crash the implementation at every durable boundary (in-process; "
+                        "their databases in WGK_GATE_SCRATCH, else /dev/shm when writable, as "
+                        "the gate's; --json names where)")
     p.add_argument("--kill", action="store_true",
                    help="crash cuts by a real kill -9 of a child process (implies --crash-cuts)")
     p.add_argument("--cut-checks", choices=("thorough", "scoped"), default="thorough",
@@ -121,15 +126,19 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(traces, args: argparse.Namespace) -> int:
     results = []
-    for n, trace in enumerate(traces, 1):
-        show = not args.json and sys.stderr.isatty()
-        if show:
-            print(f"  [{n}/{len(traces)}] {trace.id}", file=sys.stderr, flush=True)
-        results.append(replay_one(trace, args, None))
+    # in-process crash cuts keep their databases where the gate does (a RAM file system when
+    # there is one): a cut is an exception, not a power loss; --kill cuts stay in TMPDIR
+    with scratch() if args.crash_cuts and not args.kill else contextlib.nullcontext() as where:
+        for n, trace in enumerate(traces, 1):
+            show = not args.json and sys.stderr.isatty()
+            if show:
+                print(f"  [{n}/{len(traces)}] {trace.id}", file=sys.stderr, flush=True)
+            results.append(replay_one(trace, args, None))
     failed = [r for r in results if not r.passed]
     if args.json:
         emit_json({"system": args.system, "traces": [r.to_json() for r in results],
-                   "passed": len(results) - len(failed), "failed": len(failed)})
+                   "passed": len(results) - len(failed), "failed": len(failed),
+                   "scratch": where or tempfile.gettempdir()})
     else:
         print_human(results, args)
     return 1 if failed else 0

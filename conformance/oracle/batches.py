@@ -22,12 +22,14 @@ rebuilds to the live projection and the audit finds nothing.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
 from dataclasses import dataclass, field
 
 from wgk.impl import Crash, CrashAt, Recorder, no_hook
+from wgk.impl.audit import Scratch
 
 from wgk.conformance.oracle.crashcuts import _consistent, _restore, _snapshot, with_effects
 from wgk.conformance.oracle.impl_system import ImplSystem, database
@@ -99,6 +101,7 @@ class _Batch:
     decisions: list[dict | None]
     projections: list[dict]        # before the batch, then after each request
     before: object = None          # the model's state before the batch (``ModelSystem.snapshot``)
+    resent: dict = field(default_factory=dict)   # p -> ``resent`` after p committed requests
 
 
 def _model_batch(model: ModelSystem, trace: Trace, steps: list[int]) -> _Batch:
@@ -119,6 +122,7 @@ def batch_replay(trace: Trace, *, size: int = 3, cuts: bool = True) -> BatchResu
     recorder = Recorder()
     impl = ImplSystem(trace, hook=recorder)
     result = BatchResult(trace.id, trace.path, 0)
+    last = None                    # the ledger as replayed before the last batch cut
     with tempfile.TemporaryDirectory(prefix="wgk-batch-") as tmp, database(tmp) as db:
         try:
             for k, group in enumerate(groups(trace, size)):
@@ -126,14 +130,18 @@ def batch_replay(trace: Trace, *, size: int = 3, cuts: bool = True) -> BatchResu
                     result.divergences += _env_step(trace, group[0], model, impl)
                     continue
                 result.batches += 1
-                snap = _snapshot(impl, os.path.join(tmp, f"before-{k}.db")) if cuts else None
+                cut = cuts and len(group) > 1
+                snap = _snapshot(impl, os.path.join(tmp, f"before-{k}.db"), True, last) if cut else None
+                last = snap.replayed if snap is not None else last
                 batch = _model_batch(model, trace, group)
                 start = len(recorder.seen)
                 answers = impl.kernel.handle_batch(batch.bodies, batch.credential)
                 result.divergences += _compare(trace, batch, answers, impl.project())
-                if snap is not None and len(group) > 1:
-                    for j, b in enumerate(recorder.seen[start:]):
-                        result.cuts.append(_cut(trace, batch, snap, db, j, b.describe()))
+                if snap is not None:
+                    with contextlib.closing(Scratch(snap.replayed)) if snap.replayed else \
+                            contextlib.nullcontext() as snap.scratch:
+                        for j, b in enumerate(recorder.seen[start:]):
+                            result.cuts.append(_cut(trace, batch, snap, db, j, b.describe()))
         finally:
             impl.close()
     return result
@@ -198,7 +206,7 @@ def _cut(trace: Trace, batch: _Batch, snap, db: str, j: int, where: str) -> Batc
             return cut
         impl.hook = no_hook
         impl.crash()
-        cut.divergences += _after_crash(trace, batch, impl, where)
+        cut.divergences += _after_crash(trace, batch, impl, where, snap)
     finally:
         impl.close()
         cut.seconds = time.perf_counter() - t0
@@ -208,16 +216,20 @@ def _cut(trace: Trace, batch: _Batch, snap, db: str, j: int, where: str) -> Batc
 def resent(trace: Trace, batch: _Batch, committed: int) -> tuple[list, dict]:
     """What the model answers when the whole batch is re-sent after its first ``committed``
     requests were committed (a used key is a duplicate; a hold, never journaled, is decided
-    again), and its state afterwards."""
+    again), and its state afterwards (the model's, computed once per batch and ``committed``)."""
+    if committed in batch.resent:
+        return batch.resent[committed]
     model = ModelSystem(trace)
     model.restore(batch.before)
     for i in range(committed):
         model.apply({"request": trace.steps[batch.steps[i]]["request"]})
     answers = [model.apply({"request": trace.steps[n]["request"]}) for n in batch.steps]
-    return answers, model.project()
+    batch.resent[committed] = answers, model.project()
+    return batch.resent[committed]
 
 
-def _after_crash(trace: Trace, batch: _Batch, impl: ImplSystem, where: str) -> list[Divergence]:
+def _after_crash(trace: Trace, batch: _Batch, impl: ImplSystem, where: str,
+                 snap) -> list[Divergence]:
     recovered = impl.project()
     found = recovered_prefix(batch, recovered)
     if found is None:
@@ -229,5 +241,6 @@ def _after_crash(trace: Trace, batch: _Batch, impl: ImplSystem, where: str) -> l
     answers = impl.kernel.handle_batch(batch.bodies, batch.credential)   # the sender re-sends
     out = _compare(trace, batch, answers, impl.project(), where, wanted)
     if not out:
-        out += _consistent(trace, batch.steps[0], batch.bodies[0], impl.kernel, where)
+        out += _consistent(trace, batch.steps[0], batch.bodies[0], impl.kernel, where,
+                           snap.replayed, snap.scratch)
     return out

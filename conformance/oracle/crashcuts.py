@@ -26,13 +26,12 @@ Each cut is a reported case with its own verdict.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import os
 import pickle
-import shutil
 import signal
-import sqlite3
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -92,11 +91,13 @@ class CrashCutResult:
 
 @dataclass
 class _Snapshot:
-    db: str            # a consistent copy of the database (SQLite backup API)
+    db: str            # where a copy of the database is kept (PostgreSQL: every table's rows)
     world: object      # the world the kernel acts on, copied (``snapshot_world``)
     head: int          # the last ledger event before the step
     daemon: str | None = None   # the trace principal the daemon converges as
     replayed: object = None     # the ledger so far replayed (thorough cuts' rebuilds start there)
+    scratch: object = None      # a scratch kernel on ``replayed``, open while the step is cut
+    image: bytes = b""          # SQLite: a consistent copy of the database, in memory
 
 
 def _snapshot(impl: ImplSystem, path: str, replay: bool = False, start=None) -> _Snapshot:
@@ -104,13 +105,10 @@ def _snapshot(impl: ImplSystem, path: str, replay: bool = False, start=None) -> 
     replayed, for the cuts' rebuilds (``start``: as replayed before an earlier step)."""
     if pg.is_dsn(impl.path):
         impl.kernel.store.snapshot(path)         # every table's rows
-    else:
-        dst = sqlite3.connect(path)              # the SQLite backup API
-        impl.kernel.conn.backup(dst)
-        dst.close()
+    image = b"" if pg.is_dsn(impl.path) else impl.kernel.conn.serialize()   # its committed pages
     world = snapshot_world(impl.world, path + ".world")
     replayed = audit.replayed(impl.kernel, start) if replay else None
-    return _Snapshot(path, world, impl.kernel.ledger_head(), impl.daemon, replayed)
+    return _Snapshot(path, world, impl.kernel.ledger_head(), impl.daemon, replayed, image=image)
 
 
 def _restore(snap: _Snapshot, path: str, hook) -> ImplSystem:
@@ -122,7 +120,8 @@ def _restore(snap: _Snapshot, path: str, hook) -> ImplSystem:
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
-    shutil.copyfile(snap.db, path)
+    with open(path, "wb") as f:
+        f.write(snap.image)
     return ImplSystem.reopen(path, restore_world(snap.world), hook=hook, daemon=snap.daemon)
 
 
@@ -184,16 +183,19 @@ def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
         for k, step in enumerate(trace.steps):
             if "request" not in step or snapshots[k] is None:
                 continue
-            for j, boundary in enumerate(calls[k]):
-                t0 = time.perf_counter()
-                cut = Cut(k, j, boundary.describe())
-                cut.divergences = _one_cut(trace, k, j, step, snapshots[k], db, decisions[k],
-                                           projections, finish, cut.boundary, mode,
-                                           _scope(trace, step, checks))
-                cut.seconds = time.perf_counter() - t0
-                cuts.append(cut)
-                if progress:
-                    progress(f"  cut {len(cuts)}: {cut.name} {cut.verdict}")
+            snap = snapshots[k]
+            with contextlib.closing(audit.Scratch(snap.replayed)) if snap.replayed else \
+                    contextlib.nullcontext() as snap.scratch:
+                for j, boundary in enumerate(calls[k]):
+                    t0 = time.perf_counter()
+                    cut = Cut(k, j, boundary.describe())
+                    cut.divergences = _one_cut(trace, k, j, step, snap, db, decisions[k],
+                                               projections, finish, cut.boundary, mode,
+                                               _scope(trace, step, checks))
+                    cut.seconds = time.perf_counter() - t0
+                    cuts.append(cut)
+                    if progress:
+                        progress(f"  cut {len(cuts)}: {cut.name} {cut.verdict}")
     getattr(impl.world, "close", lambda: None)()
     snapdir.cleanup()
     return CrashCutResult(trace.id, trace.path, cuts, mode)
@@ -299,7 +301,8 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, db: str,
                 out.append(_divergence(trace, k, "ledger", request, "hash links verify",
                                        ledger.to_json(), boundary=where))
             return out
-        consistent = _consistent(trace, k, request, impl.kernel, where, snap.replayed)
+        consistent = _consistent(trace, k, request, impl.kernel, where, snap.replayed,
+                                 snap.scratch)
         out += consistent
         if finish and not out:
             out += _finish(trace, k, impl, where)
@@ -313,7 +316,7 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, db: str,
                         for d in consistent]
             else:
                 out += _consistent(trace, k, request, impl.kernel, where + " + converge",
-                                   snap.replayed)
+                                   snap.replayed, snap.scratch)
             out += _fixpoint(trace, k, request, impl.kernel, report, where + " + converge")
     finally:
         impl.close()
@@ -371,16 +374,17 @@ def _fixpoint(trace: Trace, k: int, request: dict, kernel: Kernel, report,
 
 
 def _consistent(trace: Trace, k: int, request: dict, kernel: Kernel, where: str,
-                start=None) -> list[Divergence]:
+                start=None, scratch=None) -> list[Divergence]:
     """The ledger verifies, rebuilds to the live projection (the replay of the whole ledger:
     from ``start``, the events before the step as replayed in the crash-free run, when the
-    verified ledger still holds them), and the audit finds nothing."""
+    verified ledger still holds them; on ``scratch``, a scratch kernel kept open on it for
+    the step's cuts), and the audit finds nothing."""
     out = []
     ledger = kernel.verify_ledger()
     if not ledger.ok:
         out.append(_divergence(trace, k, "ledger", request, "hash links verify", ledger.to_json(),
                                boundary=where))
-    rebuilt = kernel.rebuild(start=start)
+    rebuilt = kernel.rebuild(start=start, scratch=scratch)
     if not rebuilt.ok:
         out.append(_divergence(trace, k, "rebuild", request, "rebuild equals the live projection",
                                rebuilt.differences[:5], boundary=where))

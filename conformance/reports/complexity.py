@@ -51,8 +51,8 @@ BUDGET: dict[str, tuple[int, str]] = {
     "child-commands": (3, "short-lived git invocations only (argument lists, no shell)"),
     "loc-model": (3000, "the normative model stays small enough to read in a sitting (its rules and invariants in modules by what they decide; capability tokens and the intruder who lacks them; the protected-path grammar, the archive, external waits, the reopen of a Done task)"),
     "loc-impl": (5000, "the reference implementation: store (SQLite and PostgreSQL), ledger and its replay images, rules, principals and capability tokens, git, /proc, protected paths, external waits, the reopen of a Done task"),
-    "loc-conformance": (14400, "checkers, adapters, the view, the unbounded proof (the intruder's journal namespace; the dependencies' generations a reopen reads), the command line, the real-world gate sections, the implementation's mutant catalogue (external waits, the reopen) and the witnesses' recorded paths"),
-    "loc-total": (23400, "model + impl + conformance, with the kernel's command line and demo, the view, names, anchors, capability tokens, protected paths and the archive, external waits, the reopen of a Done task, the real-world gate, the gate's runner on every core and the witnesses' recorded paths"),
+    "loc-conformance": (14450, "checkers, adapters, the view, the unbounded proof (the intruder's journal namespace; the dependencies' generations a reopen reads), the command line, the real-world gate sections, the implementation's mutant catalogue (external waits, the reopen), the witnesses' recorded paths and the crash cuts' kept scratch"),
+    "loc-total": (23500, "model + impl + conformance, with the kernel's command line and demo, the view, names, anchors, capability tokens, protected paths and the archive, external waits, the reopen of a Done task, the real-world gate, the gate's runner on every core, the witnesses' recorded paths and the rebuild's scratch in memory kept open across the crash cuts of a step"),
 }
 
 

@@ -148,14 +148,14 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
     mutant_traces.remember(loaded)         # the mutants look through the same files
     kw = dict(loaded=loaded, sources=sources, counterexamples=counterexamples, backend=backend)
     workers = default_workers() if workers is None else workers
-    with scratch():
+    with scratch() as where:
         impl_system.use_backend(backend)
         try:
             sections = (_in_turn(budget, progress, kw) if workers < 2 else
                         _on_workers(budget, progress, kw, workers))
         finally:
             impl_system.use_backend(None)
-    return GateResult(budget, sections, time.perf_counter() - t0)
+    return GateResult(budget, sections, time.perf_counter() - t0, where)
 
 
 def _in_turn(budget: str, progress: Progress | None, kw: dict,

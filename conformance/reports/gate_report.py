@@ -59,6 +59,7 @@ class GateResult:
     budget: str
     sections_run: list[Section]
     seconds: float
+    scratch: str | None = None     # where the temporary databases and worlds were kept
 
     @property
     def checks(self) -> list[Check]:
@@ -79,7 +80,7 @@ class GateResult:
 
     def to_json(self) -> dict:
         out = {"verdict": self.verdict, "budget": self.budget, "sections": self.sections(),
-               "seconds": round(self.seconds, 3)}
+               "seconds": round(self.seconds, 3), "scratch": self.scratch}
         if not self.checks:
             out["error"] = "no section checked anything"
         return out
