@@ -142,3 +142,24 @@ def test_a_run_through_a_protected_content_is_written_with_its_path_and_replays(
     assert [s["paths"] for s in doc["steps"] if s.get("env") == "edit"] == [[".ci/protected"]]
     again = wgk("replay", str(trace), "--system", "both")
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_witness_paths_are_written_and_a_malformed_file_is_one_line_exit_two(
+        monkeypatch, capsys, tmp_path):
+    from wgk.conformance.cli import main as cli
+    from wgk.conformance.z3 import witnesses
+    f = tmp_path / "paths.json"
+    monkeypatch.setattr(witnesses, "PATHS_FILE", f)
+    args = ["prove", "--tasks", "1", "--invariant", "lost-reached", "--write-witness-paths"]
+    assert cli.main(args) == 0
+    assert list(witnesses.recorded_paths(f)) == ["lost-reached"]
+    capsys.readouterr()
+    for bad in ('{"format": ', '{"format": "wgk-witness-paths/1", "paths": {"x": [1]}}'):
+        f.write_text(bad)
+        assert cli.main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(f) in err and "Traceback" not in err
+        assert f.read_text() == bad                                  # nothing written
+    f.write_text('{"format": ')
+    with pytest.raises(witnesses.PathsError, match=r"paths\.json:1:12: not JSON"):
+        witnesses.recorded_paths(f)

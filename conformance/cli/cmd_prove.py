@@ -20,7 +20,8 @@ from wgk.conformance.cli.output import emit_json, progress
 from wgk.conformance.cli.output import solver_guarded
 from wgk.conformance.z3.prove import DOMAIN, prove
 from wgk.conformance.z3.rank import RANK_ID, prove_rank
-from wgk.conformance.z3.witnesses import PATHS_FILE, witness_reports, write_paths
+from wgk.conformance.z3 import witnesses
+from wgk.conformance.z3.witnesses import PathsError, recorded_paths, witness_reports, write_paths
 
 HELP = "prove every always invariant inductive (z3) and reach every sometimes property"
 EXAMPLES = """  wgk prove
@@ -71,6 +72,11 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--keys must be between 1 and 4")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if args.write_witness_paths:
+        try:
+            recorded_paths()                    # a malformed file is bad input, before any work
+        except PathsError as e:
+            raise UsageError(str(e)) from None
     pid = args.invariant
     if pid is not None and pid not in known_ids():
         raise UsageError(f"unknown invariant {pid!r} (known: {', '.join(sorted(REGISTRY))})")
@@ -103,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.write_witness_paths:
         write_paths({w["goal"]: w["path"] for w in found if w.get("path") is not None})
         show(f"recorded {sum(w.get('path') is not None for w in found)} witness paths in "
-             f"{PATHS_FILE}")
+             f"{witnesses.PATHS_FILE}")
     rank = prove_rank(inst) if pid in (None, RANK_ID) else []
 
     failed = (report is not None and not report.ok) or any(w["status"] != "reached" for w in found) \

@@ -107,19 +107,32 @@ PATHS_FILE = Path(__file__).with_name("witness_paths.json")
 PATHS_FORMAT = "wgk-witness-paths/1"
 
 
-def recorded_paths(path: Path = PATHS_FILE) -> dict[str, list[str]]:
-    """The recorded witness paths by goal (none when the file is absent)."""
+class PathsError(ValueError):
+    """A recorded-paths file that cannot be read (one line naming the file and where)."""
+
+
+def recorded_paths(path: Path | None = None) -> dict[str, list[str]]:
+    """The recorded witness paths by goal, from ``path`` (default ``PATHS_FILE``; none when
+    the file is absent)."""
+    path = PATHS_FILE if path is None else path
     try:
         doc = json.loads(path.read_text())
     except FileNotFoundError:
         return {}
-    if doc.get("format") != PATHS_FORMAT or not isinstance(doc.get("paths"), dict):
-        raise ValueError(f"{path}: not a {PATHS_FORMAT} document")
-    return doc["paths"]
+    except json.JSONDecodeError as e:
+        raise PathsError(f"{path}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
+    paths = doc.get("paths") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or doc.get("format") != PATHS_FORMAT \
+            or not isinstance(paths, dict) \
+            or not all(isinstance(p, list) and all(isinstance(x, str) for x in p)
+                       for p in paths.values()):
+        raise PathsError(f"{path}: not a {PATHS_FORMAT} document")
+    return paths
 
 
-def write_paths(found: dict[str, list[str]], path: Path = PATHS_FILE) -> None:
+def write_paths(found: dict[str, list[str]], path: Path | None = None) -> None:
     """Record ``found`` (goal -> template labels) beside the paths already recorded."""
+    path = PATHS_FILE if path is None else path
     paths = {g: p for g, p in recorded_paths(path).items() if g in REGISTRY}
     paths.update(found)
     lines = [f"  {json.dumps(g)}: {json.dumps(paths[g])}" for g in sorted(paths)]
