@@ -226,6 +226,9 @@ def test_the_named_cases_are_refused_by_send_lines(cli_db, capsys):
     ok = b'{"kind": "message", "actor": "operator", "task": "a", "key": "ok"}'
     for bad, says in ((b'{"kind": "message", "actor": "operator", "task": "a", "key": "k\\ud800"}',
                        ":2: request field '/key': not Unicode text"),
+                      (b'{"kind": "retry", "actor": "operator", "task": "a", "key": "\\ud800", '
+                       b'"expected-attempt": 0}',       # a minting kind: no secret is minted
+                       ":2: request field '/key': not Unicode text"),
                       (line_of(None, "deep"), ":2: JSON nested too deeply"),
                       (line_of(None, "bigint"), ":2: Exceeds the limit"),
                       (ok[:20] + b"\xff" + ok[20:], ":2: invalid UTF-8 at byte 21"),

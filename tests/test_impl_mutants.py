@@ -158,3 +158,13 @@ def test_the_deep_gate_section_passes_kills_fails_unexplained_survivors_and_a_lo
     broken = CatalogueRun("quick", MutantRun(IDENTITY, "killed", 1.0, "replay", "t", "d"), [], 1.0)
     [only] = catalogue_checks(broken)
     assert only.verdict == "error", "no kill means anything when the unmutated copy fails"
+
+
+def test_a_guard_only_a_real_repository_shows_is_verified_by_its_named_test():
+    """The named test runs in the child on the mutated copy, in one process and without the
+    project's pytest options: the disabled guard fails it."""
+    from wgk.conformance.reports.guard_verify import GUARD_TESTS, verify_guards
+    g = _marker("impl/git.py", "if not self.ignored_files(wt):")
+    assert GUARD_TESTS[("git.py", "if not self.ignored_files(wt):")]
+    (v,) = verify_guards("quick", [], timeout=300, only=lambda m: m == g)
+    assert v.verdict == "guards" and v.by.startswith("tests: tests/"), v.to_json()

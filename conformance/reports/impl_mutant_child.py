@@ -45,13 +45,15 @@ def run_sections(spec: dict) -> dict:
 
 
 def run_tests(spec: dict, out: dict) -> dict:
-    """The named pytest node ids, on the same copy (the environment is inherited)."""
+    """The named pytest node ids, on the same copy (the environment is inherited), in one
+    process: the project's own options (workers per core) are not read, so the run does not
+    depend on which pytest plugins are installed."""
     tests = spec.get("tests") or []
     if not tests or (out["verdict"] == "killed" and spec.get("stop_at_first", True)):
         return out
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                        *tests], capture_output=True)
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-o", "addopts=",
+                        "-p", "no:xdist", "-p", "no:cacheprovider", *tests], capture_output=True)
     verdict = "pass" if p.returncode == 0 else "fail"
     out["sections"].append({"name": "tests", "verdict": verdict, "checks": len(tests),
                             "seconds": round(time.perf_counter() - t0, 2)})
