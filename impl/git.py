@@ -48,6 +48,11 @@ SNAPSHOT_IDENTITY = {
     "GIT_COMMITTER_NAME": "wgk", "GIT_COMMITTER_EMAIL": "wgk@localhost",
     "GIT_AUTHOR_DATE": "1970-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "1970-01-01T00:00:00Z",
 }
+#: Whoever moves the target in the environment (``move_target``): a fixed identity, so a
+#: machine with no git identity configured moves it too.
+OTHER_IDENTITY = {"GIT_AUTHOR_NAME": "someone-else", "GIT_AUTHOR_EMAIL": "someone-else@localhost",
+                  "GIT_COMMITTER_NAME": "someone-else",
+                  "GIT_COMMITTER_EMAIL": "someone-else@localhost"}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-]")
 
 
@@ -312,7 +317,8 @@ class GitRepository:
             self.git("update-index", "--add", "--cacheinfo", f"100644,{blob},moved.txt", env=env)
             tree = self.out("write-tree", env=env)
         parents = ["-p", old] if old else []
-        new = self.out("commit-tree", tree, *parents, "-m", "someone else's change")
+        new = self.out("commit-tree", tree, *parents, "-m", "someone else's change",
+                       env=OTHER_IDENTITY)
         self.git("update-ref", "-m", "moved by someone else", self.target_ref, new,
                  old or self.zero)
         return new

@@ -63,6 +63,8 @@ def test_gate_bad_trace_is_bad_input(tmp_path, capsys, tiny):
 
 
 pytest_plugins = ["pytester"]
+# The traces are given as ``--wgk-traces=PATH``: a bare path argument would make pytest read
+# this project's configuration (workers per core) for the inner run.
 
 
 def test_gate_inside_pytest(pytester, tiny):
@@ -71,7 +73,7 @@ def test_gate_inside_pytest(pytester, tiny):
             result = wgk_gate("quick", traces=[%r])
             assert result.verdict == "pass", result.summary()
     """ % str(INCIDENT))
-    result = pytester.runpytest("--wgk-gate", "quick", "--wgk-traces", str(INCIDENT), "-q", "-rs")
+    result = pytester.runpytest("--wgk-gate", "quick", f"--wgk-traces={INCIDENT}", "-q", "-rs")
     sections = [s for s, _ in gate.SECTIONS if gate.BUDGETS["quick"].get(s)]
     # the project's test + one item per section run; the sections the budget skips are skipped
     result.assert_outcomes(passed=1 + len(sections), skipped=len(gate.SECTIONS) - len(sections))
@@ -84,7 +86,7 @@ def test_gate_inside_pytest_reports_a_failing_section(pytester, tmp_path, tiny):
     path = tmp_path / "lie.json"
     path.write_text(json.dumps(bad, indent=2) + "\n")
     pytester.makepyfile(test_project="def test_own():\n    pass\n")
-    result = pytester.runpytest("--wgk-gate", "quick", "--wgk-traces", str(path), "-q")
+    result = pytester.runpytest("--wgk-gate", "quick", f"--wgk-traces={path}", "-q")
     sections = [s for s, _ in gate.SECTIONS if gate.BUDGETS["quick"].get(s)]
     result.assert_outcomes(passed=len(sections), failed=1,   # own test + the other sections
                            skipped=len(gate.SECTIONS) - len(sections))
@@ -95,7 +97,7 @@ def test_gate_inside_pytest_an_empty_trace_set_fails(pytester, tmp_path, tiny):
     empty = tmp_path / "empty"
     empty.mkdir()
     pytester.makepyfile(test_project="def test_own():\n    pass\n")
-    result = pytester.runpytest("--wgk-gate", "quick", "--wgk-traces", str(empty), "-q")
+    result = pytester.runpytest("--wgk-gate", "quick", f"--wgk-traces={empty}", "-q")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed") == 2, outcomes            # replay and crash cuts
     result.stdout.fnmatch_lines(["*wgk gate section replay*", "*ERROR replay: no traces to replay in*"])

@@ -87,6 +87,22 @@ def test_land_is_a_compare_and_swap_that_never_forces(repo):
     assert not repo.effect_observed("a/g0-f1-v2")
 
 
+def test_the_target_moves_on_a_machine_with_no_git_identity(repo, tmp_path, monkeypatch):
+    """A fresh machine configures no git identity: the environment's other committer has
+    its own, so the gate's real-git checks run there too."""
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+                 "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    before = repo.target()
+    moved = repo.move_target("someone else")
+    assert moved != before and repo.target() == moved
+    assert repo.out("log", "-1", "--format=%an <%ae>", moved) == \
+        "someone-else <someone-else@localhost>"
+
+
 def commit_all_in(repo: GitRepository, wt: str, name: str, text: str) -> str:
     path = repo.worktree_path(wt)
     with open(os.path.join(path, name), "w") as f:
