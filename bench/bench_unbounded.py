@@ -3,14 +3,12 @@
     python bench/bench_unbounded.py [--quick] [--json]   # as bench/run.py runs it: the bounded
                                                # chain proof at 3 and 6 tasks (target: 6 tasks
                                                # within 10 s), then the unbounded suite
-    python bench/bench_unbounded.py --table [--json]     # the three measurements as a table
 
 Each measurement runs in its own process (z3's term store grows within one process).
-Nothing is asserted: the figures are printed, the verdicts beside them.
+Each proof's verdict is a check: a frame not proved fails the benchmark.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -90,29 +88,13 @@ def run(quick: bool = False) -> BenchResult:
     return settle(NAME, figures, checks, [], [], t0)
 
 
-def main_table(argv: list[str] | None = None) -> int:
-    """The table of the three measurements, or the child's one measurement (``--one``)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.one:
-        print(json.dumps(MEASURES[args.one[0]](*args.one[1:])))
-        return 0
-    rows = [measure("bounded", "3"), measure("bounded", "6"), measure("unbounded")]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-    else:
-        for r in rows:
-            if "error" in r:
-                print(f"{r['suite']:48} ERROR {r['error']}")
-            else:
-                print(f"{r['suite']:48} {r['frames']:5} frames  ok={r['ok']!s:5} "
-                      f"wall {r['wall']:7.1f}s  cpu {r['cpu']:7.1f}s")
-    return 0 if all(r.get("ok") for r in rows) else 1
+def child(argv: list[str]) -> int:
+    """One measurement, in the fresh process ``measure`` starts: its JSON on stdout."""
+    print(json.dumps(MEASURES[argv[0]](*argv[1:])))
+    return 0
 
 
 if __name__ == "__main__":
-    if "--one" in sys.argv or "--table" in sys.argv:
-        sys.exit(main_table([a for a in sys.argv[1:] if a != "--table"]))
+    if sys.argv[1:2] == ["--one"]:
+        sys.exit(child(sys.argv[2:]))
     sys.exit(main(NAME, run))
