@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from . import reopen
 from .apply import apply_event
 from .ledger import LedgerVerdict
-from .projection import finished, plan, satisfies_dependents, status
+from .planner import plan
+from .projection import finished, satisfies_dependents, status
 from .schema import PROJECTED_TABLES
 from .store import Pragmas
 from .vocabulary import COMMITTED_PHASES, RECEIPTS

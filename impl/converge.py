@@ -28,7 +28,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from .projection import Plan, convergence_rank, finished
+from .planner import Plan
+from .projection import convergence_rank, finished
 from .records import TaskRecord
 from .vocabulary import APPLIED
 

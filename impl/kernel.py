@@ -22,7 +22,8 @@ from .graph import dependency_path, task_added_events
 from .hooks import Hook, no_hook
 from .ledger import LedgerVerdict
 from .principals import Principal, Principals
-from .projection import Plan, StatusProjection, observable_task, plan, status
+from .planner import Plan, plan
+from .projection import StatusProjection, observable_task, status
 from .records import TaskPolicy, TaskRecord, changed, record_to_json
 from .decision import Observe
 from .seeding import Initial, check_initial, seeded

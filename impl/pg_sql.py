@@ -155,6 +155,17 @@ BEGIN
   RETURN head;
 END $$"""
 
+#: The condition of a record's writes (``tables.STAMP``): a row that no longer holds the
+#: values the decision read is a serialization failure, and the request is run again.
+EXPECT_FUNCTION = """
+CREATE OR REPLACE FUNCTION wgk_expect(held BOOLEAN) RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+BEGIN
+  IF held IS NOT TRUE THEN
+    RAISE EXCEPTION 'wgk: a row changed under the decision' USING ERRCODE = '40001';
+  END IF;
+  RETURN TRUE;
+END $$"""
+
 #: PostgreSQL's own migrations, after the shared ones (``meta`` key ``pg-schema-version``).
 PG_MIGRATIONS: dict[int, list[str]] = {1: [
     "ALTER TABLE ledger_head RENAME TO ledger_seal",
@@ -163,7 +174,7 @@ PG_MIGRATIONS: dict[int, list[str]] = {1: [
     "SELECT setval('ledger_seq', max(seq)) FROM ledger HAVING max(seq) IS NOT NULL",
     "CREATE INDEX ledger_by_task ON ledger (task, seq)",
     JSON_SLOW, JSON_TEXT, LINK, SEAL_FUNCTION, LOCK_FUNCTION,
-]}
+], 2: [EXPECT_FUNCTION]}
 PG_SCHEMA_VERSION = max(PG_MIGRATIONS)
 
 #: One append: the next number of the ledger's sequence, its bucket held (shared) until

@@ -3,19 +3,17 @@
 ``status`` is the one place a task's status comes from, and
 ``StatusProjection`` is the one routine that writes the ``task_view`` table
 (status, dependency-satisfied, pending dependencies) that readiness queries
-use. No other code writes a status. ``plan`` is the planner: for every
-unfinished task exactly one way forward, or a named fail-closed hold.
+use. No other code writes a status. The planner (for every unfinished task exactly one
+way forward, or a named fail-closed hold) is a query over the stored facts: ``planner``.
 """
 from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Protocol
 
-from . import reopen
-from .records import TaskPolicy, TaskRecord
+from .records import TaskRecord
 from .decision import Observe
-from .rules_save import target_moved
+from .planner import plan
 from .vocabulary import EFFECT_PHASES, PHASES, RECEIPTS as RECEIPT_NAMES
 
 
@@ -124,148 +122,6 @@ class StatusProjection:
             "WHERE task_view.status = 'open' AND task_view.pending = 0 ORDER BY tasks.id")]
 
 
-# --- the planner ------------------------------------------------------------------------------
-
-
-class GraphView(Protocol):
-    def policy(self, name: str) -> TaskPolicy: ...
-    def record(self, name: str) -> TaskRecord: ...
-
-
-@dataclass(frozen=True)
-class Way:
-    name: str
-    way: str
-    action: str
-    doc: str
-
-
-WAYS: tuple[Way, ...] = (
-    Way("assign", "runnable", "assign", "admission needs its assignment receipt"),
-    Way("dispatch", "runnable", "dispatch", "dependencies are Done: open an attempt"),
-    Way("repair-required", "hold", "await-operator",
-        "the attempt's work was rejected: a repair, never an automatic retry"),
-    Way("retry-budget-spent", "hold", "await-operator",
-        "the task's automatic retries after failures are used up: an operator retries"),
-    Way("await-dependencies", "wait", "await-dependencies", "a dependency is not Done yet"),
-    Way("dependency-abandoned", "hold", "await-operator", "a dependency was abandoned"),
-    Way("live-owner", "live-owner", "probe-owner",
-        "the exact owner is running; it is re-probed on its deadline"),
-    Way("probe-suspect", "scheduled", "probe-owner", "evidence raised suspicion: probe once"),
-    Way("resume-continuation", "wait", "resume",
-        "the exact owner is proven dead and its session may continue: the wrapper's resume "
-        "until the deadline"),
-    Way("declare-lost", "scheduled", "declare-lost",
-        "the exact owner is proven dead with no terminal intent, and no continuation is "
-        "planned (or its deadline has passed)"),
-    Way("drive-transaction", "scheduled", "drive-transaction",
-        "convergence drives the next SaveTransaction edge"),
-    Way("await-review", "wait", "await-review", "the validator or evaluator must answer"),
-    Way("mark-repair", "scheduled", "mark-repair", "the target moved before the CAS: needs repair"),
-    Way("await-external", "wait", "await-external",
-        "parked until the evidence its wait names arrives (or its deadline passes)"),
-    Way("expire-wait", "scheduled", "expire-wait", "the external wait's deadline has passed: end it"),
-    Way("wait-expired", "hold", "await-operator",
-        "the external wait ran out: an operator retries or resets"),
-    Way("hold", "hold", "await-operator", "fail-closed: an operator must act"),
-    Way("dependency-reopened", "hold", "await-operator",
-        "a dependency was reopened under the running attempt: its effect is refused, an "
-        "operator resets the task"),
-)
-
-#: The ways whose deadline is the external wait's (the others': the attempt's).
-WAIT_WAYS = frozenset({"await-external", "expire-wait"})
-
-
-def enabled_ways(view: GraphView, name: str, observe: Observe) -> list[Way]:
-    """Every way whose own condition holds; exactly one is the planner's invariant."""
-    t, p = view.record(name), view.policy(name)
-    deps = [view.record(d) for d in p.deps]
-    deps_done = all(d.graph_saved for d in deps)
-    dep_abandoned = any(d.abandoned for d in deps)
-    held = t.exit != "none" or t.legacy_done
-    admitted = not p.requires_assignment or t.assigned
-    parked = t.waiting_on is not None or t.wait_expired
-    idle = not t.running and not held and not parked
-    stopped = not t.running and not held
-    due = t.waiting_on is not None and bool(t.wait_deadline) and observe.now() >= t.wait_deadline
-    watching = t.running and not t.reserved and not held
-    # a proven-dead owner's session may continue until the deadline its death was proven with
-    continues = (watching and t.owner_seen == "dead" and t.session_lease and t.worktree_lease
-                 and observe.now() < t.deadline and observe.worktree(t).present)
-    waits = t.phase == "candidate-sealed" or (p.review_required and t.phase == "awaiting-acceptance")
-    moved = t.running and not held and target_moved(observe, t)
-    failed = t.attempt_state in ("failed", "lost")      # the next dispatch is an automatic retry
-    repair = failed and t.failure == "semantic"
-    spent = failed and not repair and t.retries >= p.retry_budget
-    reopened = reopened_under(view, name, t, deps_done)
-    # guards: exactly-one-way-forward, no-dead-owner-in-progress-without-action
-    conditions = {
-        "assign": idle and p.requires_assignment and not t.assigned,
-        "dispatch": idle and deps_done and admitted and not (repair or spent),
-        "repair-required": idle and deps_done and admitted and repair,
-        "retry-budget-spent": idle and deps_done and admitted and spent,
-        "await-dependencies": idle and not deps_done and not dep_abandoned and admitted,
-        "dependency-abandoned": idle and dep_abandoned and admitted,
-        "live-owner": watching and t.owner_seen in ("unverified", "live"),
-        "probe-suspect": watching and t.owner_seen == "suspect",
-        "resume-continuation": watching and t.owner_seen == "dead" and continues,
-        "declare-lost": watching and t.owner_seen == "dead" and not continues,
-        "drive-transaction": t.running and t.reserved and not reopened and not held and not moved and not waits,
-        "await-review": t.running and not held and waits,
-        "mark-repair": moved,
-        "await-external": stopped and t.waiting_on is not None and not due,
-        "expire-wait": stopped and due,
-        "wait-expired": stopped and t.waiting_on is None and t.wait_expired,
-        "hold": held,
-        "dependency-reopened": reopened,
-    }
-    return [w for w in WAYS if conditions[w.name]]
-
-
-def reopened_under(view: GraphView, name: str, t: TaskRecord, deps_done: bool) -> bool:
-    """The next edge is the effect's, and a dependency is not Done or opened a generation
-    after the attempt opened: the effect would be made on the old generation."""
-    return (t.running and t.reserved and t.exit == "none" and not t.legacy_done
-            and t.phase == "disposition-recorded"
-            and (not deps_done or reopen.deps_reopened(view, name)))
-
-
-def hold_reason(t: TaskRecord) -> str:
-    if t.exit == "none":
-        return "needs-reconciliation: legacy-unproven" if t.legacy_done else "hold"
-    return f"{t.exit}: {t.reason}"
-
-
-@dataclass(frozen=True)
-class Plan:
-    task: str
-    way: str
-    action: str
-    reason: str
-    deadline: int
-
-    def to_json(self) -> dict:
-        return {"task": self.task, "way": self.way, "action": self.action,
-                "reason": self.reason, "deadline": self.deadline}
-
-
-def plan(view: GraphView, name: str, observe: Observe) -> Plan | None:
-    """The one way forward for an unfinished task, or a named hold (None when finished)."""
-    t = view.record(name)
-    if finished(t):
-        return None
-    ways = enabled_ways(view, name, observe)
-    # guards: exactly-one-way-forward
-    if len(ways) != 1:
-        why = "no way forward" if not ways else "several ways: " + ", ".join(w.name for w in ways)
-        return Plan(name, "hold", "await-operator", why, 0)
-    w = ways[0]
-    reason = hold_reason(t) if w.name == "hold" else w.name
-    return Plan(name, w.way, w.action, reason,
-                t.wait_deadline if w.name in WAIT_WAYS else t.deadline)
-
-
 # --- the observable projection of one task -------------------------------------------------------
 
 
@@ -280,7 +136,7 @@ class TaskFacts:
     worktree: dict
 
 
-def observable_task(view: GraphView, name: str, facts: TaskFacts, observe: Observe) -> dict:
+def observable_task(view, name: str, facts: TaskFacts, observe: Observe) -> dict:
     t = view.record(name)
     p = plan(view, name, observe)
     owner = None

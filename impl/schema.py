@@ -150,11 +150,25 @@ SCHEMA_V8 = """
 ALTER TABLE generations ADD COLUMN cause TEXT
 """
 
+#: Each task's stamp: how many writes its record has had here. Every write of the record is
+#: conditional on the stamp it was read with (``tables.TaskTables.save``). A stamp is this
+#: database's concurrency control, not a fact of the ledger: no rebuild reproduces it (it is
+#: not a projected table), and a migrated database's stamps start at 0.
+SCHEMA_V9 = """
+CREATE TABLE stamps (task INTEGER PRIMARY KEY, stamp INTEGER NOT NULL);
+INSERT INTO stamps (task, stamp) SELECT id, 0 FROM tasks
+"""
+
 #: version -> the SQL that takes a database from version - 1 to version.
 MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4,
                               5: SCHEMA_V5, 6: SCHEMA_V6, 7: SCHEMA_V7,
-                              8: SCHEMA_V8}
+                              8: SCHEMA_V8, 9: SCHEMA_V9}
 SCHEMA_VERSION = max(MIGRATIONS)
+
+#: Tables that hold no fact, only this database's concurrency control: the stamps the writes
+#: of a record are conditional on. Any value is correct while readers and writers agree, so a
+#: rebuild neither reproduces nor compares them.
+CONTROL_TABLES = ("stamps",)
 
 #: Tables whose rows the ledger must reproduce exactly (``rebuild``).
 PROJECTED_TABLES = ("tasks", "edges", "generations", "attempts", "owners", "leases",

@@ -25,6 +25,10 @@ from .schema import (  # noqa: F401  (re-exported)
 )
 
 
+#: Why a write of a record failed its condition (``tables.STAMP``; PostgreSQL: ``pg_sql``).
+CONFLICT = "wgk: a row changed under the decision"
+
+
 @dataclass(frozen=True)
 class Pragmas:
     synchronous: str = "FULL"
@@ -59,6 +63,8 @@ class Store:
         try:
             self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
                                         timeout=pragmas.busy_timeout_ms / 1000)
+            self.conflicts = 0
+            self.conn.create_function("wgk_expect", 1, self._expect)
             if image is not None and path == ":memory:":
                 self.conn.deserialize(image)
             self.conn.execute(f"PRAGMA busy_timeout = {int(pragmas.busy_timeout_ms)}")
@@ -92,8 +98,21 @@ class Store:
     def data_version(self) -> int:
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
+    def _expect(self, held) -> int:
+        """The condition of a record's writes (``tables.STAMP``): a row that no longer
+        holds what the decision read fails the statement (run again: ``retryable``)."""
+        if not held:
+            self.conflicts += 1
+            raise sqlite3.OperationalError(CONFLICT)
+        return 1
+
     def retryable(self, exc: BaseException) -> bool:
-        """Whether a failed transaction is run again (never on SQLite: one writer at a time)."""
+        """Whether a failed transaction is run again: on SQLite (one writer at a time) only a
+        write whose row changed under its decision (``_expect``: the decision was made on
+        facts the database no longer holds)."""
+        if self.conflicts and isinstance(exc, sqlite3.OperationalError):
+            self.conflicts = 0
+            return True
         return False
 
     def lock_tasks(self, ids: list[int], *, share: bool = False) -> None:

@@ -61,13 +61,25 @@ def _sql(template: str, columns: list[str]) -> str:
     return text
 
 
+#: The first write of every record change: the task's stamp moves on, but only from the stamp
+#: its record was read with. ``wgk_expect`` (a function of the connection on SQLite, of the
+#: schema on PostgreSQL) raises a serialization failure when the row no longer holds it, so
+#: a decision made on facts the database no longer holds is made again on the stored ones
+#: (``Store.retryable``): a second line behind the locks (SQLite's writer lock, PostgreSQL's
+#: row locks) that holds even where they do not.
+STAMP = "UPDATE stamps SET stamp = stamp + 1 WHERE task = ? AND wgk_expect(stamp = ?)"
+
+
 class TaskTables:
-    """Reads a ``TaskRecord`` from its tables and writes the fields a request changed."""
+    """Reads a ``TaskRecord`` from its tables and writes the fields a request changed, each
+    change only over the record it was decided on (``STAMP``)."""
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
-        sel = ", ".join(TASK_COLUMNS)
-        self._sel_task = f"SELECT {sel} FROM tasks WHERE id = ?"
+        #: task id -> the stamp its record was read (or last written) with
+        self.stamps: dict[int, int] = {}
+        self._sel_task = (f"SELECT {', '.join('t.' + c for c in TASK_COLUMNS)}, s.stamp "
+                          "FROM tasks t JOIN stamps s ON s.task = t.id WHERE t.id = ?")
         self._sel_attempt = ("SELECT " + ", ".join(ATTEMPT_COLUMNS.values())
                              + " FROM attempts WHERE task = ? AND fence = ?")
         self._sel_owner = ("SELECT " + ", ".join(OWNER_COLUMNS.values())
@@ -77,6 +89,8 @@ class TaskTables:
     def create(self, task_id: int) -> None:
         """The rows every task has from its creation on."""
         self.conn.execute("INSERT INTO transactions (task) VALUES (?)", (task_id,))
+        self.conn.execute("INSERT INTO stamps (task, stamp) VALUES (?, 0)", (task_id,))
+        self.stamps[task_id] = 0
         self.conn.executemany("INSERT INTO leases VALUES (?, ?, 0)",
                               [(task_id, k) for k in LEASE_KINDS.values()])
 
@@ -92,7 +106,8 @@ class TaskTables:
 
     def load(self, task_id: int) -> TaskRecord:
         c = self.conn
-        values: dict[str, Any] = dict(zip(TASK_COLUMNS, c.execute(self._sel_task, (task_id,)).fetchone()))
+        *row, self.stamps[task_id] = c.execute(self._sel_task, (task_id,)).fetchone()
+        values: dict[str, Any] = dict(zip(TASK_COLUMNS, row))
         fence = values["fence"]
         if fence:
             row = c.execute(self._sel_attempt, (task_id, fence)).fetchone()
@@ -122,6 +137,10 @@ class TaskTables:
         if not changes:
             return
         c = self.conn
+        stamp = self.stamps[task_id]
+        # guards: single-live-owner, first-terminal-wins
+        c.execute(STAMP, (task_id, stamp))
+        self.stamps[task_id] = stamp + 1
         cols = [f for f in TASK_COLUMNS if f in changes]
         if cols:
             c.execute(_sql("UPDATE tasks SET {} WHERE id = ?", cols),
@@ -184,8 +203,8 @@ class FactTables:
             writer(task_id, f, seq)
 
     def _evidence(self, task_id: int, f: dict, seq: int) -> None:
-        # guards: compaction-occurrences-counted-once
         kind = FORMER_EVIDENCE_LABELS.get(f["kind"], f["kind"])    # an older ledger's name
+        # guards: compaction-occurrences-counted-once
         self.conn.execute("INSERT OR IGNORE INTO evidence VALUES (?, ?, ?, ?, ?)",
                           (task_id, kind, f["id"], int(f["counted"]), seq))
 

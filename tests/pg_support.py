@@ -12,6 +12,9 @@ import uuid
 import pytest
 
 ENV = "WGK_TEST_POSTGRES"
+#: PostgreSQL's migration 2 with the writes' condition (``wgk_expect``) always holding.
+NO_CONDITIONS = ("CREATE OR REPLACE FUNCTION wgk_expect(held BOOLEAN) RETURNS BOOLEAN "
+                 "LANGUAGE sql AS 'SELECT TRUE'")
 
 
 def server() -> str:

@@ -53,7 +53,7 @@ class Guard:
 
     path: str                  # relative to the repository root
     line: int                  # the line of the guarded statement
-    function: str              # the enclosing def (Class.method), or "<module>"
+    function: str              # the enclosing def (Class.method), a module-level name, or "<module>"
     ids: tuple[str, ...]
 
     def to_json(self) -> dict:
@@ -270,7 +270,11 @@ def _enclosing(tree: ast.AST, line: int) -> str:
                     scopes.append((child.lineno, name))
             visit(child, name)
     visit(tree, "")
-    return max(scopes)[1] if scopes else "<module>"
+    if scopes:
+        return max(scopes)[1]
+    named = [t.id for n in getattr(tree, "body", []) if isinstance(n, ast.Assign) and n.lineno == line
+             for t in n.targets if isinstance(t, ast.Name)]
+    return named[0] if named else "<module>"     # a module-level table: its name
 
 
 def guard_column(rows: dict[str, Row], root: Path = ROOT / "impl") -> list[str]:

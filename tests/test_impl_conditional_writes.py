@@ -1,0 +1,107 @@
+"""Every write of a task record is conditional on the stamp it was read with (``tables.STAMP``).
+
+The locks (SQLite's writer lock, PostgreSQL's row locks) already keep a decision's facts
+still while it is made; the write's own condition is the second line: a decision made on
+facts the database no longer holds is not written but made again on the stored facts.
+Each test stages a decision on stale facts for real (a second connection's commit the
+first does not see, or races with the row locks taken away) and also runs it with the
+condition disabled, to show it is the condition that keeps one winner.
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+
+import pytest
+
+from wgk.conformance.oracle import races
+from wgk.impl import Kernel, MemoryWorld, TaskPolicy, pg
+from wgk.impl.pg_conn import PgConnection
+from wgk.impl.records import changed
+
+from pg_support import NO_CONDITIONS, pg_server  # noqa: F401  (fixture)
+
+
+def dispatch(i: int) -> dict:
+    return races.request("two-dispatchers", "a", i)
+
+
+def stale_second_dispatch(tmp_path, condition: bool) -> tuple[dict, dict, Kernel]:
+    """Two kernels on one SQLite file; the second never notices the first's commit (its
+    cache check is switched off) and dispatches the task the first already dispatched."""
+    db = str(tmp_path / "kernel.db")
+    world = MemoryWorld.create(target="main-0")
+    first = Kernel(db, world.environment())
+    first.create_graph("g", [TaskPolicy("a")])
+    second = Kernel(db, world.environment())
+    assert second.record("a").fence == 0                       # cached: nothing dispatched
+    second._sync = lambda: False                               # it never sees other commits
+    if not condition:
+        second.store.conn.create_function("wgk_expect", 1, lambda held: 1)
+    won = first.handle(dispatch(1))
+    late = second.handle(dispatch(2))
+    return won, late, first
+
+
+def test_a_decision_on_stale_facts_is_made_again_on_the_stored_ones(tmp_path):
+    won, late, k = stale_second_dispatch(tmp_path, condition=True)
+    assert won["decision"] == "applied"
+    assert late["decision"] == "rejected" and late["code"] in ("cas-moved", "attempt-live")
+    k._forget()
+    assert k.record("a").owner_pid == races._owner(1)["pid"]   # the winner's attempt stands
+    assert k.audit().findings == [] and k.rebuild().ok
+
+
+def test_without_the_condition_the_stale_decision_overwrites_the_winner(tmp_path):
+    won, late, k = stale_second_dispatch(tmp_path, condition=False)
+    assert won["decision"] == "applied" and late["decision"] == "applied"   # two winners
+    k._forget()
+    assert k.record("a").owner_pid == races._owner(2)["pid"]   # the first attempt is gone
+
+
+def test_a_write_over_a_record_that_moved_is_refused_by_the_statement_itself(tmp_path):
+    """The condition is in the statement: the first kernel's write of a record read before
+    the second kernel's commit fails, writes nothing, and is a failure the request path runs
+    again."""
+    db = str(tmp_path / "kernel.db")
+    world = MemoryWorld.create(target="main-0")
+    first = Kernel(db, world.environment())
+    first.create_graph("g", [TaskPolicy("a")])
+    second = Kernel(db, world.environment())
+    read = first.record("a")
+    assert second.handle(dispatch(2))["decision"] == "applied"
+    stolen = replace(read, fence=1, attempt=1)
+    with pytest.raises(sqlite3.OperationalError) as failed:
+        with first.store.atomic():
+            first.tables.save(first.ids()["a"], read, stolen, changed(read, stolen), 0)
+    assert first.store.retryable(failed.value)
+    assert first.conn.execute("SELECT t.fence, s.stamp FROM tasks t JOIN stamps s "
+                              "ON s.task = t.id WHERE t.name = 'a'").fetchone() == (1, 1)
+    first._forget()
+    assert first.record("a").owner_pid == races._owner(2)["pid"]
+
+
+# --- PostgreSQL: the race incidents with the row locks taken away ---------------------------
+
+@pytest.fixture
+def no_row_locks(monkeypatch):
+    """Requests take no row lock (neither ahead of the request nor in it): only the
+    writes' conditions stand between racing deciders. The race's workers are forked."""
+    monkeypatch.setattr(pg.PgStore, "lock_tasks", lambda self, ids, share=False: None)
+    monkeypatch.setattr(PgConnection, "begin_early", lambda self, ids, key: None)
+
+
+@pytest.mark.parametrize("name", races.RACES)
+def test_races_without_row_locks_keep_one_winner_by_the_writes_conditions(
+        pg_server, no_row_locks, name):
+    result = races.race(pg_server, name, processes=8, rounds=100)
+    assert result.ok, result.problems[:5]
+    assert sum(result.codes.values()) == 8 * 100 and result.codes["applied"] == 100
+
+
+def test_races_without_row_locks_or_conditions_give_several_winners(
+        pg_server, no_row_locks, monkeypatch):
+    monkeypatch.setattr(pg.sql, "PG_MIGRATIONS", {**pg.sql.PG_MIGRATIONS, 2: [NO_CONDITIONS]})
+    result = races.race(pg_server, "two-dispatchers", processes=8, rounds=30)
+    assert not result.ok
+    assert any("winners" in p for p in result.problems), result.problems[:5]
