@@ -3,9 +3,10 @@
 The rules themselves live by topic (``rules_attempt``: admission, attempts,
 evidence, terminal reports; ``rules_save``: the SaveTransaction;
 ``rules_operator``: operator and migration; ``rules_archive``: archiving a Done task after
-the confirmation of its digest; ``rules_wait``: external waits), on the vocabulary of
-the confirmation of its digest; ``rules_reopen``: reopening a Done task), on the vocabulary of
-``decision``; this module holds the table of rules and the entry point.
+the confirmation of its digest; ``rules_wait``: external waits; ``rules_reopen``: reopening
+a Done task), on the vocabulary of ``decision``; this module holds the table of rules and
+the entry point. Every write a rule's outcome makes is conditional on the record it was
+decided on (``tables.STAMP``).
 
 ``decide(ctx)`` answers a request whose key is not in the journal (the journal
 is the store's business). The order of checks is the contract of
