@@ -22,7 +22,7 @@ from .graph import dependency_path, task_added_events
 from .hooks import Hook, no_hook
 from .ledger import LedgerVerdict
 from .principals import Principal, Principals
-from .planner import Plan, plan
+from .planner import Plan, plan, plans
 from .projection import StatusProjection, observable_task, status
 from .records import TaskPolicy, TaskRecord, changed, record_to_json
 from .decision import Observe
@@ -322,6 +322,6 @@ class Kernel:
         """The observable projection of some tasks."""
         self._sync()
         facts = observed.task_facts(self, names)
-        return {name: observable_task(self, name, facts[name], self.observe(name))
-                for name in names}
+        planned = plans(self, names, self.observe)
+        return {name: observable_task(self, name, facts[name], planned[name]) for name in names}
 

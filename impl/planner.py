@@ -10,12 +10,14 @@ and whether the transaction's effect happened. Each is observed only for the tas
 stored facts it is about (a worktree of an owner proven dead, the effect and the target of
 a prepared effect); otherwise it is bound as absent.
 
-``plan`` reads the row: exactly one way holds, or the plan is a named fail-closed hold
-(docs/vocabulary.md, "The planner").
+``plans`` plans several tasks with one statement, ``plan`` one. A task's row answers its
+plan: exactly one way holds, or the plan is a named fail-closed hold (docs/vocabulary.md,
+"The planner").
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from .decision import Observe
 
@@ -70,11 +72,13 @@ def _flag(condition: str) -> str:
     return f"CASE WHEN {condition} THEN 1 ELSE 0 END"
 
 
-#: The stored facts of one task, each a 0/1 flag, with the observed ones bound in ``env``.
+#: The stored facts of some tasks, each a 0/1 flag, with the observed ones bound: the clock
+#: and the target in ``env``, each task's worktree and effect in ``seen`` (``_ROW`` a task).
+#: ``f`` is materialized: inlined, each way's condition would evaluate its flags again.
 _FACTS = f"""
-WITH env (now, target, present, happened) AS (
-    SELECT CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT)),
-f AS (SELECT
+WITH env (now, target) AS (SELECT CAST(? AS BIGINT), CAST(? AS TEXT)),
+seen (task, present, happened) AS (VALUES @SEEN@),
+f AS MATERIALIZED (SELECT seen.task AS task,
     {_flag("t.abandoned = 1 OR (x.phase = 'graph-saved' AND x.exit = 'none' "
            "AND t.fence <> 0 AND gs.fence IS NOT NULL)")} AS finished,
     x.exit AS exit, x.reason AS reason, t.legacy_done AS legacy,
@@ -102,21 +106,20 @@ f AS (SELECT
            "AND t.retries >= t.retry_budget")} AS spent,
     {_flag("t.waiting_on IS NOT NULL AND t.wait_deadline <> 0 "
            "AND env.now >= t.wait_deadline")} AS due,
-    {_flag("ls.held = 1 AND lw.held = 1 AND env.present = 1 AND env.now < t.deadline")}
+    {_flag("ls.held = 1 AND lw.held = 1 AND seen.present = 1 AND env.now < t.deadline")}
         AS continues,
     {_flag("x.phase = 'candidate-sealed' "
            "OR (t.review_required = 1 AND x.phase = 'awaiting-acceptance')")} AS waits,
-    {_flag("x.phase = 'effect-prepared' AND x.disposition = 'land' AND env.happened = 0 "
+    {_flag("x.phase = 'effect-prepared' AND x.disposition = 'land' AND seen.happened = 0 "
            "AND COALESCE(env.target, '') <> COALESCE(x.base, '')")} AS target_moved,
     {_flag("x.phase = 'disposition-recorded'")} AS effect_next
-  FROM tasks t CROSS JOIN env
+  FROM seen JOIN tasks t ON t.id = seen.task CROSS JOIN env
   JOIN transactions x ON x.task = t.id
   LEFT JOIN attempts a ON a.task = t.id AND a.fence = t.fence
   LEFT JOIN owners o ON o.task = t.id AND o.fence = t.fence
   LEFT JOIN leases ls ON ls.task = t.id AND ls.kind = 'session'
   LEFT JOIN leases lw ON lw.task = t.id AND lw.kind = 'worktree'
-  LEFT JOIN receipts gs ON gs.task = t.id AND gs.kind = 'graph-save' AND gs.fence = t.fence
-  WHERE t.id = ?),
+  LEFT JOIN receipts gs ON gs.task = t.id AND gs.kind = 'graph-save' AND gs.fence = t.fence),
 g AS (SELECT f.*,
     {_flag("f.running = 0 AND f.held = 0 AND f.parked = 0")} AS idle,
     {_flag("f.running = 0 AND f.held = 0")} AS stopped,
@@ -152,7 +155,7 @@ _CONDITIONS = {
 }
 
 #: 1 where the way's condition holds, in the order of ``WAYS``, after what a plan reports.
-WAYS_SQL = _FACTS + "SELECT finished, exit, reason, legacy, deadline, wait_deadline, " + \
+WAYS_SQL = _FACTS + "SELECT task, finished, exit, reason, legacy, deadline, wait_deadline, " + \
     ", ".join(_flag(_CONDITIONS[w.name]) for w in WAYS) + " FROM g"
 
 
@@ -169,25 +172,53 @@ class Plan:
                 "reason": self.reason, "deadline": self.deadline}
 
 
-def observed(k, name: str, observe: Observe) -> tuple:
-    """The environment facts the query binds, each observed only for the task it is about:
-    the clock, the target (a prepared effect), the worktree (an owner proven dead) and the
-    effect (a prepared effect)."""
-    t = k.record(name)
-    prepared = t.phase == "effect-prepared"
-    present = t.owner_seen == "dead" and observe.worktree(t).present
-    happened = prepared and observe.effect_happened(t)
-    return (observe.now(), observe.target() if prepared else None, int(present), int(happened),
-            k.ids()[name])
+_ROW = "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))"
+#: Tasks planned by one statement (three parameters each, well below SQLite's limit).
+CHUNK = 500
+_QUERIES: dict[tuple[str, int], str] = {}
+
+
+def _query(n: int) -> str:
+    """``WAYS_SQL`` for ``n`` tasks (each text made once)."""
+    text = _QUERIES.get((WAYS_SQL, n))
+    if text is None:
+        text = _QUERIES[(WAYS_SQL, n)] = WAYS_SQL.replace("@SEEN@", ", ".join([_ROW] * n))
+    return text
+
+
+def plans(k, names: list[str], observe_of: Callable[[str], Observe]) -> dict[str, Plan | None]:
+    """The plan of each task of ``names``, one statement per ``CHUNK`` of them. The facts
+    the statement binds are observed only where they can matter: the clock; the target and
+    the effect of a prepared effect; the worktree of an owner proven dead."""
+    out: dict[str, Plan | None] = {}
+    ids = k.ids()
+    for at in range(0, len(names), CHUNK):
+        part = names[at:at + CHUNK]
+        now, target, seen = None, None, []
+        for name in part:
+            t, observe = k.record(name), observe_of(name)
+            prepared = t.phase == "effect-prepared"
+            now = observe.now() if now is None else now
+            if prepared and target is None:
+                target = observe.target()
+            seen += (ids[name], int(t.owner_seen == "dead" and observe.worktree(t).present),
+                     int(prepared and observe.effect_happened(t)))
+        rows = {row[0]: row for row in k.conn.execute(_query(len(part)), [now, target, *seen])}
+        for name in part:
+            out[name] = _plan(name, rows[ids[name]])
+    return out
 
 
 def plan(k, name: str, observe: Observe) -> Plan | None:
     """The one way forward for an unfinished task, or a named hold (None when finished)."""
-    row = k.conn.execute(WAYS_SQL, observed(k, name, observe)).fetchone()
-    finished, exit_, reason, legacy, deadline, wait_deadline = row[:6]
+    return plans(k, [name], lambda _: observe)[name]
+
+
+def _plan(name: str, row: tuple) -> Plan | None:
+    finished, exit_, reason, legacy, deadline, wait_deadline = row[1:7]
     if finished:
         return None
-    ways = [w for w, on in zip(WAYS, row[6:]) if on]
+    ways = [w for w, on in zip(WAYS, row[7:]) if on]
     # guards: exactly-one-way-forward
     if len(ways) != 1:
         why = "no way forward" if not ways else "several ways: " + ", ".join(w.name for w in ways)

@@ -12,8 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from .records import TaskRecord
-from .decision import Observe
-from .planner import plan
+from .planner import Plan
 from .vocabulary import EFFECT_PHASES, PHASES, RECEIPTS as RECEIPT_NAMES
 
 
@@ -136,9 +135,9 @@ class TaskFacts:
     worktree: dict
 
 
-def observable_task(view, name: str, facts: TaskFacts, observe: Observe) -> dict:
+def observable_task(view, name: str, facts: TaskFacts, p: Plan | None) -> dict:
+    """One task's observable projection, with its plan (``planner.plans``)."""
     t = view.record(name)
-    p = plan(view, name, observe)
     owner = None
     if t.running:
         owner = {"pid": t.owner_pid, "birth": t.owner_birth, "session": t.session,

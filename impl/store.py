@@ -29,6 +29,11 @@ from .schema import (  # noqa: F401  (re-exported)
 CONFLICT = "wgk: a row changed under the decision"
 
 
+#: Compiled statements a connection keeps (sqlite3's default, 128, is fewer than the kernel's
+#: distinct statements: the planner's query, the largest, was compiled again on most calls).
+STATEMENTS_KEPT = 1024
+
+
 @dataclass(frozen=True)
 class Pragmas:
     synchronous: str = "FULL"
@@ -62,7 +67,8 @@ class Store:
                 f.write(image)
         try:
             self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
-                                        timeout=pragmas.busy_timeout_ms / 1000)
+                                        timeout=pragmas.busy_timeout_ms / 1000,
+                                        cached_statements=STATEMENTS_KEPT)
             self.conflicts = 0
             self.conn.create_function("wgk_expect", 1, self._expect)
             if image is not None and path == ":memory:":
