@@ -16,7 +16,6 @@ import pytest
 
 from wgk.conformance.oracle import races
 from wgk.impl import Kernel, MemoryWorld, TaskPolicy, pg
-from wgk.impl.pg_conn import PgConnection
 from wgk.impl.records import changed
 
 from pg_support import NO_CONDITIONS, pg_server  # noqa: F401  (fixture)
@@ -83,25 +82,31 @@ def test_a_write_over_a_record_that_moved_is_refused_by_the_statement_itself(tmp
 
 # --- PostgreSQL: the race incidents with the row locks taken away ---------------------------
 
-@pytest.fixture
-def no_row_locks(monkeypatch):
-    """Requests take no row lock (neither ahead of the request nor in it): only the
-    writes' conditions stand between racing deciders. The race's workers are forked."""
-    monkeypatch.setattr(pg.PgStore, "lock_tasks", lambda self, ids, share=False: None)
-    monkeypatch.setattr(PgConnection, "begin_early", lambda self, ids, key: None)
-
-
 @pytest.mark.parametrize("name", races.RACES)
-def test_races_without_row_locks_keep_one_winner_by_the_writes_conditions(
-        pg_server, no_row_locks, name):
-    result = races.race(pg_server, name, processes=8, rounds=100)
+def test_races_without_row_locks_keep_one_winner_by_the_writes_conditions(pg_server, name):
+    result = races.race(pg_server, name, processes=8, rounds=100, row_locks=False)
     assert result.ok, result.problems[:5]
     assert sum(result.codes.values()) == 8 * 100 and result.codes["applied"] == 100
 
 
-def test_races_without_row_locks_or_conditions_give_several_winners(
-        pg_server, no_row_locks, monkeypatch):
+def test_races_without_row_locks_or_conditions_give_several_winners(pg_server, monkeypatch):
     monkeypatch.setattr(pg.sql, "PG_MIGRATIONS", {**pg.sql.PG_MIGRATIONS, 2: [NO_CONDITIONS]})
-    result = races.race(pg_server, "two-dispatchers", processes=8, rounds=30)
+    result = races.race(pg_server, "two-dispatchers", processes=8, rounds=30, row_locks=False)
     assert not result.ok
     assert any("winners" in p for p in result.problems), result.problems[:5]
+
+
+def test_sqlite_has_no_row_locks_to_take_away():
+    with pytest.raises(ValueError, match="writer lock"):
+        races.race(None, "two-dispatchers", row_locks=False)
+
+
+def test_the_gates_races_on_postgresql_run_with_and_without_row_locks(pg_server, monkeypatch):
+    from wgk.conformance.reports import gate, gate_real
+    monkeypatch.setitem(gate.BUDGETS, "quick", {"races": {"processes": 4, "rounds": 10}})
+    checks = gate_real.race_checks("quick", None, backend=pg_server)
+    assert [c.verdict for c in checks] == ["pass"] * 9
+    assert [c.group for c in checks].count("postgresql, no row locks") == 3
+    monkeypatch.setattr(pg.sql, "PG_MIGRATIONS", {**pg.sql.PG_MIGRATIONS, 2: [NO_CONDITIONS]})
+    unguarded = gate_real.race_checks("quick", None, backend=pg_server)
+    assert "fail" in {c.verdict for c in unguarded if c.group == "postgresql, no row locks"}

@@ -53,14 +53,17 @@ def race_settings(budget: str) -> tuple[int, int]:
 
 
 def race_checks(budget: str, progress: Progress | None, backend: str | None = None) -> list[Check]:
-    """Each race on SQLite, and on the PostgreSQL ``backend`` when one is given."""
+    """Each race on SQLite, and on the PostgreSQL ``backend`` when one is given: there with
+    the row locks, and without them (the writes' conditions alone keep one winner)."""
     processes, rounds = race_settings(budget)
-    worlds = [("sqlite", None)] + ([("postgresql", backend)] if backend is not None else [])
+    worlds = [("sqlite", None, True)] + ([("postgresql", backend, True),
+                                          ("postgresql, no row locks", backend, False)]
+                                         if backend is not None else [])
     meter = Meter("races", len(RACES) * len(worlds), progress)
     out = []
-    for world, dsn in worlds:
+    for world, dsn, locks in worlds:
         for name in RACES:
-            r = race(dsn, name, processes=processes, rounds=rounds)
+            r = race(dsn, name, processes=processes, rounds=rounds, row_locks=locks)
             data = dict(r.to_json(), world=f"{world}, real processes")
             out.append(Check("races", f"{name} ({world})", "pass" if r.ok else "fail", r.seconds,
                              "" if r.ok else r.problems[0], data, group=world))
