@@ -106,7 +106,10 @@ class TaskTables:
 
     def load(self, task_id: int) -> TaskRecord:
         c = self.conn
-        *row, self.stamps[task_id] = c.execute(self._sel_task, (task_id,)).fetchone()
+        found = c.execute(self._sel_task, (task_id,)).fetchone()
+        if found is None:
+            raise StoreError(f"task {task_id}: no row in tasks or stamps in the database")
+        *row, self.stamps[task_id] = found
         values: dict[str, Any] = dict(zip(TASK_COLUMNS, row))
         fence = values["fence"]
         if fence:

@@ -110,3 +110,14 @@ def test_the_gates_races_on_postgresql_run_with_and_without_row_locks(pg_server,
     monkeypatch.setattr(pg.sql, "PG_MIGRATIONS", {**pg.sql.PG_MIGRATIONS, 2: [NO_CONDITIONS]})
     unguarded = gate_real.race_checks("quick", None, backend=pg_server)
     assert "fail" in {c.verdict for c in unguarded if c.group == "postgresql, no row locks"}
+
+
+def test_a_task_without_its_stamp_is_a_one_line_store_error(tmp_path):
+    from wgk.impl.errors import StoreError
+    world = MemoryWorld.create(target="main-0")
+    k = Kernel(str(tmp_path / "kernel.db"), world.environment())
+    k.create_graph("g", [TaskPolicy("a")])
+    k.conn.execute("DELETE FROM stamps")
+    k._forget()
+    with pytest.raises(StoreError, match="task 1: no row in tasks or stamps"):
+        k.record("a")
