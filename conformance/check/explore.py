@@ -20,6 +20,7 @@ import networkx as nx
 
 from wgk.conformance.check.interning import Interner, successor
 from wgk.conformance.check.liveness import check_liveness
+from wgk.conformance.check.workers import Pool
 from wgk.model.actions import (  # noqa: F401  (the enumeration, re-exported for callers)
     FOREIGN_COMMIT, GROUPS, INITIAL_TARGET, Instance, Step, content, env_steps, global_steps,
     label, legacy_requests, owner_for, requests_for, steps, task_steps,
@@ -27,6 +28,7 @@ from wgk.model.actions import (  # noqa: F401  (the enumeration, re-exported for
 from wgk.model.invariants import REGISTRY, Property
 from wgk.model.kernel import Rules
 from wgk.model.rules import RULES
+from wgk.model.state import State
 
 
 @dataclass
@@ -54,6 +56,7 @@ class ExploreResult:
     complete: bool
     graph: nx.DiGraph | None = None
     liveness: Any = None       # a wgk.conformance.check.liveness.LivenessResult, when asked
+    workers: int = 1
 
     def to_json(self) -> dict:
         out = {
@@ -65,6 +68,7 @@ class ExploreResult:
             "sometimes_reached": self.reached,
             "sometimes_unreached": self.unreached,
             "seconds": round(self.seconds, 3),
+            "workers": self.workers,
             "states_per_second": round(self.distinct_states / self.seconds) if self.seconds else None,
         }
         if self.liveness is not None:
@@ -107,31 +111,56 @@ class _Space(Interner):
         out = self.local.get(ctx)
         if out is not None:
             return out
-        s = self.state(key)
+        return self.settle(ctx, task_moves(self.inst, self.rules, step_props, self.state(key), i))
+
+    def settle(self, ctx: tuple, moves: list) -> list:
+        """Intern the steps ``task_moves`` found for the context ``ctx`` and keep them."""
+        flags = self.flags[ctx[1]]
         out = []
-        flags = self.flags[key[i]]
-        for step in task_steps(self.inst, s, i):
-            d, s2, r = successor(self.inst, s, step, self.rules)
-            if s2 is None:
-                continue
-            for j in range(self.n):
-                if j != i and s2.tasks[j] is not s.tasks[j]:
-                    raise AssertionError(f"{label(step)} changed task {self.graph.tasks[j]}: "
-                                         "rules must be local to their task")
-            bad = ()
-            if d is not None and (s2 is not s or self.inst.keys):
-                bad = tuple(p.id for p in step_props if p.pred(s, r, d, s2) is not True)
-            if s2 is s and not bad:
-                continue
-            lab = label(step) if d is None else f"{label(step)} -> {d.label}"
-            tid, jid = self.intern(s2.tasks[i]), self.intern_journal(s2.journal)
-            glob = (s2.target, s2.now, jid)
+        for lab, obj, r, d, task, target, now, journal, bad in moves:
+            tid, jid = self.intern(task), self.intern_journal(journal)
+            glob = (target, now, jid)
             local = glob == ctx[3:] and self.flags[tid] == flags
             loop = local and tid == ctx[1]
-            out.append((lab, step if r is None else r, r, d, tid, s2.target, s2.now, jid, bad,
-                        (i, tid, ctx[2]) + glob, local, loop))
+            out.append((lab, obj, r, d, tid, target, now, jid, bad, (ctx[0], tid, ctx[2]) + glob,
+                        local, loop))
         self.local[ctx] = out
         return out
+
+
+def task_moves(inst: Instance, rules: Rules, step_props: list, s: State, i: int) -> list:
+    """The steps of task ``i`` from ``s`` that change something or break a step invariant,
+    each as ``(label, step, request, decision, new task, target, now, journal, violated
+    step props)``: nothing interned, so a worker process can compute them."""
+    out = []
+    for step in task_steps(inst, s, i):
+        d, s2, r = successor(inst, s, step, rules)
+        if s2 is None:
+            continue
+        for j in range(len(s.tasks)):
+            if j != i and s2.tasks[j] is not s.tasks[j]:
+                raise AssertionError(f"{label(step)} changed task {s.graph.tasks[j]}: "
+                                     "rules must be local to their task")
+        bad = ()
+        if d is not None and (s2 is not s or inst.keys):
+            bad = tuple(p.id for p in step_props if p.pred(s, r, d, s2) is not True)
+        if s2 is s and not bad:
+            continue
+        lab = label(step) if d is None else f"{label(step)} -> {d.label}"
+        out.append((lab, step if r is None else r, r, d, s2.tasks[i], s2.target, s2.now,
+                    s2.journal, bad))
+    return out
+
+
+def task_verdict(state_props: list, goals: list, s: State, i: int) -> tuple:
+    """(the state invariants task ``i`` of ``s`` breaks, the sometimes-properties it reaches)."""
+    t = s.tasks[i]
+    return (tuple(p.id for p in state_props if p.pred(s, i, t) is not True),
+            tuple(p.id for p in goals if p.pred(s, i, t) is True))
+
+
+#: the verdict of a local context that breaks no invariant and reaches no goal
+NOTHING = ((), ())
 
 
 def _split(props: dict[str, Property], check_steps: bool = True) -> tuple[list, list, list]:
@@ -168,6 +197,8 @@ class _Search:
             self.graph.add_node(0, key=self.space.key0)
         self.node_id: dict[tuple, int] = {self.space.key0: 0}
         self.queue: deque = deque()
+        #: with workers: the checks of the level being expanded, taken at its end
+        self.deferred: list | None = None
 
     def path_to(self, key: tuple, last: tuple = ()) -> tuple[list[str], list[Any]]:
         labels, objs = [], []
@@ -192,13 +223,19 @@ class _Search:
             self.found[pid] = Violation(pid, p.doc, labels, objs, self.space.state(key))
 
     def check_task(self, key: tuple, i: int, ctx: tuple) -> None:
-        """Check the state invariants for task ``i`` of ``key`` (once per local context)."""
+        """Check the state invariants for task ``i`` of ``key`` (once per local context);
+        with workers, at the end of the level (``settle_checks``), in the same order."""
         verdict = self.task_verdicts.get(ctx)
+        if self.deferred is not None:
+            if verdict != NOTHING:      # a verdict of nothing changes nothing, now or later
+                self.deferred.append((key, i, ctx))
+            return
         if verdict is None:
-            s = self.space.state(key)
-            verdict = self.task_verdicts[ctx] = (
-                tuple(p.id for p in self.state_props if p.pred(s, i, s.tasks[i]) is not True),
-                tuple(p.id for p in self.goals if p.pred(s, i, s.tasks[i]) is True))
+            verdict = self.task_verdicts[ctx] = task_verdict(
+                self.state_props, self.goals, self.space.state(key), i)
+        self.apply_verdict(key, verdict)
+
+    def apply_verdict(self, key: tuple, verdict: tuple) -> None:
         bad, good = verdict
         for pid in bad:
             self.violated(pid, key)
@@ -291,34 +328,94 @@ class _Search:
         self.queue.append((key0, self.check_state(key0), all(inside[k] for k in key0[:n])))
         queue = self.queue
         while queue:
-            key, ctxs, expand = queue.popleft()
-            if not expand:
-                continue
-            if self.graph is not None:
-                self.graph.nodes[self.node_id[key]]["expanded"] = True
-            stop = False
-            for i in range(len(ctxs)):
-                stop = self.expand_task(key, ctxs, i, stop)
-            if not stop:
-                stop = self.expand_globals(key, expand)
-            if stop:
+            if self.expand(*queue.popleft()):
                 queue.clear()
                 return False
         return True
+
+    def expand(self, key: tuple, ctxs: tuple, expand: bool) -> bool:
+        """Follow every step of one queued state; True once ``max_states`` is passed."""
+        if not expand:
+            return False
+        if self.graph is not None:
+            self.graph.nodes[self.node_id[key]]["expanded"] = True
+        stop = False
+        for i in range(len(ctxs)):
+            stop = self.expand_task(key, ctxs, i, stop)
+        return stop or self.expand_globals(key, expand)
+
+    def run_levels(self, pool: Pool) -> bool:
+        """``run`` one breadth-first level at a time, the model's work of each level (the
+        steps of every local context not met yet, the verdicts of every new one) shared out
+        to ``pool``'s workers; the same states, transitions, order and first violations."""
+        key0, inside, n = self.space.key0, self.space.inside, self.space.n
+        self.deferred = []
+        self.queue.append((key0, self.check_state(key0), all(inside[k] for k in key0[:n])))
+        self.settle_checks(pool)
+        while self.queue:
+            level = list(self.queue)
+            self.queue.clear()
+            self.prefetch_moves(level, pool)
+            stop = False
+            for entry in level:
+                if self.expand(*entry):
+                    stop = True
+                    break
+            self.settle_checks(pool)
+            if stop:
+                self.queue.clear()
+                return False
+        return True
+
+    def prefetch_moves(self, level: list, pool: Pool) -> None:
+        """The steps of every local context of ``level``'s states not met yet, by the workers."""
+        space, need = self.space, {}
+        for key, ctxs, expand in level:
+            if expand:
+                for i, ctx in enumerate(ctxs):
+                    if ctx not in space.local and ctx not in need:
+                        need[ctx] = (key, i)
+        if need:
+            jobs = [("moves", key, i) for key, i in need.values()]
+            for ctx, moves in zip(need, pool.map(jobs)):
+                space.settle(ctx, moves)
+
+    def settle_checks(self, pool: Pool) -> None:
+        """Take the level's deferred checks in the order they were asked for."""
+        asked, self.deferred = self.deferred, []
+        need: dict = {}
+        for key, i, ctx in asked:
+            if ctx not in self.task_verdicts and ctx not in need:
+                need[ctx] = (key, i)
+        if need:
+            jobs = [("verdict", key, i) for key, i in need.values()]
+            self.task_verdicts.update(zip(need, pool.map(jobs)))
+        for key, i, ctx in asked:
+            self.apply_verdict(key, self.task_verdicts[ctx])
 
 
 def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = None,
             keep_graph: bool = False, check_steps: bool = True,
             properties: dict[str, Property] | None = None,
             progress: Callable[[int, int], None] | None = None,
-            liveness: bool = False) -> ExploreResult:
+            liveness: bool = False, workers: int = 1) -> ExploreResult:
     """Breadth-first search; the first violation of each invariant is its shortest path.
     With ``liveness``, a complete search's graph is checked for the ``eventually``
-    properties under the fairness assumptions (``wgk.conformance.check.liveness``)."""
+    properties under the fairness assumptions (``wgk.conformance.check.liveness``).
+    With ``workers`` above 1 the model's work is shared among that many processes
+    (``wgk.conformance.check.workers``); the result is the same."""
     t0 = time.perf_counter()
     search = _Search(inst, rules, properties or REGISTRY, check_steps, max_states,
                      keep_graph or liveness, progress)
-    complete = search.run()
+    if workers == 1:
+        complete = search.run()
+    else:
+        pool = Pool(workers, inst, rules, search.step_props, search.state_props, search.goals,
+                    search.space)
+        try:
+            complete = search.run_levels(pool)
+        finally:
+            pool.close()
     live = None
     if liveness and complete:
         live = check_liveness(search.graph, search.space, search.path_to, inst, rules)
@@ -329,7 +426,7 @@ def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = No
         reached=sorted(search.reached),
         unreached=sorted({p.id for p in search.goals} - search.reached),
         seconds=seconds, complete=complete, graph=search.graph if keep_graph else None,
-        liveness=live,
+        liveness=live, workers=workers,
     )
 
 

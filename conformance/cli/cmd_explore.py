@@ -23,6 +23,7 @@ EXAMPLES = """  wgk explore --tasks 2
   wgk explore --tasks 1 --dot path.dot --path cx.json    # a trace's path and its alternatives
   wgk explore --tasks 1 --mutant convergence-never-acts --lasso out/   # a liveness lasso as a trace
   wgk explore --tasks 2 --no-liveness                    # safety only
+  wgk explore --tasks 3 --workers 0                      # every core this process may use
 """
 
 
@@ -43,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="explore a liveness mutant (wgk.conformance.check.liveness_mutants)")
     p.add_argument("--lasso", metavar="DIR",
                    help="write each liveness violation as a replayable wgk-trace/1 file in DIR")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="share the model's work among N processes (0: one per core this process "
+                        "may use; default 1); the result is the same")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -63,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
     inst = instance_from(args)
     if args.max_states is not None and args.max_states < 1:
         raise UsageError("--max-states must be at least 1")
+    if args.workers < 0:
+        raise UsageError(f"--workers must be 0 (every core) or more, got {args.workers}")
+    from wgk.conformance.check.workers import every_core
+    workers = args.workers or every_core()
     properties = None
     if args.invariant:
         from wgk.model.invariants import REGISTRY
@@ -81,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     rules = mutant_rules(args)
     liveness = not args.no_liveness and properties is None
     result = explore(inst, max_states=args.max_states, keep_graph=bool(args.dot) and not bounded,
-                     properties=properties, rules=rules, liveness=liveness,
+                     properties=properties, rules=rules, liveness=liveness, workers=workers,
                      progress=(lambda n, q: print(f"  {n:,} states, {q:,} queued", file=sys.stderr,
                                                   flush=True)) if show else None)
     if args.dot:
@@ -92,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"explored {result.distinct_states:,} distinct states, {result.transitions:,} "
               f"transitions in {result.seconds:.2f}s "
-              f"({result.distinct_states / max(result.seconds, 1e-9):,.0f} states/s)"
+              f"({result.distinct_states / max(result.seconds, 1e-9):,.0f} states/s"
+              + (f", {workers} workers)" if workers > 1 else ")")
               + ("" if result.complete else f" - stopped at --max-states {args.max_states}"))
         for v in result.violations:
             print(f"VIOLATION {v.invariant}: {v.doc}")
