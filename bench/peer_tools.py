@@ -127,13 +127,14 @@ def tlc_config(n: int, env: bool, invariants: bool = True) -> str:
 
 
 def run_tlc(t: Tlc, n: int, env: bool = True, *, invariants: bool = True,
-            timeout: float = 3600) -> TlcRun:
-    """Model-check WgkSlice with N tasks on one worker; -deadlock: states outside the bound have no successor."""
+            timeout: float = 3600, workers: int = 1) -> TlcRun:
+    """Model-check WgkSlice with N tasks on ``workers`` workers; -deadlock: states outside the
+    bound have no successor."""
     with tempfile.TemporaryDirectory(prefix="wgk-tlc-") as tmp:
         d = Path(tmp)
         shutil.copy(TLA_SPEC, d / TLA_SPEC.name)
         (d / "WgkSlice.cfg").write_text(tlc_config(n, env, invariants))
-        p = run_process(t.command("-tool", "-deadlock", "-workers", "1", "-metadir", str(d / "states"),
+        p = run_process(t.command("-tool", "-deadlock", "-workers", str(workers), "-metadir", str(d / "states"),
                                   "-config", "WgkSlice.cfg", TLA_SPEC.name), cwd=d, timeout=timeout)
     return parse_tlc(p)
 
