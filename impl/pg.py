@@ -25,6 +25,7 @@ committed ledger rows (``pg_sql.ROWS``).
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
 import urllib.parse
 import uuid
@@ -42,7 +43,7 @@ from .store import Pragmas, Store
 DSN_PREFIXES = ("postgresql://", "postgres://")
 
 __all__ = ["PgStore", "PgLedger", "driver", "is_dsn", "with_schema", "create_schema",
-           "drop_schema", "redact", "first_line"]
+           "drop_schema", "scratch_schema", "recycling", "redact", "first_line"]
 
 
 def is_dsn(path) -> bool:
@@ -67,6 +68,84 @@ def create_schema(dsn: str, schema: str) -> None:
 def drop_schema(dsn: str, schema: str) -> None:
     with driver().connect(dsn, autocommit=True) as c:
         c.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+# --- scratch schemas, made once and recycled within a scope ---------------------------------
+
+#: the open ``recycling`` scopes: each the process that opened it, its spare schemas by
+#: database, and the rows of every table of a freshly migrated schema by database
+_SCOPES: list[dict] = []
+
+
+@contextlib.contextmanager
+def recycling() -> Iterator[None]:
+    """Within: a scratch schema (``scratch_schema``) is not dropped when released but emptied
+    back to what a fresh kernel database is after its migrations, in one transaction, and
+    handed out again (making and migrating a schema costs a few hundred DDL statements);
+    every spare one is dropped at the end. A forked process does not share its parent's."""
+    scope = {"pid": os.getpid(), "spare": {}, "fresh": {}}
+    _SCOPES.append(scope)
+    try:
+        yield
+    finally:
+        _SCOPES.remove(scope)
+        for dsn, names in scope["spare"].items():
+            for name in names:
+                drop_schema(dsn, name)
+
+
+@contextlib.contextmanager
+def scratch_schema(dsn: str, prefix: str = "wgk_scratch") -> Iterator[str]:
+    """A new, empty schema in the database of ``dsn``, its DSN yielded, dropped afterwards;
+    within ``recycling``, one already migrated (as a fresh kernel database is), kept for reuse
+    when it could be emptied."""
+    scope = _SCOPES[-1] if _SCOPES and _SCOPES[-1]["pid"] == os.getpid() else None
+    spare = scope["spare"].setdefault(dsn, []) if scope else []
+    if spare:
+        name = spare.pop()
+    else:
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        create_schema(dsn, name)
+        if scope:
+            fresh = _fresh_rows(with_schema(dsn, name))
+            scope["fresh"].setdefault(dsn, fresh)
+    try:
+        yield with_schema(dsn, name)
+    except BaseException:
+        drop_schema(dsn, name)
+        raise
+    if scope in _SCOPES and _emptied(with_schema(dsn, name), scope["fresh"][dsn]):
+        spare.append(name)
+    else:
+        drop_schema(dsn, name)
+
+
+def _fresh_rows(dsn: str) -> dict[str, list]:
+    """Migrate the schema of ``dsn``; every table's rows then."""
+    store = PgStore(dsn)
+    try:
+        tables = [r[0] for r in store.conn.native(sql.TABLES)]
+        return {t: store.conn.native(f"SELECT * FROM {t}").fetchall() for t in tables}
+    finally:
+        store.close()
+
+
+def _emptied(dsn: str, fresh: dict[str, list]) -> bool:
+    """Put the schema of ``dsn`` back to ``fresh`` (tables made since dropped); whether done."""
+    try:
+        with driver().connect(dsn) as c, c.cursor() as cur:
+            tables = {r[0] for r in cur.execute(sql.TABLES)}
+            for table in tables - set(fresh):
+                cur.execute(f"DROP TABLE {table}")
+            for table, rows in fresh.items():
+                cur.execute(f"DELETE FROM {table}")     # a few rows: cheaper than TRUNCATE
+                if rows:
+                    marks = ", ".join(["%s"] * len(rows[0]))
+                    cur.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+            cur.execute(sql.RESTORE_SEQ)
+        return True
+    except driver().Error:
+        return False
 
 
 class PgStore(Store):
@@ -211,15 +290,9 @@ class PgStore(Store):
 
     # --- scratch copies (rebuild, crash-cut snapshots) -------------------------------------
 
-    @contextlib.contextmanager
-    def scratch(self) -> Iterator[str]:
-        """A fresh, empty schema in the same database (dropped afterwards)."""
-        name = f"wgk_scratch_{uuid.uuid4().hex[:12]}"
-        create_schema(self.path, name)
-        try:
-            yield with_schema(self.path, name)
-        finally:
-            drop_schema(self.path, name)
+    def scratch(self):
+        """A fresh schema in the same database (``scratch_schema``)."""
+        return scratch_schema(self.path)
 
     @contextlib.contextmanager
     def attached(self, other: Store) -> Iterator[tuple[str, str]]:

@@ -152,7 +152,15 @@ def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
     """Every crash cut of one trace: ``mode`` "in-process" (fast) or "kill" (a real kill -9);
     ``world`` "memory" or "real" (``real_world``). ``steps`` restricts the cuts to those steps
     (snapshots are taken only there). ``images``: a thorough cut's rebuilds start from the
-    ledger as replayed before its step in the crash-free run (False: from an empty database)."""
+    ledger as replayed before its step in the crash-free run (False: from an empty database).
+    On PostgreSQL the cuts' scratch schemas are recycled (``pg.recycling``)."""
+    with pg.recycling():
+        return _crash_cuts(trace, mode, finish, steps, checks, progress, world, images)
+
+
+def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, checks: str,
+                progress: Callable[[str], None] | None, world: str, images: bool
+                ) -> CrashCutResult:
     wanted = steps if steps is not None else range(len(trace.steps))
     model = ModelSystem(trace)
     recorder = Recorder()

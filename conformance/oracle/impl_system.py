@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-import uuid
 from typing import Any, Iterator
 
 from wgk.impl.vocabulary import DEFAULT_RETRY_BUDGET
@@ -58,12 +57,8 @@ def database(workdir: str) -> Iterator[str]:
     if dsn is None:
         yield os.path.join(workdir, "kernel.db")
         return
-    schema = f"wgk_impl_{uuid.uuid4().hex[:16]}"
-    pg.create_schema(dsn, schema)
-    try:
-        yield pg.with_schema(dsn, schema)
-    finally:
-        pg.drop_schema(dsn, schema)
+    with pg.scratch_schema(dsn, "wgk_impl") as db:
+        yield db
 
 
 def policies(graph: dict) -> list[TaskPolicy]:
