@@ -52,6 +52,7 @@ class Figure:
     higher_is_better: bool = True
     target: float | None = None       # the ratio the brief asks for
     note: str = ""
+    why: str = ""                     # where the time goes when the target is missed
 
     @property
     def ratio(self) -> float | None:
@@ -64,10 +65,19 @@ class Figure:
         r = self.ratio
         return None if r is None or self.target is None else r >= self.target
 
+    @property
+    def short_by(self) -> float | None:
+        """How many times better ours must become to meet the target (None: met or no target)."""
+        r = self.ratio
+        return None if self.meets_target is not False else round(self.target / r, 2)
+
     def to_json(self) -> dict:
         out = asdict(self)
         out["ratio"] = None if self.ratio is None else round(self.ratio, 3)
         out["meets_target"] = self.meets_target
+        out["short_by"] = self.short_by
+        if self.meets_target is not False:
+            out.pop("why")
         return out
 
 
@@ -243,8 +253,9 @@ def table(results: list[BenchResult]) -> str:
         for f in r.figures:
             ratio = "-" if f.ratio is None else f"{f.ratio:,.2f}x"
             target = "" if f.target is None else (
-                f">= {f.target:g}x " + ("ok" if f.meets_target else "BELOW" if f.meets_target is False
-                                          else "n/a"))
+                f">= {f.target:g}x " + ("ok" if f.meets_target else
+                                        f"BELOW, {f.short_by:g}x short" if f.meets_target is False
+                                        else "n/a"))
             rows.append((r.name, f.name, f"{_num(f.value)} {f.unit}", f.peer or "",
                          _num(f.peer_value) if f.peer else "", ratio, target))
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
@@ -259,6 +270,8 @@ def table(results: list[BenchResult]) -> str:
         for f in r.figures:
             if f.note:
                 lines.append(f"{r.name}: {f.name}: {f.note}")
+            if f.meets_target is False and f.why:
+                lines.append(f"{r.name}: {f.name}: {f.short_by:g}x short of the target: {f.why}")
         for n in r.notes:
             lines.append(f"{r.name}: {n}")
     return "\n".join(lines)

@@ -167,3 +167,15 @@ def test_a_ratio_says_how_many_times_better_ours_is():
     assert rate.ratio == 3.0 and rate.meets_target is True
     assert time_.ratio == 4.0 and time_.meets_target is False
     assert common.Figure("alone", 1.0, "s").ratio is None
+
+
+def test_a_missed_target_says_by_how_much_and_why():
+    missed = common.Figure("rate", 1.0, "x/s", "peer", 1.6, target=0.9, why="the reason")
+    met = common.Figure("rate", 1.0, "x/s", "peer", 0.5, target=0.9, why="the reason")
+    timed = common.Figure("wall", 40.0, "s", "target", 20.0, higher_is_better=False, target=1.0,
+                          why="the reason")
+    assert missed.to_json()["short_by"] == 1.44 and missed.to_json()["why"] == "the reason"
+    assert timed.to_json()["short_by"] == 2.0
+    assert met.to_json()["short_by"] is None and "why" not in met.to_json()
+    text = common.table([common.BenchResult("b", common.OK, [missed, met])])
+    assert "BELOW, 1.44x short" in text and "1.44x short of the target: the reason" in text
