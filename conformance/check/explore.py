@@ -20,7 +20,7 @@ import networkx as nx
 
 from wgk.conformance.check.interning import Interner, successor
 from wgk.conformance.check.liveness import check_liveness
-from wgk.conformance.check.workers import Pool
+from wgk.conformance.check.workers import Pool, task_moves, task_verdict
 from wgk.model.actions import (  # noqa: F401  (the enumeration, re-exported for callers)
     FOREIGN_COMMIT, GROUPS, INITIAL_TARGET, Instance, Step, content, env_steps, global_steps,
     label, legacy_requests, owner_for, requests_for, steps, task_steps,
@@ -28,7 +28,6 @@ from wgk.model.actions import (  # noqa: F401  (the enumeration, re-exported for
 from wgk.model.invariants import REGISTRY, Property
 from wgk.model.kernel import Rules
 from wgk.model.rules import RULES
-from wgk.model.state import State
 
 
 @dataclass
@@ -126,37 +125,6 @@ class _Space(Interner):
                         local, loop))
         self.local[ctx] = out
         return out
-
-
-def task_moves(inst: Instance, rules: Rules, step_props: list, s: State, i: int) -> list:
-    """The steps of task ``i`` from ``s`` that change something or break a step invariant,
-    each as ``(label, step, request, decision, new task, target, now, journal, violated
-    step props)``: nothing interned, so a worker process can compute them."""
-    out = []
-    for step in task_steps(inst, s, i):
-        d, s2, r = successor(inst, s, step, rules)
-        if s2 is None:
-            continue
-        for j in range(len(s.tasks)):
-            if j != i and s2.tasks[j] is not s.tasks[j]:
-                raise AssertionError(f"{label(step)} changed task {s.graph.tasks[j]}: "
-                                     "rules must be local to their task")
-        bad = ()
-        if d is not None and (s2 is not s or inst.keys):
-            bad = tuple(p.id for p in step_props if p.pred(s, r, d, s2) is not True)
-        if s2 is s and not bad:
-            continue
-        lab = label(step) if d is None else f"{label(step)} -> {d.label}"
-        out.append((lab, step if r is None else r, r, d, s2.tasks[i], s2.target, s2.now,
-                    s2.journal, bad))
-    return out
-
-
-def task_verdict(state_props: list, goals: list, s: State, i: int) -> tuple:
-    """(the state invariants task ``i`` of ``s`` breaks, the sometimes-properties it reaches)."""
-    t = s.tasks[i]
-    return (tuple(p.id for p in state_props if p.pred(s, i, t) is not True),
-            tuple(p.id for p in goals if p.pred(s, i, t) is True))
 
 
 #: the verdict of a local context that breaks no invariant and reaches no goal

@@ -20,6 +20,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 
+from wgk.conformance.check.interning import successor
+from wgk.model.actions import Instance, label, task_steps
+from wgk.model.kernel import Rules
 from wgk.model.state import State
 
 #: below this many jobs a level is not worth sending anywhere
@@ -34,9 +37,39 @@ def every_core() -> int:
         return os.cpu_count() or 1
 
 
+def task_moves(inst: Instance, rules: Rules, step_props: list, s: State, i: int) -> list:
+    """The steps of task ``i`` from ``s`` that change something or break a step invariant,
+    each as ``(label, step, request, decision, new task, target, now, journal, violated
+    step props)``: nothing interned, so a worker process can compute them."""
+    out = []
+    for step in task_steps(inst, s, i):
+        d, s2, r = successor(inst, s, step, rules)
+        if s2 is None:
+            continue
+        for j in range(len(s.tasks)):
+            if j != i and s2.tasks[j] is not s.tasks[j]:
+                raise AssertionError(f"{label(step)} changed task {s.graph.tasks[j]}: "
+                                     "rules must be local to their task")
+        bad = ()
+        if d is not None and (s2 is not s or inst.keys):
+            bad = tuple(p.id for p in step_props if p.pred(s, r, d, s2) is not True)
+        if s2 is s and not bad:
+            continue
+        lab = label(step) if d is None else f"{label(step)} -> {d.label}"
+        out.append((lab, step if r is None else r, r, d, s2.tasks[i], s2.target, s2.now,
+                    s2.journal, bad))
+    return out
+
+
+def task_verdict(state_props: list, goals: list, s: State, i: int) -> tuple:
+    """(the state invariants task ``i`` of ``s`` breaks, the sometimes-properties it reaches)."""
+    t = s.tasks[i]
+    return (tuple(p.id for p in state_props if p.pred(s, i, t) is not True),
+            tuple(p.id for p in goals if p.pred(s, i, t) is True))
+
+
 def answer(work: tuple, what: str, s: State, i: int):
     """One job: the steps of task ``i`` from ``s``, or its verdict."""
-    from wgk.conformance.check.explore import task_moves, task_verdict
     inst, rules, step_props, state_props, goals = work
     if what == "moves":
         return task_moves(inst, rules, step_props, s, i)
