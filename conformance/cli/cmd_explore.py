@@ -67,9 +67,10 @@ def run(args: argparse.Namespace) -> int:
     inst = instance_from(args)
     if args.max_states is not None and args.max_states < 1:
         raise UsageError("--max-states must be at least 1")
-    if args.workers < 0:
-        raise UsageError(f"--workers must be 0 (every core) or more, got {args.workers}")
     from wgk.conformance.check.workers import every_core
+    most = max(64, 4 * every_core())
+    if not 0 <= args.workers <= most:
+        raise UsageError(f"--workers must be 0 (every core) to {most}, got {args.workers}")
     workers = args.workers or every_core()
     properties = None
     if args.invariant:
