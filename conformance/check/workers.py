@@ -32,9 +32,9 @@ SMALLEST_SHARE = 16
 def every_core() -> int:
     """The cores this process may run on."""
     try:
-        return len(os.sched_getaffinity(0))
+        return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:      # not on Linux
-        return os.cpu_count() or 1
+        return max(1, os.cpu_count() or 1)
 
 
 def task_moves(inst: Instance, rules: Rules, step_props: list, s: State, i: int) -> list:

@@ -29,7 +29,8 @@ from wgk.conformance.reports.gate_model import (
 from wgk.conformance.reports.gate_real import (
     batch_checks, contract_checks, race_checks, two_kernel_checks,
 )
-from wgk.conformance.reports.gate_pool import Done, Part, default_workers, guarded, run_parts, scratch
+from wgk.conformance.check.workers import every_core
+from wgk.conformance.reports.gate_pool import Done, Part, guarded, run_parts, scratch
 from wgk.conformance.reports.gate_probes import probe_checks
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
 from wgk.conformance.reports.gate_split import LATE, split
@@ -147,7 +148,7 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
     loaded = load_traces(sources)          # TraceError: bad input
     mutant_traces.remember(loaded)         # the mutants look through the same files
     kw = dict(loaded=loaded, sources=sources, counterexamples=counterexamples, backend=backend)
-    workers = default_workers() if workers is None else workers
+    workers = every_core() if workers is None else workers
     with scratch() as where:
         impl_system.use_backend(backend)
         try:

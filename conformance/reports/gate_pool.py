@@ -35,14 +35,6 @@ from wgk.conformance.reports.gate_report import Check
 RAM_DIR = "/dev/shm"
 
 
-def default_workers() -> int:
-    """The cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:                       # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def scratch_dir() -> str | None:
     """``WGK_GATE_SCRATCH`` when set, else the RAM file system when there is one, else None
     (the system's temporary directory)."""
