@@ -9,7 +9,7 @@ one, ``reject`` refuses). The updates several rules share live here too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .env import WorktreeView
 from .records import NO_RECEIPTS, TaskPolicy, TaskRecord, evolve as replace
@@ -147,6 +147,27 @@ class Ctx:
         return self.policy.name
 
 
+class Condition(NamedTuple):
+    """A condition of a kind's write, named by the contract's phrase, and the code that
+    refuses the request when it does not hold (docs/vocabulary.md, "Conditions, kind by
+    kind" and "The transaction's steps")."""
+
+    holds: Callable[[Ctx], bool]
+    code: str
+
+    @property
+    def name(self) -> str:
+        return self.holds.__name__.replace("_", "-")
+
+
+class Rule(NamedTuple):
+    """A kind's decision: the conditions of its write in the contract's order, then the
+    write (``then`` is called only when every condition holds)."""
+
+    when: tuple[Condition, ...]
+    then: Callable[[Ctx], Outcome]
+
+
 def reject(ctx: Ctx, code: str) -> Outcome:
     return Outcome(REJECTED, code, ctx.record)
 
@@ -162,22 +183,21 @@ def evidence_fact(kind: str, ident: str, counted: bool = False) -> tuple[str, di
 # --- shared updates -------------------------------------------------------------------
 
 
-def advance(t: TaskRecord, to: str, **changes: Any) -> TaskRecord:
-    """One legal edge forward; the revision counts every transaction change."""
-    return replace(t, phase=to, revision=t.revision + 1, **changes)
-
-
 def leave_main_line(t: TaskRecord, exit_: str, reason: str, **changes: Any) -> TaskRecord:
     return replace(t, exit=exit_, reason=reason, revision=t.revision + 1, **changes)
 
 
+#: The columns of an attempt that is over: leases released, the owner no longer tracked.
+RELEASED_OWNER: dict[str, Any] = {
+    "worktree_lease": False, "session_lease": False, "finish_lease": False, "deadline": 0,
+    "owner_pid": 0, "owner_birth": 0, "session": None, "wrapper_epoch": 0, "child_epoch": 0,
+    "owner_seen": "unverified",
+}
+
+
 def release_owner(t: TaskRecord, **changes: Any) -> TaskRecord:
     """The attempt is over: leases released, the owner no longer tracked."""
-    return replace(
-        t, worktree_lease=False, session_lease=False, finish_lease=False, deadline=0,
-        owner_pid=0, owner_birth=0, session=None, wrapper_epoch=0, child_epoch=0,
-        owner_seen="unverified", **changes,
-    )
+    return replace(t, **RELEASED_OWNER, **changes)
 
 
 def retain_work(ctx: Ctx, t: TaskRecord, effects: list[Effect]) -> tuple[str | None, str | None]:

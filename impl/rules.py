@@ -1,71 +1,44 @@
-"""The decision for one request: generic checks, then one guard-then-update rule per kind.
+"""The decision for one request: the checks every request passes, then its kind's rule.
 
-The rules themselves live by topic (``rules_attempt``: admission, attempts,
-evidence, terminal reports; ``rules_save``: the SaveTransaction;
-``rules_operator``: operator and migration; ``rules_archive``: archiving a Done task after
-the confirmation of its digest; ``rules_wait``: external waits; ``rules_reopen``: reopening
-a Done task), on the vocabulary of ``decision``; this module holds the table of rules and
-the entry point. Every write a rule's outcome makes is conditional on the record it was
-decided on (``tables.STAMP``).
+Each kind's rule is written from the contract (docs/vocabulary.md, "Conditions, kind by
+kind" and "The transaction's steps") in the shape of what it writes: the conditions of its
+write, in the contract's order, each with the code that refuses it, then the write. The
+rules live by what they write: ``attempts`` (the attempt and its owner: assign, dispatch,
+retry, resume, log, fail, declare-lost), ``evidence`` (the evidence rows of a report and
+what they know of the owner), ``transaction`` (the SaveTransaction as one table of steps),
+``holds`` (abandon, legacy-done, reconcile, reconstruct), ``archive``, ``waits`` and
+``generations`` (reset, reopen). This module holds the table ``RULES`` and the entry point.
+Every write a rule's outcome makes is conditional on the record it was decided on
+(``tables.STAMP``).
 
-``decide(ctx)`` answers a request whose key is not in the journal (the journal
-is the store's business). The order of checks is the contract of
-docs/vocabulary.md: authority, the task exists, the capability tuple K, the
-transaction CAS and edge, then the rule's own guards in the order written. The
-first failing guard names the rejection; a rejected request changes nothing.
+``decide(ctx)`` answers a request whose key is not in the journal (the journal is the
+store's business). The order of checks is the contract's: authority, the task exists, the
+capability tuple K, the transaction CAS and edge, then the rule's own conditions in order.
+The first that does not hold names the rejection; a rejected request changes nothing.
 
-A rule returns an ``Outcome``: the decision, the task's new record, the facts
-to record beside it (evidence, logs, effect intents, worktrees) and the
-external ``effects`` to perform before the transaction commits. Rules read the
-environment only through ``Observe`` (worktree bytes, the target ref, the
-process table, whether an effect already happened) and never perform an
-effect themselves.
+A rule's write returns an ``Outcome``: the decision, the task's new record, the facts to
+record beside it (evidence, logs, effect intents, worktrees) and the external ``effects``
+to perform before the transaction commits. Rules read the environment only through
+``Observe`` (worktree bytes, the target ref, the process table, whether an effect already
+happened) and never perform an effect themselves.
 """
 from __future__ import annotations
 
 import hmac
 
-from typing import Callable
-
 # the vocabulary a rule is written in, re-exported for whoever writes or replaces a rule
-from .decision import Ctx, Effect, Observe, Outcome, close_attempt, reject, succeeded  # noqa: F401
-from .rules_attempt import (
-    ack_continuation, assign, compaction, declare_lost, dispatch, fail, heartbeat,
-    heartbeat_timeout, log, message, observe_eof, ownership_contention, probe_owner,
-    provider_failure, resume, retry,
+from .decision import (  # noqa: F401
+    Condition, Ctx, Effect, Observe, Outcome, Rule, close_attempt, reject, succeeded,
 )
-from .rules_operator import abandon, legacy_done, reconcile, reconstruct, reset
-from .rules_archive import archive, confirm_archive
-from .rules_wait import deliver, expire_wait, park
-from .rules_reopen import reopen
-from .rules_save import (
-    accept, block_upgrade, commit_cleanup, commit_effect, mark_repair, prepare_cleanup,
-    prepare_effect, quiesce, record_disposition, request_review, revise, save_graph, save_work,
-    seal_candidate, submit, validate,
-)
-from .vocabulary import APPLIED, EDGES, EVIDENCE_ONLY, REJECTED, TRANSACTION_KINDS  # noqa: F401
+from . import archive, attempts, evidence, generations, holds, transaction, waits
+from .vocabulary import APPLIED, EDGES, EVIDENCE_ONLY, KINDS, REJECTED, TRANSACTION_KINDS  # noqa: F401
 
-
-RULES: dict[str, Callable[[Ctx], Outcome]] = {
-    "assign": assign, "dispatch": dispatch, "retry": retry, "resume": resume,
-    "heartbeat": heartbeat, "heartbeat-timeout": heartbeat_timeout, "observe-eof": observe_eof,
-    "probe-owner": probe_owner, "compaction": compaction, "ack-continuation": ack_continuation,
-    "provider-failure": provider_failure, "message": message,
-    "ownership-contention": ownership_contention, "log": log,
-    "fail": fail, "declare-lost": declare_lost,
-    "submit": submit, "quiesce": quiesce, "save-work": save_work,
-    "seal-candidate": seal_candidate, "validate": validate, "request-review": request_review,
-    "accept": accept, "record-disposition": record_disposition,
-    "prepare-effect": prepare_effect, "commit-effect": commit_effect,
-    "mark-repair": mark_repair, "prepare-cleanup": prepare_cleanup,
-    "commit-cleanup": commit_cleanup, "save-graph": save_graph, "revise": revise,
-    "block-upgrade": block_upgrade,
-    "reset": reset, "abandon": abandon, "reconcile": reconcile,
-    "reconstruct": reconstruct, "legacy-done": legacy_done,
-    "confirm-archive": confirm_archive, "archive": archive,
-    "park": park, "deliver": deliver, "expire-wait": expire_wait,
-    "reopen": reopen,
+#: kind -> its rule: the conditions of its write in the contract's order, then the write.
+RULES: dict[str, Rule] = {
+    **attempts.RULES, **evidence.RULES, **transaction.RULES, **holds.RULES, **archive.RULES,
+    **waits.RULES, **generations.RULES,
 }
+assert sorted(RULES) == sorted(KINDS), sorted(set(RULES) ^ set(KINDS))
 
 
 # --- generic checks and the entry point ----------------------------------------------------
@@ -125,4 +98,8 @@ def decide(ctx: Ctx) -> Outcome:
         code = transaction_failure(ctx)
         if code:
             return reject(ctx, code)
-    return RULES[r.kind](ctx)
+    rule = RULES[r.kind]
+    for condition in rule.when:
+        if not condition.holds(ctx):
+            return reject(ctx, condition.code)
+    return rule.then(ctx)

@@ -188,7 +188,7 @@ def test_inventory_agrees_with_the_searches(text):
 
 def test_inventory_names_the_kernel_writers(text):
     rows = dg.parse_inventory(text)
-    for entry in [("satisfy-dependency", "impl/rules_save.py", "save_graph"),
+    for entry in [("satisfy-dependency", "impl/transaction.py", "STEPS"),
                   ("promote", "impl/git.py", "GitRepository.land"),
                   ("read-status", "impl/projection.py", "StatusProjection.refresh"),
                   ("migrate", "impl/legacy.py", "import_legacy"),

@@ -59,7 +59,7 @@ def test_writing_done_on_submit_is_reported(monkeypatch):
     def done_on_submit(ctx):
         t = ctx.record
         return rules.succeeded(ctx, replace(t, phase="graph-saved", attempt_state="succeeded"))
-    monkeypatch.setitem(rules.RULES, "submit", done_on_submit)
+    monkeypatch.setitem(rules.RULES, "submit", rules.Rule((), done_on_submit))
     r = gate.run_gate("quick", traces=[str(INCIDENTS / "14-message-does-not-resurrect-done.json")])
     assert r.verdict == "fail" and failing(r, "replay")
     assert failing(r, "fuzz"), "generated runs see it too"
@@ -75,14 +75,16 @@ def test_promoting_twice_after_a_crash_is_reported(monkeypatch):
 
 
 def test_a_heartbeat_timeout_terminalizing_a_live_owner_is_reported(monkeypatch):
+    honest = rules.RULES["heartbeat-timeout"]
+
     def timeout_kills(ctx):
         t = ctx.record
         if not t.running:
-            return rules.heartbeat_timeout(ctx)
+            return honest.then(ctx)
         actions: list = []
         return rules.succeeded(ctx, rules.close_attempt(ctx, t, "lost", actions), effects=actions,
                                kind=rules.EVIDENCE_ONLY)
-    monkeypatch.setitem(rules.RULES, "heartbeat-timeout", timeout_kills)
+    monkeypatch.setitem(rules.RULES, "heartbeat-timeout", rules.Rule((), timeout_kills))
     r = gate.run_gate("quick", traces=[str(INCIDENTS / "06-live-owner-missing-heartbeat-stays-running.json")])
     bad = failing(r, "replay")
     assert r.verdict == "fail" and bad and "heartbeat-timeout" in bad[0].detail

@@ -128,7 +128,7 @@ def test_a_disabled_guard_that_a_check_sees_guards_and_one_it_cannot_guards_noth
     fence = _marker("impl/rules.py", "if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\")
     # the stale-capability trace never acknowledges a continuation, so replaying
     # it alone cannot see the acknowledgement's guard disabled
-    unseen = _marker("impl/rules_attempt.py", 'if not ctx.seen("continuation", occ):')
+    unseen = _marker("impl/evidence.py", 'return ctx.seen("continuation", ctx.request.evidence)')
     verdicts = verify_guards("quick", ["replay"], traces=[TRACE], timeout=300,
                              only=lambda g: g in (fence, unseen))
     by = {v.guard: v for v in verdicts}

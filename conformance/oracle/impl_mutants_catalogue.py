@@ -112,39 +112,41 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
     _m("continuation-keeps-token", "authority",
        "a continuation keeps the dead process's token instead of the one minted for it",
        "continuation-needs-token",
-       ("rules_attempt.py", "                  token_hash=ctx.request.mint)",
+       ("attempts.py", "                  token_hash=ctx.request.mint)",
         "                  token_hash=t.token_hash)")),
     _m("retry-budget-ignored", "rules",
        "a dispatch after a failed or lost attempt never checks the task's retry budget, so a "
        "failing task is retried automatically without limit", "retries-within-budget",
-       ("rules_attempt.py", "    if t.retries >= ctx.policy.retry_budget:", "    if False:")),
+       ("attempts.py", "    return not _after_failure(ctx) or ctx.record.retries < ctx.policy.retry_budget",
+        "    return True")),
     _m("semantic-failure-retried", "rules",
        "a dispatch after a semantic failure is an automatic retry like any other",
        "semantic-failure-never-auto-retried",
-       ("rules_attempt.py", '    if t.failure == "semantic":', "    if False:")),
+       ("attempts.py", '    return not _after_failure(ctx) or ctx.record.failure != "semantic"',
+        "    return True")),
     _m("dispatch-ignores-wait", "rules",
        "a dispatch does not look at an external wait: a task parked on human input is "
        "dispatched again before the answer arrives", "no-attempt-while-waiting",
-       ("rules_attempt.py", "    if t.waiting_on is not None:", "    if False:")),
+       ("attempts.py", "    return ctx.record.waiting_on is None", "    return True")),
     _m("delivery-ignores-correlation", "rules",
        "any delivery releases a wait, whatever event it names", "wait-left-only-by-its-evidence",
-       ("rules_wait.py", "    if t.waiting_on is None or r.correlation != t.waiting_on:",
+       ("waits.py", "    if t.waiting_on is None or r.correlation != t.waiting_on:",
         "    if t.waiting_on is None:")),
     _m("reopen-ignores-dependents", "rules",
        "a reopen never looks at the dependents, so a Done dependency is reopened under a "
        "dependent that is already Done", "reopen-fences-dependents",
-       ("rules_reopen.py", "    if ctx.dependents_committed():", "    if False:")),
+       ("generations.py", "    return not ctx.dependents_committed()", "    return True")),
     _m("effect-on-reopened-dependency", "rules",
        "prepare-effect never looks at the dependencies, so a dependent running when its "
        "dependency was reopened makes its effect on the old generation",
        "reopen-fences-dependents",
-       ("rules_save.py", "    if not ctx.deps_done() or ctx.deps_reopened():", "    if False:")),
+       ("transaction.py", "    return ctx.deps_done() and not ctx.deps_reopened()", "    return True")),
     _m("effect-after-redone-dependency", "rules",
        "prepare-effect checks only that the dependencies are Done, so a dependent whose "
        "attempt opened before a reopen makes its effect once the dependency is Done again",
        "reopen-fences-dependents",
-       ("rules_save.py", "    if not ctx.deps_done() or ctx.deps_reopened():",
-        "    if not ctx.deps_done():")),
+       ("transaction.py", "    return ctx.deps_done() and not ctx.deps_reopened()",
+        "    return ctx.deps_done()")),
     # --- digests -----------------------------------------------------------------------------
     _m("digest-omits-candidate", "digests",
        "the request digest leaves out the candidate, so the same key with another candidate "
@@ -266,7 +268,7 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
     _m("terminal-report-during-completion", "rules",
        "a failure report terminalizes an attempt whose completion already holds the "
        "terminal reservation", "first-terminal-wins",
-       ("rules_attempt.py", "    first = t.running and not t.reserved", "    first = t.running")),
+       ("attempts.py", "    first = t.running and not t.reserved", "    first = t.running")),
     _m("fence-ignores-lease-epoch", "rules",
        "the capability check compares generation, attempt and fence but not the lease epoch",
        "attempt-fencing",
@@ -277,24 +279,21 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
     _m("compaction-counted-twice", "rules",
        "every compaction report counts as a new occurrence, repeated ids included",
        "compaction-occurrences-counted-once",
-       ("rules_attempt.py", '    new = not ctx.seen("compaction", occ)', "    new = True")),
+       ("evidence.py", "    return first_of_its_id(ctx)", "    return True")),
     _m("seal-ignores-protected-paths", "rules",
        "sealing never reads the diff against the graph's protected paths, so a candidate "
        "changing one is sealed and the validator's pass takes it on to the land",
        "protected-path-holds",
-       ("rules_save.py", "    if held is not None:\n        path, pattern = held",
+       ("transaction.py", "    if held is not None:\n        path, pattern = held",
         "    if False:\n        path, pattern = held")),
     _m("archive-without-confirmation", "rules",
        "the archive does not look for the operator's confirmation of the digest it names, "
        "so a Done task is archived by a digest nobody confirmed", "archive-needs-confirmed-digest",
-       ("rules_archive.py", '    if code is None and (r.candidate is None or not ctx.seen("confirm-archive", '
-                            'r.candidate)):',
-        "    if False:")),
+       ("archive.py", '    return d is not None and ctx.seen("confirm-archive", d)', "    return True")),
     _m("effect-without-review", "rules",
        "the effect is committed without checking that the review names the exact candidate",
        "promotion-needs-review-of-exact-candidate",
-       ("rules_save.py", '    if t.receipt("review") != t.binding:\n        return reject(ctx, "review-required")',
-        '    if False:\n        return reject(ctx, "review-required")'),
+       ("transaction.py", '    return t.receipt("review") == t.binding', '    return True'),
        survives=("defence in depth: the SaveTransaction's phase order already admits "
                  "commit-effect only after an accept that wrote the review receipt of the "
                  "same binding (and revise clears every receipt), so no run the model allows "

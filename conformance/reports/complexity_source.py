@@ -136,7 +136,9 @@ def _writes_terminal(fn: ast.FunctionDef) -> bool:
             return True
         if any(kw.arg == "attempt_state" and _terminal_value(kw.value) for kw in call.keywords):
             return True
-    return False
+    # the columns a step writes, as a dict (``transaction.Step.sets``)
+    return any(isinstance(k, ast.Constant) and k.value == "attempt_state" and _terminal_value(v)
+               for d in ast.walk(fn) if isinstance(d, ast.Dict) for k, v in zip(d.keys, d.values))
 
 
 def functions(tree: ast.Module) -> Iterable[tuple[str, ast.FunctionDef]]:
@@ -152,7 +154,8 @@ def functions(tree: ast.Module) -> Iterable[tuple[str, ast.FunctionDef]]:
 
 def terminal_writers(package: str) -> list[str]:
     """Functions that can make an attempt terminal: they call ``close_attempt`` or pass
-    ``attempt_state=`` a terminal value or a value known only at run time. The helper
+    ``attempt_state=`` (or a dict's ``"attempt_state"``) a terminal value or a value known
+    only at run time. The helper
     ``close_attempt`` itself only passes its caller's outcome through; persistence
     (``store.save``) and ledger replay write what a decision decided and take no
     ``attempt_state=`` keyword."""

@@ -4,7 +4,8 @@ For every ``# guards: <id>`` marker in ``impl/`` (``tracematrix.guards``) the gu
 statement is disabled in a copy of the implementation, with the machinery of the
 implementation mutants (``oracle.impl_mutants``: an exact-text patch of a copy, run in
 a child process): an ``if`` guard's condition becomes ``False`` (the guard never
-fires), unless ``DISABLE`` says how to disable that statement (a guard whose
+fires), a condition's ``return`` (``CONDITION_MODULES``) becomes ``return True``
+(the condition always holds), unless ``DISABLE`` says how to disable that statement (a guard whose
 effect is not a condition: a fence bound, a compare-and-swap's expected value, a
 filter). The gate's sections that run the implementation then run on the copy (and
 the pytest node ids ``GUARD_TESTS`` names for the marker, for a guard only a real
@@ -54,20 +55,16 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
     ("planner.py", "_CONDITIONS = {"):
         ('"declare-lost": "watching = 1 AND seen = \'dead\' AND continues = 0",',
          '"declare-lost": "1 = 0",'),
-    ("rules_save.py", 'new = advance(t, "work-saved", saved_work=view.content, candidate=r.candidate, base=t.base_hint,'):
-        ("saved_work=view.content", "saved_work=t.origin"),
-    ("rules_save.py", "if not happened:"): ("if not happened:", "if True:"),
-    ("rules_save.py", 'new = leave_main_line(t, "needs-repair", "target-moved", finish_lease=False)'):
-        ('leave_main_line(t, "needs-repair", "target-moved", finish_lease=False)', "t"),
-    ("rules_attempt.py", 'code = admission_failure(ctx, t) or ("attempt-live" if t.running else None) \\'):
-        ('("attempt-live" if t.running else None)', "None"),
-    ("rules_attempt.py", "stuck = (not t.running or (t.owner_seen == \"dead\" and not t.reserved)"):
-        ("stuck = (not t.running or", "stuck = (True or"),
-    ("rules_attempt.py", "new = replace(t, owner_seen=suspect(t)) if t.running else t"):
-        ("owner_seen=suspect(t)", 'owner_seen="dead"'),
-    ("rules_attempt.py", 'new = replace(new, owner_seen="live" if alive else "dead")'):
-        ('owner_seen="live" if alive else "dead"', 'owner_seen="dead"'),
-    ("rules_attempt.py", "first = t.running and not t.reserved"):
+    ("transaction.py", 'return {"saved_work": view.content, "candidate": ctx.request.candidate, "base": t.base_hint,'):
+        ('"saved_work": view.content', '"saved_work": t.origin'),
+    ("transaction.py", "if not happened:"): ("if not happened:", "if True:"),
+    ("transaction.py", 'return SideExit("needs-repair", "target-moved",'):
+        ('"needs-repair", "target-moved"', "ctx.record.exit, ctx.record.reason"),
+    ("evidence.py", 'return {"owner_seen": suspect(t)} if t.running else {}'):
+        ("suspect(t)", '"dead"'),
+    ("evidence.py", 'seen = {"owner_seen": "live" if alive else "dead"}'):
+        ('"live" if alive else "dead"', '"dead"'),
+    ("attempts.py", "first = t.running and not t.reserved"):
         ("first = t.running and not t.reserved", "first = t.running"),
     ("audit.py", "for effect, name, candidate, base in kernel.conn.execute("):
         ("lost = [c for c in (candidate, base) if c and not descends(target, c)]", "lost = []"),
@@ -140,7 +137,8 @@ def disabling_patch(g: Guard, root: Path | None = None) -> tuple[Patch | None, s
     rel = str(Path(g.path).relative_to("impl"))
     source = (root or impl_root()).joinpath(rel).read_text()
     lines = source.splitlines(keepends=True)
-    node = _statement(ast.parse(source), g.line)
+    tree = ast.parse(source)
+    node = _statement(tree, g.line)
     head = lines[g.line - 1].strip()
     text = "".join(lines[node.lineno - 1:node.end_lineno])
     at = _offsets(lines)
@@ -151,6 +149,10 @@ def disabling_patch(g: Guard, root: Path | None = None) -> tuple[Patch | None, s
             return None, head, f"the DISABLE entry's text occurs {text.count(old)} times in the statement"
         return _unique(rel, source, lines, g, at(node.lineno, 0), text,
                        text.replace(old, new)), head, ""
+    if rel in CONDITION_MODULES and isinstance(node, ast.Return) and _condition(tree, node):
+        begin = at(node.lineno, node.col_offset)
+        end = at(node.end_lineno, node.end_col_offset)
+        return _unique(rel, source, lines, g, begin, source[begin:end], "return True"), head, ""
     if isinstance(node, ast.If):
         begin = at(node.lineno, node.col_offset)
         start, end = at(node.test.lineno, node.test.col_offset), at(node.test.end_lineno,
@@ -160,6 +162,19 @@ def disabling_patch(g: Guard, root: Path | None = None) -> tuple[Patch | None, s
         return _unique(rel, source, lines, g, begin, source[begin:colon], new), head, ""
     return None, head, (f"a {type(node).__name__} statement: add how to disable it to "
                         "guard_verify.DISABLE")
+
+
+#: Modules whose functions annotated ``-> bool`` are conditions of a write: true when the
+#: write may be made (``transaction.Condition``).
+CONDITION_MODULES = frozenset({"attempts.py", "evidence.py", "transaction.py", "holds.py",
+                               "archive.py", "waits.py", "generations.py"})
+
+
+def _condition(tree: ast.AST, node: ast.Return) -> bool:
+    """``node`` returns a condition's value (disabled, the condition always holds)."""
+    return any(isinstance(f, ast.FunctionDef) and isinstance(f.returns, ast.Name)
+               and f.returns.id == "bool" and f.lineno <= node.lineno <= f.end_lineno
+               for f in ast.walk(tree))
 
 
 def _unique(rel: str, source: str, lines: list[str], g: Guard, begin: int, old: str,

@@ -1,0 +1,112 @@
+"""The implementation's rules are the contract's tables of conditions.
+
+docs/vocabulary.md lists, per kind, its conditions in order with their codes ("Conditions,
+kind by kind") and, per transaction kind, the phase it writes and the receipt it binds
+("The transaction's steps"); ``impl/rules.py`` and the modules it gathers are written
+from them. These tests hold the two together (the model is held to the implementation by
+lockstep, not by a comparison of tables).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from wgk.impl.rules import RULES
+from wgk.impl.transaction import STEPS, Step
+from wgk.impl.vocabulary import CODES, KINDS, TRANSACTION_KINDS
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "vocabulary.md"
+CONDITION = re.compile(r"^([a-z-]+) → `([a-z-]+)`$")
+
+
+def _section(text: str, title: str) -> str:
+    return text.split(f"### {title}\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+
+
+def _rows(section: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")]
+            for line in section.splitlines() if line.startswith("| `")]
+
+
+def _conditions(cell: str) -> list[tuple[str, str]]:
+    pairs = []
+    for part in ([] if cell == "-" else cell.split("; ")):
+        m = CONDITION.match(part)
+        assert m, f"docs/vocabulary.md: not 'condition → `code`': {part!r}"
+        pairs.append((m.group(1), m.group(2)))
+    return pairs
+
+
+def documented(text: str) -> dict[str, tuple[str | None, str | None, list[tuple[str, str]]]]:
+    """kind -> (phase written, receipt bound, [(condition, code)]) from the steps' table."""
+    out = {}
+    for kind, phase, receipt, conditions, _ in _rows(_section(text, "The transaction's steps")):
+        out[kind.strip("`")] = (None if phase == "-" else phase,
+                                None if receipt == "-" else receipt, _conditions(conditions))
+    return out
+
+
+def documented_conditions(text: str) -> dict[str, list[tuple[str, str]]]:
+    """kind -> [(condition, code)] from "Conditions, kind by kind" (the other kinds)."""
+    return {kind.strip("`"): _conditions(conditions)
+            for kind, conditions in _rows(_section(text, "Conditions, kind by kind"))}
+
+
+def implemented(steps: dict[str, Step]) -> dict[str, tuple[str | None, str | None, list]]:
+    return {kind: (s.to, s.receipt, [(c.name, c.code) for c in s.when])
+            for kind, s in steps.items()}
+
+
+def differences(doc: dict, impl: dict) -> list[str]:
+    out = [f"{k}: only in the doc" for k in sorted(set(doc) - set(impl))]
+    out += [f"{k}: only in impl/transaction.py" for k in sorted(set(impl) - set(doc))]
+    out += [f"{k}: doc {doc[k]} != impl {impl[k]}" for k in sorted(set(doc) & set(impl))
+            if doc[k] != impl[k]]
+    return out
+
+
+@pytest.fixture(scope="module")
+def text() -> str:
+    return DOC.read_text()
+
+
+def test_every_transaction_kind_is_one_step_of_the_table():
+    assert set(STEPS) == TRANSACTION_KINDS
+
+
+def test_the_steps_are_the_contracts_table(text):
+    assert differences(documented(text), implemented(STEPS)) == []
+
+
+def test_a_condition_out_of_the_contracts_order_is_reported(text):
+    doc = documented(text)
+    phase, receipt, conditions = doc["save-work"]
+    doc["save-work"] = (phase, receipt, conditions[::-1])
+    assert differences(doc, implemented(STEPS)) == [
+        f"save-work: doc {doc['save-work']} != impl {implemented(STEPS)['save-work']}"]
+    del doc["quiesce"]
+    assert "quiesce: only in impl/transaction.py" in differences(doc, implemented(STEPS))
+
+
+def test_the_other_kinds_conditions_are_the_contracts_table(text):
+    doc = documented_conditions(text)
+    impl = {kind: [(c.name, c.code) for c in rule.when]
+            for kind, rule in RULES.items() if kind not in TRANSACTION_KINDS}
+    assert list(doc) == [k for k in KINDS if k not in TRANSACTION_KINDS]
+    assert differences(doc, impl) == []
+    assert all(RULES[k].when == STEPS[k].when for k in TRANSACTION_KINDS)
+
+
+@pytest.mark.parametrize("title,kinds", [
+    ("The transaction's steps", TRANSACTION_KINDS),
+    ("Conditions, kind by kind", frozenset(KINDS) - TRANSACTION_KINDS)])
+def test_every_condition_is_defined_in_the_contract_and_refuses_with_a_code(text, title, kinds):
+    defined = set(re.findall(r"\*([a-z-]+)\*", _section(text, title).split("\n| kind |", 1)[0]))
+    used = {c.name for k in kinds for c in RULES[k].when}
+    for kind in kinds:
+        for c in RULES[kind].when:
+            assert c.name in defined, f"{kind}: the condition {c.name} is not defined in the doc"
+            assert c.code in CODES, (kind, c.code)
+    assert defined == used
