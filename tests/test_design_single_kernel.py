@@ -157,9 +157,16 @@ def test_figures_equal_independent_recounts(measured):
     from wgk.impl.kernel import Kernel
     public = {n for n in vars(Kernel) if not n.startswith("_")}
     assert set(measured.get("kernel-public-methods").items) == public
+    # the same request kinds can make an attempt terminal in both: the model's by its rules'
+    # names, the implementation's by the kinds whose write (or step's columns) is a writer
+    from wgk.impl.rules import RULES as IMPL_RULES
+    from wgk.impl.transaction import STEPS
     model_writers = {i.split(":")[1] for i in measured.get("terminal-writers-model").items}
     impl_writers = {i.split(":")[1] for i in measured.get("terminal-writers-impl").items}
-    assert impl_writers == model_writers | {"seeded"}
+    impl_kinds = {k for k, rule in IMPL_RULES.items() if rule.then.__name__ in impl_writers} | \
+        {k for k, step in STEPS.items() if step.sets.__name__ in impl_writers}
+    assert impl_kinds == {w.replace("_", "-") for w in model_writers}
+    assert "seeded" in impl_writers and len(impl_writers) == len(impl_kinds) + 1
     for f in measured.figures:
         if f.name not in ("helper-processes",):
             assert f.value > 0, f.name
