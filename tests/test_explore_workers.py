@@ -93,3 +93,22 @@ def test_cli_workers_zero_is_every_core_and_a_count_out_of_range_is_refused():
         assert p.returncode == 2
         assert p.stderr.strip().splitlines() == [
             f"wgk explore: --workers must be 0 (every core) to {most}, got {bad}"]
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_a_time_budget_stops_the_search_incomplete_and_says_what_waits(n, every_job_shared):
+    inst = Instance(tasks=2, groups=("core", "env"))
+    whole = explore(inst, workers=n, max_seconds=3600)
+    assert whole.complete and whole.queued == 0 and "queued" not in whole.to_json()
+    assert summary(whole) == summary(explore(inst))
+    cut = explore(inst, workers=n, max_seconds=1e-9)
+    assert not cut.complete and cut.to_json()["queued"] == cut.queued > 0
+    assert cut.distinct_states < whole.distinct_states
+
+
+def test_max_seconds_is_refused_unless_above_zero():
+    for bad in ("0", "-1", "nan"):
+        p = subprocess.run([sys.executable, "-m", "wgk.conformance", "explore", "--tasks", "1",
+                            "--max-seconds", bad], capture_output=True, text=True)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+        assert "--max-seconds must be above 0" in p.stderr

@@ -110,3 +110,52 @@ def test_every_condition_is_defined_in_the_contract_and_refuses_with_a_code(text
             assert c.name in defined, f"{kind}: the condition {c.name} is not defined in the doc"
             assert c.code in CODES, (kind, c.code)
     assert defined == used
+
+
+# --- conditions the phase order already guarantees still refuse on their own ---------------
+
+def _decide(record, kind: str, actor: str, **params):
+    """``rules.decide`` on a record no request sequence reaches (the phase order keeps it
+    out): a condition kept as defence in depth must still refuse on it."""
+    from wgk.impl import MemoryWorld, TaskPolicy
+    from wgk.impl.decision import Ctx, Observe
+    from wgk.impl.rules import decide
+    from wgk.impl.wire import parse
+    world = MemoryWorld.create(target="main-0")
+    wire = {"kind": kind, "actor": actor, "task": "a", "key": "k",
+            "cap": {"graph": "g", "task": "a", "generation": record.generation,
+                    "attempt": record.attempt, "fence": record.fence,
+                    "lease-epoch": record.lease_epoch},
+            "expected-phase": record.visible_phase, "expected-revision": record.revision, **params}
+    ctx = Ctx(graph_id="g", policy=TaskPolicy("a"), record=record, request=parse(wire),
+              deps_done=lambda: True, seen=lambda kind, ident: False,
+              observe=Observe(world.environment(), "a"))
+    return decide(ctx)
+
+
+def _in_flight(phase: str, **receipts):
+    from wgk.impl.records import Binding, TaskRecord, evolve
+    t = TaskRecord(generation=0, attempt=1, fence=1, lease_epoch=1, attempt_state="running",
+                   phase=phase, revision=9, candidate="c1", base="main-0", disposition="land")
+    bound = {name: Binding(1, "c1", "main-0") for name in receipts}
+    return evolve(t, receipts=t.with_receipts(**bound))
+
+
+def test_an_effect_without_the_review_of_its_exact_candidate_is_refused():
+    all_but_review = dict.fromkeys(("work_save", "candidate", "validation", "disposition"))
+    out = _decide(_in_flight("effect-prepared", **all_but_review), "commit-effect", "promoter",
+                     candidate="c1", base="main-0")
+    assert (out.decision, out.code) == ("rejected", "review-required")
+    out = _decide(_in_flight("effect-prepared", review=None, **all_but_review),
+                     "commit-effect", "promoter", candidate="c1", base="main-0")
+    assert out.decision == "applied"
+
+
+def test_a_graph_save_missing_a_receipt_is_refused():
+    every = dict.fromkeys(("work_save", "candidate", "validation", "review", "disposition",
+                           "effect", "cleanup"))
+    out = _decide(_in_flight("cleanup-committed", **every), "save-graph", "daemon")
+    assert out.decision == "applied"
+    del every["validation"]
+    out = _decide(_in_flight("cleanup-committed", **every), "save-graph", "daemon")
+    assert (out.decision, out.code) == ("rejected", "evidence-missing")

@@ -56,6 +56,8 @@ class ExploreResult:
     graph: nx.DiGraph | None = None
     liveness: Any = None       # a wgk.conformance.check.liveness.LivenessResult, when asked
     workers: int = 1
+    #: states found but not yet expanded when an incomplete search stopped
+    queued: int = 0
 
     def to_json(self) -> dict:
         out = {
@@ -63,6 +65,7 @@ class ExploreResult:
             "distinct_states": self.distinct_states,
             "transitions": self.transitions,
             "complete": self.complete,
+            **({} if self.complete else {"queued": self.queued}),
             "violations": [v.to_json() for v in self.violations],
             "sometimes_reached": self.reached,
             "sometimes_unreached": self.unreached,
@@ -149,8 +152,10 @@ class _Search:
 
     def __init__(self, inst: Instance, rules: Rules, props: dict[str, Property],
                  check_steps: bool, max_states: int | None, keep_graph: bool,
-                 progress: Callable[[int, int], None] | None):
+                 progress: Callable[[int, int], None] | None, deadline: float | None = None):
         self.props = props
+        self.deadline = deadline       # perf_counter() at which to stop, incomplete
+        self.queued = 0
         self.state_props, self.step_props, self.goals = _split(props, check_steps)
         self.space = _Space(inst, rules)
         self.max_states = max_states
@@ -295,11 +300,19 @@ class _Search:
         key0, inside, n = self.space.key0, self.space.inside, self.space.n
         self.queue.append((key0, self.check_state(key0), all(inside[k] for k in key0[:n])))
         queue = self.queue
+        popped = 0
         while queue:
-            if self.expand(*queue.popleft()):
+            popped += 1
+            if self.out_of_time(popped) or self.expand(*queue.popleft()):
+                self.queued = len(queue)
                 queue.clear()
                 return False
         return True
+
+    def out_of_time(self, popped: int) -> bool:
+        """The deadline has passed (read every 256 states)."""
+        return self.deadline is not None and popped % 256 == 0 and \
+            time.perf_counter() > self.deadline
 
     def expand(self, key: tuple, ctxs: tuple, expand: bool) -> bool:
         """Follow every step of one queued state; True once ``max_states`` is passed."""
@@ -325,9 +338,10 @@ class _Search:
             self.queue.clear()
             self.prefetch_moves(level, pool)
             stop = False
-            for entry in level:
-                if self.expand(*entry):
+            for popped, entry in enumerate(level, 1):
+                if self.out_of_time(popped) or self.expand(*entry):
                     stop = True
+                    self.queued = len(level) - popped + 1 + len(self.queue)
                     break
             self.settle_checks(pool)
             if stop:
@@ -366,15 +380,19 @@ def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = No
             keep_graph: bool = False, check_steps: bool = True,
             properties: dict[str, Property] | None = None,
             progress: Callable[[int, int], None] | None = None,
-            liveness: bool = False, workers: int = 1) -> ExploreResult:
+            liveness: bool = False, workers: int = 1,
+            max_seconds: float | None = None) -> ExploreResult:
     """Breadth-first search; the first violation of each invariant is its shortest path.
     With ``liveness``, a complete search's graph is checked for the ``eventually``
     properties under the fairness assumptions (``wgk.conformance.check.liveness``).
     With ``workers`` above 1 the model's work is shared among that many processes
-    (``wgk.conformance.check.workers``); the result is the same."""
+    (``wgk.conformance.check.workers``); the result is the same. With ``max_seconds`` the
+    search stops once that time has passed, incomplete, saying how many of the states it
+    found wait unexpanded (``queued``)."""
     t0 = time.perf_counter()
     search = _Search(inst, rules, properties or REGISTRY, check_steps, max_states,
-                     keep_graph or liveness, progress)
+                     keep_graph or liveness, progress,
+                     None if max_seconds is None else t0 + max_seconds)
     if workers == 1:
         complete = search.run()
     else:
@@ -394,7 +412,7 @@ def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = No
         reached=sorted(search.reached),
         unreached=sorted({p.id for p in search.goals} - search.reached),
         seconds=seconds, complete=complete, graph=search.graph if keep_graph else None,
-        liveness=live, workers=workers,
+        liveness=live, workers=workers, queued=0 if complete else search.queued,
     )
 
 

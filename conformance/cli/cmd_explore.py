@@ -24,6 +24,7 @@ EXAMPLES = """  wgk explore --tasks 2
   wgk explore --tasks 1 --mutant convergence-never-acts --lasso out/   # a liveness lasso as a trace
   wgk explore --tasks 2 --no-liveness                    # safety only
   wgk explore --tasks 3 --workers 0                      # every core this process may use
+  wgk explore --tasks 1 --groups core,env,evidence --max-seconds 60   # a time budget
 """
 
 
@@ -33,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="check only this invariant or state assumption (repeatable; default: every "
                         "property of the registry)")
     p.add_argument("--max-states", type=int, default=None, help="stop after this many distinct states")
+    p.add_argument("--max-seconds", type=float, default=None,
+                   help="stop once this many seconds have passed (incomplete: the result says how "
+                        "many found states wait unexpanded)")
     p.add_argument("--dot", metavar="FILE", help="write the state graph as Graphviz DOT")
     p.add_argument("--around", type=int, metavar="N",
                    help="with --dot: only the labelled states within N steps of the initial state")
@@ -67,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
     inst = instance_from(args)
     if args.max_states is not None and args.max_states < 1:
         raise UsageError("--max-states must be at least 1")
+    if args.max_seconds is not None and not args.max_seconds > 0:
+        raise UsageError(f"--max-seconds must be above 0, got {args.max_seconds}")
     from wgk.conformance.check.workers import every_core
     most = max(64, 4 * every_core())
     if not 0 <= args.workers <= most:
@@ -89,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
     picture = bounded_dot(inst, args) if bounded else None
     rules = mutant_rules(args)
     liveness = not args.no_liveness and properties is None
-    result = explore(inst, max_states=args.max_states, keep_graph=bool(args.dot) and not bounded,
+    result = explore(inst, max_states=args.max_states, max_seconds=args.max_seconds,
+                     keep_graph=bool(args.dot) and not bounded,
                      properties=properties, rules=rules, liveness=liveness, workers=workers,
                      progress=(lambda n, q: print(f"  {n:,} states, {q:,} queued", file=sys.stderr,
                                                   flush=True)) if show else None)
@@ -103,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
               f"transitions in {result.seconds:.2f}s "
               f"({result.distinct_states / max(result.seconds, 1e-9):,.0f} states/s"
               + (f", {workers} workers)" if workers > 1 else ")")
-              + ("" if result.complete else f" - stopped at --max-states {args.max_states}"))
+              + ("" if result.complete else f" - INCOMPLETE: stopped by {stopped_by(args)}, "
+                 f"{result.queued:,} found states not expanded"))
         for v in result.violations:
             print(f"VIOLATION {v.invariant}: {v.doc}")
             for n, step in enumerate(v.path, 1):
@@ -117,6 +125,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"state graph written to {args.dot}")
     bad = result.violations or (result.liveness is not None and result.liveness.violations)
     return 1 if bad else 0
+
+
+def stopped_by(args: argparse.Namespace) -> str:
+    if args.max_states is not None and args.max_seconds is not None:
+        return f"--max-states {args.max_states} or --max-seconds {args.max_seconds:g}"
+    return f"--max-states {args.max_states}" if args.max_seconds is None \
+        else f"--max-seconds {args.max_seconds:g}"
 
 
 def mutant_rules(args: argparse.Namespace):

@@ -82,6 +82,29 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
 #: Pytest node ids that also count for a marker (a guard only a real backend exercises),
 #: keyed like ``DISABLE``.
 GUARD_TESTS: dict[tuple[str, str], tuple[str, ...]] = {
+    # defence in depth: the phase order keeps these states out of every request sequence, so
+    # the decision is checked on them directly
+    ("transaction.py", 'return t.receipt("review") == t.binding'): (
+        "tests/test_impl_rules_contract.py::"
+        "test_an_effect_without_the_review_of_its_exact_candidate_is_refused",),
+    ("transaction.py", "return all(t.receipt(k) == t.binding for k in SAVE_GRAPH_NEEDS)"): (
+        "tests/test_impl_rules_contract.py::test_a_graph_save_missing_a_receipt_is_refused",),
+    # the repository's own compare-and-swap and removal check stand behind these: the tests
+    # see the rule's refusal (its code) go
+    ("transaction.py",
+     'return o.effect_happened(t) or t.disposition != "land" or o.target() == t.base'): (
+        "tests/test_impl_kernel.py::"
+        "test_a_moved_target_sends_the_finish_to_repair_with_the_candidate_retained",
+        "tests/test_impl_git_history.py::"
+        "test_a_save_work_naming_the_moved_target_is_refused_and_nothing_is_dropped"),
+    ("transaction.py", "return not view.present or (view.content == t.saved_work and not "
+                       "ctx.observe.uncaptured(t))"): (
+        "tests/test_impl_kernel.py::test_a_missing_or_changed_worktree_is_refused_under_its_own_code",
+        "tests/test_impl_git_ignored.py::"
+        "test_cleanup_refuses_ignored_bytes_written_after_the_worksave"),
+    ("transaction.py", "return ctx.request.base == ctx.observe.target()"): (
+        "tests/test_impl_git_history.py::"
+        "test_a_revision_lands_only_when_it_descends_from_the_moved_target",),
     ("planner.py", "if len(ways) != 1:"): (
         "tests/test_impl_planner.py::test_two_ways_at_once_is_a_named_hold",
         "tests/test_impl_planner.py::test_no_way_at_all_is_a_named_hold"),
