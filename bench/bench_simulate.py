@@ -57,7 +57,7 @@ class Ours:
 #: why a short run falls short where it does: the first traces fill the caches later ones reuse
 WHY = ("the first traces of a run meet each local context for the first time and fill the "
        "caches the later ones reuse (the same walks: 1,000 traces take about 0.8 s, 10,000 "
-       "about 1.7 s), while Quint's rate does not grow with the run; the longer run is "
+       "about 2 s), while Quint's rate does not grow with the run; the longer run is "
        "above the target")
 
 def simulate_once(traces: int, steps: int, seed: int) -> Ours:
