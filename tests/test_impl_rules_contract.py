@@ -114,14 +114,14 @@ def test_every_condition_is_defined_in_the_contract_and_refuses_with_a_code(text
 
 # --- conditions the phase order already guarantees still refuse on their own ---------------
 
-def _decide(record, kind: str, actor: str, **params):
+def _decide(record, kind: str, actor: str, target: str = "main-0", **params):
     """``rules.decide`` on a record no request sequence reaches (the phase order keeps it
     out): a condition kept as defence in depth must still refuse on it."""
     from wgk.impl import MemoryWorld, TaskPolicy
     from wgk.impl.decision import Ctx, Observe
     from wgk.impl.rules import decide
     from wgk.impl.wire import parse
-    world = MemoryWorld.create(target="main-0")
+    world = MemoryWorld.create(target=target)
     wire = {"kind": kind, "actor": actor, "task": "a", "key": "k",
             "cap": {"graph": "g", "task": "a", "generation": record.generation,
                     "attempt": record.attempt, "fence": record.fence,
@@ -159,3 +159,15 @@ def test_a_graph_save_missing_a_receipt_is_refused():
     del every["validation"]
     out = _decide(_in_flight("cleanup-committed", **every), "save-graph", "daemon")
     assert (out.decision, out.code) == ("rejected", "evidence-missing")
+
+
+def test_a_land_from_a_base_the_target_left_is_refused_before_any_effect():
+    """The repository's own compare-and-swap would refuse the land too; the rule refuses it
+    first, with no effect to attempt."""
+    every = dict.fromkeys(("work_save", "candidate", "validation", "review", "disposition"))
+    out = _decide(_in_flight("effect-prepared", **every), "commit-effect", "promoter",
+                  target="moved", candidate="c1", base="main-0")
+    assert (out.decision, out.code, out.effects) == ("rejected", "cas-moved", [])
+    out = _decide(_in_flight("effect-prepared", **every), "commit-effect", "promoter",
+                  candidate="c1", base="main-0")
+    assert out.decision == "applied" and [e.name for e in out.effects] == ["land"]

@@ -89,14 +89,12 @@ GUARD_TESTS: dict[tuple[str, str], tuple[str, ...]] = {
         "test_an_effect_without_the_review_of_its_exact_candidate_is_refused",),
     ("transaction.py", "return all(t.receipt(k) == t.binding for k in SAVE_GRAPH_NEEDS)"): (
         "tests/test_impl_rules_contract.py::test_a_graph_save_missing_a_receipt_is_refused",),
-    # the repository's own compare-and-swap and removal check stand behind these: the tests
-    # see the rule's refusal (its code) go
+    # the repository's own compare-and-swap stands behind it and answers with the same code
     ("transaction.py",
      'return o.effect_happened(t) or t.disposition != "land" or o.target() == t.base'): (
-        "tests/test_impl_kernel.py::"
-        "test_a_moved_target_sends_the_finish_to_repair_with_the_candidate_retained",
-        "tests/test_impl_git_history.py::"
-        "test_a_save_work_naming_the_moved_target_is_refused_and_nothing_is_dropped"),
+        "tests/test_impl_rules_contract.py::"
+        "test_a_land_from_a_base_the_target_left_is_refused_before_any_effect",),
+    # the repository's removal check stands behind this one: the tests see the rule's code go
     ("transaction.py", "return not view.present or (view.content == t.saved_work and not "
                        "ctx.observe.uncaptured(t))"): (
         "tests/test_impl_kernel.py::test_a_missing_or_changed_worktree_is_refused_under_its_own_code",
