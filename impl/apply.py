@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .records import EMPTY, TaskRecord, apply_changes
 from .vocabulary import DEFAULT_RETRY_BUDGET
-from .store import dumps
+from .canonical import canonical_json as dumps
 
 
 def apply_event(k, seq: int, event: str, body: dict, *, key: str | None = None,
@@ -40,6 +40,8 @@ def apply_event(k, seq: int, event: str, body: dict, *, key: str | None = None,
             name = body["task"] if event == "seed" else task
             _apply_task_changes(k, seq, name, changes if changes is not None else body["changes"],
                                 body.get("facts", []), record)
+    elif event in ("principal-added", "principal-revoked"):
+        _apply_principal(k, seq, body)
     elif event == "legacy-record":
         k.facts.write(0, [("legacy-record", body)], seq)
     elif event == "skipped":
@@ -48,6 +50,16 @@ def apply_event(k, seq: int, event: str, body: dict, *, key: str | None = None,
         pass                          # the ledger's own: version-1 rows sealed by a migration
     else:
         raise ValueError(f"unknown ledger event {event!r} at seq {seq}")
+
+
+def _apply_principal(k, seq: int, body: dict) -> None:
+    """A principal as the event leaves it (its row carries the event's seq)."""
+    row = (body["secret-sha256"], ",".join(body["roles"]), int(body["revoked"]), seq,
+           body["name"])
+    if not k.conn.execute("UPDATE principals SET secret_sha256 = ?, roles = ?, revoked = ?, "
+                          "seq = ? WHERE name = ?", row).rowcount:
+        k.conn.execute("INSERT INTO principals (secret_sha256, roles, revoked, seq, name) "
+                       "VALUES (?, ?, ?, ?, ?)", row)
 
 
 _RESPONSES: dict[tuple, str] = {}

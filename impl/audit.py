@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import reopen
+from . import authority, reopen
 from .apply import apply_event
 from .ledger import LedgerVerdict
 from .planner import plan
@@ -324,6 +324,9 @@ def audit(kernel, anchors=()) -> AuditReport:
     if not verdict.ok:
         out.append(Finding("ledger-chain", None, f"broken at seq {verdict.broken_at}: "
                                                  f"{verdict.problem}"))
+    else:
+        out += [Finding("authority-under-chain", None, d)
+                for d in _guarded_lines(lambda: authority.differences(kernel.conn))]
     out += _guarded(None, lambda: _journal_matches_ledger(kernel))
     views = {name: (st, bool(sat), pending) for name, st, sat, pending in kernel.conn.execute(
         "SELECT t.name, v.status, v.satisfied, v.pending FROM task_view v "
@@ -337,6 +340,13 @@ def audit(kernel, anchors=()) -> AuditReport:
         out += _guarded(name, lambda: _task_findings(kernel, name, views[name], pinned))
     out += _guarded(None, lambda: _target_history(kernel))
     return AuditReport(out, len(kernel.ids()), verdict.events)
+
+
+def _guarded_lines(check) -> list[str]:
+    try:
+        return check()
+    except Exception as e:
+        return [one_line(e)]
 
 
 def _guarded(task: str | None, check) -> list[Finding]:

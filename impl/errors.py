@@ -32,3 +32,9 @@ class StoreError(RuntimeError):
 
 class LegacyError(ValueError):
     """A legacy file that cannot be imported (the message names path and line)."""
+
+
+class Tampered(StoreError):
+    """A table that grants authority or answers for the past differs from the ledger that
+    wrote it (a principal deleted, a role added, a revocation undone, ...): the kernel
+    refuses every request until it is repaired from the ledger (``rebuild --apply``)."""

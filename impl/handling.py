@@ -66,6 +66,7 @@ def admit(kernel, who: Principal | None, wire: Any) -> Request:
 def handle(kernel, wire: Any, credential: str | None = None) -> dict:
     read_ahead(kernel, wire, credential)
     try:
+        kernel._sync()              # another connection's commit: check the principals again
         who = kernel.principals.authenticate(credential)
         if who is DENIED:
             return decision(REJECTED, "not-authenticated")  # nothing read, nothing written
@@ -130,6 +131,7 @@ def lock_and_sync(kernel, r: Request) -> bool:
 
 
 def handle_batch(kernel, wires: Sequence[Any], credential: str | None = None) -> list[dict]:
+    kernel._sync()
     who = kernel.principals.authenticate(credential)
     if who is DENIED:
         return [decision(REJECTED, "not-authenticated") for _ in wires]

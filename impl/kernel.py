@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from dataclasses import replace
+
 from . import audit as audit_
+from . import authority
 from . import converge as converge_
 from . import handling, legacy, names, observed, protect
 from .apply import apply_event
@@ -46,7 +49,7 @@ class Kernel:
         self.facts = FactTables(self.conn)
         self.ledger = self.store.ledger()
         self.view = StatusProjection(self.conn)
-        self.principals = Principals(self.conn)
+        self.principals = Principals(self.store, self._append)
         self._who: Principal | None = None
         self._version: int | None = None
         self._forget()
@@ -73,6 +76,7 @@ class Kernel:
         self._records: dict[str, TaskRecord] = {}
         self.ledger.forget()
         self.view.forget()
+        self.principals.forget()
 
     def _sync(self) -> bool:
         """Drop the caches if another connection committed since we last looked."""
@@ -241,10 +245,10 @@ class Kernel:
 
     # --- the ledger and the one write path ---------------------------------------------------------
 
-    def _append(self, event: str, body: dict) -> int:
-        """Graph edits, seeds and legacy records: one ledger event, applied."""
-        seq = self.ledger.append(event, dumps(body), task=body.get("task"))
-        apply_event(self, seq, event, body)
+    def _append(self, event: str, body: dict, key: str | None = None) -> int:
+        """Graph edits, seeds, legacy records and principals: one ledger event, applied."""
+        seq = self.ledger.append(event, dumps(body), task=body.get("task"), key=key)
+        apply_event(self, seq, event, body, key=key)
         return seq
 
     # --- reading ---------------------------------------------------------------------------------
@@ -286,9 +290,15 @@ class Kernel:
                       anchors: Iterable[tuple[int, str]] = ()) -> LedgerVerdict:
         """The hash-linked ledger, from event ``since`` on (1: the whole ledger), and each
         anchor ``(seq, hash)`` kept outside the database (a removed tail, a lost WAL or a
-        re-hashed chain does not match it)."""
+        re-hashed chain does not match it); for the whole ledger, also every table that grants
+        authority or answers for the past against the events that wrote it (``authority``)."""
         self._sync()
-        return self.ledger.verify(since, anchors)
+        verdict = self.ledger.verify(since, anchors)
+        if verdict.ok and since <= 1:
+            wrong = authority.differences(self.conn)
+            if wrong:
+                verdict = replace(verdict, ok=False, problem=wrong[0], differences=tuple(wrong))
+        return verdict
 
     def ledger_head(self) -> int:
         """The sequence number of the last ledger event (0 for none)."""

@@ -87,6 +87,8 @@ class LedgerVerdict:
     broken_at: int | None = None
     problem: str = ""
     anchors: int = 0           # anchors checked (and held)
+    #: the chain holds, but a table it wrote differs from it (``authority``): one line each
+    differences: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         out = {"ok": self.ok, "events": self.events, "head": self.head}
@@ -94,7 +96,19 @@ class LedgerVerdict:
             out["anchors"] = self.anchors
         if not self.ok:
             out.update({"broken-at": self.broken_at, "problem": self.problem})
+        if self.differences:
+            out["differences"] = list(self.differences)
         return out
+
+    def lines(self) -> list[str]:
+        """The verdict for a terminal: one line, or one per table difference."""
+        held = f", {self.anchors} anchors held" if self.anchors else ""
+        if self.ok:
+            return [f"ledger ok: {self.events} events, head {self.head[:16]}{held}"]
+        if self.differences:
+            return [f"ledger ok ({self.events} events{held}) but a table differs from it: {d}"
+                    for d in self.differences]
+        return [f"ledger broken at seq {self.broken_at}: {self.problem}"]
 
 
 class Ledger:

@@ -36,7 +36,6 @@ from .errors import StoreError
 from .hooks import Hook, no_hook
 from .ledger import Ledger
 from .pg_conn import PgConnection, driver, first_line, redact
-from .principals import TABLE as PRINCIPALS_TABLE
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .store import Pragmas, Store
 
@@ -313,20 +312,13 @@ class PgStore(Store):
         with open(path, "rb") as f:
             rows = pickle.load(f)
         with self.atomic():
-            existing = {r[0] for r in self.conn.native(sql.TABLES)}
             for table, content in rows.items():
-                if table not in existing:          # made on first use (principals)
-                    self.conn.execute(LAZY_TABLES[table])
                 self.conn.native(f"DELETE FROM {table}")
                 if content:
                     marks = ", ".join(["%s"] * len(content[0]))
                     with self.conn.raw.cursor() as cur:
                         cur.executemany(f"INSERT INTO {table} VALUES ({marks})", content)
             self.conn.native(sql.RESTORE_SEQ)
-
-
-#: Tables made on first use rather than by a migration, which a restore may need to make.
-LAZY_TABLES = {"principals": PRINCIPALS_TABLE}
 
 
 class PgLedger(Ledger):

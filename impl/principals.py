@@ -2,31 +2,38 @@
 
 A credential is ``<principal>.<secret>``; the secret is 256 bits from
 ``secrets`` and the kernel stores only its sha256, compared with
-``hmac.compare_digest``. A kernel whose ``principals`` table holds no live
-principal is *open*: the actor label of a request is its role, as in every
-kernel made before principals existed (tests, the conformance oracle's
-untyped traces). Once a principal exists the kernel is *closed*: every request
-must carry a credential, checked before the request itself is read.
+``hmac.compare_digest``. A kernel that never had a principal is *open*: the
+actor label of a request is its role, as in every kernel made before
+principals existed (tests, the conformance oracle's untyped traces). Once a
+principal exists the kernel is *closed*: every request must carry a
+credential, checked before the request itself is read.
 
-The table is its own schema step (``CREATE TABLE IF NOT EXISTS``, made on the
-first ``add``), apart from the numbered migrations and the ledger: principals
-are configuration, not history, and ``rebuild`` leaves them alone.
+Principals are history: each is added and revoked by a ledger event
+(``principal-added``, ``principal-revoked``, its body the principal as it
+stands after it), so the hash chain covers every secret hash, role and
+revocation, and the ``principals`` table is rebuilt from the ledger like every
+projected table. Before it authenticates anyone, the kernel checks that table
+against the events (``authority``): a closed kernel whose principals were
+deleted, added, given roles or un-revoked behind its back is ``Tampered`` and
+refuses every request, never opens; the check is kept until another connection
+commits (``forget``).
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from typing import Callable
 
 from . import names
+from .authority import (
+    PrincipalRow, principal_body, principal_differences, principals_from_ledger,
+    principals_table,
+)
+from .errors import Tampered
 from .vocabulary import ACTORS
 
-TABLE = """CREATE TABLE IF NOT EXISTS principals (
-    name TEXT PRIMARY KEY, secret_sha256 TEXT NOT NULL, roles TEXT NOT NULL,
-    revoked INTEGER NOT NULL DEFAULT 0
-)"""
 SECRET_BYTES = 32
 
 
@@ -68,69 +75,84 @@ def check_roles(roles) -> frozenset[str]:
 
 
 class Principals:
-    """The principals of one kernel database (its connection)."""
+    """The principals of one kernel database: ``store`` holds them, ``append(event, body,
+    key)`` writes one ledger event and applies it (the kernel's)."""
 
-    def __init__(self, conn):
-        self.conn = conn
-        self.pg = hasattr(conn, "raw")          # a PostgreSQL connection (impl/pg.py)
+    def __init__(self, store, append: Callable[..., object]):
+        self.store = store
+        self.conn = store.conn
+        self.append = append
         self._closed = False                    # once closed, a kernel stays closed
+        self._checked: dict[str, PrincipalRow] | None = None
 
-    def _exists(self) -> bool:
-        if self.pg:
-            return self.conn.native("SELECT to_regclass('principals') IS NOT NULL").fetchone()[0]
-        return self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
-                                 "AND name = 'principals'").fetchone() is not None
+    def forget(self) -> None:
+        """Check the table against the ledger again before the next authentication (another
+        connection committed, or the tables were replaced)."""
+        self._checked = None
 
-    def _unit(self):
-        """One transaction for an edit of the table (PostgreSQL: autocommitted statements)."""
-        return contextlib.nullcontext() if self.pg else self.conn
+    def checked(self) -> dict[str, PrincipalRow]:
+        """The principals, once the table is shown to hold exactly what the ledger's principal
+        events say (``Tampered`` otherwise, naming the first difference)."""
+        if self._checked is None:
+            ledger = principals_from_ledger(self.conn)
+            table = principals_table(self.conn)
+            wrong = principal_differences(ledger, table)
+            if wrong:
+                self._closed = self._closed or bool(ledger)
+                raise Tampered(f"{wrong[0]}: every request is refused until the principals are "
+                               "rebuilt from the ledger (wgk kernel verify-ledger, then "
+                               "rebuild --apply)")
+            self._checked = table
+            self._closed = self._closed or bool(table)
+        return self._checked
 
     def closed(self) -> bool:
         """Whether requests must authenticate (some principal was ever added)."""
-        self._closed = self._closed or self._exists() and self.conn.execute(
-            "SELECT 1 FROM principals LIMIT 1").fetchone() is not None
-        return self._closed
+        return bool(self.checked()) or self._closed
 
     def add(self, name: str, roles, secret: str | None = None) -> str:
         """Add a principal; returns its credential (shown once, never stored)."""
         check_name(name)
         roles = check_roles(roles)
         secret = secret or secrets.token_urlsafe(SECRET_BYTES)
-        with self._unit():
-            self.conn.execute(TABLE)
-            if self.conn.execute("SELECT 1 FROM principals WHERE name = ?", (name,)).fetchone():
+        with self.store.atomic():
+            self.store.lock_graph()             # principals change one at a time (PostgreSQL)
+            self.forget()
+            if name in self.checked():
                 raise PrincipalError(f"principal {name!r} exists already")
-            self.conn.execute("INSERT INTO principals VALUES (?, ?, ?, 0)",
-                              (name, digest(secret), ",".join(sorted(roles))))
+            self.append("principal-added", principal_body(name, digest(secret), roles, False),
+                        key=name)
+        self.forget()
         return f"{name}.{secret}"
 
     def list(self) -> list[Principal]:
-        if not self._exists():
-            return []
-        rows = self.conn.execute("SELECT name, roles, revoked FROM principals ORDER BY name")
-        return [Principal(n, frozenset(r.split(",")) - {""}, bool(v)) for n, r, v in rows]
+        return [Principal(n, p.roles, p.revoked) for n, p in sorted(self.checked().items())]
 
     def revoke(self, name: str) -> None:
-        with self._unit():
-            n = self._exists() and self.conn.execute(
-                "UPDATE principals SET revoked = 1 WHERE name = ?", (name,)).rowcount
-        if not n:
-            raise PrincipalError(f"no principal {name!r}")
+        with self.store.atomic():
+            self.store.lock_graph()
+            self.forget()
+            p = self.checked().get(name)
+            if p is None:
+                raise PrincipalError(f"no principal {name!r}")
+            self.append("principal-revoked", principal_body(name, p.secret_sha256, p.roles, True),
+                        key=name)
+        self.forget()
 
     def authenticate(self, credential: str | None) -> Principal | None:
         """``None`` for an open kernel; the principal a credential proves; else ``DENIED``."""
-        if not self.closed():
+        known = self.checked()
+        if not known and not self._closed:
             return None
         if not isinstance(credential, str) or "." not in credential:
             return DENIED
         name, _, secret = credential.partition(".")
-        row = self.conn.execute("SELECT secret_sha256, roles, revoked FROM principals "
-                                "WHERE name = ?", (name,)).fetchone()
-        stored = row[0] if row else digest(secrets.token_hex(SECRET_BYTES))
+        row = known.get(name)
+        stored = row.secret_sha256 if row else digest(secrets.token_hex(SECRET_BYTES))
         # guards: role-held
-        if not hmac.compare_digest(stored, digest(secret)) or row is None or row[2]:
+        if not hmac.compare_digest(stored, digest(secret)) or row is None or row.revoked:
             return DENIED
-        return Principal(name, frozenset(row[1].split(",")) - {""})
+        return Principal(name, row.roles)
 
 
 def scoped_key(who: Principal | None, key: str) -> str:

@@ -159,10 +159,28 @@ CREATE TABLE stamps (task INTEGER PRIMARY KEY, stamp INTEGER NOT NULL);
 INSERT INTO stamps (task, stamp) SELECT id, 0 FROM tasks
 """
 
+#: Principals are history, not configuration: each is added and revoked by a ledger event
+#: (``principal-added``, ``principal-revoked``, keyed by the principal's name, whose body is the
+#: principal as it stands after it), so the hash chain covers every credential hash, role and
+#: revocation, and the table (each row with the seq of its last event) is rebuilt from the
+#: ledger like every projected table. The table existed before, made on its first use: the
+#: principals already in it are written to the ledger right after this step
+#: (``PRINCIPALS_CHAINED_VERSION``). The index finds a principal's events without a scan.
+SCHEMA_V10 = """
+CREATE TABLE IF NOT EXISTS principals (
+    name TEXT PRIMARY KEY, secret_sha256 TEXT NOT NULL, roles TEXT NOT NULL,
+    revoked INTEGER NOT NULL DEFAULT 0
+);
+ALTER TABLE principals ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX ledger_principals ON ledger (key, seq)
+    WHERE event IN ('principal-added', 'principal-revoked')
+"""
+PRINCIPALS_CHAINED_VERSION = 10
+
 #: version -> the SQL that takes a database from version - 1 to version.
 MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4,
                               5: SCHEMA_V5, 6: SCHEMA_V6, 7: SCHEMA_V7,
-                              8: SCHEMA_V8, 9: SCHEMA_V9}
+                              8: SCHEMA_V8, 9: SCHEMA_V9, 10: SCHEMA_V10}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Tables that hold no fact, only this database's concurrency control: the stamps the writes
@@ -173,4 +191,4 @@ CONTROL_TABLES = ("stamps",)
 #: Tables whose rows the ledger must reproduce exactly (``rebuild``).
 PROJECTED_TABLES = ("tasks", "edges", "generations", "attempts", "owners", "leases",
                     "transactions", "receipts", "evidence", "logs", "effects", "worktrees",
-                    "pins", "journal", "task_view", "legacy_records")
+                    "pins", "journal", "task_view", "legacy_records", "principals")

@@ -20,8 +20,9 @@ from .errors import StoreError
 from .hooks import COMMIT, Boundary, Hook, no_hook
 from .ledger import SEALED, Ledger
 from .canonical import canonical_json
+from .authority import principal_body
 from .schema import (  # noqa: F401  (re-exported)
-    LEDGER_SEAL_VERSION, MIGRATIONS, PROJECTED_TABLES, SCHEMA_VERSION,
+    LEDGER_SEAL_VERSION, MIGRATIONS, PRINCIPALS_CHAINED_VERSION, PROJECTED_TABLES, SCHEMA_VERSION,
 )
 
 
@@ -225,11 +226,29 @@ class Store:
 
     def after_migration(self, version: int) -> None:
         """What a migration step does beyond its SQL: schema 3 seals the version-1 rows of
-        the ledger with one ``ledger-sealed`` event (nothing for an empty ledger)."""
+        the ledger with one ``ledger-sealed`` event (nothing for an empty ledger); schema 10
+        writes the principals made before it to the ledger (``chain_principals``)."""
         if version == LEDGER_SEAL_VERSION:
             body = self.ledger().seal_body()
             if body is not None:
                 self.ledger().append(SEALED, body)
+        if version == PRINCIPALS_CHAINED_VERSION:
+            self.chain_principals()
+
+    def chain_principals(self) -> None:
+        """Each principal of a table made before principals were history: its events
+        (added, and revoked if it is), its row pointing at the last one."""
+        ledger = self.ledger()
+        rows = self.conn.execute("SELECT name, secret_sha256, roles, revoked FROM principals "
+                                 "WHERE seq = 0 ORDER BY name").fetchall()
+        for name, sha, roles, revoked in rows:
+            held = [r for r in roles.split(",") if r]
+            seq = ledger.append("principal-added", dumps(principal_body(name, sha, held, False)),
+                                key=name)
+            if revoked:
+                seq = ledger.append("principal-revoked",
+                                    dumps(principal_body(name, sha, held, True)), key=name)
+            self.conn.execute("UPDATE principals SET seq = ? WHERE name = ?", (seq, name))
 
     def meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

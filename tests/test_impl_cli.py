@@ -154,11 +154,12 @@ def test_a_tampered_ledger_fails_verification_and_rebuild(setup, capsys):
     db, _ = setup
     run(capsys, db, "task", "add", "a")
     c = sqlite3.connect(db)
-    c.execute("UPDATE ledger SET body = replace(body, '\"a\"', '\"evil\"') WHERE seq = 2")
+    seq = c.execute("SELECT seq FROM ledger WHERE event = 'task-added'").fetchone()[0]
+    c.execute("UPDATE ledger SET body = replace(body, '\"a\"', '\"evil\"') WHERE seq = ?", (seq,))
     c.commit()
     c.close()
     code, out, _ = run(capsys, db, "verify-ledger")
-    assert code == 1 and "broken at seq 2" in out
+    assert code == 1 and f"broken at seq {seq}" in out
     assert run(capsys, db, "rebuild")[0] == 1
     code, out, _ = run(capsys, db, "audit", "--json")
     assert code == 1 and json.loads(out)["findings"][0]["check"] == "ledger-chain"

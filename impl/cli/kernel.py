@@ -16,7 +16,9 @@ import sqlite3
 import sys
 
 from ..audit import one_line
-from ..errors import BadRequest, EffectError, EnvError, GraphError, LegacyError, StoreError
+from ..errors import (
+    BadRequest, EffectError, EnvError, GraphError, LegacyError, StoreError, Tampered,
+)
 from .kernel_args import add_arguments  # noqa: F401  (the command's interface)
 from .kernel_anchor import do_anchor
 from .kernel_open import init, open_kernel
@@ -56,13 +58,18 @@ def run(args: argparse.Namespace) -> int:
     k = open_kernel(args.db)
     try:
         # a closed kernel answers no command without a valid credential, and graph edits
-        # (not requests) only to an operator
-        if args.action in GRAPH_EDITS:
+        # (not requests) only to an operator; the repairs need access to the database only
+        if args.action in REPAIRS:
+            pass
+        elif args.action in GRAPH_EDITS:
             require_operator(k, credential)
         elif k.principals.authenticate(credential) is DENIED:
             raise UsageError("not-authenticated: this kernel needs a valid credential "
                              "(--credential FILE)")
         return ACTIONS[args.action](k, args)
+    except Tampered as e:
+        print(f"wgk kernel: {args.db}: the kernel refuses every request: {e}", file=sys.stderr)
+        return 2
     except (GraphError, LegacyError, BadRequest) as e:
         raise UsageError(str(e)) from None
     except (EnvError, EffectError) as e:
@@ -83,7 +90,11 @@ def is_database_error(e: BaseException) -> bool:
     return isinstance(e, (sqlite3.Error, StoreError)) or type(e).__module__.startswith("psycopg")
 
 
-GRAPH_EDITS = frozenset({"task", "import-legacy", "rebuild"})
+GRAPH_EDITS = frozenset({"task", "import-legacy"})
+#: What runs on access to the database alone, a credential or not, and on a kernel whose
+#: principals were tampered with: they read the ledger and the tables, or (``rebuild
+#: --apply``) make the tables what the verified ledger says, which grants nothing new.
+REPAIRS = frozenset({"verify-ledger", "audit", "rebuild", "anchor"})
 
 ACTIONS = {
     "task": do_task, "dispatch": do_dispatch, "retry": do_retry, "status": do_status,

@@ -59,8 +59,7 @@ def do_anchor(k: Kernel, args) -> int:
     anchors = read_anchors(args.file, k.graph_id, missing_ok=True)
     v = k.verify_ledger(anchors=anchors)
     if not v.ok:
-        return emit(args, v.to_json(), f"not anchored: ledger broken at seq {v.broken_at}: "
-                                       f"{v.problem}", 1)
+        return emit(args, v.to_json(), "\n".join(f"not anchored: {line}" for line in v.lines()), 1)
     line = {"format": FORMAT, "graph": k.graph_id, "seq": v.events, "hash": v.head}
     fd = os.open(args.file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:

@@ -108,7 +108,4 @@ def do_rebuild(k: Kernel, args) -> int:
 
 def do_verify(k: Kernel, args) -> int:
     v = k.verify_ledger(anchors=read_anchors(args.anchor, k.graph_id))
-    held = f", {v.anchors} anchors held" if v.anchors else ""
-    text = (f"ledger ok: {v.events} events, head {v.head[:16]}{held}" if v.ok
-            else f"ledger broken at seq {v.broken_at}: {v.problem}")
-    return emit(args, v.to_json(), text, 0 if v.ok else 1)
+    return emit(args, v.to_json(), "\n".join(v.lines()), 0 if v.ok else 1)
