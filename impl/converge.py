@@ -17,6 +17,12 @@ Every applied action other than a probe must lower its task's
 ``convergence_rank``; a task whose action did not is reported ``stalled`` and
 not acted on again in the run, so convergence never cycles without progress.
 
+One task never stops the rest: an action whose effect fails (the repository or
+the process table raises) decided nothing (its transaction rolled back); the
+task is parked for the run with the named hold ``effect-failed`` and the safe
+action ``await-operator`` (its plan in the report says why in one line), and
+convergence goes on with the others. The next run tries it again.
+
 Runnable tasks (dispatch, assign) need a worker and are left to a dispatcher;
 waits and holds are reported with their reason. A verified-live owner is never
 terminalised: nothing here sends a terminal request for a running owner whose
@@ -28,6 +34,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from .audit import one_line
+from .errors import EffectError, EnvError
 from .planner import Plan
 from .projection import convergence_rank, finished
 from .records import TaskRecord
@@ -62,6 +70,8 @@ class ConvergeReport:
     sent: list[Sent] = field(default_factory=list)
     now: int = 0
     stalled: list[str] = field(default_factory=list)   # an applied action left the rank
+    #: task -> its request and the one line its failed effect raised (parked for the run)
+    failed: dict[str, tuple[dict, str]] = field(default_factory=dict)
 
     @property
     def holds(self) -> list[Plan]:
@@ -72,6 +82,9 @@ class ConvergeReport:
                "sent": [s.to_json() for s in self.sent]}
         if self.stalled:
             out["stalled"] = self.stalled
+        if self.failed:
+            out["failed"] = [{"task": t, "request": r, "error": e}
+                             for t, (r, e) in self.failed.items()]
         return out
 
 
@@ -154,14 +167,18 @@ def converge(kernel, *, max_rounds: int = 64, credential: str | None = None) -> 
         progressed = False
         for name in kernel.active_tasks():
             p = kernel.plan(name)
-            if p is None or name in report.stalled:
+            if p is None or name in report.stalled or name in report.failed:
                 continue
             request = next_request(kernel, name, p, now, probed)
             if request is None:
                 continue
             request = {k: v for k, v in request.items() if v is not None}
             rank = convergence_rank(kernel.record(name))
-            response = kernel.handle(request, credential)
+            try:
+                response = kernel.handle(request, credential)
+            except (EnvError, EffectError) as e:
+                report.failed[name] = (request, one_line(e))     # decided nothing: parked
+                continue
             report.sent.append(Sent(request, response))
             if response["decision"] == APPLIED and request["kind"] != "probe-owner":
                 if convergence_rank(kernel.record(name)) < rank:
@@ -171,6 +188,9 @@ def converge(kernel, *, max_rounds: int = 64, credential: str | None = None) -> 
         if not progressed:
             break
     for name in kernel.names():
-        if not finished(kernel.record(name)):
+        if name in report.failed:
+            report.plans.append(Plan(name, "hold", "await-operator",
+                                     f"effect-failed: {report.failed[name][1]}", 0))
+        elif not finished(kernel.record(name)):
             report.plans.append(kernel.plan(name))
     return report
