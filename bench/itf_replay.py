@@ -79,6 +79,7 @@ FIELDS = {   # spec field -> (TaskState field, how to show it)
     "worktreeLease": ("worktree_lease", bool), "sessionLease": ("session_lease", bool),
     "finishLease": ("finish_lease", bool), "worktree": ("worktree", int),
     "worktreePresent": ("worktree_present", bool), "origin": ("origin", int),
+    "worktreeBase": ("worktree_base", int),
     "savedWork": ("saved_work", int), "retained": ("retained", int), "phase": ("phase", int),
     "exit": ("exit", lambda x: Exit(x).label), "reason": ("reason", lambda x: Reason(x).label),
     "revision": ("revision", int), "candidate": ("candidate", int), "base": ("base", int),

@@ -97,6 +97,15 @@ class Observe:
             self.log["uncaptured"] = value[:3]
         return value
 
+    def built_on(self, t: TaskRecord, candidate: str | None, base: str | None) -> bool:
+        """Whether the candidate (in the attempt's worktree) descends from the base."""
+        if candidate is None or base is None or t.worktree_id is None:
+            return False
+        value = self._once(("built-on", candidate, base),
+                           lambda: self._env.repository.built_on(t.worktree_id, candidate, base))
+        self.log["built-on"] = value
+        return value
+
     def changed_paths(self, base: str | None, candidate: str | None) -> list[str]:
         """The paths the candidate changes against its base (the real diff)."""
         if base is None or candidate is None or base == candidate:
@@ -229,7 +238,7 @@ def open_attempt(ctx: Ctx, t: TaskRecord, effects: list[Effect]) -> TaskRecord:
     fence = t.fence + 1
     wt = f"{ctx.task}/f{fence}"
     o = r.owner
-    effects.append(Effect("create-worktree", (wt, start)))
+    effects.append(Effect("create-worktree", (wt, start, base_hint)))
     effects.append(Effect("adopt", (o.pid, o.birth)))
     # guards: receipts-fenced, retry-is-not-continuation-without-proof
     return replace(

@@ -39,8 +39,8 @@ def perform(env: Environment, hook: Hook, effects: list[Effect], key: str | None
         if a.name == "adopt":
             env.processes.adopt(*a.args)
         elif a.name == "create-worktree":
-            wt, start = a.args
-            boundary(hook, WORKTREE_ADD, key, wt, lambda: repo.create_worktree(wt, start))
+            wt, start, base = a.args
+            boundary(hook, WORKTREE_ADD, key, wt, lambda: repo.create_worktree(wt, start, base))
             facts.append(("worktree-added", {"worktree": wt, "fence": record.fence,
                                              "origin": start, "path": repo.worktree_path(wt)}))
         elif a.name == "pin":

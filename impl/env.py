@@ -37,8 +37,9 @@ class Repository(Protocol):
     def target(self) -> str | None:
         """The commit the target ref points at now."""
 
-    def create_worktree(self, wt: str, start: str | None) -> None:
-        """Create the attempt's worktree ``wt`` holding exactly ``start``."""
+    def create_worktree(self, wt: str, start: str | None, base: str | None = None) -> None:
+        """Create the attempt's worktree ``wt`` holding exactly ``start``, built on ``base``
+        (the attempt's base: ``start`` itself, or the base of the work it imports)."""
 
     def observe_worktree(self, wt: str) -> WorktreeView:
         """Whether ``wt`` exists, and the content id of its exact bytes."""
@@ -73,6 +74,12 @@ class Repository(Protocol):
     def changed_paths(self, base: str, candidate: str) -> list[str]:
         """The repository paths ``candidate`` changes against ``base`` (added, modified,
         deleted; a rename is both of its paths)."""
+
+    def built_on(self, wt: str, candidate: str, base: str) -> bool:
+        """Whether the content ``candidate``, held by the worktree ``wt``, descends from the
+        commit ``base`` (a candidate bound to a base it does not descend from could never land
+        without dropping commits). A repository with history reads it from the history; one
+        without reads it from what the worktree was built on."""
 
 
 class Clock(Protocol):
@@ -150,6 +157,9 @@ class MemoryRepository:
     refs: dict[str, str] = field(default_factory=dict)
     effects: dict[str, tuple[str, str]] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
+    #: what each worktree's bytes are built on: the attempt's base, or what its owner rebased
+    #: its work onto (a content id here has no history of its own)
+    bases: dict[str, str | None] = field(default_factory=dict)
     _target: str | None = None
 
     def __post_init__(self) -> None:
@@ -158,8 +168,9 @@ class MemoryRepository:
     def target(self) -> str | None:
         return self._target
 
-    def create_worktree(self, wt: str, start: str | None) -> None:
+    def create_worktree(self, wt: str, start: str | None, base: str | None = None) -> None:
         self.worktrees[wt] = start
+        self.bases[wt] = base if base is not None else start
 
     def observe_worktree(self, wt: str) -> WorktreeView:
         if wt in self.worktrees:
@@ -205,11 +216,20 @@ class MemoryRepository:
         changed (nothing against itself)."""
         return [] if base == candidate else list(self.paths.get(candidate, ()))
 
+    def built_on(self, wt: str, candidate: str, base: str) -> bool:
+        """The worktree's bytes are built on its base (the attempt's, or what its owner rebased
+        its work onto); a commit is built on itself."""
+        return candidate == base or self.bases.get(wt) == base
+
     # environment steps
-    def write(self, wt: str, content: str, paths: tuple[str, ...] = ()) -> None:
-        """The owner writes bytes: the worktree now holds ``content`` (changing ``paths``)."""
+    def write(self, wt: str, content: str, paths: tuple[str, ...] = (),
+              onto: str | None = None) -> None:
+        """The owner writes bytes: the worktree now holds ``content`` (changing ``paths``),
+        built on ``onto`` when it first rebased its work onto that commit."""
         if wt not in self.worktrees:
             raise EnvError(f"worktree {wt} does not exist")
+        if onto is not None:
+            self.bases[wt] = onto
         self.worktrees[wt] = content
         if paths:
             self.paths[content] = tuple(paths)

@@ -143,7 +143,8 @@ class GitRepository:
         return {os.path.realpath(line[len("worktree "):]) for line in listing.splitlines()
                 if line.startswith("worktree ")}
 
-    def create_worktree(self, wt: str, start: str | None) -> None:
+    def create_worktree(self, wt: str, start: str | None, base: str | None = None) -> None:
+        """(``base``: the history of ``start`` already says what it is built on.)"""
         if start is None:
             raise GitError(f"worktree {wt}: no start commit (the target ref does not exist)")
         path = self.worktree_path(wt)
@@ -234,6 +235,9 @@ class GitRepository:
     def descends(self, commit: str, ancestor: str) -> bool:
         """Whether ``ancestor`` is in the history of ``commit`` (``merge-base --is-ancestor``)."""
         return self.git("merge-base", "--is-ancestor", ancestor, commit, check=False).returncode == 0
+
+    def built_on(self, wt: str, candidate: str, base: str) -> bool:
+        return self.descends(candidate, base)
 
     def land(self, effect: str, candidate: str, base: str) -> bool:
         # guards: target-history-grows

@@ -68,7 +68,7 @@ def seeded(task: str, t: TaskRecord, initial: Initial) -> tuple[TaskRecord, list
                      session=initial.session, wrapper_epoch=initial.wrapper_epoch,
                      child_epoch=initial.child_epoch, worktree_id=wt, origin=origin,
                      base_hint=origin)
-        effects.append(Effect("create-worktree", (wt, initial.worktree)))
+        effects.append(Effect("create-worktree", (wt, initial.worktree, origin)))
         if initial.alive:
             effects.append(Effect("adopt", (initial.pid, initial.birth)))
     return new, effects

@@ -191,6 +191,11 @@ def built_on_the_target(ctx: Ctx) -> bool:
     return ctx.request.base == ctx.observe.target()
 
 
+def the_candidate_descends_from_the_base(ctx: Ctx) -> bool:
+    r = ctx.request
+    return ctx.observe.built_on(ctx.record, r.candidate, r.base)
+
+
 def in_flight(ctx: Ctx) -> bool:
     t = ctx.record
     return t.phase not in ("absent", "graph-saved") and t.exit == "none"
@@ -364,6 +369,7 @@ STEPS: dict[str, Step] = {
         C(worktree_present, "worktree-missing"),
         C(worktree_holds_the_candidate, "candidate-mismatch"),
         C(built_on_the_target, "base-mismatch"),
+        C(the_candidate_descends_from_the_base, "base-mismatch"),
     ), sets=_revised, notes=_pinned),
     "block-upgrade": Step(None, when=(C(in_flight, "illegal-phase-edge"),), exit=_version_skew),
 }

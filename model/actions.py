@@ -342,7 +342,9 @@ def env_steps(inst: Instance, s: State, i: int) -> Iterator[EnvStep]:
     t = s.tasks[i]
     if t.attempt_state != AttemptState.RUNNING:
         return
-    yield EnvStep(EnvKind.EDIT, name, content=content(i, t))
+    # an owner repairing after the target moved rebases its work onto the target first
+    rebase = t.exit == Exit.NEEDS_REPAIR and t.worktree_base != s.target
+    yield EnvStep(EnvKind.EDIT, name, content=content(i, t), onto=s.target if rebase else 0)
     if inst.protected:
         yield EnvStep(EnvKind.EDIT, name, content=PROTECTED_CONTENT)
     yield EnvStep(EnvKind.OWNER_DIES, name)

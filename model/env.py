@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from .logic import all_of, any_of, one_of
+from .logic import all_of, any_of, ite, one_of
 from .predicates import running
 from .state import State
 from .vocab import Exit, Labelled, Phase
@@ -37,6 +37,7 @@ class EnvStep:
     content: int = 0     # edit: new worktree content; move-target: new target commit
     birth: int = 0       # pid-reuse: birth time of the new process
     amount: int = 1      # tick
+    onto: int = 0        # edit: the owner first rebased its work onto this commit (the target)
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {"env": self.kind.label}
@@ -44,6 +45,8 @@ class EnvStep:
             out["task"] = self.task
         if self.kind in (EnvKind.EDIT, EnvKind.MOVE_TARGET):
             out["content"] = self.content
+        if self.kind == EnvKind.EDIT and self.onto:
+            out["onto"] = self.onto
         if self.kind == EnvKind.PID_REUSE:
             out["birth"] = self.birth
         if self.kind == EnvKind.TICK:
@@ -71,8 +74,11 @@ def guard_and_update(s: State, e: EnvStep) -> tuple[Any, Callable[[], State]]:
         return False, lambda: s
     t = s.tasks[i]
     if e.kind == EnvKind.EDIT:
-        return all_of(writable(t), t.worktree != e.content, e.content != 0), \
-            lambda: s.put(i, replace(t, worktree=e.content))
+        # a rebase is onto the target as it is now; the bytes are then built on it
+        return all_of(writable(t), t.worktree != e.content, e.content != 0,
+                      any_of(e.onto == 0, e.onto == s.target)), \
+            lambda: s.put(i, replace(t, worktree=e.content,
+                                     worktree_base=ite(e.onto != 0, e.onto, t.worktree_base)))
     if e.kind == EnvKind.OWNER_DIES:
         return all_of(t.proc_birth != 0, t.proc_birth == t.owner_birth), \
             lambda: s.put(i, replace(t, proc_birth=0))

@@ -231,7 +231,9 @@ def save_graph(s, i, t, r):
                                        "receipts", "built_on", "retained_base"}, reads={"self", "target"})
 def revise(s, i, t, r):
     """A new candidate version after repair, built on the target as it is now (the kernel's
-    fact: the new version's base, checked on the repository at the land); earlier reviews no longer count."""
+    fact: the new version's base, checked on the repository at the land) and descending from
+    it (the worktree's bytes were built on it: its owner rebased); earlier reviews no longer
+    count."""
     def update():
         b = Binding(t.fence, r.candidate, s.target)
         return s.put(i, replace(
@@ -246,7 +248,8 @@ def revise(s, i, t, r):
         [(t.exit == Exit.NEEDS_REPAIR, Code.ILLEGAL_PHASE_EDGE),
          (t.worktree_present, Code.WORKTREE_MISSING),
          (t.worktree == r.candidate, Code.CANDIDATE_MISMATCH),
-         (r.base == s.target, Code.BASE_MISMATCH)],
+         (r.base == s.target, Code.BASE_MISMATCH),
+         (any_of(t.worktree_base == r.base, r.candidate == r.base), Code.BASE_MISMATCH)],
         update,
     )
 

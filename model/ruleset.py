@@ -52,7 +52,7 @@ CLOSE = frozenset({"attempt_state", "retained", "retained_base", "worktree_lease
 OPEN = frozenset({"attempt", "fence", "lease_epoch", "attempt_state", "token", "failure", "owner_pid", "owner_birth",
                   "session", "wrapper_epoch", "child_epoch", "owner_seen", "proc_birth",
                   "worktree_lease", "session_lease", "finish_lease", "worktree",
-                  "worktree_present", "origin", "built_on", "saved_work", "imported", "phase", "exit",
+                  "worktree_present", "origin", "built_on", "worktree_base", "saved_work", "imported", "phase", "exit",
                   "reason", "revision", "candidate", "base", "version", "disposition",
                   "receipts", "deadline", "effect_done"})
 EDGE = frozenset({"phase", "revision"})

@@ -182,6 +182,7 @@ class TaskState:
     worktree_present: Any = False  # env: the worktree exists on disk
     origin: Any = 0                # content the worktree started from (clean)
     built_on: Any = 0              # the target commit the attempt's work descends from (its base)
+    worktree_base: Any = 0         # env: the commit the worktree's bytes are built on (a rebase moves it)
     saved_work: Any = 0            # content captured by this attempt's WorkSave
     retained: Any = 0              # work retained from a closed attempt
     retained_base: Any = 0         # the target commit the retained work descends from

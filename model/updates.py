@@ -63,6 +63,7 @@ def open_attempt(s: State, t: TaskState, r: Request) -> TaskState:
         owner_seen=OwnerSeen.UNVERIFIED, proc_birth=o.birth,
         worktree_lease=True, session_lease=True, finish_lease=False,
         worktree=start, worktree_present=True, origin=start, built_on=built_on,
+        worktree_base=built_on,
         saved_work=0, imported=r.imports,
         phase=Phase.ABSENT, exit=Exit.NONE, reason=Reason.NONE, revision=0,
         candidate=0, base=0, version=0, disposition=Disposition.NONE,

@@ -13,8 +13,8 @@ from wgk.model.vocab import Code, Kind
 
 # Pinned distinct-state counts: a change to the model shows up here in review.
 PINNED = {
-    Instance(tasks=1): 2902,
-    Instance(tasks=2): 61054,
+    Instance(tasks=1): 2966,
+    Instance(tasks=2): 62270,
 }
 
 

@@ -189,8 +189,14 @@ def test_12_target_moved_during_finish_needs_repair(one):
     assert one.send(K.MARK_REPAIR, A.DAEMON, "a").label == "applied"
     t = one.task("a")
     assert (t.exit, t.reason, t.candidate) == (Exit.NEEDS_REPAIR, Reason.TARGET_MOVED, WORK)
-    # repaired by a new candidate version, never a rebase by the kernel
-    one.env(EnvKind.EDIT, "a", content=8)
+    # the old candidate on the moved target is refused: it does not descend from it
+    assert one.send(K.REVISE, A.WORKER, "a", candidate=WORK, base=55).label == \
+        "rejected:base-mismatch"
+    one.env(EnvKind.EDIT, "a", content=9)            # bytes written on the old base: still
+    assert one.send(K.REVISE, A.WORKER, "a", candidate=9, base=55).label == \
+        "rejected:base-mismatch"
+    # repaired by a new candidate version its owner rebased, never a rebase by the kernel
+    one.env(EnvKind.EDIT, "a", content=8, onto=55)
     assert one.send(K.REVISE, A.WORKER, "a", candidate=8, base=55).label == "applied"
     assert (one.task("a").version, one.task("a").retained) == (2, WORK)
 

@@ -338,7 +338,9 @@ def test_revise_and_mark_repair(one):
     ok(one, K.MARK_REPAIR, A.DAEMON)
     assert not one.task("a").finish_lease
     rejects(one, K.REVISE, A.WORKER, "candidate-mismatch", candidate=9, base=40)
-    one.env(EnvKind.EDIT, "a", content=9)
+    one.env(EnvKind.EDIT, "a", content=8)              # written on the old base: no descent
+    rejects(one, K.REVISE, A.WORKER, "base-mismatch", candidate=8, base=40)
+    one.env(EnvKind.EDIT, "a", content=9, onto=40)     # rebased onto the moved target
     ok(one, K.REVISE, A.WORKER, candidate=9, base=40)
     t = one.task("a")
     assert (t.phase, t.exit, t.candidate, t.base, t.version, t.retained) == \

@@ -66,7 +66,8 @@ InitialTask ==
      ownerPid |-> 0, ownerBirth |-> 0, session |-> 0, wrapperEpoch |-> 0, childEpoch |-> 0,
      ownerSeen |-> "unverified", procBirth |-> 0,
      worktreeLease |-> FALSE, sessionLease |-> FALSE, finishLease |-> FALSE,
-     worktree |-> 0, worktreePresent |-> FALSE, origin |-> 0, savedWork |-> 0, retained |-> 0,
+     worktree |-> 0, worktreePresent |-> FALSE, origin |-> 0, worktreeBase |-> 0,
+     savedWork |-> 0, retained |-> 0,
      phase |-> Absent, exit |-> "none", reason |-> "none", revision |-> 0,
      candidate |-> 0, base |-> 0, version |-> 0, disposition |-> "none",
      receipts |-> [k \in ReceiptKinds |-> NoBinding], deadline |-> 0,
@@ -110,7 +111,7 @@ Dispatch(i) ==
                         !.procBirth = Birth(i, 1),
                         !.worktreeLease = TRUE, !.sessionLease = TRUE, !.finishLease = FALSE,
                         !.worktree = target, !.worktreePresent = TRUE, !.origin = target,
-                        !.savedWork = 0, !.phase = Absent, !.exit = "none", !.reason = "none",
+                        !.worktreeBase = target, !.savedWork = 0, !.phase = Absent, !.exit = "none", !.reason = "none",
                         !.revision = 0, !.candidate = 0, !.base = 0, !.version = 0,
                         !.disposition = "none", !.receipts = [k \in ReceiptKinds |-> NoBinding],
                         !.deadline = 0, !.effectDone = FALSE])
@@ -257,7 +258,10 @@ Writable(t) == /\ Running(t) /\ t.worktreePresent /\ t.procBirth = t.ownerBirth
 Edit(i) ==
     LET t == tk[i] IN
     /\ ENV /\ Writable(t) /\ t.worktree # Content(i, t)
-    /\ Set(i, [t EXCEPT !.worktree = Content(i, t)])
+    \* an owner repairing after the target moved rebases its work onto it first
+    /\ Set(i, [t EXCEPT !.worktree = Content(i, t),
+                        !.worktreeBase = IF t.exit = "needs-repair" /\ t.worktreeBase # target
+                                         THEN target ELSE t.worktreeBase])
 
 OwnerDies(i) ==
     LET t == tk[i] IN

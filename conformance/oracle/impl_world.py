@@ -46,7 +46,8 @@ def _owner_step(kernel: Kernel, kind: str, task: str, step: dict) -> None:
     t = kernel.record(task)
     born = procs.birth_of(t.owner_pid) or 0 if t.owner_pid else 0
     if kind == "edit":
-        edit(kernel, t, task, step.get("content"), born, tuple(step.get("paths", ())))
+        edit(kernel, t, task, step.get("content"), born, tuple(step.get("paths", ())),
+             step.get("onto"))
     elif kind == "owner-dies":
         if born == 0 or born != t.owner_birth:
             raise EnvError(f"owner-dies is not possible now: the owner of task "
@@ -61,15 +62,20 @@ def _owner_step(kernel: Kernel, kind: str, task: str, step: dict) -> None:
 
 
 def edit(kernel: Kernel, t: TaskRecord, task: str, content: str | None, born: int,
-         paths: tuple[str, ...] = ()) -> None:
+         paths: tuple[str, ...] = (), onto: str | None = None) -> None:
     """The live owner writes ``content`` into its worktree (only where the model lets it):
-    the file ``work.txt`` and every one of ``paths`` (``EDIT_FILE``)."""
+    the file ``work.txt`` and every one of ``paths`` (``EDIT_FILE``), first rebasing its work
+    onto ``onto`` when given (only onto the target as it is now)."""
     repo = kernel.env.repository
     view = repo.observe_worktree(t.worktree_id) if t.worktree_id else None
     writable = (t.running and view is not None and view.present and born == t.owner_birth
                 and ((t.exit == "none" and t.phase in ("absent", "prepared"))
                      or t.exit == "needs-repair"))
     # the model's edit guard (worksave-exact is guarded by the kernel in rules.save_work)
-    if not writable or not content or view.content == content:
+    if not writable or not content or view.content == content or \
+            (onto is not None and onto != repo.target()):
         raise EnvError(f"edit is not possible now for task {task!r}")
-    repo.write(t.worktree_id, content, (EDIT_FILE, *paths))
+    if onto is None:
+        repo.write(t.worktree_id, content, (EDIT_FILE, *paths))
+    else:
+        repo.write(t.worktree_id, content, (EDIT_FILE, *paths), onto=onto)

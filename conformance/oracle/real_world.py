@@ -7,9 +7,9 @@ behind a trace's names so that the same trace runs on them:
 - **git.** A fresh repository per trace (its one commit is the trace's initial
   target); every content name a trace uses is a real commit: the owner's
   ``edit`` writes the bytes into its real worktree (the content id is the
-  worktree's snapshot commit), ``move-target`` is someone else's commit on the
-  target (an owner editing after that works on top of the moved target, as a
-  real worker rebases its repair), a land is a real ``update-ref`` compare-and-swap, a pin and an output
+  worktree's snapshot commit; an ``edit`` with ``onto`` first checks the target
+  out in the worktree, as a real worker rebases its repair), ``move-target`` is
+  someone else's commit on the target, a land is a real ``update-ref`` compare-and-swap, a pin and an output
   real refs, a cleanup a real ``git worktree remove``. ``NamedGit`` maps the
   commits back to the trace's names, so the projection compared with the model
   speaks the trace's language.
@@ -79,7 +79,7 @@ class NamedGit:
     def target(self) -> str | None:
         return self._name(self.git.target())
 
-    def create_worktree(self, wt: str, start: str | None) -> None:
+    def create_worktree(self, wt: str, start: str | None, base: str | None = None) -> None:
         self.git.create_worktree(wt, self._oid(start))
 
     def observe_worktree(self, wt: str) -> WorktreeView:
@@ -114,13 +114,18 @@ class NamedGit:
         return self.git.changed_paths(self._oid(base), self._oid(candidate))
 
     # environment steps
-    def write(self, wt: str, content: str, paths: tuple[str, ...] = ()) -> None:
-        """The owner writes ``content``; after the target moved on past its worktree's start it
-        works on top of the target (as a real worker rebases before it writes its repair)."""
-        path, target = self.git.worktree_path(wt), self.git.target()
-        head = self.git.out("rev-parse", "HEAD", cwd=path) if os.path.isdir(path) else None
-        if head and target and head != target and self.git.descends(target, head):
-            self.git.git("checkout", "-q", "--detach", target, cwd=path)
+    def built_on(self, wt: str, candidate: str, base: str) -> bool:
+        return self.git.built_on(wt, self._oid(candidate), self._oid(base))
+
+    def write(self, wt: str, content: str, paths: tuple[str, ...] = (),
+              onto: str | None = None) -> None:
+        """The owner writes ``content``; with ``onto`` it first rebases its work onto that
+        commit (a real checkout of it in the worktree), as a worker does before it writes
+        its repair on a moved target; otherwise its bytes stay on the commit the worktree
+        was built on."""
+        path = self.git.worktree_path(wt)
+        if onto is not None and os.path.isdir(path):
+            self.git.git("checkout", "-q", "--detach", self._oid(onto), cwd=path)
         self.git.write(wt, content, paths)
         self._learn(self.git.observe_worktree(wt).content, content)
 

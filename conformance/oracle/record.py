@@ -157,6 +157,17 @@ def _environment(model: ModelSystem, task: str, observed: dict) -> list[dict]:
     return out
 
 
+def _rebased(request: dict, observed: dict, steps: list[dict]) -> list[dict]:
+    """A revise the kernel saw built on the target it names: the bytes it names were written
+    after their owner rebased its work onto that target (the edit says ``onto``)."""
+    if request.get("kind") == "revise" and observed.get("built-on") and \
+            request.get("base") is not None and request.get("base") == observed.get("target"):
+        for env in steps:
+            if env["env"] == "edit" and env["task"] == request.get("task"):
+                env["onto"] = request["base"]
+    return steps
+
+
 def _replayed(trace: Trace) -> ModelSystem:
     """The model after every step of ``trace`` so far."""
     model = ModelSystem(trace)
@@ -192,7 +203,9 @@ def record_trace(path: str, *, id: str | None = None, title: str | None = None) 
         request = symbolic_tokens(e.body["request"])
         if e.key is not None:
             request.update(_sender(e.key, {p["name"] for p in declared}))
-        for env in _environment(model, request.get("task", ""), e.body.get("observed") or {}):
+        observed = e.body.get("observed") or {}
+        for env in _rebased(request, observed,
+                            _environment(model, request.get("task", ""), observed)):
             try:
                 model.apply(env)
             except StepError:

@@ -200,6 +200,7 @@ def seed_task(t: TaskState, seed: dict, names: Names, target: int) -> TaskState:
             origin=(names.cid(a["origin"]) if a.get("origin") else target) if live else 0,
         )
         ch["built_on"] = ch["origin"]          # a seeded attempt's base is its origin
+        ch["worktree_base"] = ch["origin"]     # and its worktree is built on it
     return replace(t, **ch) if ch else t
 
 

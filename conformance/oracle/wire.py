@@ -225,7 +225,7 @@ def decision_label(wire: dict) -> str:
     return f"{label}:{wire['code']}" if wire.get("code") else label
 
 
-ENV_FIELDS = {"env", "task", "content", "paths", "birth", "amount"}
+ENV_FIELDS = {"env", "task", "content", "onto", "paths", "birth", "amount"}
 
 
 def env_from_wire(d: Any, names: Names, pointer: str = "") -> EnvStep:
@@ -247,7 +247,14 @@ def env_from_wire(d: Any, names: Names, pointer: str = "") -> EnvStep:
     if kind == EnvKind.PID_REUSE and birth <= 0:
         raise WireError(f"{pointer}/birth", "must be positive")
     amount = _int(d.get("amount", 1), f"{pointer}/amount") if kind == EnvKind.TICK else 1
-    return EnvStep(kind, task, content=content, birth=birth, amount=amount)
+    onto = 0
+    if "onto" in d:
+        if kind != EnvKind.EDIT:
+            raise WireError(f"{pointer}/onto", "only an edit rebases onto a commit")
+        if not isinstance(d["onto"], str) or not d["onto"]:
+            raise WireError(f"{pointer}/onto", "expected a content id (a non-empty string)")
+        onto = names.cid(d["onto"])
+    return EnvStep(kind, task, content=content, birth=birth, amount=amount, onto=onto)
 
 
 def env_to_wire(e: EnvStep, names: Names) -> dict[str, Any]:
@@ -256,6 +263,8 @@ def env_to_wire(e: EnvStep, names: Names) -> dict[str, Any]:
         out["task"] = e.task
     if e.kind in (EnvKind.EDIT, EnvKind.MOVE_TARGET):
         out["content"] = names.cname(e.content)
+    if e.kind == EnvKind.EDIT and e.onto:
+        out["onto"] = names.cname(e.onto)
     if e.kind == EnvKind.PID_REUSE:
         out["birth"] = e.birth
     if e.kind == EnvKind.TICK:

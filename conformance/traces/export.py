@@ -69,6 +69,8 @@ def step_json(step: Request | EnvStep, names: Names | None = None) -> dict:
         out = step.to_json()
         if "content" in out:
             out["content"] = names.cname(step.content)
+        if "onto" in out:
+            out["onto"] = names.cname(step.onto)
         return out
     out = step.to_json()
     for key, v in (("candidate", step.candidate), ("base", step.base), ("imports", step.imports)):

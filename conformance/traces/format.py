@@ -213,7 +213,7 @@ TOP_ORDER = ("format", "id", "title", "source", "description", "graph", "initial
 SOURCE_ORDER = ("kind", "incident", "provenance", "file")
 GRAPH_ORDER = ("id", "target", "protected-paths", "tasks")
 TASK_ORDER = ("name", "deps", "review-required", "requires-assignment", "retry-budget")
-STEP_ORDER = ("request", "env", "task", "content", "paths", "birth", "amount", "expect",
+STEP_ORDER = ("request", "env", "task", "content", "onto", "paths", "birth", "amount", "expect",
               "expect-facts", "from", "note")
 REQUEST_ORDER = ("kind", "actor", "task", "key", "cap", "token", "expected-phase",
                  "expected-revision", "expected-attempt", "expected-generation", "owner", "mint",

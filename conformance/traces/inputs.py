@@ -119,6 +119,8 @@ def _names(doc: dict) -> Iterator[tuple[list, str, Any]]:
     for n, step in enumerate(doc.get("steps", [])):
         if "env" in step and step.get("content") is not None:
             yield ["steps", n, "content"], "content id", step["content"]
+        if "env" in step and step.get("onto") is not None:
+            yield ["steps", n, "onto"], "content id", step["onto"]
 
 
 def semantic_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:

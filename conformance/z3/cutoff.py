@@ -54,7 +54,7 @@ LOCALITY_TASKS = ("t3",)
 KERNEL_READS = frozenset({"self", "journal"})
 #: What each environment step reads (they are not rules; env.py is their one definition).
 ENV_READS: dict[EnvKind, frozenset[str]] = {
-    EnvKind.EDIT: frozenset({"self"}), EnvKind.OWNER_DIES: frozenset({"self"}),
+    EnvKind.EDIT: frozenset({"self", "target"}), EnvKind.OWNER_DIES: frozenset({"self"}),
     EnvKind.PID_REUSE: frozenset({"self"}), EnvKind.MOVE_TARGET: frozenset({"target"}),
     EnvKind.TICK: frozenset({"now"}), EnvKind.CRASH: frozenset(), EnvKind.LOST_RESPONSE: frozenset(),
 }

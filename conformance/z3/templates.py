@@ -248,8 +248,9 @@ class EnvTemplate:
         return f"env:{self.kind.label}({self.task})"
 
     def step(self, pool: "Pool") -> EnvStep:
+        onto = pool.vars["base"] if self.kind == EnvKind.EDIT else 0      # a rebase, or 0
         return EnvStep(self.kind, self.task, content=pool.vars["candidate"],
-                       birth=pool.vars["birth"], amount=1)
+                       birth=pool.vars["birth"], amount=1, onto=onto)
 
     def constraints(self, pool: "Pool") -> list:
         """Contents and birth times name something (the wire refuses empty ones)."""
@@ -262,7 +263,8 @@ class EnvTemplate:
     def concrete(self, values: dict[str, int]) -> EnvStep:
         content = values["candidate"] if self.kind in (EnvKind.EDIT, EnvKind.MOVE_TARGET) else 0
         birth = values["birth"] if self.kind == EnvKind.PID_REUSE else 0
-        return EnvStep(self.kind, self.task, content=content, birth=birth, amount=1)
+        onto = values["base"] if self.kind == EnvKind.EDIT else 0
+        return EnvStep(self.kind, self.task, content=content, birth=birth, amount=1, onto=onto)
 
 
 #: Environment steps that change the state (crash and lost-response change no model state).
