@@ -244,7 +244,12 @@ def test_a_moved_target_sends_the_finish_to_repair_with_the_candidate_retained(t
     assert report.plans[0].to_json()["reason"] == "needs-repair: target-moved"
     assert report.plans[0].way == "hold"
     # the worker rebases its own work; a revised candidate lands from the new base
-    apply_env(k, {"env": "edit", "task": "a", "content": "c2"})
+    t = k.record("a")
+    assert k.handle({"kind": "revise", "actor": "worker", "task": "a", "cap": cap(k, "a"),
+                     "key": "revise-not-rebased", "expected-phase": t.visible_phase,
+                     "expected-revision": t.revision, "candidate": "c1", "base": "t1"}) == \
+        {"decision": "rejected", "code": "base-mismatch"}        # not rebased: refused
+    apply_env(k, {"env": "edit", "task": "a", "content": "c2", "onto": "t1"})
     assert tx(k, "a", "revise", "worker", candidate="c2", base="t1") == {"decision": "applied"}
     assert k.record("a").retained == "c1"
     k.converge()
