@@ -281,3 +281,22 @@ def test_init_refuses_a_planted_credential_file_before_it_makes_the_database(tmp
         os.umask(old)
     for path in (db, db + ".credential"):
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
+
+
+# --- the database is private ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0])
+def test_the_database_and_its_log_files_are_created_0600_whatever_the_umask(tmp_path, umask):
+    path = str(tmp_path / "k.db")
+    old = os.umask(umask)
+    try:
+        k = Kernel(path, MemoryWorld.create(target="main-0").environment())
+        k.create_graph("g", [TaskPolicy("a")])
+        assert k.handle({"kind": "message", "actor": "operator", "task": "a", "key": "m",
+                         "evidence": "e"})["decision"] == "evidence-only"
+        modes = {p: stat.S_IMODE(os.stat(path + p).st_mode) for p in ("", "-wal", "-shm")}
+        k.close()
+    finally:
+        os.umask(old)
+    assert modes == {"": 0o600, "-wal": 0o600, "-shm": 0o600}
