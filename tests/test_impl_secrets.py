@@ -300,3 +300,73 @@ def test_the_database_and_its_log_files_are_created_0600_whatever_the_umask(tmp_
     finally:
         os.umask(old)
     assert modes == {"": 0o600, "-wal": 0o600, "-shm": 0o600}
+
+
+# --- worktrees stay under their root --------------------------------------------------------
+
+
+@pytest.fixture
+def repo(tmp_path):
+    init_repository(str(tmp_path / "repo"))
+    g = GitRepository(str(tmp_path / "repo"), worktrees=str(tmp_path / "wts"))
+    yield g
+    g.remove_all_worktrees()
+
+
+def registered(g: GitRepository) -> list[str]:
+    return [line for line in g.out("worktree", "list", "--porcelain").splitlines()
+            if line.startswith("worktree ")]
+
+
+@pytest.mark.parametrize("where", ["task", "leaf"])
+def test_a_symlink_planted_in_the_worktrees_root_is_refused_and_nothing_is_made_outside(
+        repo, tmp_path, where):
+    from wgk.impl.git import GitError
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.makedirs(repo.worktrees, exist_ok=True)
+    if where == "task":
+        os.symlink(outside, os.path.join(repo.worktrees, "a"))
+    else:
+        os.mkdir(os.path.join(repo.worktrees, "a"))
+        os.symlink(outside, os.path.join(repo.worktrees, "a", "f1"))
+    before = registered(repo)
+    with pytest.raises(GitError, match="is a symlink"):
+        repo.create_worktree("a/f1", repo.target())
+    assert os.listdir(outside) == [] and registered(repo) == before
+    with pytest.raises(GitError, match="is a symlink"):
+        repo.observe_worktree("a/f1")
+
+
+def test_a_worktree_replaced_by_a_symlink_is_neither_read_nor_removed_through_it(repo, tmp_path):
+    from wgk.impl.git import GitError
+    repo.create_worktree("a/f1", repo.target())
+    assert repo.observe_worktree("a/f1").present
+    elsewhere = tmp_path / "elsewhere"
+    repo.create_worktree("b/f1", repo.target())                 # a real worktree to aim at
+    os.rename(repo.worktree_path("b/f1"), elsewhere)
+    repo.git("worktree", "repair", str(elsewhere))
+    os.rename(os.path.join(repo.worktrees, "a"), tmp_path / "a-moved")
+    os.symlink(tmp_path / "b-link", os.path.join(repo.worktrees, "a"))
+    os.mkdir(tmp_path / "b-link")
+    os.symlink(elsewhere, tmp_path / "b-link" / "f1")
+    for call in (repo.observe_worktree, repo.remove_worktree, repo.ignored_files):
+        with pytest.raises(GitError, match="is a symlink"):
+            call("a/f1")
+    assert os.path.isdir(elsewhere / ".git") or os.path.isfile(elsewhere / ".git")
+
+
+def test_dispatch_onto_a_planted_symlink_fails_with_its_reason_and_records_nothing(
+        kernel_db, capsys, live, tmp_path):
+    db, tmp = kernel_db
+    worktrees = str(tmp / "repo-worktrees")
+    outside = tmp / "outside"
+    outside.mkdir()
+    os.makedirs(worktrees, exist_ok=True)
+    os.symlink(outside, os.path.join(worktrees, "a"))
+    before = fingerprint(db)
+    code, out, err = run(capsys, "--db", db, "--credential", db + ".credential", "dispatch", "a",
+                         "--pid", str(live.pid), "--token-file", str(tmp / "a.token"))
+    assert code == 1 and "is a symlink" in err and err.count("\n") == 1, err
+    assert os.listdir(outside) == [] and not (tmp / "a.token").exists()
+    assert fingerprint(db) == before
