@@ -370,3 +370,24 @@ def test_dispatch_onto_a_planted_symlink_fails_with_its_reason_and_records_nothi
     assert code == 1 and "is a symlink" in err and err.count("\n") == 1, err
     assert os.listdir(outside) == [] and not (tmp / "a.token").exists()
     assert fingerprint(db) == before
+
+
+# --- the planted bugs these tests kill ------------------------------------------------------
+
+
+def test_each_secret_mutant_is_killed_by_its_own_tests_which_pass_unmutated():
+    from wgk.conformance.oracle.impl_mutants import IDENTITY
+    from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS
+    from wgk.conformance.reports.impl_mutants import run_mutant
+    from dataclasses import replace
+    mine = [m for m in IMPL_MUTANTS if any(t.startswith("tests/test_impl_secrets.py") for t in m.tests)]
+    assert {m.name for m in mine} >= {"database-umask-mode", "secret-file-adopted",
+                                      "secret-file-world-readable", "surrogate-credential-crashes",
+                                      "loose-credential-file-read", "worktree-through-symlink"}
+    every_test = tuple(t for m in mine for t in m.tests)
+    base = run_mutant(replace(IDENTITY, tests=every_test), "quick", [], timeout=600)
+    assert base.verdict == "survived", base.to_json()
+    for m in mine:
+        r = run_mutant(m, "quick", [], timeout=600)
+        assert r.verdict == "killed" and r.section == "tests", r.to_json()
+        assert r.check.startswith("tests/test_impl_secrets.py::") or "test_impl_secrets" in r.check
