@@ -9,7 +9,7 @@ import sys
 import uuid
 
 from .. import secretfile
-from ..errors import BadRequest, EffectError, EnvError, GraphError
+from ..errors import BadRequest, EffectError, EnvError, GraphError, Tampered
 from ..kernel import Kernel
 from ..proc import ProcProcessTable
 from ..records import TaskPolicy
@@ -54,7 +54,7 @@ def minted(args, request: dict) -> str | None:
 
 
 #: Errors raised before the request's transaction commits: the minted token opened nothing.
-NOT_APPLIED = (UsageError, BadRequest, GraphError, EnvError, EffectError)
+NOT_APPLIED = (UsageError, BadRequest, GraphError, EnvError, EffectError, Tampered)
 
 
 def send_minted(k: Kernel, args, request: dict) -> int:
