@@ -5,11 +5,14 @@ immutable manifest (requirements, contract, output and validation digests, the
 integrated main), a FLIP review and an evaluation recorded on that manifest,
 publication observed against the main the manifest integrated, completion.
 The model has no review valve yet (issue 35): its validator and evaluator
-review a sealed candidate, not a manifest; it has no FLIP verdict, no
-``unavailable`` evaluation, no contract that publishes without git. Every case
-records a FLIP review (``record_flip``), so no case maps exactly: each is read
-field by field (nothing unknown passes) and reported with the first event the
-model cannot express, never dropped.
+review a sealed candidate, not a manifest, in a fixed order (validation,
+then the evaluator's FLIP review: ``request-review`` and ``accept``), where WG
+records the FLIP review first and the evaluation after it, each on the
+manifest; the model has no ``unavailable`` evaluation and no manifest that
+replaces another and invalidates both reviews. Every case records a FLIP review
+(``record_flip``) before any evaluation, so no case maps one event for one
+edge: each is read field by field (nothing unknown passes) and reported with
+the first event the model cannot express, never dropped.
 """
 from __future__ import annotations
 
@@ -27,8 +30,10 @@ EVENT_FIELDS = {
 FINAL = ("phase", "manifest", "flip", "eval", "publication", "publication_count", "failure_code")
 #: event type -> why the model cannot express it
 WHY = {
-    "record_flip": "a FLIP review of an immutable manifest: the model has no review valve (its validator "
-                   "reviews a sealed candidate, with no requirements digest and no FLIP verdict)",
+    "record_flip": "a FLIP review of an immutable manifest, before or without its evaluation: the model "
+                   "has no review valve; it reviews a sealed candidate in a fixed order (the validator's "
+                   "verdict, then the evaluator's FLIP review), with no requirements digest, so no event "
+                   "sequence of WG's maps onto its edges one for one",
     "record_eval": "an evaluation of a manifest with verdict pass, reject or unavailable: the model's "
                    "evaluator accepts a candidate and has no 'unavailable'",
     "submit_manifest": "a manifest with requirements and a contract (land, report, explore): the model "
