@@ -104,7 +104,8 @@ def _dead_owner_window_closed(sc: Scenario, task: str) -> dict:
     sc.env("owner-dies", task=task)
     sc.env("converge", note="the owner is probed: proven dead")
     sc.env("tick", amount=1, note="the continuation window closes with the leases still held")
-    return {task: {"owner-seen": "dead", "attempt-state": "running"}}
+    return {task: {"owner-seen": "dead", "attempt-state": "running",
+                   "leases": {"worktree": True, "session": True}}}
 
 
 def _exited_wrapper(sc: Scenario, task: str) -> dict:

@@ -13,6 +13,7 @@ the pending action, the expected recovery rank the reducer's rank (replay with
 | crash_after_transaction (merge-pending, yes, dead) | the disposition recorded (land) | transaction_durable -> 1 | promote -> scheduled drive-transaction |
 | crash_after_promotion (promoted, yes, dead) | the effect committed | promoted -> 2 | cleanup -> scheduled drive-transaction |
 | crash_after_cleanup (cleaned, yes, dead) | the cleanup committed | cleaned -> 2 | complete -> scheduled drive-transaction |
+| stale_unrelated_wrapper (promoted, yes, dead; another wrapper's identity) | the effect committed, then a heartbeat with the attempt's K from a wrapper without the attempt's token | promoted -> 2 | reject_stale -> rejected token-mismatch; the plan stays scheduled drive-transaction |
 
 The capability's identity digests become the owner's session; its epochs the
 owner's. ``deadline_unix`` is the reducer's wall-clock retry deadline (``now_unix``
@@ -21,9 +22,7 @@ owner's. ``deadline_unix`` is the reducer's wall-clock retry deadline (``now_uni
 Not mapped (reported): ``incident_receipt_no_transaction`` and
 ``live_wrapper_waits_for_handoff`` (a completion receipt without a transaction:
 the model's receipt of a completion is the transaction's first edge, so a
-receipted completion always has a transaction), ``stale_unrelated_wrapper`` (a
-capability with the same K and another wrapper's identity: the model's owner has
-one session and no separate wrapper identity to compare).
+receipted completion always has a transaction).
 """
 from __future__ import annotations
 
@@ -46,7 +45,11 @@ CASES = {
                               {"way": "scheduled", "action": "drive-transaction"}),
     "crash_after_cleanup": ("cleaned", True, True, "cleaned", "complete", "commit-cleanup", 2,
                             {"way": "scheduled", "action": "drive-transaction"}),
+    "stale_unrelated_wrapper": ("promoted", True, True, "promoted", "reject_stale", "commit-effect", 2,
+                                {"way": "scheduled", "action": "drive-transaction"}),
 }
+#: the only field of a presented capability that may differ from the attempt's (stale_unrelated_wrapper)
+FOREIGN_FIELD = "wrapper_identity_digest"
 UNMAPPED = {
     "incident_receipt_no_transaction": (
         "completion_receipted", "true with transaction_phase null: the model's completion receipt is the "
@@ -54,9 +57,6 @@ UNMAPPED = {
     "live_wrapper_waits_for_handoff": (
         "completion_receipted", "true with transaction_phase null and a live owner (wait_for_receipt): the "
         "model's completion receipt is the transaction's first edge"),
-    "stale_unrelated_wrapper": (
-        "presented_capability/wrapper_identity_digest", "the same K with another wrapper's identity: the "
-        "model's owner has one session and no separate wrapper identity to compare"),
 }
 
 
@@ -88,8 +88,14 @@ class Runtime:
             if name in UNMAPPED:
                 unmapped.append(Unmapped(self.file, name, f"cases/{n}/{UNMAPPED[name][0]}", UNMAPPED[name][1]))
                 continue
-            if name not in CASES or presented != cap:
+            if name not in CASES:
                 unmapped.append(Unmapped(self.file, name, f"cases/{n}/name", "case not known to the importer"))
+                continue
+            foreign = sorted(f for f in CAP_FIELDS if presented[f] != cap[f])
+            if foreign != ([FOREIGN_FIELD] if name == "stale_unrelated_wrapper" else []):
+                unmapped.append(Unmapped(self.file, name, f"cases/{n}/presented_capability",
+                                         "only another wrapper's identity with the attempt's K is mapped "
+                                         "(stale_unrelated_wrapper)"))
                 continue
             want_phase, want_receipt, want_dead, want_rank, want_pending, last, rr, plan = CASES[name]
             got = {"transaction_phase": phase, "completion_receipted": receipted, "owner_proven_dead": dead,
@@ -100,11 +106,12 @@ class Runtime:
                 unmapped.append(Unmapped(self.file, name, f"cases/{n}/{bad[0]}",
                                          f"{got[bad[0]]!r}: only {want[bad[0]]!r} is mapped for this case"))
                 continue
-            traces.append((name, self.trace(n, name, cap, phase, now, rank, pending, deadline, last, rr, plan)))
+            traces.append((name, self.trace(n, name, cap, phase, now, rank, pending, deadline, last, rr, plan,
+                                            presented if presented != cap else None)))
         s.finish()
         return traces, unmapped
 
-    def trace(self, n, name, cap, phase, now, rank, pending, deadline, last, rr, plan) -> Trace:
+    def trace(self, n, name, cap, phase, now, rank, pending, deadline, last, rr, plan, foreign) -> Trace:
         task = cap["task_id"]
         sc = Scenario("wg-runtime", {"pointer": f"/cases/{n}", "event": name,
                                      "decision": {"rank": rank, "pending_action": pending}},
@@ -118,6 +125,13 @@ class Runtime:
         sc.env("owner-dies", task=task, note="the crash: the owner (wrapper and child) is gone")
         if last is None:
             sc.env("converge", note="the daemon probes the owner: proven dead")
+        facts = {"plan": plan, "recovery-rank": rr, "owner-seen": "dead" if last is None else "unverified"}
+        if foreign is not None:
+            step = sc.request("heartbeat", "wrapper", task, "rejected", token="tok-unrelated-wrapper",
+                              note=f"an unrelated wrapper ({foreign[FOREIGN_FIELD]}) presents the attempt's K "
+                                   "without the attempt's capability token")
+            step["expect"] = {"decision": "rejected", "code": "token-mismatch"}
+            facts["promotions"] = 1
         name_path = Path(self.file).name
         return Trace(
             id="wg-runtime-v1-" + name.replace("_", "-"),
@@ -131,6 +145,5 @@ class Runtime:
                          f"recovery rank {rr}), pending {pending} (our plan {plan['way']} "
                          f"{plan['action']}), retry deadline {deadline} (wall clock, not compared)."),
             graph=sc.graph(), steps=sc.steps,
-            expect={"tasks": {task: {"plan": plan, "recovery-rank": rr, "owner-seen":
-                                     ("dead" if last is None else "unverified")}}},
+            expect={"tasks": {task: facts}},
         )
