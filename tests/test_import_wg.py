@@ -290,6 +290,10 @@ def test_a_daemon_case_whose_way_differs_is_reported_not_dropped(tmp_path, capsy
      "/cases/0/expected/extra: field 'extra' cannot be mapped"),
     ("simple-land/v1", "scenarios.json", lambda d: d["cases"][0]["events"][0].update(type="teleport"),
      "/cases/0/events/0/type: event type 'teleport' cannot be mapped"),
+    ("daemon/v3", "stale_worktree_spawn_owner.json", lambda d: d.update(expected_actions=[]),
+     "/expected_actions: field 'expected_actions' is empty"),
+    ("planner-runtime", "convergence-state-v1.json", lambda d: d["goals"].update(x=5),
+     "/goals/x: expected an object"),
 ])
 def test_new_family_unknown_input_is_an_error_with_its_pointer(tmp_path, family, name, edit, message):
     p = _copy(tmp_path, family, name, edit)

@@ -399,6 +399,8 @@ class Daemon:
         s = self.src
         name = s.req("name", str)
         actions = s.req("expected_actions", list)
+        if not actions:
+            raise s.error("field 'expected_actions' is empty", "expected_actions")
         _, obs = self.trace_header(s)
         s.finish()
         for n, o in enumerate(obs):

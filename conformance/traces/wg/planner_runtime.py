@@ -47,14 +47,21 @@ class PlannerRuntime:
     def goals(self):
         s = self.src
         s.const("schema_version", 1)
-        goals = s.req("goals", dict)
+        goals = s.sub("goals")
         s.req("route_breakers", dict)
         s.req("last_reconciled_at", str)
         s.finish()
-        return [], [Unmapped(self.file, name, f"goals/{name}/backoff",
-                             f"stage {g.get('stage')!r} with a backoff until {g.get('next_wake_at')}: the "
-                             "model has no backoff, goal stage or route breaker; a task it may dispatch is "
-                             "runnable at once") for name, g in goals.items()]
+        out = []
+        for name in list(goals.value):
+            g = goals.sub(name)
+            for f in ("goal", "priority", "blocker", "backoff", "last_authoritative_progress", "pending_action"):
+                g.req(f)
+            stage, wake = g.req("stage", str), g.req("next_wake_at", str)
+            g.finish()
+            out.append(Unmapped(self.file, name, f"goals/{name}/backoff",
+                                f"stage {stage!r} with a backoff until {wake}: the model has no backoff, goal "
+                                "stage or route breaker; a task it may dispatch is runnable at once"))
+        return [], out
 
     def convergence(self):
         s = self.src
