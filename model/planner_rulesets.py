@@ -30,25 +30,12 @@ from typing import Any, Callable
 
 from .logic import all_of, any_of, not_, one_of
 from .predicates import graph_saved, reserved as _reserved, running
-from .projections import (
-    WAY_CONDITIONS, WAYS, WAIT_WAYS, Plan, _continuation_planned, finished, hold_reason,
-)
+from .projections import WAY_CONDITIONS, Plan, _continuation_planned, plan
 from .state import State, TaskState
-from .vocab import Action, AttemptState, Exit, OwnerSeen, Reason, Way
+from .vocab import AttemptState, Exit, OwnerSeen, Reason
 
 CORRECTED = "corrected"
 HISTORICAL = "historical"
-
-#: The historical incidents, each with the ways whose old condition reproduces it.
-HISTORICAL_INCIDENTS = {
-    "abandoned_dependency_satisfied_readiness": ("dispatch", "await-dependencies"),
-    "control_plane_candidate_replacement": ("hold", "drive-transaction"),
-    "dead_pi_owner_retaining_leases": ("live-owner", "declare-lost"),
-    "exited_wrapper_rejected_stale": ("resume-continuation", "declare-lost"),
-    "park_resume_overlap": ("dispatch", "await-external"),
-    "target_moved_during_finish": ("drive-transaction", "mark-repair"),
-}
-
 
 _DEAD, _LIVE, _UNVERIFIED = OwnerSeen.DEAD, OwnerSeen.LIVE, OwnerSeen.UNVERIFIED
 
@@ -105,25 +92,8 @@ HISTORICAL_CONDITIONS = _historical_conditions()
 RULESETS: dict[str, dict[str, Callable]] = {CORRECTED: WAY_CONDITIONS, HISTORICAL: HISTORICAL_CONDITIONS}
 
 
-def ways_under(ruleset: str, s: State, i: int) -> list:
-    """The ways enabled for task ``i`` under the named ruleset (concrete states only)."""
-    conditions = RULESETS[ruleset]
-    return [w for w in WAYS if conditions[w.name](s, i, s.tasks[i]) is True]
-
-
 def plan_under(ruleset: str, s: State, i: int) -> Plan | None:
     """The plan of task ``i`` under the named ruleset (``corrected`` is ``projections.plan``)."""
     if ruleset not in RULESETS:
         raise KeyError(f"unknown planner ruleset {ruleset!r} (known: {', '.join(RULESETS)})")
-    t = s.tasks[i]
-    name = s.graph.tasks[i]
-    if finished(t) is True:
-        return None
-    ways = ways_under(ruleset, s, i)
-    if len(ways) != 1:
-        why = "no way forward" if not ways else "several ways: " + ", ".join(w.name for w in ways)
-        return Plan(name, Way.HOLD, Action.AWAIT_OPERATOR, why, 0)
-    w = ways[0]
-    reason = w.name if w.name != "hold" else hold_reason(t)
-    deadline = t.wait_deadline if w.name in WAIT_WAYS else t.deadline
-    return Plan(name, w.way, w.action, reason, int(deadline))
+    return plan(s, i, RULESETS[ruleset])
