@@ -5,7 +5,9 @@ injected environment.
 request path is ``handling``); graph edits, seeds and legacy records are ledger
 events as well, so every table can be rebuilt from the ledger by the same
 ``apply_event``. The caches here (ids, policies, records) are valid while no
-other connection commits; ``_sync`` drops them when one did.
+other connection commits; ``_sync`` drops them when one did, and when they hold more than
+``CACHED_TASKS_MOST`` tasks (a long-lived kernel's memory does not grow with the tasks it
+has touched).
 """
 from __future__ import annotations
 
@@ -34,6 +36,11 @@ from .backends import open_store
 from .store import Pragmas, dumps
 from .tables import FactTables, TaskTables
 from .wire import Request
+
+
+#: The tasks whose records a kernel keeps between requests, at most: past it, the caches are
+#: dropped between two requests and read again as after another connection's commit.
+CACHED_TASKS_MOST = 1024
 
 
 class Kernel:
@@ -80,11 +87,16 @@ class Kernel:
         self.principals.forget()
 
     def _sync(self) -> bool:
-        """Drop the caches if another connection committed since we last looked."""
+        """Drop the caches if another connection committed since we last looked (or, outside
+        a transaction, when they hold more than ``CACHED_TASKS_MOST`` tasks)."""
         v = self.store.data_version()
         if v != self._version:
             self._version = v
             self._forget()
+            return True
+        if len(self._records) > CACHED_TASKS_MOST and not self.store.depth:
+            self._forget()
+            self.tables.stamps.clear()       # each is read again with its record
             return True
         return False
 

@@ -176,3 +176,27 @@ def test_the_benchmark_runs_quick_and_prints_its_table(tmp_path):
     assert re.search(r"ledger axis: peak memory, cold request.*largest / smallest = \d", out)
     assert "check FAILED" not in out and "check passed: sqlite, 40 tasks, 4,000 events: the " \
         "seeded ledger verifies" in out
+
+
+def test_a_long_lived_kernel_keeps_a_bounded_number_of_task_records(tmp_path, monkeypatch):
+    """Records, policies and ids cached between requests are dropped past the bound (and read
+    again, as after another connection's commit): a daemon's memory does not grow with the
+    tasks it has touched, and its decisions stay those of the stored facts."""
+    import wgk.impl.kernel as kernel_module
+    monkeypatch.setattr(kernel_module, "CACHED_TASKS_MOST", 4)
+    db, world = seeded(tmp_path, 40, 200)
+    k = Kernel(db, world.environment(), pragmas=Pragmas(synchronous="OFF"))
+    try:
+        mix = flat_cost.Mix(k, world, 0)
+        most = 0
+        for _ in range(COMPLETIONS):
+            assert mix.completion(None)
+            most = max(most, len(k._records), len(k._policies), len(k.tables.stamps))
+        for i in range(12):                               # every heartbeat task, in turn
+            assert mix.beat(None, "bound")
+            most = max(most, len(k._records), len(k._policies), len(k.tables.stamps))
+        assert most <= 4 + 2, f"{most} tasks cached with a bound of 4"
+        assert k.status("c2") == "done" and k.status("h3") == "in-progress"
+        assert k.verify_ledger().ok and k.rebuild().ok
+    finally:
+        k.close()
