@@ -24,7 +24,8 @@ The ratio largest / smallest of each figure along each axis is the flat-cost fig
 (target: at most 1.2). On PostgreSQL (``WGK_TEST_POSTGRES`` or ``--backend DSN``) the
 ledger axis stops at 100,000 events.
 
-    python bench/flat_cost.py [--quick] [--json] [--backend DSN] [--no-save]
+    python bench/flat_cost.py [--quick] [--json] [--backend DSN] [--no-save] [--sync FULL]
+    python bench/flat_cost.py --profile [--quick]     # cProfile at the largest sizes instead
 """
 from __future__ import annotations
 
@@ -137,7 +138,7 @@ class Seeder:
             self.conn.execute("SELECT setval('ledger_seq', %s)", (self.seq,))
             self.conn.commit()
             self.conn.autocommit = True
-            self.conn.execute("ANALYZE")
+            self.conn.execute(f"ANALYZE {', '.join(ANALYZED)}")   # this schema's tables only
         else:
             self.conn.execute("COMMIT")
         self.conn.close()
@@ -206,6 +207,9 @@ class Seeder:
 
 
 LEDGER_COLUMNS = "(seq, prev, hash, event, task, key, body, chain)"
+#: The tables seeded in bulk, analyzed after (as the kernel does after a bulk graph edit).
+ANALYZED = ("ledger", "tasks", "stamps", "transactions", "leases", "generations", "edges",
+            "task_view", "journal", "evidence")
 EVIDENCE_MARK = "EVIDENCE-MARK"
 RESPONSE = '{"decision":"evidence-only"}'
 
@@ -506,6 +510,49 @@ def run(quick: bool = False, server_dsn: str | None = None, check_chain: bool = 
     return result
 
 
+def profile(plan: Plan, top: int = 25) -> None:
+    """cProfile of the warm mix and of cold heartbeats at the largest size of each axis
+    (SQLite), and the SQL statements of one cold heartbeat: where a cost that grows shows."""
+    import cProfile
+    import pstats
+    sizes = [Size(plan.task_sizes[-1], plan.event_sizes[0]),
+             Size(plan.task_sizes[0], plan.event_sizes[-1])]
+    with tempfile.TemporaryDirectory(prefix="wgk-flat-") as tmp:
+        for size in sizes:
+            world = MemoryWorld.create(target="main-0")
+            with sqlite_db(tmp, "profile") as db:
+                say(f"  seeding {size.label} ...")
+                seed(db, world, size, 2 + plan.completions)
+                k = Kernel(db, world.environment(), pragmas=Pragmas(synchronous=SYNC[0]))
+                statements: list[str] = []
+                prof = cProfile.Profile()
+                try:
+                    mix = Mix(k, world, 0)
+                    mix.completion(None)
+                    prof.enable()
+                    for _ in range(plan.completions):
+                        mix.completion(None)
+                    prof.disable()
+                finally:
+                    k.close()
+                print(f"\n=== {size.label}: warm mix ({plan.completions} completions) ===")
+                pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+                prof = cProfile.Profile()
+                for n in range(plan.cold):
+                    prof.enable()
+                    k = Kernel(db, world.environment(), pragmas=Pragmas(synchronous=SYNC[0]))
+                    if n == 0:
+                        k.conn.set_trace_callback(statements.append)
+                    k.handle(heartbeat(f"h{n % HEARTBEAT_TASKS}", f"p-{n}", f"p-{n}"))
+                    k.close()
+                    prof.disable()
+                print(f"\n=== {size.label}: {plan.cold} cold heartbeats ===")
+                pstats.Stats(prof).sort_stats("cumtime").print_stats(top)
+                print(f"=== {size.label}: the statements of one cold heartbeat ===")
+                for sql in statements:
+                    print("  " + " ".join(sql.split())[:150])
+
+
 def flat_table(result: BenchResult) -> str:
     """The sizes as rows and the figures as columns, then the ratios."""
     rows: dict[str, dict[str, float]] = {}
@@ -541,8 +588,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-verify", action="store_true", help="skip verifying each seeded ledger")
     p.add_argument("--sync", default="OFF", choices=("OFF", "NORMAL", "FULL"),
                    help="the measured kernels' synchronous setting (default OFF: no flush time)")
+    p.add_argument("--profile", action="store_true",
+                   help="instead: cProfile at the largest size of each axis (SQLite)")
     args = p.parse_args(argv)
     SYNC[0] = args.sync
+    if args.profile:
+        profile(QUICK if args.quick else FULL)
+        return 0
     dsn = "" if args.sqlite_only else args.backend
     result = guarded("flat-cost", lambda quick: run(quick, dsn, not args.no_verify), args.quick)
     if not args.json and result.figures:
