@@ -12,7 +12,9 @@ to it and timed one by one:
 
 The same measured tasks at every size: 8 running attempts ``h0..h7`` (heartbeats) and fresh
 tasks ``c<i>`` (one whole completion transaction each, 13 requests, ``report`` disposition).
-The mix: each completion step followed by one heartbeat. Figures per size:
+The mix: each completion step followed by one heartbeat. Every size of a backend is seeded
+first, then measured side by side: round by round, each size in turn (the order rotating),
+so that a change in the machine's load falls on every size alike. Figures per size:
 
 - *warm*: the median time of one request of the mix on one open kernel (its caches warm);
 - *cold*: the median time of one heartbeat on a kernel opened for it (as each ``wgk``
@@ -374,45 +376,62 @@ class Mix:
         return ok
 
 
-def measure(db: str, world: MemoryWorld, m: Measured, plan: Plan) -> None:
-    gc.collect()
-    k = Kernel(db, world.environment(), pragmas=Pragmas(synchronous=SYNC[0]))
-    try:
-        mix = Mix(k, world, 0)
-        m.answered &= mix.completion(None)                   # warm-up: caches, statements
-        for _ in range(plan.completions):
-            m.answered &= mix.completion(m)
+class Subject:
+    """One size's seeded database, its world and its warm kernel."""
+
+    def __init__(self, db: str, world: MemoryWorld, m: Measured):
+        self.db, self.world, self.m = db, world, m
+        self.kernel = Kernel(db, world.environment(), pragmas=Pragmas(synchronous=SYNC[0]))
+        self.mix = Mix(self.kernel, world, 0)
+        m.answered &= self.mix.completion(None)              # warm-up: caches, statements
+
+    def cold(self, n: int) -> float:
+        """One heartbeat on a kernel opened for it; its time, open and close included."""
+        t0 = time.perf_counter()
+        k = Kernel(self.db, self.world.environment(), pragmas=Pragmas(synchronous=SYNC[0]))
+        try:
+            a = k.handle(heartbeat(f"h{n % HEARTBEAT_TASKS}", f"cold-{n}", f"cold-{n}"))
+        finally:
+            k.close()
+        self.m.answered &= a.get("decision") == "evidence-only"
+        return time.perf_counter() - t0
+
+    def memory(self, plan: Plan) -> None:
+        m = self.m
         gc.collect()
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
         for _ in range(plan.memory_completions):
-            m.answered &= mix.completion(None)
+            m.answered &= self.mix.completion(None)
         m.warm_peak = tracemalloc.get_traced_memory()[1] - base
         tracemalloc.stop()
-    finally:
-        k.close()
-    for n in range(plan.cold + 1):                          # the first one warms the page cache
+        self.kernel.close()
         gc.collect()
-        tracing = n == plan.cold
-        if tracing:
-            tracemalloc.start()
-            base = tracemalloc.get_traced_memory()[0]
-            tracemalloc.reset_peak()
-        t0 = time.perf_counter()
-        k = Kernel(db, world.environment(), pragmas=Pragmas(synchronous=SYNC[0]))
-        try:
-            a = k.handle(heartbeat(f"h{n % HEARTBEAT_TASKS}", f"cold-{n}", f"cold-{n}"))
-        finally:
-            k.close()
-        spent = time.perf_counter() - t0
-        if tracing:
-            m.cold_peak = tracemalloc.get_traced_memory()[1] - base
-            tracemalloc.stop()
-        elif n:
-            m.cold.append(spent)
-        m.answered &= a.get("decision") == "evidence-only"
-    m.load = os.getloadavg()[0]
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        self.cold(-1)
+        m.cold_peak = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.stop()
+
+
+def measure(subjects: list[Subject], plan: Plan) -> None:
+    """Every size in turn, round by round (the order rotating), so that a change in the
+    machine's load falls on every size alike; then each one's memory."""
+    for r in range(plan.completions):
+        turn = subjects[r % len(subjects):] + subjects[:r % len(subjects)]
+        for s in turn:
+            s.m.answered &= s.mix.completion(s.m)
+    for s in subjects:
+        s.cold(plan.cold)                                # the page cache warm
+    for n in range(plan.cold):
+        turn = subjects[n % len(subjects):] + subjects[:n % len(subjects)]
+        for s in turn:
+            s.m.cold.append(s.cold(n))
+    for s in subjects:
+        s.memory(plan)
+        s.m.load = os.getloadavg()[0]
 
 
 def verify(db: str, world: MemoryWorld) -> bool:
@@ -451,22 +470,31 @@ def pg_db(server_dsn: str):
         yield dsn
 
 
-def run_size(backend: str, server_dsn: str | None, tmp: str, axis: str, size: Size,
-             plan: Plan, check_chain: bool) -> Measured:
-    m = Measured(size, axis)
-    world = MemoryWorld.create(target="main-0")
-    completions = 1 + plan.completions + plan.memory_completions
-    where = sqlite_db(tmp, f"{size.tasks}-{size.events}") if backend == "sqlite" \
-        else pg_db(server_dsn)
-    with where as db:
-        say(f"  {backend}: seeding {size.label} ...")
-        seeded = seed(db, world, size, completions)
-        m.seed_seconds, m.events, m.tasks = seeded["seconds"], seeded["events"], seeded["tasks"]
-        if check_chain:
-            m.verified = verify(db, world)
-        say(f"  {backend}: measuring {size.label} (seeded in {m.seed_seconds:.1f} s) ...")
-        measure(db, world, m, plan)
-    return m
+def run_backend(backend: str, server_dsn: str | None, tmp: str, plan: Plan,
+                check_chain: bool) -> list[Measured]:
+    """Seed every size of ``plan`` (each checked), then measure them side by side."""
+    with contextlib.ExitStack() as stack:
+        subjects = []
+        for n, (axis, size) in enumerate(plan.sizes(backend)):
+            m = Measured(size, axis)
+            world = MemoryWorld.create(target="main-0")
+            db = stack.enter_context(sqlite_db(tmp, f"{n}") if backend == "sqlite"
+                                     else pg_db(server_dsn))
+            say(f"  {backend}: seeding {size.label} ...")
+            seeded = seed(db, world, size, 1 + plan.completions + plan.memory_completions)
+            m.seed_seconds, m.events, m.tasks = (seeded["seconds"], seeded["events"],
+                                                 seeded["tasks"])
+            if check_chain:
+                m.verified = verify(db, world)
+            say(f"  {backend}: {size.label} seeded in {m.seed_seconds:.1f} s")
+            subjects.append(Subject(db, world, m))
+        say(f"  {backend}: measuring every size in turn ...")
+        try:
+            measure(subjects, plan)
+        finally:
+            for s in subjects:
+                s.kernel.close()
+        return [s.m for s in subjects]
 
 
 def run(quick: bool = False, server_dsn: str | None = None, check_chain: bool = True
@@ -478,8 +506,7 @@ def run(quick: bool = False, server_dsn: str | None = None, check_chain: bool = 
     results: dict[str, list[Measured]] = {}
     with tempfile.TemporaryDirectory(prefix="wgk-flat-") as tmp:
         for backend, dsn in backends(server_dsn):
-            results[backend] = [run_size(backend, dsn, tmp, axis, size, plan, check_chain)
-                                for axis, size in plan.sizes(backend)]
+            results[backend] = run_backend(backend, dsn, tmp, plan, check_chain)
     for backend, rows in results.items():
         for m in rows:
             for name, value in m.figures().items():
