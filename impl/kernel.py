@@ -138,6 +138,11 @@ class Kernel:
         self._sync()
         return list(self.ids())
 
+    def knows(self, name: str) -> bool:
+        """Whether the graph holds task ``name`` (one lookup by name, not every task)."""
+        self._sync()
+        return self.task_id(name) is not None
+
     def policy(self, name: str) -> TaskPolicy:
         p = self._policies.get(name)
         if p is None:

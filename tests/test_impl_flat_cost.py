@@ -200,3 +200,20 @@ def test_a_long_lived_kernel_keeps_a_bounded_number_of_task_records(tmp_path, mo
         assert k.verify_ledger().ok and k.rebuild().ok
     finally:
         k.close()
+
+
+def test_the_command_line_checks_a_task_name_with_the_same_work_at_any_graph_size(tmp_path):
+    """``wgk kernel`` commands naming a task check it exists (``require_task``) by one lookup."""
+    from wgk.impl.cli.kernel_open import require_task
+    steps = []
+    for tasks in (100, 2_000):
+        db, world = seeded(tmp_path, tasks, 1_000)
+        k = Kernel(db, world.environment())
+        try:
+            with Counted(k) as c:
+                require_task(k, "h3")
+            assert k.knows("s5") and not k.knows("nope")
+        finally:
+            k.close()
+        steps.append(c.steps)
+    assert steps[0] == steps[1] > 0, steps
