@@ -4,7 +4,7 @@
 graph's meta and tasks, the journal entry of a decided request, the record's
 changed rows, the facts and the status projection. ``kernel`` is any object
 with the kernel's tables and caches (``store``, ``conn``, ``tables``, ``facts``,
-``view``, ``ids()``, ``record()``): this module never imports the kernel.
+``view``, ``ids()``, ``task_id()``, ``record()``): this module never imports the kernel.
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def _apply_task_added(k, seq: int, body: dict) -> None:
 
 def _apply_task_changes(k, seq: int, name: str, changes: dict, facts: list,
                         record: TaskRecord | None) -> None:
-    tid = k.ids()[name]
+    tid = k.task_id(name)
     old = k.record(name)
     new = record if record is not None else apply_changes(old, changes)
     k.tables.save(tid, old, new, changes, seq)

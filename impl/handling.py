@@ -115,17 +115,14 @@ def lock_and_sync(kernel, r: Request) -> bool:
     that another connection's commit made stale."""
     if not kernel.store.row_locks:
         return kernel._sync()
-    if r.task not in kernel.ids():              # a task added by another connection
-        kernel._ids = None
-    tid = kernel.ids().get(r.task)
+    tid = kernel.task_id(r.task)                # (read again: added by another connection)
     if tid is None:
         return kernel._sync()
     kernel.store.lock_tasks([tid])
     stale = kernel._sync()
     deps = kernel.policy(r.task).deps
     if deps:
-        ids = kernel.ids()
-        kernel.store.lock_tasks([ids[d] for d in deps], share=True)
+        kernel.store.lock_tasks([kernel.task_id(d) for d in deps], share=True)
         stale = kernel._sync() or stale
     return stale
 
@@ -201,7 +198,8 @@ def read_ahead(kernel, wire: Any, credential: str | None) -> None:
     if kernel.store.row_locks and sendable(key):
         name = credential.partition(".")[0] if well_formed(credential) else None
         task = wire.get("task")
-        tid = (kernel._ids or {}).get(task) if isinstance(task, str) else None
+        tid = ((kernel._ids or {}).get(task) or kernel._id_of.get(task)
+               if isinstance(task, str) else None)
         kernel.store.read_ahead(JOURNAL, key if name is None else f"{name}/{key}", tid)
 
 
@@ -257,7 +255,7 @@ def decide_request(kernel, r: Request):
         return Outcome(REJECTED, "role-not-held", EMPTY), None
     if not r.authorized:
         return Outcome(REJECTED, "not-authorized", EMPTY), None
-    if r.task not in kernel.ids():
+    if kernel.task_id(r.task) is None:
         return Outcome(REJECTED, "unknown-task", EMPTY), None
     policy = kernel.policy(r.task)
     observe = kernel.observe(r.task)
@@ -275,4 +273,4 @@ def decide_request(kernel, r: Request):
 def _seen(kernel, task: str, kind: str, ident: str) -> bool:
     return kernel.conn.execute(
         "SELECT 1 FROM evidence WHERE task = ? AND kind = ? AND ident = ?",
-        (kernel.ids()[task], kind, ident)).fetchone() is not None
+        (kernel.task_id(task), kind, ident)).fetchone() is not None

@@ -5,7 +5,9 @@ injected environment.
 request path is ``handling``); graph edits, seeds and legacy records are ledger
 events as well, so every table can be rebuilt from the ledger by the same
 ``apply_event``. The caches here (ids, policies, records) are valid while no
-other connection commits; ``_sync`` drops them when one did.
+other connection commits; ``_sync`` drops them when one did, and when they hold more than
+``CACHED_TASKS_MOST`` tasks (a long-lived kernel's memory does not grow with the tasks it
+has touched).
 """
 from __future__ import annotations
 
@@ -34,6 +36,11 @@ from .backends import open_store
 from .store import Pragmas, dumps
 from .tables import FactTables, TaskTables
 from .wire import Request
+
+
+#: The tasks whose records a kernel keeps between requests, at most: past it, the caches are
+#: dropped between two requests and read again as after another connection's commit.
+CACHED_TASKS_MOST = 1024
 
 
 class Kernel:
@@ -72,6 +79,7 @@ class Kernel:
         self._graph_id: str | None = None
         self._protected: tuple[str, ...] | None = None
         self._ids: dict[str, int] | None = None
+        self._id_of: dict[str, int] = {}      # names looked up one by one (``task_id``)
         self._policies: dict[str, TaskPolicy] = {}
         self._records: dict[str, TaskRecord] = {}
         self.ledger.forget()
@@ -79,11 +87,16 @@ class Kernel:
         self.principals.forget()
 
     def _sync(self) -> bool:
-        """Drop the caches if another connection committed since we last looked."""
+        """Drop the caches if another connection committed since we last looked (or, outside
+        a transaction, when they hold more than ``CACHED_TASKS_MOST`` tasks)."""
         v = self.store.data_version()
         if v != self._version:
             self._version = v
             self._forget()
+            return True
+        if len(self._records) > CACHED_TASKS_MOST and not self.store.depth:
+            self._forget()
+            self.tables.stamps.clear()       # each is read again with its record
             return True
         return False
 
@@ -100,26 +113,54 @@ class Kernel:
         return self._protected
 
     def ids(self) -> dict[str, int]:
+        """Every task's id by name (whole-graph readers and graph edits; a request looks up
+        its own tasks with ``task_id``)."""
         if self._ids is None:
             self._ids = dict(self.conn.execute("SELECT name, id FROM tasks ORDER BY id"))
         return self._ids
+
+    def task_id(self, name: str) -> int | None:
+        """One task's id (None: no such task), read by its name's index when the whole map
+        is not loaded: a request's cost does not grow with the number of tasks."""
+        if self._ids is not None and name in self._ids:
+            return self._ids[name]
+        tid = self._id_of.get(name)
+        if tid is None:
+            row = self.conn.execute("SELECT id FROM tasks WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                return None
+            tid = self._id_of[name] = row[0]
+            if self._ids is not None:        # added by another connection since it was read
+                self._ids = None
+        return tid
 
     def names(self) -> list[str]:
         self._sync()
         return list(self.ids())
 
+    def knows(self, name: str) -> bool:
+        """Whether the graph holds task ``name`` (one lookup by name, not every task)."""
+        self._sync()
+        return self.task_id(name) is not None
+
     def policy(self, name: str) -> TaskPolicy:
         p = self._policies.get(name)
         if p is None:
-            p = self._policies[name] = self.tables.load_policy(self.ids()[name], name)
+            p = self._policies[name] = self.tables.load_policy(self._known(name), name)
         return p
 
     def record(self, name: str) -> TaskRecord:
         r = self._records.get(name)
         if r is None:
-            r = self.tables.load(self.ids()[name])
+            r = self.tables.load(self._known(name))
             self._records[name] = r
         return r
+
+    def _known(self, name: str) -> int:
+        tid = self.task_id(name)
+        if tid is None:
+            raise KeyError(name)
+        return tid
 
     def observe(self, name: str) -> Observe:
         return Observe(self.env, name, self._effect_state)

@@ -14,12 +14,12 @@ def deps_reopened(k, name: str) -> bool:
         "SELECT 1 FROM attempts a JOIN edges e ON e.task = a.task "
         "JOIN generations g ON g.task = e.dep "
         "WHERE a.task = ? AND a.fence = ? AND g.opened_seq > a.opened_seq LIMIT 1",
-        (k.ids()[name], t.fence)).fetchone() is not None
+        (k.task_id(name), t.fence)).fetchone() is not None
 
 
 def dependents_committed(k, name: str) -> bool:
     """Some task depending on ``name`` has its effect prepared or committed, or is Done."""
     rows = k.conn.execute("SELECT t.name FROM edges e JOIN tasks t ON t.id = e.task "
-                          "WHERE e.dep = ?", (k.ids()[name],)).fetchall()
+                          "WHERE e.dep = ?", (k.task_id(name),)).fetchall()
     return any(k.record(n).phase in COMMITTED_PHASES or k.record(n).effect_done
                for (n,) in rows)

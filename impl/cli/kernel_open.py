@@ -53,7 +53,7 @@ def _refuse_existing(db: str) -> None:
 
 
 def require_task(k: Kernel, name: str) -> None:
-    if name not in k.names():
+    if not k.knows(name):
         raise UsageError(f"unknown task {name!r}")
 
 
