@@ -224,8 +224,49 @@ def _one_cut(trace, kernel: Kernel, k: int, j: int, decisions: list, projections
         ext.close()
 
 
+class FuzzAbort(BaseException):
+    """The external kernel broke the protocol during a generated run: the run stops at once
+    (a BaseException, so that the generator does not shrink a broken process)."""
+
+
+class _Guarded:
+    """An external system whose protocol errors end a generated run (``FuzzAbort``)."""
+
+    def __init__(self, kernel: Kernel, graph: dict):
+        try:
+            self.inner = kernel.system(graph, where="fuzz")
+        except Unusable as e:
+            raise FuzzAbort(str(e)) from None
+        self.name = self.inner.name
+
+    def __getattr__(self, attr):
+        fn = getattr(self.inner, attr)
+        if not callable(fn):
+            return fn
+
+        def call(*a, **kw):
+            try:
+                return fn(*a, **kw)
+            except ProtocolError as e:
+                raise FuzzAbort(f"fuzz: {e}") from None
+        return call
+
+
+def fuzz_missing(caps: dict) -> str | None:
+    """Why generated runs cannot run on this kernel (they send every kind and environment
+    step), or None."""
+    from wgk.model.vocab import Kind
+    kinds = {k.label for k in Kind}
+    missing = sorted(kinds - set(caps["kinds"]))
+    if missing:
+        return f"generated runs send every kind; not declared: {len(missing)} of {len(kinds)}"
+    env = sorted(set(ALL_ENV) - {"converge"} - set(caps.get("env", ALL_ENV)))
+    if env:
+        return f"generated runs take environment steps not declared: {', '.join(env)}"
+    return None
+
+
 def fuzz_factory(kernel: Kernel):
-    """For ``wgk fuzz --external``: graph spec -> a started external kernel."""
-    def make(graph: dict) -> ExternalSystem:
-        return kernel.system(graph, where="fuzz")
-    return make
+    """For ``wgk fuzz --external``: graph spec -> a started external kernel whose protocol
+    errors end the run (``FuzzAbort``)."""
+    return lambda graph: _Guarded(kernel, graph)

@@ -25,7 +25,7 @@ from typing import Callable
 from wgk.model.vocab import Kind
 
 from wgk.conformance.oracle.external_runs import (
-    ALL_ENV, Kernel, Unusable, applicable, coverage, crash_cuts_external, fuzz_factory,
+    FuzzAbort, Kernel, Unusable, applicable, coverage, crash_cuts_external, fuzz_factory, fuzz_missing,
     replay_external,
 )
 from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
@@ -193,42 +193,12 @@ def probe_checks(budget: str, progress: Progress | None, loaded: list, kernel: K
     return _each("probes", chosen, kernel, run, progress, workers)
 
 
-class _Abort(BaseException):
-    """The external kernel broke the protocol during a generated run: stop, do not shrink."""
-
-
-class _Guarded:
-    """An external system whose protocol errors end the fuzz run at once."""
-
-    def __init__(self, make, graph):
-        try:
-            self.inner = make(graph)
-        except Unusable as e:
-            raise _Abort(str(e)) from None
-        self.name = self.inner.name
-
-    def __getattr__(self, attr):
-        fn = getattr(self.inner, attr)
-        if not callable(fn):
-            return fn
-
-        def call(*a, **kw):
-            try:
-                return fn(*a, **kw)
-            except ProtocolError as e:
-                raise _Abort(f"fuzz: {e}") from None
-        return call
-
-
 def fuzz_checks(budget: str, progress: Progress | None, counterexamples: str, kernel: Kernel,
                 workers: int) -> list[Check]:
     _, steps, tasks, shapes = fuzz_budget(budget)
     examples = FUZZ_EXAMPLES[budget]
-    missing = sorted(set(ALL_KINDS) - set(kernel.capabilities["kinds"]))
-    env = sorted(set(ALL_ENV) - {"converge"} - set(kernel.capabilities.get("env", ALL_ENV)))
-    if missing or env:
-        why = (f"generated runs send every kind; not declared: {len(missing)} of {len(ALL_KINDS)}"
-               if missing else f"generated runs take environment steps not declared: {', '.join(env)}")
+    why = fuzz_missing(kernel.capabilities)
+    if why:
         return [Check("fuzz", f"lockstep {shape}", "skip", 0.0, why) for shape in shapes]
     meter = Meter("fuzz", examples * len(shapes), progress)
     make = fuzz_factory(kernel)
@@ -236,12 +206,12 @@ def fuzz_checks(budget: str, progress: Progress | None, counterexamples: str, ke
     for shape in shapes:
         def counted(graph):
             meter.step(f"{shape}: {examples}x{steps}, {tasks} tasks")
-            return _Guarded(make, graph)
+            return make(graph)
         t0 = time.perf_counter()
         try:
             r = run_fuzz(FuzzConfig(tasks=tasks, shape=shape, system=counted), examples=examples,
                          steps=steps, seed=0, out_dir=counterexamples)
-        except _Abort as e:
+        except FuzzAbort as e:
             out.append(Check("fuzz", f"lockstep {shape}", "error", time.perf_counter() - t0,
                              f"[fuzz] {e}"))
             break

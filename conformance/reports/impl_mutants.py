@@ -113,7 +113,7 @@ def impl_sections(names: Iterable[str]) -> list[str]:
 def run_patches(name: str, patches: tuple[Patch, ...], *, budget: str, sections: list[str],
                 traces: list[str] | None = None, tests: list[str] | None = None,
                 stop_at_first: bool = True, timeout: float = 1800.0,
-                cwd: str | None = None) -> dict:
+                cwd: str | None = None, external: dict | None = None) -> dict:
     """Plant ``patches`` in a copy of wgk.impl and run ``sections`` (and pytest ``tests``)
     on it in a child process; the child's report (see ``impl_mutant_child``)."""
     with tempfile.TemporaryDirectory(prefix="wgk-mutant-") as tmp:
@@ -121,7 +121,7 @@ def run_patches(name: str, patches: tuple[Patch, ...], *, budget: str, sections:
         out = Path(tmp) / "result.json"
         spec = {"name": name, "copy": str(copy), "budget": budget, "sections": sections,
                 "traces": [str(Path(t).resolve()) for t in traces] if traces else None, "tests": tests or [], "stop_at_first": stop_at_first,
-                "counterexamples": str(Path(tmp) / "counterexamples")}
+                "counterexamples": str(Path(tmp) / "counterexamples"), "external": external}
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", CHILD, json.dumps(spec), str(out)],
                                 env=child_env(copy), cwd=cwd or tmp, start_new_session=True,
@@ -142,11 +142,13 @@ def run_patches(name: str, patches: tuple[Patch, ...], *, budget: str, sections:
 
 
 def run_mutant(m: ImplMutant, budget: str, sections: list[str], *,
-               traces: list[str] | None = None, timeout: float = 1800.0) -> MutantRun:
-    """One mutant through the given sections in a child process."""
+               traces: list[str] | None = None, timeout: float = 1800.0,
+               external: dict | None = None) -> MutantRun:
+    """One mutant through the given sections in a child process (``external``: the command
+    and timeout of a served kernel, started by the child on the mutated copy)."""
     t0 = time.perf_counter()
     r = run_patches(m.name, m.patches, budget=budget, sections=sections, traces=traces,
-                    timeout=timeout)
+                    timeout=timeout, external=external)
     return MutantRun(m, r["verdict"], time.perf_counter() - t0, r.get("section", ""),
                      r.get("check", ""), r.get("detail", ""), r.get("sections", []))
 
@@ -156,7 +158,8 @@ Progress = Callable[[int, int, MutantRun], None]
 
 def run_catalogue(mutants: list[ImplMutant], budget: str, sections: list[str], *,
                   traces: list[str] | None = None, baseline: bool = True,
-                  progress: Progress | None = None, timeout: float = 1800.0) -> CatalogueRun:
+                  progress: Progress | None = None, timeout: float = 1800.0,
+                  external: dict | None = None) -> CatalogueRun:
     """Every mutant (after the baseline) through the implementation's gate sections."""
     if budget not in MUTANT_BUDGETS:
         raise ValueError(f"mutants run on the {' or '.join(MUTANT_BUDGETS)} budget, not {budget!r}")
@@ -164,14 +167,16 @@ def run_catalogue(mutants: list[ImplMutant], budget: str, sections: list[str], *
     base = None
     total = len(mutants) + (1 if baseline else 0)
     if baseline:
-        base = run_mutant(IDENTITY, budget, sections, traces=traces, timeout=timeout)
+        base = run_mutant(IDENTITY, budget, sections, traces=traces, timeout=timeout,
+                          external=external)
         if progress:
             progress(1, total, base)
     runs: list[MutantRun] = []
     for m in mutants:
         if base is not None and base.verdict != "survived":
             break                                       # nothing a kill says can be trusted
-        runs.append(run_mutant(m, budget, sections, traces=traces, timeout=timeout))
+        runs.append(run_mutant(m, budget, sections, traces=traces, timeout=timeout,
+                               external=external))
         if progress:
             progress(len(runs) + (1 if baseline else 0), total, runs[-1])
     return CatalogueRun(budget, base, runs, time.perf_counter() - t0)
