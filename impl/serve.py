@@ -200,8 +200,9 @@ def _graph(msg: dict) -> dict:
     return graph
 
 
-def serve(lines, out) -> int:
-    served = Served()
+def serve(lines, out, served: Served | None = None) -> int:
+    """Answer every message of ``lines`` on ``out`` (``served``: the kernel, default a new one)."""
+    served = served or Served()
     try:
         for line in lines:
             if not line.strip():
