@@ -81,8 +81,8 @@ def _run_external(args: argparse.Namespace, kernel) -> int:
     if why:
         print(f"SKIP [fuzz] {why}: nothing checked")
         return 2
-    config = FuzzConfig(tasks=args.tasks, review=args.review, shape=args.shape,
-                        system=fuzz_factory(kernel))
+    make = fuzz_factory(kernel)
+    config = FuzzConfig(tasks=args.tasks, review=args.review, shape=args.shape, system=make)
     _announce(args, f"external: {kernel.command}")
     try:
         result = run_fuzz(config, examples=args.examples, steps=args.steps, seed=args.seed,
@@ -90,6 +90,8 @@ def _run_external(args: argparse.Namespace, kernel) -> int:
     except FuzzAbort as e:
         print(f"ERROR [fuzz] {e}")
         return 2
+    finally:
+        make.close()
     return _report(args, result, f"--external '{kernel.command}'")
 
 

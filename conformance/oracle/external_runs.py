@@ -266,7 +266,25 @@ def fuzz_missing(caps: dict) -> str | None:
     return None
 
 
-def fuzz_factory(kernel: Kernel):
+class FuzzFactory:
     """For ``wgk fuzz --external``: graph spec -> a started external kernel whose protocol
-    errors end the run (``FuzzAbort``)."""
-    return lambda graph: _Guarded(kernel, graph)
+    errors end the run (``FuzzAbort``). Generated runs never close their system, so each
+    new one stops the one before it, and ``close`` the last."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.last: _Guarded | None = None
+
+    def __call__(self, graph: dict) -> _Guarded:
+        self.close()
+        self.last = _Guarded(self.kernel, graph)
+        return self.last
+
+    def close(self) -> None:
+        if self.last is not None:
+            self.last.inner.close()
+            self.last = None
+
+
+def fuzz_factory(kernel: Kernel) -> FuzzFactory:
+    return FuzzFactory(kernel)

@@ -164,8 +164,8 @@ def crash_cut_checks(budget: str, progress: Progress | None, loaded: list, kerne
     left = len(loaded) - len(chosen)
     if left and CUT_TRACES[budget] != "all":
         checks.append(Check("crash-cuts", f"{left} other traces", "skip", 0.0,
-                            f"not cut in the {budget} budget over the protocol "
-                            f"({CUT_TRACES[budget]} traces)"))
+                            f"{left} traces not cut: the {budget} budget cuts "
+                            f"{CUT_TRACES[budget]} over the protocol"))
     return checks
 
 
@@ -212,9 +212,11 @@ def fuzz_checks(budget: str, progress: Progress | None, counterexamples: str, ke
             r = run_fuzz(FuzzConfig(tasks=tasks, shape=shape, system=counted), examples=examples,
                          steps=steps, seed=0, out_dir=counterexamples)
         except FuzzAbort as e:
+            make.close()
             out.append(Check("fuzz", f"lockstep {shape}", "error", time.perf_counter() - t0,
                              f"[fuzz] {e}"))
             break
+        make.close()
         out.append(Check("fuzz", f"lockstep {examples}x{steps} {shape}", r.verdict,
                          time.perf_counter() - t0,
                          (r.failure or "").splitlines()[0] if r.failure else "",
