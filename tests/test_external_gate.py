@@ -9,6 +9,7 @@ it does not declare are SKIP and counted, a crash hook that is ignored is caught
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -175,3 +176,42 @@ def test_served_kernel_answers_bad_messages_with_one_line_errors(tmp_path):
     assert "send start or recover first" in replies[1]["error"]
     assert "unsupported protocol" in replies[2]["error"] and p.returncode == 0
     assert not os.listdir(tmp_path)
+
+
+NODE_KERNEL = ROOT / "examples" / "node-kernel" / "kernel.js"
+NODE_TRACES = [str(INCIDENTS / "16-two-dispatchers-one-attempt.json"),
+               str(INCIDENTS / "07b-repeated-message-held-once.json")]
+NODE_BUGS = {
+    # one attempt at a time and the expected-attempt CAS both dropped: two dispatchers win
+    "two-attempts": ("    if (r['expected-attempt'] !== t.attempt) return reject('cas-moved');\n"
+                     "    if (t.state === 'running') return reject('attempt-live');\n", "",
+                     "incident-16-two-dispatchers-one-attempt step 1"),
+    # a repeated message counted again
+    "message-counted-twice": ("if (this.evidence(t, 'message', r.evidence) && t.state === 'running')",
+                              "if (t.state === 'running' && (this.evidence(t, 'message', r.evidence) || true))",
+                              "incident-07b-repeated-message-held-once step 2"),
+    # recover forgets the requests: what was acknowledged is lost across a crash
+    "requests-not-recovered": ("if (r.request) this.decide(r.request, r.principal, true);",
+                               "if (r.request) { /* forgotten */ }",
+                               "(crash after boundary 1 of 1)"),
+}
+
+
+@pytest.mark.skipif(not shutil.which("node"), reason="Node.js is not installed")
+def test_node_kernel_passes_what_it_declares_with_crash_cuts():
+    r = wgk("replay", *NODE_TRACES, "--crash-cuts", "--external", f"node {NODE_KERNEL}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 passed, 0 failed, 0 skipped (external: implements 3 of 43 kinds" in r.stdout
+
+
+@pytest.mark.skipif(not shutil.which("node"), reason="Node.js is not installed")
+@pytest.mark.parametrize("bug", sorted(NODE_BUGS))
+def test_bugs_planted_in_the_node_kernel_show_with_trace_and_step(tmp_path, bug):
+    old, new, where = NODE_BUGS[bug]
+    source = NODE_KERNEL.read_text()
+    assert source.count(old) == 1
+    planted = tmp_path / "kernel.js"
+    planted.write_text(source.replace(old, new))
+    r = wgk("replay", *NODE_TRACES, "--crash-cuts", "--external", f"node {planted}")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert where in r.stdout, r.stdout

@@ -122,11 +122,26 @@ class GateResult:
 
 
 def skip_reasons(s: Section) -> dict[str, int]:
-    """How many of a section's checks were skipped for each reason."""
-    out: dict[str, int] = {}
+    """How many of a section's checks were skipped for each reason; a reason listing what is
+    missing ("sends kinds not declared: a, b") is counted by its head, with the items missed
+    most often."""
+    count: dict[str, int] = {}
+    items: dict[str, dict[str, int]] = {}
     for c in s.checks:
-        if c.verdict == "skip":
-            out[c.detail] = out.get(c.detail, 0) + 1
+        if c.verdict != "skip":
+            continue
+        head, _, rest = c.detail.partition(": ")
+        listed = [x for x in rest.split(", ") if x and " " not in x] if rest else []
+        key = head if listed else c.detail
+        count[key] = count.get(key, 0) + 1
+        for x in listed:
+            items.setdefault(key, {})[x] = items.setdefault(key, {}).get(x, 0) + 1
+    out = {}
+    for key, n in count.items():
+        top = sorted(items.get(key, {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        more = f" (most often: {', '.join(f'{x} {k}' for x, k in top[:5])}" + \
+            (", ...)" if len(top) > 5 else ")") if top else ""
+        out[key + more] = n
     return out
 
 
