@@ -215,3 +215,21 @@ def test_bugs_planted_in_the_node_kernel_show_with_trace_and_step(tmp_path, bug)
     r = wgk("replay", *NODE_TRACES, "--crash-cuts", "--external", f"node {planted}")
     assert r.returncode == 1, r.stdout + r.stderr
     assert where in r.stdout, r.stdout
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_gate_inside_pytest_against_an_external_kernel(pytester):
+    pytester.makepyfile(test_project="def test_own():\n    pass\n")
+    traces = INCIDENTS / "16-two-dispatchers-one-attempt.json"
+    result = pytester.runpytest("--wgk-gate", "quick", f"--wgk-traces={traces}",
+                                f"--wgk-external={fake('subset')}", "-k", "replay or fuzz or races",
+                                "-q", "-rs")
+    result.assert_outcomes(passed=1, skipped=2)          # replay; fuzz and races skipped
+    result.stdout.fnmatch_lines(["*the kernel declares processes: 1*",
+                                 "*every check skipped: generated runs send every kind*"])
+    planted = pytester.runpytest("--wgk-gate", "quick", f"--wgk-traces={traces}",
+                                 f"--wgk-external={fake('die')}", "-k", "replay", "-q")
+    planted.assert_outcomes(failed=1)
+    planted.stdout.fnmatch_lines(["*ERROR*assertion failed in apply*"])
