@@ -233,3 +233,20 @@ def test_gate_inside_pytest_against_an_external_kernel(pytester):
                                  f"--wgk-external={fake('die')}", "-k", "replay", "-q")
     planted.assert_outcomes(failed=1)
     planted.stdout.fnmatch_lines(["*ERROR*assertion failed in apply*"])
+
+
+def test_a_planted_bug_of_wgks_kernel_is_killed_through_the_protocol():
+    """The mutated copy is what the served command imports (the child's PYTHONPATH), so the
+    kill comes through the protocol; the unmutated copy survives the same sections."""
+    from wgk.conformance.oracle.impl_mutants import IDENTITY
+    from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS
+    from wgk.conformance.reports.impl_mutants import run_mutant
+    served = {"command": SERVED, "timeout": 30.0}
+    base = run_mutant(IDENTITY, "quick", ["replay"], traces=[str(LOST)], timeout=300,
+                      external=served)
+    assert base.verdict == "survived", base.detail
+    m = next(m for m in IMPL_MUTANTS if m.name == "duplicate-decided-again")
+    r = run_mutant(m, "quick", ["replay"], traces=[str(LOST)], timeout=300, external=served)
+    assert r.killed and r.section == "replay", (r.verdict, r.detail)
+    # the served process ran the mutated copy: its stderr names the copy's source
+    assert r.detail.startswith("[replay] trace incident-05") and "/copy/wgk/impl/" in r.detail
