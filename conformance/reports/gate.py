@@ -19,7 +19,10 @@ from wgk.conformance.oracle import impl_system, mutant_traces
 from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS
 from wgk.conformance.reports import guard_verify, impl_mutants
 from wgk.conformance.oracle.external_runs import Kernel
-from wgk.conformance.reports.gate_external import run_external_section, summary as external_summary
+from wgk.conformance.reports.gate_external import (
+    WEIGHTS as EXTERNAL_WEIGHTS, plan as external_plan, run_external_section,
+    summary as external_summary,
+)
 from wgk.conformance.reports.gate_budget import (
     BUDGETS, BUNDLED_TRACES, COUNTEREXAMPLES, CRASH_MODES, Meter, Nothing, Progress, Tick,
     bundled_traces,
@@ -167,10 +170,13 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
     workers = every_core() if workers is None else workers
     if external is not None:
         with scratch() as where:
-            sections = []
-            for name, _ in SECTIONS:
-                sections.append(run_section(name, budget, progress, **kw, external=external,
-                                            workers=workers, earlier=earlier_results(sections)))
+            if workers < 2:
+                sections = []
+                for name, _ in SECTIONS:
+                    sections.append(run_section(name, budget, progress, **kw, external=external,
+                                                earlier=earlier_results(sections)))
+            else:
+                sections = _on_workers(budget, progress, kw, workers, external)
         return GateResult(budget, sections, time.perf_counter() - t0, where,
                           external=external_summary(external, loaded))
     with scratch() as where:
@@ -193,15 +199,23 @@ def _in_turn(budget: str, progress: Progress | None, kw: dict,
     return sections
 
 
-def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int) -> list[Section]:
+def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
+                external: Kernel | None = None) -> list[Section]:
     """The sections before ``LATE`` split into parts on ``workers`` processes, then the
-    late ones in turn (the trace matrix reads the crash cuts' and the proofs' results)."""
+    late ones in turn (the trace matrix reads the crash cuts' and the proofs' results).
+    ``external``: a section over the protocol is one part (its traces one after another)."""
     early = [n for n, _ in SECTIONS][:min(i for i, (n, _) in enumerate(SECTIONS) if n in LATE)]
     sections: dict[str, Section] = {}
     parts: list[Part] = []
     for name in early:
         sections[name] = _skipped(name, budget)
-        if sections[name] is None:
+        how = None if sections[name] is not None or external is None else \
+            external_plan(name, budget, kw, external, 1)
+        if isinstance(how, Section):
+            sections[name] = how
+        elif how is not None:
+            parts.append(Part(name, how, weight=EXTERNAL_WEIGHTS[name]))
+        elif sections[name] is None:
             parts += split(name, budget, kw, _call)
     results: dict[str, list[Done]] = {}
 
@@ -218,4 +232,10 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int) 
         _final(sections[name], progress)
 
     run_parts(parts, workers, progress, on_done)
-    return _in_turn(budget, progress, dict(kw), [sections[n] for n in early])
+    done = [sections[n] for n in early]
+    if external is None:
+        return _in_turn(budget, progress, dict(kw), done)
+    for name, _ in SECTIONS[len(done):]:
+        done.append(run_section(name, budget, progress, **kw, external=external,
+                                earlier=earlier_results(done)))
+    return done

@@ -228,27 +228,48 @@ RUNS = {"replay": replay_checks, "probes": probe_checks, "crash-cuts": crash_cut
         "fuzz": fuzz_checks}
 
 
-def run_external_section(name: str, budget: str, progress: Progress | None, kw: dict,
-                         kernel: Kernel, workers: int) -> Section | None:
-    """The section over the protocol, or skipped with its reason; None: a section that checks
-    only the model (the caller runs it as always)."""
+#: Rough seconds of an external section run whole (the pool starts the heaviest first).
+WEIGHTS = {"replay": 60.0, "crash-cuts": 40.0, "fuzz": 35.0, "probes": 10.0}
+
+
+def plan(name: str, budget: str, kw: dict, kernel: Kernel,
+         workers: int) -> Section | Callable[[Progress | None], list[Check]] | None:
+    """How section ``name`` runs against the kernel: None, as always (it checks only the
+    model, or its budget skips it: the caller says so); a final ``Section`` (skipped with
+    its reason, or an error: the kernel did not start); else the function that runs it over
+    the protocol (``progress -> checks``; ``workers`` traces at once)."""
     if name not in OVER_PROTOCOL and name not in IN_PROCESS and name not in SEVERAL:
         return None
     if not BUDGETS[budget].get(name):
-        return None                              # the caller reports the budget's skip
-    t0 = time.perf_counter()
+        return None
+    if name in IN_PROCESS:
+        return Section(name, [], 0.0, skipped=f"not over the protocol: {IN_PROCESS[name]}")
     try:
         kernel.probe()
     except (Unusable, StepError) as e:
-        return Section(name, [_error(name, "start", e)], time.perf_counter() - t0)
+        return Section(name, [_error(name, "start", e)], 0.0)
     why = not_run(name, kernel)
     if why:
         return Section(name, [], 0.0, skipped=why)
     arg = kw["counterexamples"] if name == "fuzz" else kw["loaded"]
-    try:
-        checks = RUNS[name](budget, progress, arg, kernel, workers)
-    except (Unusable, StepError) as e:
-        checks = [_error(name, "run", e)]
+
+    def run(progress: Progress | None) -> list[Check]:
+        try:
+            return RUNS[name](budget, progress, arg, kernel, workers)
+        except (Unusable, StepError) as e:
+            return [_error(name, "run", e)]
+    return run
+
+
+def run_external_section(name: str, budget: str, progress: Progress | None, kw: dict,
+                         kernel: Kernel, workers: int) -> Section | None:
+    """The section over the protocol, or skipped with its reason; None: a section that checks
+    only the model (the caller runs it as always)."""
+    how = plan(name, budget, kw, kernel, workers)
+    if how is None or isinstance(how, Section):
+        return how
+    t0 = time.perf_counter()
+    checks = how(progress)
     return Section(name, checks, time.perf_counter() - t0)
 
 
