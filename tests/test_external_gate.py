@@ -250,3 +250,13 @@ def test_a_planted_bug_of_wgks_kernel_is_killed_through_the_protocol():
     assert r.killed and r.section == "replay", (r.verdict, r.detail)
     # the served process ran the mutated copy: its stderr names the copy's source
     assert r.detail.startswith("[replay] trace incident-05") and "/copy/wgk/impl/" in r.detail
+
+
+def test_a_trace_with_seeds_is_skipped_by_a_kernel_that_declares_it_cannot_seed():
+    from wgk.conformance.oracle.external_runs import applicable
+    seeded = next(t for t in load_traces([str(ROOT / "traces")]) if t.initial)
+    caps = {"kinds": sorted({s["request"]["kind"] for s in seeded.steps if "request" in s}),
+            "worlds": ["memory"], "processes": 1, "crash-hook": True}
+    assert applicable(seeded, caps) is None
+    assert "seeds: false" in applicable(seeded, dict(caps, seeds=False))
+    assert "not declared" in applicable(seeded, dict(caps, kinds=[]))

@@ -81,6 +81,8 @@ def applicable(trace, caps: dict) -> str | None:
     missing = sorted(env - set(caps.get("env", ALL_ENV)))
     if missing:
         return f"takes environment steps not declared: {', '.join(missing)}"
+    if trace.initial and caps.get("seeds", True) is False:
+        return "seeds attempts (initial); the kernel declares seeds: false"
     return None
 
 

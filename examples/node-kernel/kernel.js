@@ -87,7 +87,7 @@ class Kernel {
     this.init(head);
     this.append({head});
     return {started: true, capabilities: {kinds: KINDS, worlds: ['memory'], processes: 1,
-      'crash-hook': true, env: ENV}};
+      'crash-hook': true, env: ENV, seeds: false}};
   }
 
   recover() {
