@@ -97,6 +97,12 @@ def test_an_ignored_crash_hook_is_a_failed_cut():
     assert {d.what for c in cuts.cuts for d in c.divergences} == {"boundary-not-reached"}
 
 
+def test_a_crash_hook_that_counts_no_boundaries_is_an_error_never_a_pass():
+    trace = load_traces([str(LOST)])[0]
+    with pytest.raises(Unusable, match="no 'boundaries' count"):
+        crash_cuts_external(trace, Kernel(fake("uncounted")))
+
+
 def test_a_planted_divergence_shows_with_its_trace_and_step(tmp_path):
     path = trace_with_rejected_dispatch(tmp_path)
     r = wgk("replay", str(path), "--external", fake("diverge"))

@@ -146,9 +146,13 @@ def boundaries_of(trace, kernel: Kernel) -> list[int | None]:
         for step in trace.steps:
             try:
                 ext.apply(step)
-            except StepError:
-                pass
+            except StepError:               # refused as a step: nothing written
+                ext.boundaries = 0
+            if "request" in step and not isinstance(ext.boundaries, int):
+                raise Unusable(f"trace {trace.id}: step {len(out)}: the kernel declares a crash "
+                               f"hook, but its answer to apply has no 'boundaries' count")
             out.append(ext.boundaries if "request" in step else None)
+            ext.boundaries = None
     except ProtocolError as e:
         raise Unusable(f"trace {trace.id}: {e}") from None
     finally:

@@ -158,7 +158,8 @@ def crash_cut_checks(budget: str, progress: Progress | None, loaded: list, kerne
                                       f"'{kernel.command}'", trace=str(trace.path))
             out.append(Check("crash-cuts", f"{trace.id} {cut.name} (crash hook)", cut.verdict,
                              cut.seconds, first_lines(cut.divergences), data, group=trace.id))
-        return out or [Check("crash-cuts", trace.id, "pass", 0.0, "no durable boundary",
+        return out or [Check("crash-cuts", trace.id, "skip", 0.0,
+                             "its requests passed no durable boundary: nothing to cut",
                              {"world": "external"}, group=trace.id)]
     checks = _each("crash-cuts", chosen, kernel, run, progress, workers)
     left = len(loaded) - len(chosen)

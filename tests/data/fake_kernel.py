@@ -7,7 +7,8 @@
 - ``garbage``: answers a line that is not JSON to the first ``apply``;
 - ``hang``: never answers the first ``apply``;
 - ``die``: exits with a message on stderr at the first ``apply``;
-- ``lying-hook``: declares the crash hook and ignores ``crash-after``.
+- ``lying-hook``: declares the crash hook and ignores ``crash-after``;
+- ``uncounted``: declares the crash hook and never says how many boundaries it passed.
 """
 import os
 import sys
@@ -38,6 +39,8 @@ class Fake(Served):
         elif MODE == "lying-hook":
             msg = {k: v for k, v in msg.items() if k != "crash-after"}
         reply = super().apply(msg)
+        if MODE == "uncounted":
+            del reply["boundaries"]
         d = reply["decision"]
         if MODE == "diverge" and msg["request"].get("kind") == "dispatch" and \
                 d.get("code") == "dependency-not-done":
