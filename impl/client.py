@@ -17,7 +17,7 @@ opener hands to the process it spawned, and that process's client is given it
 with ``hold(task, token)``. Every request of the attempt's own process (worker,
 wrapper, broker) and every continuation then presents it.
 
-    op = Client(kernel, open("k.db.credential").read())
+    op = Client(kernel, secretfile.read("k.db.credential"))
     op.send("dispatch", "schema", "daemon", owner={"pid": pid, "birth": birth})
     w = Client(kernel, worker_credential).hold("schema", op.token("schema"))
     w.send("submit", "schema", "worker")

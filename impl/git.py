@@ -143,18 +143,52 @@ class GitRepository:
         return {os.path.realpath(line[len("worktree "):]) for line in listing.splitlines()
                 if line.startswith("worktree ")}
 
+    def contained(self, wt: str) -> str:
+        """The worktree's path, once no component of it under the worktrees root is a symlink
+        (a symlink planted at ``<worktrees>/<task>`` or at the worktree itself would send the
+        kernel's git commands, and a worktree, outside the root): ``GitError`` otherwise."""
+        path = self.worktree_path(wt)
+        here = self.worktrees
+        for part in derived(wt, kind=False):
+            here = os.path.join(here, part)
+            if os.path.islink(here):
+                raise GitError(f"worktree {wt}: {here} is a symlink (refused: worktrees are "
+                               f"made and read only under {self.worktrees}, never through a "
+                               "symlink)")
+        return path
+
     def create_worktree(self, wt: str, start: str | None, base: str | None = None) -> None:
-        """(``base``: the history of ``start`` already says what it is built on.)"""
+        """(``base``: the history of ``start`` already says what it is built on.) The task's
+        directory is made without following a symlink, and the worktree must then lie under
+        the worktrees root (``contained``)."""
         if start is None:
             raise GitError(f"worktree {wt}: no start commit (the target ref does not exist)")
-        path = self.worktree_path(wt)
+        path = self.contained(wt)
         if os.path.realpath(path) in self._registered():
             return          # created before a crash; the attempt was never recorded until now
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.makedirs(self.worktrees, exist_ok=True)
+        root = os.open(self.worktrees, os.O_RDONLY | os.O_DIRECTORY)
+        task = os.path.basename(os.path.dirname(path))
+        try:
+            try:
+                os.mkdir(task, 0o777, dir_fd=root)
+            except FileExistsError:
+                pass
+            # O_NOFOLLOW: a symlink swapped in since ``contained`` is refused here (ELOOP)
+            os.close(os.open(task, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root))
+        except OSError as e:
+            raise GitError(f"worktree {wt}: {os.path.dirname(path)}: {e.strerror} (refused: "
+                           f"not a directory under {self.worktrees})") from None
+        finally:
+            os.close(root)
+        self.contained(wt)
         self.git("worktree", "add", "--detach", path, start)
+        if os.path.dirname(os.path.realpath(path)) != os.path.join(
+                os.path.realpath(self.worktrees), task):
+            raise GitError(f"worktree {wt}: {path} does not lie under {self.worktrees}")
 
     def observe_worktree(self, wt: str) -> WorktreeView:
-        path = self.worktree_path(wt)
+        path = self.contained(wt)
         if not os.path.exists(os.path.join(path, ".git")):
             return WorktreeView(False, None)
         return WorktreeView(True, self.snapshot(path))
@@ -178,7 +212,7 @@ class GitRepository:
 
     def ignored_files(self, wt: str) -> list[str]:
         """The ``.gitignore``d files of a worktree (bytes a content id does not name)."""
-        path = self.worktree_path(wt)
+        path = self.contained(wt)
         if not os.path.exists(os.path.join(path, ".git")):
             return []
         out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all",
@@ -198,7 +232,7 @@ class GitRepository:
     def uncaptured(self, wt: str) -> list[str]:
         """What removing the worktree would lose that no ref keeps: a worktree inside it, or
         its ignored files when no kernel ref holds their bytes ([]: nothing)."""
-        real = os.path.realpath(self.worktree_path(wt))
+        real = os.path.realpath(self.contained(wt))
         inside = sorted(p for p in self._registered() if p.startswith(real + os.sep))
         if inside:
             return [f"worktree {p}" for p in inside]
@@ -220,7 +254,7 @@ class GitRepository:
     def remove_worktree(self, wt: str) -> None:
         """Remove exactly the worktree ``wt``: never a directory git does not list as that
         worktree, never one holding another worktree or ignored bytes no ref keeps."""
-        path = self.worktree_path(wt)
+        path = self.contained(wt)
         real = os.path.realpath(path)
         if real in self._registered():
             # guards: retained-work-never-erased

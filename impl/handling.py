@@ -32,7 +32,7 @@ from .apply import apply_event
 from .decision import Ctx, Outcome
 from .effects import CasMoved, perform
 from .errors import BadRequest
-from .principals import DENIED, Principal, scoped_key
+from .principals import DENIED, Principal, scoped_key, sendable, well_formed
 from .records import EMPTY, changed, record_to_json
 from .rules import decide
 from .store import dumps
@@ -197,8 +197,9 @@ def read_ahead(kernel, wire: Any, credential: str | None) -> None:
     key is used, travel with the credential check's round trip; a request admitted under
     another key or task reads again, and what it does not take up is rolled back unread."""
     key = wire.get("key") if isinstance(wire, dict) else None
-    if kernel.store.row_locks and isinstance(key, str):
-        name = credential.partition(".")[0] if isinstance(credential, str) else None
+    # a key no store can hold (not UTF-8, a NUL) is read by nobody: parse refuses it
+    if kernel.store.row_locks and sendable(key):
+        name = credential.partition(".")[0] if well_formed(credential) else None
         task = wire.get("task")
         tid = (kernel._ids or {}).get(task) if isinstance(task, str) else None
         kernel.store.read_ahead(JOURNAL, key if name is None else f"{name}/{key}", tid)

@@ -35,6 +35,8 @@ from .errors import Tampered
 from .vocabulary import ACTORS
 
 SECRET_BYTES = 32
+#: The longest credential read at all (a name and a 43-character secret are far shorter).
+MOST_CREDENTIAL = 4096
 
 
 class PrincipalError(ValueError):
@@ -57,6 +59,24 @@ DENIED = Principal("", frozenset(), True)
 
 def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def sendable(text) -> bool:
+    """Whether ``text`` is a string any store can hold and compare: at most
+    ``MOST_CREDENTIAL`` characters, UTF-8 encodable (no lone surrogate), no NUL."""
+    if not isinstance(text, str) or len(text) > MOST_CREDENTIAL or "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def well_formed(credential) -> bool:
+    """Whether a credential can name a principal at all: ``sendable``, with a ``.`` between
+    a name and a secret. Anything else is refused without being read further."""
+    return sendable(credential) and "." in credential
 
 
 def check_name(name: str) -> str:
@@ -144,7 +164,7 @@ class Principals:
         known = self.checked()
         if not known and not self._closed:
             return None
-        if not isinstance(credential, str) or "." not in credential:
+        if not well_formed(credential):
             return DENIED
         name, _, secret = credential.partition(".")
         row = known.get(name)

@@ -63,6 +63,8 @@ class Store:
         self.path = path
         self.hook = hook
         self.depth = 0
+        if path != ":memory:":
+            create_private(path)
         if image is not None and path != ":memory:":
             with open(path, "wb") as f:
                 f.write(image)
@@ -315,6 +317,22 @@ class Atomic:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         return False
+
+
+def create_private(path: str) -> None:
+    """A database file that does not exist yet is created readable and writable by its
+    owner only (0600, whatever the umask) before SQLite opens it; SQLite gives its
+    write-ahead log and shared-memory files the same mode. An existing file is left as is."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return
+    except OSError as e:
+        raise StoreError(f"{path}: cannot create the database: {e.strerror}") from None
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 def dumps(value: Any) -> str:

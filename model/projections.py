@@ -237,9 +237,12 @@ WAIT_WAYS = frozenset({"await-external", "expire-wait"})
 WAYS_BY_NAME = {w.name: w for w in WAYS}
 
 
-def ways_forward(s: State, i: int) -> list[WayRule]:
-    """Every way whose condition holds (concrete states only)."""
-    return [w for w in WAYS if w.enabled(s, i) is True]
+def ways_forward(s: State, i: int, conditions: dict | None = None) -> list[WayRule]:
+    """Every way whose condition holds (concrete states only); ``conditions``: another ruleset's
+    (``planner_rulesets``), the corrected planner's by default."""
+    if conditions is None:
+        return [w for w in WAYS if w.enabled(s, i) is True]
+    return [w for w in WAYS if conditions[w.name](s, i, s.tasks[i]) is True]
 
 
 @dataclass(frozen=True)
@@ -262,13 +265,14 @@ def hold_reason(t: TaskState) -> str:
     return f"{Exit(t.exit).label}: {Reason(t.reason).label}"
 
 
-def plan(s: State, i: int) -> Plan | None:
-    """The planner's verdict for task ``i`` (None for a finished task)."""
+def plan(s: State, i: int, conditions: dict | None = None) -> Plan | None:
+    """The planner's verdict for task ``i`` (None for a finished task); ``conditions`` as in
+    ``ways_forward``."""
     t = s.tasks[i]
     name = s.graph.tasks[i]
     if finished(t) is True:
         return None
-    ways = ways_forward(s, i)
+    ways = ways_forward(s, i, conditions)
     if len(ways) != 1:
         why = "no way forward" if not ways else "several ways: " + ", ".join(w.name for w in ways)
         return Plan(name, Way.HOLD, Action.AWAIT_OPERATOR, why, 0)

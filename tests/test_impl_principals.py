@@ -132,5 +132,5 @@ def test_kernel_init_makes_the_database_and_the_credential_owner_only(tmp_path, 
     assert main(["kernel", "--db", db, "task", "add", "a"]) == 2
     assert main(["kernel", "--db", db, "--credential", str(tmp_path / "none"), "reset", "a"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and "not-authenticated" in err[0] and "credential unreadable" in err[1]
+    assert len(err) == 2 and "not-authenticated" in err[0] and "credential file unreadable" in err[1]
     assert main(["kernel", "--db", db, "--credential", db + ".credential", "task", "add", "a"]) == 0

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import io
+import os
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -19,9 +21,32 @@ INCIDENTS = Path(__file__).resolve().parent.parent / "traces" / "incidents"
 DEAD = INCIDENTS / "04-dead-worker-converges.json"
 
 
-def owners_left() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if line.endswith("sleep 3600")]
+#: The environment variable that marks the owners a test started (their children inherit it).
+MARK = "WGK_TEST_OWNER_MARK"
+
+
+@pytest.fixture
+def owners_left(monkeypatch):
+    """The live ``sleep 3600`` owners this test started, found through /proc by a marker
+    unique to the test in their environment: never another run's, a gate's or a user's."""
+    mark = f"{MARK}={uuid.uuid4().hex}".encode()
+    monkeypatch.setenv(MARK, mark.decode().partition("=")[2])
+    return lambda: owned_sleepers(mark)
+
+
+def owned_sleepers(mark: bytes) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read() != b"sleep\x003600\x00":      # (a zombie's is empty)
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if mark in f.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:                                  # gone, or not ours to read
+            continue
+    return found
 
 
 def on_real(path: Path):
@@ -41,7 +66,7 @@ def test_the_world_a_trace_can_run_on():
 
 
 @pytest.mark.parametrize("name", ["04-dead-worker-converges.json", "12-target-moved-needs-repair.json"])
-def test_a_trace_replays_on_real_git_and_real_processes(name):
+def test_a_trace_replays_on_real_git_and_real_processes(name, owners_left):
     before = len(owners_left())
     result, impl = on_real(INCIDENTS / name)
     assert result.verdict == "pass", [d.describe() for d in result.divergences]
@@ -81,7 +106,7 @@ def test_a_zombie_owner_counted_as_alive_fails_the_real_replay(monkeypatch):
 
 
 @pytest.mark.parametrize("mode", ["in-process", "kill"])
-def test_crash_cuts_on_the_real_world(mode):
+def test_crash_cuts_on_the_real_world(mode, owners_left):
     before = len(owners_left())
     r = crash_cuts(load_trace(DEAD), mode=mode, world="real")
     assert r.cuts and r.passed, [c.divergences[0].describe() for c in r.failed][:1]
@@ -91,3 +116,27 @@ def test_crash_cuts_on_the_real_world(mode):
 def test_replay_cli_on_the_real_world(capsys):
     assert main(["replay", str(DEAD), "--system", "both", "--world", "real"]) == 0
     assert capsys.readouterr().out.rstrip().endswith("1 passed, 0 failed")
+
+
+def test_only_the_owners_this_test_started_are_counted(owners_left):
+    """A ``sleep 3600`` started beside the run (another run's, a user's) is not counted; the
+    owners the world starts are, while it is open."""
+    before = owners_left()
+    foreign = subprocess.Popen(["sleep", "3600"], env={k: v for k, v in os.environ.items()
+                                                        if k != MARK})
+    try:
+        trace = load_trace(DEAD)
+        [model, impl] = systems_for(trace, "both", "real")
+        try:
+            for step in trace.steps[:1]:          # the dispatch starts the owner
+                model.apply(step)
+                impl.apply(step)
+            assert len(owners_left()) > len(before), "the world's live owner is counted"
+        finally:
+            model.close()
+            impl.close()
+        assert owners_left() == before and foreign.poll() is None
+        assert foreign.pid not in owners_left()
+    finally:
+        foreign.kill()
+        foreign.wait()

@@ -28,6 +28,7 @@ EXAMPLES = """  wgk replay traces/
   wgk replay traces/incidents/13-crash-at-every-phase.json --system impl --crash-cuts --kill
   wgk replay traces/ --system both --crash-cuts --backend postgresql://wgk@localhost/wgk
   wgk replay traces/incidents --crash-cuts --external 'python -m wgk.impl.serve'
+  wgk replay traces/peers/wg/daemon --planner historical
 """
 
 
@@ -49,6 +50,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the implementation's environment: in memory (default), or a fresh real "
                         "git repository and real child processes where the trace's steps allow "
                         "(pid reuse and seeded attempts stay in memory; the clock is logical)")
+    p.add_argument("--planner", choices=("corrected", "historical"), default="corrected",
+                   help="the model's planner ruleset (default corrected); historical replays, on the "
+                        "model only, the traces that carry a 'historical' expectation and checks the "
+                        "old planner's way (wgk.model.planner_rulesets)")
     add_backend_argument(p)
     add_external_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -56,11 +61,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def check_usage(args: argparse.Namespace) -> None:
     if getattr(args, "external", None) is not None:
-        if args.system != "model" or args.world != "memory" or args.cut_checks != "thorough":
+        if args.system != "model" or args.world != "memory" or args.cut_checks != "thorough" \
+                or getattr(args, "planner", "corrected") != "corrected":
             raise UsageError("--external is the system under test, in lockstep with the model, "
-                             "on its own world: leave --system, --world and --cut-checks out")
+                             "on its own world: leave --system, --world, --cut-checks and "
+                             "--planner out")
         args.crash_cuts = args.crash_cuts or args.kill
         return
+    if getattr(args, "planner", "corrected") != "corrected" and (args.system != "model" or args.crash_cuts
+                                                                  or args.kill):
+        raise UsageError(f"--planner {args.planner} is a ruleset of the model's planner: use --system model, "
+                         "without crash cuts")
     if (args.crash_cuts or args.kill) and args.system == "model":
         raise UsageError("crash cuts crash the implementation: use --system impl or --system both")
     if args.kill:
@@ -74,6 +85,7 @@ def reproduce(result: TraceResult, args: argparse.Namespace) -> str:
               if args.crash_cuts and getattr(args, "cut_checks", "thorough") != "thorough" else "")
     flags += f" --backend {args.backend}" if getattr(args, "backend", "sqlite") != "sqlite" else ""
     flags += " --world real" if getattr(args, "world", "memory") == "real" else ""
+    flags += f" --planner {args.planner}" if getattr(args, "planner", "corrected") != "corrected" else ""
     return f"wgk replay {result.path or result.id} --system {args.system}{flags}"
 
 
@@ -90,6 +102,9 @@ def unchecked_warning(trace, args: argparse.Namespace) -> str | None:
 
 def replay_one(trace, args: argparse.Namespace, progress) -> TraceResult:
     """Replay one trace; with --crash-cuts every cut's divergences join the result."""
+    if getattr(args, "planner", "corrected") != "corrected":
+        from wgk.conformance.oracle.historical import replay_historical
+        return replay_historical(trace, args.planner)
     world = world_for(trace)[0] if getattr(args, "world", "memory") == "real" else "memory"
     try:
         systems = systems_for(trace, args.system, world)
@@ -118,6 +133,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     if not traces:
         raise UsageError("no trace files found in " + " ".join(args.paths))
+    if getattr(args, "planner", "corrected") != "corrected":
+        traces = [t for t in traces if t.historical]
+        if not traces:
+            raise UsageError(f"no trace in {' '.join(args.paths)} carries a 'historical' expectation "
+                             f"for --planner {args.planner}")
     for trace in traces:
         warning = unchecked_warning(trace, args)
         if warning:

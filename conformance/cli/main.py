@@ -13,7 +13,6 @@ import sys
 from typing import Sequence
 
 from wgk.conformance.cli.errors import UsageError
-from wgk.conformance.traces.format import TraceError
 from wgk.impl.cli.output import UsageError as ImplUsageError
 
 #: name -> module; listed here so ``wgk --help`` can show every command.
@@ -38,16 +37,44 @@ COMMANDS: dict[str, str] = {
 }
 
 
+#: the commands of the kernel itself: they run from a plain ``pip install wgk``, which
+#: installs none of the verification suite's extras (no solver, no test framework)
+KERNEL_COMMANDS = ("kernel", "demo")
+#: what ``pip install 'wgk[gate]'`` adds; a command that needs one of them says so
+GATE_EXTRAS = frozenset({"z3", "hypothesis", "networkx", "jsonschema"})
+GATE_HINT = "pip install 'wgk[gate]'"
+
+
+class NeedsGateExtras:
+    """Stands for a command whose module needs the gate's extras, which are not installed."""
+
+    def __init__(self, name: str, missing: str) -> None:
+        self.name, self.missing = name, missing
+        self.HELP = f"(not installed: needs {missing}; {GATE_HINT})"
+        self.EXAMPLES = f"  {GATE_HINT}\n  wgk {name} --help\n"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        pass
+
+    def run(self, args) -> int:
+        raise UsageError(f"needs the verification suite's extras ({self.missing} is not "
+                         f"installed): {GATE_HINT}")
+
+
 def _load(name: str):
     try:
         return importlib.import_module(COMMANDS[name])
     except ModuleNotFoundError as e:
         if e.name == COMMANDS[name]:
             return None
+        if e.name and e.name.split(".")[0] in GATE_EXTRAS and name not in KERNEL_COMMANDS:
+            return NeedsGateExtras(name, e.name.split(".")[0])
         raise
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of the commands in ``only`` (a kernel command is
+    parsed without importing the verification suite)."""
     parser = argparse.ArgumentParser(
         prog="wgk",
         description="Formal-model-first verification of the attempt-control kernel: "
@@ -57,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in (COMMANDS if only is None else only):
         mod = _load(name)
         if mod is None:
             continue
@@ -79,12 +106,28 @@ def deepest(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Ar
     return parser
 
 
+def _named_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names (its first word that is not an option), if any."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _trace_error() -> type[Exception]:
+    try:
+        from wgk.conformance.traces.format import TraceError
+    except ModuleNotFoundError:          # without the gate's extras no trace is read
+        return UsageError
+    return TraceError
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    named = _named_command(argv)
+    parser = build_parser(only=[named] if named in KERNEL_COMMANDS else None)
     # argparse exits with 2 on bad usage, which is our code for bad usage too; an unknown
     # flag is reported with the usage of the subcommand it was given to, not the top level's.
     args, extras = parser.parse_known_args(argv)
+    if isinstance(getattr(args, "_module", None), NeedsGateExtras):
+        extras = []                      # its options are unknown here: say what it needs
     if extras:
         deepest(parser, argv).error(f"unrecognized arguments: {' '.join(extras)}")
     if not getattr(args, "command", None):
@@ -92,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args._module.run(args))
-    except (UsageError, ImplUsageError, TraceError) as e:
+    except (UsageError, ImplUsageError, _trace_error()) as e:
         # a malformed trace met anywhere (a corpus a report reads, too) is bad input
         print(f"wgk {args.command}: {e}", file=sys.stderr)
         return 2

@@ -50,6 +50,10 @@ class ImplMutant:
     breaks: str                     # the invariant id or the promise it breaks
     patches: tuple[Patch, ...]
     survives: str = ""              # why the gate cannot see it / which section should
+    #: pytest node ids (from the project root) that see the bug where no gate section can:
+    #: a file's mode, a planted file or symlink, a credential no trace carries. They run
+    #: first, on the mutated copy.
+    tests: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         out = {"name": self.name, "category": self.category, "doc": self.doc,
@@ -58,6 +62,8 @@ class ImplMutant:
                            for p in self.patches]}
         if self.survives:
             out["survives"] = self.survives
+        if self.tests:
+            out["tests"] = list(self.tests)
         return out
 
 

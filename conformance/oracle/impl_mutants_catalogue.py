@@ -11,8 +11,12 @@ from __future__ import annotations
 from wgk.conformance.oracle.impl_mutants import ImplMutant, Patch
 
 
-def _m(name, category, doc, breaks, *patches, survives=""):
-    return ImplMutant(name, category, doc, breaks, tuple(Patch(*p) for p in patches), survives)
+def _m(name, category, doc, breaks, *patches, survives="", tests=()):
+    return ImplMutant(name, category, doc, breaks, tuple(Patch(*p) for p in patches), survives,
+                      tuple(tests))
+
+
+SECRETS = "tests/test_impl_secrets.py::"
 
 
 IMPL_MUTANTS: tuple[ImplMutant, ...] = (
@@ -36,6 +40,12 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "evidence is written with INSERT OR REPLACE, so a repeated occurrence overwrites the "
        "first one's counted flag and sequence", "compaction-occurrences-counted-once",
        ("tables.py", '"INSERT OR IGNORE INTO evidence VALUES', '"INSERT OR REPLACE INTO evidence VALUES')),
+    _m("database-umask-mode", "storage",
+       "the SQLite database is left for SQLite to create, with the mode the umask gives "
+       "(0644 under umask 022), so every local user reads the ledger, the journal and the "
+       "principals' secret hashes", "the database is readable by its owner only",
+       ("store.py", '        if path != ":memory:":\n            create_private(path)\n', ""),
+       tests=[SECRETS + "test_the_database_and_its_log_files_are_created_0600_whatever_the_umask"]),
     # --- concurrency -------------------------------------------------------------------------
     _m("caches-never-dropped", "concurrency",
        "the kernel never drops its record caches when another connection committed",
@@ -158,6 +168,34 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "answered as a duplicate", "idempotency-conflict-holds",
        ("wire.py", '    del canonical["key"]\n', '    del canonical["key"]\n'
                                                  '    canonical.pop("cap", None)\n')),
+    # --- secrets (no trace carries a file mode, a planted file or a malformed credential) ---
+    _m("secret-file-adopted", "authority",
+       "a token or credential file is opened without O_EXCL and O_NOFOLLOW, so a file or a "
+       "symlink planted at its path beforehand is written through and kept: whoever planted "
+       "it reads the secret", "secrets are created, never adopted",
+       ("secretfile.py", "CREATE_FLAGS = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW",
+        "CREATE_FLAGS = os.O_CREAT | os.O_WRONLY | os.O_TRUNC"),
+       tests=[SECRETS + "test_an_existing_token_file_or_symlink_is_refused_before_anything_is_sent",
+              SECRETS + "test_a_credential_file_is_created_before_its_principal_and_never_adopted"]),
+    _m("secret-file-world-readable", "authority",
+       "token and credential files are created 0644, readable by every local user",
+       "a secret file is readable by its owner only",
+       ("secretfile.py", "PRIVATE = 0o600", "PRIVATE = 0o644"),
+       tests=[SECRETS + "test_a_token_file_is_created_0600_whatever_the_umask_and_holds_the_"
+                        "attempts_token"]),
+    _m("loose-credential-file-read", "authority",
+       "a credential file that group or others may read is used without a word",
+       "a secret file open to others is refused (as ssh refuses such a private key)",
+       ("secretfile.py", "        if st.st_mode & 0o077 and not insecure:",
+        "        if False:"),
+       tests=[SECRETS + "test_a_credential_file_open_to_others_is_used_only_when_told_to"]),
+    _m("surrogate-credential-crashes", "authority",
+       "any string with a dot is hashed as a credential, so a lone surrogate in it raises "
+       "UnicodeEncodeError out of the request path instead of not-authenticated",
+       "a bad credential is an answer (not-authenticated), never a crash",
+       ("principals.py", '    return sendable(credential) and "." in credential',
+        '    return isinstance(credential, str) and "." in credential'),
+       tests=[SECRETS + "test_any_bad_credential_is_not_authenticated_and_journals_nothing"]),
     # --- group commit ------------------------------------------------------------------------
     _m("batch-effect-behind-uncommitted", "group-commit",
        "in a batch, a request's external effect runs behind requests decided but not yet "
@@ -198,6 +236,15 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        ("git.py", '        p = self.git("reflog", "show", "--format=%gs", self.target_ref, "--", '
                   'check=False)\n        if p.returncode != 0:\n            return False',
         "        return False")),
+    _m("worktree-through-symlink", "git",
+       "the worktree's path is not checked for symlinks, so a symlink planted at "
+       "<worktrees>/<task> sends the kernel's git commands, and a worktree, outside the root",
+       "worktrees stay under the worktrees root",
+       ("git.py", "            if os.path.islink(here):", "            if False:"),
+       tests=[SECRETS + "test_a_symlink_planted_in_the_worktrees_root_is_refused_and_nothing_is_"
+                        "made_outside",
+              SECRETS + "test_a_worktree_replaced_by_a_symlink_is_neither_read_nor_removed_"
+                        "through_it"]),
     # --- processes ---------------------------------------------------------------------------
     _m("zombie-is-live", "processes",
        "a zombie (exited, not yet reaped) process is counted as a live owner",

@@ -2,8 +2,9 @@
 SPEC_JSON RESULT_FILE``, started with the mutated copy first on ``PYTHONPATH``.
 
 It refuses to run unless ``wgk.impl`` is imported from that copy, runs the named gate
-sections on the named budget (and pytest node ids, if any), stops at the first one that
-does not pass when asked to, and writes its report as JSON to RESULT_FILE:
+sections on the named budget and pytest node ids, if any (first when ``tests_first``: a
+mutant's own tests), stops at the first one that does not pass when asked to, and writes
+its report as JSON to RESULT_FILE:
 ``{"verdict": "killed" | "survived", "section", "check", "detail", "sections": [...]}``.
 Nothing is printed.
 """
@@ -24,12 +25,20 @@ def _first_bad(section) -> tuple[str, str]:
     return "", ""
 
 
-def run_sections(spec: dict) -> dict:
+def fresh() -> dict:
+    return {"verdict": "survived", "sections": []}
+
+
+def run_sections(spec: dict, out: dict | None = None) -> dict:
+    """The named sections, after what ``out`` already says (the named tests, when they run
+    first): nothing more once it is a kill and the run stops at the first."""
+    out = out or fresh()
+    if not spec["sections"] or (out["verdict"] == "killed" and spec.get("stop_at_first", True)):
+        return out
     from wgk.conformance.reports import gate
     from wgk.conformance.traces.format import load_traces
     sources = spec.get("traces") or [str(gate.bundled_traces())]
     loaded = load_traces(sources)
-    out: dict = {"verdict": "survived", "sections": []}
     external = None
     if spec.get("external"):                    # served by the command, on this copy
         from wgk.conformance.oracle.external_runs import Kernel
@@ -79,7 +88,10 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"wgk.impl was imported from {where}, not from the mutated copy "
                          f"under {copy}\n")
         return 2
-    out = run_tests(spec, run_sections(spec))
+    if spec.get("tests_first"):           # a mutant's own tests: cheaper than any section
+        out = run_sections(spec, run_tests(spec, fresh()))
+    else:
+        out = run_tests(spec, run_sections(spec))
     result.write_text(json.dumps(out))
     return 0
 

@@ -41,6 +41,8 @@ MUTANT_BUDGETS = ("quick", "default")
 #: The kill rate the catalogue is held to.
 TARGET_RATE = 0.9
 CHILD = "wgk.conformance.reports.impl_mutant_child"
+#: The project's source tree (where a mutant's named tests live).
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -113,14 +115,15 @@ def impl_sections(names: Iterable[str]) -> list[str]:
 def run_patches(name: str, patches: tuple[Patch, ...], *, budget: str, sections: list[str],
                 traces: list[str] | None = None, tests: list[str] | None = None,
                 stop_at_first: bool = True, timeout: float = 1800.0,
-                cwd: str | None = None, external: dict | None = None) -> dict:
+                cwd: str | None = None, tests_first: bool = False,
+                external: dict | None = None) -> dict:
     """Plant ``patches`` in a copy of wgk.impl and run ``sections`` (and pytest ``tests``)
     on it in a child process; the child's report (see ``impl_mutant_child``)."""
     with tempfile.TemporaryDirectory(prefix="wgk-mutant-") as tmp:
         copy = materialize(patches, Path(tmp) / "copy", name)
         out = Path(tmp) / "result.json"
         spec = {"name": name, "copy": str(copy), "budget": budget, "sections": sections,
-                "traces": [str(Path(t).resolve()) for t in traces] if traces else None, "tests": tests or [], "stop_at_first": stop_at_first,
+                "traces": [str(Path(t).resolve()) for t in traces] if traces else None, "tests": tests or [], "stop_at_first": stop_at_first, "tests_first": tests_first,
                 "counterexamples": str(Path(tmp) / "counterexamples"), "external": external}
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", CHILD, json.dumps(spec), str(out)],
@@ -144,11 +147,18 @@ def run_patches(name: str, patches: tuple[Patch, ...], *, budget: str, sections:
 def run_mutant(m: ImplMutant, budget: str, sections: list[str], *,
                traces: list[str] | None = None, timeout: float = 1800.0,
                external: dict | None = None) -> MutantRun:
-    """One mutant through the given sections in a child process (``external``: the command
-    and timeout of a served kernel, started by the child on the mutated copy)."""
+    """One mutant through its own tests, if it names any (from the project's source tree),
+    then the given sections, in a child process (``external``: the command and timeout of a
+    served kernel, started by the child on the mutated copy)."""
     t0 = time.perf_counter()
+    tests = [str(PROJECT / t) for t in m.tests]
+    missing = [t for t in tests if not Path(t.partition("::")[0]).is_file()]
+    if missing:
+        return MutantRun(m, "error", 0.0, detail=f"its tests are not here: {missing[0]} (run "
+                         "from the project's source tree)")
     r = run_patches(m.name, m.patches, budget=budget, sections=sections, traces=traces,
-                    timeout=timeout, external=external)
+                    timeout=timeout, tests=tests, tests_first=bool(tests),
+                    cwd=str(PROJECT) if tests else None, external=external)
     return MutantRun(m, r["verdict"], time.perf_counter() - t0, r.get("section", ""),
                      r.get("check", ""), r.get("detail", ""), r.get("sections", []))
 

@@ -74,6 +74,8 @@ class Trace:
     steps: list[dict[str, Any]] = field(default_factory=list)
     initial: dict[str, Any] = field(default_factory=dict)
     expect: dict[str, Any] = field(default_factory=dict)
+    #: the named historical planner's expectation (``wgk replay --planner historical``)
+    historical: dict[str, Any] = field(default_factory=dict)
     path: str | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -86,6 +88,8 @@ class Trace:
         out["steps"] = self.steps
         if self.expect:
             out["expect"] = self.expect
+        if self.historical:
+            out["historical"] = self.historical
         return canonical(out)
 
     @staticmethod
@@ -93,7 +97,8 @@ class Trace:
         return Trace(
             id=doc["id"], title=doc["title"], source=doc["source"],
             description=doc["description"], graph=doc["graph"], steps=list(doc["steps"]),
-            initial=doc.get("initial", {}), expect=doc.get("expect", {}), path=path,
+            initial=doc.get("initial", {}), expect=doc.get("expect", {}),
+            historical=doc.get("historical", {}), path=path,
         )
 
     @property
@@ -209,7 +214,8 @@ def load_traces(paths: Iterable[str | Path]) -> list[Trace]:
 # --- canonical form ----------------------------------------------------------------
 
 #: Key order per object kind; keys not listed follow in sorted order.
-TOP_ORDER = ("format", "id", "title", "source", "description", "graph", "initial", "steps", "expect")
+TOP_ORDER = ("format", "id", "title", "source", "description", "graph", "initial", "steps", "expect",
+             "historical")
 SOURCE_ORDER = ("kind", "incident", "provenance", "file")
 GRAPH_ORDER = ("id", "target", "protected-paths", "tasks")
 TASK_ORDER = ("name", "deps", "review-required", "requires-assignment", "retry-budget")
@@ -333,6 +339,8 @@ def canonical(doc: dict) -> dict:
     out["steps"] = [canonical_step(s) for s in out["steps"]]
     if "expect" in out:
         out["expect"] = _facts(out["expect"])
+    if isinstance(out.get("historical"), dict) and isinstance(out["historical"].get("expect"), dict):
+        out["historical"] = {**out["historical"], "expect": _facts(out["historical"]["expect"])}
     return out
 
 

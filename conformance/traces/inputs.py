@@ -143,6 +143,7 @@ def semantic_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
         for where, facts in (("expect-facts", step.get("expect-facts")),):
             out += _fact_task_errors(facts, ["steps", n, where], known)
     out += _fact_task_errors(doc.get("expect"), ["expect"], known)
+    out += _fact_task_errors((doc.get("historical") or {}).get("expect"), ["historical", "expect"], known)
     return out
 
 

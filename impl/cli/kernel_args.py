@@ -10,6 +10,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print results as JSON")
     p.add_argument("--credential", metavar="FILE",
                    help="the credential file requests are sent with (or $WGK_CREDENTIAL_FILE)")
+    p.add_argument("--insecure-credential-file", action="store_true",
+                   help="use a credential or token file that group or others may access "
+                        "(refused by default, as ssh refuses such a private key)")
     sub = p.add_subparsers(dest="action", metavar="SUBCOMMAND", required=True)
     js = argparse.ArgumentParser(add_help=False)
     js.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
@@ -70,8 +73,9 @@ def _attempt_commands(sub, key: argparse.ArgumentParser) -> None:
         s.add_argument("--pid", type=int, required=True, help="the owner process")
         s.add_argument("--session", help="the owner's session id")
         s.add_argument("--token-file", metavar="FILE",
-                       help="write the attempt's capability token here (0600) for its process; "
-                            "an existing file is the token of a re-send (default: print it)")
+                       help="write the attempt's capability token to this new file (created "
+                            "0600; an existing file is refused, nothing sent; removed again "
+                            "when the request is not applied) for its process (default: print it)")
         if name == "dispatch":
             s.add_argument("--imports", help="retained work (a content id) the attempt imports")
         else:

@@ -11,7 +11,7 @@ from ..pg import is_dsn, redact
 from ..proc import ProcProcessTable
 from .. import protect
 from ..backends import open_store
-from .kernel_principals import create_private, first_credential
+from .kernel_principals import credential_path, first_credential, reserve
 from .output import UsageError, emit
 
 
@@ -71,19 +71,24 @@ def init(args) -> int:
         raise UsageError(f"{args.repo}: not a git repository") from None
     if probe.target() is None:
         raise UsageError(f"{args.repo}: the target {args.target} does not exist")
-    if not is_dsn(args.db):
-        create_private(args.db)                 # the database is readable by its owner only
+    out = reserve(credential_path(args))      # refused before the database exists
     try:
-        k = Kernel(args.db, environment(repo, args.target, args.worktrees))
-    except StoreError as e:
-        raise UsageError(str(e)) from None
-    try:
-        k.create_graph(args.graph, config={"repo": repo, "target": args.target,
-                                           "worktrees": probe.worktrees},
-                       protected_paths=args.protect)
-        cred = first_credential(k, args)
-    finally:
-        k.close()
+        if not is_dsn(args.db):
+            reserve(args.db, "database").close()   # readable by its owner only
+        try:
+            k = Kernel(args.db, environment(repo, args.target, args.worktrees))
+        except StoreError as e:
+            raise UsageError(str(e)) from None
+        try:
+            k.create_graph(args.graph, config={"repo": repo, "target": args.target,
+                                               "worktrees": probe.worktrees},
+                           protected_paths=args.protect)
+            cred = first_credential(k, args, out)
+        finally:
+            k.close()
+    except BaseException:
+        out.discard()
+        raise
     db = redact(args.db) if is_dsn(args.db) else args.db
     return emit(args, {"db": db, "graph": args.graph, "repo": repo, "target": args.target,
                        "credential-file": cred},

@@ -2,8 +2,10 @@
 ``--credential FILE`` every request is sent with, and ``principal add/list/revoke``.
 
 A credential file holds one line, ``<principal>.<secret>``, and is created mode
-0600 (never overwritten); the database is created 0600 too. A missing,
-unreadable or wrong credential is one line and exit 2.
+0600, exclusively and never through a symlink (``secretfile``); the database is
+created 0600 too. A credential file is read only when no one but its owner may
+access it (``--insecure-credential-file`` overrides). A missing, unreadable,
+loose or wrong credential file is one line naming it and exit 2.
 """
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import os
 
 from ..kernel import Kernel
 from ..pg import is_dsn
-from ..principals import DENIED, PrincipalError
+from .. import secretfile
+from ..principals import DENIED, PrincipalError, well_formed
 from .output import UsageError, emit
 
 #: The roles of the credential ``init`` writes: the operator, who also runs the daemon's
@@ -19,28 +22,28 @@ from .output import UsageError, emit
 FIRST_ROLES = ("operator", "daemon", "legacy-import")
 
 
-def create_private(path: str, text: str | None = None) -> None:
-    """Create ``path`` readable by its owner only (refusing to overwrite anything)."""
+def reserve(path: str, what: str = "credential file") -> secretfile.Reserved:
+    """Create ``path`` readable by its owner only, before the secret it will hold exists,
+    refusing an existing file or a symlink (``secretfile.reserve``)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError as e:
-        raise UsageError(f"{path}: {e.strerror}") from None
-    with os.fdopen(fd, "w") as f:
-        if text is not None:
-            f.write(text + "\n")
+        return secretfile.reserve(path, what=what)
+    except secretfile.SecretFileError as e:
+        raise UsageError(str(e)) from None
 
 
 def read_credential(args) -> str | None:
-    """The credential of ``--credential FILE`` (or ``$WGK_CREDENTIAL_FILE``), if any."""
+    """The credential of ``--credential FILE`` (or ``$WGK_CREDENTIAL_FILE``), if any: a
+    private regular file holding one line ``<principal>.<secret>`` (``secretfile.read``; a
+    file open to group or others only with ``--insecure-credential-file``)."""
     path = getattr(args, "credential", None) or os.environ.get("WGK_CREDENTIAL_FILE")
     if not path:
         return None
     try:
-        with open(path) as f:
-            text = f.read().strip()
-    except OSError as e:
-        raise UsageError(f"{path}: credential unreadable: {e.strerror}") from None
-    if "." not in text:
+        text = secretfile.read(path, what="credential file",
+                               insecure=getattr(args, "insecure_credential_file", False))
+    except secretfile.SecretFileError as e:
+        raise UsageError(str(e)) from None
+    if not well_formed(text):
         raise UsageError(f"{path}: not a credential (expected one line '<principal>.<secret>')")
     return text
 
@@ -54,15 +57,19 @@ def require_operator(k: Kernel, credential: str | None) -> None:
         raise UsageError(f"role-not-held: principal {who.name} is not an operator")
 
 
-def first_credential(k: Kernel, args) -> str:
-    """``init``: the operator principal and its credential file (mode 0600)."""
+def credential_path(args) -> str:
+    """``init``: where the first operator credential goes."""
     if not args.credential_out and is_dsn(args.db):
         raise UsageError("init on a PostgreSQL database needs --credential-out FILE "
                          "(where the first operator credential is written)")
-    path = args.credential_out or f"{args.db}.credential"
-    credential = k.principals.add(args.operator, FIRST_ROLES)
-    create_private(path, credential)
-    return path
+    return args.credential_out or f"{args.db}.credential"
+
+
+def first_credential(k: Kernel, args, out: secretfile.Reserved) -> str:
+    """``init``: the operator principal, its credential written to the file ``out`` that was
+    created for it before the database was."""
+    out.write(k.principals.add(args.operator, FIRST_ROLES))
+    return out.path
 
 
 def do_principal(k: Kernel, args) -> int:
@@ -77,9 +84,13 @@ def do_principal(k: Kernel, args) -> int:
         if args.principal_action == "revoke":
             k.principals.revoke(args.name)
             return emit(args, {"revoked": args.name}, f"revoked {args.name}")
-        secret = k.principals.add(args.name, args.role)
+        out = reserve(args.out)             # before the principal exists: never a lost secret
+        try:
+            out.write(k.principals.add(args.name, args.role))
+        except BaseException:
+            out.discard()
+            raise
     except PrincipalError as e:
         raise UsageError(str(e)) from None
-    create_private(args.out, secret)
     return emit(args, {"added": args.name, "roles": sorted(args.role), "credential-file": args.out},
                 f"added {args.name} ({', '.join(sorted(args.role))}); credential in {args.out}")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 import sys
 import uuid
 
-from ..errors import BadRequest
+from .. import secretfile
+from ..errors import BadRequest, EffectError, EnvError, GraphError, Tampered
 from ..kernel import Kernel
 from ..proc import ProcProcessTable
 from ..records import TaskPolicy
@@ -38,36 +38,52 @@ def named(request, where: str = "request") -> None:
 
 
 def minted(args, request: dict) -> str | None:
-    """Give an opener its ``mint``: a fresh 256-bit token, written to ``--token-file`` (0600,
-    for the process the attempt is opened for) or, without one, returned for the output. A
-    token file that exists already holds the token of a re-send (a lost response)."""
+    """Give an opener its ``mint``: a fresh 256-bit token, written to ``--token-file`` or,
+    without one, returned for the output. The file is created before anything is sent, mode
+    0600, exclusively and never through a symlink (``secretfile.create``): an existing file
+    is refused and nothing is sent, so no token is ever one someone else planted."""
     path = getattr(args, "token_file", None)
-    if path and os.path.exists(path):
+    secret = secrets.token_hex(32)
+    if path:
         try:
-            secret = open(path, encoding="utf-8").read().strip()
-        except (OSError, UnicodeDecodeError) as e:
-            raise UsageError(f"{path}: cannot read the token: {e}") from None
-        if not secret:
-            raise UsageError(f"{path}: empty token file")
-    else:
-        secret = secrets.token_hex(32)
-        if path:
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            except OSError as e:
-                raise UsageError(f"{path}: {e.strerror}") from None
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(secret + "\n")
+            secretfile.create(path, secret, what="token file")
+        except secretfile.SecretFileError as e:
+            raise UsageError(str(e)) from None
     request["mint"] = hashlib.sha256(secret.encode()).hexdigest()
     return None if path else secret
 
 
-def send(k: Kernel, args, request: dict, token: str | None = None) -> int:
+#: Errors raised before the request's transaction commits: the minted token opened nothing.
+NOT_APPLIED = (UsageError, BadRequest, GraphError, EnvError, EffectError, Tampered)
+
+
+def send_minted(k: Kernel, args, request: dict) -> int:
+    """Send an opener; its token file stays only if the attempt was opened with its token
+    (a rejection, a duplicate or an error before the commit removes the file it made)."""
+    token = minted(args, request)
+    path = getattr(args, "token_file", None)
+    if path is None:
+        return send(k, args, request, token)
+
+    def unused(response: dict) -> None:
+        if response.get("decision") != "applied":
+            secretfile.remove_created(path)
+    try:
+        return send(k, args, request, token, on_response=unused)
+    except NOT_APPLIED:
+        secretfile.remove_created(path)
+        raise
+
+
+def send(k: Kernel, args, request: dict, token: str | None = None,
+         on_response=lambda response: None) -> int:
     named(request)
     try:
-        response = authenticated(k.handle(request, read_credential(args)))
+        response = k.handle(request, read_credential(args))
     except BadRequest as e:
         raise UsageError(f"request: {e}") from None
+    on_response(response)
+    authenticated(response)
     ok = response["decision"] != "rejected" and response.get("original", {}).get("decision") != "rejected"
     text = response["decision"] + (f": {response['code']}" if "code" in response else "")
     if "original" in response:
@@ -160,7 +176,7 @@ def do_dispatch(k: Kernel, args) -> int:
          "expected-attempt": k.record(args.name).attempt, "owner": owner(args)}
     if args.imports:
         r["imports"] = args.imports
-    return send(k, args, r, minted(args, r))
+    return send_minted(k, args, r)
 
 
 def do_retry(k: Kernel, args) -> int:
@@ -178,7 +194,7 @@ def do_retry(k: Kernel, args) -> int:
             retained = t.saved_work
     if retained and not args.fresh:
         r["imports"] = retained
-    return send(k, args, r, minted(args, r))
+    return send_minted(k, args, r)
 
 
 def operator_request(kind: str, **params):

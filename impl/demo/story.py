@@ -10,6 +10,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from .. import secretfile
 from ..converge import next_request
 from ..git import GitRepository, init_repository
 from ..kernel import Kernel
@@ -53,9 +54,8 @@ def mint(story: Story, task: str) -> str:
     """A fresh token for the attempt about to open, handed to its worker; its sha256 for the
     dispatch (the kernel keeps only that)."""
     secret = secrets.token_hex(32)
-    fd = os.open(token_path(story, task), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secret)
+    secretfile.remove_created(token_path(story, task))      # the previous attempt's, if any
+    secretfile.create(token_path(story, task), secret, what="token file")
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
@@ -154,9 +154,8 @@ def principals(story: Story, k: Kernel) -> None:
     """Close the kernel: one credential per principal, the workers' handed over in a 0600 file."""
     story.daemon = k.principals.add("daemon-1", ["daemon", "operator"])
     story.validator = k.principals.add("validator-1", ["validator"])
-    fd = os.open(f"{story.db}.worker.credential", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(k.principals.add("worker-1", ["worker", "wrapper"]))
+    out = secretfile.reserve(f"{story.db}.worker.credential", what="credential file")
+    out.write(k.principals.add("worker-1", ["worker", "wrapper"]))
     story.say("principals daemon-1 (daemon, operator), validator-1 (validator), worker-1 "
               "(worker, wrapper): the kernel keeps only their hashes; each dispatch hands its "
               "worker the attempt's capability token in a 0600 file")
@@ -164,7 +163,7 @@ def principals(story: Story, k: Kernel) -> None:
 
 def refusals(story: Story, k: Kernel, facts: dict) -> None:
     """What the worker's credential and a guessed K cannot do."""
-    worker = open(f"{story.db}.worker.credential").read()
+    worker = secretfile.read(f"{story.db}.worker.credential", what="credential file")
     t = k.record("schema")
     posed = tx(k, "schema", "validate", "validator", "posed", worker, candidate=t.candidate,
                verdict="pass")

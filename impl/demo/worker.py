@@ -11,6 +11,7 @@ import os
 import sys
 import time
 
+from .. import secretfile
 from .world import cap, git, open_kernel, tx
 
 
@@ -28,7 +29,7 @@ def worker_main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     k = open_kernel(args.db, args.repo)
     me = os.getpid()
-    credential = open(args.credential_file).read().strip()
+    credential = secretfile.read(args.credential_file, what="credential file")
     for _ in range(600):                                  # wait to be named the owner
         k._sync()
         t = k.record(args.task)
@@ -38,7 +39,7 @@ def worker_main(argv: list[str]) -> int:
     else:
         return 3
     wt = k.env.repository.worktree_path(t.worktree_id)
-    token = open(args.token_file).read().strip()           # handed over by the dispatcher
+    token = secretfile.read(args.token_file, what="token file")    # from the dispatcher
     beat = lambda n: k.handle({"kind": "heartbeat", "actor": "worker", "task": args.task,
                                "cap": cap(k, args.task), "key": f"hb:{me}:{n}",
                                "evidence": f"{me}:heartbeat:{n}", "token": token}, credential)

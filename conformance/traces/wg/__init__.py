@@ -1,7 +1,14 @@
 """Translate the peer's golden vectors (graphwork/wg fixtures) into ``wgk-trace/1``.
 
-Three families (``../shared/fixtures/wg/``): finish wire **v1** (15 files),
-SaveTransaction schema **v2** (5) and the single-kernel **deletion map** (8).
+Families (``../shared/fixtures/wg/``): finish wire **v1** (15 files),
+SaveTransaction schema **v2** (5), the single-kernel **deletion map** (8), the
+daemon planner's **daemon/v1-v3** (14), the runtime reducer's **runtime/v1** (7
+cases), the review kernel's **simple-land/v1** (6 cases) and the persisted
+**planner-runtime** state (2 files). The last four describe situations, not
+requests: their importers write the steps that bring a task there
+(``scenario``) and expect WG's way forward as the plan; a case the model cannot
+express exactly is returned as ``Unmapped`` (file, case, field, why) and
+reported, never dropped (``docs/peer-wg.md`` lists them).
 Every expected decision and every expected final fact is kept, translated into
 our vocabulary; the source file and a JSON pointer per step are kept in the
 trace (``source.file``, ``steps[].from``). A field or event the importer cannot
@@ -25,16 +32,18 @@ responses it was given, i.e. from the fixture's own expected decisions.
 
 Modules: ``common`` (source objects read field by field, the client's transaction
 state), one module per family with its mapping table (``v1`` and
-``v1_records``, ``v2``, ``deletion_map``), and ``files`` (which family a file
+``v1_records``, ``v2``, ``deletion_map``, ``daemon``, ``runtime``,
+``simple_land``, ``planner_runtime``), ``scenario``, and ``files`` (which family a file
 is, and the result of importing each file). A file of no known family is
 skipped with its reason, never fatal to the directory it lies in.
 """
 from __future__ import annotations
 
-from wgk.conformance.traces.wg.common import FAMILIES, WgImportError
+from wgk.conformance.traces.wg.common import FAMILIES, Unmapped, WgImportError
 from wgk.conformance.traces.wg.files import (
-    FileResult, Imported, NotAFixture, family_of, import_file, import_paths, import_results, source_files,
+    FileResult, Imported, NotAFixture, family_of, import_cases, import_file, import_paths, import_results,
+    source_files,
 )
 
-__all__ = ["FAMILIES", "FileResult", "Imported", "NotAFixture", "WgImportError", "family_of",
-           "import_file", "import_paths", "import_results", "source_files"]
+__all__ = ["FAMILIES", "FileResult", "Imported", "NotAFixture", "Unmapped", "WgImportError", "family_of",
+           "import_cases", "import_file", "import_paths", "import_results", "source_files"]

@@ -11,11 +11,18 @@ from wgk.model.names import broken_rule, is_name
 from wgk.model.vocab import EDGES, Kind, NEEDS_CAPABILITY, TRANSACTION_KINDS
 
 V1_COMMIT = "b0892ea7"
-FAMILIES = ("v1", "v2", "deletion-map")
+FAMILIES = ("v1", "v2", "deletion-map", "daemon/v1", "daemon/v2", "daemon/v3", "runtime/v1",
+            "simple-land/v1", "planner-runtime")
 FAMILY_PATHS = {
     "v1": "formal/fixtures/v1",
     "v2": "formal/fixtures/v2",
     "deletion-map": "docs/research/traces/wg-control-plane-authority-deletion-map",
+    "daemon/v1": "formal/fixtures/daemon/v1",
+    "daemon/v2": "formal/fixtures/daemon/v2",
+    "daemon/v3": "formal/fixtures/daemon/v3",
+    "runtime/v1": "formal/fixtures/runtime/v1",
+    "simple-land/v1": "formal/fixtures/simple-land/v1",
+    "planner-runtime": "tests/fixtures/planner_runtime",
 }
 PHASE_AFTER = {to.label: kind.label for kind, (_, to) in EDGES.items()}
 
@@ -27,6 +34,22 @@ class WgImportError(ValueError):
         super().__init__(f"{file}: {at or '/'}: {message}")
         self.file = file
         self.at = at
+
+
+@dataclass(frozen=True)
+class Unmapped:
+    """A case the model cannot express exactly: the file, the case, the field, and why."""
+
+    file: str
+    case: str
+    field: str
+    reason: str
+
+    def line(self) -> str:
+        return f"{self.file}: case {self.case}: field {self.field}: {self.reason}"
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "case": self.case, "field": self.field, "reason": self.reason}
 
 
 # --- reading source objects, field by field ------------------------------------------------

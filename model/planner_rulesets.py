@@ -1,0 +1,99 @@
+"""Named planner rulesets: the corrected planner, and the historical one it replaced.
+
+``corrected`` is the planner of ``projections`` (``plan``): exactly one way
+forward per unfinished task. ``historical`` is the peer's old daemon planner
+(WG's ``historical`` ruleset, ``formal/fixtures/daemon/v1``), kept as a named
+variant so that its recorded violations can be reproduced, never used to decide
+anything. It is the corrected way table with the old daemon's conditions put
+back, one per incident it is named after:
+
+- ``abandoned_dependency_satisfied_readiness``: a dependency whose last attempt
+  ended without success (failed, lost or abandoned) counted as satisfied, so
+  the dependent was dispatched instead of waiting for the dependency's success;
+- ``control_plane_candidate_replacement``: a candidate held fail-closed for a
+  protected control-plane path was driven on toward promotion;
+- ``dead_pi_owner_retaining_leases``: an owner proven dead whose continuation
+  window had closed was still taken for the live owner (its leases kept);
+- ``exited_wrapper_rejected_stale``: an exited wrapper whose same-session
+  continuation was proven was rejected as stale (its attempt declared lost)
+  instead of being resumed;
+- ``park_resume_overlap``: a task parked on an external wait was dispatched
+  again before its correlated message arrived;
+- ``target_moved_during_finish``: an effect whose target moved under it was
+  driven on (promoted) instead of being replanned as a repair.
+
+``plan_under(ruleset, s, i)`` is ``projections.plan`` under the named ruleset.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .logic import all_of, any_of, not_, one_of
+from .predicates import graph_saved, reserved as _reserved, running
+from .projections import WAY_CONDITIONS, Plan, _continuation_planned, plan
+from .state import State, TaskState
+from .vocab import AttemptState, Exit, OwnerSeen, Reason
+
+CORRECTED = "corrected"
+HISTORICAL = "historical"
+
+_DEAD, _LIVE, _UNVERIFIED = OwnerSeen.DEAD, OwnerSeen.LIVE, OwnerSeen.UNVERIFIED
+
+
+def _dep_ended(s: State, d: int) -> Any:
+    """The dependency was abandoned, or its last attempt ended without success."""
+    t = s.tasks[d]
+    return any_of(t.abandoned,
+                  one_of(t.attempt_state, (AttemptState.FAILED, AttemptState.LOST, AttemptState.ABANDONED)))
+
+
+def _deps_settled(s: State, i: int) -> Any:
+    """Every dependency is Done, or (the old daemon's mistake) its last attempt ended."""
+    return all_of(*[any_of(graph_saved(s.tasks[d]), _dep_ended(s, d)) for d in s.graph.deps[i]])
+
+
+def _protected_hold(t: TaskState) -> Any:
+    return all_of(t.exit == Exit.NEEDS_REPAIR, t.reason == Reason.PROTECTED_PATH)
+
+
+def _historical_conditions() -> dict[str, Callable]:
+    c = dict(WAY_CONDITIONS)
+    held = lambda t: any_of(t.exit != Exit.NONE, t.legacy_done)
+    old_held = lambda t: all_of(held(t), not_(_protected_hold(t)))
+    dead = lambda t: t.owner_seen == _DEAD
+    unreserved = lambda s, i, t: all_of(running(t), not_(_reserved(t)), not_(held(t)))
+    # readiness: an ended dependency is as good as a Done one; a parked task is dispatched
+    c["dispatch"] = lambda s, i, t: all_of(
+        not_(running(t)), not_(held(t)), _deps_settled(s, i),
+        any_of(not_(s.graph.requires_assignment[i]), t.assigned),
+        not_(WAY_CONDITIONS["repair-required"](s, i, t)), not_(WAY_CONDITIONS["retry-budget-spent"](s, i, t)),
+        not_(t.wait_expired))
+    c["await-dependencies"] = lambda s, i, t: all_of(
+        WAY_CONDITIONS["await-dependencies"](s, i, t), not_(_deps_settled(s, i)))
+    c["dependency-abandoned"] = lambda s, i, t: all_of(
+        WAY_CONDITIONS["dependency-abandoned"](s, i, t), not_(_deps_settled(s, i)))
+    c["await-external"] = lambda s, i, t: False
+    # a protected-path hold is not a hold: the transaction is driven on
+    c["hold"] = lambda s, i, t: old_held(t)
+    c["drive-transaction"] = lambda s, i, t: all_of(
+        running(t), _reserved(t), not_(old_held(t)), not_(WAY_CONDITIONS["await-review"](s, i, t)),
+        not_(WAY_CONDITIONS["dependency-reopened"](s, i, t)))
+    c["mark-repair"] = lambda s, i, t: False
+    # a dead owner: kept as the live owner once its window closed, rejected while it was open
+    c["live-owner"] = lambda s, i, t: all_of(
+        unreserved(s, i, t), any_of(one_of(t.owner_seen, (_UNVERIFIED, _LIVE)),
+                                    all_of(dead(t), not_(_continuation_planned(s, t)))))
+    c["declare-lost"] = lambda s, i, t: all_of(unreserved(s, i, t), dead(t), _continuation_planned(s, t))
+    c["resume-continuation"] = lambda s, i, t: False
+    return c
+
+
+HISTORICAL_CONDITIONS = _historical_conditions()
+RULESETS: dict[str, dict[str, Callable]] = {CORRECTED: WAY_CONDITIONS, HISTORICAL: HISTORICAL_CONDITIONS}
+
+
+def plan_under(ruleset: str, s: State, i: int) -> Plan | None:
+    """The plan of task ``i`` under the named ruleset (``corrected`` is ``projections.plan``)."""
+    if ruleset not in RULESETS:
+        raise KeyError(f"unknown planner ruleset {ruleset!r} (known: {', '.join(RULESETS)})")
+    return plan(s, i, RULESETS[ruleset])
