@@ -4,8 +4,11 @@ Installed with wgk (entry point ``pytest11``) and inert unless asked for:
 
 - ``pytest --wgk-gate quick`` adds one test item per gate section (explore,
   replay, fuzz, ...) to the run, skipped when the budget does not run it, failed
-  when the section checks nothing or raises; ``--wgk-traces PATH`` selects the
-  traces (default: the corpus bundled with wgk);
+  when the section checks nothing or raises; ``--wgk-traces PATH`` selects
+  the traces (default: the corpus bundled with wgk); ``--wgk-external CMD`` gates
+  the kernel CMD serves over the conformance protocol instead of wgk's own (a
+  section whose every check is skipped for what it does not declare is a
+  skipped item with the reasons);
 - the ``wgk_gate`` fixture runs the gate from a test:
   ``result = wgk_gate("quick"); assert result.verdict == "pass", result.summary()``.
 """
@@ -29,6 +32,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "test run")
     group.addoption("--wgk-traces", nargs="+", default=None, metavar="PATH",
                     help="trace files or folders for the gate's replay section")
+    group.addoption("--wgk-external", default=None, metavar="CMD",
+                    help="gate the kernel CMD serves over the conformance protocol "
+                         "(docs/gate-your-kernel.md) instead of wgk's own, in process")
+    group.addoption("--wgk-timeout", type=float, default=30.0, metavar="SECONDS",
+                    help="with --wgk-external: seconds one message may take (default 30)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -39,9 +47,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class GateSectionItem(pytest.Item):
-    def __init__(self, *, section: str, budget: str, traces, **kw):
+    def __init__(self, *, section: str, budget: str, traces, external=None, **kw):
         super().__init__(**kw)
         self.section, self.budget, self.traces = section, budget, traces
+        self.external = external
 
     def runtest(self) -> None:
         from wgk.conformance.traces.format import load_traces
@@ -49,12 +58,16 @@ class GateSectionItem(pytest.Item):
         sources = [str(p) for p in (self.traces or [gate_mod.bundled_traces()])]
         loaded = load_traces(sources) if self.section in gate_mod.TRACE_SECTIONS else None
         section = gate_mod.run_section(self.section, self.budget, loaded=loaded, sources=sources,
-                                       counterexamples=str(self.path.parent / ".wgk-counterexamples"))
+                                       counterexamples=str(self.path.parent / ".wgk-counterexamples"),
+                                       external=self.external)
         if section.skipped:
             pytest.skip(section.skipped)
-        bad = [c for c in section.checks if c.verdict != "pass"]
+        bad = [c for c in section.checks if c.verdict not in ("pass", "skip")]
         if bad:
             raise GateFailure(self.section, bad)
+        if section.verdict == "skipped":
+            reasons = sorted({c.detail for c in section.checks})
+            pytest.skip(f"every check skipped: {'; '.join(reasons)}")
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, GateFailure):
@@ -76,9 +89,14 @@ class GateCollector(pytest.Collector):
     def collect(self):
         budget = self.config.getoption("--wgk-gate")
         traces = self.config.getoption("--wgk-traces")
+        command = self.config.getoption("--wgk-external")
+        external = None
+        if command:
+            from wgk.conformance.oracle.external_runs import Kernel
+            external = Kernel(command, self.config.getoption("--wgk-timeout"))
         for section, _ in _gate().SECTIONS:       # a section its budget skips is a skipped item
             yield GateSectionItem.from_parent(self, name=section, section=section, budget=budget,
-                                              traces=traces)
+                                              traces=traces, external=external)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
 from wgk.impl.projection import convergence_rank
-from wgk.conformance.oracle.impl_world import apply_env
+from wgk.impl.world_steps import apply_env
 
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
 

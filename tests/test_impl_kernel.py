@@ -10,7 +10,7 @@ from wgk.impl import (
     BadRequest, GraphError, Initial, Kernel, MemoryWorld, Pragmas, Recorder, SeedError, TaskPolicy,
 )
 from wgk.impl.legacy import LegacyError
-from wgk.conformance.oracle.impl_world import apply_env
+from wgk.impl.world_steps import apply_env
 
 FAST = Pragmas(synchronous="OFF")
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}

@@ -11,7 +11,7 @@ from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
 from wgk.impl import store as store_module
 from wgk.impl.audit import Scratch, replayed
 from wgk.impl.ledger import link_v2
-from wgk.conformance.oracle.impl_world import apply_env
+from wgk.impl.world_steps import apply_env
 
 FAST = Pragmas(synchronous="OFF")
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}

@@ -11,7 +11,7 @@ import pytest
 
 from wgk.impl import Client, Kernel, MemoryWorld, Pragmas, TaskPolicy
 from wgk.impl.principals import PrincipalError
-from wgk.conformance.oracle.impl_world import apply_env
+from wgk.impl.world_steps import apply_env
 
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
 

@@ -21,7 +21,7 @@ from wgk.impl.schema import SCHEMA_VERSION
 
 from pg_support import pg_dsn, pg_server  # noqa: F401  (fixtures)
 from test_impl_crash import SCRIPT, SPECS
-from wgk.conformance.oracle.impl_world import apply_env
+from wgk.impl.world_steps import apply_env
 
 
 def run_script(path: str) -> tuple[list[dict], dict, Kernel]:

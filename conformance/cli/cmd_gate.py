@@ -18,6 +18,7 @@ from wgk.conformance.reports import gate as gate_mod
 from wgk.conformance.reports.gate_html import write_failure_reports
 from wgk.conformance.cli.backend_arg import add_backend_argument, backend_dsn
 from wgk.conformance.cli.errors import UsageError
+from wgk.conformance.cli.external_arg import add_external_arguments, external_kernel
 from wgk.conformance.cli.output import emit_json
 from wgk.conformance.traces.format import TraceError
 
@@ -29,6 +30,7 @@ EXAMPLES = """  wgk gate
   wgk gate --quick --progress 2> progress.log
   wgk gate --quick --workers 1
   wgk gate --quick --backend postgresql://wgk@localhost/wgk
+  wgk gate --quick --external 'python -m wgk.impl.serve'
 """
 
 EXIT = {"pass": 0, "fail": 1, "error": 2}
@@ -47,6 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, metavar="N",
                    help="processes sharing the sections' work (default: one per core; 1: every "
                         "section in turn in this process; the report is the same)")
+    add_external_arguments(p)
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
     p.add_argument("--progress", action="store_true",
                    help="report progress on stderr even when it is not a terminal")
@@ -92,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = gate_mod.run_gate(budget, progress=view, traces=args.traces,
                                    counterexamples=args.counterexamples, backend=backend,
-                                   workers=args.workers)
+                                   workers=args.workers, external=external_kernel(args))
     except TraceError as e:
         raise UsageError(str(e)) from None
     if args.junit:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from wgk.conformance.cli.errors import UsageError
+from wgk.conformance.cli.external_arg import add_external_arguments
 from wgk.conformance.oracle.mutant_traces import trace_verdicts
 from wgk.conformance.z3.mutants import MUTANTS, kill
 from wgk.conformance.cli.output import emit_json, progress
@@ -22,6 +23,7 @@ EXAMPLES = """  wgk mutants
   wgk mutants --impl --list
   wgk mutants --impl --only zombie-is-live --budget quick
   wgk mutants --impl --json > impl-mutants.json
+  wgk mutants --impl --only zombie-is-live --external 'python -m wgk.impl.serve'
 Exit codes: 0 every mutant killed (and the model itself proved), 1 a mutant survived, 2 bad usage.
 With --impl: 0 the kill rate reaches 90% and every survivor is one the catalogue explains,
 1 otherwise, 2 bad usage or the unmutated implementation does not pass the sections.
@@ -52,6 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --impl: a line per mutant on stderr even when it is not a terminal")
     p.add_argument("--no-baseline", action="store_true",
                    help="with --impl: skip the run of the unmutated copy (its kills are then unchecked)")
+    add_external_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,8 +65,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.impl:
         from wgk.conformance.cli.impl_mutants_view import run_impl
         return run_impl(args)
-    if args.only or args.no_baseline or args.traces or args.progress:
-        raise UsageError("--only, --traces, --progress and --no-baseline go with --impl")
+    if args.only or args.no_baseline or args.traces or args.progress or args.external:
+        raise UsageError("--only, --traces, --progress, --no-baseline and --external go with --impl")
     names = args.name or list(MUTANTS)
     unknown = [n for n in names if n not in MUTANTS]
     if unknown:

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from wgk.conformance.cli.backend_arg import add_backend_argument, backend_dsn
 from wgk.conformance.cli.errors import UsageError
+from wgk.conformance.cli.external_arg import add_external_arguments, external_kernel
 from wgk.conformance.oracle.lockstep import Divergence
 from wgk.conformance.oracle.replay import TraceResult, replay
 from wgk.conformance.oracle.real_world import world_for
@@ -26,6 +27,7 @@ EXAMPLES = """  wgk replay traces/
   wgk replay traces/ --system both --crash-cuts --json
   wgk replay traces/incidents/13-crash-at-every-phase.json --system impl --crash-cuts --kill
   wgk replay traces/ --system both --crash-cuts --backend postgresql://wgk@localhost/wgk
+  wgk replay traces/incidents --crash-cuts --external 'python -m wgk.impl.serve'
   wgk replay traces/peers/wg/daemon --planner historical
 """
 
@@ -53,10 +55,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "model only, the traces that carry a 'historical' expectation and checks the "
                         "old planner's way (wgk.model.planner_rulesets)")
     add_backend_argument(p)
+    add_external_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def check_usage(args: argparse.Namespace) -> None:
+    if getattr(args, "external", None) is not None:
+        if args.system != "model" or args.world != "memory" or args.cut_checks != "thorough" \
+                or getattr(args, "planner", "corrected") != "corrected":
+            raise UsageError("--external is the system under test, in lockstep with the model, "
+                             "on its own world: leave --system, --world, --cut-checks and "
+                             "--planner out")
+        args.crash_cuts = args.crash_cuts or args.kill
+        return
     if getattr(args, "planner", "corrected") != "corrected" and (args.system != "model" or args.crash_cuts
                                                                   or args.kill):
         raise UsageError(f"--planner {args.planner} is a ruleset of the model's planner: use --system model, "
@@ -131,6 +142,10 @@ def run(args: argparse.Namespace) -> int:
         warning = unchecked_warning(trace, args)
         if warning:
             print(warning, file=sys.stderr, flush=True)
+    kernel = external_kernel(args)
+    if kernel is not None:
+        from wgk.conformance.cli.replay_external import run_external
+        return run_external(traces, args, kernel)
     dsn = backend_dsn(args)
     if dsn is None:
         return _run(traces, args)

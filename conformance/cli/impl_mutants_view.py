@@ -10,9 +10,17 @@ from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.cli.output import emit_json
 from wgk.conformance.oracle.impl_mutants import AnchorError, check_anchors
 from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS, MUTANTS_BY_NAME
+from wgk.conformance.cli.external_arg import external_kernel
 from wgk.conformance.reports.gate import mutant_sections
 from wgk.conformance.reports.impl_mutants import TARGET_RATE, CatalogueRun, MutantRun, run_catalogue
 from wgk.conformance.traces.format import TraceError
+
+
+def _external(args: argparse.Namespace) -> dict | None:
+    """--external: each mutated copy is served by CMD in the child (which inherits the copy
+    on its PYTHONPATH), and its sections run over the protocol."""
+    kernel = external_kernel(args)
+    return None if kernel is None else {"command": kernel.command, "timeout": kernel.timeout}
 
 
 def run_impl(args: argparse.Namespace) -> int:
@@ -48,7 +56,8 @@ def run_impl(args: argparse.Namespace) -> int:
         sys.stderr.flush()
     try:
         result = run_catalogue(mutants, args.budget, mutant_sections(args.budget), traces=args.traces,
-                               baseline=not args.no_baseline, progress=show)
+                               baseline=not args.no_baseline, progress=show,
+                               external=_external(args))
     except (AnchorError, TraceError) as e:
         raise UsageError(str(e)) from None
     if tty:

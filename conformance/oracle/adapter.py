@@ -17,9 +17,16 @@ import os
 import sys
 from typing import Any
 
+from wgk.model.vocab import Kind
+
 from wgk.conformance.oracle.systems import ModelSystem, StepError
 
-PROTOCOL = "wgk-conformance/1"
+PROTOCOL = "wgk-conformance/2"
+
+#: What the model declares at ``start``: every request kind, no crash hook (it has no durable
+#: boundary of its own: a step is durable when its line is fsynced), one process.
+CAPABILITIES = {"kinds": sorted(k.label for k in Kind), "worlds": ["memory"], "processes": 1,
+                "crash-hook": False}
 
 
 def _hash(credential: str) -> str:
@@ -66,7 +73,7 @@ class ModelAdapter:
                 self._open_log(storage, "w")
                 self._persist({"graph": msg["graph"], "initial": msg.get("initial"),
                                "issued": self.issued})
-                return {"started": True}
+                return {"started": True, "capabilities": CAPABILITIES}
             with open(os.path.join(storage, "steps.jsonl")) as f:
                 entries = [json.loads(line) for line in f if line.strip()]
             head, steps = entries[0], entries[1:]

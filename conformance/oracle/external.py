@@ -3,23 +3,39 @@
 The implementation runs as a subprocess: one JSON object per line on its
 stdin, one JSON object per line back on its stdout. The harness owns a storage
 directory and passes it at ``start``; a crash is a real ``kill -9`` of the
-process followed by a restart on the same directory and a ``recover``.
+process (or, with the crash hook, the process killing itself right after a
+durable boundary) followed by a restart on the same directory and a ``recover``.
+
+Whatever goes wrong with the process (it does not start, answers what is not
+JSON or not the reply asked for, takes longer than ``timeout`` seconds for one
+message, or dies outside a planned crash) is a ``ProtocolError`` whose message
+names the message, the step and the last lines the process wrote on stderr.
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
+import selectors
 import shlex
 import signal
 import subprocess
 import tempfile
+import threading
+import time
 
 from wgk.conformance.oracle.systems import (
     StepError, credential_of, env_part, split_principal, token_hash,
 )
 
 
-PROTOCOL = "wgk-conformance/1"
+PROTOCOL = "wgk-conformance/2"
+
+#: Seconds one message may take before the process counts as hung (``--timeout``).
+DEFAULT_TIMEOUT = 30.0
+
+#: What ``start`` must answer with (docs/conformance-protocol.md, "Capabilities").
+CAPABILITY_FIELDS = {"kinds": list, "worlds": list, "processes": int, "crash-hook": bool}
 
 
 def bind_seed_tokens(initial: dict) -> dict:
@@ -35,7 +51,25 @@ def bind_seed_tokens(initial: dict) -> dict:
 
 
 class ProtocolError(RuntimeError):
-    """The external process broke the protocol (bad JSON, wrong reply, died)."""
+    """The external process broke the protocol (bad JSON, wrong reply, hung, died)."""
+
+
+class Crashed(Exception):
+    """The process died during a request sent with ``crash-after`` (a planned crash)."""
+
+
+def check_capabilities(caps) -> dict:
+    """The capabilities a ``start`` reply declares, checked (``ProtocolError`` otherwise)."""
+    if not isinstance(caps, dict):
+        raise ProtocolError("reply to 'start' has no 'capabilities' object "
+                            "(wgk-conformance/2 requires one)")
+    for name, kind in CAPABILITY_FIELDS.items():
+        if not isinstance(caps.get(name), kind) or (kind is int and isinstance(caps[name], bool)):
+            raise ProtocolError(f"capabilities/{name}: expected {kind.__name__}, "
+                                f"got {caps.get(name)!r}")
+    if not all(isinstance(k, str) for k in caps["kinds"]):
+        raise ProtocolError("capabilities/kinds: a list of request kinds")
+    return caps
 
 
 class ExternalSystem:
@@ -44,69 +78,156 @@ class ExternalSystem:
     name = "external"
 
     def __init__(self, command: str | list[str], graph: dict, initial: dict | None = None, *,
-                 storage: str | None = None, timeout: float = 30.0):
+                 storage: str | None = None, timeout: float = DEFAULT_TIMEOUT):
         self.command = shlex.split(command) if isinstance(command, str) else list(command)
+        if hasattr(graph, "graph"):                    # a Trace
+            graph, initial = graph.graph, graph.initial
         self.graph, self.initial = graph, initial or {}
         self._tmp = None if storage else tempfile.TemporaryDirectory(prefix="wgk-external-")
         self.storage = storage or self._tmp.name
         self.timeout = timeout
         self.proc: subprocess.Popen | None = None
+        self.steps = 0                  # the steps applied so far (a divergence names the next)
+        self.boundaries: int | None = None   # durable boundaries the last request passed
+        self.stderr: collections.deque[str] = collections.deque(maxlen=200)
+        self.daemon_credential = None
         self._spawn()
-        self._call({"op": "start", "protocol": PROTOCOL, "storage": self.storage,
-                    "graph": graph, "initial": bind_seed_tokens(self.initial),
-                    "credentials": {p["name"]: credential_of(p["name"])
-                                    for p in graph.get("principals", [])}}, "started")
+        reply = self._call({"op": "start", "protocol": PROTOCOL, "storage": self.storage,
+                            "graph": graph, "initial": bind_seed_tokens(self.initial),
+                            "credentials": {p["name"]: credential_of(p["name"])
+                                            for p in graph.get("principals", [])}}, "started")
+        self.capabilities = check_capabilities(reply.get("capabilities"))
+
+    # --- the process ------------------------------------------------------------------------
 
     def _spawn(self) -> None:
         try:
             self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True, bufsize=1)
+                                         stderr=subprocess.PIPE, start_new_session=True)
         except OSError as e:
             raise ProtocolError(f"cannot start {self.command[0]!r}: {e.strerror}") from None
+        self._buf = b""
+        lines = self.stderr
+        err = self.proc.stderr
 
-    def _call(self, message: dict, expect: str) -> dict:
+        def drain() -> None:
+            for line in err:
+                lines.append(line.decode("utf-8", "replace").rstrip("\n"))
+        threading.Thread(target=drain, daemon=True).start()
+
+    def last_stderr(self, n: int = 3) -> str:
+        """The last ``n`` lines the process wrote on stderr (after a moment for them to
+        arrive), or its exit code."""
+        time.sleep(0.05)
+        lines = [ln for ln in self.stderr if ln.strip()][-n:]
+        code = self.proc.poll() if self.proc else None
+        tail = " | ".join(lines) if lines else "nothing on stderr"
+        return tail + (f" (exit code {code})" if code is not None else "")
+
+    def _fail(self, what: str) -> ProtocolError:
+        self._kill()
+        return ProtocolError(f"step {self.steps}: {what}; stderr: {self.last_stderr()}")
+
+    def _readline(self, op: str) -> str:
+        """One line of stdout within the timeout ('' when the process closed it)."""
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + self.timeout
+        while b"\n" not in self._buf:
+            sel = selectors.DefaultSelector()
+            sel.register(fd, selectors.EVENT_READ)
+            try:
+                ready = sel.select(max(0.0, deadline - time.monotonic()))
+            finally:
+                sel.close()
+            if not ready:
+                raise self._fail(f"no reply to {op!r} within {self.timeout:g}s (hung?)")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return ""
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line.decode("utf-8", "replace") + "\n"
+
+    def _call(self, message: dict, expect: str, crash: bool = False) -> dict:
         assert self.proc is not None
+        op = message["op"]
         try:
-            self.proc.stdin.write(json.dumps(message, separators=(",", ":")) + "\n")
+            self.proc.stdin.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
             self.proc.stdin.flush()
-        except BrokenPipeError:
-            raise ProtocolError(f"{self.command[0]} exited: {self._stderr()}") from None
-        line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError):
+            if crash:
+                raise Crashed() from None
+            raise self._fail(f"{self.command[0]} exited before {op!r}") from None
+        line = self._readline(op)
         if not line:
-            raise ProtocolError(f"{self.command[0]} closed its output after {message['op']!r}: "
-                                f"{self._stderr()}")
+            if crash:
+                self.proc.wait(timeout=self.timeout)
+                raise Crashed()
+            raise self._fail(f"{self.command[0]} closed its output after {op!r}")
         try:
             reply = json.loads(line)
         except json.JSONDecodeError as e:
-            raise ProtocolError(f"reply to {message['op']!r} is not JSON (column {e.colno}): "
-                                f"{line[:80]!r}") from None
+            raise self._fail(f"reply to {op!r} is not JSON (column {e.colno}): "
+                             f"{line.strip()[:80]!r}") from None
+        if not isinstance(reply, dict):
+            raise self._fail(f"reply to {op!r} is not a JSON object: {line.strip()[:80]!r}")
         if "error" in reply:
             if reply.get("kind") == "step":
                 raise StepError(str(reply["error"]))
-            raise ProtocolError(f"{message['op']}: {reply['error']}")
+            raise self._fail(f"{op}: error {str(reply['error'])[:200]!r}")
         if expect not in reply:
-            raise ProtocolError(f"reply to {message['op']!r} has no {expect!r}: {line[:80]!r}")
+            raise self._fail(f"reply to {op!r} has no {expect!r}: {line.strip()[:80]!r}")
         return reply
 
-    def _stderr(self) -> str:
-        if self.proc is None or self.proc.poll() is None:
-            return "no reply"
-        lines = (self.proc.stderr.read() or "").strip().splitlines()
-        return lines[-1] if lines else f"exit code {self.proc.returncode}"
+    def _kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    # --- the System interface ---------------------------------------------------------------
+
+    def declares(self, kind: str) -> bool:
+        return kind in self.capabilities["kinds"]
+
+    def _apply_message(self, step: dict) -> dict:
+        body, credential = split_principal(step["request"])
+        msg = {"op": "apply", "request": body}
+        if credential is not None:
+            msg["credential"] = credential
+        return msg
 
     def apply(self, step: dict) -> dict | None:
-        if "request" in step:
-            body, credential = split_principal(step["request"])
-            msg = {"op": "apply", "request": body}
-            if credential is not None:
-                msg["credential"] = credential
-            return self._call(msg, "decision")["decision"]
-        wire = env_part(step)
-        if wire.get("env") == "crash":
-            self.crash()
-        elif wire.get("env") != "lost-response":
-            self._call({"op": "env", "step": wire}, "ok")
-        return None
+        try:
+            if "request" in step:
+                reply = self._call(self._apply_message(step), "decision")
+                self.boundaries = reply.get("boundaries")
+                return reply["decision"]
+            wire = env_part(step)
+            if wire.get("env") == "crash":
+                self.crash()
+            elif wire.get("env") != "lost-response":
+                self._call({"op": "env", "step": wire}, "ok")
+            return None
+        finally:
+            self.steps += 1
+
+    def apply_crashing(self, step: dict, after: int) -> dict | None:
+        """Send a request asking the process to die right after its ``after``-th durable
+        boundary; restart and recover it. Returns the decision when the request passed fewer
+        boundaries (no crash), else None."""
+        msg = dict(self._apply_message(step), **{"crash-after": after})
+        try:
+            reply = self._call(msg, "decision", crash=True)
+        except Crashed:
+            self.steps += 1
+            self.restart()
+            return None
+        self.steps += 1
+        self.boundaries = reply.get("boundaries")
+        return reply["decision"]
 
     def project(self) -> dict:
         return self._call({"op": "project"}, "projection")["projection"]
@@ -114,21 +235,29 @@ class ExternalSystem:
     def check(self) -> list[str]:
         return []
 
+    def restart(self) -> None:
+        """Start the process again on the same storage and recover it."""
+        self._kill()
+        self._spawn()
+        self._call({"op": "recover", "protocol": PROTOCOL, "storage": self.storage,
+                    "graph": self.graph}, "recovered")
+
     def crash(self) -> None:
         """kill -9, restart on the same storage, recover."""
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
-        self._spawn()
-        self._call({"op": "recover", "protocol": PROTOCOL, "storage": self.storage,
-                    "graph": self.graph}, "recovered")
+        self.restart()
 
     def close(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            try:
-                self._call({"op": "stop"}, "stopped")
-            except (ProtocolError, StepError):
-                pass
-            self.proc.wait(timeout=self.timeout)
-        if self._tmp is not None:
-            self._tmp.cleanup()
+        try:
+            if self.proc and self.proc.poll() is None:
+                try:
+                    self._call({"op": "stop"}, "stopped")
+                    self.proc.wait(timeout=self.timeout)
+                except (ProtocolError, StepError, subprocess.TimeoutExpired):
+                    pass
+                self._kill()
+        finally:
+            if self._tmp is not None:
+                self._tmp.cleanup()

@@ -5,7 +5,9 @@ The environment is the implementation's in-memory world (process table,
 repository, clock), which survives a crash the way the real world would: a
 ``crash`` step closes the kernel (losing every cache and open transaction) and
 opens a new one on the same database file and the same world. The other
-environment steps are played on that world by ``impl_world.apply_env``.
+environment steps are played on that world by ``wgk.impl.world_steps.apply_env``;
+the graph, seeds and principals are set up by ``wgk.impl.setup_wire.setup``, the
+same translation the served kernel (``wgk.impl.serve``) uses.
 
 Principals: a trace names them (``graph.principals``) and its requests say who
 sent them (``principal``). The oracle registers each declared principal with a
@@ -21,13 +23,11 @@ import os
 import tempfile
 from typing import Any, Iterator
 
-from wgk.impl.vocabulary import DEFAULT_RETRY_BUDGET
-from wgk.impl import (
-    BadRequest, EnvError, Initial, Kernel, MemoryWorld, SeedError, TaskPolicy, no_hook,
-)
+from wgk.impl import BadRequest, EnvError, Kernel, MemoryWorld, no_hook
+from wgk.impl.setup_wire import SetupError, initial_of as wire_initial_of, setup, wire_seeds
 
 from wgk.impl import pg
-from wgk.conformance.oracle.impl_world import apply_env
+from wgk.impl.world_steps import apply_env
 from wgk.conformance.oracle.real_world import RealWorld
 from wgk.conformance.oracle.systems import (
     CONVERGE, StepError, credential_of, daemon_principal, env_part, split_principal, token_hash,
@@ -61,38 +61,14 @@ def database(workdir: str) -> Iterator[str]:
         yield db
 
 
-def policies(graph: dict) -> list[TaskPolicy]:
-    return [TaskPolicy(t["name"], deps=tuple(t.get("deps", ())),
-                       review_required=bool(t.get("review-required")),
-                       requires_assignment=bool(t.get("requires-assignment")),
-                       retry_budget=t.get("retry-budget", DEFAULT_RETRY_BUDGET))
-            for t in graph.get("tasks", [])]
+def initial_of(seed: dict, target: str):
+    """The implementation's seed for a trace's initial attempt (its symbolic token bound)."""
+    return wire_initial_of(wire_seeds({"_": seed}, token_hash)["_"], target)
 
 
-def initial_of(seed: dict, target: str) -> Initial | None:
-    """The implementation's seed for a trace's initial attempt (worktree and origin default
-    to the target, as in the model)."""
-    a = seed.get("attempt")
-    if a is None:
-        return None
-    owner = a.get("owner") or {}
-    return Initial(
-        generation=a["generation"], attempt=a["attempt"], fence=a["fence"],
-        lease_epoch=a["lease-epoch"], pid=owner.get("pid", 0), birth=owner.get("birth", 0),
-        session=owner.get("session"), worktree=a.get("worktree") or target,
-        origin=a.get("origin") or target,
-        wrapper_epoch=owner.get("wrapper-epoch", 1), child_epoch=owner.get("child-epoch", 1),
-        state=a.get("state", "running"), owner_seen=a.get("owner-seen", "unverified"),
-        alive=a.get("alive", True), leases=a.get("leases"),
-        token_hash=token_hash(a["token"]) if a.get("token") else None,
-    )
-
-
-def register_principals(kernel: Kernel, graph: dict) -> None:
-    """Add the trace's declared principals to a fresh kernel (closing it)."""
-    for p in graph.get("principals", []):
-        kernel.principals.add(p["name"], p.get("roles", []),
-                              secret=credential_of(p["name"]).partition(".")[2])
+def credentials(graph: dict) -> dict[str, str]:
+    """The credential this run binds to each principal a trace declares."""
+    return {p["name"]: credential_of(p["name"]) for p in graph.get("principals", [])}
 
 
 class ImplSystem:
@@ -115,20 +91,10 @@ class ImplSystem:
         self.hook = hook
         self.daemon = daemon_principal(graph)
         self.kernel = Kernel(self.path, self.world.environment(), hook=hook)
-        self.kernel.create_graph(graph.get("id", "g"), policies(graph),
-                                 protected_paths=graph.get("protected-paths", ()))
-        register_principals(self.kernel, graph)
-        target = graph.get("target", "main-0")
-        for name, seed in initial.items():
-            unsupported = sorted(set(seed) - {"attempt"})
-            if unsupported:
-                raise StepError(f"/initial/{name}/{unsupported[0]}: not seeded by the implementation")
-            init = initial_of(seed, target)
-            if init is not None:
-                try:
-                    self.kernel.seed(name, init)
-                except SeedError as e:
-                    raise StepError(f"/initial/{name}: {e}") from None
+        try:
+            setup(self.kernel, graph, wire_seeds(initial, token_hash), credentials(graph))
+        except SetupError as e:
+            raise StepError(str(e)) from None
 
     @classmethod
     def reopen(cls, path: str, world: MemoryWorld, *, hook=no_hook,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from wgk.impl import Kernel, MemoryWorld, TaskPolicy, pg
 
-from wgk.conformance.oracle.impl_world import apply_env
+from wgk.impl.world_steps import apply_env
 
 RACES = ("two-dispatchers", "reset-racing-completion", "two-terminal-reports")
 LOSERS = {"two-dispatchers": ("rejected",), "reset-racing-completion": ("rejected",),

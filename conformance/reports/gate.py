@@ -18,6 +18,11 @@ from typing import Callable
 from wgk.conformance.oracle import impl_system, mutant_traces
 from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS
 from wgk.conformance.reports import guard_verify, impl_mutants
+from wgk.conformance.oracle.external_runs import Kernel
+from wgk.conformance.reports.gate_external import (
+    WEIGHTS as EXTERNAL_WEIGHTS, plan as external_plan, run_external_section,
+    summary as external_summary,
+)
 from wgk.conformance.reports.gate_budget import (
     BUDGETS, BUNDLED_TRACES, COUNTEREXAMPLES, CRASH_MODES, Meter, Nothing, Progress, Tick,
     bundled_traces,
@@ -111,13 +116,24 @@ def _nonempty(checks: list[Check]) -> list[Check]:
 def run_section(name: str, budget: str, progress: Progress | None = None, *,
                 loaded: list | None = None, sources: list[str] | None = None,
                 counterexamples: str = COUNTEREXAMPLES, backend: str | None = None,
-                earlier: Earlier | None = None) -> Section:
+                earlier: Earlier | None = None, external: Kernel | None = None,
+                workers: int = 1) -> Section:
     """One section on the budget's value for it: skipped when that value is false or missing,
     an error naming the section when it checks nothing or raises (``earlier``: what the
-    crash-cuts and prove sections found, for the trace matrix)."""
+    crash-cuts and prove sections found, for the trace matrix; ``external``: the kernel
+    under test runs as that command, over the protocol, ``workers`` traces at once)."""
     skipped = _skipped(name, budget)
     if skipped is not None:
         return skipped
+    if external is not None:
+        if name in TRACE_SECTIONS and not loaded:
+            return Section(name, guarded(name, lambda: _nonempty([])).checks, 0.0)
+        section = run_external_section(name, budget, progress,
+                                       {"loaded": loaded, "counterexamples": counterexamples},
+                                       external, workers)
+        if section is not None:
+            _final(section, progress)
+            return section
     done = guarded(name, lambda: _nonempty(_call(
         name, budget, progress, loaded=loaded, sources=sources, counterexamples=counterexamples,
         backend=backend, earlier=earlier)))
@@ -135,12 +151,15 @@ def _final(section: Section, progress: Progress | None) -> None:
 def run_gate(budget: str = "default", progress: Progress | None = None, *,
              traces: list[str] | None = None,
              counterexamples: str = COUNTEREXAMPLES,
-             backend: str | None = None, workers: int | None = None) -> GateResult:
+             backend: str | None = None, workers: int | None = None,
+             external: Kernel | None = None) -> GateResult:
     """Every section on the given budget; ``traces`` selects trace files or folders;
     a generated failure is written, minimised, under ``counterexamples``; ``backend``
     (a PostgreSQL DSN) runs the implementation's sections on PostgreSQL, the races too;
     ``workers``: the processes sharing the work (default: one per core; 1 runs every
-    section in turn in this process). The report is the same either way."""
+    section in turn in this process). The report is the same either way. ``external``: the
+    kernel under test is that command over the protocol (``gate_external``); the sections
+    run in turn, ``workers`` traces at once."""
     if budget not in BUDGETS:
         raise ValueError(f"unknown budget {budget!r} (known: {', '.join(BUDGETS)})")
     t0 = time.perf_counter()
@@ -149,6 +168,17 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
     mutant_traces.remember(loaded)         # the mutants look through the same files
     kw = dict(loaded=loaded, sources=sources, counterexamples=counterexamples, backend=backend)
     workers = every_core() if workers is None else workers
+    if external is not None:
+        with scratch() as where:
+            if workers < 2:
+                sections = []
+                for name, _ in SECTIONS:
+                    sections.append(run_section(name, budget, progress, **kw, external=external,
+                                                earlier=earlier_results(sections)))
+            else:
+                sections = _on_workers(budget, progress, kw, workers, external)
+        return GateResult(budget, sections, time.perf_counter() - t0, where,
+                          external=external_summary(external, loaded))
     with scratch() as where:
         impl_system.use_backend(backend)
         try:
@@ -169,15 +199,23 @@ def _in_turn(budget: str, progress: Progress | None, kw: dict,
     return sections
 
 
-def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int) -> list[Section]:
+def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
+                external: Kernel | None = None) -> list[Section]:
     """The sections before ``LATE`` split into parts on ``workers`` processes, then the
-    late ones in turn (the trace matrix reads the crash cuts' and the proofs' results)."""
+    late ones in turn (the trace matrix reads the crash cuts' and the proofs' results).
+    ``external``: a section over the protocol is one part (its traces one after another)."""
     early = [n for n, _ in SECTIONS][:min(i for i, (n, _) in enumerate(SECTIONS) if n in LATE)]
     sections: dict[str, Section] = {}
     parts: list[Part] = []
     for name in early:
         sections[name] = _skipped(name, budget)
-        if sections[name] is None:
+        how = None if sections[name] is not None or external is None else \
+            external_plan(name, budget, kw, external, 1)
+        if isinstance(how, Section):
+            sections[name] = how
+        elif how is not None:
+            parts.append(Part(name, how, weight=EXTERNAL_WEIGHTS[name]))
+        elif sections[name] is None:
             parts += split(name, budget, kw, _call)
     results: dict[str, list[Done]] = {}
 
@@ -194,4 +232,10 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int) 
         _final(sections[name], progress)
 
     run_parts(parts, workers, progress, on_done)
-    return _in_turn(budget, progress, dict(kw), [sections[n] for n in early])
+    done = [sections[n] for n in early]
+    if external is None:
+        return _in_turn(budget, progress, dict(kw), done)
+    for name, _ in SECTIONS[len(done):]:
+        done.append(run_section(name, budget, progress, **kw, external=external,
+                                earlier=earlier_results(done)))
+    return done

@@ -115,7 +115,8 @@ def impl_sections(names: Iterable[str]) -> list[str]:
 def run_patches(name: str, patches: tuple[Patch, ...], *, budget: str, sections: list[str],
                 traces: list[str] | None = None, tests: list[str] | None = None,
                 stop_at_first: bool = True, timeout: float = 1800.0,
-                cwd: str | None = None, tests_first: bool = False) -> dict:
+                cwd: str | None = None, tests_first: bool = False,
+                external: dict | None = None) -> dict:
     """Plant ``patches`` in a copy of wgk.impl and run ``sections`` (and pytest ``tests``)
     on it in a child process; the child's report (see ``impl_mutant_child``)."""
     with tempfile.TemporaryDirectory(prefix="wgk-mutant-") as tmp:
@@ -123,7 +124,7 @@ def run_patches(name: str, patches: tuple[Patch, ...], *, budget: str, sections:
         out = Path(tmp) / "result.json"
         spec = {"name": name, "copy": str(copy), "budget": budget, "sections": sections,
                 "traces": [str(Path(t).resolve()) for t in traces] if traces else None, "tests": tests or [], "stop_at_first": stop_at_first, "tests_first": tests_first,
-                "counterexamples": str(Path(tmp) / "counterexamples")}
+                "counterexamples": str(Path(tmp) / "counterexamples"), "external": external}
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", CHILD, json.dumps(spec), str(out)],
                                 env=child_env(copy), cwd=cwd or tmp, start_new_session=True,
@@ -144,9 +145,11 @@ def run_patches(name: str, patches: tuple[Patch, ...], *, budget: str, sections:
 
 
 def run_mutant(m: ImplMutant, budget: str, sections: list[str], *,
-               traces: list[str] | None = None, timeout: float = 1800.0) -> MutantRun:
+               traces: list[str] | None = None, timeout: float = 1800.0,
+               external: dict | None = None) -> MutantRun:
     """One mutant through its own tests, if it names any (from the project's source tree),
-    then the given sections, in a child process."""
+    then the given sections, in a child process (``external``: the command and timeout of a
+    served kernel, started by the child on the mutated copy)."""
     t0 = time.perf_counter()
     tests = [str(PROJECT / t) for t in m.tests]
     missing = [t for t in tests if not Path(t.partition("::")[0]).is_file()]
@@ -155,7 +158,7 @@ def run_mutant(m: ImplMutant, budget: str, sections: list[str], *,
                          "from the project's source tree)")
     r = run_patches(m.name, m.patches, budget=budget, sections=sections, traces=traces,
                     timeout=timeout, tests=tests, tests_first=bool(tests),
-                    cwd=str(PROJECT) if tests else None)
+                    cwd=str(PROJECT) if tests else None, external=external)
     return MutantRun(m, r["verdict"], time.perf_counter() - t0, r.get("section", ""),
                      r.get("check", ""), r.get("detail", ""), r.get("sections", []))
 
@@ -165,7 +168,8 @@ Progress = Callable[[int, int, MutantRun], None]
 
 def run_catalogue(mutants: list[ImplMutant], budget: str, sections: list[str], *,
                   traces: list[str] | None = None, baseline: bool = True,
-                  progress: Progress | None = None, timeout: float = 1800.0) -> CatalogueRun:
+                  progress: Progress | None = None, timeout: float = 1800.0,
+                  external: dict | None = None) -> CatalogueRun:
     """Every mutant (after the baseline) through the implementation's gate sections."""
     if budget not in MUTANT_BUDGETS:
         raise ValueError(f"mutants run on the {' or '.join(MUTANT_BUDGETS)} budget, not {budget!r}")
@@ -173,14 +177,16 @@ def run_catalogue(mutants: list[ImplMutant], budget: str, sections: list[str], *
     base = None
     total = len(mutants) + (1 if baseline else 0)
     if baseline:
-        base = run_mutant(IDENTITY, budget, sections, traces=traces, timeout=timeout)
+        base = run_mutant(IDENTITY, budget, sections, traces=traces, timeout=timeout,
+                          external=external)
         if progress:
             progress(1, total, base)
     runs: list[MutantRun] = []
     for m in mutants:
         if base is not None and base.verdict != "survived":
             break                                       # nothing a kill says can be trusted
-        runs.append(run_mutant(m, budget, sections, traces=traces, timeout=timeout))
+        runs.append(run_mutant(m, budget, sections, traces=traces, timeout=timeout,
+                               external=external))
         if progress:
             progress(len(runs) + (1 if baseline else 0), total, runs[-1])
     return CatalogueRun(budget, base, runs, time.perf_counter() - t0)

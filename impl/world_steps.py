@@ -12,7 +12,9 @@ raises ``EnvError``.
 """
 from __future__ import annotations
 
-from wgk.impl import EnvError, Kernel, TaskRecord
+from .env import EnvError
+from .kernel import Kernel
+from .records import TaskRecord
 
 #: The file every edit writes (besides the ``paths`` it names).
 EDIT_FILE = "work.txt"

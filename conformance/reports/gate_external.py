@@ -1,0 +1,284 @@
+"""The gate against an external kernel (``wgk gate --external CMD``).
+
+The sections that check only the model (prove, mutants, explore) run unchanged.
+Those that exercise an implementation run over the protocol
+(``wgk.conformance.oracle.external_runs``):
+
+- ``replay``: every trace in lockstep with the model (crashes, lost responses);
+- ``probes``: the adversarial probes, sent to the kernel;
+- ``crash-cuts``: every durable boundary of the chosen traces, through the crash hook;
+- ``fuzz``: generated runs in lockstep, shrunk to a trace on failure.
+
+What cannot cross a process boundary is a skipped section with its reason
+(``IN_PROCESS``); a trace, a section or a run that needs what the kernel did not
+declare is a ``skip`` check with its reason, counted, never a pass. A kernel
+that breaks the protocol (does not start, answers what is not JSON, hangs, dies
+outside a planned crash) is an ``error`` naming the section, the trace, the step
+and its last stderr lines; the section stops there.
+"""
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from wgk.model.vocab import Kind
+
+from wgk.conformance.oracle.external_runs import (
+    FuzzAbort, Kernel, Unusable, applicable, coverage, crash_cuts_external, fuzz_factory, fuzz_missing,
+    replay_external,
+)
+from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
+from wgk.conformance.oracle.probes import probe_trace
+from wgk.conformance.oracle.external import ProtocolError
+from wgk.conformance.oracle.systems import StepError
+from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, first_lines
+from wgk.conformance.reports.gate_probes import probe_traces
+from wgk.conformance.reports.gate_report import Check, Section
+from wgk.conformance.reports.gate_traces import fuzz_budget
+
+#: The sections that run over the protocol.
+OVER_PROTOCOL = ("replay", "probes", "crash-cuts", "fuzz")
+
+#: Sections that need wgk's own kernel inside the gate's process, and why.
+IN_PROCESS = {
+    "contract": "holds wgk's own environment backends (git, /proc) to their doubles, in process",
+    "batches": "group commit (Kernel.handle_batch) is not part of the protocol",
+    "trace-matrix": "maps the in-process crash cuts' boundaries to the design's guards",
+    "impl-mutants": "plants bugs inside wgk's own kernel, in process",
+    "verify-guards": "disables guards inside wgk's own kernel, in process",
+}
+
+#: Sections that run several instances on one storage.
+SEVERAL = ("two-kernels", "races")
+
+#: How many traces the crash-cut section cuts through the crash hook, per budget (a cut
+#: restarts the kernel and replays the trace's prefix on a fresh storage); and how many
+#: generated runs the fuzz section starts per shape (each starts the kernel).
+CUT_TRACES = {"quick": 3, "default": 12, "deep": "all"}
+FUZZ_EXAMPLES = {"quick": 8, "default": 40, "deep": 400}
+
+ALL_KINDS = sorted(k.label for k in Kind)
+
+
+def not_run(name: str, kernel: Kernel) -> str | None:
+    """Why a section does not run against this kernel (None: it does)."""
+    if name in IN_PROCESS:
+        return f"not over the protocol: {IN_PROCESS[name]}"
+    if name in SEVERAL:
+        n = kernel.capabilities["processes"]
+        if n < 2:
+            return f"the kernel declares processes: {n} (several on one storage needed)"
+        return "several processes on one storage are not yet offered over the protocol"
+    if name == "crash-cuts" and not kernel.capabilities["crash-hook"]:
+        return "the kernel declares no crash hook (crash-hook: false)"
+    return None
+
+
+def _skip(section: str, trace, why: str) -> Check:
+    return Check(section, trace.id, "skip", 0.0, why, {"path": str(trace.path)}, group=trace.id)
+
+
+def _error(section: str, name: str, e: Exception) -> Check:
+    return Check(section, name, "error", 0.0, f"[{section}] {e}")
+
+
+def _each(section: str, traces: list, kernel: Kernel, run: Callable, progress: Progress | None,
+          workers: int) -> list[Check]:
+    """``run(trace) -> [Check]`` on every applicable trace (``workers`` at once); a trace that
+    needs what is not declared is a skip; the first unusable answer ends the section."""
+    meter = Meter(section, len(traces), progress)
+    out: list[Check] = []
+    todo = []
+    for t in traces:
+        why = applicable(t, kernel.capabilities)
+        if why:
+            out.append(_skip(section, t, why))
+            meter.step(t.id)
+        else:
+            todo.append(t)
+    broken: list[Check] = []
+
+    def one(t) -> list[Check]:
+        if broken:
+            return []
+        try:
+            return run(t)
+        except Unusable as e:
+            broken.append(_error(section, t.id, e))
+            return []
+        finally:
+            meter.step(t.id)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for checks in pool.map(one, todo):
+            out += checks
+    return out + broken[:1]
+
+
+def replay_checks(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
+                  workers: int) -> list[Check]:
+    def run(trace) -> list[Check]:
+        t0 = time.perf_counter()
+        r = replay_external(trace, kernel)
+        return [Check("replay", trace.id, r.verdict, time.perf_counter() - t0,
+                      first_lines(r.divergences),
+                      {"steps": len(r.steps), "systems": list(r.systems), "world": "external",
+                       "reproduce": f"wgk replay {trace.path} --external '{kernel.command}'",
+                       "trace": str(trace.path)})]
+    return _each("replay", loaded, kernel, run, progress, workers)
+
+
+def cut_traces(budget: str, loaded: list, kernel: Kernel) -> list:
+    """The traces the crash-cut section cuts: all of them, or the budget's number among the
+    applicable ones that crash or land, the cheapest first (a cut replays its prefix, and every
+    crash in it restarts the kernel)."""
+    n = CUT_TRACES[budget]
+    if n == "all":
+        return list(loaded)
+    able = [t for t in loaded if applicable(t, kernel.capabilities) is None]
+    score = {t.id: sum(s.get("env") == "crash" or s.get("request", {}).get("kind") == "commit-effect"
+                       for s in t.steps) for t in able}
+    def cost(t) -> int:
+        return sum("request" in s for s in t.steps) * (1 + sum(s.get("env") == "crash" for s in t.steps))
+    ranked = sorted(able, key=lambda t: (score[t.id] == 0, cost(t), t.id))
+    return ranked[:n]
+
+
+def crash_cut_checks(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
+                     workers: int) -> list[Check]:
+    chosen = cut_traces(budget, loaded, kernel)
+
+    def run(trace) -> list[Check]:
+        r = crash_cuts_external(trace, kernel)
+        out = []
+        for cut in r.cuts:
+            data = {"world": "external"}
+            if cut.divergences:
+                data.update(reproduce=f"wgk replay {trace.path} --crash-cuts --external "
+                                      f"'{kernel.command}'", trace=str(trace.path))
+            out.append(Check("crash-cuts", f"{trace.id} {cut.name} (crash hook)", cut.verdict,
+                             cut.seconds, first_lines(cut.divergences), data, group=trace.id))
+        return out or [Check("crash-cuts", trace.id, "skip", 0.0,
+                             "its requests passed no durable boundary: nothing to cut",
+                             {"world": "external"}, group=trace.id)]
+    checks = _each("crash-cuts", chosen, kernel, run, progress, workers)
+    left = len(loaded) - len(chosen)
+    if left and CUT_TRACES[budget] != "all":
+        checks.append(Check("crash-cuts", f"{left} other traces", "skip", 0.0,
+                            f"{left} traces not cut: the {budget} budget cuts "
+                            f"{CUT_TRACES[budget]} over the protocol"))
+    return checks
+
+
+def probe_checks(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
+                 workers: int) -> list[Check]:
+    missing = sorted(set(ALL_KINDS) - set(kernel.capabilities["kinds"]))
+    chosen = probe_traces(budget, loaded)
+    if missing:
+        return [_skip("probes", t, f"probes send every kind; not declared: {len(missing)} "
+                                   f"of {len(ALL_KINDS)}") for t in chosen]
+
+    def run(trace) -> list[Check]:
+        try:
+            r = probe_trace(trace, lambda t: kernel.system(t, where=f"trace {t.id}"))
+        except ProtocolError as e:
+            raise Unusable(f"trace {trace.id}: {e}") from None
+        if r.mismatch:
+            m = r.mismatch
+            detail = (f"before step {m['before-step']}: {m['request']['kind']} as "
+                      f"{m['request']['actor']}: the model {m['model']}, the kernel {m['impl']}")
+        else:
+            detail = r.problems[0] if r.problems else "" if r.probes else "no probe was sent"
+        return [Check("probes", trace.id, "pass" if r.ok else "fail", r.seconds, detail,
+                      dict(r.to_json(), world="external", path=str(trace.path)), group="probes")]
+    return _each("probes", chosen, kernel, run, progress, workers)
+
+
+def fuzz_checks(budget: str, progress: Progress | None, counterexamples: str, kernel: Kernel,
+                workers: int) -> list[Check]:
+    _, steps, tasks, shapes = fuzz_budget(budget)
+    examples = FUZZ_EXAMPLES[budget]
+    why = fuzz_missing(kernel.capabilities)
+    if why:
+        return [Check("fuzz", f"lockstep {shape}", "skip", 0.0, why) for shape in shapes]
+    meter = Meter("fuzz", examples * len(shapes), progress)
+    make = fuzz_factory(kernel)
+    out = []
+    for shape in shapes:
+        def counted(graph):
+            meter.step(f"{shape}: {examples}x{steps}, {tasks} tasks")
+            return make(graph)
+        t0 = time.perf_counter()
+        try:
+            r = run_fuzz(FuzzConfig(tasks=tasks, shape=shape, system=counted), examples=examples,
+                         steps=steps, seed=0, out_dir=counterexamples)
+        except FuzzAbort as e:
+            make.close()
+            out.append(Check("fuzz", f"lockstep {shape}", "error", time.perf_counter() - t0,
+                             f"[fuzz] {e}"))
+            break
+        make.close()
+        out.append(Check("fuzz", f"lockstep {examples}x{steps} {shape}", r.verdict,
+                         time.perf_counter() - t0,
+                         (r.failure or "").splitlines()[0] if r.failure else "",
+                         dict(r.to_json(), shape=shape, world="external")))
+    return out
+
+
+RUNS = {"replay": replay_checks, "probes": probe_checks, "crash-cuts": crash_cut_checks,
+        "fuzz": fuzz_checks}
+
+
+#: Rough seconds of an external section run whole (the pool starts the heaviest first).
+WEIGHTS = {"replay": 60.0, "crash-cuts": 40.0, "fuzz": 35.0, "probes": 10.0}
+
+
+def plan(name: str, budget: str, kw: dict, kernel: Kernel,
+         workers: int) -> Section | Callable[[Progress | None], list[Check]] | None:
+    """How section ``name`` runs against the kernel: None, as always (it checks only the
+    model, or its budget skips it: the caller says so); a final ``Section`` (skipped with
+    its reason, or an error: the kernel did not start); else the function that runs it over
+    the protocol (``progress -> checks``; ``workers`` traces at once)."""
+    if name not in OVER_PROTOCOL and name not in IN_PROCESS and name not in SEVERAL:
+        return None
+    if not BUDGETS[budget].get(name):
+        return None
+    if name in IN_PROCESS:
+        return Section(name, [], 0.0, skipped=f"not over the protocol: {IN_PROCESS[name]}")
+    try:
+        kernel.probe()
+    except (Unusable, StepError) as e:
+        return Section(name, [_error(name, "start", e)], 0.0)
+    why = not_run(name, kernel)
+    if why:
+        return Section(name, [], 0.0, skipped=why)
+    arg = kw["counterexamples"] if name == "fuzz" else kw["loaded"]
+
+    def run(progress: Progress | None) -> list[Check]:
+        try:
+            return RUNS[name](budget, progress, arg, kernel, workers)
+        except (Unusable, StepError) as e:
+            return [_error(name, "run", e)]
+    return run
+
+
+def run_external_section(name: str, budget: str, progress: Progress | None, kw: dict,
+                         kernel: Kernel, workers: int) -> Section | None:
+    """The section over the protocol, or skipped with its reason; None: a section that checks
+    only the model (the caller runs it as always)."""
+    how = plan(name, budget, kw, kernel, workers)
+    if how is None or isinstance(how, Section):
+        return how
+    t0 = time.perf_counter()
+    checks = how(progress)
+    return Section(name, checks, time.perf_counter() - t0)
+
+
+def summary(kernel: Kernel, loaded: list) -> dict:
+    """What the report says about the kernel: its command, capabilities, how much applied."""
+    caps = kernel.capabilities
+    if caps is None:
+        return {"command": kernel.command, "applied": "did not start"}
+    skipped = sum(applicable(t, caps) is not None for t in loaded)
+    return {"command": kernel.command, "capabilities": caps,
+            "applied": coverage(caps, len(ALL_KINDS), skipped, len(loaded))}

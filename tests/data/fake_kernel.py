@@ -1,0 +1,52 @@
+"""A kernel with planted faults, for the tests of ``--external``: wgk's served kernel
+(``wgk.impl.serve``) with one fault chosen by the first argument.
+
+- ``honest``: none;
+- ``diverge``: a ``dispatch`` rejected ``dependency-not-done`` is answered ``unknown-task``;
+- ``subset``: declares only ``dispatch`` and ``heartbeat`` (and decides them honestly);
+- ``garbage``: answers a line that is not JSON to the first ``apply``;
+- ``hang``: never answers the first ``apply``;
+- ``die``: exits with a message on stderr at the first ``apply``;
+- ``lying-hook``: declares the crash hook and ignores ``crash-after``;
+- ``uncounted``: declares the crash hook and never says how many boundaries it passed.
+"""
+import os
+import sys
+import time
+
+from wgk.impl.serve import Served, serve
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "honest"
+
+
+class Fake(Served):
+    def start(self, msg):
+        reply = super().start(msg)
+        if MODE == "subset":
+            reply["capabilities"] = dict(reply["capabilities"], kinds=["dispatch", "heartbeat"])
+        return reply
+
+    def apply(self, msg):
+        if MODE == "garbage":
+            sys.stdout.write("Segmentation fault (core dumped)\n")
+            sys.stdout.flush()
+        elif MODE == "hang":
+            time.sleep(3600)
+        elif MODE == "die":
+            sys.stderr.write("fake kernel: assertion failed in apply\n")
+            sys.stderr.flush()
+            os._exit(3)
+        elif MODE == "lying-hook":
+            msg = {k: v for k, v in msg.items() if k != "crash-after"}
+        reply = super().apply(msg)
+        if MODE == "uncounted":
+            del reply["boundaries"]
+        d = reply["decision"]
+        if MODE == "diverge" and msg["request"].get("kind") == "dispatch" and \
+                d.get("code") == "dependency-not-done":
+            reply["decision"] = dict(d, code="unknown-task")
+        return reply
+
+
+if __name__ == "__main__":
+    sys.exit(serve(sys.stdin, sys.stdout, Fake()))

@@ -1,0 +1,268 @@
+"""The gate against a kernel it did not ship with (``--external CMD``, wgk-conformance/2).
+
+wgk's own kernel served over the protocol (``python -m wgk.impl.serve``) passes replay
+and crash cuts through the crash hook; a kernel with a planted fault
+(tests/data/fake_kernel.py) shows it: a divergence with its trace and step, a kernel that
+dies, hangs or prints garbage is an ERROR naming trace, step and stderr (exit 2), kinds
+it does not declare are SKIP and counted, a crash hook that is ignored is caught.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wgk.conformance.oracle.external import ExternalSystem, ProtocolError
+from wgk.conformance.oracle.external_runs import (
+    Kernel, Unusable, crash_cuts_external, replay_external,
+)
+from wgk.conformance.reports.gate import run_section
+from wgk.conformance.traces.format import load_traces
+
+ROOT = Path(__file__).resolve().parents[1]
+INCIDENTS = ROOT / "traces" / "incidents"
+LOST = INCIDENTS / "05-lost-response-retried.json"
+DEAD = INCIDENTS / "04-dead-worker-converges.json"
+FAKE = Path(__file__).resolve().parent / "data" / "fake_kernel.py"
+SERVED = f"{sys.executable} -m wgk.impl.serve"
+
+
+def fake(mode: str) -> str:
+    return f"{sys.executable} {FAKE} {mode}"
+
+
+def wgk(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "wgk.conformance", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=600)
+
+
+def trace_with_rejected_dispatch(tmp_path: Path) -> Path:
+    doc = {"format": "wgk-trace/1", "id": "planted-dispatch",
+           "title": "A dependent is not dispatched before its dependency is done",
+           "source": {"kind": "counterexample", "provenance": "tests/test_external_gate.py"},
+           "description": "Dispatch a, then b (which depends on a): b is rejected.",
+           "graph": {"id": "g", "target": "main-0",
+                     "tasks": [{"name": "a", "deps": []}, {"name": "b", "deps": ["a"]}]},
+           "steps": [{"request": {"kind": "dispatch", "actor": "daemon", "task": "a", "key": "k1",
+                                  "expected-attempt": 0, "mint": "t1",
+                                  "owner": {"pid": 10, "birth": 100, "session": "s1"}},
+                      "expect": {"decision": "applied"}},
+                     {"request": {"kind": "dispatch", "actor": "daemon", "task": "b", "key": "k2",
+                                  "expected-attempt": 0, "mint": "t2",
+                                  "owner": {"pid": 11, "birth": 101, "session": "s2"}},
+                      "expect": {"decision": "rejected", "code": "dependency-not-done"}}]}
+    path = tmp_path / "planted.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_served_reference_kernel_passes_replay_and_crash_cuts_over_the_protocol():
+    kernel = Kernel(SERVED)
+    for trace in load_traces([str(LOST), str(DEAD)]):
+        assert replay_external(trace, kernel).passed
+        cuts = crash_cuts_external(trace, kernel)
+        assert cuts.cuts and cuts.passed, [d.describe() for c in cuts.cuts for d in c.divergences]
+    assert kernel.capabilities["crash-hook"] and len(kernel.capabilities["kinds"]) == 43
+
+
+def test_served_kernel_survives_a_crash_inside_a_request_and_answers_the_resend_as_duplicate():
+    trace = load_traces([str(LOST)])[0]
+    first = next(s for s in trace.steps if "request" in s)
+    clean = ExternalSystem(SERVED, trace)
+    try:
+        assert clean.apply(first)["decision"] == "applied"
+        n = clean.boundaries
+    finally:
+        clean.close()
+    assert n >= 1
+    ext = ExternalSystem(SERVED, trace)
+    try:
+        assert ext.apply_crashing(first, n) is None          # died after its last boundary
+        again = ext.apply(first)
+        assert again["decision"] == "duplicate", again
+        assert ext.project()["tasks"]["a"]["status"] != "open"
+    finally:
+        ext.close()
+
+
+def test_an_ignored_crash_hook_is_a_failed_cut():
+    trace = load_traces([str(LOST)])[0]
+    cuts = crash_cuts_external(trace, Kernel(fake("lying-hook")))
+    assert cuts.cuts and not cuts.passed
+    assert {d.what for c in cuts.cuts for d in c.divergences} == {"boundary-not-reached"}
+
+
+def test_a_crash_hook_that_counts_no_boundaries_is_an_error_never_a_pass():
+    trace = load_traces([str(LOST)])[0]
+    with pytest.raises(Unusable, match="no 'boundaries' count"):
+        crash_cuts_external(trace, Kernel(fake("uncounted")))
+
+
+def test_a_planted_divergence_shows_with_its_trace_and_step(tmp_path):
+    path = trace_with_rejected_dispatch(tmp_path)
+    r = wgk("replay", str(path), "--external", fake("diverge"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAIL planted-dispatch" in r.stdout
+    assert "planted-dispatch step 1 [external]" in r.stdout and "unknown-task" in r.stdout
+    assert "reproduce: wgk replay" in r.stdout and "--external" in r.stdout
+    honest = wgk("replay", str(path), "--external", fake("honest"))
+    assert honest.returncode == 0 and "1 passed, 0 failed, 0 skipped" in honest.stdout
+
+
+@pytest.mark.parametrize("mode, says", [
+    ("die", "fake kernel: assertion failed in apply"),
+    ("garbage", "is not JSON"),
+    ("hang", "within 2s (hung?)"),
+])
+def test_a_kernel_that_dies_hangs_or_prints_garbage_is_an_error_exit_2(mode, says):
+    r = wgk("replay", str(LOST), "--external", fake(mode), "--timeout", "2")
+    assert r.returncode == 2, r.stdout + r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("ERROR"))
+    assert "incident-05-lost-response-retried" in line and "step 0" in line and says in line, line
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+def test_a_command_that_does_not_start_is_an_error_exit_2():
+    r = wgk("replay", str(LOST), "--external", "/nonexistent/kernel --serve")
+    assert r.returncode == 2 and "cannot start '/nonexistent/kernel'" in r.stdout, r.stdout
+    assert "Traceback" not in r.stderr
+
+
+def test_a_section_whose_kernel_breaks_is_an_error_naming_section_trace_and_step():
+    loaded = load_traces([str(LOST)])
+    section = run_section("replay", "quick", loaded=loaded, sources=[str(LOST)],
+                          external=Kernel(fake("die"), 5.0))
+    assert section.verdict == "error"
+    detail = section.checks[-1].detail
+    assert detail.startswith("[replay] trace incident-05-lost-response-retried: step 0")
+    assert "assertion failed in apply" in detail
+
+
+def test_undeclared_kinds_are_skipped_and_counted_never_passed():
+    loaded = load_traces([str(INCIDENTS)])
+    kernel = Kernel(fake("subset"))
+    section = run_section("replay", "quick", loaded=loaded, sources=[str(INCIDENTS)],
+                          external=kernel, workers=2)
+    skipped = [c for c in section.checks if c.verdict == "skip"]
+    ran = [c for c in section.checks if c.verdict != "skip"]
+    assert skipped and all("sends kinds not declared" in c.detail for c in skipped)
+    assert len(skipped) + len(ran) == len(loaded)
+    assert all(c.verdict == "pass" for c in ran), [(c.name, c.detail) for c in ran]
+    fuzz = run_section("fuzz", "quick", counterexamples="unused", external=kernel)
+    assert fuzz.verdict == "skipped" and all(c.verdict == "skip" for c in fuzz.checks)
+    r = wgk("replay", str(LOST), "--external", fake("subset"))
+    assert r.returncode == 2, r.stdout                  # nothing checked is never a pass
+    assert "SKIP incident-05-lost-response-retried" in r.stdout
+    assert "implements 2 of 43 kinds: 1 of 1 traces skipped" in r.stdout
+    assert "ERROR nothing checked" in r.stdout
+
+
+def test_protocol_1_kernels_are_refused_at_start(tmp_path):
+    old = tmp_path / "old.py"
+    old.write_text("import sys\nfor line in sys.stdin:\n    print('{\"started\": true}', flush=True)\n")
+    with pytest.raises(ProtocolError, match="capabilities"):
+        ExternalSystem(f"{sys.executable} {old}", {"id": "g", "tasks": [{"name": "a", "deps": []}]})
+    with pytest.raises(Unusable, match="capabilities"):
+        Kernel(f"{sys.executable} {old}").probe()
+
+
+def test_served_kernel_answers_bad_messages_with_one_line_errors(tmp_path):
+    msgs = ["not json", json.dumps({"op": "apply", "request": {}}),
+            json.dumps({"op": "start", "protocol": "wgk-conformance/1", "storage": str(tmp_path)}),
+            json.dumps({"op": "stop"})]
+    p = subprocess.run([sys.executable, "-m", "wgk.impl.serve"], input="\n".join(msgs) + "\n",
+                       capture_output=True, text=True, timeout=60)
+    replies = [json.loads(ln) for ln in p.stdout.splitlines()]
+    assert [("error" in r) for r in replies] == [True, True, True, False]
+    assert "send start or recover first" in replies[1]["error"]
+    assert "unsupported protocol" in replies[2]["error"] and p.returncode == 0
+    assert not os.listdir(tmp_path)
+
+
+NODE_KERNEL = ROOT / "examples" / "node-kernel" / "kernel.js"
+NODE_TRACES = [str(INCIDENTS / "16-two-dispatchers-one-attempt.json"),
+               str(INCIDENTS / "07b-repeated-message-held-once.json")]
+NODE_BUGS = {
+    # one attempt at a time and the expected-attempt CAS both dropped: two dispatchers win
+    "two-attempts": ("    if (r['expected-attempt'] !== t.attempt) return reject('cas-moved');\n"
+                     "    if (t.state === 'running') return reject('attempt-live');\n", "",
+                     "incident-16-two-dispatchers-one-attempt step 1"),
+    # a repeated message counted again
+    "message-counted-twice": ("if (this.evidence(t, 'message', r.evidence) && t.state === 'running')",
+                              "if (t.state === 'running' && (this.evidence(t, 'message', r.evidence) || true))",
+                              "incident-07b-repeated-message-held-once step 2"),
+    # recover forgets the requests: what was acknowledged is lost across a crash
+    "requests-not-recovered": ("if (r.request) this.decide(r.request, r.principal, true);",
+                               "if (r.request) { /* forgotten */ }",
+                               "(crash after boundary 1 of 1)"),
+}
+
+
+@pytest.mark.skipif(not shutil.which("node"), reason="Node.js is not installed")
+def test_node_kernel_passes_what_it_declares_with_crash_cuts():
+    r = wgk("replay", *NODE_TRACES, "--crash-cuts", "--external", f"node {NODE_KERNEL}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 passed, 0 failed, 0 skipped (external: implements 3 of 43 kinds" in r.stdout
+
+
+@pytest.mark.skipif(not shutil.which("node"), reason="Node.js is not installed")
+@pytest.mark.parametrize("bug", sorted(NODE_BUGS))
+def test_bugs_planted_in_the_node_kernel_show_with_trace_and_step(tmp_path, bug):
+    old, new, where = NODE_BUGS[bug]
+    source = NODE_KERNEL.read_text()
+    assert source.count(old) == 1
+    planted = tmp_path / "kernel.js"
+    planted.write_text(source.replace(old, new))
+    r = wgk("replay", *NODE_TRACES, "--crash-cuts", "--external", f"node {planted}")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert where in r.stdout, r.stdout
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_gate_inside_pytest_against_an_external_kernel(pytester):
+    pytester.makepyfile(test_project="def test_own():\n    pass\n")
+    traces = INCIDENTS / "16-two-dispatchers-one-attempt.json"
+    result = pytester.runpytest("--wgk-gate", "quick", f"--wgk-traces={traces}",
+                                f"--wgk-external={fake('subset')}", "-k", "replay or fuzz or races",
+                                "-q", "-rs")
+    result.assert_outcomes(passed=1, skipped=2)          # replay; fuzz and races skipped
+    result.stdout.fnmatch_lines(["*the kernel declares processes: 1*",
+                                 "*every check skipped: generated runs send every kind*"])
+    planted = pytester.runpytest("--wgk-gate", "quick", f"--wgk-traces={traces}",
+                                 f"--wgk-external={fake('die')}", "-k", "replay", "-q")
+    planted.assert_outcomes(failed=1)
+    planted.stdout.fnmatch_lines(["*ERROR*assertion failed in apply*"])
+
+
+def test_a_planted_bug_of_wgks_kernel_is_killed_through_the_protocol():
+    """The mutated copy is what the served command imports (the child's PYTHONPATH), so the
+    kill comes through the protocol; the unmutated copy survives the same sections."""
+    from wgk.conformance.oracle.impl_mutants import IDENTITY
+    from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS
+    from wgk.conformance.reports.impl_mutants import run_mutant
+    served = {"command": SERVED, "timeout": 30.0}
+    base = run_mutant(IDENTITY, "quick", ["replay"], traces=[str(LOST)], timeout=300,
+                      external=served)
+    assert base.verdict == "survived", base.detail
+    m = next(m for m in IMPL_MUTANTS if m.name == "duplicate-decided-again")
+    r = run_mutant(m, "quick", ["replay"], traces=[str(LOST)], timeout=300, external=served)
+    assert r.killed and r.section == "replay", (r.verdict, r.detail)
+    # the served process ran the mutated copy: its stderr names the copy's source
+    assert r.detail.startswith("[replay] trace incident-05") and "/copy/wgk/impl/" in r.detail
+
+
+def test_a_trace_with_seeds_is_skipped_by_a_kernel_that_declares_it_cannot_seed():
+    from wgk.conformance.oracle.external_runs import applicable
+    seeded = next(t for t in load_traces([str(ROOT / "traces")]) if t.initial)
+    caps = {"kinds": sorted({s["request"]["kind"] for s in seeded.steps if "request" in s}),
+            "worlds": ["memory"], "processes": 1, "crash-hook": True}
+    assert applicable(seeded, caps) is None
+    assert "seeds: false" in applicable(seeded, dict(caps, seeds=False))
+    assert "not declared" in applicable(seeded, dict(caps, kinds=[]))
