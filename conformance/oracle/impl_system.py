@@ -27,11 +27,13 @@ from wgk.impl import (
 )
 
 from wgk.impl import pg
+from wgk.impl.principals import PrincipalError
+from wgk.conformance.oracle.coverage import Shadow
 from wgk.conformance.oracle.impl_world import apply_env
 from wgk.conformance.oracle.real_world import RealWorld
 from wgk.conformance.oracle.systems import (
-    CONVERGE, StepError, credential_of, daemon_principal, env_part, split_principal, token_hash,
-    with_ready,
+    CONVERGE, REVOKE, StepError, credential_of, daemon_principal, env_part, split_principal,
+    token_hash, with_ready,
 )
 
 #: The database every ImplSystem opens: None for a SQLite file in its directory, or a
@@ -104,6 +106,7 @@ class ImplSystem:
                  hook=no_hook, world: Any = "memory"):
         graph = getattr(source, "graph", source)
         initial = getattr(source, "initial", initial) or {}
+        self.shadow = Shadow.of(source, initial)        # decision coverage, while recording
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="wgk-impl-")
         self.workdir = workdir or self._tmp.name
         self._db = database(self.workdir)
@@ -136,6 +139,7 @@ class ImplSystem:
         """An implementation on an existing database file and world (a restored snapshot)."""
         self = cls.__new__(cls)
         self._tmp = None
+        self.shadow = None
         self._db = None
         self.workdir = os.path.dirname(path) if not pg.is_dsn(path) else tempfile.gettempdir()
         self.path = path
@@ -146,6 +150,8 @@ class ImplSystem:
         return self
 
     def apply(self, step: dict) -> dict | None:
+        if self.shadow is not None:
+            self.shadow.step(step)
         if "request" in step:
             try:
                 body, credential = split_principal(step["request"])
@@ -157,12 +163,21 @@ class ImplSystem:
             self.crash()
         elif wire.get("env") == CONVERGE:
             self.converge()
+        elif wire.get("env") == REVOKE:
+            self.revoke(wire.get("principal"))
         elif wire.get("env") != "lost-response":
             try:
                 apply_env(self.kernel, wire)
             except EnvError as e:
                 raise StepError(str(e)) from None
         return None
+
+    def revoke(self, name: Any) -> None:
+        """The operator revokes a principal's credential (a ledger event of the kernel)."""
+        try:
+            self.kernel.principals.revoke(name)
+        except PrincipalError as e:
+            raise StepError(str(e)) from None
 
     def converge(self):
         """The daemon converges (with the trace's daemon credential, when it declares one)."""
