@@ -1,0 +1,340 @@
+"""Witnesses of decision coverage: for each cell no trace reaches, a short request sequence
+that reaches it from a state some trace passes through, stored as data and replayed in
+lockstep against the implementation.
+
+``search(traces)`` walks every trace through the model; at each state before a request
+(and after the last step) it builds requests from the model's enumeration
+(``wgk.model.actions.task_steps`` with the fuzzer's instance) and their variants (every
+actor with its own principal, another role's, one without the role, none, a revoked one;
+each field of K one less or one more, a foreign graph or task, no token, another task's
+token, the task's earlier one; a re-send of a refused request, the same key with other
+bytes; an unknown task; a name outside the grammar), decides each on a copy of the model
+and keeps the first sequence that reaches a cell still missing. A witness whose requests
+all leave the task state as it was is sent *inline* (before the trace's step ``at``, the
+walk then goes on); one that changes it (or revokes a principal) is a *fork*: the trace's
+prefix replayed on fresh systems, then the witness.
+
+``WITNESSES`` (``witnesses.json``) holds them with the digest of the model's files they
+were searched on (``model_digest``): when the model changed since, they are stale (``wgk
+coverage --write`` searches again). ``replay_witnesses`` sends them to the model and the
+implementation side by side while ``coverage.recording()`` is active; each must be
+answered alike.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from wgk.model.actions import task_steps
+from wgk.model.requests import Capability, Request
+from wgk.model.vocab import (
+    AUTHORITY, EDGES, NEEDS_CAPABILITY, TRANSACTION_KINDS, Actor, Kind, Phase,
+)
+
+from wgk.conformance.oracle.coverage import Shadow, classify, reachable, recording
+from wgk.conformance.oracle.fuzz import FuzzConfig, fuzz_instance
+from wgk.conformance.oracle.systems import (
+    REVOKE, ModelSystem, StepError, decide_wire,
+)
+from wgk.conformance.oracle.wire import WireError, request_from_wire, request_to_wire
+
+WITNESSES = Path(__file__).with_name("witnesses.json")
+FORMAT = "wgk-coverage-witnesses/1"
+
+
+def model_digest() -> str:
+    """sha256 over the model's source files (``wgk.model``), in name order."""
+    import wgk.model as model
+    h = hashlib.sha256()
+    for f in sorted(Path(model.__file__).parent.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+# --- candidates -----------------------------------------------------------------------------
+
+
+def _holders(graph, actor: Actor) -> list[str]:
+    return sorted(p for p, roles in graph.principals.items() if actor in roles)
+
+
+def _variants(model: ModelSystem, r: Request, tasks: tuple[str, ...], history: dict,
+              n: str) -> Iterator[tuple[str, list[dict]]]:
+    """``(family, steps)`` for one enumerated request: the families a variant may reach
+    (``n`` makes its keys unique)."""
+    g, names = model.graph, model.names
+    key = lambda k: f"cov-{n}-{k}"
+    wire = lambda req, k: dict(request_to_wire(req, names), key=key(k))
+
+    def sent_as(actor: Actor) -> Request | None:
+        if not g.closed:
+            return replace(r, actor=actor, principal=None)
+        holders = [p for p in _holders(g, actor) if p not in model.state.revoked]
+        return replace(r, actor=actor, principal=holders[0]) if holders else None
+
+    base = sent_as(r.actor)
+    if base is None:
+        return
+    yield "outcome", [wire(base, "a")]
+    yield "outcome", [wire(base, "d"), wire(base, "d")]
+    other = replace(base, evidence=(base.evidence or "") + "x")
+    yield "outcome", [wire(base, "c"), wire(other, "c")]
+    yield "outcome", [dict(wire(base, "u"), task="zz-unknown")]
+    yield "outcome", [dict(wire(base, "b"), task="Bad Name")]
+    if g.closed:
+        yield "outcome", [dict(wire(base, "n"), principal="nobody")]
+        for a in Actor:
+            v = sent_as(a)
+            if v is not None and a != r.actor:
+                yield "actor", [wire(v, f"r{a.value}")]
+        lacking = sorted(p for p, roles in g.principals.items() if r.actor not in roles
+                         and p not in model.state.revoked)
+        if lacking:
+            yield "actor", [wire(replace(base, principal=lacking[0]), "w")]
+        yield "actor", [{k: v for k, v in wire(base, "0").items() if k != "principal"}]
+        yield "actor", [{"env": REVOKE, "principal": base.principal}, wire(base, "v")]
+    if base.cap is not None:
+        c = base.cap
+        fields = {"generation": c.generation, "attempt": c.attempt, "fence": c.fence,
+                  "lease_epoch": c.lease_epoch}
+        for f, v in fields.items():
+            for d in (-1, 1):
+                if v + d >= 0:
+                    yield "capability", [wire(replace(base, cap=replace(c, **{f: v + d})), f"k{f}{d}")]
+        yield "capability", [wire(replace(base, cap=replace(c, graph=c.graph + "x")), "kg")]
+        others = [t for t in tasks if t != c.task]
+        if others:
+            yield "capability", [wire(replace(base, cap=replace(c, task=others[0])), "kt")]
+    if base.needs_token:
+        i = g.index[base.task]
+        yield "capability", [wire(replace(base, token=0), "t0")]
+        for j, toks in sorted(history.items()):
+            for tok in sorted(toks):
+                if tok != model.state.tasks[i].token:
+                    yield "capability", [wire(replace(base, token=tok), f"t{j}-{tok}")]
+
+
+def _base_requests(model: ModelSystem, inst) -> Iterator[Request]:
+    """The enumeration's requests of every task, then, for each kind it offers no request of
+    here, one built from the kind's fields alone (its authority, checked first, is what such
+    a request can show in any state)."""
+    seen = set()
+    for i in range(len(model.graph.tasks)):
+        for r in task_steps(inst, model.state, i):
+            if isinstance(r, Request):
+                seen.add(r.kind)
+                yield r
+    task = model.graph.tasks[-1]
+    t = model.state.tasks[-1]
+    for k in Kind:
+        if k in seen:
+            continue
+        extra: dict[str, Any] = {}
+        if k in TRANSACTION_KINDS:
+            extra = dict(expected_phase=EDGES.get(k, ((Phase.ABSENT,), 0))[0][0],
+                         expected_revision=t.revision)
+        if k in NEEDS_CAPABILITY:
+            extra["cap"] = Capability(model.graph.graph_id, task, t.generation, t.attempt,
+                                      t.fence, t.lease_epoch)
+        try:
+            yield Request(k, sorted(AUTHORITY[k])[0], task, key="x", evidence="e", **extra)
+        except ValueError:
+            continue
+
+
+# --- trying a candidate on a copy of the model -------------------------------------------
+
+
+def _try(model: ModelSystem, history: dict, steps: list[dict]) -> tuple[set, bool]:
+    """The cells the steps reach and whether they changed the task state (or revoked)."""
+    snap = model.snapshot()
+    found: set = set()
+    changed = False
+    try:
+        for step in steps:
+            if "request" not in step and "kind" in step:
+                step = {"request": step}
+            if "env" in step:
+                model.apply(step)
+                changed = True
+                continue
+            s = model.state
+            r = request_from_wire(step["request"], model.names, "/request")
+            d, s2 = decide_wire(s, r, step["request"], model.rules)
+            found.update(classify(s, r, d.to_json(), history))
+            if s2.tasks != s.tasks or s2.target != s.target or s2.now != s.now:
+                changed = True
+            model.state = s2
+    except (StepError, WireError):
+        return set(), True
+    finally:
+        model.restore(snap)
+    return found, changed
+
+
+def _steps(raw: list[dict]) -> list[dict]:
+    return [s if "env" in s else {"request": s} for s in raw]
+
+
+def search(traces: Iterable, covered: set, progress: Callable[[str], None] | None = None
+           ) -> tuple[list[dict], list[str]]:
+    """Witnesses for the reachable cells not in ``covered`` (inline ones first where both
+    reach a cell), and the cells no witness was found for."""
+    need = set(reachable()) - set(covered)
+    out: list[dict] = []
+    for trace in traces:
+        if not need:
+            break
+        try:
+            model = ModelSystem(trace)
+        except StepError:
+            continue
+        inst = fuzz_instance(FuzzConfig(tasks=len(model.graph.tasks), review=True))
+        shadow = Shadow(model, {})
+        shadow._note()
+        for n in range(len(trace.steps) + 1):
+            step = trace.steps[n] if n < len(trace.steps) else None
+            if step is None or "request" in step:
+                out += _search_state(trace, n, model, shadow.history, inst, need)
+            if step is None or not need:
+                break
+            try:
+                model.apply(step)
+            except StepError:
+                break
+            shadow._note()
+        if progress:
+            progress(f"{trace.id}: {len(need)} cells left")
+    return out, sorted(need)
+
+
+def _search_state(trace, n: int, model: ModelSystem, history: dict, inst, need: set) -> list[dict]:
+    out = []
+    tasks = model.graph.tasks
+    kinds_needed = {c.split("/", 1)[0] for c in need}
+    for j, r in enumerate(_base_requests(model, inst)):
+        if r.kind.label not in kinds_needed:
+            continue
+        families = {c.split("/")[1] for c in need if c.startswith(r.kind.label + "/")}
+        for family, raw in _variants(model, r, tasks, history, f"{n}-{j}"):
+            if family != "outcome" and family not in families:
+                continue
+            steps = _steps(raw)
+            found, changed = _try(model, history, steps)
+            hit = found & need
+            if hit:
+                need -= hit
+                out.append({"trace": trace.id, "at": n, "fork": changed, "cells": sorted(hit),
+                            "steps": steps})
+            if not need:
+                return out
+    return out
+
+
+# --- stored witnesses -----------------------------------------------------------------------
+
+
+def write(witnesses: list[dict], unfound: list[str], path: Path = WITNESSES) -> Path:
+    doc = {"format": FORMAT, "model-digest": model_digest(), "unfound": unfound,
+           "witnesses": witnesses}
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def load(path: Path = WITNESSES) -> dict:
+    """The stored witnesses (an empty set when there is no file)."""
+    if not path.exists():
+        return {"format": FORMAT, "model-digest": None, "unfound": [], "witnesses": []}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def stale(doc: dict) -> bool:
+    return doc.get("model-digest") != model_digest()
+
+
+# --- replaying them -------------------------------------------------------------------------
+
+
+def replay_witnesses(traces: list, witnesses: list[dict], make_impl: Callable
+                     ) -> tuple[set, list[str]]:
+    """Send every witness to the model and the implementation (inline ones along their
+    trace, forks each on fresh systems after the trace's prefix), recording the cells the
+    implementation is sent; the problems found (a differing answer, a missing trace)."""
+    by_id = {t.id: t for t in traces}
+    problems: list[str] = []
+    with recording() as cells:
+        groups: dict[str, list[dict]] = {}
+        for w in witnesses:
+            if w["trace"] not in by_id:
+                problems.append(f"witness of {w['cells'][0]}: no trace {w['trace']} "
+                                "(stale: run wgk coverage --write)")
+                continue
+            groups.setdefault(w["trace"], []).append(w)
+        for tid, ws in groups.items():
+            trace = by_id[tid]
+            inline = [w for w in ws if not w["fork"]]
+            if inline:
+                problems += _run(trace, inline, make_impl)
+            for w in ws:
+                if w["fork"]:
+                    problems += _run(trace, [w], make_impl)
+    return cells, problems
+
+
+def _run(trace, ws: list[dict], make_impl: Callable) -> list[str]:
+    """The trace's steps with the witnesses sent before the steps they name (up to the last
+    witness), model and implementation answering each alike."""
+    problems: list[str] = []
+    model, impl = ModelSystem(trace), make_impl(trace)
+    at: dict[int, list[dict]] = {}
+    for w in ws:
+        at.setdefault(w["at"], []).append(w)
+    last = max(at)
+    try:
+        for n in range(last + 1):
+            for w in at.get(n, []):
+                for step in w["steps"]:
+                    want, got = _send(model, step), _send(impl, step)
+                    if want != got:
+                        problems.append(f"{trace.id} before step {n}: witness of "
+                                        f"{w['cells'][0]}: the model {want}, the implementation "
+                                        f"{got}")
+                        return problems
+            if n < len(trace.steps) and n < last:
+                model.apply(trace.steps[n])
+                impl.apply(trace.steps[n])
+    except StepError as e:
+        problems.append(f"{trace.id}: {e} (stale: run wgk coverage --write)")
+    finally:
+        impl.close()
+    return problems
+
+
+def _send(system, step: dict) -> Any:
+    try:
+        return system.apply(step)
+    except StepError as e:
+        return {"error": str(e).splitlines()[0]}
+
+
+def trace_cells(traces: Iterable) -> set:
+    """The cells every trace's requests reach, by the model alone (what replay sends)."""
+    found: set = set()
+    for trace in traces:
+        try:
+            shadow = Shadow(ModelSystem(trace), {})
+        except StepError:
+            continue
+        shadow._note()
+        with recording() as got:
+            for step in trace.steps:
+                shadow.step(step)
+        found |= got
+    return found
+
+
+__all__ = ["WITNESSES", "load", "model_digest", "replay_witnesses", "search", "stale",
+           "trace_cells", "write"]
