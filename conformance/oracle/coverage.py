@@ -251,7 +251,7 @@ def classify(s: State, r: Request, decision: dict, history: dict[int, set]) -> l
     actor = _actor_class(s, r, fresh)
     if actor is not None and s.graph.closed:
         out.append(cell(r.kind, "actor", actor))
-    if actor in ("own", None) and fresh and authenticated(s, r) and role_held(s, r):
+    if fresh and authenticated(s, r) and role_held(s, r):
         c = _capability_class(s, r, history)
         if c is not None:
             out.append(cell(r.kind, "capability", c))
@@ -293,7 +293,7 @@ def _capability_class(s: State, r: Request, history: dict[int, set]) -> str | No
                 off.append(f"{name}-stale")
             elif sent > have:
                 off.append(f"{name}-ahead")
-    if r.needs_token and r.kind != Kind.RESUME:
+    if r.needs_token:
         off += _token_class(s, i, r, history)
     if not off:
         return "exact"

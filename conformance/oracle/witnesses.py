@@ -30,8 +30,10 @@ from typing import Any, Callable, Iterable, Iterator
 
 from wgk.model.actions import task_steps
 from wgk.model.requests import Capability, Request
+from wgk.model.requests import Owner
 from wgk.model.vocab import (
-    AUTHORITY, EDGES, NEEDS_CAPABILITY, TRANSACTION_KINDS, Actor, Kind, Phase,
+    AUTHORITY, NEEDS_CAPABILITY, TOKEN_BEARERS, TRANSACTION_KINDS, WAIT_NAMING_KINDS, Actor,
+    Disposition, Exit, Kind, Phase, Verdict,
 )
 
 from wgk.conformance.oracle.coverage import Shadow, classify, reachable, recording
@@ -84,6 +86,12 @@ def _variants(model: ModelSystem, r: Request, tasks: tuple[str, ...], history: d
     yield "outcome", [wire(base, "c"), wire(other, "c")]
     yield "outcome", [dict(wire(base, "u"), task="zz-unknown")]
     yield "outcome", [dict(wire(base, "b"), task="Bad Name")]
+    if base.expected_revision is not None:
+        yield "outcome", [wire(replace(base, expected_revision=base.expected_revision + 1), "er")]
+        moved = Phase.PREPARED if base.expected_phase == Phase.ABSENT else Phase.ABSENT
+        yield "outcome", [wire(replace(base, expected_phase=moved), "ep")]
+    if base.candidate or base.kind in TRANSACTION_KINDS:
+        yield "outcome", [wire(replace(base, candidate=base.candidate + 500), "ca")]
     if g.closed:
         yield "outcome", [dict(wire(base, "n"), principal="nobody")]
         for a in Actor:
@@ -118,31 +126,56 @@ def _variants(model: ModelSystem, r: Request, tasks: tuple[str, ...], history: d
 
 
 def _base_requests(model: ModelSystem, inst) -> Iterator[Request]:
-    """The enumeration's requests of every task, then, for each kind it offers no request of
-    here, one built from the kind's fields alone (its authority, checked first, is what such
-    a request can show in any state)."""
-    seen = set()
+    """The enumeration's requests of every task, then for every kind one built from the
+    kind's fields and the last task's current facts (its K and token, its phase and
+    revision), as each class of role its authority names: what the enumeration offers only
+    in some phases, such a request shows in any state."""
     for i in range(len(model.graph.tasks)):
         for r in task_steps(inst, model.state, i):
             if isinstance(r, Request):
-                seen.add(r.kind)
                 yield r
+    for k in Kind:
+        for actor in _actor_classes(k):
+            r = _exemplar(model, k, actor)
+            if r is not None:
+                yield r
+
+
+def _actor_classes(k: Kind) -> list[Actor]:
+    bearers = sorted(AUTHORITY[k] & TOKEN_BEARERS)
+    services = sorted(AUTHORITY[k] - TOKEN_BEARERS)
+    return bearers[:1] + services[:1]
+
+
+def _exemplar(model: ModelSystem, k: Kind, actor: Actor) -> Request | None:
     task = model.graph.tasks[-1]
     t = model.state.tasks[-1]
-    for k in Kind:
-        if k in seen:
-            continue
-        extra: dict[str, Any] = {}
-        if k in TRANSACTION_KINDS:
-            extra = dict(expected_phase=EDGES.get(k, ((Phase.ABSENT,), 0))[0][0],
-                         expected_revision=t.revision)
-        if k in NEEDS_CAPABILITY:
-            extra["cap"] = Capability(model.graph.graph_id, task, t.generation, t.attempt,
-                                      t.fence, t.lease_epoch)
-        try:
-            yield Request(k, sorted(AUTHORITY[k])[0], task, key="x", evidence="e", **extra)
-        except ValueError:
-            continue
+    extra: dict[str, Any] = {}
+    if k in TRANSACTION_KINDS:
+        extra.update(expected_phase=Exit(t.exit) if t.exit else Phase(t.phase),
+                     expected_revision=t.revision)
+    if k in NEEDS_CAPABILITY:
+        extra["cap"] = Capability(model.graph.graph_id, task, t.generation, t.attempt,
+                                  t.fence, t.lease_epoch)
+    if k in (Kind.DISPATCH, Kind.RETRY, Kind.RESUME):
+        extra["owner"] = Owner(t.owner_pid or 7, t.owner_birth or 7, t.session or 1)
+        extra["mint"] = 1000 + t.attempt
+    if k in (Kind.DISPATCH, Kind.RETRY):
+        extra["expected_attempt"] = t.attempt
+    if k in (Kind.RESET, Kind.REOPEN, Kind.ABANDON, Kind.RECONCILE, Kind.RECONSTRUCT):
+        extra["expected_generation"] = t.generation
+    if k in WAIT_NAMING_KINDS:
+        extra["correlation"] = t.waiting_on or 1
+    if k in (Kind.VALIDATE, Kind.ACCEPT):
+        extra["verdict"] = Verdict.PASS
+    if k == Kind.RECORD_DISPOSITION:
+        extra["disposition"] = Disposition.LAND
+    token = t.token if actor in TOKEN_BEARERS or k == Kind.RESUME else 0
+    try:
+        return Request(k, actor, task, key="x", evidence="e", candidate=t.candidate,
+                       base=t.base, token=token, **extra)
+    except ValueError:
+        return None
 
 
 # --- trying a candidate on a copy of the model -------------------------------------------
