@@ -78,6 +78,8 @@ def _variants(model: ModelSystem, r: Request, tasks: tuple[str, ...], history: d
         return replace(r, actor=actor, principal=holders[0]) if holders else None
 
     base = sent_as(r.actor)
+    for a in sorted(AUTHORITY[r.kind]):
+        base = base or sent_as(a)
     if base is None:
         return
     yield "outcome", [wire(base, "a")]
@@ -86,6 +88,9 @@ def _variants(model: ModelSystem, r: Request, tasks: tuple[str, ...], history: d
     yield "outcome", [wire(base, "c"), wire(other, "c")]
     yield "outcome", [dict(wire(base, "u"), task="zz-unknown")]
     yield "outcome", [dict(wire(base, "b"), task="Bad Name")]
+    for f in ("expected_generation", "expected_attempt"):
+        if getattr(base, f) is not None:
+            yield "outcome", [wire(replace(base, **{f: getattr(base, f) + 1}), f"e{f[9]}")]
     if base.expected_revision is not None:
         yield "outcome", [wire(replace(base, expected_revision=base.expected_revision + 1), "er")]
         moved = Phase.PREPARED if base.expected_phase == Phase.ABSENT else Phase.ABSENT
