@@ -17,7 +17,7 @@ from wgk.conformance.traces.format import load_traces
 HELP = "decision coverage: every cell the model can reach, sent to the implementation"
 EXAMPLES = """  wgk coverage                 per kind: reachable cells, covered, the uncovered named
   wgk coverage --json          the same as JSON, with every unreachable cell and its reason
-  wgk coverage --write         search witnesses for the cells no trace reaches, store them
+  wgk coverage --write         search a witness for every reachable cell, store them
 A cell is (kind, outcome), (kind, actor class) or (kind, capability class). The traces are
 replayed through the model and the implementation in lockstep, then the stored witnesses
 (conformance/oracle/witnesses.json); every request sent to the implementation is classified
@@ -28,7 +28,8 @@ answered differently or stale, 2 bad usage or input.
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--write", action="store_true",
-                   help="search witnesses for the cells the traces do not reach and store them")
+                   help="search a witness for every reachable cell (from the bundled traces' "
+                        "states) and store them")
     p.add_argument("--json", action="store_true", help="print the coverage as JSON")
     p.add_argument("--traces", metavar="PATH", action="append",
                    help="trace files or folders (default: the bundled traces)")
@@ -57,12 +58,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("no traces to measure coverage on")
     say = lambda m: progress(m, enabled=not args.json)
     if args.write:
-        found, unfound = witnesses.search(loaded, witnesses.trace_cells(loaded), progress=say)
-        path = witnesses.write(found, unfound)
+        if args.traces:
+            raise UsageError("--write searches from the bundled traces: no --traces")
+        found, unfound = witnesses.search(loaded, set(), progress=say)
+        path = witnesses.write(found, unfound, loaded)
         if args.json:
             emit_json({"written": str(path), "witnesses": len(found), "unfound": unfound})
         else:
-            print(f"{path}: {len(found)} witnesses ({sum(w['fork'] for w in found)} forks), "
+            print(f"{path}: {len(found)} witnesses ({sum(bool(w['fork']) for w in found)} forks), "
                   f"{len(unfound)} reachable cells without one")
             for c in unfound:
                 print(f"  no witness: {c}")

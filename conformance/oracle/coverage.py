@@ -247,6 +247,8 @@ def classify(s: State, r: Request, decision: dict, history: dict[int, set]) -> l
     """The cells the request ``r`` reaches in state ``s``, answered ``decision`` by the model
     (``history``: per task index, every token its attempts were opened with)."""
     out = [cell(r.kind, "outcome", outcome_of(decision))]
+    if decision.get("code") == Code.BAD_NAME.label:    # refused as it was read: nothing checked
+        return out
     fresh = r.key is None or s.journal.lookup(r.journal_key, r.digest)[0] is not True
     actor = _actor_class(s, r, fresh)
     if actor is not None and s.graph.closed:

@@ -11,12 +11,14 @@ token, the task's earlier one; a re-send of a refused request, the same key with
 bytes; an unknown task; a name outside the grammar), decides each on a copy of the model
 and keeps the first sequence that reaches a cell still missing. A witness whose requests
 all leave the task state as it was is sent *inline* (before the trace's step ``at``, the
-walk then goes on); one that changes it (or revokes a principal) is a *fork*: the trace's
+walk then goes on; a witness with no steps is the trace's own request before ``at``); one that changes it (or revokes a principal) is a *fork*: the trace's
 prefix replayed on fresh systems, then the witness.
 
 ``WITNESSES`` (``witnesses.json``) holds them with the digest of the model's files they
-were searched on (``model_digest``): when the model changed since, they are stale (``wgk
-coverage --write`` searches again). ``replay_witnesses`` sends them to the model and the
+were searched on (``model_digest``) and of the trace files they start from: when either
+changed since, they are stale (``wgk coverage --write`` searches again). They are searched
+for every reachable cell, whatever the traces reach, so that the quick budget reaches each
+one even when the gate replays other traces (``--traces``). ``replay_witnesses`` sends them to the model and the
 implementation side by side while ``coverage.recording()`` is active; each must be
 answered alike.
 """
@@ -84,6 +86,8 @@ def _variants(model: ModelSystem, r: Request, tasks: tuple[str, ...], history: d
         return
     yield "outcome", [wire(base, "a")]
     yield "outcome", [wire(base, "d"), wire(base, "d")]
+    if base.evidence:                   # the same evidence again under a new key
+        yield "outcome", [wire(base, "p"), wire(base, "q")]
     other = replace(base, evidence=(base.evidence or "") + "x")
     yield "outcome", [wire(base, "c"), wire(other, "c")]
     yield "outcome", [dict(wire(base, "u"), task="zz-unknown")]
@@ -95,8 +99,12 @@ def _variants(model: ModelSystem, r: Request, tasks: tuple[str, ...], history: d
         yield "outcome", [wire(replace(base, expected_revision=base.expected_revision + 1), "er")]
         moved = Phase.PREPARED if base.expected_phase == Phase.ABSENT else Phase.ABSENT
         yield "outcome", [wire(replace(base, expected_phase=moved), "ep")]
-    if base.candidate or base.kind in TRANSACTION_KINDS:
-        yield "outcome", [wire(replace(base, candidate=base.candidate + 500), "ca")]
+    if base.candidate or base.kind in TRANSACTION_KINDS or base.kind == Kind.ARCHIVE:
+        alien = names.cid("coverage-other-candidate")
+        yield "outcome", [wire(replace(base, candidate=alien), "ca")]
+        yield "outcome", [wire(replace(base, base=alien), "cb")]
+    if base.imports or base.kind in (Kind.DISPATCH, Kind.RETRY):
+        yield "outcome", [wire(replace(base, imports=names.cid("coverage-other-candidate")), "ci")]
     if g.closed:
         yield "outcome", [dict(wire(base, "n"), principal="nobody")]
         for a in Actor:
@@ -131,19 +139,20 @@ def _variants(model: ModelSystem, r: Request, tasks: tuple[str, ...], history: d
 
 
 def _base_requests(model: ModelSystem, inst) -> Iterator[Request]:
-    """The enumeration's requests of every task, then for every kind one built from the
-    kind's fields and the last task's current facts (its K and token, its phase and
+    """The enumeration's requests of every task, then for every task and kind one built from
+    the kind's fields and the task's current facts (its K and token, its phase and
     revision), as each class of role its authority names: what the enumeration offers only
     in some phases, such a request shows in any state."""
     for i in range(len(model.graph.tasks)):
         for r in task_steps(inst, model.state, i):
             if isinstance(r, Request):
                 yield r
-    for k in Kind:
-        for actor in _actor_classes(k):
-            r = _exemplar(model, k, actor)
-            if r is not None:
-                yield r
+    for i in range(len(model.graph.tasks)):
+        for k in Kind:
+            for actor in _actor_classes(k):
+                r = _exemplar(model, i, k, actor)
+                if r is not None:
+                    yield r
 
 
 def _actor_classes(k: Kind) -> list[Actor]:
@@ -152,9 +161,9 @@ def _actor_classes(k: Kind) -> list[Actor]:
     return bearers[:1] + services[:1]
 
 
-def _exemplar(model: ModelSystem, k: Kind, actor: Actor) -> Request | None:
-    task = model.graph.tasks[-1]
-    t = model.state.tasks[-1]
+def _exemplar(model: ModelSystem, i: int, k: Kind, actor: Actor) -> Request | None:
+    task = model.graph.tasks[i]
+    t = model.state.tasks[i]
     extra: dict[str, Any] = {}
     if k in TRANSACTION_KINDS:
         extra.update(expected_phase=Exit(t.exit) if t.exit else Phase(t.phase),
@@ -187,24 +196,25 @@ def _exemplar(model: ModelSystem, k: Kind, actor: Actor) -> Request | None:
 
 
 def _try(model: ModelSystem, history: dict, steps: list[dict]) -> tuple[set, bool]:
-    """The cells the steps reach and whether they changed the task state (or revoked)."""
+    """The cells the steps reach and whether they changed the task state (True), or only
+    revoked a principal (``"revoke"``), or nothing but journal entries (False)."""
     snap = model.snapshot()
     found: set = set()
-    changed = False
+    changed: Any = False
     try:
         for step in steps:
             if "request" not in step and "kind" in step:
                 step = {"request": step}
             if "env" in step:
                 model.apply(step)
-                changed = True
+                changed = changed or (REVOKE if step["env"] == REVOKE else True)
                 continue
             s = model.state
             r = request_from_wire(step["request"], model.names, "/request")
             d, s2 = decide_wire(s, r, step["request"], model.rules)
             found.update(classify(s, r, d.to_json(), history))
             if s2.tasks != s.tasks or s2.target != s.target or s2.now != s.now:
-                changed = True
+                changed = True          # a revoke followed by refusals alone stays "revoke"
             model.state = s2
     except (StepError, WireError):
         return set(), True
@@ -235,6 +245,12 @@ def search(traces: Iterable, covered: set, progress: Callable[[str], None] | Non
         shadow._note()
         for n in range(len(trace.steps) + 1):
             step = trace.steps[n] if n < len(trace.steps) else None
+            if step is not None and "request" in step:
+                hit = _try(model, shadow.history, [step])[0] & need
+                if hit:                 # the trace's own request: walking it there sends it
+                    need -= hit
+                    out.append({"trace": trace.id, "at": n + 1, "fork": False,
+                                "cells": sorted(hit), "steps": []})
             if step is None or "request" in step:
                 out += _search_state(trace, n, model, shadow.history, inst, need)
             if step is None or not need:
@@ -275,8 +291,17 @@ def _search_state(trace, n: int, model: ModelSystem, history: dict, inst, need: 
 # --- stored witnesses -----------------------------------------------------------------------
 
 
-def write(witnesses: list[dict], unfound: list[str], path: Path = WITNESSES) -> Path:
+def trace_digests(traces: Iterable, ids: Iterable[str]) -> dict[str, str]:
+    """sha256 of the files of the traces ``ids`` names (witnesses start from their states)."""
+    want = set(ids)
+    return {t.id: hashlib.sha256(Path(t.path).read_bytes()).hexdigest()
+            for t in traces if t.id in want and t.path}
+
+
+def write(witnesses: list[dict], unfound: list[str], traces: Iterable = (),
+          path: Path = WITNESSES) -> Path:
     doc = {"format": FORMAT, "model-digest": model_digest(), "unfound": unfound,
+           "traces": trace_digests(traces, {w["trace"] for w in witnesses}),
            "witnesses": witnesses}
     path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return path
@@ -289,8 +314,13 @@ def load(path: Path = WITNESSES) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def stale(doc: dict) -> bool:
-    return doc.get("model-digest") != model_digest()
+def stale(doc: dict, traces: Iterable = ()) -> bool:
+    """The model changed since the witnesses were searched, or a trace they start from did
+    (among ``traces``; one not given is not compared)."""
+    if doc.get("model-digest") != model_digest():
+        return True
+    have = trace_digests(traces, doc.get("traces", {}))
+    return any(doc["traces"].get(tid) != digest for tid, digest in have.items())
 
 
 # --- replaying them -------------------------------------------------------------------------
@@ -313,15 +343,22 @@ def replay_witnesses(traces: list, witnesses: list[dict], make_impl: Callable
             inline = [w for w in ws if not w["fork"]]
             if inline:
                 problems += _run(trace, inline, make_impl)
+            revoking: dict[tuple, list[dict]] = {}
             for w in ws:
-                if w["fork"]:
+                if w["fork"] == REVOKE:     # one fork per revocation, its refusals after it
+                    revoking.setdefault((w["at"], json.dumps(w["steps"][0])), []).append(w)
+                elif w["fork"]:
                     problems += _run(trace, [w], make_impl)
+            for (n, first), group in revoking.items():
+                problems += _run(trace, [dict(w, steps=w["steps"][1:]) for w in group],
+                                 make_impl, before={n: [json.loads(first)]})
     return cells, problems
 
 
-def _run(trace, ws: list[dict], make_impl: Callable) -> list[str]:
+def _run(trace, ws: list[dict], make_impl: Callable, before: dict | None = None) -> list[str]:
     """The trace's steps with the witnesses sent before the steps they name (up to the last
-    witness), model and implementation answering each alike."""
+    witness; ``before``: steps taken once before the witnesses of a step), model and
+    implementation answering each alike."""
     problems: list[str] = []
     model, impl = ModelSystem(trace), make_impl(trace)
     at: dict[int, list[dict]] = {}
@@ -330,6 +367,9 @@ def _run(trace, ws: list[dict], make_impl: Callable) -> list[str]:
     last = max(at)
     try:
         for n in range(last + 1):
+            for step in (before or {}).get(n, []):
+                model.apply(step)
+                impl.apply(step)
             for w in at.get(n, []):
                 for step in w["steps"]:
                     want, got = _send(model, step), _send(impl, step)
@@ -339,8 +379,11 @@ def _run(trace, ws: list[dict], make_impl: Callable) -> list[str]:
                                         f"{got}")
                         return problems
             if n < len(trace.steps) and n < last:
-                model.apply(trace.steps[n])
-                impl.apply(trace.steps[n])
+                want, got = model.apply(trace.steps[n]), impl.apply(trace.steps[n])
+                if want != got:
+                    problems.append(f"{trace.id} step {n}: the model {want}, the "
+                                    f"implementation {got}")
+                    return problems
     except StepError as e:
         problems.append(f"{trace.id}: {e} (stale: run wgk coverage --write)")
     finally:

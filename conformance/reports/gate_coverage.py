@@ -15,8 +15,9 @@ import time
 from wgk.conformance.oracle import witnesses
 from wgk.conformance.oracle.coverage import cells, per_kind
 from wgk.conformance.oracle.impl_system import ImplSystem
-from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, flag_of
+from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, bundled_traces, flag_of
 from wgk.conformance.reports.gate_report import Check
+from wgk.conformance.traces.format import load_traces
 
 #: The sections whose checks carry the cells they sent (``data["cells"]``).
 MEASURED = ("replay", "probes", "fuzz")
@@ -37,13 +38,15 @@ def sent_cells(sections: dict) -> set | None:
 def measure(loaded: list, earlier: set | None, doc: dict | None = None) -> dict:
     """The coverage of the checks that sent ``earlier`` (the traces alone, by the model, when
     None) plus the witnesses of ``doc`` (the stored ones by default) replayed against the
-    implementation: per kind, the stale flag, the witnesses' problems."""
+    implementation from the bundled traces' states: per kind, the stale flag, the witnesses'
+    problems."""
     doc = witnesses.load() if doc is None else doc
     t0 = time.perf_counter()
     base = witnesses.trace_cells(loaded) if earlier is None else set(earlier)
-    sent, problems = witnesses.replay_witnesses(loaded, doc["witnesses"], ImplSystem)
+    bundled = load_traces([str(bundled_traces())])       # where the witnesses start
+    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], ImplSystem)
     covered = base | sent
-    return {"stale": witnesses.stale(doc), "witnesses": len(doc["witnesses"]),
+    return {"stale": witnesses.stale(doc, bundled), "witnesses": len(doc["witnesses"]),
             "problems": problems, "kinds": per_kind(covered), "seconds": time.perf_counter() - t0,
             "covered": len(covered & {c for c, why in cells().items() if why is None}),
             "reachable": sum(why is None for why in cells().values())}
