@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -262,7 +263,78 @@ def search(traces: Iterable, covered: set, progress: Callable[[str], None] | Non
             shadow._note()
         if progress:
             progress(f"{trace.id}: {len(need)} cells left")
+    seen: set = set()
+    deadline = time.monotonic() + TWO_STEP_SECONDS
+    for trace in traces:                # two steps: a request applied first, then the cell's
+        if not need or time.monotonic() > deadline:
+            break
+        out += _search_two(trace, need, seen, deadline)
+        if progress:
+            progress(f"{trace.id} (two steps): {len(need)} cells left")
     return out, sorted(need)
+
+
+#: How long the search of two-step witnesses may take (each distinct state is tried once).
+TWO_STEP_SECONDS = 240.0
+
+
+def _search_two(trace, need: set, seen: set, deadline: float) -> list[dict]:
+    """Witnesses of two steps from the states of ``trace`` not ``seen`` before: a request the
+    model applies (one built per task and kind, ``_exemplar``), then a request of a kind with
+    a cell missing."""
+    out: list[dict] = []
+    try:
+        model = ModelSystem(trace)
+    except StepError:
+        return out
+    inst = fuzz_instance(FuzzConfig(tasks=len(model.graph.tasks), review=True))
+    history: dict = {}
+    for n in range(len(trace.steps) + 1):
+        step = trace.steps[n] if n < len(trace.steps) else None
+        here = (model.state.tasks, model.state.target, model.state.now, model.state.revoked)
+        if (step is None or "request" in step) and here not in seen \
+                and time.monotonic() < deadline:
+            seen.add(here)
+            for first in _firsts(model):
+                snap = model.snapshot()
+                try:
+                    model.apply(first)
+                    if model.state.tasks == snap[0].tasks:
+                        continue
+                    found = _search_state(trace, n, model, history, inst, set(need))
+                finally:
+                    model.restore(snap)
+                for w in found:
+                    hit = set(w["cells"]) & need
+                    if hit:
+                        need -= hit
+                        out.append(dict(w, fork=True, cells=sorted(hit),
+                                        steps=[first] + w["steps"]))
+                if not need:
+                    return out
+        if step is None:
+            break
+        try:
+            model.apply(step)
+        except StepError:
+            break
+    return out
+
+
+def _firsts(model: ModelSystem) -> Iterator[dict]:
+    for i in range(len(model.graph.tasks)):
+        for k in Kind:
+            for actor in _actor_classes(k):
+                r = _exemplar(model, i, k, actor)
+                if r is None:
+                    continue
+                if model.graph.closed:
+                    holders = [p for p in _holders(model.graph, actor)
+                               if p not in model.state.revoked]
+                    if not holders:
+                        continue
+                    r = replace(r, principal=holders[0])
+                yield {"request": dict(request_to_wire(r, model.names), key=f"cov-first-{i}-{k.value}")}
 
 
 def _search_state(trace, n: int, model: ModelSystem, history: dict, inst, need: set) -> list[dict]:
