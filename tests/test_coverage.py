@@ -187,6 +187,22 @@ def test_the_section_fails_naming_the_cell_when_its_witness_is_removed(loaded, r
     assert target in without[kind].detail or target.split("/", 1)[1] in without[kind].data["uncovered"]
 
 
+def test_a_cell_no_search_reaches_is_unreachable_by_the_explorations_reason_and_fails_without_it(
+        loaded, replayed):
+    doc = witnesses.load()
+    assert set(doc["unreached"]) <= set(doc["unfound"])
+    cell_, why = next(iter(doc["unreached"].items()))
+    kind = cell_.split("/")[0]
+    short = cell_.split("/", 1)[1]
+    none = dict(doc, witnesses=[])
+    listed = {c.name: c for c in coverage_checks("quick", None, loaded, replayed, none)}
+    assert listed[kind].data["unreachable"][short] == why and "bounded exploration" in why
+    assert short not in listed[kind].data["uncovered"]
+    bare = {c.name: c for c in coverage_checks("quick", None, loaded, replayed,
+                                               dict(none, unreached={}))}
+    assert short in bare[kind].data["uncovered"] and bare[kind].verdict == "fail"
+
+
 def test_a_stale_witness_file_fails_the_section_with_the_command(loaded, replayed):
     doc = dict(_one_witness(replayed), **{"model-digest": "0" * 64})
     checks = {c.name: c for c in coverage_checks("quick", None, loaded, replayed, doc)}

@@ -17,7 +17,8 @@ from wgk.conformance.traces.format import load_traces
 HELP = "decision coverage: every cell the model can reach, sent to the implementation"
 EXAMPLES = """  wgk coverage                 per kind: reachable cells, covered, the uncovered named
   wgk coverage --json          the same as JSON, with every unreachable cell and its reason
-  wgk coverage --write         search a witness for every reachable cell, store them
+  wgk coverage --write         search a witness for every reachable cell, store them; a
+                               refusal no witness reaches is explored for in the model
 A cell is (kind, outcome), (kind, actor class) or (kind, capability class). The traces are
 replayed through the model and the implementation in lockstep, then the stored witnesses
 (conformance/oracle/witnesses.json); every request sent to the implementation is classified
@@ -61,15 +62,17 @@ def run(args: argparse.Namespace) -> int:
         if args.traces:
             raise UsageError("--write searches from the bundled traces: no --traces")
         found, unfound = witnesses.search(loaded, set(), progress=say)
-        path = witnesses.write(found, unfound, loaded)
+        say(f"exploring the model for the {len(unfound)} cells without a witness ...")
+        unreached = witnesses.explore_unfound(unfound) if unfound else {}
+        path = witnesses.write(found, unfound, loaded, unreached=unreached)
         if args.json:
             emit_json({"written": str(path), "witnesses": len(found), "unfound": unfound})
         else:
             print(f"{path}: {len(found)} witnesses ({sum(bool(w['fork']) for w in found)} forks), "
                   f"{len(unfound)} reachable cells without one")
             for c in unfound:
-                print(f"  no witness: {c}")
-        return 1 if unfound else 0
+                print(f"  no witness: {c}" + (f" ({unreached[c]})" if c in unreached else ""))
+        return 1 if set(unfound) - set(unreached) else 0
     say("replaying the traces ...")
     m = measure(loaded, _replayed(loaded))
     bad = m["stale"] or m["problems"] or any(r["uncovered"] for r in m["kinds"].values())

@@ -392,10 +392,13 @@ class Shadow:
 # --- reports --------------------------------------------------------------------------------
 
 
-def per_kind(covered: set) -> dict[str, dict]:
-    """Per kind: reachable, covered and unreachable cells (with their reasons)."""
+def per_kind(covered: set, unreached: dict[str, str] | None = None) -> dict[str, dict]:
+    """Per kind: reachable, covered and unreachable cells (with their reasons; ``unreached``:
+    the cells the tables allow but a bounded exploration of the model never reaches, with
+    its reason, listed as unreachable)."""
     out: dict[str, dict] = {}
     for name, why in cells().items():
+        why = why if why is not None else (unreached or {}).get(name)
         kind, family, value = split_cell(name)
         row = out.setdefault(kind, {"reachable": 0, "covered": 0, "uncovered": [],
                                     "unreachable": {}})

@@ -5,7 +5,9 @@ implementation, per kind.
 The replay, probes and fuzz sections record the cells of every request they send to the
 implementation (``coverage.recording``, in the lockstep driver); this section adds the
 stored witnesses (``wgk.conformance.oracle.witnesses``), replayed in lockstep against the
-implementation, and fails a kind with any reachable cell nobody sent, naming the cells.
+implementation, and fails a kind with any reachable cell nobody sent, naming the cells (a
+cell the tables allow but neither the witness search nor a bounded exploration of the model
+reaches is listed as unreachable with that exploration as its reason).
 Stale witnesses (the model changed since they were searched) fail the section with the
 command that searches them again."""
 from __future__ import annotations
@@ -46,10 +48,13 @@ def measure(loaded: list, earlier: set | None, doc: dict | None = None) -> dict:
     bundled = load_traces([str(bundled_traces())])       # where the witnesses start
     sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], ImplSystem)
     covered = base | sent
+    unreached = {c: why for c, why in doc.get("unreached", {}).items() if c not in covered}
     return {"stale": witnesses.stale(doc, bundled), "witnesses": len(doc["witnesses"]),
-            "problems": problems, "kinds": per_kind(covered), "seconds": time.perf_counter() - t0,
+            "problems": problems, "kinds": per_kind(covered, unreached),
+            "seconds": time.perf_counter() - t0,
             "covered": len(covered & {c for c, why in cells().items() if why is None}),
-            "reachable": sum(why is None for why in cells().values())}
+            "reachable": sum(why is None for why in cells().values()) - len(unreached),
+            "unreached": unreached}
 
 
 def coverage_checks(budget: str, progress: Progress | None, loaded: list,
@@ -64,7 +69,8 @@ def coverage_checks(budget: str, progress: Progress | None, loaded: list,
                  "stale: run wgk coverage --write" if m["stale"] else
                  (m["problems"][0] if m["problems"] else ""),
                  {"witnesses": m["witnesses"], "problems": m["problems"][:20],
-                  "covered": m["covered"], "reachable": m["reachable"]})]
+                  "covered": m["covered"], "reachable": m["reachable"],
+                  "unreached": m["unreached"]})]
     for kind, row in m["kinds"].items():
         missing = row["uncovered"]
         detail = (f"{len(missing)} of {row['reachable']} reachable cells never sent: "
