@@ -3,8 +3,8 @@ model's decision space, the instrumentation of the lockstep driver, the witnesse
 gate's coverage section (which fails, naming the cell, when a witness is removed)."""
 from __future__ import annotations
 
-import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,9 +21,9 @@ from wgk.conformance.reports.gate_coverage import coverage_checks
 from wgk.conformance.reports.gate_split import LATE
 from wgk.conformance.traces.format import TraceError, load_trace, load_traces, parse_trace
 from wgk.model.kernel import authenticated, revoke_principal
-from wgk.model.requests import Request
+from wgk.model.requests import Capability, Request
 from wgk.model.state import Graph, initial_state
-from wgk.model.vocab import AUTHORITY, NEEDS_CAPABILITY, Actor, Kind
+from wgk.model.vocab import NEEDS_CAPABILITY, Actor, Kind
 
 ROOT = Path(__file__).resolve().parents[1]
 REVOKED = ROOT / "traces" / "incidents" / "40-revoked-credential-refused.json"
@@ -133,6 +133,34 @@ def test_capability_classes_name_the_one_field_off():
         replay(trace, [ModelSystem(trace), ImplSystem(trace)])
     assert any("/capability/" in c for c in sent)
     assert all(c in cells() for c in sent)
+
+
+def test_each_field_of_k_off_by_one_and_each_wrong_token_is_its_own_cell():
+    trace = load_trace(ROOT / "traces" / "incidents" / "10-stale-capability-rejected.json")
+    m = ModelSystem(trace)
+    for step in trace.steps:
+        if any(t.attempt_state == 1 and t.token for t in m.state.tasks):
+            break
+        m.apply(step)
+    s = m.state
+    i = next(n for n, t in enumerate(s.tasks) if t.attempt_state == 1 and t.token)
+    t, name = s.tasks[i], s.graph.tasks[i]
+    k = Capability(s.graph.graph_id, name, t.generation, t.attempt, t.fence, t.lease_epoch)
+    hb = lambda **kw: Request(Kind.HEARTBEAT, Actor.WORKER, name, key="h", evidence="e",
+                              **{"cap": k, "token": t.token, **kw})
+    cap = lambda r: [c for c in classify(s, r, {"decision": "rejected"}, {i: {t.token, 99}})
+                     if "/capability/" in c]
+    assert cap(hb()) == ["heartbeat/capability/exact"]
+    for field, label in (("generation", "generation"), ("attempt", "attempt"),
+                         ("fence", "fence"), ("lease_epoch", "lease-epoch")):
+        v = getattr(k, field)
+        assert cap(hb(cap=replace(k, **{field: v + 1}))) == [f"heartbeat/capability/{label}-ahead"]
+        if v > 0:
+            assert cap(hb(cap=replace(k, **{field: v - 1}))) == [f"heartbeat/capability/{label}-stale"]
+    assert cap(hb(cap=replace(k, graph="other"))) == ["heartbeat/capability/graph-foreign"]
+    assert cap(hb(token=0)) == ["heartbeat/capability/token-none"]
+    assert cap(hb(token=99)) == ["heartbeat/capability/token-stale"]
+    assert cap(hb(token=0, cap=replace(k, fence=k.fence + 1))) == []     # two things off: none
 
 
 def test_recording_sees_only_the_requests_sent_to_the_implementation():

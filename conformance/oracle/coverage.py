@@ -30,7 +30,7 @@ import functools
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
-from wgk.model.kernel import authenticated, decide_fresh, generic_checks, role_held
+from wgk.model.kernel import authenticated, role_held
 from wgk.model.requests import Capability, Request
 from wgk.model.rules import RULES
 from wgk.model.state import State
