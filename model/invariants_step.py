@@ -161,10 +161,17 @@ def retry_needs_proof(s: State, r, d, s2: State) -> Any:
     return all_of(*[ok(t, t2) for _, t, t2 in pairs(s, s2)])
 
 
+def _revoked(s: State, r) -> bool:
+    """The sender's credential was revoked: it is answered as an unknown one, its journal
+    entries no longer answer it."""
+    return r.principal is not None and r.principal in s.revoked
+
+
 @prop("idempotent-replay", scope="step", incidents=(5, 7, 13))
 def idempotent_replay(s: State, r, d, s2: State) -> Any:
-    """A used key with the same bytes returns the stored response and changes nothing."""
-    if r.key is None:
+    """A used key with the same bytes (from a sender not revoked) returns the stored response
+    and changes nothing."""
+    if r.key is None or _revoked(s, r):
         return True
     used, same, kind, code = s.journal.lookup(r.journal_key, r.digest)
     return implies(all_of(used, same), all_of(
@@ -174,8 +181,9 @@ def idempotent_replay(s: State, r, d, s2: State) -> Any:
 
 @prop("idempotency-conflict-holds", scope="step", incidents=(5,))
 def idempotency_conflict_holds(s: State, r, d, s2: State) -> Any:
-    """A used key with different bytes is rejected as an idempotency conflict and changes nothing."""
-    if r.key is None:
+    """A used key with different bytes (from a sender not revoked) is rejected as an idempotency
+    conflict and changes nothing."""
+    if r.key is None or _revoked(s, r):
         return True
     used, same, _, _ = s.journal.lookup(r.journal_key, r.digest)
     return implies(all_of(used, not_(same)), all_of(

@@ -2,7 +2,8 @@
 
 Order of checks, the same for every request:
 
-0. authentication: a request naming a principal the graph does not know, or
+0. authentication: a request naming a principal the graph does not know (or one
+   whose credential was revoked), or
    naming none where the graph requires one, is ``not-authenticated`` and
    consumes nothing (no journal entry); every key lives in its sender's
    namespace (``Request.journal_key``);
@@ -132,10 +133,19 @@ def evaluate(s: State, checks: list, update: Callable[[], State], kind: Any) -> 
 
 
 def authenticated(s: State, r: Request) -> bool:
-    """Check 0: the request names a principal the graph knows (or none, in an open graph)."""
+    """Check 0: the request names a principal the graph knows and has not revoked (or none, in
+    an open graph): a revoked credential is answered as an unknown one."""
     if r.principal is None:
         return not s.graph.closed
-    return r.principal in s.graph.principals
+    return r.principal in s.graph.principals and r.principal not in s.revoked
+
+
+def revoke_principal(s: State, name: str) -> State:
+    """The state after the principal ``name``'s credential is revoked (``ValueError`` for a
+    principal the graph does not declare); revoking twice changes nothing more."""
+    if name not in s.graph.principals or not s.graph.closed:
+        raise ValueError(f"revoke names undeclared principal {name!r}")
+    return s if name in s.revoked else replace(s, revoked=s.revoked | {name})
 
 
 def role_held(s: State, r: Request) -> bool:

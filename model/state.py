@@ -289,6 +289,8 @@ class State:
     target: Any = 0                # env: commit the target ref points at
     now: Any = 0                   # logical clock
     journal: Any = Journal()
+    #: principals whose credential was revoked: answered as an unknown one (not-authenticated)
+    revoked: frozenset = frozenset()
 
     def task(self, name: str) -> TaskState:
         return self.tasks[self.graph.index[name]]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from wgk.conformance.oracle.systems import CONVERGE
+from wgk.conformance.oracle.systems import CONVERGE, REVOKE
 
 from wgk.conformance.cli.main import main
 from wgk.conformance.traces.format import (
@@ -44,8 +44,9 @@ def test_schema_enums_are_the_vocabulary():
     assert req["kind"]["enum"] == Kind.labels()
     assert req["actor"]["enum"] == Actor.labels()
     assert d["decision"]["properties"]["code"]["enum"] == [c for c in Code.labels() if c != "none"]
-    # the model's environment steps, and the daemon's convergence (run as requests)
-    assert d["env-step"]["properties"]["env"]["enum"] == EnvKind.labels() + [CONVERGE]
+    # the model's environment steps, the daemon's convergence (run as requests) and the
+    # operator's revocation of a principal
+    assert d["env-step"]["properties"]["env"]["enum"] == EnvKind.labels() + [CONVERGE, REVOKE]
     tf = d["task-facts"]["properties"]
     assert tf["status"]["enum"] == Status.labels()
     assert tf["phase"]["enum"] == Phase.labels()

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "record": "wgk.conformance.cli.cmd_record",
     "export-itf": "wgk.conformance.cli.cmd_export_itf",
     "trace-matrix": "wgk.conformance.cli.cmd_trace_matrix",
+    "coverage": "wgk.conformance.cli.cmd_coverage",
     "kernel": "wgk.impl.cli.kernel",
     "demo": "wgk.impl.cli.demo",
     "complexity": "wgk.conformance.cli.cmd_complexity",

@@ -27,11 +27,13 @@ from wgk.impl import BadRequest, EnvError, Kernel, MemoryWorld, no_hook
 from wgk.impl.setup_wire import SetupError, initial_of as wire_initial_of, setup, wire_seeds
 
 from wgk.impl import pg
+from wgk.impl.principals import PrincipalError
 from wgk.impl.world_steps import apply_env
+from wgk.conformance.oracle.coverage import Shadow
 from wgk.conformance.oracle.real_world import RealWorld
 from wgk.conformance.oracle.systems import (
-    CONVERGE, StepError, credential_of, daemon_principal, env_part, split_principal, token_hash,
-    with_ready,
+    CONVERGE, REVOKE, StepError, credential_of, daemon_principal, env_part, split_principal,
+    token_hash, with_ready,
 )
 
 #: The database every ImplSystem opens: None for a SQLite file in its directory, or a
@@ -80,6 +82,7 @@ class ImplSystem:
                  hook=no_hook, world: Any = "memory"):
         graph = getattr(source, "graph", source)
         initial = getattr(source, "initial", initial) or {}
+        self.shadow = Shadow.of(source, initial)        # decision coverage, while recording
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="wgk-impl-")
         self.workdir = workdir or self._tmp.name
         self._db = database(self.workdir)
@@ -102,6 +105,7 @@ class ImplSystem:
         """An implementation on an existing database file and world (a restored snapshot)."""
         self = cls.__new__(cls)
         self._tmp = None
+        self.shadow = None
         self._db = None
         self.workdir = os.path.dirname(path) if not pg.is_dsn(path) else tempfile.gettempdir()
         self.path = path
@@ -112,6 +116,8 @@ class ImplSystem:
         return self
 
     def apply(self, step: dict) -> dict | None:
+        if self.shadow is not None:
+            self.shadow.step(step)
         if "request" in step:
             try:
                 body, credential = split_principal(step["request"])
@@ -123,12 +129,21 @@ class ImplSystem:
             self.crash()
         elif wire.get("env") == CONVERGE:
             self.converge()
+        elif wire.get("env") == REVOKE:
+            self.revoke(wire.get("principal"))
         elif wire.get("env") != "lost-response":
             try:
                 apply_env(self.kernel, wire)
             except EnvError as e:
                 raise StepError(str(e)) from None
         return None
+
+    def revoke(self, name: Any) -> None:
+        """The operator revokes a principal's credential (a ledger event of the kernel)."""
+        try:
+            self.kernel.principals.revoke(name)
+        except PrincipalError as e:
+            raise StepError(str(e)) from None
 
     def converge(self):
         """The daemon converges (with the trace's daemon credential, when it declares one)."""

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from wgk.model.env import EnvError, apply_env
 from wgk.model.invariants import step_violations, violations
-from wgk.model.kernel import Decision, Rules, authenticated, decide
+from wgk.model.kernel import Decision, Rules, authenticated, decide, revoke_principal
 from wgk.model.names import refused_name
 from wgk.model.observe import Names, observe
 from wgk.model.projections import ready_tasks
@@ -53,6 +53,10 @@ class System(Protocol):
 #: The environment step "the daemon converges" (the model: every due scheduled action; the
 #: implementation: ``converge()``).
 CONVERGE = "converge"
+
+#: The step "the operator revokes a principal's credential" (``{"env": "revoke", "principal":
+#: name}``; the model: ``revoke_principal``; the implementation: its principal revocation).
+REVOKE = "revoke"
 
 def with_ready(projection: dict, ready) -> dict:
     """The projection with ``ready``: the open tasks whose dependencies are all Done, by name
@@ -265,6 +269,11 @@ class ModelSystem:
             return d.to_json()
         if step.get("env") == CONVERGE:
             return self._converge()
+        if step.get("env") == REVOKE:
+            self.state = self._revoked(before, step)
+            self.last = None
+            self._violations = violations(self.state)
+            return None
         try:
             self.state = apply_env(before, env_from_wire(env_part(step), self.names))
         except (EnvError, WireError) as e:
@@ -272,6 +281,13 @@ class ModelSystem:
         self.last = None
         self._violations = violations(self.state)
         return None
+
+    @staticmethod
+    def _revoked(s: State, step: dict) -> State:
+        try:
+            return revoke_principal(s, step.get("principal"))
+        except ValueError as e:
+            raise StepError(str(e)) from None
 
     def _converge(self) -> None:
         """The daemon converges: every due scheduled action (``daemon.converge``)."""
@@ -296,6 +312,9 @@ class ModelSystem:
         try:
             if "request" in step or step.get("env") == CONVERGE:
                 copy.copy(self).apply(step)       # its own state; the names restored below
+                return
+            if step.get("env") == REVOKE:
+                self._revoked(self.state, step)
                 return
             try:
                 apply_env(self.state, env_from_wire(env_part(step), self.names))

@@ -36,6 +36,7 @@ from wgk.conformance.reports.gate_real import (
 )
 from wgk.conformance.check.workers import every_core
 from wgk.conformance.reports.gate_pool import Done, Part, guarded, run_parts, scratch
+from wgk.conformance.reports.gate_coverage import coverage_checks
 from wgk.conformance.reports.gate_probes import probe_checks
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
 from wgk.conformance.reports.gate_split import LATE, split
@@ -77,6 +78,7 @@ SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mut
                                         ("races", race_checks),
                                         ("fuzz", fuzz_checks),
                                         ("trace-matrix", trace_matrix_checks),
+                                        ("coverage", coverage_checks),
                                         ("impl-mutants", impl_mutant_checks),
                                         ("verify-guards", verify_guard_checks)]
 
@@ -96,6 +98,10 @@ def _call(name: str, budget: str, progress: Progress | None, *, loaded: list | N
         return fn(budget, progress, backend)
     if name == "trace-matrix":
         return fn(budget, progress, earlier)
+    if name == "coverage":
+        if not loaded:
+            raise Nothing(f"no traces to measure coverage on in {', '.join(sources or ['?'])}")
+        return fn(budget, progress, loaded, earlier.cells if earlier is not None else None)
     return fn(budget, progress, **part)
 
 

@@ -17,6 +17,7 @@ from wgk.conformance.check.explore import Instance
 
 BUDGETS = {
     "quick": {"prove": 2, "mutants": True, "replay": True, "trace-matrix": False, "contract": True,
+              "coverage": True,
               "races": {"processes": 3, "rounds": 20}, "two-kernels": True,
               "batches": {"size": 3, "traces": 3}, "probes": {"traces": 1}, "real-world": {"traces": 6, "cuts": 1},
               "explore": [Instance(tasks=1), Instance(tasks=2)],
@@ -24,6 +25,7 @@ BUDGETS = {
               "fuzz": {"examples": 30, "steps": 25, "tasks": 2,
                        "shapes": ["chain", "fan-in", "diamond"]}},
     "default": {"prove": 3, "unbounded": True, "mutants": True, "replay": True, "trace-matrix": True,
+                "coverage": True,
                 "contract": True, "races": {"processes": 8, "rounds": 100}, "two-kernels": True,
                 "batches": {"size": 3, "traces": "all"}, "probes": {"traces": 4}, "real-world": {"traces": "all", "cuts": 4},
                 "explore": [Instance(tasks=3)],
@@ -31,6 +33,7 @@ BUDGETS = {
                 "fuzz": {"examples": 150, "steps": 40, "tasks": 3,
                          "shapes": ["chain", "fan-in", "diamond"]}},
     "deep": {"prove": 4, "unbounded": True, "mutants": True, "replay": True, "trace-matrix": True,
+             "coverage": True,
              "contract": True, "races": {"processes": 8, "rounds": 300}, "two-kernels": True,
              "batches": {"size": 4, "traces": "all"}, "probes": {"traces": "all"}, "real-world": {"traces": "all", "cuts": 8},
              "explore": [Instance(tasks=3),

@@ -139,6 +139,7 @@ class Earlier:
     frames: list[tuple[str, str, str, bool]] | None = None
     claims: dict[str, dict] | None = None
     tasks: int | None = None         # the tasks of the chain the frames were proved on
+    cells: frozenset | None = None   # the decision cells replay, probes and fuzz sent
 
 
 def earlier_results(sections: list) -> Earlier:
@@ -150,8 +151,11 @@ def earlier_results(sections: list) -> Earlier:
     claims = {c.data["property"]: c.data for c in prove
               if c.group == "unbounded" and "graphs" in c.data}
     tasks = {c.data["tasks"] for c in prove if "transition" in c.data}
+    from wgk.conformance.reports.gate_coverage import sent_cells
+    sent = sent_cells(done)
     return Earlier(passed_cuts(done["crash-cuts"]) if "crash-cuts" in done else None,
-                   frames or None, claims or None, tasks.pop() if len(tasks) == 1 else None)
+                   frames or None, claims or None, tasks.pop() if len(tasks) == 1 else None,
+                   frozenset(sent) if sent is not None else None)
 
 
 def trace_matrix_checks(budget: str, progress: Progress | None,

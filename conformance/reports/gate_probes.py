@@ -6,6 +6,7 @@ once per phase and as every other actor once per kind; each probe the model reje
 must be rejected by the implementation with the same code."""
 from __future__ import annotations
 
+from wgk.conformance.oracle.coverage import recording
 from wgk.conformance.oracle.impl_system import ImplSystem
 from wgk.conformance.oracle.probes import probe_trace
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, count_of
@@ -36,7 +37,8 @@ def probe_checks(budget: str, progress: Progress | None, loaded: list) -> list[C
     world = f"{database_world()}, in-memory world"
     out = []
     for trace in chosen:
-        r = probe_trace(trace, lambda t: ImplSystem(t))
+        with recording() as sent:
+            r = probe_trace(trace, lambda t: ImplSystem(t))
         if r.mismatch:
             m = r.mismatch
             detail = (f"before step {m['before-step']}: {m['request']['kind']} as "
@@ -47,7 +49,8 @@ def probe_checks(budget: str, progress: Progress | None, loaded: list) -> list[C
         else:
             detail = "" if r.probes else "no probe was sent: nothing was checked"
         out.append(Check("probes", trace.id, "pass" if r.ok else "fail", r.seconds, detail,
-                         dict(r.to_json(), world=world, path=str(trace.path)), group="probes"))
+                         dict(r.to_json(), world=world, path=str(trace.path), cells=sorted(sent)),
+                         group="probes"))
         meter.step(trace.id)
     return out
 

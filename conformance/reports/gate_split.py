@@ -17,9 +17,9 @@ from wgk.conformance.reports.gate_traces import fuzz_budget, real_selection
 from wgk.conformance.z3 import mutants as mutants_mod
 
 #: Sections run after the others, in turn, in the gate's own process: the trace matrix
-#: reads the crash cuts' results; the implementation's mutants and the guards run whole
+#: reads the crash cuts' results, the coverage the cells replay, probes and fuzz sent; the implementation's mutants and the guards run whole
 #: gates of their own.
-LATE = ("trace-matrix", "impl-mutants", "verify-guards")
+LATE = ("trace-matrix", "coverage", "impl-mutants", "verify-guards")
 
 #: Rough seconds of a section run whole (only the order of the parts depends on them).
 WEIGHTS = {"prove": 20.0, "explore": 4.0, "fuzz": 5.0, "batches": 3.0, "races": 1.0,

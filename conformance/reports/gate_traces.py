@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 
+from wgk.conformance.oracle.coverage import recording
 from wgk.conformance.oracle.crashcuts import crash_cuts
 from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
 from wgk.conformance.oracle.fuzz_shapes import SHAPES
@@ -70,28 +71,31 @@ def replay_checks(budget: str, progress: Progress | None, loaded: list,
     meter = Meter("replay", len(loaded), progress)
     out = []
     for trace in chosen(loaded, only):
-        t0 = time.perf_counter()
-        world, described = _world(trace, real)
-        flag = " --world real" if world == "real" else ""
-        try:
-            systems = systems_for(trace, "both", world)
-        except StepError as e:
-            out.append(Check("replay", trace.id, "fail", 0.0, f"cannot set up: {e}",
-                             {"world": described}))
-            meter.step(trace.id)
-            continue
-        try:
-            r = replay(trace, systems)
-        finally:
-            for s in systems:
-                s.close()
-        out.append(Check("replay", trace.id, r.verdict, time.perf_counter() - t0,
-                         first_lines(r.divergences), {"steps": len(r.steps), "systems": list(r.systems),
-                                                       "world": described,
-                                                       "reproduce": f"wgk replay {trace.path} --system both{flag}",
-                                                       "trace": str(trace.path)}))
+        with recording() as sent:       # every request sent to the implementation, by cell
+            out.append(_replay_check(trace, real, sent))
         meter.step(trace.id)
     return out
+
+
+def _replay_check(trace, real: set[str], sent: set) -> Check:
+    """One trace through the model and the implementation in lockstep."""
+    t0 = time.perf_counter()
+    world, described = _world(trace, real)
+    flag = " --world real" if world == "real" else ""
+    try:
+        systems = systems_for(trace, "both", world)
+    except StepError as e:
+        return Check("replay", trace.id, "fail", 0.0, f"cannot set up: {e}", {"world": described})
+    try:
+        r = replay(trace, systems)
+    finally:
+        for s in systems:
+            s.close()
+    return Check("replay", trace.id, r.verdict, time.perf_counter() - t0,
+                 first_lines(r.divergences), {"steps": len(r.steps), "systems": list(r.systems),
+                                               "world": described,
+                                               "reproduce": f"wgk replay {trace.path} --system both{flag}",
+                                               "trace": str(trace.path), "cells": sorted(sent)})
 
 
 def crash_cut_checks(budget: str, progress: Progress | None, loaded: list,
@@ -158,10 +162,11 @@ def fuzz_checks(budget: str, progress: Progress | None,
             meter.step(f"{shape}: {examples}x{steps}, {tasks} tasks")
             return make(graph)
         t0 = time.perf_counter()
-        r = run_fuzz(FuzzConfig(tasks=tasks, shape=shape, system=counted), examples=examples,
-                     steps=steps, seed=0, out_dir=out_dir)
+        with recording() as sent:
+            r = run_fuzz(FuzzConfig(tasks=tasks, shape=shape, system=counted), examples=examples,
+                         steps=steps, seed=0, out_dir=out_dir)
         name = f"lockstep {examples}x{steps}" + ("" if shape == "chain" else f" {shape}")
         out.append(Check("fuzz", name, r.verdict, time.perf_counter() - t0,
                          (r.failure or "").splitlines()[0] if r.failure else "",
-                         dict(r.to_json(), shape=shape)))
+                         dict(r.to_json(), shape=shape, cells=sorted(sent))))
     return out

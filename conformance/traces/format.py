@@ -219,8 +219,8 @@ TOP_ORDER = ("format", "id", "title", "source", "description", "graph", "initial
 SOURCE_ORDER = ("kind", "incident", "provenance", "file")
 GRAPH_ORDER = ("id", "target", "protected-paths", "tasks")
 TASK_ORDER = ("name", "deps", "review-required", "requires-assignment", "retry-budget")
-STEP_ORDER = ("request", "env", "task", "content", "onto", "paths", "birth", "amount", "expect",
-              "expect-facts", "from", "note")
+STEP_ORDER = ("request", "env", "task", "principal", "content", "onto", "paths", "birth", "amount",
+              "expect", "expect-facts", "from", "note")
 REQUEST_ORDER = ("kind", "actor", "task", "key", "cap", "token", "expected-phase",
                  "expected-revision", "expected-attempt", "expected-generation", "owner", "mint",
                  "imports", "candidate", "base", "verdict", "disposition", "reason", "failure",

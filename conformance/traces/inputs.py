@@ -124,7 +124,8 @@ def _names(doc: dict) -> Iterator[tuple[list, str, Any]]:
 
 
 def semantic_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
-    """What the schema cannot say: task names must exist in the graph, the graph must be a DAG."""
+    """What the schema cannot say: task names must exist in the graph, the graph must be a DAG,
+    a revoked principal must be declared."""
     out: list[tuple[str, str]] = []
     tasks = doc["graph"]["tasks"]
     names = [t["name"] for t in tasks]
@@ -133,6 +134,7 @@ def semantic_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
     except GraphError as e:
         out.append(("/graph/tasks", str(e)))
     known = set(names)
+    declared = {p.get("name") for p in doc["graph"].get("principals", [])}
     for name in doc.get("initial", {}):
         if name not in known:
             out.append((_pointer(["initial", name]), f"unknown task {name!r}"))
@@ -140,6 +142,9 @@ def semantic_errors(doc: dict[str, Any]) -> list[tuple[str, str]]:
     for n, step in enumerate(doc["steps"]):
         if "env" in step and step.get("task") and step["task"] not in known:
             out.append((_pointer(["steps", n, "task"]), f"unknown task {step['task']!r}"))
+        if step.get("env") == "revoke" and step.get("principal") not in declared:
+            out.append((_pointer(["steps", n, "principal"]),
+                        f"revoke names undeclared principal {step.get('principal')!r}"))
         for where, facts in (("expect-facts", step.get("expect-facts")),):
             out += _fact_task_errors(facts, ["steps", n, where], known)
     out += _fact_task_errors(doc.get("expect"), ["expect"], known)

@@ -1,0 +1,537 @@
+"""Witnesses of decision coverage: for each cell no trace reaches, a short request sequence
+that reaches it from a state some trace passes through, stored as data and replayed in
+lockstep against the implementation.
+
+``search(traces)`` walks every trace through the model; at each state before a request
+(and after the last step) it builds requests from the model's enumeration
+(``wgk.model.actions.task_steps`` with the fuzzer's instance) and their variants (every
+actor with its own principal, another role's, one without the role, none, a revoked one;
+each field of K one less or one more, a foreign graph or task, no token, another task's
+token, the task's earlier one; a re-send of a refused request, the same key with other
+bytes; an unknown task; a name outside the grammar), decides each on a copy of the model
+and keeps the first sequence that reaches a cell still missing. A witness whose requests
+all leave the task state as it was is sent *inline* (before the trace's step ``at``, the
+walk then goes on; a witness with no steps is the trace's own request before ``at``); one that changes it (or revokes a principal) is a *fork*: the trace's
+prefix replayed on fresh systems, then the witness.
+
+``WITNESSES`` (``witnesses.json``) holds them with the digest of the model's files they
+were searched on (``model_digest``) and of the trace files they start from: when either
+changed since, they are stale (``wgk coverage --write`` searches again). They are searched
+for every reachable cell, whatever the traces reach, so that the quick budget reaches each
+one even when the gate replays other traces (``--traces``). ``replay_witnesses`` sends them to the model and the
+implementation side by side while ``coverage.recording()`` is active; each must be
+answered alike.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from wgk.model.actions import task_steps
+from wgk.model.requests import Capability, Request
+from wgk.model.requests import Owner
+from wgk.model.vocab import (
+    AUTHORITY, NEEDS_CAPABILITY, TOKEN_BEARERS, TRANSACTION_KINDS, WAIT_NAMING_KINDS, Actor,
+    Disposition, Exit, Kind, Phase, Verdict,
+)
+
+from wgk.conformance.oracle.coverage import Shadow, classify, reachable, recording
+from wgk.conformance.oracle.fuzz import FuzzConfig, fuzz_instance
+from wgk.conformance.oracle.systems import (
+    REVOKE, ModelSystem, StepError, decide_wire,
+)
+from wgk.conformance.oracle.wire import WireError, request_from_wire, request_to_wire
+
+WITNESSES = Path(__file__).with_name("witnesses.json")
+FORMAT = "wgk-coverage-witnesses/1"
+
+
+def model_digest() -> str:
+    """sha256 over the model's source files (``wgk.model``), in name order."""
+    import wgk.model as model
+    h = hashlib.sha256()
+    for f in sorted(Path(model.__file__).parent.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+# --- candidates -----------------------------------------------------------------------------
+
+
+def _holders(graph, actor: Actor) -> list[str]:
+    return sorted(p for p, roles in graph.principals.items() if actor in roles)
+
+
+def _variants(model: ModelSystem, r: Request, tasks: tuple[str, ...], history: dict,
+              n: str) -> Iterator[tuple[str, list[dict]]]:
+    """``(family, steps)`` for one enumerated request: the families a variant may reach
+    (``n`` makes its keys unique)."""
+    g, names = model.graph, model.names
+    key = lambda k: f"cov-{n}-{k}"
+    wire = lambda req, k: dict(request_to_wire(req, names), key=key(k))
+
+    def sent_as(actor: Actor) -> Request | None:
+        if not g.closed:
+            return replace(r, actor=actor, principal=None)
+        holders = [p for p in _holders(g, actor) if p not in model.state.revoked]
+        return replace(r, actor=actor, principal=holders[0]) if holders else None
+
+    base = sent_as(r.actor)
+    for a in sorted(AUTHORITY[r.kind]):
+        base = base or sent_as(a)
+    if base is None:
+        return
+    yield "outcome", [wire(base, "a")]
+    yield "outcome", [wire(base, "d"), wire(base, "d")]
+    if base.evidence:                   # the same evidence again under a new key
+        yield "outcome", [wire(base, "p"), wire(base, "q")]
+    other = replace(base, evidence=(base.evidence or "") + "x")
+    yield "outcome", [wire(base, "c"), wire(other, "c")]
+    yield "outcome", [dict(wire(base, "u"), task="zz-unknown")]
+    yield "outcome", [dict(wire(base, "b"), task="Bad Name")]
+    for f in ("expected_generation", "expected_attempt"):
+        if getattr(base, f) is not None:
+            yield "outcome", [wire(replace(base, **{f: getattr(base, f) + 1}), f"e{f[9]}")]
+    if base.expected_revision is not None:
+        yield "outcome", [wire(replace(base, expected_revision=base.expected_revision + 1), "er")]
+        moved = Phase.PREPARED if base.expected_phase == Phase.ABSENT else Phase.ABSENT
+        yield "outcome", [wire(replace(base, expected_phase=moved), "ep")]
+    if base.candidate or base.kind in TRANSACTION_KINDS or base.kind == Kind.ARCHIVE:
+        alien = names.cid("coverage-other-candidate")
+        yield "outcome", [wire(replace(base, candidate=alien), "ca")]
+        yield "outcome", [wire(replace(base, base=alien), "cb")]
+    if base.imports or base.kind in (Kind.DISPATCH, Kind.RETRY):
+        yield "outcome", [wire(replace(base, imports=names.cid("coverage-other-candidate")), "ci")]
+    if g.closed:
+        yield "outcome", [dict(wire(base, "n"), principal="nobody")]
+        for a in Actor:
+            v = sent_as(a)
+            if v is not None and a != r.actor:
+                yield "actor", [wire(v, f"r{a.value}")]
+        lacking = sorted(p for p, roles in g.principals.items() if r.actor not in roles
+                         and p not in model.state.revoked)
+        if lacking:
+            yield "actor", [wire(replace(base, principal=lacking[0]), "w")]
+        yield "actor", [{k: v for k, v in wire(base, "0").items() if k != "principal"}]
+        yield "actor", [{"env": REVOKE, "principal": base.principal}, wire(base, "v")]
+    if base.cap is not None:
+        c = base.cap
+        fields = {"generation": c.generation, "attempt": c.attempt, "fence": c.fence,
+                  "lease_epoch": c.lease_epoch}
+        for f, v in fields.items():
+            for d in (-1, 1):
+                if v + d >= 0:
+                    yield "capability", [wire(replace(base, cap=replace(c, **{f: v + d})), f"k{f}{d}")]
+        yield "capability", [wire(replace(base, cap=replace(c, graph=c.graph + "x")), "kg")]
+        others = [t for t in tasks if t != c.task]
+        if others:
+            yield "capability", [wire(replace(base, cap=replace(c, task=others[0])), "kt")]
+    if base.needs_token:
+        i = g.index[base.task]
+        yield "capability", [wire(replace(base, token=0), "t0")]
+        for j, toks in sorted(history.items()):
+            for tok in sorted(toks):
+                if tok != model.state.tasks[i].token:
+                    yield "capability", [wire(replace(base, token=tok), f"t{j}-{tok}")]
+
+
+def _base_requests(model: ModelSystem, inst) -> Iterator[Request]:
+    """The enumeration's requests of every task, then for every task and kind one built from
+    the kind's fields and the task's current facts (its K and token, its phase and
+    revision), as each class of role its authority names: what the enumeration offers only
+    in some phases, such a request shows in any state."""
+    for i in range(len(model.graph.tasks)):
+        for r in task_steps(inst, model.state, i):
+            if isinstance(r, Request):
+                yield r
+    for i in range(len(model.graph.tasks)):
+        for k in Kind:
+            for actor in _actor_classes(k):
+                r = _exemplar(model, i, k, actor)
+                if r is not None:
+                    yield r
+
+
+def _actor_classes(k: Kind) -> list[Actor]:
+    bearers = sorted(AUTHORITY[k] & TOKEN_BEARERS)
+    services = sorted(AUTHORITY[k] - TOKEN_BEARERS)
+    return bearers[:1] + services[:1]
+
+
+def _exemplar(model: ModelSystem, i: int, k: Kind, actor: Actor) -> Request | None:
+    task = model.graph.tasks[i]
+    t = model.state.tasks[i]
+    extra: dict[str, Any] = {}
+    if k in TRANSACTION_KINDS:
+        extra.update(expected_phase=Exit(t.exit) if t.exit else Phase(t.phase),
+                     expected_revision=t.revision)
+    if k in NEEDS_CAPABILITY:
+        extra["cap"] = Capability(model.graph.graph_id, task, t.generation, t.attempt,
+                                  t.fence, t.lease_epoch)
+    if k in (Kind.DISPATCH, Kind.RETRY, Kind.RESUME):
+        extra["owner"] = Owner(t.owner_pid or 7, t.owner_birth or 7, t.session or 1)
+        extra["mint"] = 1000 + t.attempt
+    if k in (Kind.DISPATCH, Kind.RETRY):
+        extra["expected_attempt"] = t.attempt
+    if k in (Kind.RESET, Kind.REOPEN, Kind.ABANDON, Kind.RECONCILE, Kind.RECONSTRUCT):
+        extra["expected_generation"] = t.generation
+    if k in WAIT_NAMING_KINDS:
+        extra["correlation"] = t.waiting_on or 1
+    if k in (Kind.VALIDATE, Kind.ACCEPT):
+        extra["verdict"] = Verdict.PASS
+    if k == Kind.RECORD_DISPOSITION:
+        extra["disposition"] = Disposition.LAND
+    token = t.token if actor in TOKEN_BEARERS or k == Kind.RESUME else 0
+    try:
+        return Request(k, actor, task, key="x", evidence="e", candidate=t.candidate,
+                       base=t.base, token=token, **extra)
+    except ValueError:
+        return None
+
+
+# --- trying a candidate on a copy of the model -------------------------------------------
+
+
+def _try(model: ModelSystem, history: dict, steps: list[dict]) -> tuple[set, bool]:
+    """The cells the steps reach and whether they changed the task state (True), or only
+    revoked a principal (``"revoke"``), or nothing but journal entries (False)."""
+    snap = model.snapshot()
+    found: set = set()
+    changed: Any = False
+    try:
+        for step in steps:
+            if "request" not in step and "kind" in step:
+                step = {"request": step}
+            if "env" in step:
+                model.apply(step)
+                changed = changed or (REVOKE if step["env"] == REVOKE else True)
+                continue
+            s = model.state
+            r = request_from_wire(step["request"], model.names, "/request")
+            d, s2 = decide_wire(s, r, step["request"], model.rules)
+            found.update(classify(s, r, d.to_json(), history))
+            if s2.tasks != s.tasks or s2.target != s.target or s2.now != s.now:
+                changed = True          # a revoke followed by refusals alone stays "revoke"
+            model.state = s2
+    except (StepError, WireError):
+        return set(), True
+    finally:
+        model.restore(snap)
+    return found, changed
+
+
+def _steps(raw: list[dict]) -> list[dict]:
+    return [s if "env" in s else {"request": s} for s in raw]
+
+
+def search(traces: Iterable, covered: set, progress: Callable[[str], None] | None = None
+           ) -> tuple[list[dict], list[str]]:
+    """Witnesses for the reachable cells not in ``covered`` (inline ones first where both
+    reach a cell), and the cells no witness was found for."""
+    need = set(reachable()) - set(covered)
+    out: list[dict] = []
+    for trace in traces:
+        if not need:
+            break
+        try:
+            model = ModelSystem(trace)
+        except StepError:
+            continue
+        inst = fuzz_instance(FuzzConfig(tasks=len(model.graph.tasks), review=True))
+        shadow = Shadow(model, {})
+        shadow._note()
+        for n in range(len(trace.steps) + 1):
+            step = trace.steps[n] if n < len(trace.steps) else None
+            if step is not None and "request" in step:
+                hit = _try(model, shadow.history, [step])[0] & need
+                if hit:                 # the trace's own request: walking it there sends it
+                    need -= hit
+                    out.append({"trace": trace.id, "at": n + 1, "fork": False,
+                                "cells": sorted(hit), "steps": []})
+            if step is None or "request" in step:
+                out += _search_state(trace, n, model, shadow.history, inst, need)
+            if step is None or not need:
+                break
+            try:
+                model.apply(step)
+            except StepError:
+                break
+            shadow._note()
+        if progress:
+            progress(f"{trace.id}: {len(need)} cells left")
+    seen: set = set()
+    deadline = time.monotonic() + TWO_STEP_SECONDS
+    for trace in traces:                # two steps: a request applied first, then the cell's
+        if not need or time.monotonic() > deadline:
+            break
+        out += _search_two(trace, need, seen, deadline)
+        if progress:
+            progress(f"{trace.id} (two steps): {len(need)} cells left")
+    return out, sorted(need)
+
+
+#: How long the search of two-step witnesses may take (each distinct state is tried once).
+TWO_STEP_SECONDS = 240.0
+
+
+def _search_two(trace, need: set, seen: set, deadline: float) -> list[dict]:
+    """Witnesses of two steps from the states of ``trace`` not ``seen`` before: a request the
+    model applies (one built per task and kind, ``_exemplar``), then a request of a kind with
+    a cell missing."""
+    out: list[dict] = []
+    try:
+        model = ModelSystem(trace)
+    except StepError:
+        return out
+    inst = fuzz_instance(FuzzConfig(tasks=len(model.graph.tasks), review=True))
+    history: dict = {}
+    for n in range(len(trace.steps) + 1):
+        step = trace.steps[n] if n < len(trace.steps) else None
+        here = (model.state.tasks, model.state.target, model.state.now, model.state.revoked)
+        if (step is None or "request" in step) and here not in seen \
+                and time.monotonic() < deadline:
+            seen.add(here)
+            for first in _firsts(model):
+                snap = model.snapshot()
+                try:
+                    model.apply(first)
+                    if model.state.tasks == snap[0].tasks:
+                        continue
+                    found = _search_state(trace, n, model, history, inst, set(need))
+                finally:
+                    model.restore(snap)
+                for w in found:
+                    hit = set(w["cells"]) & need
+                    if hit:
+                        need -= hit
+                        out.append(dict(w, fork=True, cells=sorted(hit),
+                                        steps=[first] + w["steps"]))
+                if not need:
+                    return out
+        if step is None:
+            break
+        try:
+            model.apply(step)
+        except StepError:
+            break
+    return out
+
+
+def _firsts(model: ModelSystem) -> Iterator[dict]:
+    for i in range(len(model.graph.tasks)):
+        for k in Kind:
+            for actor in _actor_classes(k):
+                r = _exemplar(model, i, k, actor)
+                if r is None:
+                    continue
+                if model.graph.closed:
+                    holders = [p for p in _holders(model.graph, actor)
+                               if p not in model.state.revoked]
+                    if not holders:
+                        continue
+                    r = replace(r, principal=holders[0])
+                yield {"request": dict(request_to_wire(r, model.names), key=f"cov-first-{i}-{k.value}")}
+
+
+def _search_state(trace, n: int, model: ModelSystem, history: dict, inst, need: set) -> list[dict]:
+    out = []
+    tasks = model.graph.tasks
+    kinds_needed = {c.split("/", 1)[0] for c in need}
+    for j, r in enumerate(_base_requests(model, inst)):
+        if r.kind.label not in kinds_needed:
+            continue
+        families = {c.split("/")[1] for c in need if c.startswith(r.kind.label + "/")}
+        for family, raw in _variants(model, r, tasks, history, f"{n}-{j}"):
+            if family != "outcome" and family not in families:
+                continue
+            steps = _steps(raw)
+            found, changed = _try(model, history, steps)
+            hit = found & need
+            if hit:
+                need -= hit
+                out.append({"trace": trace.id, "at": n, "fork": changed, "cells": sorted(hit),
+                            "steps": steps})
+            if not need:
+                return out
+    return out
+
+
+# --- cells no search reaches: a bounded exploration of the model -----------------------------
+
+#: The instance explored for the outcome cells no witness was found for: one task, every group
+#: of requests, rejected variants included, every kind.
+UNREACHED_INSTANCE = dict(tasks=1, rejections=True, every_kind=True, review=True,
+                          groups=("core", "env", "evidence", "operator", "legacy", "archive",
+                                  "waits", "reopen", "intruder"))
+EXPLORE_SECONDS = 90.0
+
+
+def explore_unfound(unfound: Iterable[str], seconds: float = EXPLORE_SECONDS) -> dict[str, str]:
+    """For each outcome cell of ``unfound`` (a rejection code), explore the model breadth
+    first on ``UNREACHED_INSTANCE`` and watch every decision of its kind: a cell whose code is
+    never the first failing check of any state explored gets the exploration as its reason;
+    one that is (a witness the search missed) stays out."""
+    from wgk.conformance.check.explore import Instance, explore
+    from wgk.model.kernel import generic_checks
+    from wgk.model.rules import RULES
+    from wgk.model.vocab import Code
+    targets = {}
+    for c in unfound:
+        kind, family, value = c.split("/", 2)
+        if family == "outcome" and value.startswith("rejected:"):
+            targets[(Kind.parse(kind), Code.parse(value.split(":", 1)[1]))] = c
+    hit: set = set()
+
+    def watched(k, rule):
+        def decide(s, i, t, r):
+            g = rule(s, i, t, r)
+            for cond, code in generic_checks(s, i, t, r) + g.checks:
+                if cond is False:
+                    hit.add((k, code))
+                    break
+            return g
+        return decide
+    kinds = {k for k, _ in targets}
+    rules = {k: (watched(k, f) if k in kinds else f) for k, f in RULES.items()}
+    inst = Instance(**UNREACHED_INSTANCE)
+    r = explore(inst, rules=rules, check_steps=False, max_seconds=seconds)
+    how = (f"no state of a bounded exploration of the model ({inst.tasks} task, every group, "
+           f"rejected variants, {r.distinct_states} states, "
+           f"{'complete' if r.complete else f'stopped after {seconds:.0f} s'}) lets this "
+           "guard be the first to fail: an earlier one always refuses first")
+    return {c: how for key, c in targets.items() if key not in hit}
+
+
+# --- stored witnesses -----------------------------------------------------------------------
+
+
+def trace_digests(traces: Iterable, ids: Iterable[str]) -> dict[str, str]:
+    """sha256 of the files of the traces ``ids`` names (witnesses start from their states)."""
+    want = set(ids)
+    return {t.id: hashlib.sha256(Path(t.path).read_bytes()).hexdigest()
+            for t in traces if t.id in want and t.path}
+
+
+def write(witnesses: list[dict], unfound: list[str], traces: Iterable = (),
+          path: Path = WITNESSES, unreached: dict[str, str] | None = None) -> Path:
+    doc = {"format": FORMAT, "model-digest": model_digest(), "unfound": unfound,
+           "unreached": unreached or {},
+           "traces": trace_digests(traces, {w["trace"] for w in witnesses}),
+           "witnesses": witnesses}
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def load(path: Path = WITNESSES) -> dict:
+    """The stored witnesses (an empty set when there is no file)."""
+    if not path.exists():
+        return {"format": FORMAT, "model-digest": None, "unfound": [], "witnesses": []}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def stale(doc: dict, traces: Iterable = ()) -> bool:
+    """The model changed since the witnesses were searched, or a trace they start from did
+    (among ``traces``; one not given is not compared)."""
+    if doc.get("model-digest") != model_digest():
+        return True
+    have = trace_digests(traces, doc.get("traces", {}))
+    return any(doc["traces"].get(tid) != digest for tid, digest in have.items())
+
+
+# --- replaying them -------------------------------------------------------------------------
+
+
+def replay_witnesses(traces: list, witnesses: list[dict], make_impl: Callable
+                     ) -> tuple[set, list[str]]:
+    """Send every witness to the model and the implementation (inline ones along their
+    trace, forks each on fresh systems after the trace's prefix), recording the cells the
+    implementation is sent; the problems found (a differing answer, a step the trace no longer allows)."""
+    by_id = {t.id: t for t in traces}
+    problems: list[str] = []
+    with recording() as cells:
+        groups: dict[str, list[dict]] = {}
+        for w in witnesses:            # one of a trace not loaded: its cells stay uncovered
+            if w["trace"] in by_id:
+                groups.setdefault(w["trace"], []).append(w)
+        for tid, ws in groups.items():
+            trace = by_id[tid]
+            inline = [w for w in ws if not w["fork"]]
+            if inline:
+                problems += _run(trace, inline, make_impl)
+            revoking: dict[tuple, list[dict]] = {}
+            for w in ws:
+                if w["fork"] == REVOKE:     # one fork per revocation, its refusals after it
+                    revoking.setdefault((w["at"], json.dumps(w["steps"][0])), []).append(w)
+                elif w["fork"]:
+                    problems += _run(trace, [w], make_impl)
+            for (n, first), group in revoking.items():
+                problems += _run(trace, [dict(w, steps=w["steps"][1:]) for w in group],
+                                 make_impl, before={n: [json.loads(first)]})
+    return cells, problems
+
+
+def _run(trace, ws: list[dict], make_impl: Callable, before: dict | None = None) -> list[str]:
+    """The trace's steps with the witnesses sent before the steps they name (up to the last
+    witness; ``before``: steps taken once before the witnesses of a step), model and
+    implementation answering each alike."""
+    problems: list[str] = []
+    model, impl = ModelSystem(trace), make_impl(trace)
+    at: dict[int, list[dict]] = {}
+    for w in ws:
+        at.setdefault(w["at"], []).append(w)
+    last = max(at)
+    try:
+        for n in range(last + 1):
+            for step in (before or {}).get(n, []):
+                model.apply(step)
+                impl.apply(step)
+            for w in at.get(n, []):
+                for step in w["steps"]:
+                    want, got = _send(model, step), _send(impl, step)
+                    if want != got:
+                        problems.append(f"{trace.id} before step {n}: witness of "
+                                        f"{w['cells'][0]}: the model {want}, the implementation "
+                                        f"{got}")
+                        return problems
+            if n < len(trace.steps) and n < last:
+                want, got = model.apply(trace.steps[n]), impl.apply(trace.steps[n])
+                if want != got:
+                    problems.append(f"{trace.id} step {n}: the model {want}, the "
+                                    f"implementation {got}")
+                    return problems
+    except StepError as e:
+        problems.append(f"{trace.id}: {e} (stale: run wgk coverage --write)")
+    finally:
+        impl.close()
+    return problems
+
+
+def _send(system, step: dict) -> Any:
+    try:
+        return system.apply(step)
+    except StepError as e:
+        return {"error": str(e).splitlines()[0]}
+
+
+def trace_cells(traces: Iterable) -> set:
+    """The cells every trace's requests reach, by the model alone (what replay sends)."""
+    found: set = set()
+    for trace in traces:
+        try:
+            shadow = Shadow(ModelSystem(trace), {})
+        except StepError:
+            continue
+        shadow._note()
+        with recording() as got:
+            for step in trace.steps:
+                shadow.step(step)
+        found |= got
+    return found
+
+
+__all__ = ["WITNESSES", "load", "model_digest", "replay_witnesses", "search", "stale",
+           "trace_cells", "write"]

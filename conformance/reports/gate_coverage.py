@@ -1,0 +1,87 @@
+"""The gate's ``coverage`` section: which cells of the model's decision space
+(``wgk.conformance.oracle.coverage``) the gate's deterministic checks sent to the
+implementation, per kind.
+
+The replay, probes and fuzz sections record the cells of every request they send to the
+implementation (``coverage.recording``, in the lockstep driver); this section adds the
+stored witnesses (``wgk.conformance.oracle.witnesses``), replayed in lockstep against the
+implementation, and fails a kind with any reachable cell nobody sent, naming the cells (a
+cell the tables allow but neither the witness search nor a bounded exploration of the model
+reaches is listed as unreachable with that exploration as its reason).
+Stale witnesses (the model changed since they were searched) fail the section with the
+command that searches them again."""
+from __future__ import annotations
+
+import time
+
+from wgk.conformance.oracle import witnesses
+from wgk.conformance.oracle.coverage import cells, per_kind
+from wgk.conformance.oracle.impl_system import ImplSystem
+from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, bundled_traces, flag_of
+from wgk.conformance.reports.gate_report import Check
+from wgk.conformance.traces.format import load_traces
+
+#: The sections whose checks carry the cells they sent (``data["cells"]``).
+MEASURED = ("replay", "probes", "fuzz")
+
+
+def sent_cells(sections: dict) -> set | None:
+    """The cells the measured sections' checks recorded (None: none of them ran)."""
+    found: set = set()
+    ran = False
+    for name in MEASURED:
+        for c in sections.get(name, []):
+            if "cells" in c.data:
+                ran = True
+                found.update(c.data["cells"])
+    return found if ran else None
+
+
+def measure(loaded: list, earlier: set | None, doc: dict | None = None) -> dict:
+    """The coverage of the checks that sent ``earlier`` (the traces alone, by the model, when
+    None) plus the witnesses of ``doc`` (the stored ones by default) replayed against the
+    implementation from the bundled traces' states: per kind, the stale flag, the witnesses'
+    problems."""
+    doc = witnesses.load() if doc is None else doc
+    t0 = time.perf_counter()
+    base = witnesses.trace_cells(loaded) if earlier is None else set(earlier)
+    bundled = load_traces([str(bundled_traces())])       # where the witnesses start
+    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], ImplSystem)
+    covered = base | sent
+    unreached = {c: why for c, why in doc.get("unreached", {}).items() if c not in covered}
+    return {"stale": witnesses.stale(doc, bundled), "witnesses": len(doc["witnesses"]),
+            "problems": problems, "kinds": per_kind(covered, unreached),
+            "seconds": time.perf_counter() - t0,
+            "covered": len(covered & {c for c, why in cells().items() if why is None}),
+            "reachable": sum(why is None for why in cells().values()) - len(unreached),
+            "unreached": unreached}
+
+
+def coverage_checks(budget: str, progress: Progress | None, loaded: list,
+                    earlier: set | None = None, doc: dict | None = None) -> list[Check]:
+    """One check for the witnesses (current, answered alike), one per kind (every reachable
+    cell sent)."""
+    flag_of(budget, "coverage", BUDGETS[budget]["coverage"])
+    meter = Meter("coverage", None, progress)
+    m = measure(loaded, earlier, doc)
+    out = [Check("coverage", "witnesses", "fail" if m["stale"] or m["problems"] else "pass",
+                 m["seconds"],
+                 "stale: run wgk coverage --write" if m["stale"] else
+                 (m["problems"][0] if m["problems"] else ""),
+                 {"witnesses": m["witnesses"], "problems": m["problems"][:20],
+                  "covered": m["covered"], "reachable": m["reachable"],
+                  "unreached": m["unreached"]})]
+    for kind, row in m["kinds"].items():
+        missing = row["uncovered"]
+        detail = (f"{len(missing)} of {row['reachable']} reachable cells never sent: "
+                  + ", ".join(f"{kind}/{c}" for c in missing[:6])
+                  + (" ..." if len(missing) > 6 else "")) if missing else ""
+        out.append(Check("coverage", kind, "fail" if missing else "pass", 0.0, detail,
+                         {"reachable": row["reachable"], "covered": row["covered"],
+                          "uncovered": missing, "unreachable": row["unreachable"]},
+                         group="kinds"))
+        meter.step(kind)
+    return out
+
+
+__all__ = ["MEASURED", "coverage_checks", "measure", "sent_cells"]
