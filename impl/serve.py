@@ -32,6 +32,7 @@ import sys
 from typing import Any
 
 from .env import EnvError, MemoryWorld
+from .principals import PrincipalError
 from .errors import BadRequest, GraphError, SeedError, StoreError
 from .hooks import Boundary
 from .kernel import Kernel
@@ -42,7 +43,7 @@ from .world_steps import apply_env
 PROTOCOL = "wgk-conformance/2"
 
 #: The environment steps this kernel takes (``crash`` and ``lost-response`` are the harness's).
-ENV_STEPS = ("edit", "owner-dies", "pid-reuse", "move-target", "tick", "converge")
+ENV_STEPS = ("edit", "owner-dies", "pid-reuse", "move-target", "tick", "converge", "revoke")
 
 CAPABILITIES = {"kinds": list(KINDS), "worlds": ["memory"], "processes": 1,
                 "crash-hook": True, "env": list(ENV_STEPS)}
@@ -154,9 +155,11 @@ class Served:
         try:
             if kind == "converge":
                 self.kernel.converge(credential=self.daemon_credential)
+            elif kind == "revoke":             # the operator revokes a principal (a ledger event)
+                self.kernel.principals.revoke(step.get("principal"))
             else:
                 apply_env(self.kernel, step)
-        except EnvError as e:
+        except (EnvError, PrincipalError) as e:
             raise Refused(str(e), step=True) from None
         self._save_world()
         return {"ok": True}
