@@ -63,7 +63,10 @@ def no_wait_ran_out(ctx: Ctx) -> bool:
 
 
 def _after_failure(ctx: Ctx) -> bool:
-    return ctx.record.attempt_state in ("failed", "lost")
+    """The last attempt of this generation failed or was lost: a dispatch is an automatic
+    retry. A new generation has no attempt yet; the one its reset closed is not counted."""
+    # guards: retries-per-generation
+    return ctx.record.attempt != 0 and ctx.record.attempt_state in ("failed", "lost")
 
 
 def no_semantic_failure(ctx: Ctx) -> bool:

@@ -101,8 +101,9 @@ f AS MATERIALIZED (SELECT seen.task AS task,
     {_flag("EXISTS (SELECT 1 FROM edges e JOIN generations g ON g.task = e.dep "
            "WHERE e.task = t.id AND g.opened_seq > a.opened_seq)")} AS dep_reopened,
     COALESCE(o.seen, 'unverified') AS seen,
-    {_flag("a.state IN ('failed', 'lost') AND t.failure = 'semantic'")} AS repair,
-    {_flag("a.state IN ('failed', 'lost') AND t.failure <> 'semantic' "
+    {_flag("t.attempt <> 0 AND a.state IN ('failed', 'lost') AND t.failure = 'semantic'")}
+        AS repair,
+    {_flag("t.attempt <> 0 AND a.state IN ('failed', 'lost') AND t.failure <> 'semantic' "
            "AND t.retries >= t.retry_budget")} AS spent,
     {_flag("t.waiting_on IS NOT NULL AND t.wait_deadline <> 0 "
            "AND env.now >= t.wait_deadline")} AS due,

@@ -117,6 +117,12 @@ def retries_within_budget(s: State, i: int, t: TaskState) -> Any:
     return implies(t.retries != 0, t.retries <= s.graph.retry_budget[i])
 
 
+@prop("retries-per-generation", incidents=(41, 31))
+def retries_per_generation(s: State, i: int, t: TaskState) -> Any:
+    """A task's automatic retries are counted in its current generation: fewer than the generation's attempts (a new generation's first dispatch retries nothing)."""
+    return implies(t.retries != 0, t.retries < t.attempt)
+
+
 @prop("no-attempt-while-waiting", incidents=(33,))
 def no_attempt_while_waiting(s: State, i: int, t: TaskState) -> Any:
     """A task parked on an external wait, or held because its wait ran out, has no running attempt."""

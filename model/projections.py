@@ -105,8 +105,9 @@ def _waits_on_other_actor(s: State, i: int, t: TaskState) -> Any:
 
 
 def _failed(s: State, i: int, t: TaskState) -> Any:
-    """The last attempt failed or was lost: the next dispatch is an automatic retry."""
-    return one_of(t.attempt_state, (AttemptState.FAILED, AttemptState.LOST))
+    """The last attempt of this generation failed or was lost: the next dispatch is an
+    automatic retry (a new generation's first dispatch is not: it has no attempt yet)."""
+    return all_of(t.attempt != 0, one_of(t.attempt_state, (AttemptState.FAILED, AttemptState.LOST)))
 
 
 def _needs_repair(s: State, i: int, t: TaskState) -> Any:

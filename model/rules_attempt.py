@@ -45,8 +45,10 @@ def _import_checks(t, r) -> list:
 
 
 def after_failure(t) -> Any:
-    """The last attempt failed or was lost: a dispatch now is an automatic retry."""
-    return one_of(t.attempt_state, (AS.FAILED, AS.LOST))
+    """The last attempt of this generation failed or was lost: a dispatch now is an automatic
+    retry. A new generation (``reset``) has no attempt yet (``attempt == 0``): the attempt
+    its reset closed belongs to the old generation, and its first dispatch is no retry."""
+    return all_of(t.attempt != 0, one_of(t.attempt_state, (AS.FAILED, AS.LOST)))
 
 
 def _retry_checks(s, i, t) -> list:
