@@ -38,15 +38,10 @@ def finished(t: TaskState) -> Any:
 
 
 def ready_tasks(s: State) -> list[str]:
-    """Open tasks whose dependencies are all Done, in topological order (networkx)."""
+    """The tasks a daemon dispatch would open an attempt on (``admitted``), in topological
+    order (networkx)."""
     order = list(nx.topological_sort(s.graph.digraph()))
-    out = []
-    for name in order:
-        i = s.graph.index[name]
-        t = s.tasks[i]
-        if status(t) == Status.OPEN and deps_done(s, i) is True:
-            out.append(name)
-    return out
+    return [name for name in order if admitted(s, s.graph.index[name], s.task(name)) is True]
 
 
 def recovery_rank(t: TaskState) -> Any:
@@ -152,12 +147,21 @@ def _dependency_reopened(s: State, i: int, t: TaskState) -> Any:
                   not_(deps_current(s, i, t)))
 
 
+def admitted(s: State, i: int, t: TaskState) -> Any:
+    """The one admission predicate: the task is unfinished and idle (no attempt runs, no hold,
+    no wait), its dependencies are Done, it is assigned where that is required, and no
+    failure of this generation holds it (a semantic one, or a spent retry budget). ``ready``
+    lists exactly these tasks and the plan's ``dispatch`` way is exactly this; the invariant
+    ``ready-iff-dispatch-admitted`` holds the dispatch rule to it."""
+    return all_of(not_(finished(t)), _idle(t), deps_done(s, i),
+                  any_of(not_(s.graph.requires_assignment[i]), t.assigned),
+                  not_(_retry_held(s, i, t)))
+
+
 WAY_CONDITIONS = {
     "assign": lambda s, i, t: all_of(
         _idle(t), s.graph.requires_assignment[i], not_(t.assigned)),
-    "dispatch": lambda s, i, t: all_of(
-        _idle(t), deps_done(s, i),
-        any_of(not_(s.graph.requires_assignment[i]), t.assigned), not_(_retry_held(s, i, t))),
+    "dispatch": lambda s, i, t: admitted(s, i, t),
     "repair-required": lambda s, i, t: all_of(
         _idle(t), deps_done(s, i),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned), _needs_repair(s, i, t)),

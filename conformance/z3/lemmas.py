@@ -126,6 +126,13 @@ def closed_attempt_retains_dirty_worktree(s: State, i: int, t: TaskState) -> Any
     return implies(all_of(not_(running(t)), dirty(t)), t.retained == t.worktree)
 
 
+@lemma("held-exit-has-transaction")
+def held_exit_has_transaction(s: State, i: int, t: TaskState) -> Any:
+    """A transaction held off the main line (repair, aborted, upgrade-blocked) has a transaction past absent."""
+    return implies(one_of(t.exit, (Exit.NEEDS_REPAIR, Exit.ABORTED_PRESERVED, Exit.UPGRADE_BLOCKED)),
+                   reserved(t))
+
+
 @lemma("new-generation-has-no-failure")
 def new_generation_has_no_failure(s: State, i: int, t: TaskState) -> Any:
     """A generation with no attempt yet runs none and carries no failure: the failure of the attempt a reset closed stays with the old generation."""

@@ -121,6 +121,11 @@ def _failed_in_any_generation(t):
     return any_of(t.attempt_state == AS.FAILED, t.attempt_state == AS.LOST)
 
 
+def _ready_when_open(s, i, t):
+    """Ready as a status: an open task whose dependencies are Done, whatever dispatch says."""
+    return all_of(projections.status(t) == projections.Status.OPEN, R.deps_done(s, i))
+
+
 def _global_key(r):
     """Keys are global: a request answers to the entry of its key whoever sent it."""
     return r.key
@@ -316,6 +321,13 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "retries-per-generation", Instance(tasks=1, attempts=2, generations=2,
                                            groups=("core", "operator")), 4,
         patches=((rules_attempt, "after_failure", _failed_in_any_generation),)),
+    Mutant(
+        "ready-by-status", (43,),
+        "ready (and the plan's dispatch) lists every open task whose dependencies are Done: "
+        "a task parked on a wait, unassigned, or held by a spent retry budget or a semantic "
+        "failure is listed, and every dispatch path refuses it.",
+        "ready-iff-dispatch-admitted", Instance(tasks=1, groups=("core", "waits")), 2,
+        patches=((projections, "admitted", _ready_when_open),)),
     Mutant(
         "semantic-failure-auto-retried", (31,),
         "Dispatch after a semantic failure: work the validator rejected is retried "
