@@ -9,7 +9,7 @@ from .logic import all_of, any_of, count, iff, implies, not_, one_of
 from .predicates import committed, deps_current, deps_done, graph_saved, has_receipt, receipt_of, reserved, running
 from . import projections
 from .projections import WAYS, WAYS_BY_NAME, finished, status
-from .kernel import decide
+from .kernel import decide_authenticated
 from .requests import Owner, Request
 from .properties import ALL_RECEIPTS, prop
 from .state import State, TaskState
@@ -131,7 +131,7 @@ def ready_iff_dispatch_admitted(s: State, i: int, t: TaskState) -> Any:
     """A task is listed ready (and planned for dispatch) iff a daemon dispatch with the current expected attempt would be applied."""
     r = Request(Kind.DISPATCH, Actor.DAEMON, s.graph.tasks[i], expected_attempt=t.attempt,
                 owner=Owner(pid=1, birth=1, session=1), mint=1)
-    d, _ = decide(s, r)                                   # the one reducer, as the daemon asks
+    d, _ = decide_authenticated(s, r)                     # the one reducer, as the daemon asks
     return iff(projections.admitted(s, i, t), d.kind == DecisionKind.APPLIED)   # ``ready_tasks``
 
 
