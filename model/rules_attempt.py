@@ -33,6 +33,8 @@ def _admission_checks(s, i, t, r) -> list:
         (any_of(not_(s.graph.requires_assignment[i]), t.assigned), Code.ASSIGNMENT_REQUIRED),
         (deps_done(s, i), Code.DEPENDENCY_NOT_DONE),
         (t.waiting_on == 0, Code.WAITING),
+        (not_(t.paused), Code.PAUSED),
+        (s.now >= t.not_before, Code.NOT_DUE),
         (r.expected_attempt == t.attempt, Code.CAS_MOVED),
     ]
 
@@ -59,7 +61,7 @@ def _retry_checks(s, i, t) -> list:
 
 
 @rule(K.DISPATCH, touches=OPEN | {"retries", "deps_generation"},
-      reads={"self", "deps.done", "deps.generation", "target"})
+      reads={"self", "deps.done", "deps.generation", "target", "now"})
 def dispatch(s, i, t, r):
     """Open an attempt on a task whose dependencies are all dependency-satisfying Done; after a
     failed or lost attempt it is an automatic retry, counted against the task's budget."""
@@ -72,7 +74,7 @@ def dispatch(s, i, t, r):
 
 
 @rule(K.RETRY, touches=OPEN | CLOSE | {"retries", "wait_expired", "deps_generation"},
-      reads={"self", "deps.done", "deps.generation", "target"})
+      reads={"self", "deps.done", "deps.generation", "target", "now"})
 def retry(s, i, t, r):
     """The operator closes a stuck attempt (work retained) and opens a new one; the automatic
     retries start again, and a wait that ran out is over."""

@@ -329,6 +329,18 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "ready-iff-dispatch-admitted", Instance(tasks=1, groups=("core", "waits")), 2,
         patches=((projections, "admitted", _ready_when_open),)),
     Mutant(
+        "dispatch-ignores-pause", (44,),
+        "Dispatch does not look at the operator's pause: a paused task is dispatched as if "
+        "nothing held it.",
+        "no-attempt-opens-paused-or-early", Instance(tasks=1, groups=("core", "pause")), 2,
+        rules={K.DISPATCH: without_checks(K.DISPATCH, Code.PAUSED)}),
+    Mutant(
+        "retry-before-not-before", (44,),
+        "The operator's retry does not look at the not-before time: an attempt opens before "
+        "the task is due.",
+        "no-attempt-opens-paused-or-early", Instance(tasks=1, groups=("core", "operator", "pause")), 2,
+        rules={K.RETRY: without_checks(K.RETRY, Code.NOT_DUE)}),
+    Mutant(
         "semantic-failure-auto-retried", (31,),
         "Dispatch after a semantic failure: work the validator rejected is retried "
         "automatically instead of waiting for a repair.",
