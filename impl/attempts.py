@@ -49,6 +49,16 @@ def not_waiting(ctx: Ctx) -> bool:
     return ctx.record.waiting_on is None
 
 
+def not_paused(ctx: Ctx) -> bool:
+    # guards: no-attempt-opens-paused-or-early
+    return not ctx.record.paused
+
+
+def due(ctx: Ctx) -> bool:
+    # guards: no-attempt-opens-paused-or-early
+    return ctx.observe.now() >= ctx.record.not_before
+
+
 def the_expected_attempt(ctx: Ctx) -> bool:
     return ctx.request.expected_attempt == ctx.record.attempt
 
@@ -63,7 +73,10 @@ def no_wait_ran_out(ctx: Ctx) -> bool:
 
 
 def _after_failure(ctx: Ctx) -> bool:
-    return ctx.record.attempt_state in ("failed", "lost")
+    """The last attempt of this generation failed or was lost: a dispatch is an automatic
+    retry. A new generation has no attempt yet; the one its reset closed is not counted."""
+    # guards: retries-per-generation
+    return ctx.record.attempt != 0 and ctx.record.attempt_state in ("failed", "lost")
 
 
 def no_semantic_failure(ctx: Ctx) -> bool:
@@ -188,6 +201,7 @@ ADMISSION = (
     C(not_abandoned, "held"), C(not_succeeded, "terminal-already"),
     C(not_held_for_the_operator, "held"), C(assigned_where_required, "assignment-required"),
     C(dependencies_done, "dependency-not-done"), C(not_waiting, "waiting"),
+    C(not_paused, "paused"), C(due, "not-due"),
     C(the_expected_attempt, "cas-moved"),
 )
 IMPORTS = (C(work_retained, "nothing-retained"), C(imports_the_retained_work, "candidate-mismatch"))

@@ -347,9 +347,15 @@ class Kernel:
         return row[0] or 0
 
     def ready(self) -> list[str]:
-        """Open tasks whose dependencies are all dependency-satisfying Done (indexed)."""
+        """The tasks a daemon dispatch would open an attempt on: those whose plan is the
+        ``dispatch`` way, the one admission predicate (not unassigned where an assignment is
+        required, not parked on a wait, not held by a spent retry budget or a semantic
+        failure). Its candidates come from the index: open, every dependency Done."""
         self._sync()
-        return self.view.ready()
+        candidates = self.view.ready()
+        planned = plans(self, candidates, self.observe)
+        # guards: ready-iff-dispatch-admitted
+        return [n for n in candidates if planned[n] is not None and planned[n].action == "dispatch"]
 
     def show(self, name: str) -> dict:
         """Everything the kernel holds about one task: policy, status and plan, the current

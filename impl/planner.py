@@ -57,6 +57,10 @@ WAYS: tuple[Way, ...] = (
     Way("expire-wait", "scheduled", "expire-wait", "the external wait's deadline has passed: end it"),
     Way("wait-expired", "hold", "await-operator",
         "the external wait ran out: an operator retries or resets"),
+    Way("paused", "hold", "await-operator",
+        "the operator paused the task: nothing opens an attempt until it is unpaused"),
+    Way("not-yet-due", "wait", "await-not-before",
+        "the task's not-before time has not come: nothing opens an attempt before it"),
     Way("hold", "hold", "await-operator", "fail-closed: an operator must act"),
     Way("dependency-reopened", "hold", "await-operator",
         "a dependency was reopened under the running attempt: its effect is refused, an "
@@ -89,6 +93,8 @@ f AS MATERIALIZED (SELECT seen.task AS task,
     {_flag("t.waiting_on IS NOT NULL")} AS waiting,
     {_flag("t.waiting_on IS NOT NULL OR t.wait_expired = 1")} AS parked,
     t.wait_expired AS expired,
+    t.paused AS paused, t.not_before AS not_before,
+    {_flag("env.now < t.not_before")} AS early,
     t.requires_assignment AS needs_assignment, t.assigned AS assigned,
     {_flag("t.requires_assignment = 0 OR t.assigned = 1")} AS admitted,
     {_flag("NOT EXISTS (SELECT 1 FROM edges e JOIN tasks d ON d.id = e.dep "
@@ -101,8 +107,9 @@ f AS MATERIALIZED (SELECT seen.task AS task,
     {_flag("EXISTS (SELECT 1 FROM edges e JOIN generations g ON g.task = e.dep "
            "WHERE e.task = t.id AND g.opened_seq > a.opened_seq)")} AS dep_reopened,
     COALESCE(o.seen, 'unverified') AS seen,
-    {_flag("a.state IN ('failed', 'lost') AND t.failure = 'semantic'")} AS repair,
-    {_flag("a.state IN ('failed', 'lost') AND t.failure <> 'semantic' "
+    {_flag("t.attempt <> 0 AND a.state IN ('failed', 'lost') AND t.failure = 'semantic'")}
+        AS repair,
+    {_flag("t.attempt <> 0 AND a.state IN ('failed', 'lost') AND t.failure <> 'semantic' "
            "AND t.retries >= t.retry_budget")} AS spent,
     {_flag("t.waiting_on IS NOT NULL AND t.wait_deadline <> 0 "
            "AND env.now >= t.wait_deadline")} AS due,
@@ -122,6 +129,8 @@ f AS MATERIALIZED (SELECT seen.task AS task,
   LEFT JOIN receipts gs ON gs.task = t.id AND gs.kind = 'graph-save' AND gs.fence = t.fence),
 g AS (SELECT f.*,
     {_flag("f.running = 0 AND f.held = 0 AND f.parked = 0")} AS idle,
+    {_flag("f.running = 0 AND f.held = 0 AND f.parked = 0 AND f.paused = 0 AND f.early = 0")}
+        AS open,
     {_flag("f.running = 0 AND f.held = 0")} AS stopped,
     {_flag("f.running = 1 AND f.reserved = 0 AND f.held = 0")} AS watching,
     {_flag("f.running = 1 AND f.held = 0 AND f.target_moved = 1")} AS moved,
@@ -133,12 +142,12 @@ g AS (SELECT f.*,
 #: Each way's condition over the flags of ``_FACTS`` (one column per way of ``WAYS``).
 # guards: exactly-one-way-forward, no-dead-owner-in-progress-without-action
 _CONDITIONS = {
-    "assign": "idle = 1 AND needs_assignment = 1 AND assigned = 0",
-    "dispatch": "idle = 1 AND deps_done = 1 AND admitted = 1 AND repair = 0 AND spent = 0",
-    "repair-required": "idle = 1 AND deps_done = 1 AND admitted = 1 AND repair = 1",
-    "retry-budget-spent": "idle = 1 AND deps_done = 1 AND admitted = 1 AND spent = 1",
-    "await-dependencies": "idle = 1 AND deps_done = 0 AND dep_abandoned = 0 AND admitted = 1",
-    "dependency-abandoned": "idle = 1 AND dep_abandoned = 1 AND admitted = 1",
+    "assign": "open = 1 AND needs_assignment = 1 AND assigned = 0",
+    "dispatch": "open = 1 AND deps_done = 1 AND admitted = 1 AND repair = 0 AND spent = 0",
+    "repair-required": "open = 1 AND deps_done = 1 AND admitted = 1 AND repair = 1",
+    "retry-budget-spent": "open = 1 AND deps_done = 1 AND admitted = 1 AND spent = 1",
+    "await-dependencies": "open = 1 AND deps_done = 0 AND dep_abandoned = 0 AND admitted = 1",
+    "dependency-abandoned": "open = 1 AND dep_abandoned = 1 AND admitted = 1",
     "live-owner": "watching = 1 AND seen IN ('unverified', 'live')",
     "probe-suspect": "watching = 1 AND seen = 'suspect'",
     "resume-continuation": "watching = 1 AND seen = 'dead' AND continues = 1",
@@ -150,12 +159,15 @@ _CONDITIONS = {
     "await-external": "stopped = 1 AND waiting = 1 AND due = 0",
     "expire-wait": "stopped = 1 AND due = 1",
     "wait-expired": "stopped = 1 AND waiting = 0 AND expired = 1",
+    "paused": "idle = 1 AND paused = 1",
+    "not-yet-due": "idle = 1 AND paused = 0 AND early = 1",
     "hold": "held = 1",
     "dependency-reopened": "reopened = 1",
 }
 
 #: 1 where the way's condition holds, in the order of ``WAYS``, after what a plan reports.
-WAYS_SQL = _FACTS + "SELECT task, finished, exit, reason, legacy, deadline, wait_deadline, " + \
+WAYS_SQL = _FACTS + "SELECT task, finished, exit, reason, legacy, deadline, wait_deadline, " \
+    "not_before, " + \
     ", ".join(_flag(_CONDITIONS[w.name]) for w in WAYS) + " FROM g"
 
 
@@ -215,10 +227,10 @@ def plan(k, name: str, observe: Observe) -> Plan | None:
 
 
 def _plan(name: str, row: tuple) -> Plan | None:
-    finished, exit_, reason, legacy, deadline, wait_deadline = row[1:7]
+    finished, exit_, reason, legacy, deadline, wait_deadline, not_before = row[1:8]
     if finished:
         return None
-    ways = [w for w, on in zip(WAYS, row[7:]) if on]
+    ways = [w for w, on in zip(WAYS, row[8:]) if on]
     # guards: exactly-one-way-forward
     if len(ways) != 1:
         why = "no way forward" if not ways else "several ways: " + ", ".join(w.name for w in ways)
@@ -226,7 +238,8 @@ def _plan(name: str, row: tuple) -> Plan | None:
     w = ways[0]
     reason = hold_reason(exit_, reason, legacy) if w.name == "hold" else w.name
     return Plan(name, w.way, w.action, reason,
-                wait_deadline if w.name in WAIT_WAYS else deadline)
+                wait_deadline if w.name in WAIT_WAYS
+                else not_before if w.name == "not-yet-due" else deadline)
 
 
 def hold_reason(exit_: str, reason: str, legacy: int) -> str:

@@ -168,6 +168,7 @@ def observable_task(view, name: str, facts: TaskFacts, p: Plan | None) -> dict:
         "failure": t.failure, "retries": t.retries,
         "waiting-on": t.waiting_on, "wait-deadline": t.wait_deadline,
         "wait-expired": t.wait_expired,
+        "paused": t.paused, "not-before": t.not_before,
         "assigned": t.assigned, "legacy-done": t.legacy_done,
         "reconstructed": t.reconstructed, "abandoned": t.abandoned,
     }

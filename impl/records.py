@@ -98,6 +98,8 @@ class TaskRecord:
     waiting_on: str | None = None
     wait_deadline: int = 0
     wait_expired: bool = False
+    paused: bool = False              # the operator's pause: no attempt opens while it holds
+    not_before: int = 0               # no attempt opens before this time (0: none)
     # admission, migration and operator facts
     assigned: bool = False
     legacy_done: bool = False

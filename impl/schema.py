@@ -177,10 +177,17 @@ CREATE INDEX ledger_principals ON ledger (key, seq)
 """
 PRINCIPALS_CHAINED_VERSION = 10
 
+#: The operator's pause of a task's admission and the time before which no attempt opens on it
+#: (0: none).
+SCHEMA_V11 = """
+ALTER TABLE tasks ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN not_before INTEGER NOT NULL DEFAULT 0
+"""
+
 #: version -> the SQL that takes a database from version - 1 to version.
 MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4,
                               5: SCHEMA_V5, 6: SCHEMA_V6, 7: SCHEMA_V7,
-                              8: SCHEMA_V8, 9: SCHEMA_V9, 10: SCHEMA_V10}
+                              8: SCHEMA_V8, 9: SCHEMA_V9, 10: SCHEMA_V10, 11: SCHEMA_V11}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Tables that hold no fact, only this database's concurrency control: the stamps the writes

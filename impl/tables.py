@@ -23,7 +23,7 @@ from .vocabulary import (
 
 TASK_COLUMNS = ("generation", "attempt", "fence", "lease_epoch", "retained", "retained_base",
                 "deadline", "assigned", "legacy_done", "reconstructed", "abandoned", "failure",
-                "retries", "waiting_on", "wait_deadline", "wait_expired")
+                "retries", "waiting_on", "wait_deadline", "wait_expired", "paused", "not_before")
 ATTEMPT_COLUMNS = {"attempt_state": "state", "worktree_id": "worktree", "origin": "origin",
                    "base_hint": "base_hint", "saved_work": "saved_work", "imported": "imported",
                    "token_hash": "token_hash"}
@@ -38,6 +38,7 @@ _LABELS = {"attempt_state": frozenset(ATTEMPT_STATES), "owner_seen": frozenset(O
            "phase": frozenset(PHASES), "exit": frozenset(EXITS), "reason": frozenset(REASONS),
            "disposition": frozenset(DISPOSITIONS)}
 _BOOLS = {"assigned", "legacy_done", "reconstructed", "abandoned", "effect_done", "wait_expired",
+          "paused",
           "worktree_lease", "session_lease", "finish_lease"}
 
 _mapped = set(TASK_COLUMNS) | set(ATTEMPT_COLUMNS) | set(OWNER_COLUMNS) | set(LEASE_KINDS) \

@@ -25,6 +25,7 @@ KINDS = (
     "confirm-archive", "archive",
     "park", "deliver", "expire-wait",
     "reopen",
+    "pause", "unpause",
 )
 
 _ANY = frozenset(ACTORS)
@@ -75,6 +76,8 @@ AUTHORITY: dict[str, frozenset[str]] = {
     "deliver": frozenset({"operator", "daemon"}),
     "expire-wait": frozenset({"daemon"}),
     "reopen": frozenset({"operator"}),
+    "pause": frozenset({"operator"}),
+    "unpause": frozenset({"operator"}),
 }
 
 #: Kinds that move the SaveTransaction: each carries expected phase + revision.
@@ -106,7 +109,7 @@ CODES = (
     "not-authenticated", "role-not-held",
     "base-mismatch", "bad-name", "worktree-unsaved", "token-mismatch", "archive-unconfirmed",
     "retry-budget-spent", "repair-required", "waiting", "not-waiting", "wait-not-due",
-    "dependency-reopened",
+    "dependency-reopened", "paused", "not-due",
 )
 
 #: Why an attempt failed (``fail``): unclassified, nothing saved, zero progress and provider
@@ -189,7 +192,7 @@ SAVE_GRAPH_NEEDS = RECEIPTS[:-1]
 WAYS = ("runnable", "live-owner", "wait", "scheduled", "hold")
 ACTIONS = ("dispatch", "probe-owner", "declare-lost", "drive-transaction", "mark-repair",
            "await-dependencies", "await-review", "await-validation", "await-operator", "assign",
-           "await-external", "expire-wait", "resume")
+           "await-external", "expire-wait", "resume", "await-not-before")
 
 #: Evidence kinds as recorded per task (deduplicated by (kind, id)): the kind of the request
 #: that reported it, and ``continuation`` (earned by a compaction).

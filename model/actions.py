@@ -60,7 +60,8 @@ PARAMS: dict[K, tuple[str, ...]] = {
 
 #: Kinds whose evidence id is recorded.
 WITH_EVIDENCE = EVIDENCE_KINDS | {K.ACK_CONTINUATION, K.FAIL, K.LEGACY_DONE, K.DELIVER}
-WITH_DEADLINE = frozenset({K.SUBMIT, K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION, K.PARK})
+WITH_DEADLINE = frozenset({K.SUBMIT, K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION, K.PARK,
+                           K.UNPAUSE})
 
 #: The correlation id the bounded worker parks on, and another event's (interned ids).
 WAIT_EVENT = 1
@@ -213,6 +214,16 @@ def _wait_requests(c: _Caller) -> Iterator[Request]:
         yield Request(K.EXPIRE_WAIT, Actor.DAEMON, name)
 
 
+def _pause_requests(c: _Caller) -> Iterator[Request]:
+    """The operator pauses a task, unpauses it at once, or unpauses it from the next tick."""
+    if "pause" not in c.inst.groups:
+        return
+    name = c.name
+    yield Request(K.PAUSE, Actor.OPERATOR, name)
+    yield Request(K.UNPAUSE, Actor.OPERATOR, name)
+    yield Request(K.UNPAUSE, Actor.OPERATOR, name, deadline=c.s.now + 1)
+
+
 def _reopen_requests(c: _Caller) -> Iterator[Request]:
     """A Done task reopened by the operator into its next generation (within the bound)."""
     if "reopen" not in c.inst.groups or c.t.attempt_state != AttemptState.SUCCEEDED:
@@ -266,6 +277,7 @@ def requests_for(inst: Instance, s: State, i: int) -> Iterator[Request | None]:
     c = _Caller(inst, s, i)
     yield from _admission_requests(c)
     yield from _wait_requests(c)
+    yield from _pause_requests(c)
     if c.t.attempt_state == 0:
         return
     yield from _attempt_requests(c)
@@ -362,6 +374,7 @@ def task_steps(inst: Instance, s: State, i: int) -> Iterator[Step]:
         yield from env_steps(inst, s, i)
     t = s.tasks[i]
     if ("waits" in inst.groups and t.wait_deadline > s.now) or (
+            "pause" in inst.groups and t.not_before > s.now) or (
             "clock" in inst.groups and t.attempt_state == AttemptState.RUNNING
             and t.deadline > s.now):
         yield EnvStep(EnvKind.TICK)        # the clock runs only toward a deadline

@@ -33,6 +33,8 @@ GROUP_KINDS: dict[str, tuple[K, ...]] = {
     # the clock runs toward a proven-dead owner's deadline (its continuation's window)
     "clock": (),
     "reopen": (K.REOPEN,),
+    # the operator's pause and a not-before time (the clock runs toward it)
+    "pause": (K.PAUSE, K.UNPAUSE),
     # the intruder sends the other groups' kinds under its own principal, posing as any role
     # (``intruder_requests``; the bounded model checker adds one template per kind and task)
     "intruder": (),

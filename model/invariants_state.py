@@ -7,10 +7,13 @@ from typing import Any
 
 from .logic import all_of, any_of, count, iff, implies, not_, one_of
 from .predicates import committed, deps_current, deps_done, graph_saved, has_receipt, receipt_of, reserved, running
+from . import projections
 from .projections import WAYS, WAYS_BY_NAME, finished, status
+from .kernel import decide_authenticated
+from .requests import Owner, Request
 from .properties import ALL_RECEIPTS, prop
 from .state import State, TaskState
-from .vocab import AttemptState as AS, Exit, OwnerSeen, Phase, Receipt, Status, Way
+from .vocab import Actor, AttemptState as AS, DecisionKind, Exit, Kind, OwnerSeen, Phase, Receipt, Status, Way
 
 
 # --- always: state ------------------------------------------------------------
@@ -115,6 +118,21 @@ def no_dead_owner_without_action(s: State, i: int, t: TaskState) -> Any:
 def retries_within_budget(s: State, i: int, t: TaskState) -> Any:
     """A task's automatic retries after failed or lost attempts never exceed its retry budget."""
     return implies(t.retries != 0, t.retries <= s.graph.retry_budget[i])
+
+
+@prop("retries-per-generation", incidents=(41, 31))
+def retries_per_generation(s: State, i: int, t: TaskState) -> Any:
+    """A task's automatic retries are counted in its current generation: fewer than the generation's attempts (a new generation's first dispatch retries nothing)."""
+    return implies(t.retries != 0, t.retries < t.attempt)
+
+
+@prop("ready-iff-dispatch-admitted", incidents=(43, 31, 33))
+def ready_iff_dispatch_admitted(s: State, i: int, t: TaskState) -> Any:
+    """A task is listed ready (and planned for dispatch) iff a daemon dispatch with the current expected attempt would be applied."""
+    r = Request(Kind.DISPATCH, Actor.DAEMON, s.graph.tasks[i], expected_attempt=t.attempt,
+                owner=Owner(pid=1, birth=1, session=1), mint=1)
+    d, _ = decide_authenticated(s, r)                     # the one reducer, as the daemon asks
+    return iff(projections.admitted(s, i, t), d.kind == DecisionKind.APPLIED)   # ``ready_tasks``
 
 
 @prop("no-attempt-while-waiting", incidents=(33,))

@@ -230,6 +230,15 @@ def continuation_needs_token(s: State, r, d, s2: State) -> Any:
     return all_of(*[ok(t, t2) for _, t, t2 in pairs(s, s2)])
 
 
+@prop("no-attempt-opens-paused-or-early", scope="step", incidents=(44,))
+def no_attempt_opens_paused_or_early(s: State, r, d, s2: State) -> Any:
+    """No path opens an attempt on a task the operator paused, nor before its not-before time."""
+    if r.kind not in (Kind.DISPATCH, Kind.RETRY) or r.task not in s.graph.index:
+        return True
+    t = s.tasks[s.graph.index[r.task]]
+    return implies(d.kind == D.APPLIED, all_of(not_(t.paused), s.now >= t.not_before))
+
+
 @prop("semantic-failure-never-auto-retried", scope="step", incidents=(31,))
 def semantic_failure_never_auto_retried(s: State, r, d, s2: State) -> Any:
     """An attempt whose work was rejected (a semantic failure) is never followed by an automatic retry: only an operator's retry opens the next attempt."""

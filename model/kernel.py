@@ -159,6 +159,12 @@ def decide_fresh(s: State, r: Request, rules: Rules = RULES) -> tuple[Decision, 
         return Decision(D.REJECTED, Code.NOT_AUTHENTICATED), s
     if not role_held(s, r):
         return Decision(D.REJECTED, Code.ROLE_NOT_HELD), s
+    return decide_authenticated(s, r, rules)
+
+
+def decide_authenticated(s: State, r: Request, rules: Rules = RULES) -> tuple[Decision, State]:
+    """Decide a fresh request whose sender is authenticated and holds its role (checks 4 to
+    6): what the kernel answers the role itself, e.g. the daemon's dispatch."""
     if not r.authorized:
         return Decision(D.REJECTED, Code.NOT_AUTHORIZED), s
     i = s.graph.index.get(r.task)

@@ -124,6 +124,7 @@ def observe_task(s: State, i: int, names: Names) -> dict[str, Any]:
         "failure": Failure(t.failure).label, "retries": t.retries,
         "waiting-on": names.corrname(t.waiting_on), "wait-deadline": t.wait_deadline,
         "wait-expired": bool(t.wait_expired),
+        "paused": bool(t.paused), "not-before": t.not_before,
         "assigned": bool(t.assigned), "legacy-done": bool(t.legacy_done),
         "reconstructed": bool(t.reconstructed), "abandoned": bool(t.abandoned),
     }

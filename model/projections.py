@@ -38,15 +38,10 @@ def finished(t: TaskState) -> Any:
 
 
 def ready_tasks(s: State) -> list[str]:
-    """Open tasks whose dependencies are all Done, in topological order (networkx)."""
+    """The tasks a daemon dispatch would open an attempt on (``admitted``), in topological
+    order (networkx)."""
     order = list(nx.topological_sort(s.graph.digraph()))
-    out = []
-    for name in order:
-        i = s.graph.index[name]
-        t = s.tasks[i]
-        if status(t) == Status.OPEN and deps_done(s, i) is True:
-            out.append(name)
-    return out
+    return [name for name in order if admitted(s, s.graph.index[name], s.task(name)) is True]
 
 
 def recovery_rank(t: TaskState) -> Any:
@@ -105,8 +100,9 @@ def _waits_on_other_actor(s: State, i: int, t: TaskState) -> Any:
 
 
 def _failed(s: State, i: int, t: TaskState) -> Any:
-    """The last attempt failed or was lost: the next dispatch is an automatic retry."""
-    return one_of(t.attempt_state, (AttemptState.FAILED, AttemptState.LOST))
+    """The last attempt of this generation failed or was lost: the next dispatch is an
+    automatic retry (a new generation's first dispatch is not: it has no attempt yet)."""
+    return all_of(t.attempt != 0, one_of(t.attempt_state, (AttemptState.FAILED, AttemptState.LOST)))
 
 
 def _needs_repair(s: State, i: int, t: TaskState) -> Any:
@@ -144,6 +140,16 @@ def _idle(t: TaskState) -> Any:
     return all_of(not_(running(t)), not_(_held(t)), not_(_parked(t)))
 
 
+def _due(s: State, t: TaskState) -> Any:
+    """The task's not-before time has come (0: it has none)."""
+    return s.now >= t.not_before
+
+
+def _open(s: State, t: TaskState) -> Any:
+    """Idle, not paused and due: what admits the task is up to its policy and its failures."""
+    return all_of(_idle(t), not_(t.paused), _due(s, t))
+
+
 def _dependency_reopened(s: State, i: int, t: TaskState) -> Any:
     """The next edge is the effect's and a dependency was reopened since the attempt opened:
     the effect is refused on the old generation."""
@@ -151,23 +157,32 @@ def _dependency_reopened(s: State, i: int, t: TaskState) -> Any:
                   not_(deps_current(s, i, t)))
 
 
+def admitted(s: State, i: int, t: TaskState) -> Any:
+    """The one admission predicate: the task is unfinished and idle (no attempt runs, no hold,
+    no wait), not paused and due (its not-before time has come), its dependencies are Done, it is assigned where that is required, and no
+    failure of this generation holds it (a semantic one, or a spent retry budget). ``ready``
+    lists exactly these tasks and the plan's ``dispatch`` way is exactly this; the invariant
+    ``ready-iff-dispatch-admitted`` holds the dispatch rule to it."""
+    return all_of(not_(finished(t)), _open(s, t), deps_done(s, i),
+                  any_of(not_(s.graph.requires_assignment[i]), t.assigned),
+                  not_(_retry_held(s, i, t)))
+
+
 WAY_CONDITIONS = {
     "assign": lambda s, i, t: all_of(
-        _idle(t), s.graph.requires_assignment[i], not_(t.assigned)),
-    "dispatch": lambda s, i, t: all_of(
-        _idle(t), deps_done(s, i),
-        any_of(not_(s.graph.requires_assignment[i]), t.assigned), not_(_retry_held(s, i, t))),
+        _open(s, t), s.graph.requires_assignment[i], not_(t.assigned)),
+    "dispatch": lambda s, i, t: admitted(s, i, t),
     "repair-required": lambda s, i, t: all_of(
-        _idle(t), deps_done(s, i),
+        _open(s, t), deps_done(s, i),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned), _needs_repair(s, i, t)),
     "retry-budget-spent": lambda s, i, t: all_of(
-        _idle(t), deps_done(s, i),
+        _open(s, t), deps_done(s, i),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned), _budget_spent(s, i, t)),
     "await-dependencies": lambda s, i, t: all_of(
-        _idle(t), not_(deps_done(s, i)), not_(_dep_abandoned(s, i)),
+        _open(s, t), not_(deps_done(s, i)), not_(_dep_abandoned(s, i)),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned)),
     "dependency-abandoned": lambda s, i, t: all_of(
-        _idle(t), _dep_abandoned(s, i),
+        _open(s, t), _dep_abandoned(s, i),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned)),
     "live-owner": lambda s, i, t: all_of(
         running(t), not_(reserved(t)), not_(_held(t)),
@@ -191,6 +206,9 @@ WAY_CONDITIONS = {
     "expire-wait": lambda s, i, t: all_of(not_(running(t)), not_(_held(t)), _wait_due(s, t)),
     "wait-expired": lambda s, i, t: all_of(
         not_(running(t)), not_(_held(t)), t.waiting_on == 0, t.wait_expired),
+    "paused": lambda s, i, t: all_of(not_(finished(t)), _idle(t), t.paused),
+    "not-yet-due": lambda s, i, t: all_of(not_(finished(t)), _idle(t), not_(t.paused),
+                                          not_(_due(s, t))),
     "hold": lambda s, i, t: _held(t),
     "dependency-reopened": _dependency_reopened,
 }
@@ -224,6 +242,10 @@ WAYS: tuple[WayRule, ...] = (
             "the external wait's deadline has passed: end it"),
     WayRule("wait-expired", Way.HOLD, Action.AWAIT_OPERATOR,
             "the external wait ran out: an operator retries or resets"),
+    WayRule("paused", Way.HOLD, Action.AWAIT_OPERATOR,
+            "the operator paused the task: nothing opens an attempt until it is unpaused"),
+    WayRule("not-yet-due", Way.WAIT, Action.AWAIT_NOT_BEFORE,
+            "the task's not-before time has not come: nothing opens an attempt before it"),
     WayRule("hold", Way.HOLD, Action.AWAIT_OPERATOR, "fail-closed: an operator must act"),
     WayRule("dependency-reopened", Way.HOLD, Action.AWAIT_OPERATOR,
             "a dependency was reopened under the running attempt: its effect is refused, an "
@@ -278,7 +300,8 @@ def plan(s: State, i: int, conditions: dict | None = None) -> Plan | None:
         return Plan(name, Way.HOLD, Action.AWAIT_OPERATOR, why, 0)
     w = ways[0]
     reason = w.name if w.name != "hold" else hold_reason(t)
-    deadline = t.wait_deadline if w.name in WAIT_WAYS else t.deadline
+    deadline = (t.wait_deadline if w.name in WAIT_WAYS
+                else t.not_before if w.name == "not-yet-due" else t.deadline)
     return Plan(name, w.way, w.action, reason, int(deadline))
 
 

@@ -24,6 +24,7 @@ one callers import from (the rules, ``RULES``, ``TOUCHES`` and the helpers):
 - ``rules_save``: the SaveTransaction, one rule per edge, and its ways off the main line;
 - ``rules_operator``: the operator and migration (reset, abandon, reconcile, legacy Done);
 - ``rules_archive``: archiving a Done task after the confirmation of its exact digest;
+- ``rules_pause``: the operator's pause and a task's not-before time;
 - ``rules_wait``: external waits (park on a named event, its delivery, an expired deadline);
 - ``rules_reopen``: reopening a Done task into a new generation;
 - ``updates``: the updates several rules share (open and close an attempt, advance).
@@ -57,4 +58,5 @@ from .rules_save import (  # noqa: F401
 from .rules_operator import abandon, legacy_done, reconcile, reconstruct, reset  # noqa: F401
 from .rules_archive import archive, confirm_archive  # noqa: F401
 from .rules_wait import deliver, expire_wait, park  # noqa: F401
+from .rules_pause import pause, unpause  # noqa: F401
 from .rules_reopen import reopen  # noqa: F401

@@ -33,6 +33,8 @@ def _admission_checks(s, i, t, r) -> list:
         (any_of(not_(s.graph.requires_assignment[i]), t.assigned), Code.ASSIGNMENT_REQUIRED),
         (deps_done(s, i), Code.DEPENDENCY_NOT_DONE),
         (t.waiting_on == 0, Code.WAITING),
+        (not_(t.paused), Code.PAUSED),
+        (s.now >= t.not_before, Code.NOT_DUE),
         (r.expected_attempt == t.attempt, Code.CAS_MOVED),
     ]
 
@@ -45,8 +47,10 @@ def _import_checks(t, r) -> list:
 
 
 def after_failure(t) -> Any:
-    """The last attempt failed or was lost: a dispatch now is an automatic retry."""
-    return one_of(t.attempt_state, (AS.FAILED, AS.LOST))
+    """The last attempt of this generation failed or was lost: a dispatch now is an automatic
+    retry. A new generation (``reset``) has no attempt yet (``attempt == 0``): the attempt
+    its reset closed belongs to the old generation, and its first dispatch is no retry."""
+    return all_of(t.attempt != 0, one_of(t.attempt_state, (AS.FAILED, AS.LOST)))
 
 
 def _retry_checks(s, i, t) -> list:
@@ -57,7 +61,7 @@ def _retry_checks(s, i, t) -> list:
 
 
 @rule(K.DISPATCH, touches=OPEN | {"retries", "deps_generation"},
-      reads={"self", "deps.done", "deps.generation", "target"})
+      reads={"self", "deps.done", "deps.generation", "target", "now"})
 def dispatch(s, i, t, r):
     """Open an attempt on a task whose dependencies are all dependency-satisfying Done; after a
     failed or lost attempt it is an automatic retry, counted against the task's budget."""
@@ -70,7 +74,7 @@ def dispatch(s, i, t, r):
 
 
 @rule(K.RETRY, touches=OPEN | CLOSE | {"retries", "wait_expired", "deps_generation"},
-      reads={"self", "deps.done", "deps.generation", "target"})
+      reads={"self", "deps.done", "deps.generation", "target", "now"})
 def retry(s, i, t, r):
     """The operator closes a stuck attempt (work retained) and opens a new one; the automatic
     retries start again, and a wait that ran out is over."""

@@ -225,6 +225,10 @@ class TaskState:
     waiting_on: Any = 0
     wait_deadline: Any = 0
     wait_expired: Any = False
+    # the operator's pause (no attempt opens while it holds) and the time before which no
+    # attempt opens (0: none)
+    paused: Any = False
+    not_before: Any = 0
     # the sum of the dependencies' generations when the current attempt opened: a reopen of a
     # dependency since then raises the sum, so the attempt's effect is refused
     deps_generation: Any = 0

@@ -108,6 +108,9 @@ class Kind(Labelled):
     EXPIRE_WAIT = 59
     # reopening a Done task into a new generation
     REOPEN = 60
+    # the operator pauses a task's admission, and resumes it (from a not-before time)
+    PAUSE = 61
+    UNPAUSE = 62
 
 
 class DecisionKind(Labelled):
@@ -157,6 +160,8 @@ class Code(Labelled):
     NOT_WAITING = 32           # nothing waits on this task (expire-wait)
     WAIT_NOT_DUE = 35          # the wait has no deadline, or it has not passed (expire-wait)
     DEPENDENCY_REOPENED = 33   # a dependency was reopened: no effect on its old generation
+    PAUSED = 36                # the operator paused the task: nothing opens an attempt on it
+    NOT_DUE = 37               # the task's not-before time has not come: nothing opens an attempt
 
 
 class AttemptState(Labelled):
@@ -320,6 +325,7 @@ class Action(Labelled):
     AWAIT_EXTERNAL = 11
     EXPIRE_WAIT = 12
     RESUME = 13
+    AWAIT_NOT_BEFORE = 14
 
 
 # --- authority ---------------------------------------------------------------
@@ -373,6 +379,8 @@ AUTHORITY: dict[Kind, frozenset[Actor]] = {
     K.DELIVER: frozenset({A.OPERATOR, A.DAEMON}),
     K.EXPIRE_WAIT: frozenset({A.DAEMON}),
     K.REOPEN: frozenset({A.OPERATOR}),
+    K.PAUSE: frozenset({A.OPERATOR}),
+    K.UNPAUSE: frozenset({A.OPERATOR}),
 }
 
 #: Kinds whose request must carry the exact capability tuple K of the current attempt.

@@ -198,3 +198,31 @@ def test_send_lines_decides_every_line_with_one_commit(setup, capsys, sleeper, m
         code, out, err = run(capsys, db, "send", "--lines", str(tmp / "bad.jsonl"))
         assert code == 2 and out == "" and message in err and err.count("\n") == 1, err
     assert fingerprint(db) == before            # a bad line refuses the whole batch
+
+
+def test_pause_and_resume_with_a_not_before_time(setup, capsys, sleeper):
+    db, _ = setup
+    run(capsys, db, "task", "add", "a")
+    run(capsys, db, "task", "add", "b")
+    assert run(capsys, db, "pause", "a")[0] == 0
+    code, out, _ = run(capsys, db, "status", "--json")
+    status = json.loads(out)
+    assert status["ready"] == ["b"]
+    code, out, _ = run(capsys, db, "dispatch", "a", "--pid", str(sleeper.pid))
+    assert code == 1 and "paused" in out
+    before = fingerprint(db)
+    for args, message in ((("resume", "a", "--not-before", "-1"), "--not-before"),
+                          (("pause", "zz"), "unknown task 'zz'")):
+        code, out, err = run(capsys, db, *args)
+        assert code == 2 and out == "" and message in err and err.count("\n") == 1, (args, err)
+    assert fingerprint(db) == before
+    far = 2 ** 40                                          # the kernel's clock is seconds
+    assert run(capsys, db, "resume", "a", "--not-before", str(far))[0] == 0
+    code, out, _ = run(capsys, db, "status", "--json")
+    assert json.loads(out)["ready"] == ["b"]
+    code, out, _ = run(capsys, db, "dispatch", "a", "--pid", str(sleeper.pid))
+    assert code == 1 and "not-due" in out
+    assert run(capsys, db, "resume", "a")[0] == 0         # no not-before time: due at once
+    code, out, _ = run(capsys, db, "status", "--json")
+    assert json.loads(out)["ready"] == ["a", "b"]
+    assert run(capsys, db, "dispatch", "a", "--pid", str(sleeper.pid))[0] == 0

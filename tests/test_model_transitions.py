@@ -459,6 +459,28 @@ def test_an_expired_wait_is_a_named_hold_until_the_operator_retries(one):
     rejects(one, K.DISPATCH, A.DAEMON, "held", owner=owner(2))
     ok(one, K.RETRY, A.OPERATOR, owner=owner(2))
     assert not one.task("a").wait_expired
+
+
+def test_a_paused_or_early_task_opens_no_attempt_on_any_path(one):
+    rejects(one, K.PAUSE, A.DAEMON, "not-authorized")
+    assert ok(one, K.PAUSE, A.OPERATOR).label == "applied"
+    assert ok(one, K.PAUSE, A.OPERATOR).label == "evidence-only"       # paused again
+    assert one.task("a").paused and _way(one, "a") == ("hold", "await-operator", "paused")
+    rejects(one, K.DISPATCH, A.DAEMON, "paused", owner=owner(1))
+    rejects(one, K.RETRY, A.OPERATOR, "paused", owner=owner(1))
+    ok(one, K.UNPAUSE, A.OPERATOR, deadline=2)
+    assert (one.task("a").paused, one.task("a").not_before) == (False, 2)
+    assert _way(one, "a") == ("wait", "await-not-before", "not-yet-due")
+    rejects(one, K.DISPATCH, A.DAEMON, "not-due", owner=owner(1))
+    one.env(EnvKind.TICK, amount=1)
+    rejects(one, K.RETRY, A.OPERATOR, "not-due", owner=owner(1))
+    one.env(EnvKind.TICK, amount=1)
+    assert _way(one, "a") == ("runnable", "dispatch", "dispatch")
+    dispatch(one, "a")
+    ok(one, K.PAUSE, A.OPERATOR)                                         # a running attempt runs on
+    assert one.task("a").attempt_state == AS.RUNNING
+
+
 # --- reopening a Done task -----------------------------------------------------
 
 def _way(d, task):

@@ -182,3 +182,45 @@ def test_replay_with_crash_cuts_reports_every_cut(capsys, tmp_path, monkeypatch)
     assert main(["replay", str(path), "--system", "impl", "--kill", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["traces"][0]["crash_cuts"] == 8 and out["scratch"] == tempfile.gettempdir()
+
+
+RACE = ROOT / "traces" / "incidents" / "42-two-lands-race-one-target.json"
+
+
+def _winner_lands(trace) -> int:
+    return next(n for n, s in enumerate(trace.steps)
+                if s.get("request", {}).get("key", "").startswith("commit-effect:a:"))
+
+
+def test_a_cut_after_the_winners_land_expects_the_loser_to_plan_mark_repair():
+    """The expected state after a cut that made a land durable is computed with that land: the
+    other task prepared on the old target plans mark-repair, not its stale plan."""
+    from wgk.conformance.oracle.crashcuts import crash_cuts, with_effects
+    trace = load_trace(RACE)
+    k = _winner_lands(trace)
+    model = ModelSystem(trace)
+    for step in trace.steps[:k]:
+        model.apply(step)
+    before, prefix = model.state, model.project()
+    model.apply(trace.steps[k])
+    effected = with_effects(model, before, model.state)
+    assert prefix["tasks"]["b"]["plan"]["action"] == "drive-transaction"
+    assert effected["target"] == "c-a1" and effected["tasks"]["a"]["effect-done"] is True
+    assert effected["tasks"]["b"]["plan"]["action"] == "mark-repair"
+    assert effected["tasks"]["a"]["plan"]["action"] == "drive-transaction"
+    result = crash_cuts(trace, steps=range(k, k + 1))
+    assert [c.boundary for c in result.cuts if "ref-update" in c.boundary]
+    assert result.passed, [d.to_json() for c in result.failed for d in c.divergences]
+
+
+def test_a_cut_expecting_the_state_without_the_durable_land_is_a_divergence(monkeypatch):
+    """The check can fail: expected without the effect the cut made durable, the recovered
+    state (target moved, the loser planning mark-repair) is reported as none of the three."""
+    from wgk.conformance.oracle import crashcuts
+    monkeypatch.setattr(crashcuts, "effects_made_durable", lambda before, after: before)
+    trace = load_trace(RACE)
+    k = _winner_lands(trace)
+    result = crashcuts.crash_cuts(trace, steps=range(k, k + 1))
+    failed = {c.boundary: [d.what for d in c.divergences] for c in result.failed}
+    assert any("after ref-update" in b for b in failed)
+    assert all(what == ["recovered-state"] for what in failed.values())

@@ -100,6 +100,7 @@ class _Batch:
     credential: str | None
     decisions: list[dict | None]
     projections: list[dict]        # before the batch, then after each request
+    effected: list[dict] = field(default_factory=list)   # p -> before request p, its effect done
     before: object = None          # the model's state before the batch (``ModelSystem.snapshot``)
     resent: dict = field(default_factory=dict)   # p -> ``resent`` after p committed requests
 
@@ -107,12 +108,16 @@ class _Batch:
 def _model_batch(model: ModelSystem, trace: Trace, steps: list[int]) -> _Batch:
     bodies, credential = [], None
     decisions, projections, before = [], [model.project()], model.snapshot()
+    effected = []
     for n in steps:
         body, credential = split_principal(trace.steps[n]["request"])
         bodies.append(body)
+        prior = model.state
         decisions.append(model.apply(trace.steps[n]))
         projections.append(model.project())
-    return _Batch(steps, bodies, credential, decisions, projections, before)
+        effected.append(with_effects(model, prior, model.state))
+    return _Batch(steps, bodies, credential, decisions, projections, before=before,
+                  effected=effected)
 
 
 def batch_replay(trace: Trace, *, size: int = 3, cuts: bool = True) -> BatchResult:
@@ -185,7 +190,7 @@ def recovered_prefix(batch: _Batch, recovered: dict) -> tuple[int, bool] | None:
         if not diff_values(batch.projections[p], recovered):
             return p, False
     for p in range(n):
-        if not diff_values(with_effects(batch.projections[p], batch.projections[p + 1]), recovered):
+        if not diff_values(batch.effected[p], recovered):
             return p, True
     return None
 

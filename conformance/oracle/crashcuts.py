@@ -27,7 +27,6 @@ Each cut is a reported case with its own verdict.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import os
 import pickle
@@ -48,6 +47,7 @@ from wgk.conformance.oracle.real_world import RealWorld, real_world, restore_wor
 from wgk.conformance.oracle.lockstep import Divergence, Observed, diff_values, is_valid_step
 from wgk.conformance.oracle.systems import ModelSystem, StepError
 from wgk.conformance.traces.format import Trace
+from wgk.model.state import State, replace_task
 
 
 @dataclass
@@ -125,19 +125,25 @@ def _restore(snap: _Snapshot, path: str, hook) -> ImplSystem:
     return ImplSystem.reopen(path, restore_world(snap.world), hook=hook, daemon=snap.daemon)
 
 
-#: Projection facts that are the world's, not the kernel's: an external effect
-#: (ref update, worktree removal) can have happened before the commit recording it.
-EFFECT_FACTS = ("promotions", "effect-done", "worktree")
+#: The model's task fields that are the world's, not the kernel's: an external effect (ref
+#: update, worktree removal) can have happened before the commit recording it. The target
+#: is the world's too.
+EFFECT_FIELDS = ("promotions", "effect_done", "worktree", "worktree_present", "origin")
 
 
-def with_effects(prefix: dict, landed: dict) -> dict:
-    """``prefix`` with the world as it is after the step: the effect done, not yet recorded."""
-    out = copy.deepcopy(prefix)
-    out["target"] = landed["target"]
-    for name, task in out["tasks"].items():
-        for fact in EFFECT_FACTS:
-            task[fact] = copy.deepcopy(landed["tasks"][name][fact])
-    return out
+def effects_made_durable(before: State, after: State) -> State:
+    """``before`` with the world as it is in ``after``: the step's effect done, not yet
+    recorded (the target and each task's effect fields as ``after`` has them)."""
+    tasks = tuple(replace_task(b, **{f: getattr(a, f) for f in EFFECT_FIELDS})
+                  for b, a in zip(before.tasks, after.tasks))
+    return dataclasses.replace(before, target=after.target, tasks=tasks)
+
+
+def with_effects(model: ModelSystem, before: State, after: State) -> dict:
+    """The expected state after a cut that made the step's effect durable but not its commit:
+    the model's projection of ``before`` with that effect, everything derived from it computed
+    again (a task that raced the effect's target plans ``mark-repair``, not its stale plan)."""
+    return model.project_state(effects_made_durable(before, after))
 
 
 def _divergence(trace: Trace, step: int, what: str, request, expected, actual, diffs=(), boundary=None):
@@ -167,6 +173,7 @@ def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, chec
     snapdir = tempfile.TemporaryDirectory(prefix="wgk-snap-")
     impl = ImplSystem(trace, hook=recorder, world=real_world(world, trace, snapdir.name))
     projections = [model.project()]
+    states = [model.state]
     decisions: list[dict | None] = []
     snapshots: list[_Snapshot | None] = []
     calls: list[list] = []
@@ -184,6 +191,7 @@ def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, chec
             impl.apply(step)
             calls.append(recorder.seen[start:])
             projections.append(model.project())
+            states.append(model.state)
     finally:
         impl.close()
     cuts: list[Cut] = []
@@ -192,14 +200,15 @@ def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, chec
             if "request" not in step or snapshots[k] is None:
                 continue
             snap = snapshots[k]
+            effected = with_effects(model, states[k], states[k + 1])
             with contextlib.closing(audit.Scratch(snap.replayed)) if snap.replayed else \
                     contextlib.nullcontext() as snap.scratch:
                 for j, boundary in enumerate(calls[k]):
                     t0 = time.perf_counter()
                     cut = Cut(k, j, boundary.describe())
                     cut.divergences = _one_cut(trace, k, j, step, snap, db, decisions[k],
-                                               projections, finish, cut.boundary, mode,
-                                               _scope(trace, step, checks))
+                                               projections, effected, finish, cut.boundary,
+                                               mode, _scope(trace, step, checks))
                     cut.seconds = time.perf_counter() - t0
                     cuts.append(cut)
                     if progress:
@@ -281,8 +290,8 @@ def _save_world(world, path: str) -> None:
 
 
 def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, db: str,
-             decision: dict | None, projections: list[dict], finish: bool, where: str,
-             mode: str, scope: _Scope) -> list[Divergence]:
+             decision: dict | None, projections: list[dict], effected: dict, finish: bool,
+             where: str, mode: str, scope: _Scope) -> list[Divergence]:
     request = step["request"]
     crash = _crash_by_kill if mode == "kill" else _crash_in_process
     impl = crash(snap, db, j, step)
@@ -294,7 +303,7 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, db: str,
         recovered = scope.of_impl(impl)
         at_prefix = not diff_values(prefix, recovered)
         at_landed = not diff_values(landed, recovered)
-        if not (at_prefix or at_landed or not diff_values(with_effects(prefix, landed), recovered)):
+        if not (at_prefix or at_landed or not diff_values(scope.of_model(effected), recovered)):
             return [_divergence(trace, k, "recovered-state", request,
                                 "prefix, prefix + 1, or prefix with the step's external effect",
                                 "none of them", diff_values(prefix, recovered), boundary=where)]

@@ -138,6 +138,21 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
        "a dispatch does not look at an external wait: a task parked on human input is "
        "dispatched again before the answer arrives", "no-attempt-while-waiting",
        ("attempts.py", "    return ctx.record.waiting_on is None", "    return True")),
+    _m("retries-counted-across-generations", "rules",
+       "a dispatch after a reset counts the old generation's failed attempt as its own: the new "
+       "generation's first dispatch is an automatic retry and can be refused retry-budget-spent",
+       "retries-per-generation",
+       ("attempts.py", '    return ctx.record.attempt != 0 and ctx.record.attempt_state in ("failed", "lost")',
+        '    return ctx.record.attempt_state in ("failed", "lost")')),
+    _m("ready-by-index", "rules",
+       "ready lists every open task whose dependencies are Done: an unassigned, parked, "
+       "paused or held task is listed while every dispatch refuses it", "ready-iff-dispatch-admitted",
+       ("kernel.py", '        return [n for n in candidates if planned[n] is not None and planned[n].action == "dispatch"]',
+        "        return candidates")),
+    _m("dispatch-ignores-pause", "rules",
+       "a dispatch does not look at the operator's pause: a paused task is dispatched",
+       "no-attempt-opens-paused-or-early",
+       ("attempts.py", "    return not ctx.record.paused", "    return True")),
     _m("delivery-ignores-correlation", "rules",
        "any delivery releases a wait, whatever event it names", "wait-left-only-by-its-evidence",
        ("waits.py", "    if t.waiting_on is None or r.correlation != t.waiting_on:",

@@ -121,11 +121,13 @@ class NamedGit:
               onto: str | None = None) -> None:
         """The owner writes ``content``; with ``onto`` it first rebases its work onto that
         commit (a real checkout of it in the worktree), as a worker does before it writes
-        its repair on a moved target; otherwise its bytes stay on the commit the worktree
-        was built on."""
+        its repair on a moved target (forced: its own earlier bytes, saved already, may be in
+        the way of a file the new base holds, as when another task's land wrote the same
+        path; what it writes next replaces them); otherwise its bytes stay on the commit the
+        worktree was built on."""
         path = self.git.worktree_path(wt)
         if onto is not None and os.path.isdir(path):
-            self.git.git("checkout", "-q", "--detach", self._oid(onto), cwd=path)
+            self.git.git("checkout", "-q", "-f", "--detach", self._oid(onto), cwd=path)
         self.git.write(wt, content, paths)
         self._learn(self.git.observe_worktree(wt).content, content)
 

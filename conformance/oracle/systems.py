@@ -299,7 +299,11 @@ class ModelSystem:
         return None
 
     def project(self) -> dict:
-        return with_ready(observe(self.state, self.names), ready_tasks(self.state))
+        return self.project_state(self.state)
+
+    def project_state(self, state: Any) -> dict:
+        """The projection of ``state``, a state of this model's run (its names are this run's)."""
+        return with_ready(observe(state, self.names), ready_tasks(state))
 
     def check(self) -> list[str]:
         return list(self._violations)

@@ -38,7 +38,7 @@ BUDGET: dict[str, tuple[int, str]] = {
     "env-step-kinds": (7, "the environment the kernel is checked against is closed"),
     "rule-functions": (43, "exactly one guard-then-update rule per request kind"),
     "reducers": (1, "one reducer decides every request at run time (impl/rules.py:decide, via Kernel.handle)"),
-    "model-reducers": (1, "the normative specification has one reducer too (model/kernel.py:decide_fresh, via decide)"),
+    "model-reducers": (1, "the normative specification has one reducer too (model/kernel.py:decide_authenticated, via decide and decide_fresh)"),
     "kernel-public-methods": (31, "the implementation's API surface (requests go through handle, "
                                   "or handle_batch for group commit; the graph policy's "
                                   "protected paths are read through protected_paths; one task "

@@ -52,6 +52,10 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
     ("principals.py", 'return key if who is None else f"{who.name}/{key}"'):
         ('key if who is None else f"{who.name}/{key}"', "key"),
     ("projection.py", "return t.graph_saved"): ("return t.graph_saved", "return t.graph_saved or t.legacy_done"),
+    ("kernel.py", 'return [n for n in candidates if planned[n] is not None and planned[n].action == "dispatch"]'):
+        ('if planned[n] is not None and planned[n].action == "dispatch"', ""),
+    ("attempts.py", 'return ctx.record.attempt != 0 and ctx.record.attempt_state in ("failed", "lost")'):
+        ("ctx.record.attempt != 0 and ", ""),
     ("planner.py", "_CONDITIONS = {"):
         ('"declare-lost": "watching = 1 AND seen = \'dead\' AND continues = 0",',
          '"declare-lost": "1 = 0",'),

@@ -53,7 +53,7 @@ def request_templates(kinds: Iterable[K], tasks: Iterable[str], evidence_ids: tu
                     for ev in (evidence_ids if kind in WITH_EVIDENCE else ("",)):
                         for imports in ((False, True) if kind in WITH_IMPORTS else (False,)):
                             for deadline in ((False, True) if kind in WITH_DEADLINE and (
-                                    deadlines or kind == K.PARK) else (False,)):
+                                    deadlines or kind in (K.PARK, K.UNPAUSE)) else (False,)):
                                 for actors in ([(a,) for a in allowed] if kind in by_actor
                                                else [allowed] if allowed else []):
                                     out.append(Template(kind, task, actors, params, verdict,

@@ -12,7 +12,7 @@ from wgk.model.invariants import Property
 from wgk.model.logic import all_of, any_of, iff, implies, not_, one_of
 from wgk.model.rules import binding, dirty, has_receipt, receipt_of, reserved, running
 from wgk.model.state import State, TaskState
-from wgk.model.vocab import AttemptState as AS, Exit, Phase, Receipt
+from wgk.model.vocab import AttemptState as AS, Exit, Failure, Phase, Receipt
 
 LEMMAS: dict[str, Property] = {}
 
@@ -124,6 +124,20 @@ def cleaned_worktree_is_gone(s: State, i: int, t: TaskState) -> Any:
 def closed_attempt_retains_dirty_worktree(s: State, i: int, t: TaskState) -> Any:
     """A worktree left dirty by an attempt that no longer runs is its retained work."""
     return implies(all_of(not_(running(t)), dirty(t)), t.retained == t.worktree)
+
+
+@lemma("held-exit-has-transaction")
+def held_exit_has_transaction(s: State, i: int, t: TaskState) -> Any:
+    """A transaction held off the main line (repair, aborted, upgrade-blocked) has a transaction past absent."""
+    return implies(one_of(t.exit, (Exit.NEEDS_REPAIR, Exit.ABORTED_PRESERVED, Exit.UPGRADE_BLOCKED)),
+                   reserved(t))
+
+
+@lemma("new-generation-has-no-failure")
+def new_generation_has_no_failure(s: State, i: int, t: TaskState) -> Any:
+    """A generation with no attempt yet runs none and carries no failure: the failure of the attempt a reset closed stays with the old generation."""
+    return all_of(t.attempt >= 0,
+                  implies(t.attempt == 0, all_of(not_(running(t)), t.failure == Failure.NONE)))
 
 
 # --- evidence -------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import fields as dc_fields, replace as dc_replace
 from typing import Callable
 
-from wgk.model import kernel, projections, rules as R, rules_evidence, rules_save
+from wgk.model import kernel, projections, rules as R, rules_attempt, rules_evidence, rules_save
 from wgk.model.actions import KEYS, Instance
 from wgk.model.kernel import Decision
 from wgk.model.requests import Request
@@ -114,6 +114,16 @@ _TOKEN_PRESENTED = kernel.token_presented
 def _continuation_by_session(t, r):
     """A continuation is proven by its session string: resume presents no token."""
     return any_of(r.kind == K.RESUME, _TOKEN_PRESENTED(t, r))
+
+
+def _failed_in_any_generation(t):
+    """A failed or lost attempt makes the next dispatch a retry, whatever its generation."""
+    return any_of(t.attempt_state == AS.FAILED, t.attempt_state == AS.LOST)
+
+
+def _ready_when_open(s, i, t):
+    """Ready as a status: an open task whose dependencies are Done, whatever dispatch says."""
+    return all_of(projections.status(t) == projections.Status.OPEN, R.deps_done(s, i))
 
 
 def _global_key(r):
@@ -304,6 +314,32 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "task is retried automatically without limit.",
         "retries-within-budget", Instance(tasks=1, attempts=4, groups=CORE), 7,
         rules={K.DISPATCH: without_checks(K.DISPATCH, Code.RETRY_BUDGET_SPENT)}),
+    Mutant(
+        "retries-across-generations", (41,),
+        "A dispatch counts the failure of the attempt a reset closed: the new generation's "
+        "first dispatch is an automatic retry of the old one's, counted against its budget.",
+        "retries-per-generation", Instance(tasks=1, attempts=2, generations=2,
+                                           groups=("core", "operator")), 4,
+        patches=((rules_attempt, "after_failure", _failed_in_any_generation),)),
+    Mutant(
+        "ready-by-status", (43,),
+        "ready (and the plan's dispatch) lists every open task whose dependencies are Done: "
+        "a task parked on a wait, unassigned, or held by a spent retry budget or a semantic "
+        "failure is listed, and every dispatch path refuses it.",
+        "ready-iff-dispatch-admitted", Instance(tasks=1, groups=("core", "waits")), 2,
+        patches=((projections, "admitted", _ready_when_open),)),
+    Mutant(
+        "dispatch-ignores-pause", (44,),
+        "Dispatch does not look at the operator's pause: a paused task is dispatched as if "
+        "nothing held it.",
+        "no-attempt-opens-paused-or-early", Instance(tasks=1, groups=("core", "pause")), 2,
+        rules={K.DISPATCH: without_checks(K.DISPATCH, Code.PAUSED)}),
+    Mutant(
+        "retry-before-not-before", (44,),
+        "The operator's retry does not look at the not-before time: an attempt opens before "
+        "the task is due.",
+        "no-attempt-opens-paused-or-early", Instance(tasks=1, groups=("core", "operator", "pause")), 2,
+        rules={K.RETRY: without_checks(K.RETRY, Code.NOT_DUE)}),
     Mutant(
         "semantic-failure-auto-retried", (31,),
         "Dispatch after a semantic failure: work the validator rejected is retried "

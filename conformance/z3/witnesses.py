@@ -31,6 +31,8 @@ WITNESSES: dict[str, tuple[Instance, int]] = {
     "wait-released-reached": (Instance(tasks=1, groups=("core", "waits")), 3),
     "wait-expired-reached": (Instance(tasks=1, groups=("core", "waits", "env")), 5),
     "retry-reached": (_RUN, 5),
+    # the default budget (2) spent in one generation: three attempts, each failed
+    "retry-budget-spent-reached": (Instance(tasks=1, attempts=3, groups=("core",)), 6),
     "resume-reached": (_RUN, 6),
     "lost-reached": (_RUN, 6),
     "pid-reuse-detected": (_RUN, 6),

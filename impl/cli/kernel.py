@@ -27,7 +27,7 @@ from .kernel_reports import (
 )
 from ..principals import DENIED
 from .kernel_principals import do_principal, read_credential, require_operator
-from .kernel_requests import do_dispatch, do_retry, do_send, do_task, operator_request
+from .kernel_requests import do_dispatch, do_resume, do_retry, do_send, do_task, operator_request
 from .output import UsageError
 
 HELP = "operate a durable kernel database: tasks, dispatch, status, convergence, audit, rebuild"
@@ -104,6 +104,7 @@ ACTIONS = {
     "abandon": operator_request("abandon"), "reset": operator_request("reset"),
     "deliver": operator_request("deliver", correlation=None, evidence=None),
     "reopen": operator_request("reopen"),
+    "pause": operator_request("pause"), "resume": do_resume,
     "import-legacy": do_import, "rebuild": do_rebuild, "verify-ledger": do_verify,
     "send": do_send, "principal": do_principal, "anchor": do_anchor,
 }

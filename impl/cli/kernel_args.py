@@ -113,6 +113,20 @@ def _operator_commands(sub, key: argparse.ArgumentParser) -> None:
                    help="the name of the event (what the wait waits for)")
     s.add_argument("--evidence", default="", metavar="ID", help="this delivery's evidence id")
     _reopen_command(sub, key)
+    _pause_commands(sub, key)
+
+
+def _pause_commands(sub, key: argparse.ArgumentParser) -> None:
+    s = sub.add_parser("pause", parents=[key],
+                       help="pause a task: nothing opens an attempt on it until it is resumed",
+                       epilog="example: wgk kernel --db k.db pause a")
+    s.add_argument("name", metavar="TASK")
+    s = sub.add_parser("resume", parents=[key],
+                       help="lift a task's pause; with --not-before, no attempt opens before T",
+                       epilog="example: wgk kernel --db k.db resume a --not-before 1700000000")
+    s.add_argument("name", metavar="TASK")
+    s.add_argument("--not-before", dest="deadline", type=int, metavar="T",
+                   help="the time (the kernel's clock, seconds) before which no attempt opens")
 
 
 def _reopen_command(sub, key: argparse.ArgumentParser) -> None:

@@ -197,6 +197,13 @@ def do_retry(k: Kernel, args) -> int:
     return send_minted(k, args, r)
 
 
+def do_resume(k: Kernel, args) -> int:
+    """Lift a task's pause (``unpause``), with the time before which no attempt opens."""
+    if args.deadline is not None and args.deadline < 0:
+        raise UsageError(f"--not-before: expected a time of 0 or more, got {args.deadline}")
+    return operator_request("unpause", deadline=None)(k, args)
+
+
 def operator_request(kind: str, **params):
     def action(k: Kernel, args) -> int:
         require_task(k, args.name)

@@ -1,0 +1,41 @@
+"""The operator's pause: the writes that hold a task's admission and lift it.
+
+``pause`` holds an unfinished task's admission (an attempt already running runs on);
+``unpause`` lifts it and sets the time before which no attempt opens on the task (the
+request's ``deadline``; 0: none). While a task is paused, or before that time, ``dispatch``
+and ``retry`` are refused (``paused``, ``not-due``; docs/vocabulary.md, "The operator's
+pause"). Each kind is a ``Rule``: the conditions of its write in the contract's order
+("Conditions, kind by kind"), then the write.
+"""
+from __future__ import annotations
+
+from .decision import Condition as C, Ctx, Outcome, Rule, succeeded
+from .records import evolve as replace
+from .vocabulary import APPLIED, EVIDENCE_ONLY
+
+
+def not_done(ctx: Ctx) -> bool:
+    return not ctx.record.graph_saved
+
+
+def not_abandoned(ctx: Ctx) -> bool:
+    return not ctx.record.abandoned
+
+
+def _paused(ctx: Ctx) -> Outcome:
+    t = ctx.record
+    return succeeded(ctx, replace(t, paused=True), kind=EVIDENCE_ONLY if t.paused else APPLIED)
+
+
+def _unpaused(ctx: Ctx) -> Outcome:
+    t, when = ctx.record, ctx.request.deadline
+    same = not t.paused and t.not_before == when
+    return succeeded(ctx, replace(t, paused=False, not_before=when),
+                     kind=EVIDENCE_ONLY if same else APPLIED)
+
+
+RULES: dict[str, Rule] = {
+    "pause": Rule((C(not_done, "terminal-already"), C(not_abandoned, "terminal-already")), _paused),
+    "unpause": Rule((C(not_done, "terminal-already"), C(not_abandoned, "terminal-already")),
+                    _unpaused),
+}
