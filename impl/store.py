@@ -48,6 +48,17 @@ _EMPTY: dict[type, bytes] = {}
 MEMORY_SCRATCH_BYTES = 64 << 20
 
 
+
+def _create_private(path: str) -> None:
+    """Create the database file readable by its owner only, whatever the umask (SQLite gives
+    its write-ahead log and shared-memory files the database file's mode)."""
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError:
+        pass            # a folder that does not exist: sqlite3 reports it in one line
+
 class Store:
     """One connection to one kernel database (SQLite; ``pg.PgStore`` on PostgreSQL)."""
 
@@ -63,6 +74,8 @@ class Store:
         self.path = path
         self.hook = hook
         self.depth = 0
+        if path != ":memory:" and not path.startswith("file:"):
+            _create_private(path)
         if image is not None and path != ":memory:":
             with open(path, "wb") as f:
                 f.write(image)
