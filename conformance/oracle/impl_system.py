@@ -164,6 +164,11 @@ class ImplSystem:
                 raise StepError(str(e)) from None
         return None
 
+    def revoke(self, principal: str) -> None:
+        """Revoke a trace principal (the kernel's own revoke, as ``wgk kernel principal
+        revoke`` does): its credential must then be answered as an unknown one."""
+        self.kernel.principals.revoke(principal)
+
     def converge(self):
         """The daemon converges (with the trace's daemon credential, when it declares one)."""
         return self.kernel.converge(credential=credential_of(self.daemon))
