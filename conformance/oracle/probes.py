@@ -88,22 +88,30 @@ def _probes(model: ModelSystem, inst: Instance, seen: set) -> list[dict]:
     for i, name in enumerate(model.graph.tasks):
         t = model.state.tasks[i]
         situation = (name, t.phase, t.exit, t.attempt_state)
+        graph_wide = situation + tuple((u.phase, u.exit, u.attempt_state) for u in model.state.tasks)
         for r in task_steps(inst, model.state, i):
             if not isinstance(r, Request):
                 continue
             outcome = None
+            here = graph_wide if r.kind in READS_OTHER_TASKS else situation
             for actor in Actor:
                 if actor != r.actor and outcome is None:
                     own = _model_answer(model, request_to_wire(
                         replace(r, principal=_sender(model.graph, r.actor)), model.names))
                     outcome = (own or {}).get("code", (own or {}).get("decision"))
-                key = (r.kind, actor, outcome) if actor != r.actor else (r.kind, situation)
+                key = (r.kind, actor, outcome) if actor != r.actor else (r.kind, here)
                 if key in seen:
                     continue
                 seen.add(key)
                 posed = replace(r, actor=actor, principal=_sender(model.graph, actor))
                 out.append(request_to_wire(posed, model.names))
     return out
+
+
+#: Kinds whose decision reads other tasks (dependencies, dependents): probed as their own
+#: actor once per situation of the whole graph, not only of their task.
+READS_OTHER_TASKS = frozenset({Kind.DISPATCH, Kind.RETRY, Kind.RESET, Kind.REOPEN,
+                               Kind.PREPARE_EFFECT, Kind.SAVE_GRAPH})
 
 
 def _sender(graph, actor: Actor) -> str | None:
