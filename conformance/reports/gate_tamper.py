@@ -1,6 +1,7 @@
-"""The gate's ``tamper`` section: a kernel database edited behind the kernel's back is
-reported by ``verify-ledger`` or the audit, and a closed kernel stays closed
-(``wgk.conformance.oracle.tamper``).
+"""The gate's ``tamper`` section, the kernel's files as stored: a kernel database edited
+behind the kernel's back is reported by ``verify-ledger`` or the audit, and a closed kernel
+stays closed (``wgk.conformance.oracle.tamper``); every file the kernel writes has mode
+0600 under the budget's umasks (``wgk.conformance.oracle.file_modes``).
 
 It edits SQLite files directly, so it runs on SQLite only (on PostgreSQL, and over the
 external protocol, a kernel's storage is not the gate's to edit): with a backend it has
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from wgk.conformance.oracle import impl_system
 from wgk.conformance.oracle.probes import closed_copy
+from wgk.conformance.oracle.file_modes import mode_problems
 from wgk.conformance.oracle.tamper import tamper_trace
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, count_of
 from wgk.conformance.reports.gate_report import Check
@@ -57,6 +59,20 @@ def tamper_checks(budget: str, progress: Progress | None, loaded: list) -> list[
             out.append(Check("tamper", f"{trace.id}: tampers", "fail", r.seconds,
                              "no tamper could be made: nothing was checked", group=trace.id))
         meter.step(trace.id)
+    return out + mode_checks(budget)
+
+
+def mode_checks(budget: str) -> list[Check]:
+    """One check per umask of the budget (``tamper.umasks``, default 022 and 077)."""
+    import time
+    out = []
+    for umask in BUDGETS[budget]["tamper"].get("umasks", (0o022, 0o077)):
+        t0 = time.perf_counter()
+        problems = mode_problems(umask)
+        out.append(Check("tamper", f"file modes under umask {umask:03o}",
+                         "fail" if problems else "pass", time.perf_counter() - t0,
+                         problems[0] if problems else "every file the kernel wrote is 0600",
+                         {"problems": problems}, group="file modes"))
     return out
 
 
