@@ -427,12 +427,13 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "concurrent reopen of a dependency commits under the admission",
        "dependency-needs-done on PostgreSQL (the rows a decision reads are locked)",
        ("handling.py", "        kernel.store.lock_tasks([ids[d] for d in deps], share=True)\n", ""),
-       survives=PG_ONLY),
+       survives=PG_ONLY + "; and no race of a dependency's reopen against a dependent's "
+                          "admission is written yet, so `--backend DSN` is not shown to kill it"),
     _m("pg-deadlock-not-retried", "concurrency",
        "on PostgreSQL, a deadlock or serialization failure is raised to the sender instead "
        "of the transaction being run again", "every request is answered (PostgreSQL)",
        ("pg.py", "        return state in sql.RETRY_STATES", "        return False"),
-       survives=PG_ONLY),
+       survives=PG_ONLY + " (its races make deadlocks that must be run again)"),
 )
 
 IMPL_MUTANTS: tuple[ImplMutant, ...] = tuple(
