@@ -41,8 +41,8 @@ from wgk.model.requests import Request
 from wgk.model.vocab import AUTHORITY, TOKEN_BEARERS, Actor, Kind
 
 from wgk.conformance.oracle.fuzz import FuzzConfig, fuzz_instance
-from wgk.conformance.oracle.systems import ModelSystem, StepError, System
-from wgk.conformance.oracle.wire import request_to_wire
+from wgk.conformance.oracle.systems import ModelSystem, StepError, System, decide_wire
+from wgk.conformance.oracle.wire import WireError, request_from_wire, request_to_wire
 from wgk.conformance.traces.format import Trace
 
 def probe_instance(trace: Trace) -> Instance:
@@ -80,10 +80,10 @@ class ProbeResult:
 
 def _probes(model: ModelSystem, inst: Instance, seen: set) -> list[dict]:
     """The enumerated requests of every task not yet probed in this situation: each as its
-    own actor once per phase of its task (the edge table), and as every other actor once
-    per kind and outcome of the request as its own actor (where it would be applied, and
-    where each of its conditions refuses it: a table that skips a condition for one actor
-    shows only there)."""
+    own actor once per phase of its task (the edge table), as every other actor the kind's
+    authority admits once per outcome of the request as its own actor (where it would be
+    applied, and where each of its conditions refuses it: a rule that skips a condition for
+    one actor shows only there), and as every other actor once per kind."""
     out = []
     for i, name in enumerate(model.graph.tasks):
         t = model.state.tasks[i]
@@ -99,7 +99,12 @@ def _probes(model: ModelSystem, inst: Instance, seen: set) -> list[dict]:
                     own = _model_answer(model, request_to_wire(
                         replace(r, principal=_sender(model.graph, r.actor)), model.names))
                     outcome = (own or {}).get("code", (own or {}).get("decision"))
-                key = (r.kind, actor, outcome) if actor != r.actor else (r.kind, here)
+                if actor == r.actor:
+                    key = (r.kind, here)
+                elif actor in AUTHORITY.get(r.kind, ()):     # its conditions decide: each outcome
+                    key = (r.kind, actor, outcome)
+                else:                                       # refused before any condition
+                    key = (r.kind, actor)
                 if key in seen:
                     continue
                 seen.add(key)
@@ -137,10 +142,13 @@ def closed_copy(trace: Trace) -> Trace:
 
 
 def _model_answer(model: ModelSystem, request: dict) -> dict | None:
+    """The model's decision for ``request`` in its current state, which stays as it is (the
+    decision alone: no invariant is evaluated, the probes compare answers)."""
     snap = model.snapshot()
     try:
-        return model.apply({"request": request})
-    except StepError:
+        r = request_from_wire(request, model.names, "/request")
+        return decide_wire(model.state, r, request, model.rules)[0].to_json()
+    except WireError:
         return None
     finally:
         model.restore(snap)
