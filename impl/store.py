@@ -48,6 +48,7 @@ _EMPTY: dict[type, bytes] = {}
 MEMORY_SCRATCH_BYTES = 64 << 20
 
 
+
 class Store:
     """One connection to one kernel database (SQLite; ``pg.PgStore`` on PostgreSQL)."""
 
@@ -63,7 +64,7 @@ class Store:
         self.path = path
         self.hook = hook
         self.depth = 0
-        if path != ":memory:":
+        if path != ":memory:" and not path.startswith("file:"):
             create_private(path)
         if image is not None and path != ":memory:":
             with open(path, "wb") as f:

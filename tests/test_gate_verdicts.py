@@ -116,16 +116,16 @@ def test_a_false_budget_value_skips_the_section_and_says_so(tmp_path, capsys, mo
     code, out, junit = gate_cli(tmp_path, capsys, "--traces", str(INCIDENT))
     assert code == 0 and out["verdict"] == "pass"
     for name in ("mutants", "prove", "explore", "contract", "probes", "crash-cuts", "two-kernels",
-                 "batches", "races", "fuzz", "trace-matrix"):
+                 "batches", "tamper", "races", "fuzz", "trace-matrix"):
         sec = out["sections"][name]
         assert sec["verdict"] == "skipped" and sec["checks"] == [], name
         assert "not run in the quick budget" in sec["skipped"]
     assert out["sections"]["replay"]["verdict"] == "pass"
     skipped = [s.get("name") for s in junit.findall("testsuite") if s.get("skipped") == "1"]
     assert sorted(skipped) == ["batches", "contract", "crash-cuts", "explore", "fuzz", "impl-mutants",
-                               "mutants", "probes", "prove", "races", "trace-matrix", "two-kernels",
-                               "verify-guards"]
-    assert len(junit.findall(".//testcase/skipped")) == 13
+                               "mutants", "probes", "prove", "races", "tamper", "trace-matrix",
+                               "two-kernels", "verify-guards"]
+    assert len(junit.findall(".//testcase/skipped")) == 14
 
 
 def test_the_summary_lists_skipped_sections(tmp_path, capsys, monkeypatch):

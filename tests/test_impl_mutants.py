@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from wgk.conformance.oracle.impl_mutants import (
-    CATEGORIES, IDENTITY, AnchorError, ImplMutant, Patch, check_anchors, impl_root, materialize,
+    AREAS, CATEGORIES, IDENTITY, PER_CATEGORY, AnchorError, ImplMutant, Patch, check_anchors,
+    impl_root, materialize,
 )
 from wgk.conformance.oracle.impl_mutants_catalogue import (
-    GATE_BLIND_SEVEN, IMPL_MUTANTS, MUTANTS_BY_NAME,
+    GATE_BLIND_SEVEN, IMPL_MUTANTS, ISSUE_33, MUTANTS_BY_NAME, by_category,
 )
 from wgk.conformance.reports.impl_mutants import impl_sections, run_mutant
 
@@ -33,10 +34,36 @@ def test_every_anchor_matches_exactly_once_and_the_patched_files_compile():
 def test_the_catalogue_covers_every_category_with_at_least_28_named_mutants():
     assert len(IMPL_MUTANTS) >= 28
     assert len(MUTANTS_BY_NAME) == len(IMPL_MUTANTS), "names are unique"
-    assert {m.category for m in IMPL_MUTANTS} >= set(CATEGORIES) - {"rules"}
     for m in IMPL_MUTANTS:
-        assert m.category in CATEGORIES and m.doc and m.breaks and m.patches, m.name
+        assert m.category in CATEGORIES and m.area in AREAS and m.doc and m.breaks and m.patches, m.name
     assert set(GATE_BLIND_SEVEN) <= set(MUTANTS_BY_NAME)
+
+
+def test_every_category_holds_at_least_three_mutants_and_issue_33s_thirteen_are_filed():
+    filed = by_category()
+    assert list(filed) == list(CATEGORIES)
+    for c, ms in filed.items():
+        assert len(ms) >= PER_CATEGORY, (c, [m.name for m in ms])
+    assert len(ISSUE_33) == 13 and set(ISSUE_33) <= set(MUTANTS_BY_NAME)
+    assert sum(len(ms) for ms in filed.values()) == len(IMPL_MUTANTS)
+
+
+def test_the_report_gives_the_kill_rate_per_category_and_the_check_that_killed_each():
+    from wgk.conformance.cli.impl_mutants_view import summary
+    from wgk.conformance.reports.impl_mutants import CatalogueRun, MutantRun
+    a, b, c = (MUTANTS_BY_NAME[n] for n in ("token-not-checked", "role-label-trusted",
+                                            "land-without-cas"))
+    run = CatalogueRun("quick", None, [MutantRun(a, "killed", 1.0, "probes", "t1", "x"),
+                                       MutantRun(b, "survived", 1.0),
+                                       MutantRun(c, "killed", 1.0, "replay", "t2", "y")], 3.0)
+    cats = run.to_json()["categories"]
+    assert list(cats) == ["authority", "git-effects"]
+    assert cats["authority"]["killed"] == 1 and cats["authority"]["total"] == 2
+    assert cats["authority"]["rate"] == 0.5
+    assert cats["authority"]["mutants"] == {a.name: "probes: t1", b.name: "survived"}
+    text = summary(run)
+    assert "authority: 1 of 2 killed (50%)" in text and "effects on git: 1 of 1 killed (100%)" in text
+    assert f"killed   {a.name} [{a.area}] by probes: t1" in text
 
 
 def test_a_drifted_anchor_fails_loudly_naming_the_mutant_and_the_file():

@@ -41,7 +41,7 @@ def run_impl(args: argparse.Namespace) -> int:
             emit_json({"mutants": [m.to_json() for m in mutants]})
         else:
             for m in mutants:
-                print(f"{m.name} [{m.category}] breaks {m.breaks}: {m.doc}")
+                print(f"{m.name} [{m.category}; {m.area}] breaks {m.breaks}: {m.doc}")
         return 0
     tty = sys.stderr.isatty()
     t0 = time.perf_counter()
@@ -86,18 +86,27 @@ def summary(result: CatalogueRun) -> str:
                                               if b.section else f": {b.detail}"))
         if not ok:
             return "\n".join(out + ["no mutant was run: a kill would mean nothing"])
-    for r in result.runs:
-        m = r.mutant
-        if r.killed:
-            out.append(f"  killed   {m.name} [{m.category}] by {r.section}: {r.check} "
-                       f"({r.seconds:.0f}s)" + ("  (the catalogue says it survives: update it)"
-                                                if m.survives else ""))
-        elif r.verdict == "survived":
-            out.append(f"  SURVIVED {m.name} [{m.category}] breaks {m.breaks}")
-            out.append(f"           {m.survives or 'no reason written: the gate was expected to kill it'}")
-        else:
-            out.append(f"  ERROR    {m.name} [{m.category}]: {r.detail}")
+    for c, row in result.by_category().items():
+        out.append(f"{row['title']}: {row['killed']} of {row['total']} killed "
+                   f"({row['rate']:.0%})")
+        out += _lines([r for r in result.runs if r.mutant.category == c])
     out.append(f"{result.killed} of {len(result.runs)} implementation mutants killed "
                f"({result.rate:.0%}; target {TARGET_RATE:.0%}) on the {result.budget} budget "
                f"in {result.seconds:.0f}s")
     return "\n".join(out)
+
+
+def _lines(runs: list[MutantRun]) -> list[str]:
+    out = []
+    for r in runs:
+        m = r.mutant
+        if r.killed:
+            out.append(f"  killed   {m.name} [{m.area}] by {r.section}: {r.check} "
+                       f"({r.seconds:.0f}s)" + ("  (the catalogue says it survives: update it)"
+                                                if m.survives else ""))
+        elif r.verdict == "survived":
+            out.append(f"  SURVIVED {m.name} [{m.area}] breaks {m.breaks}")
+            out.append(f"           {m.survives or 'no reason written: the gate was expected to kill it'}")
+        else:
+            out.append(f"  ERROR    {m.name} [{m.area}]: {r.detail}")
+    return out

@@ -14,7 +14,10 @@ restored to its state before the batch, crashed at exactly that boundary and
 reopened. What it recovered must be the model's state after some prefix of the
 batch, or that prefix with the external effect of the next request done but
 not recorded (an effect whose intent is durable). Anything else (an effect of
-a request whose predecessors were never committed) is a divergence. Then the
+a request whose predecessors were never committed) is a divergence. The members
+commit together: a prefix that stops before a request performing no external
+effect (``performs_effect``) is a batch split, a divergence too (a crash between
+two members of one commit recovers none or all of them). Then the
 sender re-sends the whole batch under the same keys: every committed request is
 answered as a ``duplicate`` of its decision, every other one as the model
 decides it, and the state is the model's after the batch; the ledger verifies,
@@ -195,6 +198,34 @@ def recovered_prefix(batch: _Batch, recovered: dict) -> tuple[int, bool] | None:
     return None
 
 
+def matching_prefixes(batch: _Batch, recovered: dict) -> list[int]:
+    """Every ``p`` whose state (or with request ``p``'s effect done) is the one recovered
+    (requests that change nothing visible make several prefixes look alike)."""
+    n = len(batch.bodies)
+    return [p for p in range(n + 1)
+            if not diff_values(batch.projections[p], recovered)
+            or (p < n and not diff_values(with_effects(batch.projections[p],
+                                                       batch.projections[p + 1]), recovered))]
+
+
+#: The kinds whose applied request may act on the world (a worktree made, saved, kept or
+#: removed; a ref pinned; the target moved; an output delivered): docs/vocabulary.md.
+WORLD_KINDS = frozenset({"dispatch", "retry", "resume", "save-work", "commit-effect",
+                         "commit-cleanup", "declare-lost", "reset", "abandon", "revise",
+                         "reopen"})
+
+
+def performs_effect(batch: _Batch, p: int) -> bool:
+    """Request ``p`` of the batch may perform an external effect (an applied request of a
+    kind that acts on the world, or one whose effect shows in the model's world): the one
+    reason a batch commits what precedes it on its own."""
+    before, after = batch.projections[p], batch.projections[p + 1]
+    if diff_values(before, with_effects(before, after)):
+        return True
+    return (batch.bodies[p].get("kind") in WORLD_KINDS
+            and (batch.decisions[p] or {}).get("decision") == "applied")
+
+
 def _cut(trace: Trace, batch: _Batch, snap, db: str, j: int, where: str) -> BatchCut:
     t0 = time.perf_counter()
     cut = BatchCut(batch.steps[0], len(batch.steps), j, where)
@@ -242,6 +273,13 @@ def _after_crash(trace: Trace, batch: _Batch, impl: ImplSystem, where: str,
                      "a prefix of the batch, or a prefix with the next request's external effect",
                      "none of them", diff_values(batch.projections[0], recovered), boundary=where)]
     p, _ = found
+    if not any(q in (0, len(batch.bodies)) or performs_effect(batch, q)
+               for q in matching_prefixes(batch, recovered)):
+        return [_div(trace, batch.steps[p], "batch-split", batch.bodies[p],
+                     f"none or all of the requests up to the next external effect committed "
+                     f"(a member commits alone only when it performs an effect)",
+                     f"the first {p} of {len(batch.bodies)} recovered without request {p}",
+                     boundary=where)]
     wanted = resent(trace, batch, p)
     answers = impl.kernel.handle_batch(batch.bodies, batch.credential)   # the sender re-sends
     out = _compare(trace, batch, answers, impl.project(), where, wanted)

@@ -20,10 +20,25 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-#: Categories a mutant may name (the catalogue covers each of them).
-CATEGORIES = ("storage", "concurrency", "git", "processes", "planner", "readiness",
-              "group-commit", "digests", "idempotency", "ledger", "audit", "convergence",
-              "rules", "authority")
+#: The areas of the implementation a mutant is planted in (where the bug lives).
+AREAS = ("storage", "concurrency", "git", "processes", "planner", "readiness",
+         "group-commit", "digests", "idempotency", "ledger", "audit", "convergence",
+         "rules", "authority", "files")
+#: The categories the catalogue is filed by (what kind of promise the bug breaks), each
+#: with its title; every category holds at least ``PER_CATEGORY`` mutants.
+CATEGORY_TITLES = {
+    "authority": "authority",
+    "k-exactness": "exactness of K",
+    "evidence": "evidence",
+    "durability-batching": "durability and batching",
+    "dependency-aggregation": "aggregation over dependencies",
+    "stored-history": "integrity of stored history",
+    "git-effects": "effects on git",
+    "file-system": "file system",
+    "postgresql-concurrency": "PostgreSQL concurrency",
+}
+CATEGORIES = tuple(CATEGORY_TITLES)
+PER_CATEGORY = 3
 
 
 class AnchorError(ValueError):
@@ -45,7 +60,7 @@ class ImplMutant:
     gate's sections are known not to see) why they cannot, or which section should."""
 
     name: str
-    category: str
+    area: str                       # where the bug lives (``AREAS``)
     doc: str                        # the realistic bug, in one sentence
     breaks: str                     # the invariant id or the promise it breaks
     patches: tuple[Patch, ...]
@@ -54,9 +69,10 @@ class ImplMutant:
     #: a file's mode, a planted file or symlink, a credential no trace carries. They run
     #: first, on the mutated copy.
     tests: tuple[str, ...] = ()
+    category: str = ""              # what it breaks (``CATEGORIES``)
 
     def to_json(self) -> dict:
-        out = {"name": self.name, "category": self.category, "doc": self.doc,
+        out = {"name": self.name, "category": self.category, "area": self.area, "doc": self.doc,
                "breaks": self.breaks,
                "patches": [{"path": f"impl/{p.path}", "old": p.old, "new": p.new}
                            for p in self.patches]}
@@ -69,7 +85,8 @@ class ImplMutant:
 
 #: The "mutant" that changes nothing: the machinery must report it as survived.
 IDENTITY = ImplMutant("identity", "rules", "changes nothing (the unmutated implementation)",
-                      "nothing", (), survives="nothing is changed: there is nothing to see")
+                      "nothing", (), survives="nothing is changed: there is nothing to see",
+                      category="authority")
 
 
 def impl_root() -> Path:
@@ -143,5 +160,5 @@ def child_env(dest: Path, base: dict | None = None) -> dict:
     return env
 
 
-__all__ = ["AnchorError", "CATEGORIES", "IDENTITY", "ImplMutant", "Patch", "apply_patch",
+__all__ = ["AREAS", "AnchorError", "CATEGORIES", "CATEGORY_TITLES", "PER_CATEGORY", "IDENTITY", "ImplMutant", "Patch", "apply_patch",
            "check_anchors", "child_env", "impl_root", "materialize", "patched_sources"]

@@ -8,18 +8,56 @@ measures, and reports a survivor without such a reason as a surprise.
 """
 from __future__ import annotations
 
-from wgk.conformance.oracle.impl_mutants import ImplMutant, Patch
+from dataclasses import replace
+
+from wgk.conformance.oracle.impl_mutants import CATEGORIES, PER_CATEGORY, ImplMutant, Patch
 
 
-def _m(name, category, doc, breaks, *patches, survives="", tests=()):
-    return ImplMutant(name, category, doc, breaks, tuple(Patch(*p) for p in patches), survives,
+def _m(name, area, doc, breaks, *patches, survives="", tests=()):
+    return ImplMutant(name, area, doc, breaks, tuple(Patch(*p) for p in patches), survives,
                       tuple(tests))
 
 
 SECRETS = "tests/test_impl_secrets.py::"
 
 
-IMPL_MUTANTS: tuple[ImplMutant, ...] = (
+#: Where a bug lives files it under a category by default; ``FILED`` overrides per mutant.
+BY_AREA = {"storage": "durability-batching", "concurrency": "durability-batching",
+           "git": "git-effects", "processes": "evidence", "planner": "evidence",
+           "readiness": "dependency-aggregation", "group-commit": "durability-batching",
+           "digests": "durability-batching", "idempotency": "durability-batching",
+           "ledger": "stored-history", "audit": "stored-history", "convergence": "evidence",
+           "authority": "authority", "files": "file-system"}
+FILED = {
+    "database-umask-mode": "file-system", "retries-counted-across-generations": "evidence",
+    "ready-by-index": "dependency-aggregation", "dispatch-ignores-pause": "dependency-aggregation",
+    "receipt-delete-skipped": "stored-history", "evidence-replaced": "evidence",
+    "pg-no-row-locks": "postgresql-concurrency", "pg-dependencies-unlocked": "postgresql-concurrency",
+    "pg-deadlock-not-retried": "postgresql-concurrency",
+    "digest-omits-capability": "k-exactness", "fence-ignores-lease-epoch": "k-exactness",
+    "lease-epoch-lower-bound": "k-exactness", "fence-lower-bound": "k-exactness",
+    "capability-task-unchecked": "k-exactness",
+    "retry-budget-ignored": "evidence", "semantic-failure-retried": "evidence",
+    "dispatch-ignores-wait": "evidence", "delivery-ignores-correlation": "evidence",
+    "terminal-report-during-completion": "evidence", "compaction-counted-twice": "evidence",
+    "suspect-twice-is-dead": "evidence",
+    "reopen-ignores-dependents": "dependency-aggregation",
+    "effect-on-reopened-dependency": "dependency-aggregation",
+    "effect-after-redone-dependency": "dependency-aggregation",
+    "reopen-under-prepared-dependent": "dependency-aggregation",
+    "validator-may-accept": "authority", "archive-without-confirmation": "authority",
+    "archive-on-the-daemons-word": "authority", "effect-without-review": "authority",
+    "deliver-role-unchecked": "authority",
+    "seal-skips-work-save": "git-effects", "seal-ignores-protected-paths": "git-effects",
+    "glob-doublestar-needs-a-segment": "git-effects",
+}
+
+
+#: Why a bug of the PostgreSQL store survives a gate run without a backend.
+PG_ONLY = ("only the gate's races section on PostgreSQL (`wgk gate --backend DSN`) can see it; "
+           "the gate without a backend runs SQLite only")
+
+_PLANTED: tuple[ImplMutant, ...] = (
     # --- storage -----------------------------------------------------------------------------
     _m("begin-deferred", "storage",
        "a transaction starts with BEGIN DEFERRED, so two writers both read before either "
@@ -361,9 +399,125 @@ IMPL_MUTANTS: tuple[ImplMutant, ...] = (
                  "same binding (and revise clears every receipt), so no run the model allows "
                  "reaches this check with a missing review; only a second bug (a skipped "
                  "phase edge) makes it visible")),
+    # --- issue 33: the guards added last round, planted as a bug-maker would ---------------
+    _m("lease-epoch-lower-bound", "rules",
+       "the capability check takes the lease epoch as a lower bound: a K whose epoch is higher "
+       "than any ever issued is accepted", "attempt-fencing (K is exact, field by field)",
+       ("rules.py", "    if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\\n"
+                    "            (t.generation, t.attempt, t.fence, t.lease_epoch):",
+        "    if (c.generation, c.attempt, c.fence) != \\\n"
+        "            (t.generation, t.attempt, t.fence) or c.lease_epoch < t.lease_epoch:")),
+    _m("fence-lower-bound", "rules",
+       "the capability check takes the fence as a lower bound: a K whose fence is ahead of the "
+       "current one is accepted", "attempt-fencing (K is exact, field by field)",
+       ("rules.py", "    if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\\n"
+                    "            (t.generation, t.attempt, t.fence, t.lease_epoch):",
+        "    if (c.generation, c.attempt, c.lease_epoch) != \\\n"
+        "            (t.generation, t.attempt, t.lease_epoch) or c.fence < t.fence:")),
+    _m("capability-task-unchecked", "rules",
+       "the capability's task is never compared with the request's: another task's K, equal "
+       "field by field, is accepted", "attempt-fencing (a K names its task)",
+       ("rules.py", "if r.cap is None or r.cap.graph != ctx.graph_id or r.cap.task != r.task:",
+        "if r.cap is None or r.cap.graph != ctx.graph_id:")),
+    _m("suspect-twice-is-dead", "processes",
+       "a second heartbeat timeout or observer EOF on an owner already suspect declares it "
+       "dead", "evidence-cannot-terminalize-live-owner",
+       ("decision.py", '    return "dead" if t.owner_seen == "dead" else "suspect"',
+        '    return "dead" if t.owner_seen in ("dead", "suspect") else "suspect"')),
+    _m("batch-commits-each", "group-commit",
+       "a batch's requests each commit on their own instead of together",
+       "group commit: the members of one batch commit together (a crash recovers none or all)",
+       ("handling.py", "_batch_commit(kernel, requests[len(answers):]))",
+        "_batch_commit(kernel, requests[len(answers):len(answers) + 1]))")),
+    _m("admission-first-dependency", "readiness",
+       "dispatch admits a task when its first dependency is Done, whatever the others",
+       "dependency-needs-done",
+       ("handling.py", "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps),",
+        "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps[:1]),")),
+    _m("broker-without-token", "authority",
+       "a broker's K-requests are accepted without the attempt's capability token",
+       "token-required",
+       ("vocabulary.py", 'TOKEN_BEARERS = frozenset({"worker", "wrapper", "broker"})',
+        'TOKEN_BEARERS = frozenset({"worker", "wrapper"})')),
+    _m("deliver-role-unchecked", "authority",
+       "the role check is skipped for deliver: an authenticated worker labelling itself "
+       "operator releases a wait", "role-held",
+       ("handling.py", "    if kernel._who is not None and r.actor not in kernel._who.roles:",
+        '    if kernel._who is not None and r.actor not in kernel._who.roles and r.kind != "deliver":')),
+    _m("revoked-still-authenticates", "authority",
+       "a revoked principal's credential still authenticates", "a revoked credential is an "
+       "unknown one (not-authenticated)",
+       ("principals.py", "or row is None or row.revoked:", "or row is None:")),
+    _m("ledger-key-unhashed", "ledger",
+       "the ledger's key column is left out of the hash chain, so an edited key verifies",
+       "the ledger is one hash chain over every column",
+       ("ledger.py", r'text = f"{prev}\n2\n{seq}\n{event}\n{_json(task)}\n{_json(key)}\n{body}"',
+        r'text = f"{prev}\n2\n{seq}\n{event}\n{_json(task)}\n{body}"')),
+    _m("ledger-task-unhashed", "ledger",
+       "the ledger's task column is left out of the hash chain, so an event moved to another "
+       "task verifies", "the ledger is one hash chain over every column",
+       ("ledger.py", r'text = f"{prev}\n2\n{seq}\n{event}\n{_json(task)}\n{_json(key)}\n{body}"',
+        r'text = f"{prev}\n2\n{seq}\n{event}\n{_json(key)}\n{body}"')),
+    _m("glob-doublestar-needs-a-segment", "git",
+       "the protected-path glob '**' requires at least one segment, so 'ci/**/x' misses 'ci/x'",
+       "protected-path-holds",
+       ("protect.py", "for k in range(len(path) + 1))", "for k in range(1, len(path) + 1))")),
+    _m("archive-on-the-daemons-word", "rules",
+       "the archive is taken on the daemon's word: a daemon's archive needs no operator "
+       "confirmation of the digest", "archive-needs-confirmed-digest",
+       ("archive.py", '    return d is not None and ctx.seen("confirm-archive", d)',
+        '    return d is not None and (ctx.seen("confirm-archive", d) or ctx.request.actor == "daemon")')),
+    _m("reopen-under-prepared-dependent", "rules",
+       "a reopen looks only for a Done dependent, so it is allowed under a dependent whose "
+       "effect is prepared", "reopen-fences-dependents",
+       ("reopen.py", "return any(k.record(n).phase in COMMITTED_PHASES or k.record(n).effect_done",
+        'return any(k.record(n).phase == "graph-saved" or k.record(n).effect_done')),
+    _m("credential-file-umask-mode", "files",
+       "a credential file is created with the umask's mode instead of 0600",
+       "the environment contract: a credential is readable by its owner only",
+       ("cli/kernel_principals.py", "os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)",
+        "os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)")),
+    _m("token-file-umask-mode", "files",
+       "a minted token file is created with the umask's mode instead of 0600",
+       "the environment contract: a capability token is readable by its owner only",
+       ("cli/kernel_requests.py", "os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)",
+        "os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)")),
+    _m("pg-dependencies-unlocked", "concurrency",
+       "on PostgreSQL, the dependency rows are not locked while a dependent is admitted, so a "
+       "concurrent reopen of a dependency commits under the admission",
+       "dependency-needs-done on PostgreSQL (the rows a decision reads are locked)",
+       ("handling.py", "        kernel.store.lock_tasks([ids[d] for d in deps], share=True)\n", ""),
+       survives=PG_ONLY + "; and no race of a dependency's reopen against a dependent's "
+                          "admission is written yet, so `--backend DSN` is not shown to kill it"),
+    _m("pg-deadlock-not-retried", "concurrency",
+       "on PostgreSQL, a deadlock or serialization failure is raised to the sender instead "
+       "of the transaction being run again", "every request is answered (PostgreSQL)",
+       ("pg.py", "        return state in sql.RETRY_STATES", "        return False"),
+       survives=PG_ONLY + " (its races make deadlocks that must be run again)"),
 )
 
+IMPL_MUTANTS: tuple[ImplMutant, ...] = tuple(
+    replace(m, category=FILED.get(m.name) or BY_AREA[m.area]) for m in _PLANTED)
 MUTANTS_BY_NAME: dict[str, ImplMutant] = {m.name: m for m in IMPL_MUTANTS}
+
+
+def by_category(mutants=IMPL_MUTANTS) -> dict[str, list[ImplMutant]]:
+    """The mutants filed under each category, in the catalogue's order."""
+    out: dict[str, list[ImplMutant]] = {c: [] for c in CATEGORIES}
+    for m in mutants:
+        out[m.category].append(m)
+    return out
+
+
+#: The bugs issue 33 planted that passed the quick gate green, one per guard of last round.
+ISSUE_33 = ("lease-epoch-lower-bound", "suspect-twice-is-dead", "batch-commits-each",
+            "admission-first-dependency", "broker-without-token", "deliver-role-unchecked",
+            "revoked-still-authenticates", "ledger-key-unhashed", "glob-doublestar-needs-a-segment",
+            "archive-on-the-daemons-word", "reopen-under-prepared-dependent", "database-umask-mode",
+            "pg-dependencies-unlocked")
+assert not set(ISSUE_33) - set(MUTANTS_BY_NAME)
+assert all(len(ms) >= PER_CATEGORY for ms in by_category().values()), \
+    {c: len(ms) for c, ms in by_category().items()}
 
 #: The seven bugs that pass today's quick gate green (the unit tests catch them; the gate,
 #: the only check a CI user has, must too).
@@ -371,4 +525,4 @@ GATE_BLIND_SEVEN = ("land-without-cas", "zombie-is-live", "begin-deferred", "led
                     "batch-effect-behind-uncommitted", "readiness-last-dependency",
                     "daemon-never-declares-lost")
 
-__all__ = ["GATE_BLIND_SEVEN", "IMPL_MUTANTS", "MUTANTS_BY_NAME"]
+__all__ = ["GATE_BLIND_SEVEN", "IMPL_MUTANTS", "ISSUE_33", "MUTANTS_BY_NAME", "by_category"]

@@ -38,6 +38,7 @@ from wgk.conformance.check.workers import every_core
 from wgk.conformance.reports.gate_pool import Done, Part, guarded, run_parts, scratch
 from wgk.conformance.reports.gate_coverage import coverage_checks
 from wgk.conformance.reports.gate_probes import probe_checks
+from wgk.conformance.reports.gate_tamper import tamper_checks
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
 from wgk.conformance.reports.gate_split import LATE, split
 from wgk.conformance.reports.gate_traces import crash_cut_checks, fuzz_checks, replay_checks
@@ -68,13 +69,14 @@ def verify_guard_checks(budget: str, progress: Progress | None) -> list[Check]:
 
 
 #: Sections that take the loaded traces.
-TRACE_SECTIONS = ("replay", "probes", "crash-cuts", "two-kernels", "batches")
+TRACE_SECTIONS = ("replay", "probes", "crash-cuts", "two-kernels", "batches", "tamper")
 
 SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mutant_checks),
                                         ("explore", explore_checks), ("contract", contract_checks),
                                         ("replay", replay_checks), ("probes", probe_checks),
                                         ("crash-cuts", crash_cut_checks),
                                         ("two-kernels", two_kernel_checks), ("batches", batch_checks),
+                                        ("tamper", tamper_checks),
                                         ("races", race_checks),
                                         ("fuzz", fuzz_checks),
                                         ("trace-matrix", trace_matrix_checks),

@@ -8,26 +8,39 @@ from __future__ import annotations
 
 from wgk.conformance.oracle.coverage import recording
 from wgk.conformance.oracle.impl_system import ImplSystem
-from wgk.conformance.oracle.probes import probe_trace
+from wgk.conformance.oracle.probes import closed_copy, probe_trace
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, count_of
 from wgk.conformance.reports.gate_real import database_world
 from wgk.conformance.reports.gate_report import Check
 
 
 def probe_traces(budget: str, loaded: list) -> list:
-    """Every trace, or the budget's number of those that send the most kinds of request
-    (the fewest steps first among equals)."""
+    """Every trace, or the budget's number of them chosen greedily: each next one sends the
+    most (kind, actor) pairs the earlier ones do not (the fewest steps first among equals)."""
     b = BUDGETS[budget]["probes"]
     if not isinstance(b, dict):
         raise ValueError(f"budget {budget}: probes must map traces, not {b!r}")
     if b.get("traces") == "all":
         return list(loaded)
     n = count_of(budget, "probes", b.get("traces"), "traces")
-    return sorted(loaded, key=lambda t: (-len(_kinds(t)), len(t.steps), t.id))[:n]
+    chosen, covered = [], set()
+    rest = sorted(loaded, key=lambda t: (len(t.steps), t.id))
+    while rest and len(chosen) < n:
+        best = max(rest, key=lambda t: len(_sent(t) - covered))
+        chosen.append(best)
+        covered |= _sent(best)
+        rest.remove(best)
+    return chosen
 
 
-def _kinds(trace) -> set[str]:
-    return {s["request"].get("kind") for s in trace.steps if "request" in s}
+def _sent(trace) -> set[tuple[str, str]]:
+    return {(s["request"].get("kind"), s["request"].get("actor"))
+            for s in trace.steps if "request" in s}
+
+
+def b_thorough(budget: str) -> bool:
+    """Whether the budget sends every variant at every state (else each once)."""
+    return bool(BUDGETS[budget]["probes"].get("thorough"))
 
 
 def probe_checks(budget: str, progress: Progress | None, loaded: list) -> list[Check]:
@@ -36,14 +49,19 @@ def probe_checks(budget: str, progress: Progress | None, loaded: list) -> list[C
     meter = Meter("probes", len(chosen), progress)
     world = f"{database_world()}, in-memory world"
     out = []
+    thorough = b_thorough(budget)
+    seen: set | None = None if thorough else set()      # quick: each probe once in all traces
     for trace in chosen:
         with recording() as sent:
-            r = probe_trace(trace, lambda t: ImplSystem(t))
+            r = probe_trace(closed_copy(trace), lambda t: ImplSystem(t), thorough=thorough,
+                            seen=seen)
         if r.mismatch:
             m = r.mismatch
             detail = (f"before step {m['before-step']}: {m['request']['kind']} as "
-                      f"{m['request']['actor']}: the model {m['model']}, the implementation "
-                      f"{m['impl']}")
+                      f"{m['request']['actor']}"
+                      + (f" ({m['variant']})" if m.get("variant") else "")
+                      + f": the model {m['model']}, the implementation {m['impl']}"
+                      + (f", and it changed {', '.join(m['changed'])}" if m.get("changed") else ""))
         elif r.problems:
             detail = r.problems[0]
         else:

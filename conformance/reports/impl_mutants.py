@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from wgk.conformance.oracle.impl_mutants import IDENTITY, ImplMutant, Patch, child_env, materialize
+from wgk.conformance.oracle.impl_mutants import (
+    CATEGORIES, CATEGORY_TITLES, IDENTITY, ImplMutant, Patch, child_env, materialize,
+)
 from wgk.conformance.reports.gate_report import Check
 
 #: Sections that check only the model (or are this one): a mutant of the implementation
@@ -97,11 +99,27 @@ class CatalogueRun:
     def baseline_ok(self) -> bool:
         return self.baseline is None or self.baseline.verdict == "survived"
 
+    def by_category(self) -> dict[str, dict]:
+        """Per category (in the catalogue's order, those with a mutant run): its title, how
+        many of its mutants were killed, the rate, and which check killed each."""
+        out: dict[str, dict] = {}
+        for c in CATEGORIES:
+            runs = [r for r in self.runs if r.mutant.category == c]
+            if not runs:
+                continue
+            killed = sum(r.killed for r in runs)
+            out[c] = {"title": CATEGORY_TITLES[c], "killed": killed, "total": len(runs),
+                      "rate": round(killed / len(runs), 3),
+                      "mutants": {r.mutant.name: (f"{r.section}: {r.check}" if r.killed
+                                                  else r.verdict) for r in runs}}
+        return out
+
     def to_json(self) -> dict:
         return {"budget": self.budget, "killed": self.killed, "total": len(self.runs),
                 "rate": round(self.rate, 3), "target": TARGET_RATE,
                 "seconds": round(self.seconds, 1),
                 "baseline": self.baseline.to_json() if self.baseline else None,
+                "categories": self.by_category(),
                 "mutants": [r.to_json() for r in self.runs]}
 
 
@@ -236,6 +254,9 @@ def catalogue_checks(result: CatalogueRun) -> list[Check]:
                              f"survived, and the catalogue expects it killed: wgk mutants --impl "
                              f"--only {m.name}", r.to_json(), group=m.category))
     known = [r.mutant.name for r in result.runs if r.verdict == "survived" and r.mutant.survives]
+    for c, row in result.by_category().items():
+        out.append(Check("impl-mutants", f"category {row['title']}", "pass", 0.0,
+                         f"{row['killed']} of {row['total']} killed", row, group=c))
     ok = result.rate >= TARGET_RATE
     out.append(Check("impl-mutants", "kill rate", "pass" if ok else "fail", result.seconds,
                      f"{result.killed} of {len(result.runs)} killed ({result.rate:.0%}, target "
