@@ -38,7 +38,7 @@ def test_file_modes_hold_under_both_umasks_and_a_credential_file_left_to_the_uma
     from wgk.conformance.oracle.file_modes import mode_problems
     from wgk.conformance.oracle.impl_mutants import child_env, materialize
     assert mode_problems(0o022) == [] and mode_problems(0o077) == []
-    m = MUTANTS_BY_NAME["credential-file-umask-mode"]
+    m = MUTANTS_BY_NAME["secret-file-umask-mode"]
     copy = materialize(m.patches, tmp_path / "copy", m.name)
     monkeypatch.setenv("PYTHONPATH", child_env(copy)["PYTHONPATH"])
     problems = mode_problems(0o022)

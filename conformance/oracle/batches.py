@@ -204,8 +204,7 @@ def matching_prefixes(batch: _Batch, recovered: dict) -> list[int]:
     n = len(batch.bodies)
     return [p for p in range(n + 1)
             if not diff_values(batch.projections[p], recovered)
-            or (p < n and not diff_values(with_effects(batch.projections[p],
-                                                       batch.projections[p + 1]), recovered))]
+            or (p < n and not diff_values(batch.effected[p], recovered))]
 
 
 #: The kinds whose applied request may act on the world (a worktree made, saved, kept or
@@ -219,8 +218,7 @@ def performs_effect(batch: _Batch, p: int) -> bool:
     """Request ``p`` of the batch may perform an external effect (an applied request of a
     kind that acts on the world, or one whose effect shows in the model's world): the one
     reason a batch commits what precedes it on its own."""
-    before, after = batch.projections[p], batch.projections[p + 1]
-    if diff_values(before, with_effects(before, after)):
+    if diff_values(batch.projections[p], batch.effected[p]):
         return True
     return (batch.bodies[p].get("kind") in WORLD_KINDS
             and (batch.decisions[p] or {}).get("decision") == "applied")

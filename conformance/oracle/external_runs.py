@@ -124,18 +124,21 @@ class ExternalCuts:
         return all(c.verdict == "pass" for c in self.cuts)
 
 
-def _model_run(trace) -> tuple[list[dict | None], list[dict]]:
-    """The model's decision at every step and its projection before the first and after each."""
+def _model_run(trace) -> tuple[list[dict | None], list[dict], list[dict]]:
+    """The model's decision at every step, its projection before the first and after each,
+    and before each step with that step's external effect made durable (``with_effects``)."""
     model = ModelSystem(trace)
-    decisions, projections = [], [model.project()]
+    decisions, projections, effected = [], [model.project()], []
     for step in trace.steps:
+        prior = model.state
         try:
             decisions.append(model.apply(step))
         except StepError:
             decisions.append(None)
         projections.append(model.project())
+        effected.append(with_effects(model, prior, model.state))
     model.close()
-    return decisions, projections
+    return decisions, projections, effected
 
 
 def boundaries_of(trace, kernel: Kernel) -> list[int | None]:
@@ -162,7 +165,7 @@ def boundaries_of(trace, kernel: Kernel) -> list[int | None]:
 
 def crash_cuts_external(trace, kernel: Kernel, progress=None) -> ExternalCuts:
     """Every crash cut of ``trace`` through the crash hook (see the module's docstring)."""
-    decisions, projections = _model_run(trace)
+    decisions, projections, effected = _model_run(trace)
     counts = boundaries_of(trace, kernel)
     result = ExternalCuts(trace.id)
     for k, step in enumerate(trace.steps):
@@ -172,7 +175,8 @@ def crash_cuts_external(trace, kernel: Kernel, progress=None) -> ExternalCuts:
         for j in range(1, n + 1):
             t0 = time.perf_counter()
             cut = Cut(k, j, f"after boundary {j} of {n}")
-            cut.divergences = _one_cut(trace, kernel, k, j, decisions, projections, cut.boundary)
+            cut.divergences = _one_cut(trace, kernel, k, j, decisions, projections, effected,
+                                       cut.boundary)
             cut.seconds = time.perf_counter() - t0
             result.cuts.append(cut)
             if progress:
@@ -188,6 +192,7 @@ def _take(ext: ExternalSystem, step: dict) -> None:
 
 
 def _one_cut(trace, kernel: Kernel, k: int, j: int, decisions: list, projections: list,
+             effected: list,
              where: str) -> list[Divergence]:
     step = trace.steps[k]
     request = step["request"]
@@ -203,7 +208,7 @@ def _one_cut(trace, kernel: Kernel, k: int, j: int, decisions: list, projections
         recovered = ext.project()
         at_prefix = not diff_values(prefix, recovered)
         at_landed = not diff_values(landed, recovered)
-        if not (at_prefix or at_landed or not diff_values(with_effects(prefix, landed), recovered)):
+        if not (at_prefix or at_landed or not diff_values(effected[k], recovered)):
             return [Divergence(trace.id, k, "external", "recovered-state", request,
                                "prefix, prefix + 1, or prefix with the step's external effect",
                                "none of them", tuple(diff_values(prefix, recovered)),

@@ -29,7 +29,8 @@ BY_AREA = {"storage": "durability-batching", "concurrency": "durability-batching
            "ledger": "stored-history", "audit": "stored-history", "convergence": "evidence",
            "authority": "authority", "files": "file-system"}
 FILED = {
-    "database-umask-mode": "file-system", "retries-counted-across-generations": "evidence",
+    "database-umask-mode": "file-system", "secret-file-world-readable": "file-system",
+    "loose-credential-file-read": "file-system", "retries-counted-across-generations": "evidence",
     "ready-by-index": "dependency-aggregation", "dispatch-ignores-pause": "dependency-aggregation",
     "receipt-delete-skipped": "stored-history", "evidence-replaced": "evidence",
     "pg-no-row-locks": "postgresql-concurrency", "pg-dependencies-unlocked": "postgresql-concurrency",
@@ -82,7 +83,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "the SQLite database is left for SQLite to create, with the mode the umask gives "
        "(0644 under umask 022), so every local user reads the ledger, the journal and the "
        "principals' secret hashes", "the database is readable by its owner only",
-       ("store.py", '        if path != ":memory:":\n            create_private(path)\n', ""),
+       ("store.py", '        if path != ":memory:" and not path.startswith("file:"):\n'
+                    '            create_private(path)\n', ""),
        tests=[SECRETS + "test_the_database_and_its_log_files_are_created_0600_whatever_the_umask"]),
     # --- concurrency -------------------------------------------------------------------------
     _m("caches-never-dropped", "concurrency",
@@ -472,21 +474,19 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "effect is prepared", "reopen-fences-dependents",
        ("reopen.py", "return any(k.record(n).phase in COMMITTED_PHASES or k.record(n).effect_done",
         'return any(k.record(n).phase == "graph-saved" or k.record(n).effect_done')),
-    _m("credential-file-umask-mode", "files",
-       "a credential file is created with the umask's mode instead of 0600",
-       "the environment contract: a credential is readable by its owner only",
-       ("cli/kernel_principals.py", "os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)",
-        "os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)")),
-    _m("token-file-umask-mode", "files",
-       "a minted token file is created with the umask's mode instead of 0600",
-       "the environment contract: a capability token is readable by its owner only",
-       ("cli/kernel_requests.py", "os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)",
-        "os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)")),
+    _m("secret-file-umask-mode", "files",
+       "a token or credential file is created with the umask's mode (0666 masked) instead of "
+       "0600, so under umask 022 every local user reads it",
+       "the environment contract: a secret file is readable by its owner only",
+       ("secretfile.py", "        fd = os.open(path, CREATE_FLAGS, PRIVATE)\n",
+        "        fd = os.open(path, CREATE_FLAGS, 0o666)\n"),
+       ("secretfile.py", "        os.fchmod(fd, PRIVATE)\n", "        pass\n")),
     _m("pg-dependencies-unlocked", "concurrency",
        "on PostgreSQL, the dependency rows are not locked while a dependent is admitted, so a "
        "concurrent reopen of a dependency commits under the admission",
        "dependency-needs-done on PostgreSQL (the rows a decision reads are locked)",
-       ("handling.py", "        kernel.store.lock_tasks([ids[d] for d in deps], share=True)\n", ""),
+       ("handling.py", "        kernel.store.lock_tasks([kernel.task_id(d) for d in deps], share=True)\n",
+        "        pass\n"),
        survives=PG_ONLY + "; and no race of a dependency's reopen against a dependent's "
                           "admission is written yet, so `--backend DSN` is not shown to kill it"),
     _m("pg-deadlock-not-retried", "concurrency",

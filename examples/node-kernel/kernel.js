@@ -235,7 +235,7 @@ class Kernel {
           messages: t.messages, logs: 0},
         evidence: t.evidence, failure: 'none', retries: 0, 'waiting-on': null,
         'wait-deadline': 0, 'wait-expired': false, assigned: false, 'legacy-done': false,
-        reconstructed: false, abandoned: false,
+        reconstructed: false, abandoned: false, paused: false, 'not-before': 0,
       };
     }
     const journal = {};
