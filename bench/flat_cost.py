@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import BenchResult, Check, Figure, guarded, report, say, settle  # noqa: E402
 from impl_workloads import BEARERS, MINT, OWNER, TOKEN, cap  # noqa: E402
 
-from wgk.conformance.oracle.impl_world import _owner_step  # noqa: E402
+from wgk.impl.world_steps import _owner_step  # noqa: E402
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy  # noqa: E402
 from wgk.impl.canonical import canonical_json  # noqa: E402
 from wgk.impl.ledger import CHAIN, link_v2  # noqa: E402
@@ -359,7 +359,7 @@ class Mix:
         ok = True
         for step in completion_script(self.world, task):
             if isinstance(step, tuple):
-                # the worktree edit of ``impl_world.apply_env``, without its check of the task's
+                # the worktree edit of ``world_steps.apply_env``, without its check of the task's
                 # name against every task's (the harness's, not a request's)
                 _owner_step(self.k, "edit", step[1], {"content": step[2]})
                 continue

@@ -122,10 +122,10 @@ def test_a_false_budget_value_skips_the_section_and_says_so(tmp_path, capsys, mo
         assert "not run in the quick budget" in sec["skipped"]
     assert out["sections"]["replay"]["verdict"] == "pass"
     skipped = [s.get("name") for s in junit.findall("testsuite") if s.get("skipped") == "1"]
-    assert sorted(skipped) == ["batches", "contract", "crash-cuts", "explore", "fuzz", "impl-mutants",
-                               "mutants", "probes", "prove", "races", "tamper", "trace-matrix",
-                               "two-kernels", "verify-guards"]
-    assert len(junit.findall(".//testcase/skipped")) == 14
+    assert sorted(skipped) == ["batches", "contract", "coverage", "crash-cuts", "explore", "fuzz",
+                               "impl-mutants", "mutants", "probes", "prove", "races", "tamper",
+                               "trace-matrix", "two-kernels", "verify-guards"]
+    assert len(junit.findall(".//testcase/skipped")) == 15
 
 
 def test_the_summary_lists_skipped_sections(tmp_path, capsys, monkeypatch):
