@@ -97,6 +97,14 @@ class ExternalSystem:
                             "credentials": {p["name"]: credential_of(p["name"])
                                             for p in graph.get("principals", [])}}, "started")
         self.capabilities = check_capabilities(reply.get("capabilities"))
+        #: the operator's revocation of a principal crosses as the env step ``revoke``, which
+        #: a kernel takes only when it lists it (the probes then revoke through it)
+        self.revocation_undeclared = "revoke" not in self.capabilities.get("env", ())
+        if not self.revocation_undeclared:
+            self.revoke = self._revoke
+
+    def _revoke(self, principal: str) -> None:
+        self._call({"op": "env", "step": {"env": "revoke", "principal": principal}}, "ok")
 
     # --- the process ------------------------------------------------------------------------
 
