@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import BenchResult, Check, Figure, guarded, report, say, settle  # noqa: E402
-from impl_workloads import BEARERS, MINT, OWNER, TOKEN, cap  # noqa: E402
+from impl_workloads import MINT, OWNER, TOKEN, cap  # noqa: E402
+from impl_workloads import completion_script as workload_script  # noqa: E402
 
 from wgk.impl.world_steps import _owner_step  # noqa: E402
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy  # noqa: E402
@@ -235,32 +236,9 @@ def heartbeat_template(task: str) -> tuple[str, str]:
 
 
 def completion_script(world: MemoryWorld, task: str) -> list:
-    """The 13 requests of one completion (and the worktree edit before the first edge)."""
-    base = world.repository.target()
-    work = f"work-{task}"
-
-    def edge(n, kind, actor, phase, **kw):
-        if actor in BEARERS:
-            kw["token"] = TOKEN
-        return {"kind": kind, "actor": actor, "task": task, "key": f"{kind}:{task}",
-                "cap": cap(task), "expected-phase": phase, "expected-revision": n, **kw}
-    return [
-        {"kind": "dispatch", "actor": "daemon", "task": task, "key": f"dispatch:{task}",
-         "expected-attempt": 0, "owner": OWNER, "mint": MINT},
-        ("edit", task, work),
-        edge(0, "submit", "worker", "absent"),
-        edge(1, "quiesce", "wrapper", "prepared"),
-        edge(2, "save-work", "wrapper", "quiescing", candidate=work, base=base),
-        edge(3, "seal-candidate", "daemon", "work-saved", candidate=work),
-        edge(4, "validate", "validator", "candidate-sealed", candidate=work, verdict="pass"),
-        edge(5, "accept", "daemon", "validated", candidate=work, verdict="not-required"),
-        edge(6, "record-disposition", "wrapper", "accepted", disposition="report"),
-        edge(7, "prepare-effect", "promoter", "disposition-recorded"),
-        edge(8, "commit-effect", "promoter", "effect-prepared", candidate=work, base=base),
-        edge(9, "prepare-cleanup", "cleanup", "effect-committed"),
-        edge(10, "commit-cleanup", "cleanup", "cleanup-prepared"),
-        edge(11, "save-graph", "daemon", "cleanup-committed"),
-    ]
+    """The 13 requests of one completion (and the worktree edit before the first edge); its
+    disposition a report, so the target never moves under the other tasks."""
+    return workload_script(world.repository.target(), task, disposition="report")
 
 
 def measured_tasks(completions: int) -> list[TaskPolicy]:

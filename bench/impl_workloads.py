@@ -55,6 +55,35 @@ def cap(task: str, fence: int = 1) -> dict:
             "lease-epoch": fence}
 
 
+def completion_script(base: str, task: str, disposition: str = "land") -> list:
+    """The 13 requests of one completion from ``base`` (and the worktree edit before the
+    first edge)."""
+    work = f"work-{task}"
+
+    def edge(n, kind, actor, phase, **kw):
+        if actor in BEARERS:
+            kw["token"] = TOKEN
+        return {"kind": kind, "actor": actor, "task": task, "key": f"{kind}:{task}",
+                "cap": cap(task), "expected-phase": phase, "expected-revision": n, **kw}
+    return [
+        {"kind": "dispatch", "actor": "daemon", "task": task, "key": f"dispatch:{task}",
+         "expected-attempt": 0, "owner": OWNER, "mint": MINT},
+        ("edit", task, work),
+        edge(0, "submit", "worker", "absent"),
+        edge(1, "quiesce", "wrapper", "prepared"),
+        edge(2, "save-work", "wrapper", "quiescing", candidate=work, base=base),
+        edge(3, "seal-candidate", "daemon", "work-saved", candidate=work),
+        edge(4, "validate", "validator", "candidate-sealed", candidate=work, verdict="pass"),
+        edge(5, "accept", "daemon", "validated", candidate=work, verdict="not-required"),
+        edge(6, "record-disposition", "wrapper", "accepted", disposition=disposition),
+        edge(7, "prepare-effect", "promoter", "disposition-recorded"),
+        edge(8, "commit-effect", "promoter", "effect-prepared", candidate=work, base=base),
+        edge(9, "prepare-cleanup", "cleanup", "effect-committed"),
+        edge(10, "commit-cleanup", "cleanup", "cleanup-prepared"),
+        edge(11, "save-graph", "daemon", "cleanup-committed"),
+    ]
+
+
 class Heartbeats:
     """Evidence-only heartbeats with fresh evidence ids on 8 running attempts."""
 
@@ -125,30 +154,7 @@ class Completions:
         self.pending: list[dict] = []
 
     def _script(self, task: str) -> list:
-        base = self.world.repository.target()
-        work = f"work-{task}"
-        def edge(n, kind, actor, phase, **kw):
-            if actor in BEARERS:
-                kw["token"] = TOKEN
-            return {"kind": kind, "actor": actor, "task": task, "key": f"{kind}:{task}",
-                    "cap": cap(task), "expected-phase": phase, "expected-revision": n, **kw}
-        return [
-            {"kind": "dispatch", "actor": "daemon", "task": task, "key": f"dispatch:{task}",
-             "expected-attempt": 0, "owner": OWNER, "mint": MINT},
-            ("edit", task, work),
-            edge(0, "submit", "worker", "absent"),
-            edge(1, "quiesce", "wrapper", "prepared"),
-            edge(2, "save-work", "wrapper", "quiescing", candidate=work, base=base),
-            edge(3, "seal-candidate", "daemon", "work-saved", candidate=work),
-            edge(4, "validate", "validator", "candidate-sealed", candidate=work, verdict="pass"),
-            edge(5, "accept", "daemon", "validated", candidate=work, verdict="not-required"),
-            edge(6, "record-disposition", "wrapper", "accepted", disposition="land"),
-            edge(7, "prepare-effect", "promoter", "disposition-recorded"),
-            edge(8, "commit-effect", "promoter", "effect-prepared", candidate=work, base=base),
-            edge(9, "prepare-cleanup", "cleanup", "effect-committed"),
-            edge(10, "commit-cleanup", "cleanup", "cleanup-prepared"),
-            edge(11, "save-graph", "daemon", "cleanup-committed"),
-        ]
+        return completion_script(self.world.repository.target(), task)
 
     def run(self, count: int) -> float:
         k, elapsed, done = self.kernel, 0.0, 0
