@@ -17,7 +17,7 @@ from wgk.conformance.oracle.replay import TraceResult, replay
 from wgk.conformance.oracle.real_world import world_for
 from wgk.conformance.oracle.select import CHOICES, systems_for
 from wgk.conformance.oracle.systems import StepError
-from wgk.conformance.cli.output import emit_json
+from wgk.conformance.cli.output import emit_json, print_results
 from wgk.conformance.reports.gate_pool import scratch
 from wgk.conformance.traces.format import TraceError, load_traces
 
@@ -178,13 +178,6 @@ def _run(traces, args: argparse.Namespace) -> int:
 
 
 def print_human(results: list[TraceResult], args: argparse.Namespace) -> None:
-    for r in results:
-        cuts = f", {r.crash_cuts} crash cuts" if args.crash_cuts else ""
-        print(f"{r.verdict.upper():4} {r.id} ({len(r.steps)} steps{cuts}, {r.path})")
-        for d in r.divergences:
-            for line in d.describe().splitlines():
-                print("     " + line)
-        if not r.passed:
-            print(f"     reproduce: {reproduce(r, args)}")
+    print_results(results, args, lambda r: reproduce(r, args))
     failed = sum(1 for r in results if not r.passed)
     print(f"{len(results) - failed} passed, {failed} failed")

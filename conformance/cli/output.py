@@ -38,3 +38,16 @@ def solver_guarded(command: str, body: Callable[[], int]) -> int:
     except VacuousProof as e:
         print(f"wgk {command}: vacuous proof refused: {e}", file=sys.stderr)
         return 1
+
+
+def print_results(results, args, reproduce_line) -> None:
+    """Each replayed trace's verdict, its divergences and, for a failure, the command that
+    reproduces it (``reproduce_line(result)``)."""
+    for r in results:
+        cuts = f", {r.crash_cuts} crash cuts" if args.crash_cuts else ""
+        print(f"{r.verdict.upper():4} {r.id} ({len(r.steps)} steps{cuts}, {r.path})")
+        for d in r.divergences:
+            for line in d.describe().splitlines():
+                print("     " + line)
+        if not r.passed:
+            print(f"     reproduce: {reproduce_line(r)}")

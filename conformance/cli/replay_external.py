@@ -13,7 +13,7 @@ import argparse
 import sys
 from dataclasses import replace
 
-from wgk.conformance.cli.output import emit_json
+from wgk.conformance.cli.output import emit_json, print_results
 from wgk.conformance.oracle.external_runs import (
     Kernel, Unusable, applicable, coverage, crash_cuts_external, replay_external,
 )
@@ -63,15 +63,9 @@ def run_external(traces: list, args: argparse.Namespace, kernel: Kernel) -> int:
 
 
 def _print(results, skipped, error, args, kernel: Kernel, applied: str) -> None:
-    for r in results:
-        cuts = f", {r.crash_cuts} crash cuts" if args.crash_cuts else ""
-        print(f"{r.verdict.upper():4} {r.id} ({len(r.steps)} steps{cuts}, {r.path})")
-        for d in r.divergences:
-            for line in d.describe().splitlines():
-                print("     " + line)
-        if not r.passed:
-            flag = " --crash-cuts" if args.crash_cuts else ""
-            print(f"     reproduce: wgk replay {r.path or r.id}{flag} --external '{kernel.command}'")
+    flag = " --crash-cuts" if args.crash_cuts else ""
+    print_results(results, args,
+                  lambda r: f"wgk replay {r.path or r.id}{flag} --external '{kernel.command}'")
     for t, why in skipped:
         print(f"SKIP {t.id} ({t.path}): {why}")
     if error:
