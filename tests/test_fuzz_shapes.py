@@ -75,3 +75,39 @@ def test_generated_requests_are_schema_valid_even_when_stale(tmp_path):
                       seed=3, out_dir=str(tmp_path))
     assert r.verdict == "fail" and r.trace_path, r.failure
     load_trace(r.trace_path)
+
+
+def test_the_fuzzer_draws_the_operators_pause_and_unpause():
+    """Pause and unpause (with a not-before time) are among the machine's requests, so a
+    system that ignores the pause is caught in lockstep."""
+    from wgk.model.actions import task_steps
+    from wgk.model.state import initial_state
+    from wgk.model.vocab import Kind
+    inst = fuzz.fuzz_instance(fuzz.FuzzConfig(tasks=1))
+    assert "pause" in inst.groups
+    s = initial_state(Graph.build(["a"], graph_id="g"))
+    kinds = [r.kind for r in task_steps(inst, s, 0) if hasattr(r, "kind")]
+    assert Kind.PAUSE in kinds and Kind.UNPAUSE in kinds
+
+    class IgnoresPause:
+        """Answers a pause as the model does but never pauses the task."""
+        def __init__(self, graph):
+            self.m = ModelSystem(graph)
+
+        def apply(self, step):
+            req = step.get("request") or {}
+            if req.get("kind") == "pause":
+                return {"decision": "applied"}
+            return self.m.apply(step)
+
+        def project(self):
+            return self.m.project()
+
+        def check(self):
+            return []
+
+        def close(self):
+            pass
+    r = fuzz.run_fuzz(fuzz.FuzzConfig(tasks=1, system=IgnoresPause), examples=200, steps=15,
+                      seed=4)
+    assert r.verdict == "fail", r

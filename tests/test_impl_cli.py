@@ -205,6 +205,9 @@ def test_pause_and_resume_with_a_not_before_time(setup, capsys, sleeper):
     run(capsys, db, "task", "add", "a")
     run(capsys, db, "task", "add", "b")
     assert run(capsys, db, "pause", "a")[0] == 0
+    shown = json.loads(run(capsys, db, "show", "a", "--json")[1])
+    assert (shown["paused"], shown["not-before"]) == (True, 0)
+    assert "admission: paused, not before -" in run(capsys, db, "show", "a")[1]
     code, out, _ = run(capsys, db, "status", "--json")
     status = json.loads(out)
     assert status["ready"] == ["b"]
@@ -218,6 +221,9 @@ def test_pause_and_resume_with_a_not_before_time(setup, capsys, sleeper):
     assert fingerprint(db) == before
     far = 2 ** 40                                          # the kernel's clock is seconds
     assert run(capsys, db, "resume", "a", "--not-before", str(far))[0] == 0
+    shown = json.loads(run(capsys, db, "show", "a", "--json")[1])
+    assert (shown["paused"], shown["not-before"]) == (False, far)
+    assert f"admission: not paused, not before {far}" in run(capsys, db, "show", "a")[1]
     code, out, _ = run(capsys, db, "status", "--json")
     assert json.loads(out)["ready"] == ["b"]
     code, out, _ = run(capsys, db, "dispatch", "a", "--pid", str(sleeper.pid))

@@ -41,6 +41,8 @@ def do_show(k: Kernel, args) -> int:
         return 0
     print(f"{shown['task']}: {shown['status']}  (generation {shown['generation']}, attempt "
           f"{shown['attempt']}, fence {shown['fence']}, {shown['attempt-state']})")
+    print(f"  admission: {'paused' if shown['paused'] else 'not paused'}, not before "
+          f"{shown['not-before'] or '-'}")
     if shown["plan"]:
         pl = shown["plan"]
         print(f"  way forward: {pl['way']} / {pl['action']} ({pl['reason']}, due {pl['deadline']})")
