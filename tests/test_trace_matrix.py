@@ -203,3 +203,36 @@ def test_the_gate_gives_the_matrix_the_cutoff_claims_it_proved():
     assert [r.proof_kind for r in rows.values()] == [
         "for every graph (cutoff theorem), evidence ids any number",
         "bounded: reads another task", "bounded: not in the report"]
+
+
+def test_every_retained_obligation_of_wg_is_traced(matrix):
+    """WG's ten retained obligations each name invariants whose rows are complete."""
+    assert [o.number for o in matrix.obligations] == list(range(1, 11))
+    for o in matrix.obligations:
+        assert o.invariants and o.missing() == [], o.number
+        assert len(o.rows) == len(o.invariants), o.number
+        assert all(r.traces and r.crash_cuts and r.guards for r in o.rows), o.number
+    assert "obligation 9" in tracematrix.text(matrix)
+    assert "| 9. review and publication" in tracematrix.markdown(matrix)
+
+
+def test_an_obligation_is_missing_when_its_invariant_is_unknown_or_incomplete():
+    full = tracematrix.Row("first-terminal-wins", "step", "d", (), "f", "model/x.py:1",
+                           frames=1, proved=1, traces=["t.json"], crash_cuts=2,
+                           guards=[tracematrix.Guard("impl/x.py", 1, "f", ("first-terminal-wins",))])
+    bare = tracematrix.Row("idempotent-replay", "step", "d", (), "f", "model/x.py:1",
+                           frames=1, proved=1, traces=["t.json"], crash_cuts=0, guards=[])
+    rows = {full.invariant: full, bare.invariant: bare}
+    ok, unknown, incomplete, empty = tracematrix.obligations(rows, [
+        (4, "first terminal intent wins", ("first-terminal-wins",)),
+        (7, "one stable reconciliation effect", ("no-such-invariant",)),
+        (2, "same key same response", ("idempotent-replay",)),
+        (10, "nothing", ())])
+    assert ok.missing() == []
+    assert unknown.missing() == ["no-such-invariant: no such invariant"]
+    assert incomplete.missing() == ["idempotent-replay: no crash test",
+                                    "idempotent-replay: no runtime guard"]
+    assert empty.missing() == ["no invariant"]
+    m = tracematrix.Matrix([full], 3, [], [ok, unknown])
+    assert not m.ok and m.problems() == ["obligation 7: no-such-invariant: no such invariant"]
+    assert tracematrix.Matrix([full], 3, [], [ok]).ok

@@ -24,6 +24,10 @@ Environment assumptions (kind ``assume``) have a row too, marked as such: the
 environment provides them, not the kernel, so no runtime guard is asked of
 them; their proof column is the check that the model's own steps keep them.
 
+WG's ten retained obligations (its recovery baseline, ``OBLIGATIONS``) each name the
+invariants that state them; an obligation naming an unknown invariant, or one whose row
+lacks a column, is a finding too.
+
 The killing mutants of the catalogue are shown too. A row with an empty
 column, a proof that is not complete, or a guard marker that names no known
 invariant or sits on no statement is a finding; ``wgk trace-matrix --check``
@@ -45,6 +49,30 @@ GUARD = re.compile(r"^\s*#\s*guards:\s*(.*?)\s*$")
 BEGIN, END = "<!-- trace-matrix:begin -->", "<!-- trace-matrix:end -->"
 DOCUMENT = ROOT / "docs" / "design-atomic-graph-work-save.md"
 COLUMNS = ("model rule", "z3 proof", "traces", "crash test", "runtime guard")
+
+#: WG's recovery baseline (../shared/fixtures/wg/docs/control-plane-recovery-equivalence-
+#: baseline-2026-08-07.md, "Retained semantic obligations"): the ten obligations any rewrite
+#: must keep, each with the invariants that state it here. An obligation is traced when
+#: every invariant it names has a row with every column (``Obligation.missing``).
+OBLIGATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
+    (1, "exact attempt/fence checking", ("attempt-fencing", "receipts-fenced")),
+    (2, "identical idempotency key plus digest returns the original response",
+     ("idempotent-replay",)),
+    (3, "conflicting reuse is rejected", ("idempotency-conflict-holds",)),
+    (4, "first terminal intent wins", ("first-terminal-wins",)),
+    (5, "success requires an exact immutable completion/publication receipt",
+     ("done-iff-graphsave", "promotion-needs-review-of-exact-candidate")),
+    (6, "observations cannot infer success or terminalize directly",
+     ("evidence-cannot-terminalize-live-owner", "legacy-never-satisfies")),
+    (7, "exact exit without terminal intent issues one stable reconciliation effect",
+     ("no-dead-owner-in-progress-without-action", "exactly-one-way-forward")),
+    (8, "terminal attempts never reopen without an explicit next-attempt request",
+     ("terminal-never-resurrects",)),
+    (9, "review and publication remain bound to one immutable manifest",
+     ("promotion-needs-review-of-exact-candidate", "candidate-built-on-attempt-base")),
+    (10, "graph, registry, telemetry, and TUI are rebuildable projections",
+     ("done-iff-graphsave", "ready-iff-dispatch-admitted")),
+)
 
 
 @dataclass(frozen=True)
@@ -114,23 +142,63 @@ class Row:
 
 
 @dataclass
+class Obligation:
+    """One retained obligation of WG's recovery baseline and the rows of its invariants."""
+
+    number: int
+    text: str
+    invariants: tuple[str, ...]
+    rows: list[Row] = field(default_factory=list)
+
+    def missing(self) -> list[str]:
+        """What keeps the obligation from being traced: an invariant it names that has no
+        row, or a column one of its rows lacks."""
+        if not self.invariants:
+            return ["no invariant"]
+        known = {r.invariant: r for r in self.rows}
+        out = [f"{i}: no such invariant" for i in self.invariants if i not in known]
+        out += [f"{r.invariant}: no {c}" for r in self.rows for c in r.missing()]
+        return out
+
+    def to_json(self) -> dict:
+        return {"obligation": self.number, "text": self.text,
+                "invariants": list(self.invariants),
+                "traces": sorted({t for r in self.rows for t in r.traces}),
+                "crash_cuts": sum(r.crash_cuts for r in self.rows),
+                "runtime_guard": sorted({g.path for r in self.rows for g in r.guards}),
+                "missing": self.missing()}
+
+
+def obligations(rows: dict[str, Row],
+                table: Iterable[tuple[int, str, tuple[str, ...]]] = OBLIGATIONS) -> list[Obligation]:
+    """The retained obligations, each with the rows of the invariants it names."""
+    return [Obligation(n, t, tuple(ids), [rows[i] for i in ids if i in rows])
+            for n, t, ids in table]
+
+
+@dataclass
 class Matrix:
     rows: list[Row]
     tasks: int
     findings: list[str]            # problems that are not a missing column (bad markers)
+    obligations: list[Obligation] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.findings and not any(r.missing() for r in self.rows)
+        return (not self.findings and not any(r.missing() for r in self.rows)
+                and not any(o.missing() for o in self.obligations))
 
     def problems(self) -> list[str]:
         out = [f"{r.invariant}: no {c}" for r in self.rows for c in r.missing()]
         out += [f"{r.invariant}: {f}" for r in self.rows for f in r.proof_failures]
+        out += [f"obligation {o.number}: {m}" for o in self.obligations for m in o.missing()]
         return out + self.findings
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "tasks": self.tasks, "columns": list(COLUMNS),
-                "rows": [r.to_json() for r in self.rows], "problems": self.problems()}
+                "rows": [r.to_json() for r in self.rows],
+                "obligations": [o.to_json() for o in self.obligations],
+                "problems": self.problems()}
 
 
 # --- the columns ----------------------------------------------------------------
@@ -343,7 +411,7 @@ def build(tasks: int = 3, trace_paths: Iterable[Path] | None = None,
     crash_column(rows, linked, progress, passed_cuts)
     findings = guard_column(rows, guard_root)
     mutant_column(rows)
-    return Matrix(list(rows.values()), tasks, findings)
+    return Matrix(list(rows.values()), tasks, findings, obligations(rows))
 
 
 # --- rendering ------------------------------------------------------------------
@@ -376,6 +444,20 @@ def markdown(m: Matrix) -> str:
               "holds in one of its states (or steps), replayed through the model; crash cuts "
               "are the passed cuts (in-process) of the traces listed; every replay checks "
               "every invariant after every step."]
+    if m.obligations:
+        lines += ["", "WG's retained obligations (its recovery baseline), each by the invariants "
+                  "that state it; their rows above carry its proof, traces, crash cuts and "
+                  "runtime guards.", "",
+                  "| obligation | invariants | traces | crash test | runtime guard |",
+                  "| --- | --- | --- | --- | --- |"]
+        for o in m.obligations:
+            traces = len({t for r in o.rows for t in r.traces})
+            guard = ", ".join(dict.fromkeys(f"`{Path(g.path).name}`" for r in o.rows
+                                            for g in r.guards)) or "none"
+            lines.append(f"| {o.number}. {o.text} | "
+                         + ", ".join(f"`{i}`" for i in o.invariants)
+                         + f" | {traces} traces | {sum(r.crash_cuts for r in o.rows)} cuts passed"
+                         f" | {guard} |")
     return "\n".join(lines) + "\n"
 
 
@@ -388,6 +470,13 @@ def text(m: Matrix) -> str:
                    f"{len(r.transitions)} transitions, {r.proved}/{r.frames} proved, "
                    f"{r.supporting} traces, {r.crash_cuts} crash cuts passed, {len(r.guards)} guards"
                    + (f"  (no {', '.join(miss)})" if miss else ""))
+    for o in m.obligations:
+        miss = o.missing()
+        out.append(f"{'MISSING' if miss else 'ok':7} obligation {o.number} ({o.text}): "
+                   + ", ".join(o.invariants)
+                   + f"; {len({t for r in o.rows for t in r.traces})} traces, "
+                   f"{sum(r.crash_cuts for r in o.rows)} crash cuts passed, "
+                   f"{len({g.path for r in o.rows for g in r.guards})} guarded files")
     problems = m.problems()
     out.append(f"{len(m.rows)} invariants, {sum(not r.missing() for r in m.rows)} fully traced"
                + (f"; {len(problems)} problems" if problems else ""))
@@ -414,5 +503,5 @@ def write_document(m: Matrix, path: Path = DOCUMENT) -> None:
     path.write_text(f"{before}{BEGIN}\n{markdown(m)}{END}{after}")
 
 
-__all__ = ["Guard", "Row", "Matrix", "build", "markdown", "text", "guards",
-           "document_block", "write_document"]
+__all__ = ["Guard", "Row", "Matrix", "Obligation", "OBLIGATIONS", "obligations", "build",
+           "markdown", "text", "guards", "document_block", "write_document"]
