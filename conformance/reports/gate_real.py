@@ -7,6 +7,10 @@
   terminal reports) as real multi-process races on one SQLite database, and on
   PostgreSQL too when the gate is given a backend; each round has exactly one
   winner, and the ledger, the audit and the rebuild are clean afterwards.
+  With ``lands`` rounds in the budget, also two Land workers racing one target (WG's
+  exit canary) on real git and real processes: one compare-and-swap winner, the loser
+  repaired in place, validated again and landed later, no replacement attempt
+  (``wgk.conformance.oracle.land_race``).
 
 - ``two-kernels``: every trace replayed in lockstep with the model by two kernels
   (two connections) on one database taking its steps in turn;
@@ -23,6 +27,7 @@ import time
 from wgk.conformance.oracle.batches import batch_replay
 from wgk.conformance.oracle.contract import contract_results
 from wgk.conformance.oracle.impl_system import TwoKernels, backend
+from wgk.conformance.oracle.land_race import NAME as LAND_RACE, land_race
 from wgk.conformance.oracle.races import RACES, race
 from wgk.conformance.oracle.replay import replay
 from wgk.conformance.oracle.systems import ModelSystem, StepError
@@ -68,6 +73,13 @@ def race_checks(budget: str, progress: Progress | None, backend: str | None = No
             out.append(Check("races", f"{name} ({world})", "pass" if r.ok else "fail", r.seconds,
                              "" if r.ok else r.problems[0], data, group=world))
             meter.step(f"{name} ({world})")
+    lands = BUDGETS[budget]["races"].get("lands")
+    if lands:
+        r = land_race(count_of(budget, "races", lands, "lands"))
+        out.append(Check("races", f"{LAND_RACE} (sqlite)", "pass" if r.ok else "fail", r.seconds,
+                         "" if r.ok else r.problems[0],
+                         dict(r.to_json(), world="sqlite, real git, real processes"),
+                         group="sqlite"))
     return out
 
 
