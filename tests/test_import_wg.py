@@ -194,10 +194,11 @@ def test_import_json_reports_an_error_per_file_and_writes_nothing(tmp_path, caps
 
 NEW_DIRS = ("daemon", "runtime", "simple-land", "planner-runtime")
 NEW_SOURCES = sorted(p for d in NEW_DIRS for p in (SHARED / d).rglob("*.json"))
-#: traces written: daemon v1 6 of 9, daemon v2 4 of 4, runtime 5 of 7, planner state 1 file (1 of 2 tasks)
-NEW_TRACES = 6 + 4 + 5 + 1
-#: reported: daemon v1 3, daemon v3 1, runtime 2, simple-land 6, planner state 1 task + 1 goal
-NOT_MAPPED = 3 + 1 + 2 + 6 + 2
+#: traces written: daemon v1 6 of 9, daemon v2 4 of 4, daemon v3 1 of 1, runtime 5 of 7, planner
+#: state 1 file (1 of 2 tasks)
+NEW_TRACES = 6 + 4 + 1 + 5 + 1
+#: reported: daemon v1 3, runtime 2, simple-land 6, planner state 1 task + 1 goal
+NOT_MAPPED = 3 + 2 + 6 + 2
 
 
 def _cases(path: Path) -> set[str]:
@@ -300,3 +301,22 @@ def test_new_family_unknown_input_is_an_error_with_its_pointer(tmp_path, family,
     with pytest.raises(WgImportError) as e:
         import_cases(p)
     assert str(e.value).startswith(f"{p}: {message}")
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda d: [o["observation"]["owner"].update(kind="authenticated_live")
+                for o in d["trace"]["observations"]], "observation/owner/kind"),
+    (lambda d: d.update(expected_actions=["spawn_attempt"]), "expected_actions"),
+    (lambda d: d["trace"]["observations"][1]["observation"].update(worktree_id="agent-7"),
+     "trace/observations"),
+    (lambda d: [o["observation"]["current_attempt"].update(fence=3)
+                for o in d["trace"]["observations"]], "observation/current_attempt"),
+])
+def test_a_stale_worktree_case_other_than_the_mapped_one_is_reported_with_its_field(tmp_path, edit,
+                                                                                       field):
+    """The v3 case maps (reclaim = the reset's pin of a proven-dead owner's bytes, spawn = the
+    dispatch importing them); a live owner, other actions, differing observations or other
+    keys are reported, never written."""
+    p = _copy(tmp_path, "daemon/v3", "stale_worktree_spawn_owner.json", edit)
+    traces, unmapped = import_cases(p)
+    assert traces == [] and len(unmapped) == 1 and field in unmapped[0].field, unmapped

@@ -53,9 +53,15 @@ and in each step's ``from``; the attempts are the model's own (fence 1 ...).
 match what the written situation holds (saved work and candidate for the
 provider class only).
 
-**v3**: ``stale_worktree_spawn_owner`` is reported: ``reclaim_retain_worktree``
-has no counterpart (the model's new generation never takes over an old
-attempt's worktree).
+**v3** (trace schema 3, ruleset ``corrected``): ``stale_worktree_spawn_owner``, a
+proven-dead stale owner (generation 0, fence 1) holding the worktree the current
+attempt (generation 1, fence 2) needs, observed twice. Written as: dispatch, the
+owner's edit, its death proven, the operator's reset; WG's
+``reclaim_retain_worktree`` is the reset's pin of the dead owner's bytes
+(``retained``), ``spawn_attempt`` the dispatch of generation 1 on fence 2 importing
+them (its worktree is its own, named by its fence: nothing is taken over); the
+repeated observation re-sends that dispatch under its key, a duplicate. Other
+actions, owners or keys are reported.
 """
 from __future__ import annotations
 
@@ -167,6 +173,9 @@ V1_UNMAPPED = {
         "observations/0/observation/runnable", "'archive_batch' (corrected wait 'archive_confirmation'): "
         "the model's archive is an operator request with a confirmed digest, not a planner way"),
 }
+
+#: WG's two actions for a proven-dead stale owner's worktree the current attempt needs.
+V3_ACTIONS = ("reclaim_retain_worktree", "spawn_attempt")
 
 # --- v2: failed prerequisites --------------------------------------------------------------------
 
@@ -403,16 +412,104 @@ class Daemon:
             raise s.error("field 'expected_actions' is empty", "expected_actions")
         _, obs = self.trace_header(s)
         s.finish()
+        seen = []
         for n, o in enumerate(obs):
-            ob, _ = self.observation(o, n)
+            ob, time = self.observation(o, n)
             ob.const("type", "worktree_spawn")
-            for f in ("stale_owner", "current_attempt", "progress_id", "worktree_id", "owner",
-                      "owner_token", "observer_state"):
-                ob.req(f)
+            stale, current = self.attempt_key(ob, "stale_owner"), self.attempt_key(ob, "current_attempt")
+            got = {"stale": stale, "current": current, "time": time,
+                   "progress": ob.req("progress_id", str), "worktree": ob.req("worktree_id", str)}
+            owner = ob.sub("owner")
+            got["owner"] = {f: owner.req(f, str) for f in ("kind", "actor_id", "lease_id")}
+            owner.finish()
+            for part in ("owner_token", "observer_state"):
+                e = ob.sub(part)
+                got[part] = e.req("state", str)
+                if got[part] == "present":
+                    e.req("evidence_id", str)
+                e.finish()
             ob.finish()
-        return self.unmapped(name, "expected_actions/0", f"{actions[0]!r}: the model has no worktree "
-                             "reclaim; a new generation never takes over an old attempt's worktree, so the "
-                             "two-effect sequence (reclaim, then spawn) has no counterpart")
+            seen.append(got)
+        at = "trace/observations/0/observation"
+        first = seen[0] if seen else None
+        if actions != list(V3_ACTIONS):
+            return self.unmapped(name, "expected_actions", f"{actions!r}: only {list(V3_ACTIONS)!r} is mapped")
+        if first is None or any({k: v for k, v in o.items() if k != "time"}
+                                != {k: v for k, v in first.items() if k != "time"} for o in seen):
+            return self.unmapped(name, "trace/observations", "only the same observation repeated is mapped")
+        if first["owner"]["kind"] != "proven_dead":
+            return self.unmapped(name, at + "/owner/kind",
+                                 f"{first['owner']['kind']!r}: only a proven-dead stale owner is mapped")
+        st, cu = first["stale"], first["current"]
+        if st["task_id"] != cu["task_id"] or (st["generation"], st["fence"]) != (0, 1) \
+                or (cu["generation"], cu["fence"]) != (1, 2):
+            return self.unmapped(name, at + "/current_attempt", "only a stale generation 0 fence 1 and a "
+                                 "current generation 1 fence 2 of one task are mapped")
+        return [(self.stem, self.v3_trace(name, first, len(seen)))], []
+
+    def attempt_key(self, ob: Src, field: str) -> dict:
+        k = ob.sub(field)
+        out = {f: k.req(f) for f in ("graph_id", "task_id", "generation", "attempt_id", "fence")}
+        k.finish()
+        if out["graph_id"] != self.graph_id:
+            raise k.error("the key's graph is not the trace's", "graph_id")
+        return out
+
+    def v3_trace(self, name: str, o: dict, times: int) -> Trace:
+        """The stale owner's attempt (generation 0, fence 1) leaves its worktree dirty and is
+        proven dead; the operator's reset opens generation 1 and retains that worktree's bytes
+        under a pin (WG's ``reclaim_retain_worktree``); the dispatch of generation 1 opens fence 2
+        on a worktree of its own importing them (``spawn_attempt``). Each repeated observation
+        re-sends that dispatch under its key: a duplicate, one attempt."""
+        task = o["current"]["task_id"]
+        work = f"{task}-stale-work"
+        sc = Scenario(self.graph_id, {"pointer": "/trace/observations/0", "event": "worktree_spawn",
+                                      "decision": {"expected_actions": list(V3_ACTIONS)}},
+                      f"wg-daemon-v3:{name}")
+        sc.task(task)
+        sc.dispatch(task)
+        sc.env("edit", task=task, content=work, note=f"the stale owner's worktree {o['worktree']}")
+        sc.env("owner-dies", task=task)
+        sc.env("converge", note="the stale owner is probed: proven dead")
+        sc.emit({"request": {"kind": "reset", "actor": "operator", "task": task,
+                             "key": sc.key("reset", task), "expected-generation": 0},
+                 "expect": {"decision": "applied"},
+                 "expect-facts": {"tasks": {task: {"generation": 1, "retained": work,
+                                                   "plan": plan("runnable", "dispatch")}}}},
+                note="reclaim_retain_worktree: the proven-dead owner's bytes are retained under a pin")
+        owner = {"pid": 4301, "birth": 1301, "session": f"{task}-s2", "wrapper-epoch": 1,
+                 "child-epoch": 1}
+        spawn = {"kind": "dispatch", "actor": "daemon", "task": task, "key": sc.key("dispatch", task),
+                 "expected-attempt": 0, "owner": owner, "imports": work}
+        for n in range(times):
+            sc.origin = {"pointer": f"/trace/observations/{n}", "event": "worktree_spawn",
+                         "decision": {"expected_actions": list(V3_ACTIONS)}}
+            expect = ({"decision": "applied"} if n == 0
+                      else {"decision": "duplicate", "original": {"decision": "applied"}})
+            sc.emit({"request": dict(spawn), "expect": expect},
+                    note="spawn_attempt: generation 1 opens fence 2 on its own worktree, importing them"
+                    + ("" if n == 0 else " (the observation repeated: the same key, a duplicate)"))
+        st, cu = o["stale"], o["current"]
+        return Trace(
+            id="wg-daemon-v3-" + name.replace("_", "-"),
+            title=f"WG daemon planner v3: {name.replace('_', ' ')}",
+            source=self.source(3),
+            description=(f"The peer's daemon observation worktree_spawn (ruleset corrected, trace schema 3), "
+                         f"observed {times} times: the stale owner {o['owner']['actor_id']} (lease "
+                         f"{o['owner']['lease_id']}, proven dead) of {task} {st['attempt_id']} generation "
+                         f"{st['generation']} fence {st['fence']} holds the worktree {o['worktree']} the "
+                         f"current attempt {cu['attempt_id']} generation {cu['generation']} fence "
+                         f"{cu['fence']} needs (progress {o['progress']}, owner token {o['owner_token']}, "
+                         f"observer state {o['observer_state']}). WG's actions reclaim_retain_worktree, "
+                         "spawn_attempt are here the reset's pin of the proven-dead owner's bytes "
+                         "(retained) and the dispatch of generation 1 on fence 2 importing them; the new "
+                         "attempt's worktree is its own (named by its fence), so nothing is taken over. "
+                         "The repeated observation re-sends the dispatch under its key: a duplicate, "
+                         "one attempt."),
+            graph=sc.graph(), steps=sc.steps,
+            expect={"tasks": {task: {"generation": 1, "attempt": 1, "fence": 2, "retained": work,
+                                     "imported": work, "attempt-state": "running"}}},
+        )
 
 
 def daemon_translator(version: int) -> Callable[[dict, str], Any]:
