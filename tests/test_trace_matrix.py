@@ -152,7 +152,9 @@ def test_the_gate_has_a_trace_matrix_section_that_can_fail(matrix, monkeypatch):
     assert "trace-matrix" in gate.BUDGETS["default"] and "trace-matrix" in gate.BUDGETS["deep"]
     monkeypatch.setattr(tracematrix, "build", lambda **_: matrix)
     checks = gate.trace_matrix_checks("default", None)
-    assert [c.name for c in checks] == [r.invariant for r in matrix.rows] + ["design document current"]
+    assert [c.name for c in checks] == ([r.invariant for r in matrix.rows]
+                                        + [f"obligation {n}" for n in range(1, 11)]
+                                        + ["design document current"])
     assert {c.verdict for c in checks} == {"pass"}
     row = dataclasses.replace(matrix.rows[0], guards=[])
     broken = tracematrix.Matrix([row] + matrix.rows[1:], matrix.tasks, ["impl/x.py:3: bad marker"])
@@ -236,3 +238,20 @@ def test_an_obligation_is_missing_when_its_invariant_is_unknown_or_incomplete():
     m = tracematrix.Matrix([full], 3, [], [ok, unknown])
     assert not m.ok and m.problems() == ["obligation 7: no-such-invariant: no such invariant"]
     assert tracematrix.Matrix([full], 3, [], [ok]).ok
+
+
+def test_the_gates_trace_matrix_section_fails_an_obligation_naming_no_known_invariant(monkeypatch):
+    from wgk.conformance.reports import gate
+    full = tracematrix.Row("first-terminal-wins", "step", "d", (), "f", "model/x.py:1",
+                           frames=1, proved=1, traces=["t.json"], crash_cuts=2,
+                           guards=[tracematrix.Guard("impl/x.py", 1, "f", ("first-terminal-wins",))])
+    rows = {full.invariant: full}
+    m = tracematrix.Matrix([full], 3, [], tracematrix.obligations(rows, [
+        (4, "first terminal intent wins", ("first-terminal-wins",)),
+        (7, "one stable reconciliation effect", ("no-such-invariant",))]))
+    monkeypatch.setattr(tracematrix, "build", lambda **_: m)
+    monkeypatch.setattr(tracematrix, "document_block", lambda: None)
+    checks = {c.name: c for c in gate.trace_matrix_checks("default", None)}
+    assert checks["obligation 4"].verdict == "pass"
+    assert checks["obligation 7"].verdict == "fail"
+    assert checks["obligation 7"].detail.startswith("no-such-invariant: no such invariant")

@@ -175,6 +175,9 @@ def trace_matrix_checks(budget: str, progress: Progress | None,
     out = [Check("trace-matrix", r.invariant, "fail" if r.missing() else "pass", each,
                  f"no {', '.join(r.missing())}: wgk trace-matrix" if r.missing() else "")
            for r in m.rows]
+    out += [Check("trace-matrix", f"obligation {o.number}", "fail" if o.missing() else "pass", 0.0,
+                  f"{o.missing()[0]}: wgk trace-matrix" if o.missing() else "", group="obligations")
+            for o in m.obligations]
     if m.findings:
         out.append(Check("trace-matrix", "guard markers", "fail", 0.0,
                          f"{m.findings[0]} ({len(m.findings)} problems): wgk trace-matrix"))
