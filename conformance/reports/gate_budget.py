@@ -18,7 +18,7 @@ from wgk.conformance.check.explore import Instance
 BUDGETS = {
     "quick": {"prove": 2, "mutants": True, "replay": True, "trace-matrix": False, "contract": True,
               "coverage": True,
-              "races": {"processes": 3, "rounds": 20, "lands": 1}, "two-kernels": True,
+              "races": {"processes": 3, "rounds": 20}, "two-kernels": True,
               "batches": {"size": 3, "traces": 3}, "probes": {"traces": 3}, "tamper": {"traces": 1, "umasks": [0o022]}, "real-world": {"traces": 6, "cuts": 1},
               "explore": [Instance(tasks=1), Instance(tasks=2)],
               "crash-cuts": ["in-process"],

@@ -7,7 +7,8 @@
   terminal reports) as real multi-process races on one SQLite database, and on
   PostgreSQL too when the gate is given a backend; each round has exactly one
   winner, and the ledger, the audit and the rebuild are clean afterwards.
-  With ``lands`` rounds in the budget, also two Land workers racing one target (WG's
+  With ``lands`` rounds in the budget (the default and deep gates; a round takes
+  seconds of real git, too many for the quick one), also two Land workers racing one target (WG's
   exit canary) on real git and real processes: one compare-and-swap winner, the loser
   repaired in place, validated again and landed later, no replacement attempt
   (``wgk.conformance.oracle.land_race``).
