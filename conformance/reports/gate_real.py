@@ -8,10 +8,10 @@
   PostgreSQL too when the gate is given a backend; each round has exactly one
   winner, and the ledger, the audit and the rebuild are clean afterwards.
   With ``lands`` rounds in the budget (the default and deep gates; a round takes
-  seconds of real git, too many for the quick one), also two Land workers racing one target (WG's
-  exit canary) on real git and real processes: one compare-and-swap winner, the loser
-  repaired in place, validated again and landed later, no replacement attempt
-  (``wgk.conformance.oracle.land_race``).
+  seconds of real git, too many for the quick one), also two Land workers racing
+  one target (WG's exit canary) on real git and real processes: one
+  compare-and-swap winner, the loser repaired in place, validated again and
+  landed later, no replacement attempt (``wgk.conformance.oracle.land_race``).
 
 - ``two-kernels``: every trace replayed in lockstep with the model by two kernels
   (two connections) on one database taking its steps in turn;
