@@ -244,6 +244,20 @@ class Daemon:
             return self.run_v2()
         return self.run_v3()
 
+    def one_unfinished_task(self, s, name):
+        """The case's one observation, of an unfinished task: ((observation, time, key, progress),
+        None), or (None, the case reported as not mapped) when it has another number of observations."""
+        _, obs = self.trace_header(s)
+        s.finish()
+        if len(obs) != 1:
+            return None, self.unmapped(name, "trace/observations", f"{len(obs)} observations; one is mapped")
+        ob, time = self.observation(obs[0], 0)
+        ob.const("type", "task")
+        key = self.key(ob)
+        progress = ob.req("progress_id", str)
+        ob.const("unfinished", True)
+        return (ob, time, key, progress), None
+
     # v1 ---------------------------------------------------------------------------------------
 
     def run_v1(self):
@@ -252,15 +266,10 @@ class Daemon:
         if s.req("expected_historical_violation", str) != name:
             raise s.error("the historical violation is not the case's name", "expected_historical_violation")
         action, wait = s.req("expected_corrected_action"), s.req("expected_corrected_wait")
-        _, obs = self.trace_header(s)
-        s.finish()
-        if len(obs) != 1:
-            return self.unmapped(name, "trace/observations", f"{len(obs)} observations; one is mapped")
-        ob, time = self.observation(obs[0], 0)
-        ob.const("type", "task")
-        key = self.key(ob)
-        progress = ob.req("progress_id", str)
-        ob.const("unfinished", True)
+        one, not_mapped = self.one_unfinished_task(s, name)
+        if not_mapped:
+            return not_mapped
+        ob, time, key, progress = one
         owner = ob.sub("owner")
         owner_kind = owner.req("kind", str)
         owner_ids = {f: owner.get(f) for f in ("actor_id", "lease_id") if owner.has(f)}
@@ -329,15 +338,10 @@ class Daemon:
         s = self.src
         name = s.req("name", str)
         action, wait, cls = s.req("expected_action"), s.req("expected_wait"), s.req("expected_class", str)
-        _, obs = self.trace_header(s)
-        s.finish()
-        if len(obs) != 1:
-            return self.unmapped(name, "trace/observations", f"{len(obs)} observations; one is mapped")
-        ob, time = self.observation(obs[0], 0)
-        ob.const("type", "task")
-        key = self.key(ob)
-        progress = ob.req("progress_id", str)
-        ob.const("unfinished", True)
+        one, not_mapped = self.one_unfinished_task(s, name)
+        if not_mapped:
+            return not_mapped
+        ob, time, key, progress = one
         ob.const("owner", {"kind": "none"})
         ob.const("incidents", [])
         fp = ob.sub("failed_prerequisite")
