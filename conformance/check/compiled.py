@@ -1,0 +1,585 @@
+"""The compiled model: a third reading of the rules, for concrete states.
+
+The rules are written once (``wgk.model``), read concretely by running them on a
+state of plain values and symbolically by running them on z3 terms. This module
+reads them a third time: it runs the same functions on a *traced* state, whose
+fields are ``Term`` objects that record what is done with them, through the same
+backend hook z3 uses (``wgk.model.logic.use_backend``). What comes out is, per
+request, per task of a state property and per step property, an expression graph
+over the state's fields; it is written out as straight-line Python source (shared
+subterms computed once, the guards in the kernel's order with an early return for
+the first that fails) and ``exec``'d. Request parameters, the graph and the
+instance are concrete while tracing, so each compiled function is specialized to
+one request (or one task index) of one graph.
+
+Tracing cannot go where the model branches on a state value with plain Python (a
+``bool()`` of a term, ``int()`` of one, a container that is not the model's): the
+term refuses, and that request or property is evaluated by the interpreter, which
+``Compiled.fallbacks`` counts. A request with an idempotency key (the journal) is
+always interpreted.
+
+The compiled functions are kept per instance in memory (``for_graph``) and, with a
+cache directory, their source is kept on disk under a key of the model's source
+and the graph, so a later run execs instead of tracing.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from wgk.model import logic
+from wgk.model.kernel import (
+    Decision, Rules, authenticated, decide, decide_fresh, generic_checks, role_held,
+)
+from wgk.model.requests import Request
+from wgk.model.rules import RULES
+from wgk.model.state import Binding, Evidence, State, TaskState, TASK_FIELDS
+from wgk.model.vocab import DecisionKind as D
+
+
+class Untraceable(Exception):
+    """The model did something with a traced value that cannot be compiled."""
+
+
+# --------------------------------------------------------------------------- terms
+
+class Term:
+    """A traced value: a node of the expression graph (``op`` formats its arguments)."""
+
+    __slots__ = ("op", "args", "key", "__weakref__")
+
+    def __init__(self, op: str, args: tuple, key: Any):
+        self.op = op
+        self.args = args
+        self.key = key
+
+    def __bool__(self):
+        raise Untraceable("a traced value was tested with plain Python")
+
+    def __index__(self):
+        raise Untraceable("a traced value was used as an index")
+
+    def __int__(self):
+        raise Untraceable("a traced value was converted with int()")
+
+    def __iter__(self):
+        raise Untraceable("a traced value was iterated")
+
+    __hash__ = object.__hash__
+
+    def _bin(self, op, other, swap=False):
+        a, b = (other, self) if swap else (self, other)
+        return _tracer.node(op, (a, b))
+
+    def __eq__(self, o): return self._bin("({} == {})", o)
+    def __ne__(self, o): return self._bin("({} != {})", o)
+    def __lt__(self, o): return self._bin("({} < {})", o)
+    def __le__(self, o): return self._bin("({} <= {})", o)
+    def __gt__(self, o): return self._bin("({} > {})", o)
+    def __ge__(self, o): return self._bin("({} >= {})", o)
+    def __add__(self, o): return self._bin("({} + {})", o)
+    def __radd__(self, o): return self._bin("({} + {})", o, True)
+    def __sub__(self, o): return self._bin("({} - {})", o)
+    def __rsub__(self, o): return self._bin("({} - {})", o, True)
+    def __mul__(self, o): return self._bin("({} * {})", o)
+    def __rmul__(self, o): return self._bin("({} * {})", o, True)
+    def __neg__(self): return _tracer.node("(-{})", (self,))
+
+    def __or__(self, o): return self._bin("({} | {})", o)
+    def __and__(self, o): return self._bin("({} & {})", o)
+
+    def __contains__(self, item):
+        raise Untraceable("membership in a traced value")
+
+    def __getitem__(self, k):
+        if isinstance(k, Term) or not isinstance(k, (int, str)):
+            raise Untraceable("a traced value indexed by a traced value")
+        return _tracer.node("{}[%r]" % (k,), (self,))
+
+
+class TracedEvidence(Term):
+    """A task's evidence (a set of ``(kind, id)``), traced: ``has``, ``add`` and ``count``."""
+
+    __slots__ = ()
+
+    def has(self, item):
+        return _tracer.node("({} in {})", (item, self))
+
+    def add(self, item):
+        return _tracer.node("{}.add({})", (self, item), cls=TracedEvidence)
+
+    def count(self, pred):
+        return _tracer.node("{}.count({})", (self, pred))
+
+
+class _Tracer:
+    """Hash-consed nodes: the same operation on the same arguments is one node."""
+
+    def __init__(self):
+        self.nodes: dict = {}
+
+    def reset(self) -> None:
+        self.nodes = {}
+
+    def leaf(self, src: str, cls=Term) -> Term:
+        key = ("leaf", src)
+        n = self.nodes.get(key)
+        if n is None:
+            n = self.nodes[key] = cls(src, (), key)
+        return n
+
+    def node(self, op: str, args: tuple, cls=Term) -> Term:
+        key = (op,) + tuple(_argkey(a) for a in args)
+        n = self.nodes.get(key)
+        if n is None:
+            n = self.nodes[key] = cls(op, args, key)
+        return n
+
+
+def _argkey(a: Any) -> Any:
+    if isinstance(a, Term):
+        return ("t", id(a))
+    if isinstance(a, (bool, int, str)) or a is None:
+        return ("c", type(a), a)
+    return ("o", id(a))
+
+
+_tracer = _Tracer()
+
+
+class _Backend:
+    """The four constructors of ``wgk.model.logic``, building traced terms."""
+
+    def ite(self, c, a, b):
+        if isinstance(a, TracedEvidence) or isinstance(b, TracedEvidence):
+            return _tracer.node("({} if {} else {})", (a, c, b), cls=TracedEvidence)
+        return _tracer.node("({} if {} else {})", (a, c, b))
+
+    def and_(self, xs):
+        return _tracer.node("(" + " and ".join("{}" for _ in xs) + ")", tuple(xs))
+
+    def or_(self, xs):
+        return _tracer.node("(" + " or ".join("{}" for _ in xs) + ")", tuple(xs))
+
+    def not_(self, x):
+        return _tracer.node("(not {})", (x,))
+
+
+_BACKEND = _Backend()
+
+
+def _traced_task(name: str) -> TaskState:
+    """A task state whose every field is a leaf ``name.field`` (receipts: one binding each)."""
+    t = object.__new__(TaskState)
+    base = TaskState()
+    for f in TASK_FIELDS:
+        if f == "receipts":
+            v = tuple(Binding(*(_tracer.leaf(f"{name}.receipts[{k}].{g}") for g in
+                                ("fence", "candidate", "base")))
+                      for k in range(len(base.receipts)))
+        elif f == "evidence":
+            v = _tracer.leaf(f"{name}.evidence", TracedEvidence)
+        else:
+            v = _tracer.leaf(f"{name}.{f}")
+        object.__setattr__(t, f, v)
+    return t
+
+
+def _traced_state(s: State, prefix: str, var: str) -> State:
+    """A traced copy of ``s``, its tasks named ``prefix0``, ``prefix1``... and itself ``var``
+    (the graph and the revoked principals stay concrete)."""
+    tasks = tuple(_traced_task(f"{prefix}{j}") for j in range(len(s.tasks)))
+    st = object.__new__(State)
+    for f, v in (("graph", s.graph), ("tasks", tasks), ("target", _tracer.leaf(f"{var}.target")),
+                 ("now", _tracer.leaf(f"{var}.now")), ("journal", _tracer.leaf(f"{var}.journal")),
+                 ("revoked", s.revoked)):
+        object.__setattr__(st, f, v)
+    return st
+
+
+# --------------------------------------------------------------------------- emitting
+
+class _Emitter:
+    """Writes the source of one function: temporaries for shared nodes, constants by name."""
+
+    def __init__(self, consts: dict):
+        self.consts = consts            # shared by every function of the module
+        self.names: dict = {}           # node -> temporary
+        self.lines: list[str] = []
+        self.uses: dict = {}
+
+    def count(self, v: Any) -> None:
+        """Count the uses of every node reachable from ``v``."""
+        stack = [v]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, Term):
+                n = self.uses.get(x, 0)
+                self.uses[x] = n + 1
+                if n == 0:
+                    stack.extend(x.args)
+            elif isinstance(x, tuple):
+                stack.extend(x)
+            elif isinstance(x, (Binding, TaskState, Decision)):
+                stack.extend(getattr(x, f.name) for f in fields(x))
+
+    def const(self, v: Any) -> str:
+        if v is None or isinstance(v, bool) or type(v) is int:
+            return repr(v)
+        if type(v) is str:
+            return repr(v)
+        name = self.consts.get(("id", id(v)))
+        if name is None:
+            name = f"_k{len(self.consts)}"
+            self.consts[("id", id(v))] = name
+            self.consts[name] = v
+        return name
+
+    def expr(self, v: Any, indent: str) -> str:
+        """The source of ``v``: a temporary for a node used more than once."""
+        if isinstance(v, Term):
+            if not v.args:
+                if self.uses.get(v, 0) > 1:
+                    return self._temp(v, v.op, indent)
+                return v.op
+            name = self.names.get(v)
+            if name is not None:
+                return name
+            src = v.op.format(*[self.expr(a, indent) for a in v.args])
+            if self.uses.get(v, 0) > 1:
+                return self._temp(v, src, indent)
+            return src
+        if isinstance(v, tuple) and type(v) is tuple:
+            return "(" + "".join(self.expr(x, indent) + ", " for x in v) + ")"
+        if isinstance(v, Binding) and any(isinstance(getattr(v, f), Term)
+                                          for f in ("fence", "candidate", "base")):
+            return "_Binding(%s, %s, %s)" % (self.expr(v.fence, indent),
+                                             self.expr(v.candidate, indent),
+                                             self.expr(v.base, indent))
+        return self.const(v)
+
+    def _temp(self, v: Term, src: str, indent: str) -> str:
+        name = self.names.get(v)
+        if name is None:
+            name = self.names[v] = f"v{len(self.names)}"
+            self.lines.append(f"{indent}{name} = {src}")
+        return name
+
+
+def _leaf_binding(b: Any) -> str | None:
+    """``b``'s source when it is the traced binding of a state (``t0.receipts[2]``)."""
+    if isinstance(b, Binding) and isinstance(b.fence, Term) and not b.fence.args:
+        src = b.fence.op
+        if src.endswith(".fence") and ".receipts[" in src and b.candidate is _tracer.leaf(src[:-6] + ".candidate") \
+                and b.base is _tracer.leaf(src[:-6] + ".base"):
+            return src[:-6]
+    return None
+
+
+class _Function:
+    """Building the source of one compiled function."""
+
+    def __init__(self, em: _Emitter, name: str, args: str, ntasks: int, prefixes: tuple):
+        self.em = em
+        self.head = [f"def {name}({args}):"]
+        for p in prefixes:
+            src = "s" if p == "t" else "s2"
+            self.head.append(f"    {p}T = {src}.tasks")
+            for j in range(ntasks):
+                self.head.append(f"    {p}{j} = {p}T[{j}]")
+
+    def source(self) -> str:
+        return "\n".join(self.head + self.em.lines) + "\n"
+
+
+def _task_src(em: _Emitter, new: TaskState, old: TaskState, oldname: str, indent: str) -> str:
+    """The source building ``new`` (a traced task state), or ``oldname`` when it is ``old``."""
+    if new is old:
+        return oldname
+    vals = []
+    for f in TASK_FIELDS:
+        v = getattr(new, f)
+        if f == "receipts" and isinstance(v, tuple):
+            parts = []
+            for b in v:
+                leaf = _leaf_binding(b)
+                parts.append(leaf if leaf is not None else em.expr(b, indent))
+            vals.append("(" + "".join(p + ", " for p in parts) + ")")
+        else:
+            vals.append(em.expr(v, indent))
+    return "_task(" + ", ".join(vals) + ")"
+
+
+def _make_task(*vals) -> TaskState:
+    t = object.__new__(TaskState)
+    for setter, v in zip(_TASK_SETTERS, vals):
+        setter(t, v)
+    return t
+
+
+_TASK_SETTERS = tuple(getattr(TaskState, f).__set__ for f in TASK_FIELDS)
+_STATE_SETTERS = tuple(getattr(State, f).__set__ for f in ("graph", "tasks", "target", "now", "journal",
+                                                           "revoked"))
+
+
+def _make_state(graph, tasks, target, now, journal, revoked) -> State:
+    s = object.__new__(State)
+    for setter, v in zip(_STATE_SETTERS, (graph, tasks, target, now, journal, revoked)):
+        setter(s, v)
+    return s
+
+
+def _make_decision(kind, code) -> Decision:
+    return Decision(kind, code)
+
+
+_BASE_NAMESPACE = {"_task": _make_task, "_state": _make_state, "_decision": _make_decision,
+                   "_Binding": Binding, "_Evidence": Evidence}
+
+
+# --------------------------------------------------------------------------- compiling
+
+def _traced(fn: Callable) -> Any:
+    """Run ``fn`` with the tracing backend installed (restoring whatever was before)."""
+    before = logic._backend
+    logic.use_backend(_BACKEND)
+    try:
+        return fn()
+    finally:
+        logic.use_backend(before)
+
+
+def _sources_digest() -> str:
+    """A digest of the model's source (the disk cache's key, with the graph)."""
+    root = Path(logic.__file__).resolve().parent
+    h = hashlib.sha256()
+    for p in sorted(root.glob("*.py")):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()[:20]
+
+
+class Compiled:
+    """The compiled model of one graph: ``decide``, the state verdict of a task and the step
+    properties, each compiled on first use and kept."""
+
+    def __init__(self, s0: State, rules: Rules = RULES, state_props: list = (), goals: list = (),
+                 step_props: list = ()):
+        self.graph = s0.graph
+        self.n = len(s0.tasks)
+        self.rules = rules
+        self.state_props = list(state_props)
+        self.goals = list(goals)
+        self.step_props = list(step_props)
+        self.template = s0
+        self.consts: dict = {}
+        self.namespace: dict = dict(_BASE_NAMESPACE)
+        self.deciders: dict = {}
+        self.verdicts: dict = {}
+        self.steppers: dict = {}
+        self.fallbacks: list[str] = []
+        self.sources: dict = {}
+
+    # ---- the pieces
+
+    def _exec(self, em: _Emitter, name: str, src: str, what: str) -> Callable:
+        ns = self.namespace
+        for k, v in em.consts.items():
+            if isinstance(k, str):
+                ns[k] = v
+        code = compile(src, f"<compiled {what}>", "exec")
+        exec(code, ns)
+        self.sources[what] = src
+        return ns[name]
+
+    def _new_emitter(self) -> _Emitter:
+        return _Emitter(self.consts)
+
+    def compile_decide(self, r: Request) -> Callable | None:
+        """``f(s) -> (Decision, State)`` for a fresh request without a key whose sender is
+        authenticated and holds its role; None when it cannot be compiled."""
+        i = self.graph.index.get(r.task)
+        _tracer.reset()
+        s = _traced_state(self.template, "t", "s")
+        if not r.authorized or i is None or (r.needs_capability and (
+                r.cap is None or r.cap.graph != s.graph.graph_id or r.cap.task != r.task)):
+            return None         # decided before any rule runs: the interpreter is as fast
+        t = s.tasks[i]
+        try:
+            checks, update, kind = _traced(lambda: self._guarded(s, i, t, r))
+        except Untraceable as e:
+            self.fallbacks.append(f"{r.kind.label} {r.task}: {e}")
+            return None
+        em = self._new_emitter()
+        for c, code in checks:
+            em.count(c)
+            em.count(code)
+        new_state = update_state = None
+        try:
+            new_state = _traced(update)
+        except Untraceable as e:
+            self.fallbacks.append(f"{r.kind.label} {r.task}: {e}")
+            return None
+        update_state = new_state
+        if not isinstance(update_state, State):
+            return None
+        em.count(kind)
+        em.count(update_state.target)
+        em.count(update_state.now)
+        em.count(update_state.journal)
+        for j, tj in enumerate(update_state.tasks):
+            if tj is not s.tasks[j]:
+                em.count(tj)
+        name = f"decide_{len(self.deciders)}"
+        fn = _Function(em, name, "s", self.n, ("t",))
+        ind = "    "
+        for c, code in checks:
+            if c is True:
+                continue
+            if c is False:
+                em.lines.append(f"{ind}return {em.const(Decision(D.REJECTED, code))}, s")
+                break
+            cs = em.expr(c, ind)
+            if isinstance(code, Term):
+                back = f"_decision({em.const(D.REJECTED)}, {em.expr(code, ind)}), s"
+            else:
+                back = f"{em.const(Decision(D.REJECTED, code))}, s"
+            em.lines.append(f"{ind}if not {cs}:")
+            em.lines.append(f"{ind}    return {back}")
+        else:
+            if isinstance(kind, Term):
+                dsrc = f"_decision({em.expr(kind, ind)}, {em.const(Decision(D.APPLIED).code)})"
+            else:
+                dsrc = em.const(Decision(kind))
+            if update_state is s:
+                em.lines.append(f"{ind}return {dsrc}, s")
+            else:
+                tasks = [_task_src(em, update_state.tasks[j], s.tasks[j], f"t{j}", ind)
+                         for j in range(self.n)]
+                if all(update_state.tasks[j] is s.tasks[j] for j in range(self.n)):
+                    tsrc = "tT"
+                else:
+                    tsrc = "(" + "".join(x + ", " for x in tasks) + ")"
+                em.lines.append(
+                    f"{ind}return {dsrc}, _state(s.graph, {tsrc}, "
+                    f"{em.expr(update_state.target, ind)}, {em.expr(update_state.now, ind)}, "
+                    f"{em.expr(update_state.journal, ind)}, "
+                    f"{'s.revoked' if update_state.revoked is s.revoked else em.const(update_state.revoked)})")
+        return self._exec(em, name, fn.source(), f"decide {r!r}")
+
+    def _guarded(self, s: State, i: int, t: TaskState, r: Request):
+        g = self.rules[r.kind](s, i, t, r)
+        return generic_checks(s, i, t, r) + list(g.checks), g.update, g.kind
+
+    def compile_verdict(self, i: int) -> Callable | None:
+        """``f(s) -> (violated state properties, sometimes-properties holding)`` for task ``i``."""
+        _tracer.reset()
+        s = _traced_state(self.template, "t", "s")
+        t = s.tasks[i]
+        bad: list = []
+        good: list = []
+        for props, out in ((self.state_props, bad), (self.goals, good)):
+            for p in props:
+                try:
+                    out.append((p.id, _traced(lambda: p.pred(s, i, t))))
+                except Untraceable as e:
+                    self.fallbacks.append(f"{p.id} task {i}: {e}")
+                    out.append((p.id, None))
+        return self._emit_verdicts(f"verdict_{i}", f"s, _i={i}", ("t",), [("bad", bad), ("good", good)],
+                                   f"verdict task {i}")
+
+    def _emit_verdicts(self, name: str, args: str, prefixes: tuple, groups: list,
+                       what: str) -> Callable:
+        em = self._new_emitter()
+        for _, items in groups:
+            for _, v in items:
+                em.count(v)
+        fn = _Function(em, name, args, self.n, prefixes)
+        ind = "    "
+        outs = []
+        for gname, items in groups:
+            em.lines.append(f"{ind}{gname} = []")
+            for pid, v in items:
+                if v is None:       # interpreted
+                    p = self._prop(pid)
+                    em.lines.append(f"{ind}if {self._interp_call(em, p, gname)}:")
+                    em.lines.append(f"{ind}    {gname}.append({pid!r})")
+                    continue
+                want_true = gname == "good"
+                if v is True or v is False:
+                    if (v is True) == want_true:
+                        em.lines.append(f"{ind}{gname}.append({pid!r})")
+                    continue
+                src = em.expr(v, ind)
+                test = f"({src}) is True" if want_true else f"({src}) is not True"
+                em.lines.append(f"{ind}if {test}:")
+                em.lines.append(f"{ind}    {gname}.append({pid!r})")
+            outs.append(f"tuple({gname})")
+        em.lines.append(f"{ind}return " + (outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"))
+        return self._exec(em, name, fn.source(), what)
+
+    def _prop(self, pid: str):
+        for p in self.state_props + self.goals + self.step_props:
+            if p.id == pid:
+                return p
+        raise KeyError(pid)
+
+    def _interp_call(self, em: _Emitter, p, gname: str) -> str:
+        pred = em.const(p.pred)
+        if p.scope == "step":
+            return f"{pred}(s, r, d, s2) is not True"
+        test = "is True" if gname == "good" else "is not True"
+        return f"{pred}(s, _i, s.tasks[_i]) {test}"
+
+    def compile_step(self, r: Request) -> Callable:
+        """``f(s, r, d, s2) -> violated step properties`` for the request ``r``."""
+        _tracer.reset()
+        s = _traced_state(self.template, "t", "s")
+        s2 = _traced_state(self.template, "u", "s2")
+        d = object.__new__(Decision)
+        for f, v in (("kind", _tracer.leaf("d.kind")), ("code", _tracer.leaf("d.code")),
+                     ("original_kind", _tracer.leaf("d.original_kind")),
+                     ("original_code", _tracer.leaf("d.original_code"))):
+            object.__setattr__(d, f, v)
+        bad = []
+        for p in self.step_props:
+            try:
+                bad.append((p.id, _traced(lambda: p.pred(s, r, d, s2))))
+            except Untraceable as e:
+                self.fallbacks.append(f"{p.id} {r.kind.label}: {e}")
+                bad.append((p.id, None))
+        return self._emit_verdicts(f"step_{len(self.steppers)}", "s, r, d, s2", ("t", "u"),
+                                   [("bad", bad)], f"step {r!r}")
+
+    # ---- the readings callers use
+
+    def decide(self, s: State, r: Request) -> tuple[Decision, State]:
+        """``wgk.model.kernel.decide``, compiled where it can be."""
+        if r.key is not None:
+            return decide(s, r, self.rules)
+        if not authenticated(s, r):
+            return decide_fresh(s, r, self.rules)
+        if not role_held(s, r):
+            return decide_fresh(s, r, self.rules)
+        f = self.deciders.get(r, 0)
+        if f == 0:
+            f = self.deciders[r] = self.compile_decide(r)
+        if f is None:
+            return decide_fresh(s, r, self.rules)
+        return f(s)
+
+    def verdict(self, s: State, i: int) -> tuple:
+        f = self.verdicts.get(i)
+        if f is None:
+            f = self.verdicts[i] = self.compile_verdict(i)
+        return f(s)
+
+    def step_verdict(self, s: State, r: Request, d: Decision, s2: State) -> tuple:
+        f = self.steppers.get(r)
+        if f is None:
+            f = self.steppers[r] = self.compile_step(r)
+        return f(s, r, d, s2)
