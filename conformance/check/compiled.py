@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from wgk.model import logic
-from wgk.model.kernel import (
-    Decision, Rules, authenticated, decide, decide_fresh, generic_checks, role_held,
-)
+from wgk.model import kernel
+from wgk.model.kernel import Decision, Rules
 from wgk.model.requests import Request
 from wgk.model.rules import RULES
 from wgk.model.state import Binding, Evidence, State, TaskState, TASK_FIELDS
@@ -71,6 +71,8 @@ class Term:
     __hash__ = object.__hash__
 
     def _bin(self, op, other, swap=False):
+        if other is self and op in _SAME:       # a value compared with itself (no NaN here)
+            return _SAME[op]
         a, b = (other, self) if swap else (self, other)
         return _tracer.node(op, (a, b))
 
@@ -98,6 +100,10 @@ class Term:
         if isinstance(k, Term) or not isinstance(k, (int, str)):
             raise Untraceable("a traced value indexed by a traced value")
         return _tracer.node("{}[%r]" % (k,), (self,))
+
+
+_SAME = {"({} == {})": True, "({} != {})": False, "({} <= {})": True, "({} >= {})": True,
+         "({} < {})": False, "({} > {})": False}
 
 
 class TracedEvidence(Term):
@@ -310,14 +316,26 @@ def _task_src(em: _Emitter, new: TaskState, old: TaskState, oldname: str, indent
             vals.append("(" + "".join(p + ", " for p in parts) + ")")
         else:
             vals.append(em.expr(v, indent))
-    return "_task(" + ", ".join(vals) + ")"
+    return "_task((" + ", ".join(vals) + ",))"
 
 
-def _make_task(*vals) -> TaskState:
-    t = object.__new__(TaskState)
-    for setter, v in zip(_TASK_SETTERS, vals):
-        setter(t, v)
+def _make_task(vals: tuple) -> TaskState:
+    t = _new(TaskState)
+    _setstate(t, vals)
     return t
+
+
+def _task_setstate() -> Callable:
+    """A function setting every field of a new TaskState from a tuple, in field order."""
+    lines = ["def setstate(t, v):"]
+    lines += [f"    _s{k}(t, v[{k}])" for k in range(len(TASK_FIELDS))]
+    ns = {f"_s{k}": getattr(TaskState, f).__set__ for k, f in enumerate(TASK_FIELDS)}
+    exec("\n".join(lines), ns)
+    return ns["setstate"]
+
+
+_new = object.__new__
+_setstate = _task_setstate()
 
 
 _TASK_SETTERS = tuple(getattr(TaskState, f).__set__ for f in TASK_FIELDS)
@@ -325,10 +343,16 @@ _STATE_SETTERS = tuple(getattr(State, f).__set__ for f in ("graph", "tasks", "ta
                                                            "revoked"))
 
 
-def _make_state(graph, tasks, target, now, journal, revoked) -> State:
-    s = object.__new__(State)
-    for setter, v in zip(_STATE_SETTERS, (graph, tasks, target, now, journal, revoked)):
-        setter(s, v)
+def _make_state(graph, tasks, target, now, journal, revoked, _new=object.__new__,
+                _g=_STATE_SETTERS[0], _t=_STATE_SETTERS[1], _a=_STATE_SETTERS[2],
+                _n=_STATE_SETTERS[3], _j=_STATE_SETTERS[4], _r=_STATE_SETTERS[5]) -> State:
+    s = _new(State)
+    _g(s, graph)
+    _t(s, tasks)
+    _a(s, target)
+    _n(s, now)
+    _j(s, journal)
+    _r(s, revoked)
     return s
 
 
@@ -363,24 +387,69 @@ def _sources_digest() -> str:
     return h.hexdigest()[:20]
 
 
+_TODO = object()      # not compiled yet
+
+#: how many times a request is decided (its step checked) by the interpreter before it is
+#: compiled
+WARM = 3
+
+#: the compiled models made in this process, per instance, rules and properties
+_MADE: dict = {}
+
+
+def model_fingerprint() -> tuple:
+    """What the compiled code was traced through: every function of the model's modules and
+    every function held in their tables (a mutant patches one of them), by identity."""
+    out = []
+    for name, mod in sorted(sys.modules.items()):
+        if not name.startswith("wgk.model.") or mod is None:
+            continue
+        for attr, v in sorted(vars(mod).items()):
+            if callable(v) and not isinstance(v, type):
+                out.append(id(v))
+            elif isinstance(v, dict):
+                out.append(tuple(id(x) for x in v.values() if callable(x)))
+    return tuple(out)
+
+
+def compiled_for(inst: Any, rules: Rules = RULES, state_props: list = (), goals: list = (),
+                 step_props: list = ()) -> "Compiled":
+    """The compiled model of ``inst`` (``wgk.model.actions.Instance``), made once per process
+    for the same rules, properties and model functions, and kept."""
+    props = (tuple(state_props), tuple(goals), tuple(step_props))
+    key = (inst, id(rules), tuple(tuple(id(p.pred) for p in ps) for ps in props),
+           model_fingerprint())
+    c = _MADE.get(key)
+    if c is None or c.rules is not rules:
+        if len(_MADE) > 64:
+            _MADE.clear()
+        c = _MADE[key] = Compiled(inst.initial(), rules, state_props, goals, step_props)
+    return c
+
+
 class Compiled:
     """The compiled model of one graph: ``decide``, the state verdict of a task and the step
     properties, each compiled on first use and kept."""
 
     def __init__(self, s0: State, rules: Rules = RULES, state_props: list = (), goals: list = (),
-                 step_props: list = ()):
+                 step_props: list = (), warm: int | None = None):
         self.graph = s0.graph
+        self.warm = WARM if warm is None else warm
         self.n = len(s0.tasks)
         self.rules = rules
         self.state_props = list(state_props)
         self.goals = list(goals)
         self.step_props = list(step_props)
         self.template = s0
+        self.props = (self.state_props, self.goals, self.step_props)
         self.consts: dict = {}
         self.namespace: dict = dict(_BASE_NAMESPACE)
+        #: per request: [its compiled decide (0: not compiled yet, None: interpreted), its
+        #: compiled step properties (None: not compiled yet)]
         self.deciders: dict = {}
+        self._last: tuple = (None, None)
         self.verdicts: dict = {}
-        self.steppers: dict = {}
+        self._count = 0
         self.fallbacks: list[str] = []
         self.sources: dict = {}
 
@@ -395,6 +464,10 @@ class Compiled:
         exec(code, ns)
         self.sources[what] = src
         return ns[name]
+
+    def _name(self, what: str) -> str:
+        self._count += 1
+        return f"{what}_{self._count}"
 
     def _new_emitter(self) -> _Emitter:
         return _Emitter(self.consts)
@@ -411,7 +484,7 @@ class Compiled:
         t = s.tasks[i]
         try:
             checks, update, kind = _traced(lambda: self._guarded(s, i, t, r))
-        except Untraceable as e:
+        except Exception as e:      # noqa: BLE001  (untraceable: left to the interpreter)
             self.fallbacks.append(f"{r.kind.label} {r.task}: {e}")
             return None
         em = self._new_emitter()
@@ -421,7 +494,7 @@ class Compiled:
         new_state = update_state = None
         try:
             new_state = _traced(update)
-        except Untraceable as e:
+        except Exception as e:      # noqa: BLE001  (untraceable: left to the interpreter)
             self.fallbacks.append(f"{r.kind.label} {r.task}: {e}")
             return None
         update_state = new_state
@@ -434,7 +507,7 @@ class Compiled:
         for j, tj in enumerate(update_state.tasks):
             if tj is not s.tasks[j]:
                 em.count(tj)
-        name = f"decide_{len(self.deciders)}"
+        name = self._name("decide")
         fn = _Function(em, name, "s", self.n, ("t",))
         ind = "    "
         for c, code in checks:
@@ -473,7 +546,7 @@ class Compiled:
 
     def _guarded(self, s: State, i: int, t: TaskState, r: Request):
         g = self.rules[r.kind](s, i, t, r)
-        return generic_checks(s, i, t, r) + list(g.checks), g.update, g.kind
+        return kernel.generic_checks(s, i, t, r) + list(g.checks), g.update, g.kind
 
     def compile_verdict(self, i: int) -> Callable | None:
         """``f(s) -> (violated state properties, sometimes-properties holding)`` for task ``i``."""
@@ -486,19 +559,20 @@ class Compiled:
             for p in props:
                 try:
                     out.append((p.id, _traced(lambda: p.pred(s, i, t))))
-                except Untraceable as e:
+                except Exception as e:      # noqa: BLE001  (untraceable: left to the interpreter)
                     self.fallbacks.append(f"{p.id} task {i}: {e}")
                     out.append((p.id, None))
         return self._emit_verdicts(f"verdict_{i}", f"s, _i={i}", ("t",), [("bad", bad), ("good", good)],
                                    f"verdict task {i}")
 
     def _emit_verdicts(self, name: str, args: str, prefixes: tuple, groups: list,
-                       what: str) -> Callable:
+                       what: str, guard: list = ()) -> Callable:
         em = self._new_emitter()
         for _, items in groups:
             for _, v in items:
                 em.count(v)
         fn = _Function(em, name, args, self.n, prefixes)
+        em.lines.extend(guard)
         ind = "    "
         outs = []
         for gname, items in groups:
@@ -540,6 +614,17 @@ class Compiled:
         _tracer.reset()
         s = _traced_state(self.template, "t", "s")
         s2 = _traced_state(self.template, "u", "s2")
+        i = self.graph.index.get(r.task)
+        guard = []
+        if i is not None:
+            # only task i changes (the explorer and the simulator check it): the other tasks
+            # of s2 are s's, and a state where they are not is left to the interpreter
+            object.__setattr__(s2, "tasks", tuple(s2.tasks[j] if j == i else s.tasks[j]
+                                                  for j in range(self.n)))
+            same = " and ".join(f"u{j} is t{j}" for j in range(self.n) if j != i)
+            if same:
+                guard = [f"    if not ({same}):",
+                         f"        return {self._interp_steps_name()}(s, r, d, s2)"]
         d = object.__new__(Decision)
         for f, v in (("kind", _tracer.leaf("d.kind")), ("code", _tracer.leaf("d.code")),
                      ("original_kind", _tracer.leaf("d.original_kind")),
@@ -549,37 +634,68 @@ class Compiled:
         for p in self.step_props:
             try:
                 bad.append((p.id, _traced(lambda: p.pred(s, r, d, s2))))
-            except Untraceable as e:
+            except Exception as e:      # noqa: BLE001  (untraceable: left to the interpreter)
                 self.fallbacks.append(f"{p.id} {r.kind.label}: {e}")
                 bad.append((p.id, None))
-        return self._emit_verdicts(f"step_{len(self.steppers)}", "s, r, d, s2", ("t", "u"),
-                                   [("bad", bad)], f"step {r!r}")
+        return self._emit_verdicts(self._name("step"), "s, r, d, s2", ("t", "u"),
+                                   [("bad", bad)], f"step {r!r}", guard)
+
+    def _interp_steps_name(self) -> str:
+        self.namespace["_interp_steps"] = self.interpreted_steps
+        return "_interp_steps"
+
+    def interpreted_steps(self, s: State, r: Request, d: Decision, s2: State) -> tuple:
+        """The step properties ``r`` violates, by the interpreter."""
+        return tuple(p.id for p in self.step_props if p.pred(s, r, d, s2) is not True)
 
     # ---- the readings callers use
 
     def decide(self, s: State, r: Request) -> tuple[Decision, State]:
-        """``wgk.model.kernel.decide``, compiled where it can be."""
+        """``wgk.model.kernel.decide``, compiled where it can be: the journal's part (a request
+        with a key) as the kernel does it, the fresh decision compiled."""
         if r.key is not None:
-            return decide(s, r, self.rules)
-        if not authenticated(s, r):
-            return decide_fresh(s, r, self.rules)
-        if not role_held(s, r):
-            return decide_fresh(s, r, self.rules)
-        f = self.deciders.get(r, 0)
-        if f == 0:
-            f = self.deciders[r] = self.compile_decide(r)
+            return kernel.decide(s, r, self.rules, fresh=self.decide_fresh)
+        return self.decide_fresh(s, r)
+
+    def decide_fresh(self, s: State, r: Request, rules: Rules | None = None
+                     ) -> tuple[Decision, State]:
+        """``wgk.model.kernel.decide_fresh``: a request is interpreted until it has been
+        decided ``WARM`` times, then compiled (most requests are decided many times over; the
+        few met only once or twice are not worth compiling)."""
+        if not kernel.authenticated(s, r) or not kernel.role_held(s, r):
+            return kernel.decide_fresh(s, r, self.rules)
+        entry = self.deciders.get(r)
+        if entry is None:
+            entry = self.deciders[r] = [_TODO, None, 0, 0]
+        self._last = (r, entry)
+        f = entry[0]
+        if f is _TODO:
+            entry[2] += 1
+            if entry[2] <= self.warm:
+                return kernel.decide_fresh(s, r, self.rules)
+            f = entry[0] = self.compile_decide(r)
         if f is None:
-            return decide_fresh(s, r, self.rules)
+            return kernel.decide_fresh(s, r, self.rules)
         return f(s)
 
     def verdict(self, s: State, i: int) -> tuple:
+        """(the state invariants task ``i`` of ``s`` breaks, the sometimes-properties it
+        reaches), in the order of the properties given."""
         f = self.verdicts.get(i)
         if f is None:
             f = self.verdicts[i] = self.compile_verdict(i)
         return f(s)
 
     def step_verdict(self, s: State, r: Request, d: Decision, s2: State) -> tuple:
-        f = self.steppers.get(r)
+        """The step properties the step ``(s, r, d, s2)`` violates, in the order given."""
+        last = self._last
+        entry = last[1] if last[0] is r else self.deciders.get(r)
+        if entry is None:
+            entry = self.deciders[r] = [_TODO, None, 0, 0]
+        f = entry[1]
         if f is None:
-            f = self.steppers[r] = self.compile_step(r)
+            entry[3] += 1
+            if entry[3] <= self.warm:
+                return self.interpreted_steps(s, r, d, s2)
+            f = entry[1] = self.compile_step(r)
         return f(s, r, d, s2)

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import networkx as nx
 
-from wgk.conformance.check.compiled import Compiled
+from wgk.conformance.check.compiled import compiled_for
 from wgk.conformance.check.interning import Interner, successor
 from wgk.conformance.check.liveness import check_liveness
 from wgk.conformance.check.workers import Pool, task_moves, task_verdict
@@ -160,8 +160,8 @@ class _Search:
         self.deadline = deadline       # perf_counter() at which to stop, incomplete
         self.queued = 0
         self.state_props, self.step_props, self.goals = _split(props, check_steps)
-        self.space = _Space(inst, rules, Compiled(inst.initial(), rules, self.state_props,
-                                                  self.goals, self.step_props)
+        self.space = _Space(inst, rules, compiled_for(inst, rules, self.state_props,
+                                                      self.goals, self.step_props)
                             if compiled else None)
         self.max_states = max_states
         self.progress = progress

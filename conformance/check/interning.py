@@ -30,8 +30,14 @@ def successor(inst: Instance, s: State, step: Step, rules: Rules, keyed: int = 0
     r = step
     if inst.keys:
         r = replace(r, key=label(replace(r, principal=None)))   # the intruder reuses keys
-    d, s2 = decide(s, r, rules) if compiled is None else compiled.decide(s, r)
+    if compiled is None or decide is not _KERNEL_DECIDE:     # (a mutant's reducer is interpreted)
+        d, s2 = decide(s, r, rules)
+    else:
+        d, s2 = compiled.decide(s, r)
     return d, s2, r
+
+
+_KERNEL_DECIDE = decide
 
 
 class Interner:
