@@ -449,6 +449,7 @@ class Compiled:
         self.deciders: dict = {}
         self._last: tuple = (None, None)
         self.verdicts: dict = {}
+        self.verdict_uses: dict = {}
         self._count = 0
         self.fallbacks: list[str] = []
         self.sources: dict = {}
@@ -683,8 +684,17 @@ class Compiled:
         reaches), in the order of the properties given."""
         f = self.verdicts.get(i)
         if f is None:
+            uses = self.verdict_uses[i] = self.verdict_uses.get(i, 0) + 1
+            if uses <= self.warm:
+                return self.interpreted_verdict(s, i)
             f = self.verdicts[i] = self.compile_verdict(i)
         return f(s)
+
+    def interpreted_verdict(self, s: State, i: int) -> tuple:
+        """``verdict`` by the interpreter."""
+        t = s.tasks[i]
+        return (tuple(p.id for p in self.state_props if p.pred(s, i, t) is not True),
+                tuple(p.id for p in self.goals if p.pred(s, i, t) is True))
 
     def step_verdict(self, s: State, r: Request, d: Decision, s2: State) -> tuple:
         """The step properties the step ``(s, r, d, s2)`` violates, in the order given."""
