@@ -37,7 +37,7 @@ from wgk.model.kernel import Decision, Rules
 from wgk.model.requests import Request
 from wgk.model.rules import RULES
 from wgk.model.state import Binding, Evidence, State, TaskState, TASK_FIELDS
-from wgk.model.vocab import DecisionKind as D
+from wgk.model.vocab import DecisionKind as D, Exit
 
 
 class Untraceable(Exception):
@@ -444,7 +444,8 @@ class Compiled:
         self.props = (self.state_props, self.goals, self.step_props)
         self.consts: dict = {}
         self.namespace: dict = dict(_BASE_NAMESPACE)
-        #: per request: [its compiled decide (0: not compiled yet, None: interpreted), its
+        #: per request (an Exit as the expected phase is told from the Phase of the same number,
+        #: which a Request compares equal to): [its compiled decide (0: not compiled yet, None: interpreted), its
         #: compiled step properties (None: not compiled yet)]
         self.deciders: dict = {}
         self._last: tuple = (None, None)
@@ -665,9 +666,10 @@ class Compiled:
         few met only once or twice are not worth compiling)."""
         if not kernel.authenticated(s, r) or not kernel.role_held(s, r):
             return kernel.decide_fresh(s, r, self.rules)
-        entry = self.deciders.get(r)
+        key = r if type(r.expected_phase) is not Exit else (r, Exit)
+        entry = self.deciders.get(key)
         if entry is None:
-            entry = self.deciders[r] = [_TODO, None, 0, 0]
+            entry = self.deciders[key] = [_TODO, None, 0, 0]
         self._last = (r, entry)
         f = entry[0]
         if f is _TODO:
@@ -699,9 +701,13 @@ class Compiled:
     def step_verdict(self, s: State, r: Request, d: Decision, s2: State) -> tuple:
         """The step properties the step ``(s, r, d, s2)`` violates, in the order given."""
         last = self._last
-        entry = last[1] if last[0] is r else self.deciders.get(r)
-        if entry is None:
-            entry = self.deciders[r] = [_TODO, None, 0, 0]
+        if last[0] is r:
+            entry = last[1]
+        else:
+            key = r if type(r.expected_phase) is not Exit else (r, Exit)
+            entry = self.deciders.get(key)
+            if entry is None:
+                entry = self.deciders[key] = [_TODO, None, 0, 0]
         f = entry[1]
         if f is None:
             entry[3] += 1
