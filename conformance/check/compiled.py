@@ -18,17 +18,15 @@ term refuses, and that request or property is evaluated by the interpreter, whic
 ``Compiled.fallbacks`` counts. A request with an idempotency key (the journal) is
 always interpreted.
 
-The compiled functions are kept per instance in memory (``for_graph``) and, with a
-cache directory, their source is kept on disk under a key of the model's source
-and the graph, so a later run execs instead of tracing.
+A request is compiled once it has been decided ``WARM`` times (the few requests met
+once or twice cost more to compile than to interpret); the compiled functions are kept
+per instance in memory (``compiled_for``), remade when a function of the model was
+patched (a mutant) since. Nothing is kept on disk.
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import sys
-from dataclasses import fields, is_dataclass
-from pathlib import Path
+from dataclasses import fields
 from typing import Any, Callable
 
 from wgk.model import logic
@@ -376,17 +374,6 @@ def _traced(fn: Callable) -> Any:
         logic.use_backend(before)
 
 
-def _sources_digest() -> str:
-    """A digest of the model's source (the disk cache's key, with the graph)."""
-    root = Path(logic.__file__).resolve().parent
-    h = hashlib.sha256()
-    for p in sorted(root.glob("*.py")):
-        h.update(p.name.encode())
-        h.update(p.read_bytes())
-    h.update(Path(__file__).read_bytes())
-    return h.hexdigest()[:20]
-
-
 _TODO = object()      # not compiled yet
 
 #: how many times a request is decided (its step checked) by the interpreter before it is
@@ -493,13 +480,11 @@ class Compiled:
         for c, code in checks:
             em.count(c)
             em.count(code)
-        new_state = update_state = None
         try:
-            new_state = _traced(update)
+            update_state = _traced(update)
         except Exception as e:      # noqa: BLE001  (untraceable: left to the interpreter)
             self.fallbacks.append(f"{r.kind.label} {r.task}: {e}")
             return None
-        update_state = new_state
         if not isinstance(update_state, State):
             return None
         em.count(kind)
