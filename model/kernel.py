@@ -184,10 +184,14 @@ def journal_key_of(r: Request) -> Any:
     return r.journal_key
 
 
-def decide(s: State, r: Request, rules: Rules = RULES) -> tuple[Decision, State]:
-    """The reducer. A request without a key (bounded exploration only) skips the journal."""
+def decide(s: State, r: Request, rules: Rules = RULES,
+           fresh: Callable[..., tuple[Decision, State]] | None = None) -> tuple[Decision, State]:
+    """The reducer. A request without a key (bounded exploration only) skips the journal.
+    ``fresh`` decides a request the journal does not answer (``decide_fresh``, or the same
+    decision evaluated another way)."""
+    decide_new = fresh or decide_fresh
     if r.key is None:
-        return decide_fresh(s, r, rules)
+        return decide_new(s, r, rules)
     if not authenticated(s, r):
         return Decision(D.REJECTED, Code.NOT_AUTHENTICATED), s
     key = journal_key_of(r)
@@ -197,7 +201,7 @@ def decide(s: State, r: Request, rules: Rules = RULES) -> tuple[Decision, State]
             return Decision(D.DUPLICATE, Code.NONE, old_kind, old_code), s
         if same is False:
             return Decision(D.REJECTED, Code.IDEMPOTENCY_CONFLICT), s
-    d, s2 = decide_fresh(s, r, rules)
+    d, s2 = decide_new(s, r, rules)
     fresh = ite(is_hold(d), s2, replace(s2, journal=s2.journal.put(key, r.digest, d.kind, d.code)))
     if used is False:
         return d, fresh

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import networkx as nx
 
+from wgk.conformance.check.compiled import compiled_for
 from wgk.conformance.check.interning import Interner, successor
 from wgk.conformance.check.liveness import check_liveness
 from wgk.conformance.check.workers import Pool, task_moves, task_verdict
@@ -89,10 +90,10 @@ class _Space(Interner):
     another task raises.
     """
 
-    def __init__(self, inst: Instance, rules: Rules):
+    def __init__(self, inst: Instance, rules: Rules, compiled=None):
         self.local: dict = {}
         self.inside: list = []
-        super().__init__(inst, rules)
+        super().__init__(inst, rules, compiled)
 
     def interned(self, t) -> None:
         self.inside.append(self.inst.task_within(t))
@@ -113,7 +114,8 @@ class _Space(Interner):
         out = self.local.get(ctx)
         if out is not None:
             return out
-        return self.settle(ctx, task_moves(self.inst, self.rules, step_props, self.state(key), i))
+        return self.settle(ctx, task_moves(self.inst, self.rules, step_props, self.state(key), i,
+                                           self.compiled))
 
     def settle(self, ctx: tuple, moves: list) -> list:
         """Intern the steps ``task_moves`` found for the context ``ctx`` and keep them."""
@@ -152,12 +154,15 @@ class _Search:
 
     def __init__(self, inst: Instance, rules: Rules, props: dict[str, Property],
                  check_steps: bool, max_states: int | None, keep_graph: bool,
-                 progress: Callable[[int, int], None] | None, deadline: float | None = None):
+                 progress: Callable[[int, int], None] | None, deadline: float | None = None,
+                 compiled: bool = True):
         self.props = props
         self.deadline = deadline       # perf_counter() at which to stop, incomplete
         self.queued = 0
         self.state_props, self.step_props, self.goals = _split(props, check_steps)
-        self.space = _Space(inst, rules)
+        self.space = _Space(inst, rules, compiled_for(inst, rules, self.state_props,
+                                                      self.goals, self.step_props)
+                            if compiled else None)
         self.max_states = max_states
         self.progress = progress
         self.parent: dict[tuple, tuple | None] = {self.space.key0: None}
@@ -205,7 +210,7 @@ class _Search:
             return
         if verdict is None:
             verdict = self.task_verdicts[ctx] = task_verdict(
-                self.state_props, self.goals, self.space.state(key), i)
+                self.state_props, self.goals, self.space.state(key), i, self.space.compiled)
         self.apply_verdict(key, verdict)
 
     def apply_verdict(self, key: tuple, verdict: tuple) -> None:
@@ -381,23 +386,25 @@ def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = No
             properties: dict[str, Property] | None = None,
             progress: Callable[[int, int], None] | None = None,
             liveness: bool = False, workers: int = 1,
-            max_seconds: float | None = None) -> ExploreResult:
+            max_seconds: float | None = None, compiled: bool = True) -> ExploreResult:
     """Breadth-first search; the first violation of each invariant is its shortest path.
     With ``liveness``, a complete search's graph is checked for the ``eventually``
     properties under the fairness assumptions (``wgk.conformance.check.liveness``).
     With ``workers`` above 1 the model's work is shared among that many processes
     (``wgk.conformance.check.workers``); the result is the same. With ``max_seconds`` the
     search stops once that time has passed, incomplete, saying how many of the states it
-    found wait unexpanded (``queued``)."""
+    found wait unexpanded (``queued``). The rules and properties are evaluated by the compiled
+    model (``wgk.conformance.check.compiled``) unless ``compiled`` is False (the interpreter);
+    the result is the same."""
     t0 = time.perf_counter()
     search = _Search(inst, rules, properties or REGISTRY, check_steps, max_states,
                      keep_graph or liveness, progress,
-                     None if max_seconds is None else t0 + max_seconds)
+                     None if max_seconds is None else t0 + max_seconds, compiled)
     if workers == 1:
         complete = search.run()
     else:
         pool = Pool(workers, inst, rules, search.step_props, search.state_props, search.goals,
-                    search.space)
+                    search.space, search.space.compiled)
         try:
             complete = search.run_levels(pool)
         finally:

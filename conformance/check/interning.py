@@ -19,17 +19,25 @@ from wgk.model.rules import graph_saved
 from wgk.model.state import State
 
 
-def successor(inst: Instance, s: State, step: Step, rules: Rules, keyed: int = 0
-              ) -> tuple[Decision | None, State | None, Request | None]:
-    """Apply one step. Env steps that are not enabled give ``(None, None, None)``."""
+def successor(inst: Instance, s: State, step: Step, rules: Rules, keyed: int = 0,
+              compiled=None) -> tuple[Decision | None, State | None, Request | None]:
+    """Apply one step. Env steps that are not enabled give ``(None, None, None)``. With
+    ``compiled`` (``wgk.conformance.check.compiled.Compiled``) a request is decided by the
+    compiled model, else by the interpreter."""
     if isinstance(step, EnvStep):
         ok, update = guard_and_update(s, step)
         return (None, update(), None) if ok is True else (None, None, None)
     r = step
     if inst.keys:
         r = replace(r, key=label(replace(r, principal=None)))   # the intruder reuses keys
-    d, s2 = decide(s, r, rules)
+    if compiled is None or decide is not _KERNEL_DECIDE:     # (a mutant's reducer is interpreted)
+        d, s2 = decide(s, r, rules)
+    else:
+        d, s2 = compiled.decide(s, r)
     return d, s2, r
+
+
+_KERNEL_DECIDE = decide
 
 
 class Interner:
@@ -37,8 +45,9 @@ class Interner:
     ``key = (task ids..., target, now, journal id)`` (shared by the explorer and
     the simulator)."""
 
-    def __init__(self, inst: Instance, rules: Rules):
+    def __init__(self, inst: Instance, rules: Rules, compiled=None):
         s0 = inst.initial()
+        self.compiled = compiled
         self.inst = inst
         self.rules = rules
         self.global_cache: dict = {}

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from wgk.conformance.check.compiled import compiled_for
 from wgk.conformance.check.interning import Interner, successor
 from wgk.model.actions import Instance, label, task_steps
 from wgk.model.invariants import REGISTRY, Property
@@ -106,13 +107,14 @@ class _Walker(Interner):
     enabled moves cached per local context."""
 
     def __init__(self, inst: Instance, rules: Rules, step_props: list[Property],
-                 state_props: list[Property], goals: list[Property]):
+                 state_props: list[Property], goals: list[Property], compiled: bool = True):
         self.step_props = step_props
         self.state_props = state_props
         self.goals = goals
         self.moves: dict = {}
         self.verdicts: dict = {}
-        super().__init__(inst, rules)
+        super().__init__(inst, rules, compiled_for(inst, rules, state_props, goals, step_props)
+                         if compiled else None)
 
     def task_moves(self, key: tuple, i: int) -> list[_Move]:
         ctx = self.context(key, i)
@@ -124,7 +126,7 @@ class _Walker(Interner):
     def _enabled(self, s: State, i: int) -> list[_Move]:
         out = []
         for step in task_steps(self.inst, s, i):
-            d, s2, r = successor(self.inst, s, step, self.rules)
+            d, s2, r = successor(self.inst, s, step, self.rules, compiled=self.compiled)
             if s2 is None or (d is not None and d.kind == DecisionKind.REJECTED):
                 continue
             for j in range(self.n):
@@ -144,7 +146,8 @@ class _Walker(Interner):
             s, d, s2 = move[7]
             r = move[1]
             bad = move[6] = tuple(p.id for p in self.step_props
-                                  if p.holds(s, r, d, s2) is not True)
+                                  if p.holds(s, r, d, s2) is not True) \
+                if self.compiled is None else self.compiled.step_verdict(s, r, d, s2)
             move[7] = None
         return bad
 
@@ -154,6 +157,9 @@ class _Walker(Interner):
         v = self.verdicts.get(ctx)
         if v is None:
             s = self.state(key)
+            if self.compiled is not None:
+                v = self.verdicts[ctx] = self.compiled.verdict(s, i)
+                return v
             v = self.verdicts[ctx] = (
                 tuple(p.id for p in self.state_props if p.holds_for(s, i) is not True),
                 tuple(p.id for p in self.goals if p.holds_for(s, i) is True))
@@ -240,8 +246,11 @@ class _Run:
 
 def simulate(inst: Instance, traces: int, steps: int, seed: int, *, rules: Rules = RULES,
              properties: dict[str, Property] | None = None,
-             progress: Callable[[int, int], None] | None = None) -> SimulationResult:
-    """Run ``traces`` random walks of up to ``steps`` steps each, checking every invariant."""
+             progress: Callable[[int, int], None] | None = None,
+             compiled: bool = True) -> SimulationResult:
+    """Run ``traces`` random walks of up to ``steps`` steps each, checking every invariant:
+    by the compiled model (``wgk.conformance.check.compiled``), or by the interpreter when
+    ``compiled`` is False; the result is the same."""
     if traces < 0 or steps < 0:
         raise ValueError("traces and steps must not be negative")
     props = properties or REGISTRY
@@ -250,7 +259,7 @@ def simulate(inst: Instance, traces: int, steps: int, seed: int, *, rules: Rules
     step_props = [p for p in props.values() if p.kind == "always" and p.scope == "step"]
     goals = [p for p in props.values() if p.kind == "sometimes"]
     t0 = time.perf_counter()
-    run = _Run(_Walker(inst, rules, step_props, state_props, goals), props)
+    run = _Run(_Walker(inst, rules, step_props, state_props, goals, compiled), props)
     run.check_state(run.w.key0, 0, [], [])
     for k in range(traces):
         run.walk(k, seed, steps)

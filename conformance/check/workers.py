@@ -37,13 +37,14 @@ def every_core() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def task_moves(inst: Instance, rules: Rules, step_props: list, s: State, i: int) -> list:
+def task_moves(inst: Instance, rules: Rules, step_props: list, s: State, i: int,
+               compiled=None) -> list:
     """The steps of task ``i`` from ``s`` that change something or break a step invariant,
     each as ``(label, step, request, decision, new task, target, now, journal, violated
     step props)``: nothing interned, so a worker process can compute them."""
     out = []
     for step in task_steps(inst, s, i):
-        d, s2, r = successor(inst, s, step, rules)
+        d, s2, r = successor(inst, s, step, rules, compiled=compiled)
         if s2 is None:
             continue
         for j in range(len(s.tasks)):
@@ -52,7 +53,8 @@ def task_moves(inst: Instance, rules: Rules, step_props: list, s: State, i: int)
                                      "rules must be local to their task")
         bad = ()
         if d is not None and (s2 is not s or inst.keys):
-            bad = tuple(p.id for p in step_props if p.pred(s, r, d, s2) is not True)
+            bad = tuple(p.id for p in step_props if p.pred(s, r, d, s2) is not True) \
+                if compiled is None else compiled.step_verdict(s, r, d, s2)
         if s2 is s and not bad:
             continue
         lab = label(step) if d is None else f"{label(step)} -> {d.label}"
@@ -61,8 +63,10 @@ def task_moves(inst: Instance, rules: Rules, step_props: list, s: State, i: int)
     return out
 
 
-def task_verdict(state_props: list, goals: list, s: State, i: int) -> tuple:
+def task_verdict(state_props: list, goals: list, s: State, i: int, compiled=None) -> tuple:
     """(the state invariants task ``i`` of ``s`` breaks, the sometimes-properties it reaches)."""
+    if compiled is not None:
+        return compiled.verdict(s, i)
     t = s.tasks[i]
     return (tuple(p.id for p in state_props if p.pred(s, i, t) is not True),
             tuple(p.id for p in goals if p.pred(s, i, t) is True))
@@ -70,10 +74,10 @@ def task_verdict(state_props: list, goals: list, s: State, i: int) -> tuple:
 
 def answer(work: tuple, what: str, s: State, i: int):
     """One job: the steps of task ``i`` from ``s``, or its verdict."""
-    inst, rules, step_props, state_props, goals = work
+    inst, rules, step_props, state_props, goals, compiled = work
     if what == "moves":
-        return task_moves(inst, rules, step_props, s, i)
-    return task_verdict(state_props, goals, s, i)
+        return task_moves(inst, rules, step_props, s, i, compiled)
+    return task_verdict(state_props, goals, s, i, compiled)
 
 
 def _serve(conn, work: tuple, graph) -> None:
@@ -121,12 +125,12 @@ class Pool:
     ``space`` is the explorer's interner: a job names its state by the interned ids."""
 
     def __init__(self, workers: int, inst, rules, step_props: list, state_props: list,
-                 goals: list, space):
+                 goals: list, space, compiled=None):
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
         self.workers = workers
         self.space = space
-        self.work = (inst, rules, step_props, state_props, goals)
+        self.work = (inst, rules, step_props, state_props, goals, compiled)
         fork = multiprocessing.get_context("fork")
         self._conns, self._procs = [], []
         self._tasks_sent: list[set] = []

@@ -51,6 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="share the model's work among N processes (0: one per core this process "
                         "may use; default 1); the result is the same")
+    p.add_argument("--interpreted", action="store_true",
+                   help="evaluate the rules and properties by the interpreter instead of the "
+                        "compiled model (for debugging; the result is the same)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -98,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     result = explore(inst, max_states=args.max_states, max_seconds=args.max_seconds,
                      keep_graph=bool(args.dot) and not bounded,
                      properties=properties, rules=rules, liveness=liveness, workers=workers,
+                     compiled=not args.interpreted,
                      progress=(lambda n, q: print(f"  {n:,} states, {q:,} queued", file=sys.stderr,
                                                   flush=True)) if show else None)
     if args.dot:

@@ -56,6 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "old planner's way (wgk.model.planner_rulesets)")
     add_backend_argument(p)
     add_external_arguments(p)
+    p.add_argument("--interpreted", action="store_true",
+                   help="evaluate the model's rules and properties by the interpreter instead of "
+                        "the compiled model (for debugging; the result is the same)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -127,6 +130,9 @@ def replay_one(trace, args: argparse.Namespace, progress) -> TraceResult:
 
 def run(args: argparse.Namespace) -> int:
     check_usage(args)
+    if getattr(args, "interpreted", False):
+        from wgk.conformance.oracle.systems import use_compiled
+        use_compiled(False)
     try:
         traces = load_traces(args.paths)
     except TraceError as e:

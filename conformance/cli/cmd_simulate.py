@@ -29,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="random seed; the same seed reproduces the run (default: a fresh one, printed)")
     add_instance_arguments(p, tasks=3, attempts=2, generations=2, versions=2,
                            groups=",".join(GROUPS), keys_help="send idempotency keys (walks the journal)")
+    p.add_argument("--interpreted", action="store_true",
+                   help="evaluate the rules and properties by the interpreter instead of the "
+                        "compiled model (for debugging; the result is the same)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -73,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     inst = instance_from(args)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     show = (not args.json) and sys.stderr.isatty()
-    result = simulate(inst, args.traces, args.steps, seed,
+    result = simulate(inst, args.traces, args.steps, seed, compiled=not args.interpreted,
                       progress=(lambda k, n: print(f"  {k:,}/{n:,} traces", file=sys.stderr,
                                                    flush=True)) if show else None)
     command = reproduce_command(args, seed)

@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from wgk.model.env import EnvError, apply_env
-from wgk.model.invariants import step_violations, violations
+from wgk.model.invariants import always, step_violations, violations
 from wgk.model.kernel import Decision, Rules, authenticated, decide, revoke_principal
 from wgk.model.names import refused_name
 from wgk.model.observe import Names, observe
@@ -223,7 +223,8 @@ def initial_model_state(graph: dict, initial: dict, names: Names, steps: list = 
 # --- the model as a system ---------------------------------------------------------------
 
 
-def decide_wire(s: State, r: Any, wire: Any, rules: Rules = RULES) -> tuple[Decision, State]:
+def decide_wire(s: State, r: Any, wire: Any, rules: Rules = RULES,
+                decider: Any = None) -> tuple[Decision, State]:
     """The model's decision for a wire request. A name outside the grammar
     (``wgk.model.names``) is a wire-level refusal: once the sender is authenticated and
     the key is not in its journal (which answers as always), ``rejected/bad-name``,
@@ -231,7 +232,17 @@ def decide_wire(s: State, r: Any, wire: Any, rules: Rules = RULES) -> tuple[Deci
     if (refused_name(wire) is not None and authenticated(s, r)
             and (r.key is None or s.journal.lookup(r.journal_key, r.digest)[0] is not True)):
         return Decision(DecisionKind.REJECTED, Code.BAD_NAME), s
-    return decide(s, r, rules)
+    return decide(s, r, rules) if decider is None else decider.decide(s, r)
+
+
+#: whether a new ModelSystem evaluates the rules and properties by the compiled model
+#: (``wgk.conformance.check.compiled``) or by the interpreter (``wgk replay --interpreted``)
+COMPILED = {"default": True}
+
+
+def use_compiled(flag: bool) -> None:
+    """Make the compiled model (True) or the interpreter (False) the default of new models."""
+    COMPILED["default"] = flag
 
 
 
@@ -243,7 +254,8 @@ class ModelSystem:
 
     name = "model"
 
-    def __init__(self, source: Any, initial: dict | None = None, *, rules: Rules = RULES):
+    def __init__(self, source: Any, initial: dict | None = None, *, rules: Rules = RULES,
+                 compiled: bool | None = None):
         """``source`` is a Trace, or a trace's ``graph`` section (then ``initial`` may seed it)."""
         graph = getattr(source, "graph", source)
         initial = getattr(source, "initial", initial)
@@ -254,7 +266,11 @@ class ModelSystem:
         self.graph = self.state.graph
         self.daemon = daemon_principal(graph)
         self.last: tuple | None = None
-        self._violations = violations(self.state)
+        self.compiled = None
+        if COMPILED["default"] if compiled is None else compiled:
+            from wgk.conformance.check.compiled import Compiled
+            self.compiled = Compiled(self.state, rules, always("state"), (), always("step"))
+        self._violations = self._state_violations(self.state)
 
     def apply(self, step: dict) -> dict | None:
         before = self.state
@@ -263,23 +279,23 @@ class ModelSystem:
                 r = request_from_wire(step["request"], self.names, "/request")
             except WireError as e:
                 raise StepError(str(e)) from None
-            d, self.state = decide_wire(before, r, step["request"], self.rules)
+            d, self.state = decide_wire(before, r, step["request"], self.rules, self.compiled)
             self.last = (before, r, d, self.state)
-            self._violations = violations(self.state) + step_violations(*self.last)
+            self._violations = self._state_violations(self.state) + self._step_violations(*self.last)
             return d.to_json()
         if step.get("env") == CONVERGE:
             return self._converge()
         if step.get("env") == REVOKE:
             self.state = self._revoked(before, step)
             self.last = None
-            self._violations = violations(self.state)
+            self._violations = self._state_violations(self.state)
             return None
         try:
             self.state = apply_env(before, env_from_wire(env_part(step), self.names))
         except (EnvError, WireError) as e:
             raise StepError(str(e)) from None
         self.last = None
-        self._violations = violations(self.state)
+        self._violations = self._state_violations(self.state)
         return None
 
     @staticmethod
@@ -295,8 +311,24 @@ class ModelSystem:
         broken: list[str] = []
         converge(self, after_each=lambda: broken.extend(v for v in self.check() if v not in broken))
         self.last = None
-        self._violations = broken + [v for v in violations(self.state) if v not in broken]
+        self._violations = broken + [v for v in self._state_violations(self.state)
+                                     if v not in broken]
         return None
+
+    def _state_violations(self, s: State) -> list[str]:
+        """``violations(s)``, by the compiled model when there is one."""
+        if self.compiled is None or len(s.tasks) != self.compiled.n or s.graph is not self.graph:
+            return violations(s)
+        bad = set()
+        for i in range(len(s.tasks)):
+            bad.update(self.compiled.verdict(s, i)[0])
+        return [p.id for p in always("state") if p.id in bad]
+
+    def _step_violations(self, s: State, r: Any, d: Decision, s2: State) -> list[str]:
+        """``step_violations``, by the compiled model when there is one."""
+        if self.compiled is None or s.graph is not self.graph:
+            return step_violations(s, r, d, s2)
+        return list(self.compiled.step_verdict(s, r, d, s2))
 
     def project(self) -> dict:
         return self.project_state(self.state)

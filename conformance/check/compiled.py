@@ -1,0 +1,702 @@
+"""The compiled model: a third reading of the rules, for concrete states.
+
+The rules are written once (``wgk.model``), read concretely by running them on a
+state of plain values and symbolically by running them on z3 terms. This module
+reads them a third time: it runs the same functions on a *traced* state, whose
+fields are ``Term`` objects that record what is done with them, through the same
+backend hook z3 uses (``wgk.model.logic.use_backend``). What comes out is, per
+request, per task of a state property and per step property, an expression graph
+over the state's fields; it is written out as straight-line Python source (shared
+subterms computed once, the guards in the kernel's order with an early return for
+the first that fails) and ``exec``'d. Request parameters, the graph and the
+instance are concrete while tracing, so each compiled function is specialized to
+one request (or one task index) of one graph.
+
+Tracing cannot go where the model branches on a state value with plain Python (a
+``bool()`` of a term, ``int()`` of one, a container that is not the model's): the
+term refuses, and that request or property is evaluated by the interpreter, which
+``Compiled.fallbacks`` counts. A request with an idempotency key (the journal) is
+always interpreted.
+
+A request is compiled once it has been decided ``WARM`` times (the few requests met
+once or twice cost more to compile than to interpret); the compiled functions are kept
+per instance in memory (``compiled_for``), remade when a function of the model was
+patched (a mutant) since. Nothing is kept on disk.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import fields
+from typing import Any, Callable
+
+from wgk.model import logic
+from wgk.model import kernel
+from wgk.model.kernel import Decision, Rules
+from wgk.model.requests import Request
+from wgk.model.rules import RULES
+from wgk.model.state import Binding, Evidence, State, TaskState, TASK_FIELDS
+from wgk.model.vocab import DecisionKind as D, Exit
+
+
+class Untraceable(Exception):
+    """The model did something with a traced value that cannot be compiled."""
+
+
+# --------------------------------------------------------------------------- terms
+
+class Term:
+    """A traced value: a node of the expression graph (``op`` formats its arguments)."""
+
+    __slots__ = ("op", "args", "key", "__weakref__")
+
+    def __init__(self, op: str, args: tuple, key: Any):
+        self.op = op
+        self.args = args
+        self.key = key
+
+    def __bool__(self):
+        raise Untraceable("a traced value was tested with plain Python")
+
+    def __index__(self):
+        raise Untraceable("a traced value was used as an index")
+
+    def __int__(self):
+        raise Untraceable("a traced value was converted with int()")
+
+    def __iter__(self):
+        raise Untraceable("a traced value was iterated")
+
+    __hash__ = object.__hash__
+
+    def _bin(self, op, other, swap=False):
+        if other is self and op in _SAME:       # a value compared with itself (no NaN here)
+            return _SAME[op]
+        a, b = (other, self) if swap else (self, other)
+        return _tracer.node(op, (a, b))
+
+    def __eq__(self, o): return self._bin("({} == {})", o)
+    def __ne__(self, o): return self._bin("({} != {})", o)
+    def __lt__(self, o): return self._bin("({} < {})", o)
+    def __le__(self, o): return self._bin("({} <= {})", o)
+    def __gt__(self, o): return self._bin("({} > {})", o)
+    def __ge__(self, o): return self._bin("({} >= {})", o)
+    def __add__(self, o): return self._bin("({} + {})", o)
+    def __radd__(self, o): return self._bin("({} + {})", o, True)
+    def __sub__(self, o): return self._bin("({} - {})", o)
+    def __rsub__(self, o): return self._bin("({} - {})", o, True)
+    def __mul__(self, o): return self._bin("({} * {})", o)
+    def __rmul__(self, o): return self._bin("({} * {})", o, True)
+    def __neg__(self): return _tracer.node("(-{})", (self,))
+
+    def __or__(self, o): return self._bin("({} | {})", o)
+    def __and__(self, o): return self._bin("({} & {})", o)
+
+    def __contains__(self, item):
+        raise Untraceable("membership in a traced value")
+
+    def __getitem__(self, k):
+        if isinstance(k, Term) or not isinstance(k, (int, str)):
+            raise Untraceable("a traced value indexed by a traced value")
+        return _tracer.node("{}[%r]" % (k,), (self,))
+
+
+_SAME = {"({} == {})": True, "({} != {})": False, "({} <= {})": True, "({} >= {})": True,
+         "({} < {})": False, "({} > {})": False}
+
+
+class TracedEvidence(Term):
+    """A task's evidence (a set of ``(kind, id)``), traced: ``has``, ``add`` and ``count``."""
+
+    __slots__ = ()
+
+    def has(self, item):
+        return _tracer.node("({} in {})", (item, self))
+
+    def add(self, item):
+        return _tracer.node("{}.add({})", (self, item), cls=TracedEvidence)
+
+    def count(self, pred):
+        return _tracer.node("{}.count({})", (self, pred))
+
+
+class _Tracer:
+    """Hash-consed nodes: the same operation on the same arguments is one node."""
+
+    def __init__(self):
+        self.nodes: dict = {}
+
+    def reset(self) -> None:
+        self.nodes = {}
+
+    def leaf(self, src: str, cls=Term) -> Term:
+        key = ("leaf", src)
+        n = self.nodes.get(key)
+        if n is None:
+            n = self.nodes[key] = cls(src, (), key)
+        return n
+
+    def node(self, op: str, args: tuple, cls=Term) -> Term:
+        key = (op,) + tuple(_argkey(a) for a in args)
+        n = self.nodes.get(key)
+        if n is None:
+            n = self.nodes[key] = cls(op, args, key)
+        return n
+
+
+def _argkey(a: Any) -> Any:
+    if isinstance(a, Term):
+        return ("t", id(a))
+    if isinstance(a, (bool, int, str)) or a is None:
+        return ("c", type(a), a)
+    return ("o", id(a))
+
+
+_tracer = _Tracer()
+
+
+class _Backend:
+    """The four constructors of ``wgk.model.logic``, building traced terms."""
+
+    def ite(self, c, a, b):
+        if isinstance(a, TracedEvidence) or isinstance(b, TracedEvidence):
+            return _tracer.node("({} if {} else {})", (a, c, b), cls=TracedEvidence)
+        return _tracer.node("({} if {} else {})", (a, c, b))
+
+    def and_(self, xs):
+        return _tracer.node("(" + " and ".join("{}" for _ in xs) + ")", tuple(xs))
+
+    def or_(self, xs):
+        return _tracer.node("(" + " or ".join("{}" for _ in xs) + ")", tuple(xs))
+
+    def not_(self, x):
+        return _tracer.node("(not {})", (x,))
+
+
+_BACKEND = _Backend()
+
+
+def _traced_task(name: str) -> TaskState:
+    """A task state whose every field is a leaf ``name.field`` (receipts: one binding each)."""
+    t = object.__new__(TaskState)
+    base = TaskState()
+    for f in TASK_FIELDS:
+        if f == "receipts":
+            v = tuple(Binding(*(_tracer.leaf(f"{name}.receipts[{k}].{g}") for g in
+                                ("fence", "candidate", "base")))
+                      for k in range(len(base.receipts)))
+        elif f == "evidence":
+            v = _tracer.leaf(f"{name}.evidence", TracedEvidence)
+        else:
+            v = _tracer.leaf(f"{name}.{f}")
+        object.__setattr__(t, f, v)
+    return t
+
+
+def _traced_state(s: State, prefix: str, var: str) -> State:
+    """A traced copy of ``s``, its tasks named ``prefix0``, ``prefix1``... and itself ``var``
+    (the graph and the revoked principals stay concrete)."""
+    tasks = tuple(_traced_task(f"{prefix}{j}") for j in range(len(s.tasks)))
+    st = object.__new__(State)
+    for f, v in (("graph", s.graph), ("tasks", tasks), ("target", _tracer.leaf(f"{var}.target")),
+                 ("now", _tracer.leaf(f"{var}.now")), ("journal", _tracer.leaf(f"{var}.journal")),
+                 ("revoked", s.revoked)):
+        object.__setattr__(st, f, v)
+    return st
+
+
+# --------------------------------------------------------------------------- emitting
+
+class _Emitter:
+    """Writes the source of one function: temporaries for shared nodes, constants by name."""
+
+    def __init__(self, consts: dict):
+        self.consts = consts            # shared by every function of the module
+        self.names: dict = {}           # node -> temporary
+        self.lines: list[str] = []
+        self.uses: dict = {}
+
+    def count(self, v: Any) -> None:
+        """Count the uses of every node reachable from ``v``."""
+        stack = [v]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, Term):
+                n = self.uses.get(x, 0)
+                self.uses[x] = n + 1
+                if n == 0:
+                    stack.extend(x.args)
+            elif isinstance(x, tuple):
+                stack.extend(x)
+            elif isinstance(x, (Binding, TaskState, Decision)):
+                stack.extend(getattr(x, f.name) for f in fields(x))
+
+    def const(self, v: Any) -> str:
+        if v is None or isinstance(v, bool) or type(v) is int:
+            return repr(v)
+        if type(v) is str:
+            return repr(v)
+        name = self.consts.get(("id", id(v)))
+        if name is None:
+            name = f"_k{len(self.consts)}"
+            self.consts[("id", id(v))] = name
+            self.consts[name] = v
+        return name
+
+    def expr(self, v: Any, indent: str) -> str:
+        """The source of ``v``: a temporary for a node used more than once."""
+        if isinstance(v, Term):
+            if not v.args:
+                if self.uses.get(v, 0) > 1:
+                    return self._temp(v, v.op, indent)
+                return v.op
+            name = self.names.get(v)
+            if name is not None:
+                return name
+            src = v.op.format(*[self.expr(a, indent) for a in v.args])
+            if self.uses.get(v, 0) > 1:
+                return self._temp(v, src, indent)
+            return src
+        if isinstance(v, tuple) and type(v) is tuple:
+            return "(" + "".join(self.expr(x, indent) + ", " for x in v) + ")"
+        if isinstance(v, Binding) and any(isinstance(getattr(v, f), Term)
+                                          for f in ("fence", "candidate", "base")):
+            return "_Binding(%s, %s, %s)" % (self.expr(v.fence, indent),
+                                             self.expr(v.candidate, indent),
+                                             self.expr(v.base, indent))
+        return self.const(v)
+
+    def _temp(self, v: Term, src: str, indent: str) -> str:
+        name = self.names.get(v)
+        if name is None:
+            name = self.names[v] = f"v{len(self.names)}"
+            self.lines.append(f"{indent}{name} = {src}")
+        return name
+
+
+def _leaf_binding(b: Any) -> str | None:
+    """``b``'s source when it is the traced binding of a state (``t0.receipts[2]``)."""
+    if isinstance(b, Binding) and isinstance(b.fence, Term) and not b.fence.args:
+        src = b.fence.op
+        if src.endswith(".fence") and ".receipts[" in src and b.candidate is _tracer.leaf(src[:-6] + ".candidate") \
+                and b.base is _tracer.leaf(src[:-6] + ".base"):
+            return src[:-6]
+    return None
+
+
+class _Function:
+    """Building the source of one compiled function."""
+
+    def __init__(self, em: _Emitter, name: str, args: str, ntasks: int, prefixes: tuple):
+        self.em = em
+        self.head = [f"def {name}({args}):"]
+        for p in prefixes:
+            src = "s" if p == "t" else "s2"
+            self.head.append(f"    {p}T = {src}.tasks")
+            for j in range(ntasks):
+                self.head.append(f"    {p}{j} = {p}T[{j}]")
+
+    def source(self) -> str:
+        return "\n".join(self.head + self.em.lines) + "\n"
+
+
+def _task_src(em: _Emitter, new: TaskState, old: TaskState, oldname: str, indent: str) -> str:
+    """The source building ``new`` (a traced task state), or ``oldname`` when it is ``old``."""
+    if new is old:
+        return oldname
+    vals = []
+    for f in TASK_FIELDS:
+        v = getattr(new, f)
+        if f == "receipts" and isinstance(v, tuple):
+            parts = []
+            for b in v:
+                leaf = _leaf_binding(b)
+                parts.append(leaf if leaf is not None else em.expr(b, indent))
+            vals.append("(" + "".join(p + ", " for p in parts) + ")")
+        else:
+            vals.append(em.expr(v, indent))
+    return "_task((" + ", ".join(vals) + ",))"
+
+
+def _make_task(vals: tuple) -> TaskState:
+    t = _new(TaskState)
+    _setstate(t, vals)
+    return t
+
+
+def _task_setstate() -> Callable:
+    """A function setting every field of a new TaskState from a tuple, in field order."""
+    lines = ["def setstate(t, v):"]
+    lines += [f"    _s{k}(t, v[{k}])" for k in range(len(TASK_FIELDS))]
+    ns = {f"_s{k}": getattr(TaskState, f).__set__ for k, f in enumerate(TASK_FIELDS)}
+    exec("\n".join(lines), ns)
+    return ns["setstate"]
+
+
+_new = object.__new__
+_setstate = _task_setstate()
+
+
+_TASK_SETTERS = tuple(getattr(TaskState, f).__set__ for f in TASK_FIELDS)
+_STATE_SETTERS = tuple(getattr(State, f).__set__ for f in ("graph", "tasks", "target", "now", "journal",
+                                                           "revoked"))
+
+
+def _make_state(graph, tasks, target, now, journal, revoked, _new=object.__new__,
+                _g=_STATE_SETTERS[0], _t=_STATE_SETTERS[1], _a=_STATE_SETTERS[2],
+                _n=_STATE_SETTERS[3], _j=_STATE_SETTERS[4], _r=_STATE_SETTERS[5]) -> State:
+    s = _new(State)
+    _g(s, graph)
+    _t(s, tasks)
+    _a(s, target)
+    _n(s, now)
+    _j(s, journal)
+    _r(s, revoked)
+    return s
+
+
+def _make_decision(kind, code) -> Decision:
+    return Decision(kind, code)
+
+
+_BASE_NAMESPACE = {"_task": _make_task, "_state": _make_state, "_decision": _make_decision,
+                   "_Binding": Binding, "_Evidence": Evidence}
+
+
+# --------------------------------------------------------------------------- compiling
+
+def _traced(fn: Callable) -> Any:
+    """Run ``fn`` with the tracing backend installed (restoring whatever was before)."""
+    before = logic._backend
+    logic.use_backend(_BACKEND)
+    try:
+        return fn()
+    finally:
+        logic.use_backend(before)
+
+
+_TODO = object()      # not compiled yet
+
+#: how many times a request is decided (its step checked) by the interpreter before it is
+#: compiled
+WARM = 3
+
+#: the compiled models made in this process, per instance, rules and properties
+_MADE: dict = {}
+
+
+def model_fingerprint() -> tuple:
+    """What the compiled code was traced through: every function of the model's modules and
+    every function held in their tables (a mutant patches one of them), by identity."""
+    out = []
+    for name, mod in sorted(sys.modules.items()):
+        if not name.startswith("wgk.model.") or mod is None:
+            continue
+        for attr, v in sorted(vars(mod).items()):
+            if callable(v) and not isinstance(v, type):
+                out.append(id(v))
+            elif isinstance(v, dict):
+                out.append(tuple(id(x) for x in v.values() if callable(x)))
+    return tuple(out)
+
+
+def compiled_for(inst: Any, rules: Rules = RULES, state_props: list = (), goals: list = (),
+                 step_props: list = ()) -> "Compiled":
+    """The compiled model of ``inst`` (``wgk.model.actions.Instance``), made once per process
+    for the same rules, properties and model functions, and kept."""
+    props = (tuple(state_props), tuple(goals), tuple(step_props))
+    key = (inst, id(rules), tuple(tuple(id(p.pred) for p in ps) for ps in props),
+           model_fingerprint())
+    c = _MADE.get(key)
+    if c is None or c.rules is not rules:
+        if len(_MADE) > 64:
+            _MADE.clear()
+        c = _MADE[key] = Compiled(inst.initial(), rules, state_props, goals, step_props)
+    return c
+
+
+class Compiled:
+    """The compiled model of one graph: ``decide``, the state verdict of a task and the step
+    properties, each compiled on first use and kept."""
+
+    def __init__(self, s0: State, rules: Rules = RULES, state_props: list = (), goals: list = (),
+                 step_props: list = (), warm: int | None = None):
+        self.graph = s0.graph
+        self.warm = WARM if warm is None else warm
+        self.n = len(s0.tasks)
+        self.rules = rules
+        self.state_props = list(state_props)
+        self.goals = list(goals)
+        self.step_props = list(step_props)
+        self.template = s0
+        self.props = (self.state_props, self.goals, self.step_props)
+        self.consts: dict = {}
+        self.namespace: dict = dict(_BASE_NAMESPACE)
+        #: per request (an Exit as the expected phase is told from the Phase of the same number,
+        #: which a Request compares equal to): [its compiled decide (0: not compiled yet, None: interpreted), its
+        #: compiled step properties (None: not compiled yet)]
+        self.deciders: dict = {}
+        self._last: tuple = (None, None)
+        self.verdicts: dict = {}
+        self.verdict_uses: dict = {}
+        self._count = 0
+        self.fallbacks: list[str] = []
+        self.sources: dict = {}
+
+    # ---- the pieces
+
+    def _exec(self, em: _Emitter, name: str, src: str, what: str) -> Callable:
+        ns = self.namespace
+        for k, v in em.consts.items():
+            if isinstance(k, str):
+                ns[k] = v
+        code = compile(src, f"<compiled {what}>", "exec")
+        exec(code, ns)
+        self.sources[what] = src
+        return ns[name]
+
+    def _name(self, what: str) -> str:
+        self._count += 1
+        return f"{what}_{self._count}"
+
+    def _new_emitter(self) -> _Emitter:
+        return _Emitter(self.consts)
+
+    def compile_decide(self, r: Request) -> Callable | None:
+        """``f(s) -> (Decision, State)`` for a fresh request without a key whose sender is
+        authenticated and holds its role; None when it cannot be compiled."""
+        i = self.graph.index.get(r.task)
+        _tracer.reset()
+        s = _traced_state(self.template, "t", "s")
+        if not r.authorized or i is None or (r.needs_capability and (
+                r.cap is None or r.cap.graph != s.graph.graph_id or r.cap.task != r.task)):
+            return None         # decided before any rule runs: the interpreter is as fast
+        t = s.tasks[i]
+        try:
+            checks, update, kind = _traced(lambda: self._guarded(s, i, t, r))
+        except Exception as e:      # noqa: BLE001  (untraceable: left to the interpreter)
+            self.fallbacks.append(f"{r.kind.label} {r.task}: {e}")
+            return None
+        em = self._new_emitter()
+        for c, code in checks:
+            em.count(c)
+            em.count(code)
+        try:
+            update_state = _traced(update)
+        except Exception as e:      # noqa: BLE001  (untraceable: left to the interpreter)
+            self.fallbacks.append(f"{r.kind.label} {r.task}: {e}")
+            return None
+        if not isinstance(update_state, State):
+            return None
+        em.count(kind)
+        em.count(update_state.target)
+        em.count(update_state.now)
+        em.count(update_state.journal)
+        for j, tj in enumerate(update_state.tasks):
+            if tj is not s.tasks[j]:
+                em.count(tj)
+        name = self._name("decide")
+        fn = _Function(em, name, "s", self.n, ("t",))
+        ind = "    "
+        for c, code in checks:
+            if c is True:
+                continue
+            if c is False:
+                em.lines.append(f"{ind}return {em.const(Decision(D.REJECTED, code))}, s")
+                break
+            cs = em.expr(c, ind)
+            if isinstance(code, Term):
+                back = f"_decision({em.const(D.REJECTED)}, {em.expr(code, ind)}), s"
+            else:
+                back = f"{em.const(Decision(D.REJECTED, code))}, s"
+            em.lines.append(f"{ind}if not {cs}:")
+            em.lines.append(f"{ind}    return {back}")
+        else:
+            if isinstance(kind, Term):
+                dsrc = f"_decision({em.expr(kind, ind)}, {em.const(Decision(D.APPLIED).code)})"
+            else:
+                dsrc = em.const(Decision(kind))
+            if update_state is s:
+                em.lines.append(f"{ind}return {dsrc}, s")
+            else:
+                tasks = [_task_src(em, update_state.tasks[j], s.tasks[j], f"t{j}", ind)
+                         for j in range(self.n)]
+                if all(update_state.tasks[j] is s.tasks[j] for j in range(self.n)):
+                    tsrc = "tT"
+                else:
+                    tsrc = "(" + "".join(x + ", " for x in tasks) + ")"
+                em.lines.append(
+                    f"{ind}return {dsrc}, _state(s.graph, {tsrc}, "
+                    f"{em.expr(update_state.target, ind)}, {em.expr(update_state.now, ind)}, "
+                    f"{em.expr(update_state.journal, ind)}, "
+                    f"{'s.revoked' if update_state.revoked is s.revoked else em.const(update_state.revoked)})")
+        return self._exec(em, name, fn.source(), f"decide {r!r}")
+
+    def _guarded(self, s: State, i: int, t: TaskState, r: Request):
+        g = self.rules[r.kind](s, i, t, r)
+        return kernel.generic_checks(s, i, t, r) + list(g.checks), g.update, g.kind
+
+    def compile_verdict(self, i: int) -> Callable | None:
+        """``f(s) -> (violated state properties, sometimes-properties holding)`` for task ``i``."""
+        _tracer.reset()
+        s = _traced_state(self.template, "t", "s")
+        t = s.tasks[i]
+        bad: list = []
+        good: list = []
+        for props, out in ((self.state_props, bad), (self.goals, good)):
+            for p in props:
+                try:
+                    out.append((p.id, _traced(lambda: p.pred(s, i, t))))
+                except Exception as e:      # noqa: BLE001  (untraceable: left to the interpreter)
+                    self.fallbacks.append(f"{p.id} task {i}: {e}")
+                    out.append((p.id, None))
+        return self._emit_verdicts(f"verdict_{i}", f"s, _i={i}", ("t",), [("bad", bad), ("good", good)],
+                                   f"verdict task {i}")
+
+    def _emit_verdicts(self, name: str, args: str, prefixes: tuple, groups: list,
+                       what: str, guard: list = ()) -> Callable:
+        em = self._new_emitter()
+        for _, items in groups:
+            for _, v in items:
+                em.count(v)
+        fn = _Function(em, name, args, self.n, prefixes)
+        em.lines.extend(guard)
+        ind = "    "
+        outs = []
+        for gname, items in groups:
+            em.lines.append(f"{ind}{gname} = []")
+            for pid, v in items:
+                if v is None:       # interpreted
+                    p = self._prop(pid)
+                    em.lines.append(f"{ind}if {self._interp_call(em, p, gname)}:")
+                    em.lines.append(f"{ind}    {gname}.append({pid!r})")
+                    continue
+                want_true = gname == "good"
+                if v is True or v is False:
+                    if (v is True) == want_true:
+                        em.lines.append(f"{ind}{gname}.append({pid!r})")
+                    continue
+                src = em.expr(v, ind)
+                test = f"({src}) is True" if want_true else f"({src}) is not True"
+                em.lines.append(f"{ind}if {test}:")
+                em.lines.append(f"{ind}    {gname}.append({pid!r})")
+            outs.append(f"tuple({gname})")
+        em.lines.append(f"{ind}return " + (outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"))
+        return self._exec(em, name, fn.source(), what)
+
+    def _prop(self, pid: str):
+        for p in self.state_props + self.goals + self.step_props:
+            if p.id == pid:
+                return p
+        raise KeyError(pid)
+
+    def _interp_call(self, em: _Emitter, p, gname: str) -> str:
+        pred = em.const(p.pred)
+        if p.scope == "step":
+            return f"{pred}(s, r, d, s2) is not True"
+        test = "is True" if gname == "good" else "is not True"
+        return f"{pred}(s, _i, s.tasks[_i]) {test}"
+
+    def compile_step(self, r: Request) -> Callable:
+        """``f(s, r, d, s2) -> violated step properties`` for the request ``r``."""
+        _tracer.reset()
+        s = _traced_state(self.template, "t", "s")
+        s2 = _traced_state(self.template, "u", "s2")
+        i = self.graph.index.get(r.task)
+        guard = []
+        if i is not None:
+            # only task i changes (the explorer and the simulator check it): the other tasks
+            # of s2 are s's, and a state where they are not is left to the interpreter
+            object.__setattr__(s2, "tasks", tuple(s2.tasks[j] if j == i else s.tasks[j]
+                                                  for j in range(self.n)))
+            same = " and ".join(f"u{j} is t{j}" for j in range(self.n) if j != i)
+            if same:
+                guard = [f"    if not ({same}):",
+                         f"        return {self._interp_steps_name()}(s, r, d, s2)"]
+        d = object.__new__(Decision)
+        for f, v in (("kind", _tracer.leaf("d.kind")), ("code", _tracer.leaf("d.code")),
+                     ("original_kind", _tracer.leaf("d.original_kind")),
+                     ("original_code", _tracer.leaf("d.original_code"))):
+            object.__setattr__(d, f, v)
+        bad = []
+        for p in self.step_props:
+            try:
+                bad.append((p.id, _traced(lambda: p.pred(s, r, d, s2))))
+            except Exception as e:      # noqa: BLE001  (untraceable: left to the interpreter)
+                self.fallbacks.append(f"{p.id} {r.kind.label}: {e}")
+                bad.append((p.id, None))
+        return self._emit_verdicts(self._name("step"), "s, r, d, s2", ("t", "u"),
+                                   [("bad", bad)], f"step {r!r}", guard)
+
+    def _interp_steps_name(self) -> str:
+        self.namespace["_interp_steps"] = self.interpreted_steps
+        return "_interp_steps"
+
+    def interpreted_steps(self, s: State, r: Request, d: Decision, s2: State) -> tuple:
+        """The step properties ``r`` violates, by the interpreter."""
+        return tuple(p.id for p in self.step_props if p.pred(s, r, d, s2) is not True)
+
+    # ---- the readings callers use
+
+    def decide(self, s: State, r: Request) -> tuple[Decision, State]:
+        """``wgk.model.kernel.decide``, compiled where it can be: the journal's part (a request
+        with a key) as the kernel does it, the fresh decision compiled."""
+        if r.key is not None:
+            return kernel.decide(s, r, self.rules, fresh=self.decide_fresh)
+        return self.decide_fresh(s, r)
+
+    def decide_fresh(self, s: State, r: Request, rules: Rules | None = None
+                     ) -> tuple[Decision, State]:
+        """``wgk.model.kernel.decide_fresh``: a request is interpreted until it has been
+        decided ``WARM`` times, then compiled (most requests are decided many times over; the
+        few met only once or twice are not worth compiling)."""
+        if not kernel.authenticated(s, r) or not kernel.role_held(s, r):
+            return kernel.decide_fresh(s, r, self.rules)
+        key = r if type(r.expected_phase) is not Exit else (r, Exit)
+        entry = self.deciders.get(key)
+        if entry is None:
+            entry = self.deciders[key] = [_TODO, None, 0, 0]
+        self._last = (r, entry)
+        f = entry[0]
+        if f is _TODO:
+            entry[2] += 1
+            if entry[2] <= self.warm:
+                return kernel.decide_fresh(s, r, self.rules)
+            f = entry[0] = self.compile_decide(r)
+        if f is None:
+            return kernel.decide_fresh(s, r, self.rules)
+        return f(s)
+
+    def verdict(self, s: State, i: int) -> tuple:
+        """(the state invariants task ``i`` of ``s`` breaks, the sometimes-properties it
+        reaches), in the order of the properties given."""
+        f = self.verdicts.get(i)
+        if f is None:
+            uses = self.verdict_uses[i] = self.verdict_uses.get(i, 0) + 1
+            if uses <= self.warm:
+                return self.interpreted_verdict(s, i)
+            f = self.verdicts[i] = self.compile_verdict(i)
+        return f(s)
+
+    def interpreted_verdict(self, s: State, i: int) -> tuple:
+        """``verdict`` by the interpreter."""
+        t = s.tasks[i]
+        return (tuple(p.id for p in self.state_props if p.pred(s, i, t) is not True),
+                tuple(p.id for p in self.goals if p.pred(s, i, t) is True))
+
+    def step_verdict(self, s: State, r: Request, d: Decision, s2: State) -> tuple:
+        """The step properties the step ``(s, r, d, s2)`` violates, in the order given."""
+        last = self._last
+        if last[0] is r:
+            entry = last[1]
+        else:
+            key = r if type(r.expected_phase) is not Exit else (r, Exit)
+            entry = self.deciders.get(key)
+            if entry is None:
+                entry = self.deciders[key] = [_TODO, None, 0, 0]
+        f = entry[1]
+        if f is None:
+            entry[3] += 1
+            if entry[3] <= self.warm:
+                return self.interpreted_steps(s, r, d, s2)
+            f = entry[1] = self.compile_step(r)
+        return f(s, r, d, s2)

@@ -1,0 +1,209 @@
+"""The compiled model gives exactly the interpreter's answers.
+
+On every state of the bundled traces (their own requests, keys and journal included) and
+on random walks of bounded instances (every request the bounded actors may send, in every
+state met), the compiled ``decide``, the verdicts of the state properties per task and the
+step properties equal the interpreter's, down to which tasks are the same objects. A
+divergence planted in the generated code is caught by the same comparison.
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from wgk.conformance.check import compiled as compiled_mod
+from wgk.conformance.check.compiled import Compiled
+from wgk.conformance.check.explore import _split, explore
+from wgk.conformance.check.interning import successor
+from wgk.conformance.check.simulate import simulate
+from wgk.conformance.oracle.systems import ModelSystem, StepError
+from wgk.conformance.traces.format import load_trace
+from wgk.model.actions import Instance, task_steps
+from wgk.model.env import EnvStep
+from wgk.model.invariants import REGISTRY
+from wgk.model.kernel import decide
+from wgk.model.rules import RULES
+
+TRACES = sorted(p for d in ("incidents", "recorded")
+                for p in (Path(__file__).resolve().parent.parent / "traces" / d).rglob("*.json"))
+STATE_PROPS, STEP_PROPS, GOALS = _split(REGISTRY)
+EVERY_GROUP = ("core", "evidence", "review", "operator", "legacy", "archive", "waits", "clock",
+               "reopen", "pause", "intruder", "env")
+
+
+def _compiled(s0, cls=Compiled) -> Compiled:
+    return cls(s0, RULES, STATE_PROPS, GOALS, STEP_PROPS, warm=0)
+
+
+def _interpreted_verdict(s, i):
+    t = s.tasks[i]
+    return (tuple(p.id for p in STATE_PROPS if p.pred(s, i, t) is not True),
+            tuple(p.id for p in GOALS if p.pred(s, i, t) is True))
+
+
+def differences(c: Compiled, s, requests) -> list[str]:
+    """Where the compiled model and the interpreter disagree on ``s`` and ``requests``."""
+    out = []
+    for i in range(len(s.tasks)):
+        a, b = _interpreted_verdict(s, i), c.verdict(s, i)
+        if a != b:
+            out.append(f"verdict of task {i}: interpreted {a}, compiled {b}")
+    for r in requests:
+        d1, s1 = decide(s, r, RULES)
+        d2, s2 = c.decide(s, r)
+        if d1 != d2 or s1 != s2 or (s1 is s) != (s2 is s) or any(
+                (x is y) != (z is y) for x, z, y in zip(s1.tasks, s2.tasks, s.tasks)):
+            out.append(f"decide {r.kind.label} on {r.task}: interpreted {d1.label}, "
+                       f"compiled {d2.label}, the same state: {s1 == s2}")
+            continue
+        e1 = tuple(p.id for p in STEP_PROPS if p.pred(s, r, d1, s1) is not True)
+        e2 = c.step_verdict(s, r, d1, s1)
+        if e1 != e2:
+            out.append(f"step properties of {r.kind.label}: interpreted {e1}, compiled {e2}")
+    return out
+
+
+def trace_differences(path: Path, cls=Compiled) -> tuple[int, list[str]]:
+    """Replay a trace by the interpreter; compare the compiled model on every state."""
+    trace = load_trace(path)
+    m = ModelSystem(trace)
+    c = _compiled(m.state, cls)
+    out, states = [], 0
+    for step in trace.steps:
+        before = m.state
+        try:
+            m.apply(step)
+        except StepError:
+            continue
+        states += 1
+        r = m.last[1] if m.last is not None and m.last[0] is before else None
+        out += differences(c, before, [r] if r is not None else [])
+    out += differences(c, m.state, [])
+    return states, out
+
+
+def walk_differences(inst: Instance, walks: int, length: int, seed: int = 7,
+                     cls=Compiled) -> tuple[int, list[str]]:
+    """Random walks: every request of every task in every state met, compared."""
+    rng = random.Random(seed)
+    s0 = inst.initial()
+    c = _compiled(s0, cls)
+    out, n = [], 0
+    for _ in range(walks):
+        s = s0
+        for _ in range(length):
+            nxt, requests = [], []
+            for i in range(len(s.tasks)):
+                for step in task_steps(inst, s, i):
+                    if isinstance(step, EnvStep):
+                        _, s2, _ = successor(inst, s, step, RULES)
+                    else:
+                        requests.append(step)
+                        s2 = decide(s, step, RULES)[1]
+                    if s2 is not None and s2 is not s:
+                        nxt.append(s2)
+            out += differences(c, s, requests)
+            n += len(requests)
+            if not nxt or out:
+                break
+            s = rng.choice(nxt)
+        if out:
+            break
+    return n, out
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.stem)
+def test_compiled_equals_interpreter_on_every_trace_state(path):
+    states, diffs = trace_differences(path)
+    assert states > 0
+    assert diffs == []
+
+
+@pytest.mark.parametrize("inst", [
+    Instance(tasks=2, attempts=1, generations=1, versions=1, groups=("core", "env")),
+    Instance(tasks=1, attempts=2, generations=2, versions=1, groups=EVERY_GROUP),
+    Instance(tasks=2, attempts=2, generations=2, versions=1, groups=EVERY_GROUP, keys=1),
+], ids=("slice-2", "every-group-1", "every-group-2-keys"))
+def test_compiled_equals_interpreter_on_random_walks(inst):
+    decided, diffs = walk_differences(inst, walks=25, length=25)
+    assert decided > 500
+    assert diffs == []
+
+
+class _Planted(Compiled):
+    """A compiled model with one divergence planted in its generated code: a task's
+    revision bumped by two instead of one."""
+
+    def _exec(self, em, name, src, what):
+        return super()._exec(em, name, src.replace(" + 1)", " + 2)"), what)
+
+
+def test_a_planted_divergence_is_caught_on_the_traces_and_the_walks():
+    caught = [d for p in TRACES[:20] for d in trace_differences(p, _Planted)[1]]
+    assert any(d.startswith("decide ") for d in caught)
+    _, diffs = walk_differences(Instance(tasks=1, attempts=1, generations=1, versions=1,
+                                         groups=("core", "env")), walks=5, length=25,
+                                cls=_Planted)
+    assert diffs
+
+
+def test_nothing_falls_back_to_the_interpreter_on_the_full_model():
+    inst = Instance(tasks=1, attempts=2, generations=2, versions=1, groups=EVERY_GROUP)
+    c = _compiled(inst.initial())
+    walk_differences(inst, walks=3, length=30)
+    s = inst.initial()
+    for i in range(len(s.tasks)):
+        c.verdict(s, i)
+        for r in task_steps(inst, s, i):
+            if not isinstance(r, EnvStep):
+                c.decide(s, r)
+                c.step_verdict(s, r, *decide(s, r, RULES))
+    assert c.sources and c.fallbacks == []
+
+
+@pytest.mark.parametrize("tasks,groups", [(1, ("core", "env")), (2, ("core", "env")),
+                                          (1, ("core", "operator"))])
+def test_exploration_compiled_and_interpreted_agree(tasks, groups):
+    """(with the operator, a request expecting a side exit is told from one expecting the
+    main-line phase of the same number, which compare equal as requests)"""
+    inst = Instance(tasks=tasks, attempts=1, generations=1, versions=1, groups=groups)
+    a = explore(inst, compiled=True).to_json()
+    b = explore(inst, compiled=False).to_json()
+    for r in (a, b):
+        for k in ("seconds", "states_per_second"):
+            r.pop(k)
+    assert a == b
+
+
+def test_exploration_finds_the_violations_of_mutants():
+    """A mutant that replaces the reducer (``interning.decide``) is explored by it, not by the
+    compiled model of the rules; one that patches a function of the model is compiled through
+    the patched function: the violation of each is still found."""
+    from wgk.conformance.z3.kills import explore_mutant
+    from wgk.conformance.z3.mutants import MUTANTS
+    reducer = next(m for m in MUTANTS.values() if m.decide is not None)
+    patched = next(m for m in MUTANTS.values()
+                   if any(name == "token_presented" for _, name, _ in m.patches))
+    for m in (reducer, patched):
+        assert explore_mutant(m).path is not None, m.name
+
+
+def test_simulation_compiled_and_interpreted_agree():
+    inst = Instance(tasks=3, attempts=1, generations=1, versions=1, groups=("core", "env"))
+    a = simulate(inst, 200, 20, 11, compiled=True).to_json()
+    b = simulate(inst, 200, 20, 11, compiled=False).to_json()
+    for r in (a, b):
+        for k in ("seconds", "traces_per_second", "steps_per_second"):
+            r.pop(k)
+    assert a == b
+
+
+def test_the_compiled_model_is_kept_per_instance_and_remade_under_a_patch(monkeypatch):
+    from wgk.model import kernel
+    inst = Instance(tasks=1, attempts=1, generations=1, versions=1, groups=("core", "env"))
+    a = compiled_mod.compiled_for(inst, RULES, STATE_PROPS, GOALS, STEP_PROPS)
+    assert compiled_mod.compiled_for(inst, RULES, STATE_PROPS, GOALS, STEP_PROPS) is a
+    monkeypatch.setattr(kernel, "token_presented", lambda t, r: True)
+    assert compiled_mod.compiled_for(inst, RULES, STATE_PROPS, GOALS, STEP_PROPS) is not a
