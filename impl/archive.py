@@ -1,8 +1,8 @@
-"""The archive of a Done task: the operator's confirmation of the exact digest of what is
-archived, recorded first as evidence, then the archive naming that same digest.
+"""Archiving a finished task: first the operator confirms one digest (an evidence row), then
+the archive names it again.
 
-The digest of what is archived is the content id of the Done task's result (its candidate:
-a commit id, the digest of its tree and history). Both receipts are evidence rows of the
+The digest is the content id of the candidate that made the task Done (a commit id, so
+it covers the tree and the history). Both are rows in the task's evidence table
 task (``confirm-archive``, ``archive``), each by the digest it names (docs/vocabulary.md,
 "Archive after confirmation"). Each kind is a ``Rule``: the conditions of its write in the
 contract's order ("Conditions, kind by kind"), then the write.

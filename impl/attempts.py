@@ -73,8 +73,8 @@ def no_wait_ran_out(ctx: Ctx) -> bool:
 
 
 def _after_failure(ctx: Ctx) -> bool:
-    """The last attempt of this generation failed or was lost: a dispatch is an automatic
-    retry. A new generation has no attempt yet; the one its reset closed is not counted."""
+    """The generation's previous attempt ended failed or lost, so this dispatch counts
+    against the retry budget. A new generation has no attempt yet; the one its reset closed is not counted."""
     # guards: retries-per-generation
     return ctx.record.attempt != 0 and ctx.record.attempt_state in ("failed", "lost")
 
@@ -157,7 +157,7 @@ def _dispatched(ctx: Ctx) -> Outcome:
 
 def _retried(ctx: Ctx) -> Outcome:
     """The operator's retry closes the stuck attempt (its work retained) and opens the next:
-    the automatic retries start again and a wait that ran out is over."""
+    the retry counter goes back to zero and an expired wait no longer holds the task."""
     t, effects = ctx.record, []
     closed = close_attempt(ctx, t, "abandoned", effects) if t.running else t
     facts = [("attempt-closed", {"fence": t.fence, "state": "abandoned"})] if t.running else []

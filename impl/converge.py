@@ -7,7 +7,7 @@ request, with deterministic idempotency keys so that a convergence interrupted
 by a crash is resumed, never repeated:
 
 - ``probe-owner`` for a live owner on its deadline and for a suspect one (once
-  per run): the exact owner alive is evidence; its proven death is applied;
+  per run): a live owner (pid and birth match) is recorded as evidence, a proven death as a write;
 - ``declare-lost`` once a proven death's deadline has come;
 - the next SaveTransaction edge the daemon is authorised for (resuming an
   interrupted completion; an effect that already happened is re-observed);

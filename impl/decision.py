@@ -74,7 +74,7 @@ class Observe:
         return value
 
     def owner_alive(self, t: TaskRecord) -> bool:
-        """The process at the owner's pid has the owner's birth time."""
+        """Pid and birth time both match a process in the table."""
         # guards: liveness-needs-exact-birth
         return t.owner_birth != 0 and self.birth_of(t.owner_pid) == t.owner_birth
 
@@ -229,7 +229,7 @@ def close_attempt(ctx: Ctx, t: TaskRecord, outcome: str, effects: list[Effect]) 
 
 
 def open_attempt(ctx: Ctx, t: TaskRecord, effects: list[Effect]) -> TaskRecord:
-    """A new attempt: next attempt and fence, a fresh worktree, an empty transaction."""
+    """Open the next attempt: attempt and fence counters move on, a new worktree, no transaction."""
     r = ctx.request
     target = ctx.observe.target()
     start = r.imports if r.imports else target
@@ -254,5 +254,5 @@ def open_attempt(ctx: Ctx, t: TaskRecord, effects: list[Effect]) -> TaskRecord:
 
 
 def suspect(t: TaskRecord) -> str:
-    """Evidence may raise suspicion; it never proves death and never clears it."""
+    """A report can only make the owner suspect (a death stays a death); it proves nothing."""
     return "dead" if t.owner_seen == "dead" else "suspect"

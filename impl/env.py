@@ -77,8 +77,7 @@ class Repository(Protocol):
 
     def built_on(self, wt: str, candidate: str, base: str) -> bool:
         """Whether the content ``candidate``, held by the worktree ``wt``, descends from the
-        commit ``base`` (a candidate bound to a base it does not descend from could never land
-        without dropping commits). A repository with history reads it from the history; one
+        commit ``base``; landing a candidate on a base outside its history would lose commits. A repository with history reads it from the history; one
         without reads it from what the worktree was built on."""
 
 

@@ -2,9 +2,8 @@
 
 ``handle(kernel, wire)`` is the only way state changes after the graph exists:
 
-1. the journal: a used key with the same digest is a ``duplicate`` (the stored
-   response, no write at all); with another digest ``idempotency-conflict``
-   (no write either);
+1. the journal: a key seen before with equal bytes answers ``duplicate`` with the
+   stored response, with other bytes ``idempotency-conflict``; neither writes;
 2. ``BEGIN IMMEDIATE`` (on PostgreSQL: ``BEGIN`` and row locks on the task and its
    dependencies, see ``pg``); the journal again (another process may have won);
 3. authority, the task, then ``rules.decide`` (K, CAS, the rule's guards);

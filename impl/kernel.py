@@ -347,8 +347,8 @@ class Kernel:
         return row[0] or 0
 
     def ready(self) -> list[str]:
-        """The tasks a daemon dispatch would open an attempt on: those whose plan is the
-        ``dispatch`` way, the one admission predicate (not unassigned where an assignment is
+        """Tasks the daemon would dispatch now: the planner picks the ``dispatch`` way
+        for them, the one admission predicate (not unassigned where an assignment is
         required, not parked on a wait, not held by a spent retry budget or a semantic
         failure). Its candidates come from the index: open, every dependency Done."""
         self._sync()

@@ -1,12 +1,12 @@
-"""The one grammar of names: graph ids, task names, principal names and wire content ids.
+"""Name syntax shared by graph ids, task names, principals and content ids on the wire.
 
     name = first *63 rest
     first = "a"-"z" / "0"-"9"
     rest  = "a"-"z" / "0"-"9" / "." / "_" / "-"
 
 Each way a string can fall outside it has a rule name, used in every refusal:
-``name-length`` (1 to 64 characters), ``name-start`` (a lowercase letter or a
-digit first: never ``-``, ``.`` or ``_``, so a name is never an option of
+``name-length`` (between 1 and 64 characters), ``name-start`` (it begins with a digit or a
+lowercase letter, never ``-``, ``.`` or ``_``: no name reads as an option of
 ``git`` nor a hidden or relative path), ``name-charset`` (nothing else: no
 ``/``, no upper case, no space, no NUL, nothing outside ASCII). A name therefore
 is one path component and one ref component, and two names that differ are

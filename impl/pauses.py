@@ -1,8 +1,8 @@
 """The operator's pause: the writes that hold a task's admission and lift it.
 
-``pause`` holds an unfinished task's admission (an attempt already running runs on);
-``unpause`` lifts it and sets the time before which no attempt opens on the task (the
-request's ``deadline``; 0: none). While a task is paused, or before that time, ``dispatch``
+``pause`` stops new attempts on a task not yet finished (one already running keeps going);
+``unpause`` ends that and stores the request's ``deadline`` as the earliest time of the
+next attempt (0 for none). While a task is paused, or before that time, ``dispatch``
 and ``retry`` are refused (``paused``, ``not-due``; docs/vocabulary.md, "The operator's
 pause"). Each kind is a ``Rule``: the conditions of its write in the contract's order
 ("Conditions, kind by kind"), then the write.

@@ -67,7 +67,7 @@ WAYS: tuple[Way, ...] = (
         "operator resets the task"),
 )
 
-#: The ways whose deadline is the external wait's (the others': the attempt's).
+#: Ways timed by the wait's deadline column; every other way uses the attempt's.
 WAIT_WAYS = frozenset({"await-external", "expire-wait"})
 
 

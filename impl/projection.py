@@ -1,4 +1,4 @@
-"""Projections: everything a reader sees is computed from recorded facts.
+"""Projections: what readers get is derived from stored rows, never stored separately.
 
 ``status`` is the one place a task's status comes from, and
 ``StatusProjection`` is the one routine that writes the ``task_view`` table
@@ -57,9 +57,9 @@ _LAST = len(PHASES)
 def convergence_rank(t: TaskRecord) -> int:
     """What convergence has left to do for a task, as a natural number its every applied
     action (other than a probe) lowers: 0 finished, held, or with an owner not proven
-    gone; a transaction counts the main-line edges left; an open task ranks above every
-    transaction, a proven-dead owner above that, a suspect one above that; a wait that ran
-    out is a hold."""
+    gone; inside a transaction, the count of edges still to go on the main line; an open
+    task ranks higher than any transaction, a dead owner higher again, a suspect one
+    highest; an expired wait is a hold."""
     if finished(t) or t.exit != "none" or t.legacy_done or (
             t.wait_expired and t.waiting_on is None):
         return 0

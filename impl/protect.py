@@ -7,9 +7,9 @@ the real diff between its base and the candidate (``Repository.changed_paths``: 
 ``protected-path`` when a changed path matches a pattern, whatever a validator would say.
 
 The grammar (docs/vocabulary.md, "Protected paths"): segments joined by ``/``, anchored at
-the repository root; ``**`` as a whole segment matches zero or more segments; elsewhere
-``*`` matches a run of characters and ``?`` one character, never a ``/``; every other
-character is itself (case-sensitive). No empty, ``.`` or ``..`` segment, no leading or
+the repository root; a segment that is exactly ``**`` spans any number of segments (none
+included); otherwise ``*`` spans characters and ``?`` a single one, neither crossing a
+``/``; other characters match themselves, case and all. No empty, ``.`` or ``..`` segment, no leading or
 trailing ``/``, no NUL, at most 256 characters. This is the implementation's own copy.
 """
 from __future__ import annotations

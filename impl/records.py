@@ -1,18 +1,17 @@
-"""What the kernel knows about one task, as frozen records.
+"""What the kernel knows about one task, in the shape of the rows that store it.
 
-``TaskRecord`` holds every kernel-owned fact of a task: its generation and the
-current attempt's capability tuple, the exact owner and what has been proven
-about it, the leases, the current SaveTransaction with its receipts, and the
-task's admission and migration facts. Environment facts (the bytes in a
-worktree, the target ref, the process table, whether an external effect
-happened) are not stored here: they are observed (``rules.Observe``).
+``TaskRecord`` is one value per table a task has rows in: ``tasks`` (its counters,
+flags, retained work and wait), the current attempt's ``attempts`` and ``owners`` rows,
+its three ``leases`` rows, its ``transactions`` row and its ``receipts``. Facts of the
+environment (worktree bytes, the target ref, the process table, whether an effect
+happened) are read when a request needs them (``rules.Observe``), never kept here.
 
-The store maps a record onto its normalised tables and back
-(``tables.TaskTables``); the ledger records the fields each request changed.
+A request's changes are named by ``COLUMNS`` (a change name -> its row and column); the
+ledger records them under those names and ``tables.TaskTables`` writes them to their rows.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -20,7 +19,7 @@ from .vocabulary import RECEIPTS
 
 
 class Binding(NamedTuple):
-    """What a receipt is bound to: the attempt (by fence), candidate and base."""
+    """A receipt row's binding: the fence of its attempt, its candidate, its base."""
 
     fence: int = 0
     candidate: str | None = None
@@ -48,37 +47,67 @@ class TaskPolicy:
     retry_budget: int = 2            # automatic retries after failed or lost attempts
 
 
-@dataclass(frozen=True, slots=True)
-class TaskRecord:
-    """Every kernel-owned fact of one task."""
+class TaskRow(NamedTuple):
+    """The kernel-owned columns of a ``tasks`` row (the policy columns are ``TaskPolicy``)."""
 
-    # generation and the current attempt's capability tuple K
+    # counters of the task's generations and attempts
     generation: int = 0
     attempt: int = 0
     fence: int = 0
     lease_epoch: int = 0
-    attempt_state: str = "none"
-    token_hash: str | None = None    # sha256 of the attempt's capability token (never the token)
-    # the exact owner and what the kernel has proven about it
-    owner_pid: int = 0
-    owner_birth: int = 0
+    retries: int = 0
+    deadline: int = 0
+    # operator and migration flags
+    assigned: bool = False
+    abandoned: bool = False
+    paused: bool = False
+    not_before: int = 0
+    legacy_done: bool = False
+    reconstructed: bool = False
+    failure: str = "none"
+    # work kept from a closed attempt
+    retained: str | None = None
+    retained_base: str | None = None
+    # the external wait (``waiting_on`` is its correlation name)
+    waiting_on: str | None = None
+    wait_deadline: int = 0
+    wait_expired: bool = False
+
+
+class AttemptRow(NamedTuple):
+    """The current attempt's ``attempts`` row (task and fence are its key)."""
+
+    state: str = "none"
+    worktree: str | None = None
+    origin: str | None = None
+    base_hint: str | None = None
+    saved_work: str | None = None
+    imported: str | None = None
+    token_hash: str | None = None
+
+
+class OwnerRow(NamedTuple):
+    """The current attempt's ``owners`` row: the process and how far it is proven."""
+
+    pid: int = 0
+    birth: int = 0
     session: str | None = None
     wrapper_epoch: int = 0
     child_epoch: int = 0
-    owner_seen: str = "unverified"
-    # leases held by the current attempt
-    worktree_lease: bool = False
-    session_lease: bool = False
-    finish_lease: bool = False
-    # the attempt's worktree (by id) and the work it started from / saved / imported
-    worktree_id: str | None = None
-    origin: str | None = None
-    base_hint: str | None = None     # the target commit the attempt's work descends from
-    saved_work: str | None = None
-    retained: str | None = None
-    retained_base: str | None = None
-    imported: str | None = None
-    # the SaveTransaction of the current attempt
+    seen: str = "unverified"
+
+
+class LeaseRow(NamedTuple):
+    """The three ``leases`` rows of a task, by kind: whether each is held."""
+
+    worktree: bool = False
+    session: bool = False
+    finish: bool = False
+
+
+class TransactionRow(NamedTuple):
+    """The task's ``transactions`` row (its ``fence`` column is the tasks row's)."""
+
     phase: str = "absent"
     exit: str = "none"
     reason: str = "none"
@@ -87,24 +116,39 @@ class TaskRecord:
     base: str | None = None
     version: int = 0
     disposition: str = "none"
-    receipts: tuple[Binding, ...] = NO_RECEIPTS
     effect_done: bool = False
-    deadline: int = 0
-    # why the last attempt failed, and the automatic retries used in this generation
-    failure: str = "none"
-    retries: int = 0
-    # an external wait: the event the parked task waits for, its deadline (0: none), and
-    # whether a wait ran out (a named hold until the operator acts)
-    waiting_on: str | None = None
-    wait_deadline: int = 0
-    wait_expired: bool = False
-    paused: bool = False              # the operator's pause: no attempt opens while it holds
-    not_before: int = 0               # no attempt opens before this time (0: none)
-    # admission, migration and operator facts
-    assigned: bool = False
-    legacy_done: bool = False
-    reconstructed: bool = False
-    abandoned: bool = False
+
+
+#: Each name a request's changes use (the ledger's ``changes`` keys) -> the row and column
+#: that store it. ``receipts`` is its own part: one binding per receipt kind.
+COLUMNS: dict[str, tuple[str, str | None]] = {
+    **{c: ("tasks", c) for c in TaskRow._fields},
+    **{("attempt_state" if c == "state" else "worktree_id" if c == "worktree" else c):
+       ("attempts", c) for c in AttemptRow._fields},
+    **{("owner_" + c if c in ("pid", "birth", "seen") else c): ("owners", c)
+       for c in OwnerRow._fields},
+    **{c + "_lease": ("leases", c) for c in LeaseRow._fields},
+    **{c: ("transactions", c) for c in TransactionRow._fields},
+    "receipts": ("receipts", None),
+}
+#: (row, column) -> the change name.
+CHANGE_NAME = {where: name for name, where in COLUMNS.items()}
+PARTS = ("tasks", "attempts", "owners", "leases", "transactions", "receipts")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """One task as its tables hold it: one value per row (the receipts as a tuple).
+
+    Each change name of ``COLUMNS`` also reads as an attribute (``record.fence`` is
+    ``record.tasks.fence``)."""
+
+    tasks: TaskRow = TaskRow()
+    attempts: AttemptRow = AttemptRow()
+    owners: OwnerRow = OwnerRow()
+    leases: LeaseRow = LeaseRow()
+    transactions: TransactionRow = TransactionRow()
+    receipts: tuple[Binding, ...] = NO_RECEIPTS
 
     def receipt(self, name: str) -> Binding:
         return self.receipts[RECEIPT_INDEX[name]]
@@ -118,65 +162,82 @@ class TaskRecord:
     @property
     def binding(self) -> Binding:
         # guards: receipts-fenced
-        return Binding(self.fence, self.candidate, self.base)
+        return Binding(self.tasks.fence, self.transactions.candidate, self.transactions.base)
 
     @property
     def running(self) -> bool:
-        return self.attempt_state == "running"
+        return self.attempts.state == "running"
 
     @property
     def reserved(self) -> bool:
-        """A completion transaction holds the attempt's terminal reservation."""
-        return self.phase != "absent"
+        """The transactions row is past ``absent``: the attempt's terminal report is taken."""
+        return self.transactions.phase != "absent"
 
     @property
     def graph_saved(self) -> bool:
-        """A GraphSave of the current attempt exists and nothing left the main line."""
+        """The row says graph-saved on the main line and the graph-save receipt has this fence."""
         # guards: done-iff-graphsave, legacy-never-satisfies
-        return (self.phase == "graph-saved" and self.exit == "none" and self.fence != 0
-                and self.receipts[-1].fence == self.fence)
+        return (self.transactions.phase == "graph-saved" and self.transactions.exit == "none"
+                and self.tasks.fence != 0 and self.receipts[-1].fence == self.tasks.fence)
 
     @property
     def visible_phase(self) -> str:
-        """What a client's expected phase is compared with: the side exit, else the phase."""
-        return self.phase if self.exit == "none" else self.exit
+        """The phase a client names as expected: the exit when one is set, else the phase."""
+        tx = self.transactions
+        return tx.phase if tx.exit == "none" else tx.exit
 
     @property
     def effect_id(self) -> str:
         """The identity of this transaction's external effect (one per candidate version)."""
-        return f"g{self.generation}-f{self.fence}-v{self.version}"
+        return f"g{self.tasks.generation}-f{self.tasks.fence}-v{self.transactions.version}"
 
 
-RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TaskRecord))
+for _name, (_part, _column) in COLUMNS.items():
+    if _column is not None:
+        setattr(TaskRecord, _name, property(attrgetter(f"{_part}.{_column}")))
+del _name, _part, _column
+
+#: Every change name, in the order of the rows.
+RECORD_FIELDS: tuple[str, ...] = tuple(COLUMNS)
 EMPTY = TaskRecord()
-_values = attrgetter(*RECORD_FIELDS)
-_new = object.__new__
+_parts = attrgetter(*PARTS)
+
+
+def _record(parts: list) -> TaskRecord:
+    return TaskRecord(*parts)
 
 
 def evolve(t: TaskRecord, **changes: Any) -> TaskRecord:
-    """``dataclasses.replace`` for a TaskRecord, without its per-call introspection."""
-    values = list(_values(t))
+    """The record with each named change written into its row."""
+    by_part: dict[str, dict[str, Any]] = {}
     for name, value in changes.items():
-        index = _INDEX.get(name)
-        if index is None:
+        where = COLUMNS.get(name)
+        if where is None:
             raise TypeError(f"TaskRecord has no field {name!r}")
-        values[index] = value
-    new = _new(TaskRecord)
-    for put, value in zip(_SETTERS, values):
-        put(new, value)
-    return new
-
-
-_INDEX = {name: i for i, name in enumerate(RECORD_FIELDS)}
-#: Each field's slot, set directly (a frozen dataclass refuses ``setattr``).
-_SETTERS = tuple(TaskRecord.__dict__[name].__set__ for name in RECORD_FIELDS)
+        by_part.setdefault(where[0], {})[where[1]] = value
+    parts = list(_parts(t))
+    for i, part in enumerate(PARTS):
+        columns = by_part.get(part)
+        if columns is not None:
+            parts[i] = columns[None] if part == "receipts" else parts[i]._replace(**columns)
+    return _record(parts)
 
 
 def changed(before: TaskRecord, after: TaskRecord) -> dict[str, Any]:
-    """The fields that differ, with their new values."""
+    """The change names whose columns differ, with their new values."""
     if before is after:
         return {}
-    return {f: b for f, a, b in zip(RECORD_FIELDS, _values(before), _values(after)) if a != b}
+    out: dict[str, Any] = {}
+    for part, a, b in zip(PARTS, _parts(before), _parts(after)):
+        if a == b:
+            continue
+        if part == "receipts":
+            out["receipts"] = b
+            continue
+        for column, x, y in zip(b._fields, a, b):
+            if x != y:
+                out[CHANGE_NAME[part, column]] = y
+    return out
 
 
 def apply_changes(record: TaskRecord, changes: dict[str, Any]) -> TaskRecord:

@@ -18,7 +18,7 @@ def deps_reopened(k, name: str) -> bool:
 
 
 def dependents_committed(k, name: str) -> bool:
-    """Some task depending on ``name`` has its effect prepared or committed, or is Done."""
+    """A dependent of ``name`` is Done or has an effect row prepared or committed."""
     rows = k.conn.execute("SELECT t.name FROM edges e JOIN tasks t ON t.id = e.task "
                           "WHERE e.dep = ?", (k.task_id(name),)).fetchall()
     return any(k.record(n).phase in COMMITTED_PHASES or k.record(n).effect_done

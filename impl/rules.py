@@ -11,8 +11,8 @@ what they know of the owner), ``transaction`` (the SaveTransaction as one table 
 Every write a rule's outcome makes is conditional on the record it was decided on
 (``tables.STAMP``).
 
-``decide(ctx)`` answers a request whose key is not in the journal (the journal is the
-store's business). The order of checks is the contract's: authority, the task exists, the
+``decide(ctx)`` answers a request with a fresh key (the store looks up the journal
+first). The order of checks is the contract's: authority, the task exists, the
 capability tuple K, the transaction CAS and edge, then the rule's own conditions in order.
 The first that does not hold names the rejection; a rejected request changes nothing.
 

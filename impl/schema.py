@@ -177,8 +177,8 @@ CREATE INDEX ledger_principals ON ledger (key, seq)
 """
 PRINCIPALS_CHAINED_VERSION = 10
 
-#: The operator's pause of a task's admission and the time before which no attempt opens on it
-#: (0: none).
+#: Two task columns: the operator's pause flag and the earliest time of the next attempt
+#: (0 for none).
 SCHEMA_V11 = """
 ALTER TABLE tasks ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN not_before INTEGER NOT NULL DEFAULT 0

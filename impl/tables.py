@@ -1,7 +1,7 @@
 """Task records on their normalised tables, and the facts recorded beside a record.
 
-``TaskTables`` loads and saves a ``TaskRecord`` across the generation, attempt,
-owner, lease, transaction and receipt rows (only the changed fields are
+``TaskTables`` loads a ``TaskRecord`` row by row (tasks, attempts, owners, leases,
+transactions, receipts) and saves the changed columns (only the changed fields are
 written); ``FactTables`` writes the facts a ledger event establishes (evidence,
 logs, effect intents, worktrees, pins, closed attempts, legacy records).
 """
@@ -11,7 +11,10 @@ import sqlite3
 from typing import Any
 
 from .errors import StoreError
-from .records import EMPTY, NO_BINDING, RECORD_FIELDS, Binding, TaskPolicy, TaskRecord
+from .records import (
+    CHANGE_NAME, EMPTY, NO_BINDING, RECORD_FIELDS, AttemptRow, Binding, LeaseRow, OwnerRow,
+    TaskPolicy, TaskRecord, TaskRow, TransactionRow,
+)
 from .vocabulary import (
     ATTEMPT_STATES, DISPOSITIONS, EXITS, FAILURES, FORMER_EVIDENCE_LABELS, OWNER_SEEN, PHASES,
     REASONS,
@@ -24,13 +27,9 @@ from .vocabulary import (
 TASK_COLUMNS = ("generation", "attempt", "fence", "lease_epoch", "retained", "retained_base",
                 "deadline", "assigned", "legacy_done", "reconstructed", "abandoned", "failure",
                 "retries", "waiting_on", "wait_deadline", "wait_expired", "paused", "not_before")
-ATTEMPT_COLUMNS = {"attempt_state": "state", "worktree_id": "worktree", "origin": "origin",
-                   "base_hint": "base_hint", "saved_work": "saved_work", "imported": "imported",
-                   "token_hash": "token_hash"}
-OWNER_COLUMNS = {"owner_pid": "pid", "owner_birth": "birth", "session": "session",
-                 "wrapper_epoch": "wrapper_epoch", "child_epoch": "child_epoch",
-                 "owner_seen": "seen"}
-LEASE_KINDS = {"worktree_lease": "worktree", "session_lease": "session", "finish_lease": "finish"}
+ATTEMPT_COLUMNS = {CHANGE_NAME["attempts", c]: c for c in AttemptRow._fields}
+OWNER_COLUMNS = {CHANGE_NAME["owners", c]: c for c in OwnerRow._fields}
+LEASE_KINDS = {CHANGE_NAME["leases", c]: c for c in LeaseRow._fields}
 TX_COLUMNS = ("phase", "exit", "reason", "revision", "candidate", "base", "version",
               "disposition", "effect_done")
 _LABELS = {"attempt_state": frozenset(ATTEMPT_STATES), "owner_seen": frozenset(OWNER_SEEN),
@@ -41,6 +40,7 @@ _BOOLS = {"assigned", "legacy_done", "reconstructed", "abandoned", "effect_done"
           "paused",
           "worktree_lease", "session_lease", "finish_lease"}
 
+_TASK_BOOLS = _BOOLS & set(TASK_COLUMNS)
 _mapped = set(TASK_COLUMNS) | set(ATTEMPT_COLUMNS) | set(OWNER_COLUMNS) | set(LEASE_KINDS) \
     | set(TX_COLUMNS) | {"receipts"}
 assert _mapped == set(RECORD_FIELDS), sorted(set(RECORD_FIELDS) ^ _mapped)
@@ -111,29 +111,32 @@ class TaskTables:
         if found is None:
             raise StoreError(f"task {task_id}: no row in tasks or stamps in the database")
         *row, self.stamps[task_id] = found
-        values: dict[str, Any] = dict(zip(TASK_COLUMNS, row))
-        fence = values["fence"]
+        task = dict(zip(TASK_COLUMNS, row))
+        fence = task["fence"]
+        attempt, owner = AttemptRow(), OwnerRow()
         if fence:
-            row = c.execute(self._sel_attempt, (task_id, fence)).fetchone()
-            values.update(zip(ATTEMPT_COLUMNS, row))
-            row = c.execute(self._sel_owner, (task_id, fence)).fetchone()
-            values.update(zip(OWNER_COLUMNS, row))
-        for kind, held in c.execute("SELECT kind, held FROM leases WHERE task = ?", (task_id,)):
-            values[f"{kind}_lease"] = held
-        values.update(zip(TX_COLUMNS, c.execute(self._sel_tx, (task_id,)).fetchone()))
+            attempt = AttemptRow(*c.execute(self._sel_attempt, (task_id, fence)).fetchone())
+            owner = OwnerRow(*c.execute(self._sel_owner, (task_id, fence)).fetchone())
+        held = dict(c.execute("SELECT kind, held FROM leases WHERE task = ?", (task_id,)))
+        tx = dict(zip(TX_COLUMNS, c.execute(self._sel_tx, (task_id,)).fetchone()))
         receipts = list(EMPTY.receipts)
         index = {name: i for i, name in enumerate(RECEIPTS)}
         for kind, f, cand, base in c.execute(
                 "SELECT kind, fence, candidate, base FROM receipts WHERE task = ?", (task_id,)):
             receipts[index[kind]] = Binding(f, cand, base)
-        values["receipts"] = tuple(receipts)
-        for name in _BOOLS:
-            values[name] = bool(values[name])
+        for name in _TASK_BOOLS:
+            task[name] = bool(task[name])
+        tx["effect_done"] = bool(tx["effect_done"])
+        record = TaskRecord(
+            TaskRow(**task), attempt, owner,
+            LeaseRow(**{kind: bool(held.get(kind, 0)) for kind in LeaseRow._fields}),
+            TransactionRow(**tx), tuple(receipts))
         for name, allowed in _LABELS.items():
-            if name in values and values[name] not in allowed:
+            value = getattr(record, name)
+            if (name not in ("attempt_state", "owner_seen") or fence) and value not in allowed:
                 raise StoreError(f"task {task_id}: unknown {name.replace('_', '-')} "
-                                 f"{values[name]!r} in the database")
-        return TaskRecord(**values)
+                                 f"{value!r} in the database")
+        return record
 
     def save(self, task_id: int, old: TaskRecord, new: TaskRecord, changes: dict[str, Any],
              seq: int) -> None:

@@ -110,7 +110,7 @@ def review_required_by_policy(ctx: Ctx) -> bool:
 
 
 def the_actor_speaks_for_the_verdict(ctx: Ctx) -> bool:
-    """A review verdict is the evaluator's; the not-required policy receipt is the daemon's."""
+    """Only an evaluator records a review verdict, only the daemon the review-not-required receipt."""
     r = ctx.request
     return r.actor == ("daemon" if r.verdict == "not-required" else "evaluator")
 

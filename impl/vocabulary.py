@@ -80,20 +80,20 @@ AUTHORITY: dict[str, frozenset[str]] = {
     "unpause": frozenset({"operator"}),
 }
 
-#: Kinds that move the SaveTransaction: each carries expected phase + revision.
+#: Kinds that step the SaveTransaction; the request names the phase and revision it expects.
 TRANSACTION_KINDS = frozenset({
     "submit", "quiesce", "save-work", "seal-candidate", "validate", "request-review", "accept",
     "record-disposition", "prepare-effect", "commit-effect", "prepare-cleanup", "commit-cleanup",
     "save-graph", "mark-repair", "revise", "block-upgrade",
 })
 
-#: Kinds that must carry the exact capability tuple K of the current attempt.
+#: Kinds refused unless they name K, the current attempt's capability tuple, exactly.
 NEEDS_CAPABILITY = TRANSACTION_KINDS | frozenset({
     "resume", "heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner", "compaction",
     "ack-continuation", "provider-failure", "log", "fail", "declare-lost", "park",
 })
 
-#: Kinds that name the event of an external wait: ``correlation`` (a name) is required.
+#: Kinds about an external wait; their ``correlation`` field (a name) must be present.
 WAIT_NAMING_KINDS = frozenset({"park", "deliver"})
 
 # --- decisions and codes --------------------------------------------------------
@@ -114,17 +114,16 @@ CODES = (
 
 #: Why an attempt failed (``fail``): unclassified, nothing saved, zero progress and provider
 #: failures are retried automatically within the task's retry budget; a semantic failure (the
-#: work was rejected) waits for a repair and only an operator's retry opens the next attempt.
+#: work itself was rejected) holds the task until the operator retries it.
 FAILURES = ("none", "nothing-saved", "zero-progress", "provider", "semantic")
 #: Automatic retries after failed or lost attempts, per task and generation, by default.
 DEFAULT_RETRY_BUDGET = 2
 
-#: The actors that speak for an attempt's own process: a request of theirs naming K must
-#: also present the attempt's capability token (only its hash is stored); a continuation
-#: (``resume``) always must. Service roles prove themselves by their credential.
+#: Senders acting as the attempt's process: with K they also send its capability token (the
+#: database keeps only its hash), and ``resume`` needs the token in every case. Service roles prove themselves by their credential.
 TOKEN_BEARERS = frozenset({"worker", "wrapper", "broker"})
-#: Kinds that open an attempt or a continuation: each carries ``mint``, the sha256 of the
-#: token its process will present (the opener keeps the secret).
+#: Kinds that start an attempt or continue one; ``mint`` is the sha256 of the token the new
+#: process will send (the secret stays with whoever opened it).
 MINTING_KINDS = frozenset({"dispatch", "retry", "resume"})
 
 # --- attempts, owners, transaction --------------------------------------------------
@@ -180,8 +179,8 @@ PRE_EFFECT_PHASES = frozenset({
 EFFECT_PHASES = frozenset({"effect-prepared", "effect-committed", "cleanup-prepared",
                            "cleanup-committed"})
 
-#: Phases from which a task's effect is prepared, committed or Done: a dependent there (or
-#: whose effect happened) makes a reopen of its dependency come too late.
+#: Phases at or past a prepared effect, Done included; a dependent in one of them (or with its
+#: effect already done) refuses a reopen of what it depends on.
 COMMITTED_PHASES = EFFECT_PHASES | frozenset({"graph-saved"})
 
 #: Receipts a GraphSave needs (everything but itself).

@@ -36,7 +36,7 @@ def _parked(ctx: Ctx) -> Outcome:
 
 
 def _delivered(ctx: Ctx) -> Outcome:
-    """The delivery naming what the task waits for releases the wait; any other is evidence."""
+    """A delivery whose correlation matches ``waiting_on`` ends the wait; others are kept as evidence."""
     t, r = ctx.record, ctx.request
     fact = [evidence_fact("deliver", r.evidence)]
     # guards: wait-left-only-by-its-evidence

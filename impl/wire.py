@@ -56,7 +56,7 @@ class Capability:
 
 @dataclass(frozen=True, slots=True)
 class Owner:
-    """The exact owner process: pid plus birth time, its session and epochs."""
+    """Which process owns the attempt: pid and birth time, with session and epochs."""
 
     pid: int
     birth: int

@@ -10,13 +10,12 @@ condition disabled, to show it is the condition that keeps one winner.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import replace
 
 import pytest
 
 from wgk.conformance.oracle import races
 from wgk.impl import Kernel, MemoryWorld, TaskPolicy, pg
-from wgk.impl.records import changed
+from wgk.impl.records import changed, evolve
 
 from pg_support import NO_CONDITIONS, pg_server  # noqa: F401  (fixture)
 
@@ -69,7 +68,7 @@ def test_a_write_over_a_record_that_moved_is_refused_by_the_statement_itself(tmp
     second = Kernel(db, world.environment())
     read = first.record("a")
     assert second.handle(dispatch(2))["decision"] == "applied"
-    stolen = replace(read, fence=1, attempt=1)
+    stolen = evolve(read, fence=1, attempt=1)
     with pytest.raises(sqlite3.OperationalError) as failed:
         with first.store.atomic():
             first.tables.save(first.ids()["a"], read, stolen, changed(read, stolen), 0)

@@ -134,8 +134,8 @@ def _decide(record, kind: str, actor: str, target: str = "main-0", **params):
 
 
 def _in_flight(phase: str, **receipts):
-    from wgk.impl.records import Binding, TaskRecord, evolve
-    t = TaskRecord(generation=0, attempt=1, fence=1, lease_epoch=1, attempt_state="running",
+    from wgk.impl.records import EMPTY, Binding, evolve
+    t = evolve(EMPTY, generation=0, attempt=1, fence=1, lease_epoch=1, attempt_state="running",
                    phase=phase, revision=9, candidate="c1", base="main-0", disposition="land")
     bound = {name: Binding(1, "c1", "main-0") for name in receipts}
     return evolve(t, receipts=t.with_receipts(**bound))

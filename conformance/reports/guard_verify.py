@@ -29,11 +29,11 @@ from wgk.conformance.reports.tracematrix import ROOT, Guard, guards
 #: does an action when it holds): keyed by (file under impl/, the statement's first line,
 #: stripped), an exact replacement inside that statement.
 DISABLE: dict[tuple[str, str], tuple[str, str]] = {
-    ("records.py", "return Binding(self.fence, self.candidate, self.base)"):
-        ("Binding(self.fence,", "Binding(1,"),
-    ("records.py", 'return (self.phase == "graph-saved" and self.exit == "none" and self.fence != 0'):
-        ('self.phase == "graph-saved" and self.exit == "none" and self.fence != 0',
-         'self.phase == "graph-saved" or True or self.fence != 0'),
+    ("records.py", "return Binding(self.tasks.fence, self.transactions.candidate, self.transactions.base)"):
+        ("Binding(self.tasks.fence,", "Binding(1,"),
+    ("records.py", 'return (self.transactions.phase == "graph-saved" and self.transactions.exit == "none"'):
+        ('self.transactions.phase == "graph-saved" and self.transactions.exit == "none"',
+         'self.transactions.phase == "graph-saved" or True'),
     ("decision.py", "return t.owner_birth != 0 and self.birth_of(t.owner_pid) == t.owner_birth"):
         ("self.birth_of(t.owner_pid) == t.owner_birth", "self.birth_of(t.owner_pid) is not None"),
     ("decision.py", "fence = t.fence + 1"): ("fence = t.fence + 1", "fence = t.fence"),
