@@ -17,13 +17,17 @@ Before any of it, a closed kernel authenticates the credential
 (``not-authenticated``: nothing read) and the wire object is parsed
 (``BadRequest``: nothing written). A request whose key is not used yet and
 whose names fall outside the grammar (``names``) is ``bad-name``, and like a
-hold it writes nothing: the key stays free. These are functions of a kernel object;
-``Kernel.handle`` and ``Kernel.handle_batch`` call them.
+hold it writes nothing: the key stays free.
+
+A request is admitted once (``admit``: one authentication, one parse, its key in its
+sender's namespace, its names checked) into a ``RequestContext``, and that context is
+what every later step takes: nothing about the request is kept on the kernel.
+``Kernel.handle`` and ``Kernel.handle_batch`` call ``handle`` and ``handle_batch``.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from . import reopen
@@ -55,27 +59,62 @@ class CommitFirst(Exception):
     """A batched request would perform an effect behind uncommitted requests."""
 
 
-def admit(kernel, who: Principal | None, wire: Any) -> Request:
-    """The parsed request in its sender's journal namespace."""
-    r = parse(wire)
-    kernel._who = who
-    return r if who is None else replace(r, key=scoped_key(who, r.key))
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """One admitted request: its sender (None: an open kernel), the request parsed once with
+    its key in the sender's namespace, and why its names are refused (None: they are not)."""
+
+    sender: Principal | None
+    request: Request
+    bad_name: str | None = field(default=None)
+
+    @property
+    def key(self) -> str:
+        return self.request.key
+
+    @property
+    def role_held(self) -> bool:
+        """The actor the request names is a role its sender holds (always, on an open kernel)."""
+        return self.sender is None or self.request.actor in self.sender.roles
+
+
+def admit(kernel, credential: str | None, wire: Any) -> RequestContext | None:
+    """The request's context, or None when the credential does not authenticate (nothing
+    read); a malformed request raises ``BadRequest`` (nothing written)."""
+    kernel._sync()                  # another connection's commit: check the principals again
+    who = kernel.principals.authenticate(credential)
+    if who is DENIED:
+        return None
+    return context(who, parse(wire))
+
+
+def context(who: Principal | None, r: Request) -> RequestContext:
+    if who is not None:
+        r = replace(r, key=scoped_key(who, r.key))
+    return RequestContext(who, r, refused_name(r))
 
 
 def handle(kernel, wire: Any, credential: str | None = None) -> dict:
     read_ahead(kernel, wire, credential)
     try:
-        kernel._sync()              # another connection's commit: check the principals again
-        who = kernel.principals.authenticate(credential)
-        if who is DENIED:
+        rc = admit(kernel, credential, wire)
+        if rc is None:
             return decision(REJECTED, "not-authenticated")  # nothing read, nothing written
-        r = admit(kernel, who, wire)
-        return retrying(kernel, lambda: _handle(kernel, r))
+        return retrying(kernel, lambda: _handle(kernel, rc))
     finally:
         kernel.store.settle()
 
 
-def _handle(kernel, r: Request) -> dict:
+def handle_admitted(kernel, rc: RequestContext) -> dict:
+    """Decide a request ``admit`` admitted (its own transaction, retried when it must be)."""
+    try:
+        return retrying(kernel, lambda: _handle(kernel, rc))
+    finally:
+        kernel.store.settle()
+
+
+def _handle(kernel, rc: RequestContext) -> dict:
+    r = rc.request
     try:
         used = journal(kernel, r.key)           # duplicates: answered without any write
         # guards: idempotent-replay, idempotency-conflict-holds
@@ -87,7 +126,7 @@ def _handle(kernel, r: Request) -> dict:
                 if used is not None:
                     unit.abandon()
                     return answer_used(r, used)
-            response = kernel._decide_and_record(r)
+            response = decide_and_record(kernel, rc)
             if is_hold(response):
                 unit.abandon()        # not an answer yet: nothing is written, the key stays free
         return response
@@ -131,10 +170,10 @@ def handle_batch(kernel, wires: Sequence[Any], credential: str | None = None) ->
     who = kernel.principals.authenticate(credential)
     if who is DENIED:
         return [decision(REJECTED, "not-authenticated") for _ in wires]
-    requests = []
+    requests: list[RequestContext] = []
     for n, wire in enumerate(wires):
         try:
-            requests.append(admit(kernel, who, wire))
+            requests.append(context(who, parse(wire)))
         except BadRequest as e:
             raise BadRequest(f"request {n}: {e}") from None
     answers: list[dict] = []
@@ -148,15 +187,15 @@ def handle_batch(kernel, wires: Sequence[Any], credential: str | None = None) ->
     return answers
 
 
-def _batch_commit(kernel, requests: list[Request]) -> list[dict]:
+def _batch_commit(kernel, requests: list[RequestContext]) -> list[dict]:
     """Decide a prefix of ``requests`` in one transaction; their answers once committed."""
     answers: list[dict] = []
     try:
         with kernel.store.atomic(f"batch:{requests[0].key}"):
             kernel._sync()
-            for r in requests:
+            for rc in requests:
                 try:
-                    answers.append(_in_savepoint(kernel, r, may_perform=not answers))
+                    answers.append(_in_savepoint(kernel, rc, may_perform=not answers))
                 except CommitFirst:
                     break                  # commit what is decided, then this one
     except BaseException:
@@ -166,7 +205,8 @@ def _batch_commit(kernel, requests: list[Request]) -> list[dict]:
     return answers
 
 
-def _in_savepoint(kernel, r: Request, may_perform: bool) -> dict:
+def _in_savepoint(kernel, rc: RequestContext, may_perform: bool) -> dict:
+    r = rc.request
     with kernel.store.atomic(r.key) as unit:
         if kernel.store.row_locks:
             lock_and_sync(kernel, r)
@@ -174,7 +214,7 @@ def _in_savepoint(kernel, r: Request, may_perform: bool) -> dict:
         if used is not None:
             unit.abandon()
             return answer_used(r, used)
-        response = kernel._decide_and_record(r, may_perform)
+        response = decide_and_record(kernel, rc, may_perform)
         if is_hold(response):
             unit.abandon()
         return response
@@ -211,9 +251,10 @@ def answer_used(r: Request, used: tuple[str, str]) -> dict:
     return decision(DUPLICATE, original=json.loads(response))
 
 
-def decide_and_record(kernel, r: Request, may_perform: bool = True) -> dict:
+def decide_and_record(kernel, rc: RequestContext, may_perform: bool = True) -> dict:
     """Decide, perform the effects, append the event and apply it (inside the caller's unit)."""
-    outcome, observe = decide_request(kernel, r)
+    r = rc.request
+    outcome, observe = decide_request(kernel, rc)
     facts = list(outcome.facts)
     # guards: rejection-changes-nothing
     if outcome.changes_state and outcome.effects:
@@ -244,13 +285,14 @@ def decide_and_record(kernel, r: Request, may_perform: bool = True) -> dict:
     return response
 
 
-def decide_request(kernel, r: Request):
-    """The rule's outcome for ``r`` (its names, authority, the task, then ``rules.decide``)."""
+def decide_request(kernel, rc: RequestContext):
+    """The rule's outcome for a request (its names, authority, the task, then ``rules.decide``)."""
+    r = rc.request
     # guards: rejection-changes-nothing
-    if refused_name(r) is not None:
+    if rc.bad_name is not None:
         return Outcome(REJECTED, "bad-name", EMPTY), None
     # guards: role-held
-    if kernel._who is not None and r.actor not in kernel._who.roles:
+    if not rc.role_held:
         return Outcome(REJECTED, "role-not-held", EMPTY), None
     if not r.authorized:
         return Outcome(REJECTED, "not-authorized", EMPTY), None

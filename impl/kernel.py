@@ -26,7 +26,7 @@ from .errors import GraphError, SeedError
 from .graph import dependency_path, task_added_events
 from .hooks import Hook, no_hook
 from .ledger import LedgerVerdict
-from .principals import Principal, Principals
+from .principals import Principals
 from .planner import Plan, plan, plans
 from .projection import StatusProjection, observable_task, status
 from .records import TaskPolicy, TaskRecord, changed, record_to_json
@@ -35,7 +35,6 @@ from .seeding import Initial, check_initial, seeded
 from .backends import open_store
 from .store import Pragmas, dumps
 from .tables import FactTables, TaskTables
-from .wire import Request
 
 
 #: The tasks whose records a kernel keeps between requests, at most: past it, the caches are
@@ -57,7 +56,6 @@ class Kernel:
         self.ledger = self.store.ledger()
         self.view = StatusProjection(self.conn)
         self.principals = Principals(self.store, self._append)
-        self._who: Principal | None = None
         self._version: int | None = None
         self._forget()
 
@@ -267,6 +265,16 @@ class Kernel:
         (``BadRequest`` if malformed). A closed kernel authenticates before it reads."""
         return handling.handle(self, wire, credential)
 
+    def admit(self, wire: Any, credential: str | None = None) -> "handling.RequestContext | None":
+        """Authenticate ``credential`` and parse ``wire`` once (``BadRequest`` if malformed):
+        the request's context (``RequestContext.bad_name`` says why its names are refused),
+        or None when the credential does not authenticate. ``handle_admitted`` decides it."""
+        return handling.admit(self, credential, wire)
+
+    def handle_admitted(self, rc: "handling.RequestContext") -> dict:
+        """Decide a request ``admit`` returned, as ``handle`` would."""
+        return handling.handle_admitted(self, rc)
+
     def handle_batch(self, wires: Sequence[Any], credential: str | None = None) -> list[dict]:
         """Decide several requests with one commit for all of them (group commit).
 
@@ -280,9 +288,6 @@ class Kernel:
         happens. A malformed request refuses the whole batch before anything runs
         (``BadRequest`` naming its position)."""
         return handling.handle_batch(self, wires, credential)
-
-    def _decide_and_record(self, r: Request, may_perform: bool = True) -> dict:
-        return handling.decide_and_record(self, r, may_perform)
 
     # --- the ledger and the one write path ---------------------------------------------------------
 

@@ -152,7 +152,7 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("role-label-trusted", "authority",
        "the actor label is trusted as written: an authenticated worker labelling its requests "
        "validator, evaluator or operator is applied", "role-held",
-       ("handling.py", "    if kernel._who is not None and r.actor not in kernel._who.roles:",
+       ("handling.py", "    if not rc.role_held:",
         "    if False:")),
     _m("token-not-checked", "authority",
        "K alone admits a request of the attempt's own process: the presented capability "
@@ -255,8 +255,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("batch-effect-behind-uncommitted", "group-commit",
        "in a batch, a request's external effect runs behind requests decided but not yet "
        "committed", "every intent an effect relies on is durable before it happens",
-       ("handling.py", "answers.append(_in_savepoint(kernel, r, may_perform=not answers))",
-        "answers.append(_in_savepoint(kernel, r, may_perform=True))")),
+       ("handling.py", "answers.append(_in_savepoint(kernel, rc, may_perform=not answers))",
+        "answers.append(_in_savepoint(kernel, rc, may_perform=True))")),
     _m("batch-skips-journal", "group-commit",
        "a batched request is decided without looking up its key in the journal",
        "idempotent-replay in group commit",
@@ -444,8 +444,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("deliver-role-unchecked", "authority",
        "the role check is skipped for deliver: an authenticated worker labelling itself "
        "operator releases a wait", "role-held",
-       ("handling.py", "    if kernel._who is not None and r.actor not in kernel._who.roles:",
-        '    if kernel._who is not None and r.actor not in kernel._who.roles and r.kind != "deliver":')),
+       ("handling.py", "    if not rc.role_held:",
+        '    if not rc.role_held and rc.request.kind != "deliver":')),
     _m("revoked-still-authenticates", "authority",
        "a revoked principal's credential still authenticates", "a revoked credential is an "
        "unknown one (not-authenticated)",
