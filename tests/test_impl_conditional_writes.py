@@ -14,8 +14,9 @@ import sqlite3
 import pytest
 
 from wgk.conformance.oracle import races
-from wgk.impl import Kernel, MemoryWorld, TaskPolicy, pg
-from wgk.impl.records import changed, evolve
+from wgk.impl import Kernel, MemoryWorld, TaskPolicy
+from wgk.impl.storage import pg
+from wgk.impl.storage.records import changed, evolve
 
 from pg_support import NO_CONDITIONS, pg_server  # noqa: F401  (fixture)
 
@@ -112,7 +113,7 @@ def test_the_gates_races_on_postgresql_run_with_and_without_row_locks(pg_server,
 
 
 def test_a_task_without_its_stamp_is_a_one_line_store_error(tmp_path):
-    from wgk.impl.errors import StoreError
+    from wgk.impl.contract.errors import StoreError
     world = MemoryWorld.create(target="main-0")
     k = Kernel(str(tmp_path / "kernel.db"), world.environment())
     k.create_graph("g", [TaskPolicy("a")])

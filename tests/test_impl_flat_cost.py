@@ -182,7 +182,7 @@ def test_a_long_lived_kernel_keeps_a_bounded_number_of_task_records(tmp_path, mo
     """Records, policies and ids cached between requests are dropped past the bound (and read
     again, as after another connection's commit): a daemon's memory does not grow with the
     tasks it has touched, and its decisions stay those of the stored facts."""
-    import wgk.impl.kernel as kernel_module
+    import wgk.impl.front.kernel as kernel_module
     monkeypatch.setattr(kernel_module, "CACHED_TASKS_MOST", 4)
     db, world = seeded(tmp_path, 40, 200)
     k = Kernel(db, world.environment(), pragmas=Pragmas(synchronous="OFF"))

@@ -3,7 +3,7 @@ nothing from the model or the harness.
 
 The walk reads every module under impl/ with ``ast`` (nothing is imported), resolves
 relative imports to module names (``from . import audit`` is the module
-``wgk.impl.audit``), and looks for a cycle among the modules of ``wgk.impl``. The
+``wgk.impl.front.audit``), and looks for a cycle among the modules of ``wgk.impl``. The
 implicit import of a parent package is not an edge (every submodule would otherwise
 close a cycle with its package's ``__init__``).
 """
@@ -107,11 +107,11 @@ def graph() -> dict[str, set[str]]:
 
 
 def test_the_walk_sees_the_package_and_its_edges(graph):
-    assert {"wgk.impl", "wgk.impl.kernel", "wgk.impl.apply", "wgk.impl.errors", "wgk.impl.audit",
+    assert {"wgk.impl", "wgk.impl.front.kernel", "wgk.impl.storage.apply", "wgk.impl.contract.errors", "wgk.impl.front.audit",
             "wgk.impl.cli.kernel", "wgk.impl.demo.story"} <= set(graph)
-    assert "wgk.impl.apply" in graph["wgk.impl.audit"]
-    assert {"wgk.impl.audit", "wgk.impl.converge", "wgk.impl.legacy"} <= graph["wgk.impl.kernel"]
-    assert "wgk.impl.kernel" in graph["wgk.impl.cli.kernel_open"]      # from ..kernel import
+    assert "wgk.impl.storage.apply" in graph["wgk.impl.front.audit"]
+    assert {"wgk.impl.front.audit", "wgk.impl.front.converge", "wgk.impl.front.legacy"} <= graph["wgk.impl.front.kernel"]
+    assert "wgk.impl.front.kernel" in graph["wgk.impl.cli.kernel_open"]      # from ..kernel import
     assert "wgk.impl.demo.world" in graph["wgk.impl.demo.story"]       # from .world import
     assert sum(len(v & graph.keys()) for v in graph.values()) > 60
 

@@ -36,9 +36,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook, pg
-from wgk.impl import audit
-from wgk.impl.backends import backend_of, open_store
+from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook
+from wgk.impl.storage import pg
+from wgk.impl.front import audit
+from wgk.impl.storage.backends import backend_of, open_store
 
 from wgk.conformance.oracle.crash_scope import CHECKS, _Scope, _scope
 from wgk.conformance.oracle.daemon import undone

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import os
 
-from ..env import Environment, WallClock
-from ..errors import EnvError, StoreError
-from ..git import GitRepository
-from ..kernel import Kernel
-from ..proc import ProcProcessTable
-from .. import protect
-from ..backends import backend_of, open_store
+from ..world.env import Environment, WallClock
+from ..contract.errors import EnvError, StoreError
+from ..world.git import GitRepository
+from ..front.kernel import Kernel
+from ..world.proc import ProcProcessTable
+from ..contract import protect
+from ..storage.backends import backend_of, open_store
 from .kernel_principals import credential_path, first_credential, reserve
 from .output import UsageError, emit
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 
-from ..kernel import Kernel
-from ..backends import backend_of
-from .. import secretfile
-from ..principals import DENIED, PrincipalError, well_formed
+from ..front.kernel import Kernel
+from ..storage.backends import backend_of
+from ..front import secretfile
+from ..front.principals import DENIED, PrincipalError, well_formed
 from .output import UsageError, emit
 
 #: The roles of the credential ``init`` writes: the operator, who also runs the daemon's

@@ -8,12 +8,12 @@ import secrets
 import sys
 import uuid
 
-from .. import secretfile
-from ..errors import BadRequest, EffectError, EnvError, GraphError, Tampered
-from ..kernel import Kernel
-from ..proc import ProcProcessTable
-from ..records import TaskPolicy
-from ..wire import parse, refused_name
+from ..front import secretfile
+from ..contract.errors import BadRequest, EffectError, EnvError, GraphError, Tampered
+from ..front.kernel import Kernel
+from ..world.proc import ProcProcessTable
+from ..storage.records import TaskPolicy
+from ..contract.wire import parse, refused_name
 from .kernel_open import require_task
 from .kernel_principals import read_credential
 from .output import UsageError, emit

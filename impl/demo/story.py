@@ -10,12 +10,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .. import secretfile
-from ..converge import next_request
-from ..git import GitRepository, init_repository
-from ..kernel import Kernel
-from ..proc import ProcProcessTable
-from ..records import TaskPolicy
+from ..front import secretfile
+from ..front.converge import next_request
+from ..world.git import GitRepository, init_repository
+from ..front.kernel import Kernel
+from ..world.proc import ProcProcessTable
+from ..storage.records import TaskPolicy
 from .checks import check
 from .world import TASKS, cap, open_kernel, tx
 

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from .. import secretfile
+from ..front import secretfile
 from .world import cap, git, open_kernel, tx
 
 
