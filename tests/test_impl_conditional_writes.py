@@ -34,7 +34,7 @@ def stale_second_dispatch(tmp_path, condition: bool) -> tuple[dict, dict, Kernel
     first.create_graph("g", [TaskPolicy("a")])
     second = Kernel(db, world.environment())
     assert second.record("a").fence == 0                       # cached: nothing dispatched
-    second._sync = lambda: False                               # it never sees other commits
+    second.cache.sync = lambda: False                          # it never sees other commits
     if not condition:
         second.store.conn.create_function("wgk_expect", 1, lambda held: 1)
     won = first.handle(dispatch(1))

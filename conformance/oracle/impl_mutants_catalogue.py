@@ -90,8 +90,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("caches-never-dropped", "concurrency",
        "the kernel never drops its record caches when another connection committed",
        "every decision reads the committed state (single-live-owner, first-terminal-wins)",
-       ("front/kernel.py", "        v = self.store.data_version()\n        if v != self._version:",
-        "        v = self.store.data_version()\n        if self._version is None:")),
+       ("storage/cache.py", "        v = self.store.data_version()\n        if v != self.version:",
+        "        v = self.store.data_version()\n        if self.version is None:")),
     _m("pg-no-row-locks", "concurrency",
        "the PostgreSQL store takes no row locks, so two transactions decide on the same task "
        "concurrently under READ COMMITTED", "single-live-owner on PostgreSQL",

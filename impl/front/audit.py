@@ -70,7 +70,7 @@ class Scratch:
             self.kernel = type(kernel)(":memory:", kernel.env, image=self.start.image,
                                        pragmas=Pragmas(synchronous="OFF"))
         self.kernel.env = kernel.env
-        self.kernel._forget()
+        self.kernel.cache.forget()
         return self.kernel
 
     def close(self) -> None:
@@ -105,7 +105,7 @@ def _replay_events(kernel, fresh, since: int) -> int:
             raise Corrupt(f"the ledger does not replay at seq {ev.seq}: {one_line(e)}") from None
         n += 1
         if n % 20_000 == 0:
-            fresh._records.clear()        # bounded memory; records reload from tables
+            fresh.cache.records.clear()   # bounded memory; records reload from tables
     return n
 
 
@@ -116,7 +116,7 @@ def rebuild(kernel, *, apply: bool = False, start: Replayed | None = None,
     exception: nothing is replaced then. ``start``: an earlier replay of this ledger's first
     events (``replayed``), used when the verified ledger still holds its head; ``scratch``:
     one kept open on such a replay, used then (not with ``apply``)."""
-    kernel._sync()
+    kernel.cache.sync()
     verdict = kernel.ledger.verify()
     report = RebuildReport(verdict)
     if not verdict.ok:
@@ -184,7 +184,7 @@ def replayed(kernel, start: Replayed | None = None) -> Replayed | None:
     """The verified ledger replayed into a fresh database, kept as an image for later
     rebuilds (``start``: an earlier image to go on from); None when the ledger does not
     verify or replay, or the backend takes no images."""
-    kernel._sync()
+    kernel.cache.sync()
     verdict = kernel.ledger.verify()
     if not kernel.store.takes_images or not verdict.ok:
         return None
@@ -284,8 +284,7 @@ def _replace_tables(kernel, fresh) -> None:
             for table in PROJECTED_TABLES:
                 c.execute(f"DELETE FROM {main}.{table}")
                 c.execute(f"INSERT INTO {main}.{table} SELECT * FROM {rebuilt}.{table}")
-    kernel._version = None
-    kernel._forget()
+    kernel.cache.invalidate()
 
 
 # --- audit --------------------------------------------------------------------------------
@@ -319,7 +318,7 @@ class AuditReport:
 def audit(kernel, anchors=()) -> AuditReport:
     """Every finding, one line each; a fact that cannot be read back is a finding
     (``corrupt``), never an exception."""
-    kernel._sync()
+    kernel.cache.sync()
     out: list[Finding] = []
     verdict = kernel.ledger.verify(1, anchors)
     if not verdict.ok:

@@ -81,7 +81,7 @@ class RequestContext:
 def admit(kernel, credential: str | None, wire: Any) -> RequestContext | None:
     """The request's context, or None when the credential does not authenticate (nothing
     read); a malformed request raises ``BadRequest`` (nothing written)."""
-    kernel._sync()                  # another connection's commit: check the principals again
+    kernel.cache.sync()                  # another connection's commit: check the principals again
     who = kernel.principals.authenticate(credential)
     if who is DENIED:
         return None
@@ -131,8 +131,7 @@ def _handle(kernel, rc: RequestContext) -> dict:
                 unit.abandon()        # not an answer yet: nothing is written, the key stays free
         return response
     except BaseException:
-        kernel._version = None
-        kernel._forget()
+        kernel.cache.invalidate()
         raise
 
 
@@ -152,21 +151,21 @@ def lock_and_sync(kernel, r: Request) -> bool:
     hold until COMMIT; SQLite's writer lock already covers them), then drop caches
     that another connection's commit made stale."""
     if not kernel.store.row_locks:
-        return kernel._sync()
+        return kernel.cache.sync()
     tid = kernel.task_id(r.task)                # (read again: added by another connection)
     if tid is None:
-        return kernel._sync()
+        return kernel.cache.sync()
     kernel.store.lock_tasks([tid])
-    stale = kernel._sync()
+    stale = kernel.cache.sync()
     deps = kernel.policy(r.task).deps
     if deps:
         kernel.store.lock_tasks([kernel.task_id(d) for d in deps], share=True)
-        stale = kernel._sync() or stale
+        stale = kernel.cache.sync() or stale
     return stale
 
 
 def handle_batch(kernel, wires: Sequence[Any], credential: str | None = None) -> list[dict]:
-    kernel._sync()
+    kernel.cache.sync()
     who = kernel.principals.authenticate(credential)
     if who is DENIED:
         return [decision(REJECTED, "not-authenticated") for _ in wires]
@@ -181,8 +180,7 @@ def handle_batch(kernel, wires: Sequence[Any], credential: str | None = None) ->
         while len(answers) < len(requests):
             answers += retrying(kernel, lambda: _batch_commit(kernel, requests[len(answers):]))
     except BaseException:
-        kernel._version = None
-        kernel._forget()
+        kernel.cache.invalidate()
         raise
     return answers
 
@@ -192,15 +190,14 @@ def _batch_commit(kernel, requests: list[RequestContext]) -> list[dict]:
     answers: list[dict] = []
     try:
         with kernel.store.atomic(f"batch:{requests[0].key}"):
-            kernel._sync()
+            kernel.cache.sync()
             for rc in requests:
                 try:
                     answers.append(_in_savepoint(kernel, rc, may_perform=not answers))
                 except CommitFirst:
                     break                  # commit what is decided, then this one
     except BaseException:
-        kernel._version = None
-        kernel._forget()
+        kernel.cache.invalidate()
         raise
     return answers
 
@@ -237,8 +234,7 @@ def read_ahead(kernel, wire: Any, credential: str | None) -> None:
     if kernel.store.row_locks and sendable(key):
         name = credential.partition(".")[0] if well_formed(credential) else None
         task = wire.get("task")
-        tid = ((kernel._ids or {}).get(task) or kernel._id_of.get(task)
-               if isinstance(task, str) else None)
+        tid = kernel.cache.known_id(task) if isinstance(task, str) else None
         kernel.store.read_ahead(JOURNAL, key if name is None else f"{name}/{key}", tid)
 
 

@@ -4,10 +4,8 @@ injected environment.
 ``handle(request)`` is the only way state changes after the graph exists (the
 request path is ``handling``); graph edits, seeds and legacy records are ledger
 events as well, so every table can be rebuilt from the ledger by the same
-``apply_event``. The caches here (ids, policies, records) are valid while no
-other connection commits; ``_sync`` drops them when one did, and when they hold more than
-``CACHED_TASKS_MOST`` tasks (a long-lived kernel's memory does not grow with the tasks it
-has touched).
+``apply_event``. What it has read of its tables (ids, policies, records) is one
+``ReadCache`` (``storage.cache``), valid while no other connection commits.
 """
 from __future__ import annotations
 
@@ -34,13 +32,9 @@ from ..storage.records import TaskPolicy, TaskRecord, changed, record_to_json
 from ..decisions.decision import Observe
 from ..decisions.seeding import Initial, check_initial, seeded
 from ..storage.backends import open_store
+from ..storage.cache import ReadCache
 from ..storage.store import Pragmas, dumps
 from ..storage.tables import FactTables, TaskTables
-
-
-#: The tasks whose records a kernel keeps between requests, at most: past it, the caches are
-#: dropped between two requests and read again as after another connection's commit.
-CACHED_TASKS_MOST = 1024
 
 
 class Kernel:
@@ -57,8 +51,7 @@ class Kernel:
         self.ledger = self.store.ledger()
         self.view = StatusProjection(self.conn)
         self.principals = Principals(self.store, self._append)
-        self._version: int | None = None
-        self._forget()
+        self.cache = ReadCache(self.store, self.tables, (self.ledger, self.view, self.principals))
 
     @property
     def hook(self) -> Hook:
@@ -75,63 +68,27 @@ class Kernel:
     # --- caches (valid while no other connection commits) ----------------------------------
 
     def _forget(self) -> None:
-        self._graph_id: str | None = None
-        self._protected: tuple[str, ...] | None = None
-        self._ids: dict[str, int] | None = None
-        self._id_of: dict[str, int] = {}      # names looked up one by one (``task_id``)
-        self._policies: dict[str, TaskPolicy] = {}
-        self._records: dict[str, TaskRecord] = {}
-        self.ledger.forget()
-        self.view.forget()
-        self.principals.forget()
+        self.cache.forget()
 
     def _sync(self) -> bool:
-        """Drop the caches if another connection committed since we last looked (or, outside
-        a transaction, when they hold more than ``CACHED_TASKS_MOST`` tasks)."""
-        v = self.store.data_version()
-        if v != self._version:
-            self._version = v
-            self._forget()
-            return True
-        if len(self._records) > CACHED_TASKS_MOST and not self.store.depth:
-            self._forget()
-            self.tables.stamps.clear()       # each is read again with its record
-            return True
-        return False
+        """Drop what was read if another connection committed since (``ReadCache.sync``)."""
+        return self.cache.sync()
 
     @property
     def graph_id(self) -> str | None:
-        if self._graph_id is None:
-            self._graph_id = self.store.meta("graph-id")
-        return self._graph_id
+        return self.cache.graph_id
 
     def protected_paths(self) -> tuple[str, ...]:
         """The graph policy's protected path patterns (``protect``; none: an empty tuple)."""
-        if self._protected is None:
-            self._protected = protect.decode(self.store.meta(f"config:{protect.CONFIG_KEY}"))
-        return self._protected
+        return self.cache.protected_paths()
 
     def ids(self) -> dict[str, int]:
         """Every task's id by name (whole-graph readers and graph edits; a request looks up
         its own tasks with ``task_id``)."""
-        if self._ids is None:
-            self._ids = dict(self.conn.execute("SELECT name, id FROM tasks ORDER BY id"))
-        return self._ids
+        return self.cache.ids()
 
     def task_id(self, name: str) -> int | None:
-        """One task's id (None: no such task), read by its name's index when the whole map
-        is not loaded: a request's cost does not grow with the number of tasks."""
-        if self._ids is not None and name in self._ids:
-            return self._ids[name]
-        tid = self._id_of.get(name)
-        if tid is None:
-            row = self.conn.execute("SELECT id FROM tasks WHERE name = ?", (name,)).fetchone()
-            if row is None:
-                return None
-            tid = self._id_of[name] = row[0]
-            if self._ids is not None:        # added by another connection since it was read
-                self._ids = None
-        return tid
+        return self.cache.task_id(name)
 
     def names(self) -> list[str]:
         self._sync()
@@ -143,23 +100,10 @@ class Kernel:
         return self.task_id(name) is not None
 
     def policy(self, name: str) -> TaskPolicy:
-        p = self._policies.get(name)
-        if p is None:
-            p = self._policies[name] = self.tables.load_policy(self._known(name), name)
-        return p
+        return self.cache.policy(name)
 
     def record(self, name: str) -> TaskRecord:
-        r = self._records.get(name)
-        if r is None:
-            r = self.tables.load(self._known(name))
-            self._records[name] = r
-        return r
-
-    def _known(self, name: str) -> int:
-        tid = self.task_id(name)
-        if tid is None:
-            raise KeyError(name)
-        return tid
+        return self.cache.record(name)
 
     def observe(self, name: str) -> Observe:
         return Observe(self.env, name, self._effect_state)

@@ -3,8 +3,8 @@
 ``apply_event(kernel, seq, event, body)`` writes what one event determines: the
 graph's meta and tasks, the journal entry of a decided request, the record's
 changed rows, the facts and the status projection. ``kernel`` is any object
-with the kernel's tables and caches (``store``, ``conn``, ``tables``, ``facts``,
-``view``, ``ids()``, ``task_id()``, ``record()``): this module never imports the kernel.
+with the kernel's tables and its ``cache`` (``store``, ``conn``, ``tables``, ``facts``,
+``view``, ``cache``, ``ids()``, ``task_id()``, ``record()``): this module never imports the kernel.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def apply_event(k, seq: int, event: str, body: dict, *, key: str | None = None,
         k.store.set_meta("graph-id", body["graph"])
         for key, value in body.get("config", {}).items():
             k.store.set_meta(f"config:{key}", value)
-        k._graph_id = body["graph"]
+        k.cache.graph_created(body["graph"])
     elif event == "task-added":
         _apply_task_added(k, seq, body)
     elif event == "dependency-added":
@@ -31,7 +31,7 @@ def apply_event(k, seq: int, event: str, body: dict, *, key: str | None = None,
         tid, dep = ids[body["task"]], ids[body["dep"]]
         k.conn.execute("INSERT INTO edges VALUES (?, ?)", (tid, dep))
         k.view.add_dependency(tid, k.record(body["dep"]).graph_saved)
-        k._policies.pop(body["task"], None)
+        k.cache.policy_changed(body["task"])
     elif event in ("seed", "request"):
         if event == "request":
             k.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
@@ -84,7 +84,7 @@ def _apply_task_added(k, seq: int, body: dict) -> None:
     ids = k.ids()
     ids[body["task"]] = tid
     k.tables.create(tid)
-    k._records[body["task"]] = EMPTY          # what its new rows hold (no read needed)
+    k.cache.put_record(body["task"], EMPTY)   # what its new rows hold (no read needed)
     k.conn.execute("INSERT INTO generations (task, generation, opened_seq) VALUES (?, 0, ?)",
                    (tid, seq))
     pending = 0
@@ -102,4 +102,4 @@ def _apply_task_changes(k, seq: int, name: str, changes: dict, facts: list,
     k.tables.save(tid, old, new, changes, seq)
     k.facts.write(tid, [(f[0], f[1]) for f in facts], seq)
     k.view.refresh(tid, new)
-    k._records[name] = new
+    k.cache.put_record(name, new)
