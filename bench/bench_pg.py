@@ -37,7 +37,8 @@ from impl_workloads import Heartbeats  # noqa: E402
 from pg_scaling import readiness_figures, scaling_figures  # noqa: E402
 from common import PEER_UNAVAILABLE, Figure, main, say, settle  # noqa: E402
 
-from wgk.impl import Pragmas, pg  # noqa: E402
+from wgk.impl import Pragmas
+from wgk.impl.storage import pg  # noqa: E402
 
 NAME = "pg"
 

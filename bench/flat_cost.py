@@ -1,7 +1,7 @@
 """Flat cost: one request's time and memory against the number of tasks and the ledger's length.
 
 A kernel database is seeded in bulk at each size (direct SQL inserts, the hash chain computed
-as ``impl/ledger.py`` computes it, every projected table as the kernel would have written it:
+as ``impl/storage/ledger.py`` computes it, every projected table as the kernel would have written it:
 the seeded database verifies and rebuilds identically), then a fixed mix of requests is sent
 to it and timed one by one:
 
@@ -48,11 +48,11 @@ from common import BenchResult, Check, Figure, guarded, report, say, settle  # n
 from impl_workloads import MINT, OWNER, TOKEN, cap  # noqa: E402
 from impl_workloads import completion_script as workload_script  # noqa: E402
 
-from wgk.impl.world_steps import _owner_step  # noqa: E402
+from wgk.impl.protocol.world_steps import _owner_step  # noqa: E402
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy  # noqa: E402
-from wgk.impl.canonical import canonical_json  # noqa: E402
-from wgk.impl.ledger import CHAIN, link_v2  # noqa: E402
-from wgk.impl.wire import parse  # noqa: E402
+from wgk.impl.contract.canonical import canonical_json  # noqa: E402
+from wgk.impl.storage.ledger import CHAIN, link_v2  # noqa: E402
+from wgk.impl.contract.wire import parse  # noqa: E402
 
 HEARTBEAT_TASKS = 8
 TARGET = 1.2                      # largest / smallest, at most
@@ -443,7 +443,7 @@ def backends(server_dsn: str | None):
 
 @contextlib.contextmanager
 def pg_db(server_dsn: str):
-    from wgk.impl.pg import scratch_schema
+    from wgk.impl.storage.pg import scratch_schema
     with scratch_schema(server_dsn) as dsn:
         yield dsn
 

@@ -9,7 +9,7 @@ import sqlite3
 import time
 
 import wgk.impl
-from wgk.impl.world_steps import apply_env
+from wgk.impl.protocol.world_steps import apply_env
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
 
 #: What the workloads time with (``impl_against`` measures CPU time with ``time.thread_time``).

@@ -11,17 +11,17 @@ docs/vocabulary.md: nothing here imports ``wgk.model`` or ``wgk.conformance``.
               "expected-attempt": 0, "owner": {"pid": 4001, "birth": 911, "session": "s1"}})
     k.project()
 """
-from .env import (
+from .world.env import (
     Environment, EnvError, ManualClock, MemoryProcesses, MemoryRepository, MemoryWorld, WallClock,
     WorktreeView,
 )
-from .errors import BadRequest, EffectError, GraphError, LegacyError, SeedError, StoreError
-from .hooks import Boundary, Crash, CrashAt, Recorder, no_hook
-from .client import Client
-from .kernel import Kernel
-from .records import TaskPolicy, TaskRecord
-from .seeding import Initial
-from .store import Pragmas
+from .contract.errors import BadRequest, EffectError, GraphError, LegacyError, SeedError, StoreError
+from .world.hooks import Boundary, Crash, CrashAt, Recorder, no_hook
+from .front.client import Client
+from .front.kernel import Kernel
+from .storage.records import TaskPolicy, TaskRecord
+from .decisions.seeding import Initial
+from .storage.store import Pragmas
 
 __all__ = [
     "BadRequest", "Boundary", "Client", "Crash", "CrashAt", "EffectError", "EnvError", "Environment",

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from wgk.impl.kernel import Kernel
-from wgk.impl.vocabulary import MINTING_KINDS, NEEDS_CAPABILITY, TOKEN_BEARERS
+from wgk.impl.front.kernel import Kernel
+from wgk.impl.contract.vocabulary import MINTING_KINDS, NEEDS_CAPABILITY, TOKEN_BEARERS
 
 
 def _db(k: Kernel) -> Any:

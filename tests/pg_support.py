@@ -40,7 +40,7 @@ def pg_server() -> str:
 
 @pytest.fixture
 def pg_dsn(pg_server):
-    from wgk.impl import pg
+    from wgk.impl.storage import pg
     schema = f"wgk_test_{uuid.uuid4().hex[:12]}"
     pg.create_schema(pg_server, schema)
     try:

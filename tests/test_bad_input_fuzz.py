@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from wgk.conformance.cli.main import main
 from wgk.impl import BadRequest, Kernel, LegacyError, MemoryWorld, TaskPolicy
-from wgk.impl.git import GitRepository, init_repository
+from wgk.impl.world.git import GitRepository, init_repository
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "traces" / "incidents" / "05-lost-response-retried.json"

@@ -97,11 +97,11 @@ def test_a_task_without_a_field_is_named(plan):
 
 
 def test_parallel_tasks_owning_one_file_are_found(plan):
-    bad = _with(plan, lambda t, p: t["git-effects"]["owned_files"].append("impl/store.py"))
+    bad = _with(plan, lambda t, p: t["git-effects"]["owned_files"].append("impl/storage/store.py"))
     assert dg.ownership_problems(bad) == [
-        "sqlite-store and git-effects may run in parallel and both own impl/store.py"]
+        "sqlite-store and git-effects may run in parallel and both own impl/storage/store.py"]
     # the same file on two tasks in sequence is not a conflict
-    seq = _with(plan, lambda t, p: t["synthesis-gate"]["owned_files"].append("impl/store.py"))
+    seq = _with(plan, lambda t, p: t["synthesis-gate"]["owned_files"].append("impl/storage/store.py"))
     assert dg.ownership_problems(seq) == []
 
 
@@ -188,32 +188,32 @@ def test_inventory_agrees_with_the_searches(text):
 
 def test_inventory_names_the_kernel_writers(text):
     rows = dg.parse_inventory(text)
-    for entry in [("satisfy-dependency", "impl/transaction.py", "STEPS"),
-                  ("promote", "impl/git.py", "GitRepository.land"),
-                  ("read-status", "impl/projection.py", "StatusProjection.refresh"),
-                  ("migrate", "impl/legacy.py", "import_legacy"),
-                  ("ownership", "impl/seeding.py", "seeded")]:
+    for entry in [("satisfy-dependency", "impl/decisions/transaction.py", "STEPS"),
+                  ("promote", "impl/world/git.py", "GitRepository.land"),
+                  ("read-status", "impl/decisions/projection.py", "StatusProjection.refresh"),
+                  ("migrate", "impl/front/legacy.py", "import_legacy"),
+                  ("ownership", "impl/decisions/seeding.py", "seeded")]:
         assert dg.Entry(*entry) in rows
 
 
 def test_inventory_differences_name_missing_and_extra_rows(text):
     documented = dg.parse_inventory(text)
-    gone = dg.Entry("promote", "impl/git.py", "GitRepository.land")
-    fake = dg.Entry("promote", "impl/git.py", "GitRepository.push")
+    gone = dg.Entry("promote", "impl/world/git.py", "GitRepository.land")
+    fake = dg.Entry("promote", "impl/world/git.py", "GitRepository.push")
     assert dg.inventory_differences((documented - {gone}) | {fake}, documented) == [
-        "missing from the inventory: promote: impl/git.py GitRepository.land",
-        "in the inventory but not found: promote: impl/git.py GitRepository.push",
+        "missing from the inventory: promote: impl/world/git.py GitRepository.land",
+        "in the inventory but not found: promote: impl/world/git.py GitRepository.push",
     ]
 
 
 def test_enclosing_function_uses_the_syntax_tree():
-    source = (ROOT / "impl/git.py").read_text().splitlines()
+    source = (ROOT / "impl/world/git.py").read_text().splitlines()
     line = next(i for i, s in enumerate(source, 1) if "def land(" in s) + 2
-    assert dg.enclosing_function("impl/git.py", line) == "GitRepository.land"
+    assert dg.enclosing_function("impl/world/git.py", line) == "GitRepository.land"
     nested = next(i for i, s in enumerate((ROOT / "model/rules_save.py").read_text().splitlines(), 1)
                   if s.strip() == "def update():")
     assert dg.enclosing_function("model/rules_save.py", nested + 1) != "update"
-    assert dg.enclosing_function("impl/git.py", 1) == "(module)"
+    assert dg.enclosing_function("impl/world/git.py", 1) == "(module)"
 
 
 def test_a_search_line_must_be_git_grep():
@@ -235,7 +235,7 @@ def test_every_named_trace_and_test_exists(text):
 
 
 def test_crash_cut_table_covers_every_boundary_kind(text):
-    from wgk.impl.hooks import BOUNDARY_KINDS
+    from wgk.impl.world.hooks import BOUNDARY_KINDS
     section = text.split("## 5.")[1].split("## 6.")[0]
     for kind in BOUNDARY_KINDS:
         assert f"`{kind}`" in section

@@ -150,17 +150,17 @@ def test_figures_equal_independent_recounts(measured):
     assert measured.get("env-step-kinds").value == len(EnvKind)
     assert measured.get("authority-pairs").value == sum(len(v) for v in AUTHORITY.values())
     assert measured.get("rule-functions").value == len(set(RULES.values())) == len(Kind)
-    assert measured.get("reducers").items == ("impl/rules.py:decide",)
+    assert measured.get("reducers").items == ("impl/decisions/rules.py:decide",)
     assert measured.get("stores-of-record").items == ("ledger",)
     assert set(measured.get("journals").items) == {"journal", "ledger"}
     assert measured.get("helper-processes").value == 0
-    from wgk.impl.kernel import Kernel
+    from wgk.impl.front.kernel import Kernel
     public = {n for n in vars(Kernel) if not n.startswith("_")}
     assert set(measured.get("kernel-public-methods").items) == public
     # the same request kinds can make an attempt terminal in both: the model's by its rules'
     # names, the implementation's by the kinds whose write (or step's columns) is a writer
-    from wgk.impl.rules import RULES as IMPL_RULES
-    from wgk.impl.transaction import STEPS
+    from wgk.impl.decisions.rules import RULES as IMPL_RULES
+    from wgk.impl.decisions.transaction import STEPS
     model_writers = {i.split(":")[1] for i in measured.get("terminal-writers-model").items}
     impl_writers = {i.split(":")[1] for i in measured.get("terminal-writers-impl").items}
     impl_kinds = {k for k, rule in IMPL_RULES.items() if rule.then.__name__ in impl_writers} | \

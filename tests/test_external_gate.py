@@ -178,7 +178,7 @@ def test_served_kernel_answers_bad_messages_with_one_line_errors(tmp_path):
     msgs = ["not json", json.dumps({"op": "apply", "request": {}}),
             json.dumps({"op": "start", "protocol": "wgk-conformance/1", "storage": str(tmp_path)}),
             json.dumps({"op": "stop"})]
-    p = subprocess.run([sys.executable, "-m", "wgk.impl.serve"], input="\n".join(msgs) + "\n",
+    p = subprocess.run([sys.executable, "-m", "wgk.impl.protocol.serve"], input="\n".join(msgs) + "\n",
                        capture_output=True, text=True, timeout=60)
     replies = [json.loads(ln) for ln in p.stdout.splitlines()]
     assert [("error" in r) for r in replies] == [True, True, True, False]

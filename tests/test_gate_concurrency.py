@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wgk.impl import handling, ledger as ledger_mod
+from wgk.impl.front import handling
+from wgk.impl.storage import ledger as ledger_mod
 from wgk.conformance.oracle.batches import batch_replay, groups
 from wgk.conformance.reports import gate
 from wgk.conformance.traces.format import load_trace

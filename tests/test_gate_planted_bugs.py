@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import wgk.impl.rules as rules
+import wgk.impl.decisions.rules as rules
 from wgk.conformance.reports import gate
 from wgk.conformance.check.explore import Instance
 
@@ -105,7 +105,7 @@ def test_a_rebuild_dropping_facts_is_reported_by_every_way_of_rebuilding_in_the_
     """The thorough cuts rebuild on a scratch kept open for the step's cuts (from the replay
     before the step) or from an empty database: a replay that drops facts fails the same cuts
     either way, with the same divergences."""
-    import wgk.impl.apply as apply
+    import wgk.impl.storage.apply as apply
     from wgk.conformance.oracle.crashcuts import crash_cuts
     from wgk.conformance.traces.format import load_trace
     trace = load_trace(INCIDENTS / "13-crash-at-every-phase.json")

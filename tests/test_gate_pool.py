@@ -42,7 +42,7 @@ def test_two_workers_report_what_one_does_in_the_same_order(tmp_path):
 
 
 def test_a_planted_bug_fails_the_same_checks_on_two_workers(monkeypatch):
-    import wgk.impl.rules as rules
+    import wgk.impl.decisions.rules as rules
 
     def no_fence(ctx):
         return "unknown-attempt" if ctx.record.attempt_state == "none" else None

@@ -10,7 +10,7 @@ from wgk.conformance.oracle.impl_system import ImplSystem
 from wgk.conformance.oracle.probes import probe_trace
 from wgk.conformance.reports.gate import run_section
 from wgk.conformance.traces.format import load_trace
-from wgk.impl import vocabulary
+from wgk.impl.contract import vocabulary
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "traces" / "recorded" / "demo-run.json"
@@ -103,7 +103,7 @@ def test_every_variant_of_the_unmutated_implementation_is_refused_alike_and_chan
 
 
 def test_a_lease_epoch_taken_as_a_lower_bound_is_caught(tmp_path, monkeypatch):
-    from wgk.impl import rules
+    from wgk.impl.decisions import rules
 
     def lower_bound(ctx):
         t, c = ctx.record, ctx.request.cap

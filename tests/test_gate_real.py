@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from wgk.impl import git as git_mod, proc as proc_mod, store as store_mod
+from wgk.impl.world import git as git_mod, proc as proc_mod
+from wgk.impl.storage import store as store_mod
 from wgk.conformance.oracle.contract import contract_results
 from wgk.conformance.oracle.races import race
 from wgk.conformance.reports import gate

@@ -4,7 +4,7 @@ evidence the ledger rebuilds, and only the operator confirms."""
 from __future__ import annotations
 
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
-from wgk.impl.world_steps import apply_env
+from wgk.impl.protocol.world_steps import apply_env
 
 FAST = Pragmas(synchronous="OFF")
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}

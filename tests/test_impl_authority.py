@@ -16,11 +16,11 @@ import pytest
 
 from wgk.conformance.cli.main import main
 from wgk.impl import Client, Kernel, MemoryWorld, Pragmas, TaskPolicy
-from wgk.impl.errors import Tampered
-from wgk.impl.git import init_repository
-from wgk.impl.ledger import link_v2
-from wgk.impl.schema import MIGRATIONS
-from wgk.impl.store import Store
+from wgk.impl.contract.errors import Tampered
+from wgk.impl.world.git import init_repository
+from wgk.impl.storage.ledger import link_v2
+from wgk.impl.storage.schema import MIGRATIONS
+from wgk.impl.storage.store import Store
 
 from pg_support import pg_dsn, pg_server  # noqa: F401  (fixtures)
 

@@ -11,7 +11,7 @@ import pytest
 from wgk.impl import BadRequest, Crash, CrashAt, Kernel, Recorder
 
 from test_impl_crash import CAP_A, FAST, SCRIPT, fresh
-from wgk.impl.world_steps import apply_env
+from wgk.impl.protocol.world_steps import apply_env
 
 OWNER_B = {"pid": 4002, "birth": 922, "session": "s2"}
 

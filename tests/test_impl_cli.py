@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from wgk.conformance.cli.main import main
-from wgk.impl.git import GitRepository, init_repository
+from wgk.impl.world.git import GitRepository, init_repository
 
 
 @pytest.fixture

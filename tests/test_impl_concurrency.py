@@ -17,14 +17,14 @@ import textwrap
 import pytest
 
 from wgk.impl import Environment, Kernel, ManualClock, TaskPolicy
-from wgk.impl.git import GitRepository, init_repository
-from wgk.impl.proc import ProcProcessTable
+from wgk.impl.world.git import GitRepository, init_repository
+from wgk.impl.world.proc import ProcProcessTable
 
 CHILD = textwrap.dedent("""
     import json, os, sys, time
     from wgk.impl import Environment, Kernel, ManualClock
-    from wgk.impl.git import GitRepository
-    from wgk.impl.proc import ProcProcessTable
+    from wgk.impl.world.git import GitRepository
+    from wgk.impl.world.proc import ProcProcessTable
     db, repo, barrier, me = sys.argv[1:5]
     requests = json.loads(sys.argv[5])
     loops = int(sys.argv[6])

@@ -10,13 +10,13 @@ condition disabled, to show it is the condition that keeps one winner.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import replace
 
 import pytest
 
 from wgk.conformance.oracle import races
-from wgk.impl import Kernel, MemoryWorld, TaskPolicy, pg
-from wgk.impl.records import changed
+from wgk.impl import Kernel, MemoryWorld, TaskPolicy
+from wgk.impl.storage import pg
+from wgk.impl.storage.records import changed, evolve
 
 from pg_support import NO_CONDITIONS, pg_server  # noqa: F401  (fixture)
 
@@ -34,7 +34,7 @@ def stale_second_dispatch(tmp_path, condition: bool) -> tuple[dict, dict, Kernel
     first.create_graph("g", [TaskPolicy("a")])
     second = Kernel(db, world.environment())
     assert second.record("a").fence == 0                       # cached: nothing dispatched
-    second._sync = lambda: False                               # it never sees other commits
+    second.cache.sync = lambda: False                          # it never sees other commits
     if not condition:
         second.store.conn.create_function("wgk_expect", 1, lambda held: 1)
     won = first.handle(dispatch(1))
@@ -69,7 +69,7 @@ def test_a_write_over_a_record_that_moved_is_refused_by_the_statement_itself(tmp
     second = Kernel(db, world.environment())
     read = first.record("a")
     assert second.handle(dispatch(2))["decision"] == "applied"
-    stolen = replace(read, fence=1, attempt=1)
+    stolen = evolve(read, fence=1, attempt=1)
     with pytest.raises(sqlite3.OperationalError) as failed:
         with first.store.atomic():
             first.tables.save(first.ids()["a"], read, stolen, changed(read, stolen), 0)
@@ -113,7 +113,7 @@ def test_the_gates_races_on_postgresql_run_with_and_without_row_locks(pg_server,
 
 
 def test_a_task_without_its_stamp_is_a_one_line_store_error(tmp_path):
-    from wgk.impl.errors import StoreError
+    from wgk.impl.contract.errors import StoreError
     world = MemoryWorld.create(target="main-0")
     k = Kernel(str(tmp_path / "kernel.db"), world.environment())
     k.create_graph("g", [TaskPolicy("a")])

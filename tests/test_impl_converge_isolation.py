@@ -11,8 +11,8 @@ import pytest
 
 from wgk.conformance.cli.main import main
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
-from wgk.impl.errors import EnvError
-from wgk.impl.git import GitRepository, init_repository
+from wgk.impl.contract.errors import EnvError
+from wgk.impl.world.git import GitRepository, init_repository
 
 CAP = {"graph": "g", "generation": 0, "attempt": 1, "fence": 1, "lease-epoch": 1}
 

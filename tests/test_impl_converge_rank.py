@@ -3,8 +3,8 @@ task whose applied action does not is reported stalled instead of acted on again
 from __future__ import annotations
 
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
-from wgk.impl.projection import convergence_rank
-from wgk.impl.world_steps import apply_env
+from wgk.impl.decisions.projection import convergence_rank
+from wgk.impl.protocol.world_steps import apply_env
 
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from wgk.impl import Crash, CrashAt, Kernel, MemoryWorld, Pragmas, Recorder, TaskPolicy
-from wgk.impl.world_steps import apply_env
+from wgk.impl.protocol.world_steps import apply_env
 
 FAST = Pragmas(synchronous="OFF")
 CAP_A = {"graph": "g", "task": "a", "generation": 0, "attempt": 1, "fence": 1, "lease-epoch": 1}

@@ -182,8 +182,8 @@ def test_a_long_lived_kernel_keeps_a_bounded_number_of_task_records(tmp_path, mo
     """Records, policies and ids cached between requests are dropped past the bound (and read
     again, as after another connection's commit): a daemon's memory does not grow with the
     tasks it has touched, and its decisions stay those of the stored facts."""
-    import wgk.impl.kernel as kernel_module
-    monkeypatch.setattr(kernel_module, "CACHED_TASKS_MOST", 4)
+    import wgk.impl.storage.cache as cache_module
+    monkeypatch.setattr(cache_module, "CACHED_TASKS_MOST", 4)
     db, world = seeded(tmp_path, 40, 200)
     k = Kernel(db, world.environment(), pragmas=Pragmas(synchronous="OFF"))
     try:
@@ -191,10 +191,10 @@ def test_a_long_lived_kernel_keeps_a_bounded_number_of_task_records(tmp_path, mo
         most = 0
         for _ in range(COMPLETIONS):
             assert mix.completion(None)
-            most = max(most, len(k._records), len(k._policies), len(k.tables.stamps))
+            most = max(most, len(k.cache.records), len(k.cache.policies), len(k.tables.stamps))
         for i in range(12):                               # every heartbeat task, in turn
             assert mix.beat(None, "bound")
-            most = max(most, len(k._records), len(k._policies), len(k.tables.stamps))
+            most = max(most, len(k.cache.records), len(k.cache.policies), len(k.tables.stamps))
         assert most <= 4 + 2, f"{most} tasks cached with a bound of 4"
         assert k.status("c2") == "done" and k.status("h3") == "in-progress"
         assert k.verify_ledger().ok and k.rebuild().ok

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from wgk.impl import Environment, Kernel, ManualClock, Pragmas, TaskPolicy
-from wgk.impl.git import SNAPSHOT_IDENTITY, GitError, GitRepository, init_repository, safe
-from wgk.impl.proc import ProcProcessTable
+from wgk.impl.world.git import SNAPSHOT_IDENTITY, GitError, GitRepository, init_repository, safe
+from wgk.impl.world.proc import ProcProcessTable
 
 FAST = Pragmas(synchronous="OFF")
 

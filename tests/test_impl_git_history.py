@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from wgk.impl import Environment, Kernel, ManualClock, TaskPolicy
-from wgk.impl.git import SNAPSHOT_IDENTITY, GitRepository, init_repository
-from wgk.impl.proc import ProcProcessTable
+from wgk.impl.world.git import SNAPSHOT_IDENTITY, GitRepository, init_repository
+from wgk.impl.world.proc import ProcProcessTable
 
 from test_impl_git import FAST, cap, commit_all_in, tx
 

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from wgk.impl import Environment, Kernel, ManualClock, TaskPolicy
-from wgk.impl.git import GitError, GitRepository, init_repository
-from wgk.impl.proc import ProcProcessTable
+from wgk.impl.world.git import GitError, GitRepository, init_repository
+from wgk.impl.world.proc import ProcProcessTable
 
 from test_impl_git import FAST, commit_all_in, files_of, tx
 

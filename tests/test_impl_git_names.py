@@ -13,10 +13,10 @@ from hypothesis import given, settings, strategies as st
 
 from wgk.conformance.cli.main import main
 from wgk.impl import Environment, GraphError, Kernel, ManualClock, TaskPolicy
-from wgk.impl import names as impl_names
-from wgk.impl.git import GitError, GitRepository, init_repository
-from wgk.impl.legacy import LegacyError
-from wgk.impl.proc import ProcProcessTable
+from wgk.impl.contract import names as impl_names
+from wgk.impl.world.git import GitError, GitRepository, init_repository
+from wgk.impl.front.legacy import LegacyError
+from wgk.impl.world.proc import ProcProcessTable
 from wgk.model import names as model_names
 
 from test_impl_git import FAST, commit_all_in

@@ -9,8 +9,8 @@ import pytest
 from wgk.impl import (
     BadRequest, GraphError, Initial, Kernel, MemoryWorld, Pragmas, Recorder, SeedError, TaskPolicy,
 )
-from wgk.impl.legacy import LegacyError
-from wgk.impl.world_steps import apply_env
+from wgk.impl.front.legacy import LegacyError
+from wgk.impl.protocol.world_steps import apply_env
 
 FAST = Pragmas(synchronous="OFF")
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}

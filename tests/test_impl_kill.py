@@ -15,14 +15,14 @@ import textwrap
 import pytest
 
 from wgk.impl import Environment, Kernel, ManualClock
-from wgk.impl.git import GitRepository, init_repository
-from wgk.impl.proc import ProcProcessTable
+from wgk.impl.world.git import GitRepository, init_repository
+from wgk.impl.world.proc import ProcProcessTable
 
 CHILD = textwrap.dedent("""
     import hashlib, os, subprocess, sys
     from wgk.impl import CrashAt, Environment, Kernel, ManualClock, TaskPolicy
-    from wgk.impl.git import GitRepository
-    from wgk.impl.proc import ProcProcessTable
+    from wgk.impl.world.git import GitRepository
+    from wgk.impl.world.proc import ProcProcessTable
     db, repo, kind, when, key = sys.argv[1:6]
     env = Environment(ProcProcessTable(), GitRepository(repo, worktrees=repo + "-wt"), ManualClock())
     k = Kernel(db, env)

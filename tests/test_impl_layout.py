@@ -3,7 +3,7 @@ nothing from the model or the harness.
 
 The walk reads every module under impl/ with ``ast`` (nothing is imported), resolves
 relative imports to module names (``from . import audit`` is the module
-``wgk.impl.audit``), and looks for a cycle among the modules of ``wgk.impl``. The
+``wgk.impl.front.audit``), and looks for a cycle among the modules of ``wgk.impl``. The
 implicit import of a parent package is not an edge (every submodule would otherwise
 close a cycle with its package's ``__init__``).
 """
@@ -107,11 +107,11 @@ def graph() -> dict[str, set[str]]:
 
 
 def test_the_walk_sees_the_package_and_its_edges(graph):
-    assert {"wgk.impl", "wgk.impl.kernel", "wgk.impl.apply", "wgk.impl.errors", "wgk.impl.audit",
+    assert {"wgk.impl", "wgk.impl.front.kernel", "wgk.impl.storage.apply", "wgk.impl.contract.errors", "wgk.impl.front.audit",
             "wgk.impl.cli.kernel", "wgk.impl.demo.story"} <= set(graph)
-    assert "wgk.impl.apply" in graph["wgk.impl.audit"]
-    assert {"wgk.impl.audit", "wgk.impl.converge", "wgk.impl.legacy"} <= graph["wgk.impl.kernel"]
-    assert "wgk.impl.kernel" in graph["wgk.impl.cli.kernel_open"]      # from ..kernel import
+    assert "wgk.impl.storage.apply" in graph["wgk.impl.front.audit"]
+    assert {"wgk.impl.front.audit", "wgk.impl.front.converge", "wgk.impl.front.legacy"} <= graph["wgk.impl.front.kernel"]
+    assert "wgk.impl.front.kernel" in graph["wgk.impl.cli.kernel_open"]      # from ..kernel import
     assert "wgk.impl.demo.world" in graph["wgk.impl.demo.story"]       # from .world import
     assert sum(len(v & graph.keys()) for v in graph.values()) > 60
 
@@ -130,6 +130,57 @@ def test_nothing_imports_the_model_or_the_harness(graph):
                                                               ["wgk", "conformance"]))
            for m, imports in graph.items()}
     assert {m: i for m, i in bad.items() if i} == {}
+
+
+#: The rooms of impl/ (docs/architecture.md, "The rooms of the implementation"), lowest first:
+#: a module imports its own room and the rooms before it, never one after it.
+ROOMS = ("contract", "world", "storage", "decisions", "front")
+#: The rooms on top: each imports any room of ``ROOMS``, and only the top rooms listed here.
+TOP = {"protocol": set(), "demo": set(), "cli": {"demo"}}
+#: The package's own modules outside every room: its front door and the ``-m`` path's shim.
+DOORS = {"wgk.impl", "wgk.impl.serve"}
+
+
+def room_of(module: str) -> str | None:
+    """``wgk.impl.<room>.<module>`` -> the room (None: not in a room)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) >= 3 and parts[2] in (*ROOMS, *TOP) else None
+
+
+def wrong_way(graph: dict[str, set[str]]) -> list[str]:
+    """Every import between rooms that runs against their order, and every module of the
+    package that is in no room and is not one of its doors."""
+    out = []
+    for src, imports in sorted(graph.items()):
+        rs = room_of(src)
+        if rs is None:
+            if src not in DOORS:
+                out.append(f"{src}: in no room")
+            continue
+        for dst in sorted(i for i in imports if i.startswith(PACKAGE + ".") or i == PACKAGE):
+            rd = room_of(dst)
+            if rd == rs:
+                continue
+            below = (rd in ROOMS and (rs in TOP or ROOMS.index(rd) < ROOMS.index(rs))
+                     or rs in TOP and rd in TOP[rs])
+            if not below:
+                out.append(f"{src} -> {dst}: {rs} may not import {rd or 'the package door'}")
+    return out
+
+
+def test_every_module_lives_in_a_room_and_imports_only_the_rooms_below_it(graph):
+    assert {room_of(m) for m in graph} >= {*ROOMS, *TOP}
+    assert wrong_way(graph) == []
+
+
+def test_an_import_against_the_rooms_order_is_found(graph):
+    assert wrong_way({"wgk.impl.storage.store": {"wgk.impl.front.kernel"}}) == [
+        "wgk.impl.storage.store -> wgk.impl.front.kernel: storage may not import front"]
+    assert wrong_way({"wgk.impl.demo.story": {"wgk.impl.cli.output"}})
+    assert wrong_way({"wgk.impl.decisions.rules": {"wgk.impl"}})
+    assert wrong_way({"wgk.impl.loose": set()}) == ["wgk.impl.loose: in no room"]
+    assert wrong_way({"wgk.impl.cli.kernel": {"wgk.impl.demo.story", "wgk.impl.front.kernel",
+                                              "wgk.impl.contract.names"}}) == []
 
 
 def test_a_cycle_and_a_nested_import_are_found(tmp_path):

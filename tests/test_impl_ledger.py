@@ -8,10 +8,10 @@ import re
 import sqlite3
 
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
-from wgk.impl import store as store_module
-from wgk.impl.audit import Scratch, replayed
-from wgk.impl.ledger import link_v2
-from wgk.impl.world_steps import apply_env
+from wgk.impl.storage import store as store_module
+from wgk.impl.front.audit import Scratch, replayed
+from wgk.impl.storage.ledger import link_v2
+from wgk.impl.protocol.world_steps import apply_env
 
 FAST = Pragmas(synchronous="OFF")
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
@@ -220,7 +220,7 @@ def test_no_code_path_writes_a_status_outside_the_projection_routine():
             writers[path.name] = hits
     assert set(writers) == {"projection.py"}, writers
     # and the only status/satisfied columns in the schema are the projection's
-    schema = (IMPL / "schema.py").read_text()
+    schema = (IMPL / "storage" / "schema.py").read_text()
     assert len(re.findall(r"\bstatus TEXT\b", schema)) == 1
     assert "done" not in re.findall(r"'(\w+)'", schema)
     # no module but projection assigns a task status value

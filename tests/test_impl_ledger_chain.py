@@ -15,8 +15,8 @@ import pytest
 
 from wgk.conformance.cli.main import main
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
-from wgk.impl.git import GitRepository, init_repository
-from wgk.impl.ledger import link, link_v2
+from wgk.impl.world.git import GitRepository, init_repository
+from wgk.impl.storage.ledger import link, link_v2
 
 from pg_support import pg_dsn, pg_server  # noqa: F401  (fixtures)
 
@@ -149,7 +149,7 @@ def test_an_old_ledger_stays_verifiable_and_its_old_columns_are_sealed(tmp_path)
 
 def test_an_old_ledger_on_postgresql_is_sealed_by_the_migration(pg_dsn):
     """Rows written by the version-1 append (prev, event and body hashed) before schema 3."""
-    from wgk.impl.pg import PgStore
+    from wgk.impl.storage.pg import PgStore
     s = PgStore(pg_dsn, migrate_to=2)
     prev = "0" * 64
     with s.atomic():

@@ -67,21 +67,21 @@ def test_the_report_gives_the_kill_rate_per_category_and_the_check_that_killed_e
 
 
 def test_a_drifted_anchor_fails_loudly_naming_the_mutant_and_the_file():
-    gone = ImplMutant("drifted", "storage", "x", "y", (Patch("store.py", "BEGIN NEVER-THERE", "x"),))
-    twice = ImplMutant("twice", "storage", "x", "y", (Patch("store.py", "self.conn", "self.c"),))
+    gone = ImplMutant("drifted", "storage", "x", "y", (Patch("storage/store.py", "BEGIN NEVER-THERE", "x"),))
+    twice = ImplMutant("twice", "storage", "x", "y", (Patch("storage/store.py", "self.conn", "self.c"),))
     [p1], [p2] = check_anchors([gone]), check_anchors([twice])
-    assert "drifted: impl/store.py" in p1 and "occurs 0 times" in p1
-    assert "twice: impl/store.py" in p2 and "must occur exactly once" in p2
+    assert "drifted: impl/storage/store.py" in p1 and "occurs 0 times" in p1
+    assert "twice: impl/storage/store.py" in p2 and "must occur exactly once" in p2
     with pytest.raises(AnchorError):
         materialize(gone.patches, Path("/nonexistent-never-written"), gone.name)
 
 
 def test_a_mutant_is_planted_in_a_copy_never_in_the_installed_source(tmp_path):
     m = MUTANTS_BY_NAME["begin-deferred"]
-    before = (impl_root() / "store.py").read_text()
+    before = (impl_root() / "storage" / "store.py").read_text()
     copy = materialize(m.patches, tmp_path, m.name)
-    assert "BEGIN DEFERRED" in (copy / "wgk" / "impl" / "store.py").read_text()
-    assert (impl_root() / "store.py").read_text() == before
+    assert "BEGIN DEFERRED" in (copy / "wgk" / "impl" / "storage" / "store.py").read_text()
+    assert (impl_root() / "storage" / "store.py").read_text() == before
     # a child process with the copy first on PYTHONPATH imports the copy as wgk.impl
     from wgk.conformance.oracle.impl_mutants import child_env
     out = subprocess.run([sys.executable, "-c", "import wgk.impl, wgk.model; "
@@ -145,17 +145,17 @@ def test_every_marker_can_be_disabled_by_an_exact_patch_or_says_why():
             continue
         assert check_anchors([ImplMutant("disabled", "rules", "d", "b", (patch,))]) == [], g
     assert len(cannot) <= 2, cannot
-    g = _marker("impl/proc.py", 'if state in (b"Z", b"X"):')
+    g = _marker("impl/world/proc.py", 'if state in (b"Z", b"X"):')
     patch, _, _ = disabling_patch(g)
     assert patch.new.endswith("if False:") and "# guards: liveness-needs-exact-birth" in patch.old
 
 
 def test_a_disabled_guard_that_a_check_sees_guards_and_one_it_cannot_guards_nothing():
     from wgk.conformance.reports.guard_verify import verify_guards
-    fence = _marker("impl/rules.py", "if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\")
+    fence = _marker("impl/decisions/rules.py", "if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\")
     # the stale-capability trace never acknowledges a continuation, so replaying
     # it alone cannot see the acknowledgement's guard disabled
-    unseen = _marker("impl/evidence.py", 'return ctx.seen("continuation", ctx.request.evidence)')
+    unseen = _marker("impl/decisions/evidence.py", 'return ctx.seen("continuation", ctx.request.evidence)')
     verdicts = verify_guards("quick", ["replay"], traces=[TRACE], timeout=300,
                              only=lambda g: g in (fence, unseen))
     by = {v.guard: v for v in verdicts}
@@ -191,7 +191,7 @@ def test_a_guard_only_a_real_repository_shows_is_verified_by_its_named_test():
     """The named test runs in the child on the mutated copy, in one process and without the
     project's pytest options: the disabled guard fails it."""
     from wgk.conformance.reports.guard_verify import GUARD_TESTS, verify_guards
-    g = _marker("impl/git.py", "if not self.ignored_files(wt):")
-    assert GUARD_TESTS[("git.py", "if not self.ignored_files(wt):")]
+    g = _marker("impl/world/git.py", "if not self.ignored_files(wt):")
+    assert GUARD_TESTS[("world/git.py", "if not self.ignored_files(wt):")]
     (v,) = verify_guards("quick", [], timeout=300, only=lambda m: m == g)
     assert v.verdict == "guards" and v.by.startswith("tests: tests/"), v.to_json()

@@ -12,8 +12,8 @@ import re
 import sqlite3
 
 from wgk.impl import Kernel, MemoryWorld
-from wgk.impl.schema import SCHEMA_VERSION
-from wgk.impl.vocabulary import FORMER_EVIDENCE_LABELS
+from wgk.impl.storage.schema import SCHEMA_VERSION
+from wgk.impl.contract.vocabulary import FORMER_EVIDENCE_LABELS
 
 from pg_support import pg_dsn, pg_server  # noqa: F401  (fixtures)
 
@@ -70,7 +70,7 @@ def test_an_older_sqlite_database_is_migrated_and_its_ledger_still_verifies(tmp_
 
 
 def test_an_older_postgresql_database_is_migrated_and_its_ledger_still_verifies(pg_dsn):
-    from wgk.impl.backends import open_store
+    from wgk.impl.storage.backends import open_store
     store = open_store(pg_dsn, migrate_to=2)
     inserts = [s for s in DUMP.read_text().splitlines() if s.startswith("INSERT INTO")]
     with store.atomic():

@@ -24,7 +24,7 @@ from wgk.model.requests import Capability, Owner, Request
 from wgk.model.vocab import (
     Actor, AUTHORITY, Disposition, Exit, Kind, Phase, Reason, Verdict, TRANSACTION_KINDS,
 )
-from wgk.impl.world_steps import apply_env
+from wgk.impl.protocol.world_steps import apply_env
 from wgk.conformance.oracle.systems import bind_tokens
 
 FAST = Pragmas(synchronous="OFF")

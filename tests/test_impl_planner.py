@@ -1,4 +1,4 @@
-"""The planner is one query over the stored facts (``impl/planner.py``).
+"""The planner is one query over the stored facts (``impl/decisions/planner.py``).
 
 Lockstep compares its plans with the model's at every step; these tests show what the
 comparison cannot reach: a plan reads the primary facts, never the derived status view,
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from wgk.impl import Kernel, MemoryWorld, TaskPolicy, planner
+from wgk.impl import Kernel, MemoryWorld, TaskPolicy
+from wgk.impl.decisions import planner
 
 
 @pytest.fixture

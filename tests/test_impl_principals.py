@@ -10,8 +10,8 @@ import stat
 import pytest
 
 from wgk.impl import Client, Kernel, MemoryWorld, Pragmas, TaskPolicy
-from wgk.impl.principals import PrincipalError
-from wgk.impl.world_steps import apply_env
+from wgk.impl.front.principals import PrincipalError
+from wgk.impl.protocol.world_steps import apply_env
 
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
 

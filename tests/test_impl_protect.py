@@ -9,9 +9,9 @@ import os
 import pytest
 
 from wgk.impl import Environment, GraphError, Kernel, ManualClock, Pragmas, TaskPolicy
-from wgk.impl import protect
-from wgk.impl.git import GitRepository, init_repository
-from wgk.impl.proc import ProcProcessTable
+from wgk.impl.contract import protect
+from wgk.impl.world.git import GitRepository, init_repository
+from wgk.impl.world.proc import ProcProcessTable
 from wgk.model import protected as model_protect
 
 from test_impl_git import dispatch_to_a_real_process, tx   # the real-git tests' helpers
@@ -58,7 +58,7 @@ BAD = ["", "/abs", "trailing/", "a//b", "./a", "a/../b", "a**/b", "a/**b", "x\0y
 def test_a_pattern_outside_the_grammar_is_refused_alike_and_nothing_is_written(tmp_path, pattern):
     assert model_protect.pattern_problem(pattern) is not None
     assert protect.problem(pattern) is not None
-    from wgk.impl.env import MemoryWorld
+    from wgk.impl.world.env import MemoryWorld
     k = Kernel(str(tmp_path / "k.db"), MemoryWorld.create(target="main-0").environment(),
                pragmas=FAST)
     with pytest.raises(GraphError, match="protected path 1"):

@@ -11,9 +11,9 @@ import sqlite3
 import pytest
 
 from wgk.conformance.cli.main import main
-from wgk.impl.git import GitRepository
-from wgk.impl.schema import MIGRATIONS, SCHEMA_VERSION
-from wgk.impl.store import Store
+from wgk.impl.world.git import GitRepository
+from wgk.impl.storage.schema import MIGRATIONS, SCHEMA_VERSION
+from wgk.impl.storage.store import Store
 
 from test_impl_cli import run, setup  # noqa: F401  (the kernel CLI's fixture and runner)
 

@@ -2,7 +2,7 @@
 
 docs/vocabulary.md lists, per kind, its conditions in order with their codes ("Conditions,
 kind by kind") and, per transaction kind, the phase it writes and the receipt it binds
-("The transaction's steps"); ``impl/rules.py`` and the modules it gathers are written
+("The transaction's steps"); ``impl/decisions/rules.py`` and the modules it gathers are written
 from them. These tests hold the two together (the model is held to the implementation by
 lockstep, not by a comparison of tables).
 """
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from wgk.impl.rules import RULES
-from wgk.impl.transaction import STEPS, Step
-from wgk.impl.vocabulary import CODES, KINDS, TRANSACTION_KINDS
+from wgk.impl.decisions.rules import RULES
+from wgk.impl.decisions.transaction import STEPS, Step
+from wgk.impl.contract.vocabulary import CODES, KINDS, TRANSACTION_KINDS
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "vocabulary.md"
 CONDITION = re.compile(r"^([a-z-]+) → `([a-z-]+)`$")
@@ -61,7 +61,7 @@ def implemented(steps: dict[str, Step]) -> dict[str, tuple[str | None, str | Non
 
 def differences(doc: dict, impl: dict) -> list[str]:
     out = [f"{k}: only in the doc" for k in sorted(set(doc) - set(impl))]
-    out += [f"{k}: only in impl/transaction.py" for k in sorted(set(impl) - set(doc))]
+    out += [f"{k}: only in impl/decisions/transaction.py" for k in sorted(set(impl) - set(doc))]
     out += [f"{k}: doc {doc[k]} != impl {impl[k]}" for k in sorted(set(doc) & set(impl))
             if doc[k] != impl[k]]
     return out
@@ -87,7 +87,7 @@ def test_a_condition_out_of_the_contracts_order_is_reported(text):
     assert differences(doc, implemented(STEPS)) == [
         f"save-work: doc {doc['save-work']} != impl {implemented(STEPS)['save-work']}"]
     del doc["quiesce"]
-    assert "quiesce: only in impl/transaction.py" in differences(doc, implemented(STEPS))
+    assert "quiesce: only in impl/decisions/transaction.py" in differences(doc, implemented(STEPS))
 
 
 def test_the_other_kinds_conditions_are_the_contracts_table(text):
@@ -118,9 +118,9 @@ def _decide(record, kind: str, actor: str, target: str = "main-0", **params):
     """``rules.decide`` on a record no request sequence reaches (the phase order keeps it
     out): a condition kept as defence in depth must still refuse on it."""
     from wgk.impl import MemoryWorld, TaskPolicy
-    from wgk.impl.decision import Ctx, Observe
-    from wgk.impl.rules import decide
-    from wgk.impl.wire import parse
+    from wgk.impl.decisions.decision import Ctx, Observe
+    from wgk.impl.decisions.rules import decide
+    from wgk.impl.contract.wire import parse
     world = MemoryWorld.create(target=target)
     wire = {"kind": kind, "actor": actor, "task": "a", "key": "k",
             "cap": {"graph": "g", "task": "a", "generation": record.generation,
@@ -134,8 +134,8 @@ def _decide(record, kind: str, actor: str, target: str = "main-0", **params):
 
 
 def _in_flight(phase: str, **receipts):
-    from wgk.impl.records import Binding, TaskRecord, evolve
-    t = TaskRecord(generation=0, attempt=1, fence=1, lease_epoch=1, attempt_state="running",
+    from wgk.impl.storage.records import EMPTY, Binding, evolve
+    t = evolve(EMPTY, generation=0, attempt=1, fence=1, lease_epoch=1, attempt_state="running",
                    phase=phase, revision=9, candidate="c1", base="main-0", disposition="land")
     bound = {name: Binding(1, "c1", "main-0") for name in receipts}
     return evolve(t, receipts=t.with_receipts(**bound))

@@ -13,7 +13,7 @@ import pytest
 
 from wgk.conformance.cli.main import main
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
-from wgk.impl.git import GitRepository, init_repository
+from wgk.impl.world.git import GitRepository, init_repository
 
 from pg_support import pg_dsn, pg_server  # noqa: F401  (fixtures)
 
@@ -321,7 +321,7 @@ def registered(g: GitRepository) -> list[str]:
 @pytest.mark.parametrize("where", ["task", "leaf"])
 def test_a_symlink_planted_in_the_worktrees_root_is_refused_and_nothing_is_made_outside(
         repo, tmp_path, where):
-    from wgk.impl.git import GitError
+    from wgk.impl.world.git import GitError
     outside = tmp_path / "outside"
     outside.mkdir()
     os.makedirs(repo.worktrees, exist_ok=True)
@@ -339,7 +339,7 @@ def test_a_symlink_planted_in_the_worktrees_root_is_refused_and_nothing_is_made_
 
 
 def test_a_worktree_replaced_by_a_symlink_is_neither_read_nor_removed_through_it(repo, tmp_path):
-    from wgk.impl.git import GitError
+    from wgk.impl.world.git import GitError
     repo.create_worktree("a/f1", repo.target())
     assert repo.observe_worktree("a/f1").present
     elsewhere = tmp_path / "elsewhere"

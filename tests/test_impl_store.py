@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 
 from wgk.impl import Crash, CrashAt, Kernel, MemoryWorld, Pragmas, Recorder, StoreError, TaskPolicy
-from wgk.impl.store import MIGRATIONS, SCHEMA_VERSION, Store
+from wgk.impl.storage.store import MIGRATIONS, SCHEMA_VERSION, Store
 
 
 def test_wal_synchronous_full_by_default_and_configurable(tmp_path):

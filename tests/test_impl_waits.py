@@ -9,7 +9,7 @@ import json
 import pytest
 
 from wgk.conformance.cli.main import main
-from wgk.impl.world_steps import apply_env
+from wgk.impl.protocol.world_steps import apply_env
 from wgk.impl import BadRequest, Kernel, MemoryWorld, Pragmas, TaskPolicy
 
 from test_impl_cli import fingerprint, run, setup, sleeper  # noqa: F401  (fixtures)

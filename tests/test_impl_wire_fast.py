@@ -14,9 +14,9 @@ import pytest
 from hypothesis import event, given, settings, strategies as st
 
 from wgk.impl import BadRequest
-from wgk.impl import wire
-from wgk.impl.wire import canonical_json
-from wgk.impl.vocabulary import (
+from wgk.impl.contract import wire
+from wgk.impl.contract.wire import canonical_json
+from wgk.impl.contract.vocabulary import (
     ACTORS, DISPOSITIONS, FAILURES, KINDS, MINTING_KINDS, PHASES, REASONS, VERDICTS,
 )
 

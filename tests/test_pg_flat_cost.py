@@ -66,7 +66,7 @@ def reads(dsn: str, events: int, drop: str | None = None) -> dict[str, tuple]:
 
 
 def two_schemas(pg_server):
-    from wgk.impl.pg import scratch_schema
+    from wgk.impl.storage.pg import scratch_schema
     return scratch_schema(pg_server), scratch_schema(pg_server)
 
 

@@ -15,13 +15,14 @@ import sys
 
 import pytest
 
-from wgk.impl import Kernel, MemoryWorld, StoreError, TaskPolicy, pg
-from wgk.impl.backends import open_store
-from wgk.impl.schema import SCHEMA_VERSION
+from wgk.impl import Kernel, MemoryWorld, StoreError, TaskPolicy
+from wgk.impl.storage import pg
+from wgk.impl.storage.backends import open_store
+from wgk.impl.storage.schema import SCHEMA_VERSION
 
 from pg_support import pg_dsn, pg_server  # noqa: F401  (fixtures)
 from test_impl_crash import SCRIPT, SPECS
-from wgk.impl.world_steps import apply_env
+from wgk.impl.protocol.world_steps import apply_env
 
 
 def run_script(path: str) -> tuple[list[dict], dict, Kernel]:
@@ -120,20 +121,21 @@ def test_a_newer_schema_is_refused(pg_dsn):
         open_store(pg_dsn)
 
 
-def test_a_deadlock_is_retried_with_the_same_key_invisibly(pg_dsn):
+def test_a_deadlock_is_retried_with_the_same_key_invisibly(pg_dsn, monkeypatch):
     import psycopg
+    from wgk.impl.front import handling
     world = MemoryWorld.create(target="main-0")
     k = Kernel(pg_dsn, world.environment())
     k.create_graph("g", [TaskPolicy("a")])
-    real, calls = k._decide_and_record, []
+    real, calls = handling.decide_and_record, []
 
-    def deadlock_once(r, *a):
-        calls.append(r.key)
+    def deadlock_once(kernel, rc, *a):
+        calls.append(rc.key)
         if len(calls) == 1:
             k.conn.native("SELECT 1")              # the transaction did work before failing
             raise psycopg.errors.DeadlockDetected("deadlock detected")
-        return real(r, *a)
-    k._decide_and_record = deadlock_once
+        return real(kernel, rc, *a)
+    monkeypatch.setattr(handling, "decide_and_record", deadlock_once)
     answer = k.handle(SCRIPT[0])
     assert answer == {"decision": "applied"} and calls == ["dispatch:a", "dispatch:a"]
     assert k.project()["journal"] == {"dispatch:a": {"decision": "applied"}}

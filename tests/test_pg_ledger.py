@@ -18,7 +18,7 @@ import threading
 import pytest
 
 from wgk.impl import Crash, Kernel, MemoryWorld, Pragmas, TaskPolicy
-from wgk.impl import pg_conn, pg_sql
+from wgk.impl.storage import pg_conn, pg_sql
 
 from pg_support import pg_dsn, pg_server  # noqa: F401  (fixtures)
 
@@ -184,7 +184,7 @@ AWKWARD = [None, "", "plain-key_1.2", 'q"uote', "back\\slash", "tab\tnew\nline\r
 def test_the_seal_hashes_every_column_as_the_ledger_does(pg_dsn):
     """The chain is computed in SQL (``wgk_link``) and checked in Python (``ledger.link_v2``):
     the same hash for texts PostgreSQL and Python encode differently as JSON (non-ASCII)."""
-    from wgk.impl.ledger import link_v2
+    from wgk.impl.storage.ledger import link_v2
     k = kernel(pg_dsn)
     for text in AWKWARD:
         got = k.conn.native("SELECT wgk_link(%s, 7, 'request', %s, %s, %s)",

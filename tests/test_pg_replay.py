@@ -19,7 +19,7 @@ from wgk.conformance.oracle.impl_system import ImplSystem
 from wgk.conformance.oracle.replay import replay
 from wgk.conformance.oracle.systems import ModelSystem
 from wgk.conformance.traces.format import load_trace, trace_files
-from wgk.impl import pg
+from wgk.impl.storage import pg
 
 from pg_support import pg_backend, pg_server  # noqa: F401  (fixtures)
 

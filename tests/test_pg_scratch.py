@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wgk.impl import pg
-from wgk.impl.pg_conn import driver
+from wgk.impl.storage import pg
+from wgk.impl.storage.pg_conn import driver
 
 from pg_support import pg_server  # noqa: F401  (fixture)
 from test_pg_kernel import run_script

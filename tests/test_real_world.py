@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wgk.impl import proc as proc_mod
+from wgk.impl.world import proc as proc_mod
 from wgk.conformance.cli.main import main
 from wgk.conformance.oracle.crashcuts import crash_cuts
 from wgk.conformance.oracle.real_world import world_for

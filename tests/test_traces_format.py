@@ -57,7 +57,7 @@ def test_schema_enums_are_the_vocabulary():
 
 def test_the_implementation_speaks_the_models_codes_and_evidence_kinds():
     import ast
-    from wgk.impl.vocabulary import CODES, EVIDENCE_LABELS
+    from wgk.impl.contract.vocabulary import CODES, EVIDENCE_LABELS
     assert list(CODES) == [c for c in Code.labels() if c != "none"]
     noted = {n.args[1].value for p in (ROOT / "model").glob("rules_*.py")
              for n in ast.walk(ast.parse(p.read_text()))

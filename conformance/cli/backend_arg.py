@@ -17,7 +17,8 @@ def backend_dsn(args: argparse.Namespace) -> str | None:
     value = getattr(args, "backend", "sqlite") or "sqlite"
     if value == "sqlite":
         return None
-    from wgk.impl import StoreError, pg
+    from wgk.impl import StoreError
+    from wgk.impl.storage import pg
     if not pg.is_dsn(value):
         raise UsageError(f"--backend {value}: expected sqlite or a postgresql:// DSN")
     try:

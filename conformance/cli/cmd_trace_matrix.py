@@ -15,7 +15,7 @@ EXAMPLES = """  wgk trace-matrix                 one line per invariant: what tr
   wgk trace-matrix --write-docs    refresh that table in docs/design-atomic-graph-work-save.md
   wgk trace-matrix --json
   wgk trace-matrix --verify-guards                 disable each guard in turn: does a check fail?
-  wgk trace-matrix --verify-guards --only impl/git.py --json
+  wgk trace-matrix --verify-guards --only impl/world/git.py --json
 Columns: the model's predicate and the transitions that affect it; the z3 proof of every
 (transition x invariant) frame; the traces that exercise it (its antecedent holds in one of
 their states, replayed through the model); the crash cuts of the listed traces that pass

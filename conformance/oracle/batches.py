@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 
 from wgk.impl import Crash, CrashAt, Recorder, no_hook
-from wgk.impl.audit import Scratch
+from wgk.impl.front.audit import Scratch
 
 from wgk.conformance.oracle.crashcuts import _consistent, _restore, _snapshot, with_effects
 from wgk.conformance.oracle.impl_system import ImplSystem, database

@@ -1,7 +1,7 @@
 """The environment contract: every real backend held to its in-memory double.
 
 The implementation acts on its environment through two contracts
-(``wgk.impl.env``): a repository (worktrees, content ids, immutable refs, the
+(``wgk.impl.world.env``): a repository (worktrees, content ids, immutable refs, the
 target moved by compare-and-swap, outputs) and a process table (an owner is
 ``(pid, birth)``; a zombie has exited). The in-memory doubles
 (``MemoryRepository``, ``MemoryProcesses``) are what every replayed trace runs on
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from wgk.impl import EnvError, Kernel, MemoryProcesses, MemoryRepository, MemoryWorld
-from wgk.impl.git import GitRepository, init_repository
-from wgk.impl.proc import ProcProcessTable
+from wgk.impl.world.git import GitRepository, init_repository
+from wgk.impl.world.proc import ProcProcessTable
 
 
 class Breach(AssertionError):

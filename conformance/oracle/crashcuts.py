@@ -36,9 +36,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook, pg
-from wgk.impl import audit
-from wgk.impl.backends import open_store
+from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook
+from wgk.impl.storage import pg
+from wgk.impl.front import audit
+from wgk.impl.storage.backends import backend_of, open_store
 
 from wgk.conformance.oracle.crash_scope import CHECKS, _Scope, _scope
 from wgk.conformance.oracle.daemon import undone
@@ -103,16 +104,17 @@ class _Snapshot:
 def _snapshot(impl: ImplSystem, path: str, replay: bool = False, start=None) -> _Snapshot:
     """The implementation's durable state before a step; ``replay``: with the ledger so far
     replayed, for the cuts' rebuilds (``start``: as replayed before an earlier step)."""
-    if pg.is_dsn(impl.path):
+    on_file = backend_of(impl.path).file
+    if not on_file:
         impl.kernel.store.snapshot(path)         # every table's rows
-    image = b"" if pg.is_dsn(impl.path) else impl.kernel.conn.serialize()   # its committed pages
+    image = impl.kernel.conn.serialize() if on_file else b""   # its committed pages
     world = snapshot_world(impl.world, path + ".world")
     replayed = audit.replayed(impl.kernel, start) if replay else None
     return _Snapshot(path, world, impl.kernel.ledger_head(), impl.daemon, replayed, image=image)
 
 
 def _restore(snap: _Snapshot, path: str, hook) -> ImplSystem:
-    if pg.is_dsn(path):                           # the cut's schema, emptied and refilled
+    if not backend_of(path).file:                 # the cut's schema, emptied and refilled
         store = open_store(path)
         store.restore(snap.db)
         store.close()

@@ -63,39 +63,39 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("begin-deferred", "storage",
        "a transaction starts with BEGIN DEFERRED, so two writers both read before either "
        "takes the write lock", "single-live-owner (one writer decides at a time)",
-       ("store.py", 'self.conn.execute("BEGIN IMMEDIATE")', 'self.conn.execute("BEGIN DEFERRED")')),
+       ("storage/store.py", 'self.conn.execute("BEGIN IMMEDIATE")', 'self.conn.execute("BEGIN DEFERRED")')),
     _m("synchronous-off", "storage",
        "the default pragmas turn synchronous off, so a commit is acknowledged before it "
        "reaches the disk", "a committed decision survives a power loss",
-       ("store.py", 'synchronous: str = "FULL"', 'synchronous: str = "OFF"')),
+       ("storage/store.py", 'synchronous: str = "FULL"', 'synchronous: str = "OFF"')),
     _m("receipt-delete-skipped", "storage",
        "saving a record never deletes a receipt row the record dropped, so a reload after a "
        "restart resurrects receipts of an earlier candidate version",
        "the tables hold exactly the record (rebuild equals the live tables)",
-       ("tables.py", '                    c.execute("DELETE FROM receipts WHERE task = ? AND kind = ?", '
+       ("storage/tables.py", '                    c.execute("DELETE FROM receipts WHERE task = ? AND kind = ?", '
                      '(task_id, name))',
         '                    pass')),
     _m("evidence-replaced", "storage",
        "evidence is written with INSERT OR REPLACE, so a repeated occurrence overwrites the "
        "first one's counted flag and sequence", "compaction-occurrences-counted-once",
-       ("tables.py", '"INSERT OR IGNORE INTO evidence VALUES', '"INSERT OR REPLACE INTO evidence VALUES')),
+       ("storage/tables.py", '"INSERT OR IGNORE INTO evidence VALUES', '"INSERT OR REPLACE INTO evidence VALUES')),
     _m("database-umask-mode", "storage",
        "the SQLite database is left for SQLite to create, with the mode the umask gives "
        "(0644 under umask 022), so every local user reads the ledger, the journal and the "
        "principals' secret hashes", "the database is readable by its owner only",
-       ("store.py", '        if path != ":memory:" and not path.startswith("file:"):\n'
+       ("storage/store.py", '        if path != ":memory:" and not path.startswith("file:"):\n'
                     '            create_private(path)\n', ""),
        tests=[SECRETS + "test_the_database_and_its_log_files_are_created_0600_whatever_the_umask"]),
     # --- concurrency -------------------------------------------------------------------------
     _m("caches-never-dropped", "concurrency",
        "the kernel never drops its record caches when another connection committed",
        "every decision reads the committed state (single-live-owner, first-terminal-wins)",
-       ("kernel.py", "        v = self.store.data_version()\n        if v != self._version:",
-        "        v = self.store.data_version()\n        if self._version is None:")),
+       ("storage/cache.py", "        v = self.store.data_version()\n        if v != self.version:",
+        "        v = self.store.data_version()\n        if self.version is None:")),
     _m("pg-no-row-locks", "concurrency",
        "the PostgreSQL store takes no row locks, so two transactions decide on the same task "
        "concurrently under READ COMMITTED", "single-live-owner on PostgreSQL",
-       ("pg.py", "    row_locks = True", "    row_locks = False"),
+       ("storage/pg.py", "    row_locks = True", "    row_locks = False"),
        survives=("only the gate's races section on PostgreSQL (`wgk gate --backend DSN`) can "
                  "see it; the gate without a backend runs SQLite only")),
     # --- ledger ------------------------------------------------------------------------------
@@ -103,25 +103,25 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "the ledger keeps its cached head across transactions, so after another connection "
        "appends it links the next event to a stale head",
        "the ledger is one hash chain (every event links to its predecessor)",
-       ("ledger.py", '        """Drop the cached head (another connection may have appended)."""\n'
+       ("storage/ledger.py", '        """Drop the cached head (another connection may have appended)."""\n'
                      "        self._head = None",
         '        """Drop the cached head (another connection may have appended)."""')),
     _m("ledger-links-genesis", "ledger",
        "every ledger event links to the genesis hash instead of its predecessor's hash",
        "the ledger is one hash chain",
-       ("ledger.py", "        seq, prev = self.head()\n        seq += 1",
+       ("storage/ledger.py", "        seq, prev = self.head()\n        seq += 1",
         "        seq, prev = self.head()[0], GENESIS\n        seq += 1")),
     _m("ledger-events-reversed", "ledger",
        "the ledger's events are read newest first, so a rebuild applies them in reverse",
        "the tables can be rebuilt from the ledger",
-       ("ledger.py", '"SELECT seq, event, task, key, body FROM ledger WHERE seq > ? ORDER BY seq"',
+       ("storage/ledger.py", '"SELECT seq, event, task, key, body FROM ledger WHERE seq > ? ORDER BY seq"',
         '"SELECT seq, event, task, key, body FROM ledger WHERE seq > ? ORDER BY seq DESC"')),
     # --- audit -------------------------------------------------------------------------------
     _m("rebuild-drops-facts", "audit",
        "applying a request event from the ledger (the rebuild path) drops the facts it "
        "recorded, so a rebuilt database lacks evidence, effects and worktrees",
        "the tables can be rebuilt from the ledger",
-       ("apply.py", 'changes if changes is not None else body["changes"],\n'
+       ("storage/apply.py", 'changes if changes is not None else body["changes"],\n'
                     '                                body.get("facts", []), record)',
         'changes if changes is not None else body["changes"],\n'
         '                                body.get("facts", []) if record is not None else [], record)')),
@@ -129,173 +129,173 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("conflict-answered-as-duplicate", "idempotency",
        "a used key is answered from the journal without comparing the request's digest",
        "idempotency-conflict-holds",
-       ("handling.py", "    if digest != r.digest:\n        return decision(REJECTED, "
+       ("front/handling.py", "    if digest != r.digest:\n        return decision(REJECTED, "
                        '"idempotency-conflict")',
         "    if False:\n        return decision(REJECTED, \"idempotency-conflict\")")),
     _m("duplicate-decided-again", "idempotency",
        "a re-sent request is decided again instead of being answered from the journal",
        "idempotent-replay",
-       ("handling.py", "        if used is not None:\n            return answer_used(r, used)\n"
+       ("front/handling.py", "        if used is not None:\n            return answer_used(r, used)\n"
                        "        with kernel.store.atomic(r.key) as unit:",
         "        with kernel.store.atomic(r.key) as unit:")),
     _m("hold-journaled", "idempotency",
        "a 'not yet' rejection (dependency-not-done, assignment-required) is journaled, so "
        "the same key is answered with the stale rejection once the dependency is Done",
        "idempotent-replay (a key's answer is the decision of its request)",
-       ("handling.py", '    return response.get("decision") == REJECTED and response.get("code") in UNJOURNALED',
+       ("front/handling.py", '    return response.get("decision") == REJECTED and response.get("code") in UNJOURNALED',
         '    return response.get("decision") == REJECTED and response.get("code") == "bad-name"')),
     _m("keys-not-scoped", "idempotency",
        "journal keys are not scoped by their sender, so one principal can squat another's key",
        "keys-per-principal",
-       ("principals.py", '    return key if who is None else f"{who.name}/{key}"', "    return key")),
+       ("front/principals.py", '    return key if who is None else f"{who.name}/{key}"', "    return key")),
     # --- authority ---------------------------------------------------------------------------
     _m("role-label-trusted", "authority",
        "the actor label is trusted as written: an authenticated worker labelling its requests "
        "validator, evaluator or operator is applied", "role-held",
-       ("handling.py", "    if kernel._who is not None and r.actor not in kernel._who.roles:",
+       ("front/handling.py", "    if not rc.role_held:",
         "    if False:")),
     _m("token-not-checked", "authority",
        "K alone admits a request of the attempt's own process: the presented capability "
        "token is never compared", "token-required",
-       ("rules.py", "        code = capability_failure(ctx) or token_failure(ctx)",
+       ("decisions/rules.py", "        code = capability_failure(ctx) or token_failure(ctx)",
         "        code = capability_failure(ctx)")),
     _m("continuation-keeps-token", "authority",
        "a continuation keeps the dead process's token instead of the one minted for it",
        "continuation-needs-token",
-       ("attempts.py", "                  token_hash=ctx.request.mint)",
+       ("decisions/attempts.py", "                  token_hash=ctx.request.mint)",
         "                  token_hash=t.token_hash)")),
     _m("retry-budget-ignored", "rules",
        "a dispatch after a failed or lost attempt never checks the task's retry budget, so a "
        "failing task is retried automatically without limit", "retries-within-budget",
-       ("attempts.py", "    return not _after_failure(ctx) or ctx.record.retries < ctx.policy.retry_budget",
+       ("decisions/attempts.py", "    return not _after_failure(ctx) or ctx.record.retries < ctx.policy.retry_budget",
         "    return True")),
     _m("semantic-failure-retried", "rules",
        "a dispatch after a semantic failure is an automatic retry like any other",
        "semantic-failure-never-auto-retried",
-       ("attempts.py", '    return not _after_failure(ctx) or ctx.record.failure != "semantic"',
+       ("decisions/attempts.py", '    return not _after_failure(ctx) or ctx.record.failure != "semantic"',
         "    return True")),
     _m("dispatch-ignores-wait", "rules",
        "a dispatch does not look at an external wait: a task parked on human input is "
        "dispatched again before the answer arrives", "no-attempt-while-waiting",
-       ("attempts.py", "    return ctx.record.waiting_on is None", "    return True")),
+       ("decisions/attempts.py", "    return ctx.record.waiting_on is None", "    return True")),
     _m("retries-counted-across-generations", "rules",
        "a dispatch after a reset counts the old generation's failed attempt as its own: the new "
        "generation's first dispatch is an automatic retry and can be refused retry-budget-spent",
        "retries-per-generation",
-       ("attempts.py", '    return ctx.record.attempt != 0 and ctx.record.attempt_state in ("failed", "lost")',
+       ("decisions/attempts.py", '    return ctx.record.attempt != 0 and ctx.record.attempt_state in ("failed", "lost")',
         '    return ctx.record.attempt_state in ("failed", "lost")')),
     _m("ready-by-index", "rules",
        "ready lists every open task whose dependencies are Done: an unassigned, parked, "
        "paused or held task is listed while every dispatch refuses it", "ready-iff-dispatch-admitted",
-       ("kernel.py", '        return [n for n in candidates if planned[n] is not None and planned[n].action == "dispatch"]',
+       ("front/kernel.py", '        return [n for n in candidates if planned[n] is not None and planned[n].action == "dispatch"]',
         "        return candidates")),
     _m("dispatch-ignores-pause", "rules",
        "a dispatch does not look at the operator's pause: a paused task is dispatched",
        "no-attempt-opens-paused-or-early",
-       ("attempts.py", "    return not ctx.record.paused", "    return True")),
+       ("decisions/attempts.py", "    return not ctx.record.paused", "    return True")),
     _m("delivery-ignores-correlation", "rules",
        "any delivery releases a wait, whatever event it names", "wait-left-only-by-its-evidence",
-       ("waits.py", "    if t.waiting_on is None or r.correlation != t.waiting_on:",
+       ("decisions/waits.py", "    if t.waiting_on is None or r.correlation != t.waiting_on:",
         "    if t.waiting_on is None:")),
     _m("reopen-ignores-dependents", "rules",
        "a reopen never looks at the dependents, so a Done dependency is reopened under a "
        "dependent that is already Done", "reopen-fences-dependents",
-       ("generations.py", "    return not ctx.dependents_committed()", "    return True")),
+       ("decisions/generations.py", "    return not ctx.dependents_committed()", "    return True")),
     _m("effect-on-reopened-dependency", "rules",
        "prepare-effect never looks at the dependencies, so a dependent running when its "
        "dependency was reopened makes its effect on the old generation",
        "reopen-fences-dependents",
-       ("transaction.py", "    return ctx.deps_done() and not ctx.deps_reopened()", "    return True")),
+       ("decisions/transaction.py", "    return ctx.deps_done() and not ctx.deps_reopened()", "    return True")),
     _m("effect-after-redone-dependency", "rules",
        "prepare-effect checks only that the dependencies are Done, so a dependent whose "
        "attempt opened before a reopen makes its effect once the dependency is Done again",
        "reopen-fences-dependents",
-       ("transaction.py", "    return ctx.deps_done() and not ctx.deps_reopened()",
+       ("decisions/transaction.py", "    return ctx.deps_done() and not ctx.deps_reopened()",
         "    return ctx.deps_done()")),
     # --- digests -----------------------------------------------------------------------------
     _m("digest-omits-candidate", "digests",
        "the request digest leaves out the candidate, so the same key with another candidate "
        "is a duplicate instead of a conflict", "idempotency-conflict-holds",
-       ("wire.py", '    del canonical["key"]\n', '    del canonical["key"]\n'
+       ("contract/wire.py", '    del canonical["key"]\n', '    del canonical["key"]\n'
                                                  '    canonical.pop("candidate", None)\n')),
     _m("digest-omits-capability", "digests",
        "the request digest leaves out the capability, so a re-send under a stale K is "
        "answered as a duplicate", "idempotency-conflict-holds",
-       ("wire.py", '    del canonical["key"]\n', '    del canonical["key"]\n'
+       ("contract/wire.py", '    del canonical["key"]\n', '    del canonical["key"]\n'
                                                  '    canonical.pop("cap", None)\n')),
     # --- secrets (no trace carries a file mode, a planted file or a malformed credential) ---
     _m("secret-file-adopted", "authority",
        "a token or credential file is opened without O_EXCL and O_NOFOLLOW, so a file or a "
        "symlink planted at its path beforehand is written through and kept: whoever planted "
        "it reads the secret", "secrets are created, never adopted",
-       ("secretfile.py", "CREATE_FLAGS = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW",
+       ("front/secretfile.py", "CREATE_FLAGS = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW",
         "CREATE_FLAGS = os.O_CREAT | os.O_WRONLY | os.O_TRUNC"),
        tests=[SECRETS + "test_an_existing_token_file_or_symlink_is_refused_before_anything_is_sent",
               SECRETS + "test_a_credential_file_is_created_before_its_principal_and_never_adopted"]),
     _m("secret-file-world-readable", "authority",
        "token and credential files are created 0644, readable by every local user",
        "a secret file is readable by its owner only",
-       ("secretfile.py", "PRIVATE = 0o600", "PRIVATE = 0o644"),
+       ("front/secretfile.py", "PRIVATE = 0o600", "PRIVATE = 0o644"),
        tests=[SECRETS + "test_a_token_file_is_created_0600_whatever_the_umask_and_holds_the_"
                         "attempts_token"]),
     _m("loose-credential-file-read", "authority",
        "a credential file that group or others may read is used without a word",
        "a secret file open to others is refused (as ssh refuses such a private key)",
-       ("secretfile.py", "        if st.st_mode & 0o077 and not insecure:",
+       ("front/secretfile.py", "        if st.st_mode & 0o077 and not insecure:",
         "        if False:"),
        tests=[SECRETS + "test_a_credential_file_open_to_others_is_used_only_when_told_to"]),
     _m("surrogate-credential-crashes", "authority",
        "any string with a dot is hashed as a credential, so a lone surrogate in it raises "
        "UnicodeEncodeError out of the request path instead of not-authenticated",
        "a bad credential is an answer (not-authenticated), never a crash",
-       ("principals.py", '    return sendable(credential) and "." in credential',
+       ("front/principals.py", '    return sendable(credential) and "." in credential',
         '    return isinstance(credential, str) and "." in credential'),
        tests=[SECRETS + "test_any_bad_credential_is_not_authenticated_and_journals_nothing"]),
     # --- group commit ------------------------------------------------------------------------
     _m("batch-effect-behind-uncommitted", "group-commit",
        "in a batch, a request's external effect runs behind requests decided but not yet "
        "committed", "every intent an effect relies on is durable before it happens",
-       ("handling.py", "answers.append(_in_savepoint(kernel, r, may_perform=not answers))",
-        "answers.append(_in_savepoint(kernel, r, may_perform=True))")),
+       ("front/handling.py", "answers.append(_in_savepoint(kernel, rc, may_perform=not answers))",
+        "answers.append(_in_savepoint(kernel, rc, may_perform=True))")),
     _m("batch-skips-journal", "group-commit",
        "a batched request is decided without looking up its key in the journal",
        "idempotent-replay in group commit",
-       ("handling.py", "            lock_and_sync(kernel, r)\n        used = journal(kernel, r.key)",
+       ("front/handling.py", "            lock_and_sync(kernel, r)\n        used = journal(kernel, r.key)",
         "            lock_and_sync(kernel, r)\n        used = None")),
     # --- git ---------------------------------------------------------------------------------
     _m("land-without-cas", "git",
        "the land updates the target ref without the expected old value (a force update-ref)",
        "cas-base-exact",
-       ("git.py", "self.target_ref, candidate, base, check=False)",
+       ("world/git.py", "self.target_ref, candidate, base, check=False)",
         "self.target_ref, candidate, check=False)")),
     _m("land-skips-ancestry", "git",
        "the land does not check that the candidate descends from the base",
        "target-history-grows",
-       ("git.py", "        if not self.descends(candidate, base):\n            raise GitError(f\"land",
+       ("world/git.py", "        if not self.descends(candidate, base):\n            raise GitError(f\"land",
         "        if False:\n            raise GitError(f\"land")),
     _m("pin-overwrites", "git",
        "an immutable ref is created without the zero old value, so a second pin overwrites "
        "retained work", "retained-work-never-erased",
-       ("git.py", 'p = self.git("update-ref", full, content, self.zero, check=False)',
+       ("world/git.py", 'p = self.git("update-ref", full, content, self.zero, check=False)',
         'p = self.git("update-ref", full, content, check=False)')),
     _m("snapshot-ignores-untracked", "git",
        "the worktree snapshot leaves out untracked files, so a WorkSave of new files saves "
        "the start commit", "worksave-exact (WorkSave captures tracked, deleted and untracked bytes)",
-       ("git.py", '"--untracked-files=all",\n                          "--ignore-submodules=none"',
+       ("world/git.py", '"--untracked-files=all",\n                          "--ignore-submodules=none"',
         '"--untracked-files=no",\n                          "--ignore-submodules=none"'),
-       ("git.py", 'self.git("add", "-A", *(["--force"] if ignored else []), ".", cwd=path, env=env)',
+       ("world/git.py", 'self.git("add", "-A", *(["--force"] if ignored else []), ".", cwd=path, env=env)',
         'self.git("add", "-u", *(["--force"] if ignored else []), ".", cwd=path, env=env)')),
     _m("effect-not-reobserved", "git",
        "a land is not re-observed from the target's reflog after a crash, so it is "
        "performed again", "promotion-at-most-once",
-       ("git.py", '        p = self.git("reflog", "show", "--format=%gs", self.target_ref, "--", '
+       ("world/git.py", '        p = self.git("reflog", "show", "--format=%gs", self.target_ref, "--", '
                   'check=False)\n        if p.returncode != 0:\n            return False',
         "        return False")),
     _m("worktree-through-symlink", "git",
        "the worktree's path is not checked for symlinks, so a symlink planted at "
        "<worktrees>/<task> sends the kernel's git commands, and a worktree, outside the root",
        "worktrees stay under the worktrees root",
-       ("git.py", "            if os.path.islink(here):", "            if False:"),
+       ("world/git.py", "            if os.path.islink(here):", "            if False:"),
        tests=[SECRETS + "test_a_symlink_planted_in_the_worktrees_root_is_refused_and_nothing_is_"
                         "made_outside",
               SECRETS + "test_a_worktree_replaced_by_a_symlink_is_neither_read_nor_removed_"
@@ -304,50 +304,50 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("zombie-is-live", "processes",
        "a zombie (exited, not yet reaped) process is counted as a live owner",
        "liveness-needs-exact-birth (a zombie is no owner)",
-       ("proc.py", 'if state in (b"Z", b"X"):', 'if state in (b"X",):')),
+       ("world/proc.py", 'if state in (b"Z", b"X"):', 'if state in (b"X",):')),
     _m("pid-only-liveness", "processes",
        "an owner is alive when any process holds its pid, whatever its birth time",
        "liveness-needs-exact-birth",
-       ("decision.py", "return t.owner_birth != 0 and self.birth_of(t.owner_pid) == t.owner_birth",
+       ("decisions/decision.py", "return t.owner_birth != 0 and self.birth_of(t.owner_pid) == t.owner_birth",
         "return t.owner_birth != 0 and self.birth_of(t.owner_pid) is not None")),
     # --- readiness ---------------------------------------------------------------------------
     _m("readiness-last-dependency", "readiness",
        "the pending-dependency count of a new task counts only its last dependency, so it "
        "is listed ready while an earlier dependency is not Done",
        "dependency-needs-done (ready lists only tasks whose dependencies are all Done)",
-       ("apply.py", "        pending += 0 if k.record(d).graph_saved else 1",
+       ("storage/apply.py", "        pending += 0 if k.record(d).graph_saved else 1",
         "        pending = 0 if k.record(d).graph_saved else 1")),
     _m("admission-last-dependency", "readiness",
        "dispatch admits a task when its last dependency is Done, whatever the others",
        "dependency-needs-done",
-       ("handling.py", "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps),",
+       ("front/handling.py", "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps),",
         "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps[-1:]),")),
     _m("validator-may-accept", "rules",
        "the implementation's own authority table lets the validator send accept, so a "
        "candidate validated by one role is accepted by the same role",
        "role-held (the vocabulary's authority, written independently of the model's)",
-       ("vocabulary.py", '    "accept": frozenset({"evaluator", "daemon"}),',
+       ("contract/vocabulary.py", '    "accept": frozenset({"evaluator", "daemon"}),',
         '    "accept": frozenset({"evaluator", "daemon", "validator"}),')),
     _m("seal-skips-work-save", "rules",
        "the implementation's own edge table lets seal-candidate start from prepared, "
        "skipping quiesce and the WorkSave", "no-phase-skip",
-       ("vocabulary.py", '    "seal-candidate": (frozenset({"work-saved"}), "candidate-sealed"),',
+       ("contract/vocabulary.py", '    "seal-candidate": (frozenset({"work-saved"}), "candidate-sealed"),',
         '    "seal-candidate": (frozenset({"work-saved", "prepared"}), "candidate-sealed"),')),
     # --- planner -----------------------------------------------------------------------------
     _m("planner-dead-owner-live", "planner",
        "the planner still plans an owner proven dead as a live owner",
        "no-dead-owner-in-progress-without-action",
-       ("planner.py", '''"live-owner": "watching = 1 AND seen IN ('unverified', 'live')",''',
+       ("decisions/planner.py", '''"live-owner": "watching = 1 AND seen IN ('unverified', 'live')",''',
         '''"live-owner": "watching = 1 AND seen IN ('unverified', 'live', 'dead')",''')),
     _m("planner-ignores-moved-target", "planner",
        "the planner keeps driving a land whose target moved instead of planning the repair",
        "exactly-one-way-forward",
-       ("planner.py", '"running = 1 AND reserved = 1 AND held = 0 AND moved = 0 "',
+       ("decisions/planner.py", '"running = 1 AND reserved = 1 AND held = 0 AND moved = 0 "',
         '"running = 1 AND reserved = 1 AND held = 0 "')),
     _m("planner-first-of-several", "planner",
        "the planner picks the first of several enabled ways instead of holding fail-closed",
        "exactly-one-way-forward",
-       ("planner.py", "    if len(ways) != 1:\n", "    if not ways:\n"),
+       ("decisions/planner.py", "    if len(ways) != 1:\n", "    if not ways:\n"),
        survives=("the ways are exclusive by construction, so no state the gate reaches "
                  "enables two: only a second bug makes this one visible (a guard kept as "
                  "defence in depth)")),
@@ -355,47 +355,47 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("daemon-never-declares-lost", "convergence",
        "daemon convergence never sends declare-lost for an owner proven dead",
        "no-dead-owner-in-progress-without-action (convergence makes progress)",
-       ("converge.py", '    if p.action == "declare-lost":\n',
+       ("front/converge.py", '    if p.action == "declare-lost":\n',
         '    if p.action == "declare-lost" and False:\n')),
     _m("continuation-never-planned", "convergence",
        "the planner never plans a proven same-session continuation: an owner proven dead is "
        "planned as a loss at once, though its session could resume until the deadline",
        "no-dead-owner-in-progress-without-action (a continuation planned until its deadline)",
-       ("planner.py", 'AND env.now < t.deadline")}', 'AND env.now < t.deadline AND 1 = 0")}')),
+       ("decisions/planner.py", 'AND env.now < t.deadline")}', 'AND env.now < t.deadline AND 1 = 0")}')),
     _m("converge-one-round", "convergence",
        "convergence stops after one round, leaving a transaction it could drive half-way",
        "convergence reaches its fixpoint",
-       ("converge.py", "    for _ in range(max_rounds):", "    for _ in range(1):")),
+       ("front/converge.py", "    for _ in range(max_rounds):", "    for _ in range(1):")),
     # --- rules -------------------------------------------------------------------------------
     _m("terminal-report-during-completion", "rules",
        "a failure report terminalizes an attempt whose completion already holds the "
        "terminal reservation", "first-terminal-wins",
-       ("attempts.py", "    first = t.running and not t.reserved", "    first = t.running")),
+       ("decisions/attempts.py", "    first = t.running and not t.reserved", "    first = t.running")),
     _m("fence-ignores-lease-epoch", "rules",
        "the capability check compares generation, attempt and fence but not the lease epoch",
        "attempt-fencing",
-       ("rules.py", "    if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\\n"
+       ("decisions/rules.py", "    if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\\n"
                     "            (t.generation, t.attempt, t.fence, t.lease_epoch):",
         "    if (c.generation, c.attempt, c.fence) != \\\n"
         "            (t.generation, t.attempt, t.fence):")),
     _m("compaction-counted-twice", "rules",
        "every compaction report counts as a new occurrence, repeated ids included",
        "compaction-occurrences-counted-once",
-       ("evidence.py", "    return first_of_its_id(ctx)", "    return True")),
+       ("decisions/evidence.py", "    return first_of_its_id(ctx)", "    return True")),
     _m("seal-ignores-protected-paths", "rules",
        "sealing never reads the diff against the graph's protected paths, so a candidate "
        "changing one is sealed and the validator's pass takes it on to the land",
        "protected-path-holds",
-       ("transaction.py", "    if held is not None:\n        path, pattern = held",
+       ("decisions/transaction.py", "    if held is not None:\n        path, pattern = held",
         "    if False:\n        path, pattern = held")),
     _m("archive-without-confirmation", "rules",
        "the archive does not look for the operator's confirmation of the digest it names, "
        "so a Done task is archived by a digest nobody confirmed", "archive-needs-confirmed-digest",
-       ("archive.py", '    return d is not None and ctx.seen("confirm-archive", d)', "    return True")),
+       ("decisions/archive.py", '    return d is not None and ctx.seen("confirm-archive", d)', "    return True")),
     _m("effect-without-review", "rules",
        "the effect is committed without checking that the review names the exact candidate",
        "promotion-needs-review-of-exact-candidate",
-       ("transaction.py", '    return t.receipt("review") == t.binding', '    return True'),
+       ("decisions/transaction.py", '    return t.receipt("review") == t.binding', '    return True'),
        survives=("defence in depth: the SaveTransaction's phase order already admits "
                  "commit-effect only after an accept that wrote the review receipt of the "
                  "same binding (and revise clears every receipt), so no run the model allows "
@@ -405,94 +405,94 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("lease-epoch-lower-bound", "rules",
        "the capability check takes the lease epoch as a lower bound: a K whose epoch is higher "
        "than any ever issued is accepted", "attempt-fencing (K is exact, field by field)",
-       ("rules.py", "    if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\\n"
+       ("decisions/rules.py", "    if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\\n"
                     "            (t.generation, t.attempt, t.fence, t.lease_epoch):",
         "    if (c.generation, c.attempt, c.fence) != \\\n"
         "            (t.generation, t.attempt, t.fence) or c.lease_epoch < t.lease_epoch:")),
     _m("fence-lower-bound", "rules",
        "the capability check takes the fence as a lower bound: a K whose fence is ahead of the "
        "current one is accepted", "attempt-fencing (K is exact, field by field)",
-       ("rules.py", "    if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\\n"
+       ("decisions/rules.py", "    if (c.generation, c.attempt, c.fence, c.lease_epoch) != \\\n"
                     "            (t.generation, t.attempt, t.fence, t.lease_epoch):",
         "    if (c.generation, c.attempt, c.lease_epoch) != \\\n"
         "            (t.generation, t.attempt, t.lease_epoch) or c.fence < t.fence:")),
     _m("capability-task-unchecked", "rules",
        "the capability's task is never compared with the request's: another task's K, equal "
        "field by field, is accepted", "attempt-fencing (a K names its task)",
-       ("rules.py", "if r.cap is None or r.cap.graph != ctx.graph_id or r.cap.task != r.task:",
+       ("decisions/rules.py", "if r.cap is None or r.cap.graph != ctx.graph_id or r.cap.task != r.task:",
         "if r.cap is None or r.cap.graph != ctx.graph_id:")),
     _m("suspect-twice-is-dead", "processes",
        "a second heartbeat timeout or observer EOF on an owner already suspect declares it "
        "dead", "evidence-cannot-terminalize-live-owner",
-       ("decision.py", '    return "dead" if t.owner_seen == "dead" else "suspect"',
+       ("decisions/decision.py", '    return "dead" if t.owner_seen == "dead" else "suspect"',
         '    return "dead" if t.owner_seen in ("dead", "suspect") else "suspect"')),
     _m("batch-commits-each", "group-commit",
        "a batch's requests each commit on their own instead of together",
        "group commit: the members of one batch commit together (a crash recovers none or all)",
-       ("handling.py", "_batch_commit(kernel, requests[len(answers):]))",
+       ("front/handling.py", "_batch_commit(kernel, requests[len(answers):]))",
         "_batch_commit(kernel, requests[len(answers):len(answers) + 1]))")),
     _m("admission-first-dependency", "readiness",
        "dispatch admits a task when its first dependency is Done, whatever the others",
        "dependency-needs-done",
-       ("handling.py", "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps),",
+       ("front/handling.py", "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps),",
         "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps[:1]),")),
     _m("broker-without-token", "authority",
        "a broker's K-requests are accepted without the attempt's capability token",
        "token-required",
-       ("vocabulary.py", 'TOKEN_BEARERS = frozenset({"worker", "wrapper", "broker"})',
+       ("contract/vocabulary.py", 'TOKEN_BEARERS = frozenset({"worker", "wrapper", "broker"})',
         'TOKEN_BEARERS = frozenset({"worker", "wrapper"})')),
     _m("deliver-role-unchecked", "authority",
        "the role check is skipped for deliver: an authenticated worker labelling itself "
        "operator releases a wait", "role-held",
-       ("handling.py", "    if kernel._who is not None and r.actor not in kernel._who.roles:",
-        '    if kernel._who is not None and r.actor not in kernel._who.roles and r.kind != "deliver":')),
+       ("front/handling.py", "    if not rc.role_held:",
+        '    if not rc.role_held and rc.request.kind != "deliver":')),
     _m("revoked-still-authenticates", "authority",
        "a revoked principal's credential still authenticates", "a revoked credential is an "
        "unknown one (not-authenticated)",
-       ("principals.py", "or row is None or row.revoked:", "or row is None:")),
+       ("front/principals.py", "or row is None or row.revoked:", "or row is None:")),
     _m("ledger-key-unhashed", "ledger",
        "the ledger's key column is left out of the hash chain, so an edited key verifies",
        "the ledger is one hash chain over every column",
-       ("ledger.py", r'text = f"{prev}\n2\n{seq}\n{event}\n{_json(task)}\n{_json(key)}\n{body}"',
+       ("storage/ledger.py", r'text = f"{prev}\n2\n{seq}\n{event}\n{_json(task)}\n{_json(key)}\n{body}"',
         r'text = f"{prev}\n2\n{seq}\n{event}\n{_json(task)}\n{body}"')),
     _m("ledger-task-unhashed", "ledger",
        "the ledger's task column is left out of the hash chain, so an event moved to another "
        "task verifies", "the ledger is one hash chain over every column",
-       ("ledger.py", r'text = f"{prev}\n2\n{seq}\n{event}\n{_json(task)}\n{_json(key)}\n{body}"',
+       ("storage/ledger.py", r'text = f"{prev}\n2\n{seq}\n{event}\n{_json(task)}\n{_json(key)}\n{body}"',
         r'text = f"{prev}\n2\n{seq}\n{event}\n{_json(key)}\n{body}"')),
     _m("glob-doublestar-needs-a-segment", "git",
        "the protected-path glob '**' requires at least one segment, so 'ci/**/x' misses 'ci/x'",
        "protected-path-holds",
-       ("protect.py", "for k in range(len(path) + 1))", "for k in range(1, len(path) + 1))")),
+       ("contract/protect.py", "for k in range(len(path) + 1))", "for k in range(1, len(path) + 1))")),
     _m("archive-on-the-daemons-word", "rules",
        "the archive is taken on the daemon's word: a daemon's archive needs no operator "
        "confirmation of the digest", "archive-needs-confirmed-digest",
-       ("archive.py", '    return d is not None and ctx.seen("confirm-archive", d)',
+       ("decisions/archive.py", '    return d is not None and ctx.seen("confirm-archive", d)',
         '    return d is not None and (ctx.seen("confirm-archive", d) or ctx.request.actor == "daemon")')),
     _m("reopen-under-prepared-dependent", "rules",
        "a reopen looks only for a Done dependent, so it is allowed under a dependent whose "
        "effect is prepared", "reopen-fences-dependents",
-       ("reopen.py", "return any(k.record(n).phase in COMMITTED_PHASES or k.record(n).effect_done",
+       ("decisions/reopen.py", "return any(k.record(n).phase in COMMITTED_PHASES or k.record(n).effect_done",
         'return any(k.record(n).phase == "graph-saved" or k.record(n).effect_done')),
     _m("secret-file-umask-mode", "files",
        "a token or credential file is created with the umask's mode (0666 masked) instead of "
        "0600, so under umask 022 every local user reads it",
        "the environment contract: a secret file is readable by its owner only",
-       ("secretfile.py", "        fd = os.open(path, CREATE_FLAGS, PRIVATE)\n",
+       ("front/secretfile.py", "        fd = os.open(path, CREATE_FLAGS, PRIVATE)\n",
         "        fd = os.open(path, CREATE_FLAGS, 0o666)\n"),
-       ("secretfile.py", "        os.fchmod(fd, PRIVATE)\n", "        pass\n")),
+       ("front/secretfile.py", "        os.fchmod(fd, PRIVATE)\n", "        pass\n")),
     _m("pg-dependencies-unlocked", "concurrency",
        "on PostgreSQL, the dependency rows are not locked while a dependent is admitted, so a "
        "concurrent reopen of a dependency commits under the admission",
        "dependency-needs-done on PostgreSQL (the rows a decision reads are locked)",
-       ("handling.py", "        kernel.store.lock_tasks([kernel.task_id(d) for d in deps], share=True)\n",
+       ("front/handling.py", "        kernel.store.lock_tasks([kernel.task_id(d) for d in deps], share=True)\n",
         "        pass\n"),
        survives=PG_ONLY + "; and no race of a dependency's reopen against a dependent's "
                           "admission is written yet, so `--backend DSN` is not shown to kill it"),
     _m("pg-deadlock-not-retried", "concurrency",
        "on PostgreSQL, a deadlock or serialization failure is raised to the sender instead "
        "of the transaction being run again", "every request is answered (PostgreSQL)",
-       ("pg.py", "        return state in sql.RETRY_STATES", "        return False"),
+       ("storage/pg.py", "        return state in sql.RETRY_STATES", "        return False"),
        survives=PG_ONLY + " (its races make deadlocks that must be run again)"),
 )
 

@@ -5,9 +5,9 @@ The environment is the implementation's in-memory world (process table,
 repository, clock), which survives a crash the way the real world would: a
 ``crash`` step closes the kernel (losing every cache and open transaction) and
 opens a new one on the same database file and the same world. The other
-environment steps are played on that world by ``wgk.impl.world_steps.apply_env``;
-the graph, seeds and principals are set up by ``wgk.impl.setup_wire.setup``, the
-same translation the served kernel (``wgk.impl.serve``) uses.
+environment steps are played on that world by ``wgk.impl.protocol.world_steps.apply_env``;
+the graph, seeds and principals are set up by ``wgk.impl.protocol.setup_wire.setup``, the
+same translation the served kernel (``wgk.impl.protocol.serve``) uses.
 
 Principals: a trace names them (``graph.principals``) and its requests say who
 sent them (``principal``). The oracle registers each declared principal with a
@@ -24,11 +24,11 @@ import tempfile
 from typing import Any, Iterator
 
 from wgk.impl import BadRequest, EnvError, Kernel, MemoryWorld, no_hook
-from wgk.impl.setup_wire import SetupError, initial_of as wire_initial_of, setup, wire_seeds
+from wgk.impl.protocol.setup_wire import SetupError, initial_of as wire_initial_of, setup, wire_seeds
 
-from wgk.impl import pg
-from wgk.impl.principals import PrincipalError
-from wgk.impl.world_steps import apply_env
+from wgk.impl.storage import pg
+from wgk.impl.front.principals import PrincipalError
+from wgk.impl.protocol.world_steps import apply_env
 from wgk.conformance.oracle.coverage import Shadow
 from wgk.conformance.oracle.real_world import RealWorld
 from wgk.conformance.oracle.systems import (

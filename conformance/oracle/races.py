@@ -28,9 +28,10 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from wgk.impl import Kernel, MemoryWorld, TaskPolicy, pg
+from wgk.impl import Kernel, MemoryWorld, TaskPolicy
+from wgk.impl.storage import pg
 
-from wgk.impl.world_steps import apply_env
+from wgk.impl.protocol.world_steps import apply_env
 
 RACES = ("two-dispatchers", "reset-racing-completion", "two-terminal-reports")
 LOSERS = {"two-dispatchers": ("rejected",), "reset-racing-completion": ("rejected",),

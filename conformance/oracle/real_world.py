@@ -1,6 +1,6 @@
 """The real world a trace can run on: a fresh git repository and real child processes.
 
-The implementation's environment contracts (``wgk.impl.env``) have real
+The implementation's environment contracts (``wgk.impl.world.env``) have real
 backends: ``GitRepository`` and ``ProcProcessTable``. ``RealWorld`` puts them
 behind a trace's names so that the same trace runs on them:
 
@@ -33,9 +33,9 @@ import subprocess
 from dataclasses import dataclass, field
 
 from wgk.impl import EnvError, ManualClock
-from wgk.impl.env import Environment, WorktreeView
-from wgk.impl.git import GitRepository, init_repository
-from wgk.impl.proc import ProcProcessTable
+from wgk.impl.world.env import Environment, WorktreeView
+from wgk.impl.world.git import GitRepository, init_repository
+from wgk.impl.world.proc import ProcProcessTable
 
 from wgk.conformance.oracle.contract import wait_zombie
 

@@ -202,7 +202,7 @@ def _judge(folder: str, world, anchor, name: str) -> Tamper:
     """Reopen the kernel on ``folder``'s database: verify-ledger and the audit (with the
     anchor), then a request without a credential."""
     from wgk.impl import Kernel
-    from wgk.impl.errors import StoreError
+    from wgk.impl.contract.errors import StoreError
     t = Tamper(name)
     try:
         k = Kernel(os.path.join(folder, "k.db"), world.environment())

@@ -37,7 +37,7 @@ BUDGET: dict[str, tuple[int, str]] = {
     "request-kinds": (45, "one kind per transition; the wire vocabulary is closed (confirm-archive and archive, park, deliver and expire-wait, reopen included), the operator's pause and unpause"),
     "env-step-kinds": (7, "the environment the kernel is checked against is closed"),
     "rule-functions": (45, "exactly one guard-then-update rule per request kind, the operator's pause and unpause"),
-    "reducers": (1, "one reducer decides every request at run time (impl/rules.py:decide, via Kernel.handle)"),
+    "reducers": (1, "one reducer decides every request at run time (impl/decisions/rules.py:decide, via Kernel.handle)"),
     "model-reducers": (1, "the normative specification has one reducer too (model/kernel.py:decide_authenticated, via decide and decide_fresh)"),
     "kernel-public-methods": (31, "the implementation's API surface (requests go through handle, "
                                   "or handle_batch for group commit; the graph policy's "
@@ -126,7 +126,7 @@ def measure(budget: Mapping[str, tuple[int, str]] | None = None) -> Measurement:
         f("rule-functions", "transition APIs", rule_names),
         f("reducers", "transition APIs", reducers("impl")),
         f("model-reducers", "transition APIs", reducers("model")),
-        f("kernel-public-methods", "transition APIs", public_methods("impl/kernel.py", "Kernel")),
+        f("kernel-public-methods", "transition APIs", public_methods("impl/front/kernel.py", "Kernel")),
         f("terminal-writers-model", "terminal writers", terminal_writers("model")),
         f("terminal-writers-impl", "terminal writers", terminal_writers("impl")),
         f("stores-of-record", "journals", stores_of_record()),

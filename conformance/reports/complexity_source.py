@@ -171,7 +171,7 @@ def terminal_writers(package: str) -> list[str]:
 
 def impl_tables() -> dict[str, list[str]]:
     """table -> columns, by running the implementation's migrations on an empty database."""
-    from wgk.impl.store import MIGRATIONS
+    from wgk.impl.storage.store import MIGRATIONS
     conn = sqlite3.connect(":memory:")
     try:
         for version in sorted(MIGRATIONS):
@@ -185,8 +185,8 @@ def impl_tables() -> dict[str, list[str]]:
 def stores_of_record() -> list[str]:
     """Tables the ledger does not rebuild (``store.PROJECTED_TABLES``), the schema table and
     the tables of no fact (``schema.CONTROL_TABLES``: the writes' stamps) aside."""
-    from wgk.impl.schema import CONTROL_TABLES
-    from wgk.impl.store import PROJECTED_TABLES
+    from wgk.impl.storage.schema import CONTROL_TABLES
+    from wgk.impl.storage.store import PROJECTED_TABLES
     return [t for t in impl_tables() if t not in PROJECTED_TABLES + CONTROL_TABLES
             and t != "meta"]
 

@@ -245,11 +245,11 @@ def block_audit() -> str:
 #: (deletion-map trace number, audited symbol) -> the one place here that does it now.
 #: Every dotted name in backticks must resolve (a test imports it).
 REPLACED: dict[tuple[str, str], str] = {
-    ("01", "handle_worker_request"): "`wgk.model.kernel.decide` journal check; impl: `wgk.impl.kernel.Kernel.handle` (one `BEGIN IMMEDIATE`)",
-    ("01", "begin_request/complete_request"): "the `journal` table, written in the same transaction as the effect (`wgk.impl.store`)",
+    ("01", "handle_worker_request"): "`wgk.model.kernel.decide` journal check; impl: `wgk.impl.front.kernel.Kernel.handle` (one `BEGIN IMMEDIATE`)",
+    ("01", "begin_request/complete_request"): "the `journal` table, written in the same transaction as the effect (`wgk.impl.storage.store`)",
     ("02", "detect_dead_reason"): "`wgk.model.rules.heartbeat_timeout` (suspicion only)",
     ("02", "cleanup_dead_agents"): "`wgk.model.rules.probe_owner` then `wgk.model.rules.declare_lost` (proven death only)",
-    ("02", "AgentEntry/heartbeat"): "heartbeats are evidence rows (`wgk.model.rules.heartbeat`); liveness is pid + birth (`wgk.impl.proc`)",
+    ("02", "AgentEntry/heartbeat"): "heartbeats are evidence rows (`wgk.model.rules.heartbeat`); liveness is pid + birth (`wgk.impl.world.proc`)",
     ("03", "ProviderHealthStatus::record_failure"): "`wgk.model.rules.provider_failure` (counted once by event id)",
     ("03", "track_provider_health"): "`wgk.model.rules.provider_failure`",
     ("03", "append_record_at"): "the evidence table keyed by (task, kind, id); the ledger is the one record",
@@ -258,10 +258,10 @@ REPLACED: dict[tuple[str, str], str] = {
     ("04", "observe_live/translate_finished_stream"): "the wrapper sends `compaction` / `ack-continuation` requests; no action is computed outside the reducer",
     ("05", "generated Pi wrapper"): "the wrapper is an adapter: `observe-eof`, `fail` and `submit` requests only",
     ("05", "Observation::PipeEof/ProcessExited"): "`wgk.model.rules.observe_eof` (suspicion, one probe)",
-    ("05", "process_exit"): "`wgk.model.rules.probe_owner` (exact birth) and daemon convergence (`wgk.impl.converge`)",
+    ("05", "process_exit"): "`wgk.model.rules.probe_owner` (exact birth) and daemon convergence (`wgk.impl.front.converge`)",
     ("06", "validate_worker_capability"): "`wgk.model.kernel.capability_matches` (one check, every kind that carries K)",
     ("06", "check_expectation/require_running_attempt"): "`wgk.model.kernel.generic_checks`",
-    ("06", "exact_owner/reduce"): "`wgk.model.kernel.decide` (the one reducer; `wgk.impl.rules.decide` implements it)",
+    ("06", "exact_owner/reduce"): "`wgk.model.kernel.decide` (the one reducer; `wgk.impl.decisions.rules.decide` implements it)",
     ("07", "scaffold_assign_task"): "`wgk.model.rules.assign`: an admission fact, no graph task",
     ("07", "build_auto_assign_tasks"): "`wgk.model.rules.assign` (daemon), visible in the ledger; no synthetic Done",
     ("07", "committed spawn audit"): "`wgk.model.rules.dispatch` refuses `assignment-required` until the receipt exists",

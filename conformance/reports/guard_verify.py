@@ -29,58 +29,58 @@ from wgk.conformance.reports.tracematrix import ROOT, Guard, guards
 #: does an action when it holds): keyed by (file under impl/, the statement's first line,
 #: stripped), an exact replacement inside that statement.
 DISABLE: dict[tuple[str, str], tuple[str, str]] = {
-    ("records.py", "return Binding(self.fence, self.candidate, self.base)"):
-        ("Binding(self.fence,", "Binding(1,"),
-    ("records.py", 'return (self.phase == "graph-saved" and self.exit == "none" and self.fence != 0'):
-        ('self.phase == "graph-saved" and self.exit == "none" and self.fence != 0',
-         'self.phase == "graph-saved" or True or self.fence != 0'),
-    ("decision.py", "return t.owner_birth != 0 and self.birth_of(t.owner_pid) == t.owner_birth"):
+    ("storage/records.py", "return Binding(self.tasks.fence, self.transactions.candidate, self.transactions.base)"):
+        ("Binding(self.tasks.fence,", "Binding(1,"),
+    ("storage/records.py", 'return (self.transactions.phase == "graph-saved" and self.transactions.exit == "none"'):
+        ('self.transactions.phase == "graph-saved" and self.transactions.exit == "none"',
+         'self.transactions.phase == "graph-saved" or True'),
+    ("decisions/decision.py", "return t.owner_birth != 0 and self.birth_of(t.owner_pid) == t.owner_birth"):
         ("self.birth_of(t.owner_pid) == t.owner_birth", "self.birth_of(t.owner_pid) is not None"),
-    ("decision.py", "fence = t.fence + 1"): ("fence = t.fence + 1", "fence = t.fence"),
-    ("decision.py", "return replace("): ("imported=r.imports,", "imported=None,"),
-    ("git.py", 'p = self.git("update-ref", full, content, self.zero, check=False)'):
+    ("decisions/decision.py", "fence = t.fence + 1"): ("fence = t.fence + 1", "fence = t.fence"),
+    ("decisions/decision.py", "return replace("): ("imported=r.imports,", "imported=None,"),
+    ("world/git.py", 'p = self.git("update-ref", full, content, self.zero, check=False)'):
         ("full, content, self.zero, check=False", "full, content, check=False"),
-    ("git.py", 'p = self.git("update-ref", "--create-reflog", "-m", f"wgk-effect {effect}",'):
+    ("world/git.py", 'p = self.git("update-ref", "--create-reflog", "-m", f"wgk-effect {effect}",'):
         ("self.target_ref, candidate, base, check=False", "self.target_ref, candidate, check=False"),
-    ("git.py", 'p = self.git("update-ref", "-m", f"wgk-effect {effect} {disposition}", full, candidate,'):
+    ("world/git.py", 'p = self.git("update-ref", "-m", f"wgk-effect {effect} {disposition}", full, candidate,'):
         ("full, candidate,\n                     self.zero, check=False", "full, candidate, check=False"),
-    ("tables.py", "c.execute(STAMP, (task_id, stamp))"):
+    ("storage/tables.py", "c.execute(STAMP, (task_id, stamp))"):
         ("c.execute(STAMP, (task_id, stamp))",
          'c.execute("UPDATE stamps SET stamp = stamp + 1 WHERE task = ? AND ? >= 0", (task_id, stamp))'),
-    ("tables.py", 'self.conn.execute("INSERT OR IGNORE INTO evidence VALUES (?, ?, ?, ?, ?)",'):
+    ("storage/tables.py", 'self.conn.execute("INSERT OR IGNORE INTO evidence VALUES (?, ?, ?, ?, ?)",'):
         ("INSERT OR IGNORE", "INSERT OR REPLACE"),
-    ("principals.py", 'return key if who is None else f"{who.name}/{key}"'):
+    ("front/principals.py", 'return key if who is None else f"{who.name}/{key}"'):
         ('key if who is None else f"{who.name}/{key}"', "key"),
-    ("projection.py", "return t.graph_saved"): ("return t.graph_saved", "return t.graph_saved or t.legacy_done"),
-    ("kernel.py", 'return [n for n in candidates if planned[n] is not None and planned[n].action == "dispatch"]'):
+    ("decisions/projection.py", "return t.graph_saved"): ("return t.graph_saved", "return t.graph_saved or t.legacy_done"),
+    ("front/kernel.py", 'return [n for n in candidates if planned[n] is not None and planned[n].action == "dispatch"]'):
         ('if planned[n] is not None and planned[n].action == "dispatch"', ""),
-    ("attempts.py", 'return ctx.record.attempt != 0 and ctx.record.attempt_state in ("failed", "lost")'):
+    ("decisions/attempts.py", 'return ctx.record.attempt != 0 and ctx.record.attempt_state in ("failed", "lost")'):
         ("ctx.record.attempt != 0 and ", ""),
-    ("planner.py", "_CONDITIONS = {"):
+    ("decisions/planner.py", "_CONDITIONS = {"):
         ('"declare-lost": "watching = 1 AND seen = \'dead\' AND continues = 0",',
          '"declare-lost": "1 = 0",'),
-    ("transaction.py", 'return {"saved_work": view.content, "candidate": ctx.request.candidate, "base": t.base_hint,'):
+    ("decisions/transaction.py", 'return {"saved_work": view.content, "candidate": ctx.request.candidate, "base": t.base_hint,'):
         ('"saved_work": view.content', '"saved_work": t.origin'),
-    ("transaction.py", "if not happened:"): ("if not happened:", "if True:"),
-    ("transaction.py", 'return SideExit("needs-repair", "target-moved",'):
+    ("decisions/transaction.py", "if not happened:"): ("if not happened:", "if True:"),
+    ("decisions/transaction.py", 'return SideExit("needs-repair", "target-moved",'):
         ('"needs-repair", "target-moved"', "ctx.record.exit, ctx.record.reason"),
-    ("evidence.py", 'return {"owner_seen": suspect(t)} if t.running else {}'):
+    ("decisions/evidence.py", 'return {"owner_seen": suspect(t)} if t.running else {}'):
         ("suspect(t)", '"dead"'),
-    ("evidence.py", 'seen = {"owner_seen": "live" if alive else "dead"}'):
+    ("decisions/evidence.py", 'seen = {"owner_seen": "live" if alive else "dead"}'):
         ('"live" if alive else "dead"', '"dead"'),
-    ("attempts.py", "first = t.running and not t.reserved"):
+    ("decisions/attempts.py", "first = t.running and not t.reserved"):
         ("first = t.running and not t.reserved", "first = t.running"),
-    ("audit.py", "for effect, name, candidate, base in kernel.conn.execute("):
+    ("front/audit.py", "for effect, name, candidate, base in kernel.conn.execute("):
         ("lost = [c for c in (candidate, base) if c and not descends(target, c)]", "lost = []"),
-    ("handling.py", "return decision(DUPLICATE, original=json.loads(response))"):
+    ("front/handling.py", "return decision(DUPLICATE, original=json.loads(response))"):
         ("original=json.loads(response)", "original=None"),
-    ("handling.py", "if outcome.changes_state and outcome.effects:"):
+    ("front/handling.py", "if outcome.changes_state and outcome.effects:"):
         ("if outcome.changes_state and outcome.effects:", "if outcome.effects:"),
-    ("handling.py", "if outcome.changes_state:"): ("if outcome.changes_state:", "if True:"),
-    ("git.py", "return ([safe(head)] if kind else []) + [safe(task), safe(leaf)]"):
+    ("front/handling.py", "if outcome.changes_state:"): ("if outcome.changes_state:", "if True:"),
+    ("world/git.py", "return ([safe(head)] if kind else []) + [safe(task), safe(leaf)]"):
         ("[safe(task), safe(leaf)]", "[task, leaf]"),
-    ("git.py", "lost = self.uncaptured(wt)"): ("self.uncaptured(wt)", "[]"),
-    ("graph.py", 'bad = names.describe("task", s.name)'): ('names.describe("task", s.name)', "None"),
+    ("world/git.py", "lost = self.uncaptured(wt)"): ("self.uncaptured(wt)", "[]"),
+    ("decisions/graph.py", 'bad = names.describe("task", s.name)'): ('names.describe("task", s.name)', "None"),
 }
 
 #: Pytest node ids that also count for a marker (a guard only a real backend exercises),
@@ -88,42 +88,42 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
 GUARD_TESTS: dict[tuple[str, str], tuple[str, ...]] = {
     # defence in depth: the phase order keeps these states out of every request sequence, so
     # the decision is checked on them directly
-    ("transaction.py", 'return t.receipt("review") == t.binding'): (
+    ("decisions/transaction.py", 'return t.receipt("review") == t.binding'): (
         "tests/test_impl_rules_contract.py::"
         "test_an_effect_without_the_review_of_its_exact_candidate_is_refused",),
-    ("transaction.py", "return all(t.receipt(k) == t.binding for k in SAVE_GRAPH_NEEDS)"): (
+    ("decisions/transaction.py", "return all(t.receipt(k) == t.binding for k in SAVE_GRAPH_NEEDS)"): (
         "tests/test_impl_rules_contract.py::test_a_graph_save_missing_a_receipt_is_refused",),
     # the repository's own compare-and-swap stands behind it and answers with the same code
-    ("transaction.py",
+    ("decisions/transaction.py",
      'return o.effect_happened(t) or t.disposition != "land" or o.target() == t.base'): (
         "tests/test_impl_rules_contract.py::"
         "test_a_land_from_a_base_the_target_left_is_refused_before_any_effect",),
     # the repository's removal check stands behind this one: the tests see the rule's code go
-    ("transaction.py", "return not view.present or (view.content == t.saved_work and not "
+    ("decisions/transaction.py", "return not view.present or (view.content == t.saved_work and not "
                        "ctx.observe.uncaptured(t))"): (
         "tests/test_impl_kernel.py::test_a_missing_or_changed_worktree_is_refused_under_its_own_code",
         "tests/test_impl_git_ignored.py::"
         "test_cleanup_refuses_ignored_bytes_written_after_the_worksave"),
-    ("transaction.py", "return ctx.request.base == ctx.observe.target()"): (
+    ("decisions/transaction.py", "return ctx.request.base == ctx.observe.target()"): (
         "tests/test_impl_git_history.py::"
         "test_a_revision_lands_only_when_it_descends_from_the_moved_target",),
-    ("planner.py", "if len(ways) != 1:"): (
+    ("decisions/planner.py", "if len(ways) != 1:"): (
         "tests/test_impl_planner.py::test_two_ways_at_once_is_a_named_hold",
         "tests/test_impl_planner.py::test_no_way_at_all_is_a_named_hold"),
-    ("tables.py", "c.execute(STAMP, (task_id, stamp))"): (
+    ("storage/tables.py", "c.execute(STAMP, (task_id, stamp))"): (
         "tests/test_impl_conditional_writes.py::"
         "test_a_decision_on_stale_facts_is_made_again_on_the_stored_ones",
         "tests/test_impl_conditional_writes.py::"
         "test_races_without_row_locks_keep_one_winner_by_the_writes_conditions"),
-    ("git.py", "return ([safe(head)] if kind else []) + [safe(task), safe(leaf)]"): (
+    ("world/git.py", "return ([safe(head)] if kind else []) + [safe(task), safe(leaf)]"): (
         "tests/test_impl_git_names.py::"
         "test_refs_and_worktrees_of_names_that_once_clashed_are_disjoint_on_real_git",),
-    ("git.py", "lost = self.uncaptured(wt)"): (
+    ("world/git.py", "lost = self.uncaptured(wt)"): (
         "tests/test_impl_git_ignored.py::test_cleanup_refuses_ignored_bytes_written_after_the_worksave",
         "tests/test_impl_git_names.py::test_cleanup_never_removes_a_worktree_holding_another"),
-    ("git.py", "if not self.ignored_files(wt):"): (
+    ("world/git.py", "if not self.ignored_files(wt):"): (
         "tests/test_impl_git_ignored.py::test_a_clean_worktree_without_ignored_files_pins_nothing_more",),
-    ("graph.py", 'bad = names.describe("task", s.name)'): (
+    ("decisions/graph.py", 'bad = names.describe("task", s.name)'): (
         "tests/test_impl_git_names.py::"
         "test_every_bad_name_is_refused_at_task_add_on_a_real_repository",),
 }
@@ -191,8 +191,8 @@ def disabling_patch(g: Guard, root: Path | None = None) -> tuple[Patch | None, s
 
 #: Modules whose functions annotated ``-> bool`` are conditions of a write: true when the
 #: write may be made (``transaction.Condition``).
-CONDITION_MODULES = frozenset({"attempts.py", "evidence.py", "transaction.py", "holds.py",
-                               "archive.py", "waits.py", "generations.py"})
+CONDITION_MODULES = frozenset({"decisions/attempts.py", "decisions/evidence.py", "decisions/transaction.py", "decisions/holds.py",
+                               "decisions/archive.py", "decisions/waits.py", "decisions/generations.py"})
 
 
 def _condition(tree: ast.AST, node: ast.Return) -> bool:

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 
 from ..demo.story import Story, story_run
-from ..git import GitRepository
+from ..world.git import GitRepository
 from .output import UsageError, emit_json
 
 HELP = "run the kernel end to end: real git, real workers, a killed worker and a moved target"

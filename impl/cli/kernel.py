@@ -15,8 +15,8 @@ import argparse
 import sqlite3
 import sys
 
-from ..audit import one_line
-from ..errors import (
+from ..front.audit import one_line
+from ..contract.errors import (
     BadRequest, EffectError, EnvError, GraphError, LegacyError, StoreError, Tampered,
 )
 from .kernel_args import add_arguments  # noqa: F401  (the command's interface)
@@ -25,7 +25,7 @@ from .kernel_open import init, open_kernel
 from .kernel_reports import (
     do_audit, do_converge, do_import, do_rebuild, do_show, do_status, do_verify,
 )
-from ..principals import DENIED
+from ..front.principals import DENIED
 from .kernel_principals import do_principal, read_credential, require_operator
 from .kernel_requests import do_dispatch, do_resume, do_retry, do_send, do_task, operator_request
 from .output import UsageError

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import os
 
-from ..kernel import Kernel
-from ..names import short
+from ..front.kernel import Kernel
+from ..contract.names import short
 from .output import UsageError, emit
 
 FORMAT = "wgk-anchor/1"

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import os
 
-from ..env import Environment, WallClock
-from ..errors import EnvError, StoreError
-from ..git import GitRepository
-from ..kernel import Kernel
-from ..pg import is_dsn, redact
-from ..proc import ProcProcessTable
-from .. import protect
-from ..backends import open_store
+from ..world.env import Environment, WallClock
+from ..contract.errors import EnvError, StoreError
+from ..world.git import GitRepository
+from ..front.kernel import Kernel
+from ..world.proc import ProcProcessTable
+from ..contract import protect
+from ..storage.backends import backend_of, open_store
 from .kernel_principals import credential_path, first_credential, reserve
 from .output import UsageError, emit
 
@@ -22,7 +21,7 @@ def environment(repo: str, target: str, worktrees: str | None) -> Environment:
 
 def open_kernel(path: str) -> Kernel:
     """The kernel of a SQLite file or a ``postgresql://`` database made by ``init``."""
-    if not is_dsn(path) and not os.path.isfile(path):
+    if backend_of(path).file and not os.path.isfile(path):
         raise UsageError(f"{path}: no kernel database here (create one with 'init')")
     try:
         store = open_store(path)
@@ -30,7 +29,7 @@ def open_kernel(path: str) -> Kernel:
         worktrees = store.meta("config:worktrees")
         store.close()
         if repo is None or target is None:
-            where = redact(path) if is_dsn(path) else path
+            where = backend_of(path).shown(path)
             raise UsageError(f"{where}: the database names no repository (was it made by 'init'?)")
         return Kernel(path, environment(repo, target, worktrees))
     except StoreError as e:
@@ -38,7 +37,7 @@ def open_kernel(path: str) -> Kernel:
 
 
 def _refuse_existing(db: str) -> None:
-    if not is_dsn(db):
+    if backend_of(db).file:
         if os.path.exists(db):
             raise UsageError(f"{db}: already exists")
         return
@@ -49,7 +48,7 @@ def _refuse_existing(db: str) -> None:
     except StoreError as e:
         raise UsageError(str(e)) from None
     if graph is not None:
-        raise UsageError(f"{redact(db)}: already holds graph {graph!r}")
+        raise UsageError(f"{backend_of(db).shown(db)}: already holds graph {graph!r}")
 
 
 def require_task(k: Kernel, name: str) -> None:
@@ -73,7 +72,7 @@ def init(args) -> int:
         raise UsageError(f"{args.repo}: the target {args.target} does not exist")
     out = reserve(credential_path(args))      # refused before the database exists
     try:
-        if not is_dsn(args.db):
+        if backend_of(args.db).file:
             reserve(args.db, "database").close()   # readable by its owner only
         try:
             k = Kernel(args.db, environment(repo, args.target, args.worktrees))
@@ -89,7 +88,7 @@ def init(args) -> int:
     except BaseException:
         out.discard()
         raise
-    db = redact(args.db) if is_dsn(args.db) else args.db
+    db = backend_of(args.db).shown(args.db)
     return emit(args, {"db": db, "graph": args.graph, "repo": repo, "target": args.target,
                        "credential-file": cred},
                 f"created graph {args.graph} on {repo} ({args.target}); "

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 
-from ..kernel import Kernel
-from ..pg import is_dsn
-from .. import secretfile
-from ..principals import DENIED, PrincipalError, well_formed
+from ..front.kernel import Kernel
+from ..storage.backends import backend_of
+from ..front import secretfile
+from ..front.principals import DENIED, PrincipalError, well_formed
 from .output import UsageError, emit
 
 #: The roles of the credential ``init`` writes: the operator, who also runs the daemon's
@@ -59,7 +59,7 @@ def require_operator(k: Kernel, credential: str | None) -> None:
 
 def credential_path(args) -> str:
     """``init``: where the first operator credential goes."""
-    if not args.credential_out and is_dsn(args.db):
+    if not args.credential_out and not backend_of(args.db).file:
         raise UsageError("init on a PostgreSQL database needs --credential-out FILE "
                          "(where the first operator credential is written)")
     return args.credential_out or f"{args.db}.credential"

@@ -2,7 +2,7 @@
 rebuild, verify-ledger."""
 from __future__ import annotations
 
-from ..kernel import Kernel
+from ..front.kernel import Kernel
 from .kernel_anchor import read_anchors
 from .kernel_open import require_task
 from .kernel_principals import read_credential

@@ -8,12 +8,12 @@ import secrets
 import sys
 import uuid
 
-from .. import secretfile
-from ..errors import BadRequest, EffectError, EnvError, GraphError, Tampered
-from ..kernel import Kernel
-from ..proc import ProcProcessTable
-from ..records import TaskPolicy
-from ..wire import parse, refused_name
+from ..front import secretfile
+from ..contract.errors import BadRequest, EffectError, EnvError, GraphError, Tampered
+from ..front.kernel import Kernel
+from ..world.proc import ProcProcessTable
+from ..storage.records import TaskPolicy
+from ..contract.wire import parse, refused_name
 from .kernel_open import require_task
 from .kernel_principals import read_credential
 from .output import UsageError, emit
@@ -77,11 +77,15 @@ def send_minted(k: Kernel, args, request: dict) -> int:
 
 def send(k: Kernel, args, request: dict, token: str | None = None,
          on_response=lambda response: None) -> int:
-    named(request)
     try:
-        response = k.handle(request, read_credential(args))
+        rc = k.admit(request, read_credential(args))
     except BadRequest as e:
         raise UsageError(f"request: {e}") from None
+    if rc is None:
+        authenticated({"code": "not-authenticated"})
+    if rc.bad_name is not None:
+        raise UsageError(f"request: {rc.bad_name}")
+    response = k.handle_admitted(rc)
     on_response(response)
     authenticated(response)
     ok = response["decision"] != "rejected" and response.get("original", {}).get("decision") != "rejected"

@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..git import GitRepository
-from ..kernel import Kernel
+from ..world.git import GitRepository
+from ..front.kernel import Kernel
 from .world import TASKS
 
 

@@ -10,12 +10,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .. import secretfile
-from ..converge import next_request
-from ..git import GitRepository, init_repository
-from ..kernel import Kernel
-from ..proc import ProcProcessTable
-from ..records import TaskPolicy
+from ..front import secretfile
+from ..front.converge import next_request
+from ..world.git import GitRepository, init_repository
+from ..front.kernel import Kernel
+from ..world.proc import ProcProcessTable
+from ..storage.records import TaskPolicy
 from .checks import check
 from .world import TASKS, cap, open_kernel, tx
 
@@ -181,7 +181,7 @@ def schema_to_done(story: Story, k: Kernel, facts: dict) -> None:
     w = spawn_worker(story, "schema")
     dispatch(story, k, "schema", w)
     assert w.wait(60) == 0, "the schema worker failed"
-    k._sync()
+    k.cache.sync()
     refusals(story, k, facts)
     finish(story, k, "schema")
     facts["schema"] = k.record("schema").candidate
@@ -211,7 +211,7 @@ def api_worker_killed(story: Story, k: Kernel, facts: dict) -> None:
     w2 = spawn_worker(story, "api")
     dispatch(story, k, "api", w2, imports=retained)
     assert w2.wait(60) == 0, "the second api worker failed"
-    k._sync()
+    k.cache.sync()
     finish(story, k, "api")
     story.say(f"api: {k.status('api')}, target {repo.target()[:10]}")
 
@@ -222,7 +222,7 @@ def ui_target_moved(story: Story, k: Kernel, facts: dict) -> None:
     w = spawn_worker(story, "ui")
     dispatch(story, k, "ui", w)
     assert w.wait(60) == 0, "the ui worker failed"
-    k._sync()
+    k.cache.sync()
     drive_until(story, k, "ui", "effect-prepared")
     facts["ui-v1"] = k.record("ui").candidate
     moved = repo.move_target("someone else's hotfix\n")
@@ -236,7 +236,7 @@ def ui_target_moved(story: Story, k: Kernel, facts: dict) -> None:
                               "candidate": t.candidate, "target": repo.target()}
     fixer = spawn_worker(story, "ui", "rebase")
     assert fixer.wait(60) == 0, "the ui rebase failed"
-    k._sync()
+    k.cache.sync()
     story.say(f"ui worker rebased its own work onto {moved[:10]} and revised: version "
               f"{k.record('ui').version}")
     finish(story, k, "ui")

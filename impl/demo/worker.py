@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from .. import secretfile
+from ..front import secretfile
 from .world import cap, git, open_kernel, tx
 
 
@@ -31,7 +31,7 @@ def worker_main(argv: list[str]) -> int:
     me = os.getpid()
     credential = secretfile.read(args.credential_file, what="credential file")
     for _ in range(600):                                  # wait to be named the owner
-        k._sync()
+        k.cache.sync()
         t = k.record(args.task)
         if t.running and t.owner_pid == me or args.mode == "rebase":
             break

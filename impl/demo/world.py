@@ -4,10 +4,10 @@ from __future__ import annotations
 import os
 import subprocess
 
-from ..env import Environment, WallClock
-from ..git import GitRepository
-from ..kernel import Kernel
-from ..proc import ProcProcessTable
+from ..world.env import Environment, WallClock
+from ..world.git import GitRepository
+from ..front.kernel import Kernel
+from ..world.proc import ProcProcessTable
 
 TASKS = [
     # name, deps, file, text

@@ -1,5 +1,5 @@
 """A kernel with planted faults, for the tests of ``--external``: wgk's served kernel
-(``wgk.impl.serve``) with one fault chosen by the first argument.
+(``wgk.impl.protocol.serve``) with one fault chosen by the first argument.
 
 - ``honest``: none;
 - ``diverge``: a ``dispatch`` rejected ``dependency-not-done`` is answered ``unknown-task``;
@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from wgk.impl.serve import Served, serve
+from wgk.impl.protocol.serve import Served, serve
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "honest"
 

@@ -1,0 +1,340 @@
+"""One psycopg connection speaking the kernel's (SQLite-dialect) statements, in few round trips.
+
+Inside a transaction, a statement whose result nobody needs yet (``BEGIN``, an
+``INSERT``/``UPDATE``/``DELETE``, a savepoint, a ledger append) is queued; the
+queue goes to the server in one round trip (one simple-protocol string) when a
+result is needed: a read, a cursor's ``rowcount``, or ``COMMIT``. So a request
+costs one round trip for ``BEGIN`` and its row locks and one for its writes and
+``COMMIT``, whatever the number of rows it writes. Errors of queued statements
+surface at that round trip and roll the whole transaction back, as they would
+have one statement earlier.
+
+A ledger append returns a ``PendingSeq``: its number is known once the queue
+has been sent; a statement queued after it that records the number uses the
+server's ``currval('ledger_seq')`` instead (``pg_sql.APPEND`` takes it).
+"""
+from __future__ import annotations
+
+import importlib
+import re
+import urllib.parse
+
+from . import pg_sql as sql
+from ..contract.errors import StoreError
+from .pg_text import PendingSeq, PgCursor, Queued, Result, dollars, inline, literal
+from .store import Pragmas
+
+_MARK = re.compile(r"(?<!%)%s")
+_PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
+QUEUE_MOST = 256            # statements queued at most (a bulk graph edit sends them on)
+BULK = 1000                 # tasks added by one graph edit after which the tables are analyzed
+SEAL_EVERY = 16             # a connection seals before every 16th of its appends' COMMIT
+
+def driver():
+    """psycopg, imported on first use (the implementation imports without it), or a one-line
+    StoreError naming the extra to install."""
+    try:
+        psycopg = importlib.import_module("psycopg")
+    except ImportError:
+        raise StoreError("a postgresql:// database needs the psycopg driver "
+                         "(pip install 'wgk[pg]')") from None
+    return psycopg
+
+
+class Early:
+    """A transaction begun ahead of its request (``PgConnection.begin_early``)."""
+
+    __slots__ = ("ids", "locks")
+
+    def __init__(self, ids: list[int], locks: Queued):
+        self.ids, self.locks = ids, locks
+
+
+class PgConnection:
+    """A psycopg connection that speaks the kernel's statements (see the module's doc)."""
+
+    def __init__(self, dsn: str, pragmas: Pragmas):
+        psycopg = driver()
+        self.errors = psycopg.errors
+        try:
+            self.raw = psycopg.connect(dsn, autocommit=True)
+        except psycopg.Error as e:
+            raise StoreError(f"{redact(dsn)}: cannot connect ({first_line(e)})") from None
+        sync = {"OFF": "off", "NORMAL": "on", "FULL": "on", "EXTRA": "on"}.get(
+            pragmas.synchronous.upper())
+        if sync is None:
+            raise StoreError(f"unknown synchronous setting {pragmas.synchronous!r}")
+        self.raw.execute(f"SET synchronous_commit = {sync}")
+        self.raw.execute(f"SET lock_timeout = {int(pragmas.busy_timeout_ms)}")
+        self.raw.execute("SET standard_conforming_strings = on")     # what ``literal`` relies on
+        self.raw.execute("SET jit = off")       # short statements: compiling costs more than it saves
+        encoding = self.raw.execute(sql.ENCODING).fetchone()[0]
+        if encoding.upper() not in ("UTF8", "UTF-8"):
+            raise StoreError(f"{redact(dsn)}: the database's encoding is {encoding}, the kernel "
+                             "needs UTF8 (its ledger hashes are computed on UTF-8 text)")
+        self.raw.prepare_threshold = None       # psycopg would DEALLOCATE ALL after a ROLLBACK
+        self._client = psycopg.ClientCursor(self.raw)
+        self._prepared: dict[str, str] = {}     # statement -> its name in this session
+        self.round_trips = 0                    # (counted for the benchmarks)
+        self._names = 0
+        self.queue: list[Queued] = []
+        self.open = False              # a transaction is open (its BEGIN may still be queued)
+        self.graph_lock: str | None = None     # None, "shared" or "exclusive" in this transaction
+        self.appends: list[tuple[str | None, PendingSeq]] = []
+        self._next_ids: dict[str, int] = {}     # ids this transaction assigns next
+        self._added = 0                         # rows it added to those tables
+        self._unsealed = 0                      # appends committed since this connection sealed
+        self._savepoints: list[tuple[str, int]] = []
+        self._last: PendingSeq | None = None
+        self._ahead: tuple[tuple, Queued] | None = None     # a prefetched read
+        self.early: Early | None = None         # a transaction begun ahead, not yet taken up
+        self._taken: Early | None = None        # ... taken up: its locks for ``lock_tasks``
+        self._statements: dict[str, sql.Statement] = {}
+        self._marked: dict[tuple[str, tuple[int, ...]], str] = {}
+        self._columns: dict[str, list[str]] = {}
+
+    def columns(self, table: str) -> list[str]:
+        if table not in self._columns:
+            self._columns[table] = [r[0] for r in self.raw.execute(sql.COLUMNS, (table,))]
+        return self._columns[table]
+
+    # --- the queue ---------------------------------------------------------------------------
+
+    def _put(self, text: str, params=None) -> Queued:
+        q = Queued(text, params)
+        self.queue.append(q)
+        return q
+
+    def sync(self) -> None:
+        """Send the queue in one round trip (an error rolls the transaction back: raised).
+
+        The statements go as one simple-protocol string: each one with parameters as
+        ``EXECUTE`` of a statement this session prepared (``PREPARE`` in front, the first
+        time), its arguments as literals; each result read back in order."""
+        queue, self.queue = self.queue, []
+        if not queue:
+            return
+        self.round_trips += 1
+        new: list[str] = []
+        text = "; ".join([self._executable(q, new) for q in queue])
+        cur = self._client
+        try:
+            cur.execute("; ".join(new + [text]) if new else text)
+        except BaseException:
+            if new:                                 # whether they ran is unknown: never reused
+                gone = {line.split()[1] for line in new}
+                self._prepared = {k: v for k, v in self._prepared.items() if v not in gone}
+            raise
+        for _ in new:
+            cur.nextset()
+        for n, q in enumerate(queue):
+            if n:
+                cur.nextset()
+            res = cur.pgresult
+            q.cur = Result(cur.fetchall() if res.nfields else [], cur.rowcount, res)
+
+    def _executable(self, q: Queued, new: list[str]) -> str:
+        """``q`` as text: ``EXECUTE`` of its prepared form when it has parameters."""
+        if q.params is None:
+            return q.sql
+        if not q.sql.lstrip().upper().startswith(_PREPARABLE):
+            return inline(q.sql, q.params)
+        name = self._prepared.get(q.sql)
+        if name is None:
+            name = self._prepared[q.sql] = f"wgk_{self._names}"
+            self._names += 1
+            new.append(f"PREPARE {name} AS {dollars(q.sql)}")
+        if not q.params:
+            return f"EXECUTE {name}"
+        return f"EXECUTE {name}({', '.join(map(literal, q.params))})"
+
+    def sent(self, q: Queued | None) -> None:
+        if q is not None and q.cur is None:
+            self.sync()
+
+    def begin(self) -> None:
+        """BEGIN (queued), or take up the transaction begun ahead."""
+        self._taken, self.early = self.early, None
+        self.open, self.graph_lock, self._ahead = True, None, None
+        self.appends, self._savepoints, self._last = [], [], None
+        self._next_ids, self._added = {}, 0
+        if self._taken is None:
+            self._put(sql.BEGIN)
+
+    def begin_early(self, ids: list[int], key: str) -> None:
+        """Queue BEGIN and, unless ``key`` is journaled already, the graph lock (shared) and
+        the rows of ``ids`` locked ``FOR UPDATE``, with their stamps: the request's
+        transaction takes them up (``begin``), else ``end_early`` rolls them back."""
+        if self.open or self.early is not None or self._started():
+            return
+        ids = sorted(int(i) for i in ids)
+        self._put(sql.BEGIN)
+        self.early = Early(ids, self._put(sql.LOCK, (ids, False, True, key)))
+
+    def end_early(self) -> None:
+        """A transaction begun ahead and not taken up: dropped, rolled back if begun."""
+        if self.early is not None:
+            self.early = None
+            self.queue.clear()
+            if self._ahead is not None and self._ahead[1].cur is None:
+                self._ahead = None                  # (its read was never sent)
+            if self._started():
+                self.raw.execute("ROLLBACK")
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.open or self.raw.info.transaction_status != 0     # not IDLE
+
+    def _started(self) -> bool:
+        """Whether the server has seen this transaction's BEGIN."""
+        return self.raw.info.transaction_status != 0
+
+    # --- statements --------------------------------------------------------------------------
+
+    def prefetch(self, text: str, params=()) -> None:
+        """Queue a read (outside a transaction) whose result the next ``execute`` of the same
+        statement with the same parameters takes instead of asking again (once)."""
+        if not self.open:
+            self._ahead = ((text, tuple(params)), self._put(*self._bind(self._statement(text).sql,
+                                                                         params)))
+
+    def _statement(self, text: str) -> sql.Statement:
+        st = self._statements.get(text)
+        if st is None:
+            st = self._statements[text] = sql.translate(text, self.columns)
+        return st
+
+    def execute(self, text: str, params=()) -> PgCursor:
+        if text in ("COMMIT", "ROLLBACK"):
+            self._end(text)
+            return PgCursor(self, None)
+        if self._ahead is not None and not self.open and self._ahead[0] == (text, tuple(params)):
+            ahead, self._ahead = self._ahead[1], None
+            return PgCursor(self, ahead)
+        st = self._statement(text)
+        rowid = None
+        if st.assigns is not None:
+            rowid = self._assign(st.assigns)
+            params = (rowid, *params)
+        if self.open and st.sql.startswith(("SAVEPOINT", "RELEASE", "ROLLBACK TO")):
+            self._savepoint(st.sql)
+        q = self._put(*self._bind(st.sql, params))
+        if not (self.open and st.deferrable) or len(self.queue) > QUEUE_MOST:
+            self.sync()
+        return PgCursor(self, q, rowid)
+
+    def _assign(self, table: str) -> int:
+        """The id of a new row of ``table`` (``pg_sql.ASSIGNED_IDS``)."""
+        if self.graph_lock != "exclusive":
+            self.lock_graph()                 # ids are max + 1: one graph edit at a time
+        if table not in self._next_ids:
+            self._next_ids[table] = self.native(sql.next_id(table)).fetchone()[0]
+        self._next_ids[table] += 1
+        self._added += 1
+        return self._next_ids[table] - 1
+
+    def executemany(self, text: str, rows) -> None:
+        for row in rows:
+            self.execute(text, row)
+
+    def native(self, text: str, params=()):
+        """A statement already in PostgreSQL's dialect (pg_sql), its result now."""
+        q = self._put(text, params or None)          # no parameters: a % is the operator
+        self.sync()
+        return q.cur
+
+    def append(self, event: str, body: str, task: str | None, key: str | None) -> PendingSeq:
+        """Queue one ledger append (``pg_sql.APPEND``); its number once the queue is sent."""
+        seq = self._last = PendingSeq(self, self._put(sql.APPEND, (event, task, key, body)))
+        self.appends.append((task, seq))
+        return seq
+
+    def _bind(self, text: str, params) -> tuple[str, list]:
+        """Booleans as integers; a pending sequence number as its value, or as ``currval``
+        when it is the last append's (still queued)."""
+        out, marks = [], []
+        for i, p in enumerate(params):
+            if isinstance(p, PendingSeq):
+                if p is self._last and p._value is None and p.q.cur is None:
+                    marks.append(i)
+                    continue
+                p = p.value
+            out.append(int(p) if p is True or p is False else p)
+        if not marks:
+            return text, out
+        key = (text, tuple(marks))
+        if key not in self._marked:
+            parts = _MARK.split(text)
+            self._marked[key] = "".join(
+                part + ("" if n == len(parts) - 1 else sql.CURRENT_SEQ if n in marks else "%s")
+                for n, part in enumerate(parts))
+        return self._marked[key], out
+
+    def _savepoint(self, text: str) -> None:
+        verb, name = text.split()[0], text.split()[-1]
+        if verb == "SAVEPOINT":
+            self._savepoints.append((name, len(self.appends)))
+        elif self._savepoints and self._savepoints[-1][0] == name:
+            if verb == "ROLLBACK":                  # its appends are undone (their numbers skipped)
+                del self.appends[self._savepoints[-1][1]:]
+                self._next_ids.clear()              # and the ids it assigned: read again
+            else:
+                self._savepoints.pop()
+
+    def _end(self, verb: str) -> None:
+        """COMMIT sends the queue with it; ROLLBACK drops it (and ends what the server began)."""
+        self.open = False
+        if verb == "COMMIT" and (self._started() or any(q.sql != sql.BEGIN for q in self.queue)):
+            self._unsealed += len(self.appends)
+            if self._unsealed >= SEAL_EVERY:        # chain what can be chained, this once
+                self._unsealed = 0
+                self._put(sql.SEAL_NOW, (False,))
+            self._put("COMMIT")
+            self.sync()
+            if self._added >= BULK:             # the planner's statistics, fresh at once
+                self.raw.execute(sql.ANALYZE)
+            return
+        self.queue.clear()
+        if self._started():
+            self.raw.execute("ROLLBACK")
+
+    # --- locks -------------------------------------------------------------------------------
+
+    def lock_graph(self) -> None:
+        """The graph lock, exclusively, until the end of the transaction (a graph edit)."""
+        self._put(sql.GRAPH_LOCK)
+        self.graph_lock = "exclusive"
+
+    def lock_tasks(self, ids: list[int], share: bool) -> dict[str, int | None]:
+        """Row locks on task rows (after the graph lock, shared, unless it is held), then
+        each locked task's last event, read after the locks were granted: one round trip,
+        with whatever was queued before (none when the transaction begun ahead holds them)."""
+        ids = sorted(int(i) for i in ids)
+        taken, self._taken = self._taken, None
+        if taken is not None and not share and ids == taken.ids:
+            self.sent(taken.locks)
+            stamps = dict(taken.locks.cur.fetchall())
+            if stamps:                          # (none: the key was used meanwhile)
+                self.graph_lock = "shared"
+                return stamps
+        locks = self._put(sql.LOCK, (ids, share, self.graph_lock is None, None))
+        self.sync()
+        self.graph_lock = self.graph_lock or "shared"
+        return dict(locks.cur.fetchall())
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def redact(dsn: str) -> str:
+    """A DSN without its password (for messages)."""
+    parts = urllib.parse.urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}@{host}"))
+
+
+def first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]

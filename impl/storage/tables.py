@@ -1,0 +1,281 @@
+"""Task records on their normalised tables, and the facts recorded beside a record.
+
+``TaskTables`` loads a ``TaskRecord`` row by row (tasks, attempts, owners, leases,
+transactions, receipts) and saves the changed columns (only the changed fields are
+written); ``FactTables`` writes the facts a ledger event establishes (evidence,
+logs, effect intents, worktrees, pins, closed attempts, legacy records).
+"""
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from ..contract.errors import StoreError
+from .records import (
+    CHANGE_NAME, EMPTY, NO_BINDING, RECORD_FIELDS, AttemptRow, Binding, LeaseRow, OwnerRow,
+    TaskPolicy, TaskRecord, TaskRow, TransactionRow,
+)
+from ..contract.vocabulary import (
+    ATTEMPT_STATES, DISPOSITIONS, EXITS, FAILURES, FORMER_EVIDENCE_LABELS, OWNER_SEEN, PHASES,
+    REASONS,
+    RECEIPTS,
+)
+
+
+# --- task records on their tables -------------------------------------------------------------
+
+TASK_COLUMNS = ("generation", "attempt", "fence", "lease_epoch", "retained", "retained_base",
+                "deadline", "assigned", "legacy_done", "reconstructed", "abandoned", "failure",
+                "retries", "waiting_on", "wait_deadline", "wait_expired", "paused", "not_before")
+ATTEMPT_COLUMNS = {CHANGE_NAME["attempts", c]: c for c in AttemptRow._fields}
+OWNER_COLUMNS = {CHANGE_NAME["owners", c]: c for c in OwnerRow._fields}
+LEASE_KINDS = {CHANGE_NAME["leases", c]: c for c in LeaseRow._fields}
+TX_COLUMNS = ("phase", "exit", "reason", "revision", "candidate", "base", "version",
+              "disposition", "effect_done")
+_LABELS = {"attempt_state": frozenset(ATTEMPT_STATES), "owner_seen": frozenset(OWNER_SEEN),
+           "failure": frozenset(FAILURES),
+           "phase": frozenset(PHASES), "exit": frozenset(EXITS), "reason": frozenset(REASONS),
+           "disposition": frozenset(DISPOSITIONS)}
+_BOOLS = {"assigned", "legacy_done", "reconstructed", "abandoned", "effect_done", "wait_expired",
+          "paused",
+          "worktree_lease", "session_lease", "finish_lease"}
+
+_TASK_BOOLS = _BOOLS & set(TASK_COLUMNS)
+_mapped = set(TASK_COLUMNS) | set(ATTEMPT_COLUMNS) | set(OWNER_COLUMNS) | set(LEASE_KINDS) \
+    | set(TX_COLUMNS) | {"receipts"}
+assert _mapped == set(RECORD_FIELDS), sorted(set(RECORD_FIELDS) ^ _mapped)
+
+
+def _db(field: str, value: Any) -> Any:
+    return int(value) if field in _BOOLS else value
+
+
+_SQL: dict[tuple, str] = {}
+
+
+def _sql(template: str, columns: list[str]) -> str:
+    """``template`` with ``col = ?, ...`` for ``columns`` (each text made once)."""
+    key = (template, *columns)
+    text = _SQL.get(key)
+    if text is None:
+        text = _SQL[key] = template.format(", ".join(f"{c} = ?" for c in columns))
+    return text
+
+
+#: The first write of every record change: the task's stamp moves on, but only from the stamp
+#: its record was read with. ``wgk_expect`` (a function of the connection on SQLite, of the
+#: schema on PostgreSQL) raises a serialization failure when the row no longer holds it, so
+#: a decision made on facts the database no longer holds is made again on the stored ones
+#: (``Store.retryable``): a second line behind the locks (SQLite's writer lock, PostgreSQL's
+#: row locks) that holds even where they do not.
+STAMP = "UPDATE stamps SET stamp = stamp + 1 WHERE task = ? AND wgk_expect(stamp = ?)"
+
+
+class TaskTables:
+    """Reads a ``TaskRecord`` from its tables and writes the fields a request changed, each
+    change only over the record it was decided on (``STAMP``)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        #: task id -> the stamp its record was read (or last written) with
+        self.stamps: dict[int, int] = {}
+        self._sel_task = (f"SELECT {', '.join('t.' + c for c in TASK_COLUMNS)}, s.stamp "
+                          "FROM tasks t JOIN stamps s ON s.task = t.id WHERE t.id = ?")
+        self._sel_attempt = ("SELECT " + ", ".join(ATTEMPT_COLUMNS.values())
+                             + " FROM attempts WHERE task = ? AND fence = ?")
+        self._sel_owner = ("SELECT " + ", ".join(OWNER_COLUMNS.values())
+                           + " FROM owners WHERE task = ? AND fence = ?")
+        self._sel_tx = "SELECT " + ", ".join(TX_COLUMNS) + " FROM transactions WHERE task = ?"
+
+    def create(self, task_id: int) -> None:
+        """The rows every task has from its creation on."""
+        self.conn.execute("INSERT INTO transactions (task) VALUES (?)", (task_id,))
+        self.conn.execute("INSERT INTO stamps (task, stamp) VALUES (?, 0)", (task_id,))
+        self.stamps[task_id] = 0
+        self.conn.executemany("INSERT INTO leases VALUES (?, ?, 0)",
+                              [(task_id, k) for k in LEASE_KINDS.values()])
+
+    def load_policy(self, task_id: int, name: str) -> TaskPolicy:
+        """A task's policy: its flags and its dependencies (by name, sorted)."""
+        review, assign, disposition, budget = self.conn.execute(
+            "SELECT review_required, requires_assignment, disposition_policy, retry_budget "
+            "FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        deps = tuple(n for (n,) in self.conn.execute(
+            "SELECT t.name FROM edges e JOIN tasks t ON t.id = e.dep WHERE e.task = ? "
+            "ORDER BY t.name", (task_id,)))
+        return TaskPolicy(name, deps, bool(review), bool(assign), disposition, budget)
+
+    def load(self, task_id: int) -> TaskRecord:
+        c = self.conn
+        found = c.execute(self._sel_task, (task_id,)).fetchone()
+        if found is None:
+            raise StoreError(f"task {task_id}: no row in tasks or stamps in the database")
+        *row, self.stamps[task_id] = found
+        task = dict(zip(TASK_COLUMNS, row))
+        fence = task["fence"]
+        attempt, owner = AttemptRow(), OwnerRow()
+        if fence:
+            attempt = AttemptRow(*c.execute(self._sel_attempt, (task_id, fence)).fetchone())
+            owner = OwnerRow(*c.execute(self._sel_owner, (task_id, fence)).fetchone())
+        held = dict(c.execute("SELECT kind, held FROM leases WHERE task = ?", (task_id,)))
+        tx = dict(zip(TX_COLUMNS, c.execute(self._sel_tx, (task_id,)).fetchone()))
+        receipts = list(EMPTY.receipts)
+        index = {name: i for i, name in enumerate(RECEIPTS)}
+        for kind, f, cand, base in c.execute(
+                "SELECT kind, fence, candidate, base FROM receipts WHERE task = ?", (task_id,)):
+            receipts[index[kind]] = Binding(f, cand, base)
+        for name in _TASK_BOOLS:
+            task[name] = bool(task[name])
+        tx["effect_done"] = bool(tx["effect_done"])
+        record = TaskRecord(
+            TaskRow(**task), attempt, owner,
+            LeaseRow(**{kind: bool(held.get(kind, 0)) for kind in LeaseRow._fields}),
+            TransactionRow(**tx), tuple(receipts))
+        for name, allowed in _LABELS.items():
+            value = getattr(record, name)
+            if (name not in ("attempt_state", "owner_seen") or fence) and value not in allowed:
+                raise StoreError(f"task {task_id}: unknown {name.replace('_', '-')} "
+                                 f"{value!r} in the database")
+        return record
+
+    def save(self, task_id: int, old: TaskRecord, new: TaskRecord, changes: dict[str, Any],
+             seq: int) -> None:
+        """Write exactly the changed fields (``changes`` = records.changed(old, new))."""
+        if not changes:
+            return
+        c = self.conn
+        stamp = self.stamps[task_id]
+        # guards: single-live-owner, first-terminal-wins
+        c.execute(STAMP, (task_id, stamp))
+        self.stamps[task_id] = stamp + 1
+        cols = [f for f in TASK_COLUMNS if f in changes]
+        if cols:
+            c.execute(_sql("UPDATE tasks SET {} WHERE id = ?", cols),
+                      [_db(f, changes[f]) for f in cols] + [task_id])
+        if new.fence and new.fence != old.fence:
+            c.execute("INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                      (task_id, new.fence, new.generation, new.attempt, new.lease_epoch,
+                       new.attempt_state, new.worktree_id, new.origin, new.base_hint,
+                       new.saved_work, new.imported, seq, new.token_hash))
+            c.execute("INSERT OR REPLACE INTO owners VALUES (?,?,?,?,?,?,?,?)",
+                      (task_id, new.fence, new.owner_pid, new.owner_birth, new.session,
+                       new.wrapper_epoch, new.child_epoch, new.owner_seen))
+        elif new.fence:
+            self._update(c, "attempts", ATTEMPT_COLUMNS, changes, task_id, new.fence)
+            self._update(c, "owners", OWNER_COLUMNS, changes, task_id, new.fence)
+        for field, kind in LEASE_KINDS.items():
+            if field in changes:
+                c.execute("UPDATE leases SET held = ? WHERE task = ? AND kind = ?",
+                          (int(changes[field]), task_id, kind))
+        cols = [f for f in TX_COLUMNS if f in changes]
+        if cols or "fence" in changes:
+            cols = cols + ["fence"] if "fence" in changes else cols
+            c.execute(_sql("UPDATE transactions SET {} WHERE task = ?", cols),
+                      [_db(f, getattr(new, f)) for f in cols] + [task_id])
+        if "receipts" in changes:
+            for name, before, after in zip(RECEIPTS, old.receipts, new.receipts):
+                if before == after:
+                    continue
+                if after == NO_BINDING:
+                    c.execute("DELETE FROM receipts WHERE task = ? AND kind = ?", (task_id, name))
+                else:
+                    c.execute("INSERT OR REPLACE INTO receipts VALUES (?, ?, ?, ?, ?)",
+                              (task_id, name, *after))
+
+    @staticmethod
+    def _update(c, table: str, mapping: dict[str, str], changes: dict, task_id: int,
+                fence: int) -> None:
+        cols = [f for f in mapping if f in changes]
+        if cols:
+            c.execute(_sql(f"UPDATE {table} SET {{}} WHERE task = ? AND fence = ?",
+                           [mapping[f] for f in cols]),
+                      [changes[f] for f in cols] + [task_id, fence])
+
+
+# --- facts recorded beside a record ----------------------------------------------------------
+
+
+class FactTables:
+    """Writes the facts a decision records (evidence, logs, effects, worktrees, pins)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self._writers: dict[str, Any] = {}       # fact name -> its writer (looked up once)
+
+    def write(self, task_id: int, facts: list[tuple[str, dict]], seq: int) -> None:
+        for name, f in facts:
+            writer = self._writers.get(name)
+            if writer is None:
+                writer = self._writers[name] = getattr(self, "_" + name.replace("-", "_"))
+            writer(task_id, f, seq)
+
+    def _evidence(self, task_id: int, f: dict, seq: int) -> None:
+        kind = FORMER_EVIDENCE_LABELS.get(f["kind"], f["kind"])    # an older ledger's name
+        # guards: compaction-occurrences-counted-once
+        self.conn.execute("INSERT OR IGNORE INTO evidence VALUES (?, ?, ?, ?, ?)",
+                          (task_id, kind, f["id"], int(f["counted"]), seq))
+
+    def _log(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("INSERT INTO logs VALUES (?, ?)", (seq, task_id))
+
+    def _effect_prepared(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO effects (id, task, fence, version, disposition, candidate, "
+            "base, state, prepared_seq) VALUES (?, ?, ?, ?, ?, ?, ?, 'prepared', ?)",
+            (f["id"], task_id, f["fence"], f["version"], f["disposition"], f["candidate"],
+             f["base"], seq))
+
+    def _effect_committed(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("UPDATE effects SET state = 'committed', re_observed = ?, "
+                          "settled_seq = ? WHERE id = ?", (int(f["re-observed"]), seq, f["id"]))
+
+    def _effect_void(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("UPDATE effects SET state = 'void', settled_seq = ? WHERE id = ?",
+                          (seq, f["id"]))
+
+    def _worktree_added(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO worktrees (id, task, fence, origin, path, last_content) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (f["worktree"], task_id, f["fence"], f["origin"], f["path"], f["origin"]))
+
+    def _cleanup_planned(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("UPDATE worktrees SET planned_removal = 1, "
+                          "last_content = coalesce(?, last_content) WHERE id = ?",
+                          (f["content"], f["worktree"]))
+
+    def _worktree_removed(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("UPDATE worktrees SET removed = 1, "
+                          "last_content = coalesce(?, last_content) WHERE id = ?",
+                          (f["content"], f["worktree"]))
+
+    def _attempt_closed(self, task_id: int, f: dict, seq: int) -> None:
+        """An attempt closed in the same request that opened its successor (retry)."""
+        self.conn.execute("UPDATE attempts SET state = ? WHERE task = ? AND fence = ?",
+                          (f["state"], task_id, f["fence"]))
+        self.conn.execute("UPDATE owners SET pid = 0, birth = 0, session = NULL, wrapper_epoch = 0, "
+                          "child_epoch = 0, seen = 'unverified' WHERE task = ? AND fence = ?",
+                          (task_id, f["fence"]))
+
+    def _generation_opened(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("INSERT INTO generations (task, generation, opened_seq, cause) "
+                          "VALUES (?, ?, ?, ?)", (task_id, f["generation"], seq, f.get("cause")))
+
+    def _pinned(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO pins VALUES (?, ?, ?, ?)",
+                          (f["ref"], task_id, f["content"], seq))
+
+    def _protected_path(self, task_id: int, f: dict, seq: int) -> None:
+        """The path and pattern that held a candidate: the ledger keeps them; no table does."""
+
+    def _legacy_record(self, task_id: int, f: dict, seq: int) -> None:
+        self.conn.execute(
+            "INSERT INTO legacy_records (task, source, line, original, legacy_status, seq) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (f["task"], f["source"], f["line"], f["original"].encode("utf-8", "surrogateescape"),
+             f["status"], seq))
+
+
+def policy_from_row(row) -> TaskPolicy:
+    name, review, assign, disposition = row
+    return TaskPolicy(name, (), bool(review), bool(assign), disposition)
