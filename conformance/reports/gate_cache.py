@@ -35,7 +35,10 @@ every source file whole, nothing recorded.
 The key is of the sources on disk: a function replaced in memory (a test's
 monkeypatch) is not seen, so a gate with such a patch is run without the cache.
 
-A part with an error is never stored (an error may be the machine's). Entries are
+Under one static key several entries may be kept, one per set of recorded
+dependencies (the newest tried first), so going back to an earlier version of a
+function finds its checks again. A part with an error is never stored (an error
+may be the machine's). Entries are
 written to a temporary file and renamed, so a killed gate or two workers writing
 at once never leave a torn entry. An entry that cannot be read (truncated,
 garbage, another format) is ignored with a one-line warning, and overwritten.
@@ -359,35 +362,34 @@ class GateCache:
         return not (section in CONSERVATIVE or section in MODEL_SECTIONS
                     or spec.get("mode") == "kill")
 
-    def _path(self, key: str) -> Path:
-        return self.dir / key[:2] / f"{key}.pickle"
+    def _folder(self, key: str) -> Path:
+        return self.dir / key[:2] / key
 
     # reading
 
     def lookup(self, key: str, label: str) -> list[Check] | None:
-        """The checks stored under ``key`` whose recorded dependencies still hold (None:
-        none, or an entry that cannot be used, with a warning when it is damaged)."""
-        path = self._path(key)
+        """The checks stored under ``key`` whose recorded dependencies still hold, the
+        newest first (None: none; a damaged entry is skipped with a one-line warning)."""
         try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+            entries = sorted(self._folder(key).glob("*.pickle"),
+                             key=lambda p: -p.stat().st_mtime_ns)
+        except OSError:
             return None
-        except OSError as e:
-            self.warnings.append(f"cache entry {path}: unreadable ({e.strerror}), ignored")
-            return None
-        try:
-            entry = _entry(raw, key)
-        except Exception as e:        # noqa: BLE001 -- a damaged entry of any kind is ignored
-            why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
-            self.warnings.append(f"cache entry {path} ({label}) ignored: {why}")
-            return None
-        checks, deps = entry
-        for name, (ran, digest) in deps.items():
-            p = _source_path(name)
-            if p is None or file_digest(p, ran) != digest:
-                return None
-        self.reused += len(checks)
-        return checks
+        for path in entries:
+            try:
+                raw = path.read_bytes()
+                checks, deps = _entry(raw, key)
+            except FileNotFoundError:
+                continue
+            except Exception as e:    # noqa: BLE001 -- a damaged entry of any kind is ignored
+                why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
+                self.warnings.append(f"cache entry {path} ({label}) ignored: {why}")
+                continue
+            if all((p := _source_path(name)) is not None and file_digest(p, ran) == digest
+                   for name, (ran, digest) in deps.items()):
+                self.reused += len(checks)
+                return checks
+        return None
 
     # writing
 
@@ -403,8 +405,10 @@ class GateCache:
                 frozen = frozenset(quals)
                 deps[name] = [sorted(frozen), file_digest(p, frozen)]
         entry = {"format": FORMAT, "key": key, "deps": deps, "checks": checks}
+        variant = _digest(json.dumps(deps, sort_keys=True))[:24]
         try:
-            _write_atomic(self._path(key), MAGIC + pickle.dumps(entry, protocol=4))
+            _write_atomic(self._folder(key) / f"{variant}.pickle",
+                          MAGIC + pickle.dumps(entry, protocol=4))
         except (OSError, pickle.PicklingError, TypeError, AttributeError):
             pass                      # a check that cannot be kept is run again next time
 
