@@ -110,8 +110,10 @@ def source_files() -> list[tuple[str, Path]]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def relative(filename: str) -> str | None:
-    """The name of a source file of wgk's packages (None: not one of them)."""
+    """The name of a source file of wgk's packages, through links (None: not one of them)."""
+    filename = os.path.realpath(filename)
     for name, root in ROOTS.items():
         prefix = str(root) + os.sep
         if filename.startswith(prefix):
@@ -198,7 +200,7 @@ def file_digest(path: Path, ran: frozenset[str]) -> str:
 # --- what runs at import -------------------------------------------------------------------
 
 _IMPORTS_PROGRAM = r"""
-import json, pkgutil, sys, importlib
+import json, os, pkgutil, sys, importlib
 roots = json.loads(sys.argv[1])
 seen = set()
 def tracer(frame, event, arg):
@@ -212,7 +214,8 @@ for pkg in ("wgk.model", "wgk.impl", "wgk.conformance"):
         except BaseException:
             pass
 sys.settrace(None)
-print(json.dumps(sorted([f, q] for f, q in seen if any(f.startswith(r) for r in roots))))
+found = {(os.path.realpath(f), q) for f, q in seen}
+print(json.dumps(sorted([f, q] for f, q in found if any(f.startswith(r) for r in roots))))
 """
 
 
