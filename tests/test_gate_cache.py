@@ -205,25 +205,35 @@ def _entries(cache: Path) -> list[Path]:
     return sorted(cache.glob("*/*/*.pickle"))
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "format", "empty", "not checks"])
-def test_a_damaged_entry_is_ignored_with_a_warning_and_run_again(runs, cold, monkeypatch, damage):
-    kept = {e: e.read_bytes() for e in _entries(runs.cache)}
-    for entry, good in kept.items():
-        entry.write_bytes({
-            "truncated": good[:len(good) // 2], "garbage": b"\x00\xffnot a cache entry" * 9,
+DAMAGE = ("truncated", "garbage", "format", "empty", "not checks")
+
+
+def _damaged(damage: str, entry: Path, good: bytes) -> bytes:
+    return {"truncated": good[:len(good) // 2], "garbage": b"\x00\xffnot a cache entry" * 9,
             "format": good.replace(gate_cache.FORMAT.encode(), b"wgk-gate-cache/0"), "empty": b"",
             "not checks": gate_cache.MAGIC + pickle.dumps({"format": gate_cache.FORMAT,
-                                                           "key": entry.stem, "deps": {},
+                                                           "key": entry.parent.name, "deps": {},
                                                            "checks": [Path("/")]}),
-        }[damage])
+            }[damage]
+
+
+def test_damaged_entries_are_ignored_with_a_warning_each_and_run_again(runs, cold, monkeypatch):
+    """Every entry damaged, in turn each way: truncated, garbage, another format, empty, a
+    pickle making something else than checks (refused before it is made)."""
+    kept = {e: e.read_bytes() for e in _entries(runs.cache)}
+    how = {}
+    for n, (entry, good) in enumerate(kept.items()):
+        how[entry] = DAMAGE[n % len(DAMAGE)]
+        entry.write_bytes(_damaged(how[entry], entry, good))
+    assert set(how.values()) == set(DAMAGE)
     try:
         result = runs.gate(monkeypatch)
         assert len(runs.ran) == len(cold[1]) and result.verdict == "pass"
         warnings = result.cache["warnings"]
         assert len(warnings) >= len(cold[1])              # one per entry read
         assert all("ignored" in w and "\n" not in w and ".pickle" in w for w in warnings)
-        if damage == "not checks":              # a pickle making anything else is refused
-            assert all("pathlib" in w for w in warnings)
+        refused = [w for w in warnings if how[Path(w.split()[2])] == "not checks"]
+        assert refused and all("pathlib" in w for w in refused)
         assert _plain(result.to_json()) == _plain(cold[0].to_json())
         again = runs.gate(monkeypatch)        # written again, whole
         assert runs.ran == [] and not again.cache["warnings"]
@@ -237,10 +247,12 @@ def test_two_workers_share_the_cache_and_report_the_same(runs, cold, monkeypatch
     try:
         two = runs.gate(monkeypatch, workers=2)          # forked workers write at once
         assert two.cache["reused"] == 0
+        stray = next(runs.cache.glob("*/*/")) / ".tmp-left-by-a-killed-gate"
+        stray.write_bytes(gate_cache.MAGIC + b"\x80")   # what a kill mid-write leaves
         again = runs.gate(monkeypatch, workers=2)
         assert runs.ran == [] and again.cache["reused"] == again.cache["checks"]
         assert not again.cache["warnings"]
-        assert not list(runs.cache.rglob(".tmp-*"))          # no torn write left behind
+        assert list(runs.cache.rglob(".tmp-*")) == [stray]    # none but the planted one
         assert _plain(two.to_json()) == _plain(again.to_json()) == _plain(cold[0].to_json())
     finally:
         runs.cache = kept
