@@ -39,7 +39,7 @@ from wgk.conformance.check.workers import every_core
 from wgk.conformance.reports.gate_pool import (
     Done, Part, guarded, run_parts, run_parts_here, scratch,
 )
-from wgk.conformance.reports.gate_cache import GateCache, trace_identity
+from wgk.conformance.reports.gate_cache import NO_TRACES, GateCache, trace_identity
 from wgk.conformance.reports.gate_coverage import coverage_checks
 from wgk.conformance.reports.gate_probes import probe_checks
 from wgk.conformance.reports.gate_tamper import tamper_checks
@@ -222,10 +222,12 @@ def part_inputs(name: str, budget: str, loaded: list | None, spec: dict,
                 earlier: Earlier | None) -> list:
     """What a part of section ``name`` reads beyond the sources and the options: the traces
     it replays (those at ``spec['only']`` for a section split by trace, else every loaded
-    one), which of them run on the real world, and the earlier sections' findings."""
+    one; none for a section that reads none), which of them run on the real world, and the
+    earlier sections' findings."""
     loaded = loaded or []
     by_trace = name in ("replay", "crash-cuts", "two-kernels") and spec.get("only") is not None
-    chosen = [t for n, t in enumerate(loaded) if not by_trace or n in spec["only"]]
+    chosen = [] if name in NO_TRACES else \
+        [t for n, t in enumerate(loaded) if not by_trace or n in spec["only"]]
     real = []
     for key in ("traces", "cuts"):
         try:

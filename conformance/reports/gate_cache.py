@@ -70,6 +70,8 @@ FORMAT = "wgk-gate-cache/1"
 #: Sections keyed conservatively (their code runs in child processes or reads sources as text).
 CONSERVATIVE = frozenset({"contract", "races", "tamper", "trace-matrix", "coverage",
                           "impl-mutants", "verify-guards"})
+#: Sections that read no trace (their keys leave the loaded traces out).
+NO_TRACES = frozenset({"prove", "explore", "fuzz", "races", "contract"})
 #: Sections on the model alone, keyed by the whole text of the model and of the conformance
 #: suite (the encoding, the lemmas, the explorer): tracing their hot loops would cost them
 #: two to four times their time, and they run every rule anyway (a test records one of each
@@ -107,6 +109,22 @@ def source_files() -> list[tuple[str, Path]]:
         for p in sorted(root.rglob("*")):
             if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
                 out.append((f"{name}/{p.relative_to(root).as_posix()}", p))
+    return out
+
+
+def around_files(tests: bool) -> list[tuple[str, Path]]:
+    """What the conservatively keyed sections read beside the sources: the bundled traces
+    (the coverage's witnesses start there, the trace matrix lists them), the checkout's
+    ``docs`` (the trace matrix's design document) and, with ``tests``, its tests (the
+    guards' verification runs some)."""
+    out = []
+    checkout = ROOTS["conformance"].parent
+    for name, root in (("traces", Path(_schema_dir()).parent), ("docs", checkout / "docs"),
+                       ("tests", checkout / "tests") if tests else ("", Path("/nonexistent"))):
+        if root.is_dir():
+            out += [(f"{name}/{p.relative_to(root).as_posix()}", p) for p in sorted(root.rglob("*"))
+                    if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+                    and "counterexamples" not in p.parts]
     return out
 
 
@@ -339,7 +357,11 @@ class GateCache:
         except Exception:             # noqa: BLE001 -- parsed again
             known = {}
         files = source_files()
-        self.full = _digest(*(x for name, p in files for x in (name, p.read_bytes())))
+        self.full = _digest(*(x for name, p in files + around_files(False)
+                              for x in (name, p.read_bytes())))
+        self.full_tests = _digest(self.full, *(x for name, p in around_files(True)
+                                               if name.startswith("tests/")
+                                               for x in (name, p.read_bytes())))
         self.model = _digest(*(x for name, p in files if not name.startswith("impl/")
                                for x in (name, p.read_bytes())))
         self.imports, self.skeleton = import_time_functions(self.dir, files)
@@ -355,7 +377,8 @@ class GateCache:
 
     def key(self, section: str, spec: dict, inputs: list) -> str:
         """The static key of a part: ``spec`` names it, ``inputs`` are what it reads."""
-        sources = self.full if section in CONSERVATIVE or spec.get("mode") == "kill" else \
+        sources = self.full_tests if section in ("impl-mutants", "verify-guards") else \
+            self.full if section in CONSERVATIVE or spec.get("mode") == "kill" else \
             self.skeleton + self.model if section in MODEL_SECTIONS else self.skeleton
         return _digest(self.options, section, json.dumps(_plain(spec), sort_keys=True),
                        json.dumps(_plain(inputs), sort_keys=True, default=repr), sources)
