@@ -61,6 +61,7 @@ class Runs:
         monkeypatch.setitem(gate.BUDGETS, "quick", dict(SMALL))
         monkeypatch.setattr(gate_cache, "SOURCES", self.sources)
         gate_cache._functions.cache_clear()
+        gate_cache._pieces.cache_clear()
         store = GateCache.store
 
         def noted(cache_self, key, checks, ran):
@@ -77,6 +78,7 @@ class Runs:
         """The static keys of the sections on the model (which record nothing)."""
         monkeypatch.setattr(gate_cache, "SOURCES", self.sources)
         gate_cache._functions.cache_clear()
+        gate_cache._pieces.cache_clear()
         c = GateCache(self.cache, {"budget": "quick"})
         return {s: c.key(s, {}, []) for s in ("prove", "mutants", "explore")}
 
@@ -284,21 +286,47 @@ def test_the_kept_text_leaves_out_only_the_bodies_not_run(tmp_path):
     f.write_text("X = 1\n\n\ndef a():\n    return X\n\n\nclass C:\n    def b(self):\n"
                  "        return 2\n\n    def c(self):\n        return 3\n")
     gate_cache._functions.cache_clear()
+    gate_cache._pieces.cache_clear()
     kept = gate_cache.kept_text(f, frozenset({"C.b"}))
     assert "X = 1" in kept and "def a():" in kept and "return X" not in kept
     assert "return 2" in kept and "def c(self):" in kept and "return 3" not in kept
+    digest = gate_cache.file_digest(f, frozenset({"C.b"}))
     f.write_text(f.read_text().replace("return 3", "return 4").replace("return X", "return 5"))
     gate_cache._functions.cache_clear()
+    gate_cache._pieces.cache_clear()
     assert gate_cache.kept_text(f, frozenset({"C.b"})) == kept      # bodies not run: no change
+    assert gate_cache.file_digest(f, frozenset({"C.b"})) == digest
     f.write_text(f.read_text().replace("return 2", "return 6"))
     gate_cache._functions.cache_clear()
+    gate_cache._pieces.cache_clear()
     assert gate_cache.kept_text(f, frozenset({"C.b"})) != kept
+    assert gate_cache.file_digest(f, frozenset({"C.b"})) != digest
+    before = gate_cache.file_digest(f, frozenset())
+    f.write_text(f.read_text().replace("X = 1", "X = 7"))          # outside every body
+    gate_cache._functions.cache_clear()
+    gate_cache._pieces.cache_clear()
+    assert gate_cache.file_digest(f, frozenset()) != before
 
 
-def test_the_command_refuses_a_cache_that_is_a_file_and_one_with_external(tmp_path):
+def test_a_function_inside_another_is_keyed_by_its_own_body(tmp_path):
+    f = tmp_path / "n.py"
+    f.write_text("def outer():\n    def inner():\n        return 8\n    return inner\n")
+    gate_cache._functions.cache_clear()
+    gate_cache._pieces.cache_clear()
+    alone, both = frozenset({"outer"}), frozenset({"outer", "outer.<locals>.inner"})
+    before = gate_cache.file_digest(f, alone), gate_cache.file_digest(f, both)
+    f.write_text(f.read_text().replace("return 8", "return 9"))
+    gate_cache._functions.cache_clear()
+    gate_cache._pieces.cache_clear()
+    assert gate_cache.file_digest(f, alone) == before[0]        # inner did not run
+    assert gate_cache.file_digest(f, both) != before[1]
+
+
+def test_the_command_refuses_a_cache_it_cannot_write_and_one_with_external(tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
-    for args in (["--cache", str(f)], ["--cache", str(tmp_path), "--external", "true"]):
+    for args in (["--cache", str(f)], ["--cache", str(f / "below")],
+                 ["--cache", str(tmp_path), "--external", "true"]):
         p = subprocess.run([sys.executable, "-m", "wgk.conformance", "gate", "--quick", *args],
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 2 and "--cache" in p.stderr and "Traceback" not in p.stderr

@@ -15,6 +15,7 @@ import time
 from typing import TextIO
 
 from wgk.conformance.reports import gate as gate_mod
+from wgk.conformance.reports.gate_cache import CacheError
 from wgk.conformance.reports.gate_html import write_failure_reports
 from wgk.conformance.cli.backend_arg import add_backend_argument, backend_dsn
 from wgk.conformance.cli.errors import UsageError
@@ -109,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
                                    workers=args.workers, external=external, cache=args.cache)
     except TraceError as e:
         raise UsageError(str(e)) from None
+    except CacheError as e:
+        raise UsageError(f"--cache: {e}") from None
     for warning in (result.cache or {}).get("warnings", []):
         print(f"wgk gate: warning: {warning}", file=sys.stderr)
     if args.junit:

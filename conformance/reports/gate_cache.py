@@ -211,8 +211,35 @@ def kept_text(path: Path, ran: frozenset[str]) -> str:
     return "".join(line for n, line in enumerate(lines, 1) if not drop[n])
 
 
+@functools.lru_cache(maxsize=None)
+def _pieces(path: Path) -> tuple[str, dict[str, str]]:
+    """The digest of the file's text without any function's body, and of each function's own
+    body (its lines but those of the functions inside it), by qualified name."""
+    parsed = _functions(path)
+    if parsed is None:
+        try:
+            return _digest("raw", path.read_bytes()), {}
+        except OSError:
+            return _digest("missing"), {}
+    text, functions = parsed
+    lines = text.splitlines(keepends=True)
+    owner = [None] * (len(lines) + 2)
+    for qual, first, last in functions:       # outer functions come before those inside
+        for n in range(first, last + 1):
+            owner[n] = qual
+    rest = "".join(line for n, line in enumerate(lines, 1) if owner[n] is None)
+    bodies: dict[str, list[str]] = {}
+    for n, line in enumerate(lines, 1):
+        if owner[n] is not None:
+            bodies.setdefault(owner[n], []).append(line)
+    return _digest(rest), {q: _digest("".join(bodies.get(q, []))) for q, _, _ in functions}
+
+
 def file_digest(path: Path, ran: frozenset[str]) -> str:
-    return _digest(kept_text(path, ran))
+    """The digest of the file's text without the bodies of the functions not in ``ran``:
+    its text outside every function's body, and the own body of each function in ``ran``."""
+    rest, bodies = _pieces(path)
+    return _digest(rest, *(x for q in sorted(ran) if q in bodies for x in (q, bodies[q])))
 
 
 # --- what runs at import -------------------------------------------------------------------
@@ -237,32 +264,42 @@ print(json.dumps(sorted([f, q] for f, q in found if any(f.startswith(r) for r in
 """
 
 
+class CacheError(Exception):
+    """The cache cannot be used (its folder cannot be written, the sources cannot be read)."""
+
+
 def import_time_functions(cache_dir: Path, files: list[tuple[str, Path]]
                           ) -> tuple[dict[str, frozenset[str]], str]:
     """The functions of wgk's sources that run when its modules are imported, per file, and
     the skeleton digest they give. Found once in a fresh interpreter and kept in the cache
     with that digest; still right while the digest is the same (what runs at import is the
     modules' own code and those functions: when none of them changed, the same ones run)."""
-    where = cache_dir / "imports.pickle"
+    where = cache_dir / "imports.json"
     try:
-        stored = pickle.loads(where.read_bytes())
+        stored = json.loads(where.read_text(encoding="utf-8"))
         imports = {str(k): frozenset(v) for k, v in stored["imports"].items()}
         if skeleton_digest(files, imports) == stored["skeleton"]:
             return imports, stored["skeleton"]
     except Exception:                 # noqa: BLE001 -- found again below
         pass
     roots = [str(r) + os.sep for r in ROOTS.values()]
-    p = subprocess.run([sys.executable, "-c", _IMPORTS_PROGRAM, json.dumps(roots)],
-                       capture_output=True, text=True, timeout=600)
+    try:
+        p = subprocess.run([sys.executable, "-c", _IMPORTS_PROGRAM, json.dumps(roots)],
+                           capture_output=True, text=True, timeout=600)
+        listed = json.loads(p.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as e:
+        raise CacheError(f"cannot find what runs when wgk's modules are imported: "
+                         f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     found: dict[str, set[str]] = {}
-    for f, q in json.loads(p.stdout.strip().splitlines()[-1]):
+    for f, q in listed:
         name = relative(f)
         if name:
             found.setdefault(name, set()).add(q)
     imports = {k: frozenset(v) for k, v in found.items()}
     skeleton = skeleton_digest(files, imports)
-    _write_atomic(where, pickle.dumps({"imports": {k: sorted(v) for k, v in imports.items()},
-                                       "skeleton": skeleton}))
+    with contextlib.suppress(OSError):
+        _write_atomic(where, json.dumps({"imports": {k: sorted(v) for k, v in imports.items()},
+                                         "skeleton": skeleton}))
     return imports, skeleton
 
 
@@ -349,10 +386,16 @@ class GateCache:
         self.dir = Path(directory)
         self.warnings: list[str] = []
         self.reused = 0
-        self.dir.mkdir(parents=True, exist_ok=True)
-        index = self.dir / "functions.pickle"
         try:
-            known = pickle.loads(index.read_bytes())
+            self.dir.mkdir(parents=True, exist_ok=True)
+            probe = tempfile.NamedTemporaryFile(dir=self.dir, prefix=".tmp-")
+            probe.close()
+        except OSError as e:
+            raise CacheError(f"{self.dir}: cannot be written ({e.strerror or e})") from None
+        index = self.dir / "functions.json"
+        try:
+            known = {str(k): tuple((str(q), int(a), int(b)) for q, a, b in v)
+                     for k, v in json.loads(index.read_text(encoding="utf-8")).items()}
             FUNCTIONS.update({k: v for k, v in known.items() if k not in FUNCTIONS})
         except Exception:             # noqa: BLE001 -- parsed again
             known = {}
@@ -367,7 +410,7 @@ class GateCache:
         self.imports, self.skeleton = import_time_functions(self.dir, files)
         if set(FUNCTIONS) - set(known):
             with contextlib.suppress(OSError):
-                _write_atomic(index, pickle.dumps(
+                _write_atomic(index, json.dumps(
                     {k: FUNCTIONS[k] for k in {_digest(_functions(p)[0]) for _, p in files
                                                if p.suffix == ".py" and _functions(p)}}))
         self.options = json.dumps(dict(options, format=FORMAT, versions=_versions()),
