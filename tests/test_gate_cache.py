@@ -62,6 +62,7 @@ class Runs:
         monkeypatch.setattr(gate_cache, "SOURCES", self.sources)
         gate_cache._functions.cache_clear()
         gate_cache._pieces.cache_clear()
+        gate_cache.file_digest.cache_clear()
         store = GateCache.store
 
         def noted(cache_self, key, checks, ran):
@@ -79,6 +80,7 @@ class Runs:
         monkeypatch.setattr(gate_cache, "SOURCES", self.sources)
         gate_cache._functions.cache_clear()
         gate_cache._pieces.cache_clear()
+        gate_cache.file_digest.cache_clear()
         c = GateCache(self.cache, {"budget": "quick"})
         return {s: c.key(s, {}, []) for s in ("prove", "mutants", "explore")}
 
@@ -287,6 +289,7 @@ def test_the_kept_text_leaves_out_only_the_bodies_not_run(tmp_path):
                  "        return 2\n\n    def c(self):\n        return 3\n")
     gate_cache._functions.cache_clear()
     gate_cache._pieces.cache_clear()
+    gate_cache.file_digest.cache_clear()
     kept = gate_cache.kept_text(f, frozenset({"C.b"}))
     assert "X = 1" in kept and "def a():" in kept and "return X" not in kept
     assert "return 2" in kept and "def c(self):" in kept and "return 3" not in kept
@@ -294,17 +297,20 @@ def test_the_kept_text_leaves_out_only_the_bodies_not_run(tmp_path):
     f.write_text(f.read_text().replace("return 3", "return 4").replace("return X", "return 5"))
     gate_cache._functions.cache_clear()
     gate_cache._pieces.cache_clear()
+    gate_cache.file_digest.cache_clear()
     assert gate_cache.kept_text(f, frozenset({"C.b"})) == kept      # bodies not run: no change
     assert gate_cache.file_digest(f, frozenset({"C.b"})) == digest
     f.write_text(f.read_text().replace("return 2", "return 6"))
     gate_cache._functions.cache_clear()
     gate_cache._pieces.cache_clear()
+    gate_cache.file_digest.cache_clear()
     assert gate_cache.kept_text(f, frozenset({"C.b"})) != kept
     assert gate_cache.file_digest(f, frozenset({"C.b"})) != digest
     before = gate_cache.file_digest(f, frozenset())
     f.write_text(f.read_text().replace("X = 1", "X = 7"))          # outside every body
     gate_cache._functions.cache_clear()
     gate_cache._pieces.cache_clear()
+    gate_cache.file_digest.cache_clear()
     assert gate_cache.file_digest(f, frozenset()) != before
 
 
@@ -313,11 +319,13 @@ def test_a_function_inside_another_is_keyed_by_its_own_body(tmp_path):
     f.write_text("def outer():\n    def inner():\n        return 8\n    return inner\n")
     gate_cache._functions.cache_clear()
     gate_cache._pieces.cache_clear()
+    gate_cache.file_digest.cache_clear()
     alone, both = frozenset({"outer"}), frozenset({"outer", "outer.<locals>.inner"})
     before = gate_cache.file_digest(f, alone), gate_cache.file_digest(f, both)
     f.write_text(f.read_text().replace("return 8", "return 9"))
     gate_cache._functions.cache_clear()
     gate_cache._pieces.cache_clear()
+    gate_cache.file_digest.cache_clear()
     assert gate_cache.file_digest(f, alone) == before[0]        # inner did not run
     assert gate_cache.file_digest(f, both) != before[1]
 

@@ -218,6 +218,25 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
                       cache=store.summary(total) if store is not None else None)
 
 
+_SELECTED: dict = {}
+
+
+def _real_selections(budget: str, loaded: list) -> list[set[str] | str]:
+    """The traces the budget runs on the real world (``traces``, ``cuts``), or the error
+    that says why it cannot tell; once per gate run."""
+    key = (budget, repr(BUDGETS[budget].get("real-world")), tuple(map(id, loaded)))
+    if key not in _SELECTED:
+        _SELECTED.clear()
+        out = []
+        for what in ("traces", "cuts"):
+            try:
+                out.append(real_selection(budget, loaded, what))
+            except ValueError as e:
+                out.append(str(e))
+        _SELECTED[key] = out
+    return _SELECTED[key]
+
+
 def part_inputs(name: str, budget: str, loaded: list | None, spec: dict,
                 earlier: Earlier | None) -> list:
     """What a part of section ``name`` reads beyond the sources and the options: the traces
@@ -228,13 +247,8 @@ def part_inputs(name: str, budget: str, loaded: list | None, spec: dict,
     by_trace = name in ("replay", "crash-cuts", "two-kernels") and spec.get("only") is not None
     chosen = [] if name in NO_TRACES else \
         [t for n, t in enumerate(loaded) if not by_trace or n in spec["only"]]
-    real = []
-    for key in ("traces", "cuts"):
-        try:
-            selected = real_selection(budget, loaded, key)
-            real.append(sorted(t.id for t in chosen if t.id in selected))
-        except ValueError as e:
-            real.append(str(e))
+    real = [sorted(t.id for t in chosen if t.id in selected) if isinstance(selected, set)
+            else selected for selected in _real_selections(budget, loaded)]
     return [[trace_identity(t) for t in chosen], real,
             dataclasses.asdict(earlier) if name in LATE and earlier is not None else None]
 

@@ -235,6 +235,7 @@ def _pieces(path: Path) -> tuple[str, dict[str, str]]:
     return _digest(rest), {q: _digest("".join(bodies.get(q, []))) for q, _, _ in functions}
 
 
+@functools.lru_cache(maxsize=65536)
 def file_digest(path: Path, ran: frozenset[str]) -> str:
     """The digest of the file's text without the bodies of the functions not in ``ran``:
     its text outside every function's body, and the own body of each function in ``ran``."""
