@@ -22,7 +22,7 @@ sys.path.insert(0, str(BENCH))
 from common import MISSING, BenchResult, ERROR, guarded, report, say  # noqa: E402
 
 #: the benchmarks BRIEF §7 asks for, in the order they are run and shown
-EXPECTED = ("explore", "simulate", "z3", "impl", "pg", "gate")
+EXPECTED = ("explore", "simulate", "z3", "impl", "pg", "gate", "cache")
 
 
 def discover() -> list[str]:

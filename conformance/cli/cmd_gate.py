@@ -15,6 +15,7 @@ import time
 from typing import TextIO
 
 from wgk.conformance.reports import gate as gate_mod
+from wgk.conformance.reports.gate_cache import CacheError
 from wgk.conformance.reports.gate_html import write_failure_reports
 from wgk.conformance.cli.backend_arg import add_backend_argument, backend_dsn
 from wgk.conformance.cli.errors import UsageError
@@ -31,6 +32,7 @@ EXAMPLES = """  wgk gate
   wgk gate --quick --workers 1
   wgk gate --quick --backend postgresql://wgk@localhost/wgk
   wgk gate --quick --external 'python -m wgk.impl.serve'
+  wgk gate --quick --cache .wgk-gate-cache
 """
 
 EXIT = {"pass": 0, "fail": 1, "error": 2}
@@ -50,6 +52,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="processes sharing the sections' work (default: one per core; 1: every "
                         "section in turn in this process; the report is the same)")
     add_external_arguments(p)
+    p.add_argument("--cache", metavar="DIR",
+                   help="keep each check's verdict in DIR under a key covering what it depends "
+                        "on, and reuse those a change cannot have touched (the report says how "
+                        "many; it is otherwise the same)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
     p.add_argument("--progress", action="store_true",
                    help="report progress on stderr even when it is not a terminal")
@@ -92,12 +98,22 @@ def run(args: argparse.Namespace) -> int:
     backend = backend_dsn(args)
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: must be at least 1, not {args.workers}")
+    external = external_kernel(args)
+    if args.cache is not None and external is not None:
+        raise UsageError("--cache: not with --external (the kernel under test is not wgk's "
+                         "sources, which the cache keys by)")
+    if args.cache is not None and Path(args.cache).exists() and not Path(args.cache).is_dir():
+        raise UsageError(f"--cache: {args.cache} is not a directory")
     try:
         result = gate_mod.run_gate(budget, progress=view, traces=args.traces,
                                    counterexamples=args.counterexamples, backend=backend,
-                                   workers=args.workers, external=external_kernel(args))
+                                   workers=args.workers, external=external, cache=args.cache)
     except TraceError as e:
         raise UsageError(str(e)) from None
+    except CacheError as e:
+        raise UsageError(f"--cache: {e}") from None
+    for warning in (result.cache or {}).get("warnings", []):
+        print(f"wgk gate: warning: {warning}", file=sys.stderr)
     if args.junit:
         # one self-contained HTML report per failing trace, next to the JUnit file
         write_failure_reports(result, Path(args.junit).resolve().parent)

@@ -12,6 +12,7 @@ gate itself never prints.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Callable
 
@@ -35,13 +36,18 @@ from wgk.conformance.reports.gate_real import (
     batch_checks, contract_checks, race_checks, two_kernel_checks,
 )
 from wgk.conformance.check.workers import every_core
-from wgk.conformance.reports.gate_pool import Done, Part, guarded, run_parts, scratch
+from wgk.conformance.reports.gate_pool import (
+    Done, Part, guarded, run_parts, run_parts_here, scratch,
+)
+from wgk.conformance.reports.gate_cache import NO_TRACES, GateCache, trace_identity
 from wgk.conformance.reports.gate_coverage import coverage_checks
 from wgk.conformance.reports.gate_probes import probe_checks
 from wgk.conformance.reports.gate_tamper import tamper_checks
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
 from wgk.conformance.reports.gate_split import LATE, split
-from wgk.conformance.reports.gate_traces import crash_cut_checks, fuzz_checks, replay_checks
+from wgk.conformance.reports.gate_traces import (
+    crash_cut_checks, fuzz_checks, real_selection, replay_checks,
+)
 from wgk.conformance.traces.format import load_traces
 
 __all__ = ["BUDGETS", "SECTIONS", "Check", "GateResult", "Section", "Tick", "bundled_traces",
@@ -125,7 +131,7 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
                 loaded: list | None = None, sources: list[str] | None = None,
                 counterexamples: str = COUNTEREXAMPLES, backend: str | None = None,
                 earlier: Earlier | None = None, external: Kernel | None = None,
-                workers: int = 1) -> Section:
+                workers: int = 1, cache: GateCache | None = None) -> Section:
     """One section on the budget's value for it: skipped when that value is false or missing,
     an error naming the section when it checks nothing or raises (``earlier``: what the
     crash-cuts and prove sections found, for the trace matrix; ``external``: the kernel
@@ -142,9 +148,16 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
         if section is not None:
             _final(section, progress)
             return section
-    done = guarded(name, lambda: _nonempty(_call(
-        name, budget, progress, loaded=loaded, sources=sources, counterexamples=counterexamples,
-        backend=backend, earlier=earlier)))
+    def call() -> list[Check]:
+        return _nonempty(_call(name, budget, progress, loaded=loaded, sources=sources,
+                               counterexamples=counterexamples, backend=backend, earlier=earlier))
+    if cache is not None:
+        key = cache.key(name, {}, part_inputs(name, budget, loaded, {}, earlier))
+        checks = cache.lookup(key, name)
+        done = guarded(name, lambda: checks if checks is not None else
+                       cache.run(key, name, {}, call))
+    else:
+        done = guarded(name, call)
     section = Section(name, done.checks, done.seconds)
     _final(section, progress)
     return section
@@ -160,14 +173,17 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
              traces: list[str] | None = None,
              counterexamples: str = COUNTEREXAMPLES,
              backend: str | None = None, workers: int | None = None,
-             external: Kernel | None = None) -> GateResult:
+             external: Kernel | None = None, cache: str | None = None) -> GateResult:
     """Every section on the given budget; ``traces`` selects trace files or folders;
     a generated failure is written, minimised, under ``counterexamples``; ``backend``
     (a PostgreSQL DSN) runs the implementation's sections on PostgreSQL, the races too;
     ``workers``: the processes sharing the work (default: one per core; 1 runs every
     section in turn in this process). The report is the same either way. ``external``: the
     kernel under test is that command over the protocol (``gate_external``); the sections
-    run in turn, ``workers`` traces at once."""
+    run in turn, ``workers`` traces at once. ``cache``: a folder where each part's checks
+    are kept under a key covering what they depend on (``gate_cache``), and reused while
+    that holds; the report is the same but for the count of reused checks (not with
+    ``external``)."""
     if budget not in BUDGETS:
         raise ValueError(f"unknown budget {budget!r} (known: {', '.join(BUDGETS)})")
     t0 = time.perf_counter()
@@ -187,31 +203,74 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
                 sections = _on_workers(budget, progress, kw, workers, external)
         return GateResult(budget, sections, time.perf_counter() - t0, where,
                           external=external_summary(external, loaded))
+    store = None if cache is None else GateCache(cache, {
+        "budget": budget, "value": BUDGETS[budget], "backend": backend,
+        "counterexamples": str(counterexamples)})
     with scratch() as where:
         impl_system.use_backend(backend)
         try:
-            sections = (_in_turn(budget, progress, kw) if workers < 2 else
-                        _on_workers(budget, progress, kw, workers))
+            sections = (_in_turn(budget, progress, kw) if workers < 2 and store is None else
+                        _on_workers(budget, progress, kw, workers, cache=store))
         finally:
             impl_system.use_backend(None)
-    return GateResult(budget, sections, time.perf_counter() - t0, where)
+    total = sum(len(s.checks) for s in sections)
+    return GateResult(budget, sections, time.perf_counter() - t0, where,
+                      cache=store.summary(total) if store is not None else None)
+
+
+_SELECTED: dict = {}
+
+
+def _real_selections(budget: str, loaded: list) -> list[set[str] | str]:
+    """The traces the budget runs on the real world (``traces``, ``cuts``), or the error
+    that says why it cannot tell; once per gate run."""
+    key = (budget, repr(BUDGETS[budget].get("real-world")), tuple(map(id, loaded)))
+    if key not in _SELECTED:
+        _SELECTED.clear()
+        out = []
+        for what in ("traces", "cuts"):
+            try:
+                out.append(real_selection(budget, loaded, what))
+            except ValueError as e:
+                out.append(str(e))
+        _SELECTED[key] = out
+    return _SELECTED[key]
+
+
+def part_inputs(name: str, budget: str, loaded: list | None, spec: dict,
+                earlier: Earlier | None) -> list:
+    """What a part of section ``name`` reads beyond the sources and the options: the traces
+    it replays (those at ``spec['only']`` for a section split by trace, else every loaded
+    one; none for a section that reads none), which of them run on the real world, and the
+    earlier sections' findings."""
+    loaded = loaded or []
+    by_trace = name in ("replay", "crash-cuts", "two-kernels") and spec.get("only") is not None
+    chosen = [] if name in NO_TRACES else \
+        [t for n, t in enumerate(loaded) if not by_trace or n in spec["only"]]
+    real = [sorted(t.id for t in chosen if t.id in selected) if isinstance(selected, set)
+            else selected for selected in _real_selections(budget, loaded)]
+    return [[trace_identity(t) for t in chosen], real,
+            dataclasses.asdict(earlier) if name in LATE and earlier is not None else None]
 
 
 def _in_turn(budget: str, progress: Progress | None, kw: dict,
-             sections: list[Section] | None = None) -> list[Section]:
+             sections: list[Section] | None = None, cache: GateCache | None = None
+             ) -> list[Section]:
     """The sections not yet in ``sections``, one after another in this process."""
     sections = list(sections or [])
     for name, _ in SECTIONS[len(sections):]:
-        sections.append(run_section(name, budget, progress, **kw,
+        sections.append(run_section(name, budget, progress, **kw, cache=cache,
                                     earlier=earlier_results(sections)))
     return sections
 
 
 def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
-                external: Kernel | None = None) -> list[Section]:
-    """The sections before ``LATE`` split into parts on ``workers`` processes, then the
-    late ones in turn (the trace matrix reads the crash cuts' and the proofs' results).
-    ``external``: a section over the protocol is one part (its traces one after another)."""
+                external: Kernel | None = None, cache: GateCache | None = None
+                ) -> list[Section]:
+    """The sections before ``LATE`` split into parts on ``workers`` processes (in turn in
+    this one for fewer than 2), then the late ones in turn (the trace matrix reads the crash
+    cuts' and the proofs' results). ``external``: a section over the protocol is one part
+    (its traces one after another). ``cache``: a part kept there is not run again."""
     early = [n for n, _ in SECTIONS][:min(i for i, (n, _) in enumerate(SECTIONS) if n in LATE)]
     sections: dict[str, Section] = {}
     parts: list[Part] = []
@@ -225,6 +284,8 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
             parts.append(Part(name, how, weight=EXTERNAL_WEIGHTS[name]))
         elif sections[name] is None:
             parts += split(name, budget, kw, _call)
+    if cache is not None:
+        parts = [_through(cache, budget, kw, p) for p in parts]
     results: dict[str, list[Done]] = {}
 
     def on_done(n: int, done: Done) -> None:
@@ -239,11 +300,31 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
         sections[name] = Section(name, checks, sum(d.seconds for d in results[name]))
         _final(sections[name], progress)
 
-    run_parts(parts, workers, progress, on_done)
+    if workers < 2:
+        run_parts_here(parts, progress, on_done)
+    else:
+        run_parts(parts, workers, progress, on_done)
     done = [sections[n] for n in early]
     if external is None:
-        return _in_turn(budget, progress, dict(kw), done)
+        return _in_turn(budget, progress, dict(kw), done, cache)
     for name, _ in SECTIONS[len(done):]:
         done.append(run_section(name, budget, progress, **kw, external=external,
                                 earlier=earlier_results(done)))
     return done
+
+
+def _through(cache: GateCache, budget: str, kw: dict, part: Part) -> Part:
+    """``part`` taken from the cache when it is kept there, else run and kept."""
+    name, spec = part.section, part.spec
+    key = cache.key(name, spec, part_inputs(name, budget, kw.get("loaded"), spec, None))
+    checks = cache.lookup(key, f"{name} {_plain_spec(spec)}".strip())
+    if checks is not None:
+        return Part(name, lambda progress: checks, part.offset, part.total, 0.0, spec)
+    run = part.run
+    return Part(name, lambda progress: cache.run(key, name, spec, lambda: run(progress)),
+                part.offset, part.total, part.weight, spec)
+
+
+def _plain_spec(spec: dict) -> str:
+    return " ".join(f"{k}={sorted(v, key=repr) if isinstance(v, (set, frozenset)) else v}"
+                    for k, v in sorted(spec.items()))

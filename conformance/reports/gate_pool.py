@@ -25,7 +25,7 @@ import queue
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from wgk.conformance.reports.gate_budget import Nothing, Progress, Tick
@@ -62,13 +62,16 @@ def scratch() -> Iterator[str]:
 class Part:
     """Some of one section's work: ``run(progress)`` returns its checks (or raises).
     ``offset`` and ``total`` turn its own progress into the section's (``total`` None:
-    the part is the whole section, its ticks pass unchanged); ``weight``: its expected cost."""
+    the part is the whole section, its ticks pass unchanged); ``weight``: its expected cost;
+    ``spec``: which of the section's work it is (``only``, ``mode``: the gate's cache keys
+    it by that)."""
 
     section: str
     run: Callable[[Progress], list[Check]]
     offset: int = 0
     total: int | None = None
     weight: float = 1.0
+    spec: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -143,6 +146,14 @@ class _Order:
             t = Tick(t.section, t.done + part.offset, part.total, t.seconds, t.label)
         if self.progress:
             self.progress(t)
+
+
+def run_parts_here(parts: list[Part], progress: Progress | None,
+                   on_done: Callable[[int, Done], None]) -> None:
+    """Every part in turn in this process, as ``run_parts`` reports them."""
+    order = _Order(parts, progress, on_done)
+    for n, part in enumerate(parts):
+        order.finish(n, guarded(part.section, lambda: part.run(lambda t: order.tick(n, t))))
 
 
 def run_parts(parts: list[Part], workers: int, progress: Progress | None,

@@ -65,6 +65,7 @@ class GateResult:
     seconds: float
     scratch: str | None = None     # where the temporary databases and worlds were kept
     external: dict | None = None   # --external: the command, its capabilities, how much applied
+    cache: dict | None = None      # --cache: the folder, the checks reused of all, its warnings
 
     @property
     def checks(self) -> list[Check]:
@@ -94,6 +95,8 @@ class GateResult:
             out["error"] = "no section checked anything"
         if self.external is not None:
             out["external"] = dict(self.external, skipped=self.skips())
+        if self.cache is not None:
+            out["cache"] = self.cache
         return out
 
     def summary(self) -> str:
@@ -117,8 +120,15 @@ class GateResult:
             lines += [f"  SKIP {n} x {why}" for why, n in skip_reasons(s).items()]
         if not self.checks:
             lines.append("  ERROR no section checked anything")
+        if self.cache is not None:
+            lines.append(reused_line(self.cache))
         lines.append(f"gate {self.verdict.upper()} ({self.budget} budget, {self.seconds:.1f}s)")
         return "\n".join(lines)
+
+
+def reused_line(cache: dict) -> str:
+    """``412 of 530 checks reused from the cache (DIR)``."""
+    return f"{cache['reused']} of {cache['checks']} checks reused from the cache ({cache['dir']})"
 
 
 def skip_reasons(s: Section) -> dict[str, int]:

@@ -34,7 +34,7 @@ def split(name: str, budget: str, kw: dict, call: Callable) -> list[Part]:
     """The parts of section ``name``; ``call(name, budget, progress, **kw, **part)`` runs one."""
     def part(offset=0, total=None, weight=WEIGHTS.get(name, 1.0), **only) -> Part:
         return Part(name, lambda progress: call(name, budget, progress, **kw, **only),
-                    offset, total, weight)
+                    offset, total, weight, only)
 
     loaded = kw.get("loaded") or []
     try:

@@ -1,0 +1,549 @@
+"""The gate's cache: a part's checks kept under a key covering everything they depend on.
+
+``wgk gate --cache DIR`` keeps, for every part of a section (``gate_split``: a
+trace, a mutant, an instance, a half of the proofs; a section run whole otherwise),
+the checks it gave. An entry is found by a *static key*, a digest of
+
+- the cache's format, wgk's version, Python's, z3's, SQLite's and git's;
+- the gate's options: the budget's name and its whole value, the backend, the
+  counterexamples folder, the section, the part (which traces, mutants, mode);
+- the part's inputs: the trace it replays (its path and content), every loaded
+  trace for a section that reads them all, what the earlier sections found for a
+  late one (the trace matrix, the coverage);
+- the *skeleton* of wgk's sources: every file of ``wgk.model``, ``wgk.impl`` and
+  ``wgk.conformance`` with the bodies of its functions left out (its imports,
+  constants, tables, classes, signatures, decorators and defaults stay), except the
+  functions that run when the modules are imported, which stay whole; and every
+  data file of those packages (and the trace schema) whole;
+
+and it is reused only when the *recorded dependencies* stored with it still hold:
+while the part ran, a trace function (``sys.settrace``, in every thread) noted
+each function of wgk's sources that ran; the entry stores, per file, those
+functions and a digest of the file's text with every other function's body left
+out. A change to a function a part did not run leaves that part's key whole; a
+change anywhere else (a function it ran, a constant, a signature, a data file)
+re-runs it. The sections on the model alone (the proofs, the model's mutants, the
+exploration) are keyed by the whole text of ``wgk.model`` and ``wgk.conformance``
+(the rules, the properties, the lemmas, the encoding, the explorer) without
+recording: they run every rule, and tracing would cost them several times their
+time. A section whose code runs outside the traced process (a child process: the
+environment contract's subprocess, the kill-mode crash cuts, the races, the file
+modes' children, the implementation's mutants, the guards) or reads the sources as
+text (the trace matrix, the coverage's model digest) is keyed *conservatively*:
+every source file whole, nothing recorded.
+
+The key is of the sources on disk: a function replaced in memory (a test's
+monkeypatch) is not seen, so a gate with such a patch is run without the cache.
+
+Under one static key several entries may be kept, one per set of recorded
+dependencies (the newest tried first), so going back to an earlier version of a
+function finds its checks again. A part with an error is never stored (an error
+may be the machine's). Entries are
+written to a temporary file and renamed, so a killed gate or two workers writing
+at once never leave a torn entry. An entry that cannot be read (truncated,
+garbage, another format) is ignored with a one-line warning, and overwritten.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import importlib.metadata
+import io
+import json
+import os
+import pickle
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import contextlib
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from wgk.conformance.reports.gate_report import Check
+
+FORMAT = "wgk-gate-cache/1"
+
+#: Sections keyed conservatively (their code runs in child processes or reads sources as text).
+CONSERVATIVE = frozenset({"contract", "races", "tamper", "trace-matrix", "coverage",
+                          "impl-mutants", "verify-guards"})
+#: Sections that read no trace (their keys leave the loaded traces out).
+NO_TRACES = frozenset({"prove", "explore", "fuzz", "races", "contract"})
+#: Sections on the model alone, keyed by the whole text of the model and of the conformance
+#: suite (the encoding, the lemmas, the explorer): tracing their hot loops would cost them
+#: two to four times their time, and they run every rule anyway (a test records one of each
+#: to hold that they run nothing of ``wgk.impl``).
+MODEL_SECTIONS = frozenset({"prove", "mutants", "explore"})
+
+
+def _roots() -> dict[str, Path]:
+    import wgk.conformance
+    import wgk.impl
+    import wgk.model
+    return {name: Path(mod.__file__).resolve().parent
+            for name, mod in (("model", wgk.model), ("impl", wgk.impl),
+                              ("conformance", wgk.conformance))}
+
+
+#: Where the code that runs comes from, and where the cache reads the sources it keys by
+#: (the same folders; a test points ``SOURCES`` at a changed copy).
+ROOTS = _roots()
+SOURCES = dict(ROOTS)
+
+
+def _schema_dir() -> Path:
+    from wgk.conformance.reports.gate_budget import bundled_traces
+    return Path(bundled_traces()).resolve() / "schema"
+
+
+def source_files() -> list[tuple[str, Path]]:
+    """``(name, path)`` of every file of wgk's packages (sources and data) and the trace
+    schema, the name relative to the packages, in order."""
+    out = []
+    for name, root in list(SOURCES.items()) + [("traces/schema", _schema_dir())]:
+        if not root.is_dir():
+            continue
+        for p in sorted(root.rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
+                out.append((f"{name}/{p.relative_to(root).as_posix()}", p))
+    return out
+
+
+def around_files(tests: bool) -> list[tuple[str, Path]]:
+    """What the conservatively keyed sections read beside the sources: the bundled traces
+    (the coverage's witnesses start there, the trace matrix lists them), the checkout's
+    ``docs`` (the trace matrix's design document) and, with ``tests``, its tests (the
+    guards' verification runs some)."""
+    out = []
+    checkout = ROOTS["conformance"].parent
+    for name, root in (("traces", Path(_schema_dir()).parent), ("docs", checkout / "docs"),
+                       ("tests", checkout / "tests") if tests else ("", Path("/nonexistent"))):
+        if root.is_dir():
+            out += [(f"{name}/{p.relative_to(root).as_posix()}", p) for p in sorted(root.rglob("*"))
+                    if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+                    and "counterexamples" not in p.parts]
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def relative(filename: str) -> str | None:
+    """The name of a source file of wgk's packages, through links (None: not one of them)."""
+    filename = os.path.realpath(filename)
+    for name, root in ROOTS.items():
+        prefix = str(root) + os.sep
+        if filename.startswith(prefix):
+            return f"{name}/{filename[len(prefix):].replace(os.sep, '/')}"
+    return None
+
+
+def _digest(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        b = p.encode() if isinstance(p, str) else p
+        h.update(len(b).to_bytes(8, "big") + b)
+    return h.hexdigest()
+
+
+# --- a source file's text without the functions that did not run ---------------------------
+
+
+#: ``(qualname, first line of body, last line)`` of each function of a source text, by the
+#: text's digest (kept in the cache folder: parsing every file again costs seconds).
+FUNCTIONS: dict[str, tuple[tuple[str, int, int], ...]] = {}
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+@functools.lru_cache(maxsize=None)
+def _functions(path: Path) -> tuple[str, tuple[tuple[str, int, int], ...]] | None:
+    """The file's text and ``(qualname, first line of body, last line)`` of each function
+    whose body starts below its ``def`` (None when it does not parse)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    digest = _digest(text)
+    if digest in FUNCTIONS:
+        return text, FUNCTIONS[digest]
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    found = []
+
+    def walk(statements, prefix: str) -> None:
+        for child in statements:
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                qual = prefix + child.name
+                if child.body[0].lineno > child.lineno:
+                    found.append((qual, child.body[0].lineno, child.end_lineno))
+                walk(child.body, qual + ".<locals>.")
+            elif isinstance(child, ast.ClassDef):
+                walk(child.body, prefix + child.name + ".")
+            else:
+                for field in _BODIES:
+                    inner = getattr(child, field, None)
+                    if isinstance(inner, list):
+                        walk(inner, prefix)
+    walk(tree.body, "")
+    FUNCTIONS[digest] = tuple(found)
+    return text, FUNCTIONS[digest]
+
+
+def kept_text(path: Path, ran: frozenset[str]) -> str:
+    """The file's text with the body of every function not in ``ran`` (qualified names)
+    left out (the whole text when it does not parse; "" when it does not exist)."""
+    parsed = _functions(path)
+    if parsed is None:
+        try:
+            return "raw\0" + path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "missing"
+    text, functions = parsed
+    lines = text.splitlines(keepends=True)
+    drop = [False] * (len(lines) + 2)
+    for qual, first, last in functions:
+        if qual not in ran:
+            for n in range(first, last + 1):
+                drop[n] = True
+    return "".join(line for n, line in enumerate(lines, 1) if not drop[n])
+
+
+@functools.lru_cache(maxsize=None)
+def _pieces(path: Path) -> tuple[str, dict[str, str]]:
+    """The digest of the file's text without any function's body, and of each function's own
+    body (its lines but those of the functions inside it), by qualified name."""
+    parsed = _functions(path)
+    if parsed is None:
+        try:
+            return _digest("raw", path.read_bytes()), {}
+        except OSError:
+            return _digest("missing"), {}
+    text, functions = parsed
+    lines = text.splitlines(keepends=True)
+    owner = [None] * (len(lines) + 2)
+    for qual, first, last in functions:       # outer functions come before those inside
+        for n in range(first, last + 1):
+            owner[n] = qual
+    rest = "".join(line for n, line in enumerate(lines, 1) if owner[n] is None)
+    bodies: dict[str, list[str]] = {}
+    for n, line in enumerate(lines, 1):
+        if owner[n] is not None:
+            bodies.setdefault(owner[n], []).append(line)
+    return _digest(rest), {q: _digest("".join(bodies.get(q, []))) for q, _, _ in functions}
+
+
+@functools.lru_cache(maxsize=65536)
+def file_digest(path: Path, ran: frozenset[str]) -> str:
+    """The digest of the file's text without the bodies of the functions not in ``ran``:
+    its text outside every function's body, and the own body of each function in ``ran``."""
+    rest, bodies = _pieces(path)
+    return _digest(rest, *(x for q in sorted(ran) if q in bodies for x in (q, bodies[q])))
+
+
+# --- what runs at import -------------------------------------------------------------------
+
+_IMPORTS_PROGRAM = r"""
+import json, os, pkgutil, sys, importlib
+roots = json.loads(sys.argv[1])
+seen = set()
+def tracer(frame, event, arg):
+    seen.add((frame.f_code.co_filename, frame.f_code.co_qualname))
+sys.settrace(tracer)
+for pkg in ("wgk.model", "wgk.impl", "wgk.conformance"):
+    mod = importlib.import_module(pkg)
+    for info in pkgutil.walk_packages(mod.__path__, pkg + "."):
+        try:
+            importlib.import_module(info.name)
+        except BaseException:
+            pass
+sys.settrace(None)
+found = {(os.path.realpath(f), q) for f, q in seen}
+print(json.dumps(sorted([f, q] for f, q in found if any(f.startswith(r) for r in roots))))
+"""
+
+
+class CacheError(Exception):
+    """The cache cannot be used (its folder cannot be written, the sources cannot be read)."""
+
+
+def import_time_functions(cache_dir: Path, files: list[tuple[str, Path]]
+                          ) -> tuple[dict[str, frozenset[str]], str]:
+    """The functions of wgk's sources that run when its modules are imported, per file, and
+    the skeleton digest they give. Found once in a fresh interpreter and kept in the cache
+    with that digest; still right while the digest is the same (what runs at import is the
+    modules' own code and those functions: when none of them changed, the same ones run)."""
+    where = cache_dir / "imports.json"
+    try:
+        stored = json.loads(where.read_text(encoding="utf-8"))
+        imports = {str(k): frozenset(v) for k, v in stored["imports"].items()}
+        if skeleton_digest(files, imports) == stored["skeleton"]:
+            return imports, stored["skeleton"]
+    except Exception:                 # noqa: BLE001 -- found again below
+        pass
+    roots = [str(r) + os.sep for r in ROOTS.values()]
+    try:
+        p = subprocess.run([sys.executable, "-c", _IMPORTS_PROGRAM, json.dumps(roots)],
+                           capture_output=True, text=True, timeout=600)
+        listed = json.loads(p.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as e:
+        raise CacheError(f"cannot find what runs when wgk's modules are imported: "
+                         f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    found: dict[str, set[str]] = {}
+    for f, q in listed:
+        name = relative(f)
+        if name:
+            found.setdefault(name, set()).add(q)
+    imports = {k: frozenset(v) for k, v in found.items()}
+    skeleton = skeleton_digest(files, imports)
+    with contextlib.suppress(OSError):
+        _write_atomic(where, json.dumps({"imports": {k: sorted(v) for k, v in imports.items()},
+                                         "skeleton": skeleton}))
+    return imports, skeleton
+
+
+def skeleton_digest(files: list[tuple[str, Path]], imports: dict[str, frozenset[str]]) -> str:
+    """Every source file without the bodies of functions not run at import; every data file."""
+    return _digest(*(x for name, p in files for x in (
+        name, file_digest(p, imports.get(name, frozenset())) if p.suffix == ".py"
+        else _digest(p.read_bytes()))))
+
+
+# --- recording what a part runs ------------------------------------------------------------
+
+
+@contextmanager
+def recording() -> Iterator[dict[str, set[str]]]:
+    """Notes every function of wgk's sources that runs (in every thread) while inside:
+    ``{file name: {qualified name}}``."""
+    codes: set = set()
+
+    def tracer(frame, event, arg):
+        codes.add(frame.f_code)
+
+    before = sys.gettrace()
+    threading.settrace(tracer)
+    sys.settrace(tracer)
+    ran: dict[str, set[str]] = {}
+    try:
+        yield ran
+    finally:
+        sys.settrace(before)
+        threading.settrace(None)
+        for code in codes:
+            name = relative(code.co_filename)
+            if name is not None:
+                ran.setdefault(name, set()).add(code.co_qualname)
+
+
+# --- the store ----------------------------------------------------------------------------
+
+
+def _write_atomic(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _versions() -> dict:
+    try:
+        import z3
+        z3v = z3.get_version_string()
+    except ImportError:
+        z3v = None
+    try:
+        git = subprocess.run(["git", "--version"], capture_output=True, text=True,
+                             timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        git = None
+    try:
+        wgk = importlib.metadata.version("wgk")
+    except importlib.metadata.PackageNotFoundError:
+        wgk = None
+    return {"wgk": wgk, "python": sys.version, "z3": z3v, "sqlite": sqlite3.sqlite_version,
+            "git": git, "platform": sys.platform}
+
+
+def trace_identity(trace) -> list:
+    """What a check reads of a trace: its path and its content."""
+    return [str(trace.path), _digest(json.dumps(trace.to_json(), sort_keys=True, default=str))]
+
+
+class GateCache:
+    """The cache in ``directory`` for one gate run with ``options`` (the budget's name and
+    value, the backend, the counterexamples folder: anything the checks depend on beyond
+    the sources and the part)."""
+
+    def __init__(self, directory: str | os.PathLike, options: dict):
+        self.dir = Path(directory)
+        self.warnings: list[str] = []
+        self.reused = 0
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            probe = tempfile.NamedTemporaryFile(dir=self.dir, prefix=".tmp-")
+            probe.close()
+        except OSError as e:
+            raise CacheError(f"{self.dir}: cannot be written ({e.strerror or e})") from None
+        index = self.dir / "functions.json"
+        try:
+            known = {str(k): tuple((str(q), int(a), int(b)) for q, a, b in v)
+                     for k, v in json.loads(index.read_text(encoding="utf-8")).items()}
+            FUNCTIONS.update({k: v for k, v in known.items() if k not in FUNCTIONS})
+        except Exception:             # noqa: BLE001 -- parsed again
+            known = {}
+        files = source_files()
+        self.full = _digest(*(x for name, p in files + around_files(False)
+                              for x in (name, p.read_bytes())))
+        self.full_tests = _digest(self.full, *(x for name, p in around_files(True)
+                                               if name.startswith("tests/")
+                                               for x in (name, p.read_bytes())))
+        self.model = _digest(*(x for name, p in files if not name.startswith("impl/")
+                               for x in (name, p.read_bytes())))
+        self.imports, self.skeleton = import_time_functions(self.dir, files)
+        if set(FUNCTIONS) - set(known):
+            with contextlib.suppress(OSError):
+                _write_atomic(index, json.dumps(
+                    {k: FUNCTIONS[k] for k in {_digest(_functions(p)[0]) for _, p in files
+                                               if p.suffix == ".py" and _functions(p)}}))
+        self.options = json.dumps(dict(options, format=FORMAT, versions=_versions()),
+                                  sort_keys=True, default=repr)
+
+    # keys
+
+    def key(self, section: str, spec: dict, inputs: list) -> str:
+        """The static key of a part: ``spec`` names it, ``inputs`` are what it reads."""
+        sources = self.full_tests if section in ("impl-mutants", "verify-guards") else \
+            self.full if section in CONSERVATIVE or spec.get("mode") == "kill" else \
+            self.skeleton + self.model if section in MODEL_SECTIONS else self.skeleton
+        return _digest(self.options, section, json.dumps(_plain(spec), sort_keys=True),
+                       json.dumps(_plain(inputs), sort_keys=True, default=repr), sources)
+
+    def traced(self, section: str, spec: dict) -> bool:
+        """Whether the part's key holds the functions it ran (else its key is static)."""
+        return not (section in CONSERVATIVE or section in MODEL_SECTIONS
+                    or spec.get("mode") == "kill")
+
+    def _folder(self, key: str) -> Path:
+        return self.dir / key[:2] / key
+
+    # reading
+
+    def lookup(self, key: str, label: str) -> list[Check] | None:
+        """The checks stored under ``key`` whose recorded dependencies still hold, the
+        newest first (None: none; a damaged entry is skipped with a one-line warning)."""
+        try:
+            entries = sorted(self._folder(key).glob("*.pickle"),
+                             key=lambda p: -p.stat().st_mtime_ns)
+        except OSError:
+            return None
+        for path in entries:
+            try:
+                raw = path.read_bytes()
+                checks, deps = _entry(raw, key)
+            except FileNotFoundError:
+                continue
+            except Exception as e:    # noqa: BLE001 -- a damaged entry of any kind is ignored
+                why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
+                self.warnings.append(f"cache entry {path} ({label}) ignored: {why}")
+                continue
+            if all((p := _source_path(name)) is not None and file_digest(p, ran) == digest
+                   for name, (ran, digest) in deps.items()):
+                self.reused += len(checks)
+                return checks
+        return None
+
+    # writing
+
+    def store(self, key: str, checks: list[Check], ran: dict[str, set[str]] | None) -> None:
+        """Keep ``checks`` under ``key`` with the functions that ran (none for a
+        conservative key); a part with an error is not kept."""
+        if any(c.verdict == "error" for c in checks):
+            return
+        deps = {}
+        for name, quals in sorted((ran or {}).items()):
+            p = _source_path(name)
+            if p is not None:
+                frozen = frozenset(quals)
+                deps[name] = [sorted(frozen), file_digest(p, frozen)]
+        entry = {"format": FORMAT, "key": key, "deps": deps, "checks": checks}
+        variant = _digest(json.dumps(deps, sort_keys=True))[:24]
+        try:
+            _write_atomic(self._folder(key) / f"{variant}.pickle",
+                          MAGIC + pickle.dumps(entry, protocol=4))
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            pass                      # a check that cannot be kept is run again next time
+
+    def run(self, key: str, section: str, spec: dict, fn: Callable[[], list[Check]]
+            ) -> list[Check]:
+        """``fn()`` recorded (when the section is keyed by what runs), its checks stored."""
+        if not self.traced(section, spec):
+            checks = fn()
+            self.store(key, checks, None)
+            return checks
+        with recording() as ran:
+            checks = fn()
+        self.store(key, checks, ran)
+        return checks
+
+    def summary(self, total: int) -> dict:
+        return {"dir": str(self.dir), "reused": self.reused, "checks": total,
+                "warnings": list(self.warnings)}
+
+
+#: The first bytes of an entry (then a pickle of its format, key, dependencies and checks).
+MAGIC = FORMAT.encode() + b"\n"
+
+
+class _Loader(pickle.Unpickler):
+    """Reads only checks and plain values (an entry never makes anything else)."""
+
+    ALLOWED = {("wgk.conformance.reports.gate_report", "Check"), ("builtins", "set"),
+               ("builtins", "frozenset")}
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self.ALLOWED:
+            raise ValueError(f"holds a {module}.{name}")
+        return super().find_class(module, name)
+
+
+def _entry(raw: bytes, key: str) -> tuple[list[Check], dict[str, tuple[frozenset, str]]]:
+    """An entry's checks and recorded dependencies (raises on anything not a whole entry of
+    this format stored under ``key``)."""
+    if not raw.startswith(MAGIC):
+        head = raw.split(b"\n", 1)[0][:40].decode("utf-8", "replace")
+        raise ValueError(f"not {FORMAT} (begins {head!r})")
+    entry = _Loader(io.BytesIO(raw[len(MAGIC):])).load()
+    if not isinstance(entry, dict) or entry.get("format") != FORMAT:
+        raise ValueError(f"not {FORMAT}")
+    if entry.get("key") != key:
+        raise ValueError("stored under another key")
+    checks = list(entry["checks"])
+    if not all(isinstance(c, Check) for c in checks):
+        raise ValueError("its checks are not checks")
+    deps = {str(k): (frozenset(v[0]), str(v[1])) for k, v in entry["deps"].items()}
+    return checks, deps
+
+
+def _plain(o):
+    if isinstance(o, (set, frozenset)):
+        return sorted((_plain(x) for x in o), key=repr)
+    if isinstance(o, dict):
+        return {str(k): _plain(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_plain(x) for x in o]
+    return o
+
+
+def _source_path(name: str) -> Path | None:
+    head, _, rest = name.partition("/")
+    root = SOURCES.get(head)
+    return None if root is None else root / rest

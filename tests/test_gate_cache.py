@@ -1,0 +1,340 @@
+"""wgk gate --cache: each part's checks are reused exactly while nothing its key covers changed.
+
+The sources the cache keys by are a copy (``gate_cache.SOURCES`` points at it); each test
+changes one dependency in the copy (an implementation function, a rule, a property, a
+lemma, a trace) and restores it, and checks that exactly the parts whose key covers it ran
+again: for the traced sections, those that recorded running the changed function; for the
+sections on the model, their static key. The report is the same with the cache and without.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wgk.conformance.reports import gate, gate_cache
+from wgk.conformance.reports.gate_cache import GateCache
+
+ROOT = Path(__file__).resolve().parent.parent
+INCIDENTS = ROOT / "traces" / "incidents"
+NAMES = ["10-stale-capability-rejected.json", "16-two-dispatchers-one-attempt.json",
+         "06-live-owner-missing-heartbeat-stays-running.json"]
+SMALL = {"replay": True, "crash-cuts": ["in-process"]}
+
+
+def _plain(report: dict) -> dict:
+    """A JSON report without its timings, scratch folder and the cache's line."""
+    out = json.loads(json.dumps(report))
+    for k in ("seconds", "scratch", "cache"):
+        out.pop(k, None)
+    for s in out["sections"].values():
+        s.pop("seconds")
+        for c in s["checks"]:
+            c.pop("seconds")
+    return out
+
+
+class Runs:
+    """The gate on a small budget over copied sources and traces, with a cache, noting which
+    parts ran (and what each recorded running) through ``GateCache.store``."""
+
+    def __init__(self, tmp: Path):
+        self.tmp, self.cache = tmp, tmp / "cache"
+        self.sources = {}
+        for name, root in gate_cache.ROOTS.items():
+            self.sources[name] = tmp / "src" / name
+            shutil.copytree(root, self.sources[name],
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        (tmp / "traces").mkdir()
+        self.traces = [tmp / "traces" / n for n in NAMES]
+        for n in NAMES:
+            shutil.copy(INCIDENTS / n, tmp / "traces" / n)
+        self.ran: list[tuple[str, tuple[str, ...]]] = []
+        self.recorded: dict[tuple[str, tuple[str, ...]], dict[str, set[str]]] = {}
+
+    def gate(self, monkeypatch, cache: bool = True, workers: int = 1):
+        monkeypatch.setitem(gate.BUDGETS, "quick", dict(SMALL))
+        monkeypatch.setattr(gate_cache, "SOURCES", self.sources)
+        gate_cache._functions.cache_clear()
+        gate_cache._pieces.cache_clear()
+        gate_cache.file_digest.cache_clear()
+        store = GateCache.store
+
+        def noted(cache_self, key, checks, ran):
+            part = (checks[0].section, tuple(c.name for c in checks))
+            self.ran.append(part)
+            self.recorded[part] = {k: set(v) for k, v in (ran or {}).items()}
+            return store(cache_self, key, checks, ran)
+        monkeypatch.setattr(GateCache, "store", noted)
+        self.ran = []
+        return gate.run_gate("quick", traces=[str(t) for t in self.traces], workers=workers,
+                             cache=str(self.cache) if cache else None)
+
+    def keys(self, monkeypatch) -> dict[str, str]:
+        """The static keys of the sections on the model (which record nothing)."""
+        monkeypatch.setattr(gate_cache, "SOURCES", self.sources)
+        gate_cache._functions.cache_clear()
+        gate_cache._pieces.cache_clear()
+        gate_cache.file_digest.cache_clear()
+        c = GateCache(self.cache, {"budget": "quick"})
+        return {s: c.key(s, {}, []) for s in ("prove", "mutants", "explore")}
+
+    def ran_by(self, name: str, qual: str) -> set:
+        return {p for p, deps in self.recorded.items() if qual in deps.get(name, set())}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return Runs(tmp_path_factory.mktemp("gate-cache"))
+
+
+@pytest.fixture(scope="module")
+def cold(runs):
+    mp = pytest.MonkeyPatch()
+    try:
+        first = runs.gate(mp)
+        parts = set(runs.ran)
+        plain = runs.gate(mp, cache=False)
+    finally:
+        mp.undo()
+    return first, parts, plain
+
+
+def _edit(path: Path, qual: str) -> str:
+    """Add a statement to the body of function ``qual`` of ``path``; the text before."""
+    text = path.read_text()
+    for qual_found, first, _last in gate_cache._functions(path)[1]:
+        if qual_found == qual:
+            lines = text.splitlines(keepends=True)
+            body = lines[first - 1]
+            indent = body[:len(body) - len(body.lstrip())]
+            lines.insert(first - 1, f"{indent}_changed = 1\n")
+            path.write_text("".join(lines))
+            return text
+    raise AssertionError(f"no function {qual} in {path}")
+
+
+def _choose(runs: Runs, prefix: str, strict: bool = True) -> tuple[str, str]:
+    """A function of a file under ``prefix`` that some parts ran (and, with ``strict``,
+    not all of them)."""
+    count: dict[tuple[str, str], int] = {}
+    for deps in runs.recorded.values():
+        for name, quals in deps.items():
+            if name.startswith(prefix):
+                for q in quals:
+                    if "<" not in q:
+                        count[(name, q)] = count.get((name, q), 0) + 1
+    chosen = sorted(k for k, n in count.items() if not strict or n < len(runs.recorded))
+    assert chosen, f"no function under {prefix} ran in some parts only"
+    return chosen[0]
+
+
+def test_the_first_run_keeps_every_part_and_the_second_reuses_them_all(runs, cold, monkeypatch):
+    first, parts, plain = cold
+    assert first.verdict == "pass"
+    assert first.cache["reused"] == 0 and first.cache["checks"] == len(first.checks)
+    assert len(parts) == 2 * len(NAMES)          # a replay and the crash cuts of each trace
+    again = runs.gate(monkeypatch)
+    assert runs.ran == []
+    assert again.cache["reused"] == again.cache["checks"] == len(first.checks)
+    assert "of" in again.summary() and \
+        f"{len(first.checks)} of {len(first.checks)} checks reused from the cache" in again.summary()
+    assert _plain(again.to_json()) == _plain(first.to_json()) == _plain(plain.to_json())
+
+
+@pytest.mark.parametrize("what, prefix, model_keys", [
+    ("an implementation function", "impl/", False),
+    ("a rule", "model/rules", True),
+    ("a property", "model/invariants_", True),
+])
+def test_a_changed_function_reruns_exactly_the_parts_that_ran_it(runs, cold, monkeypatch,
+                                                                  what, prefix, model_keys):
+    name, qual = _choose(runs, prefix, strict=prefix != "model/invariants_")
+    expected = runs.ran_by(name, qual)
+    path = runs.sources[name.split("/")[0]] / name.split("/", 1)[1]
+    before_keys = runs.keys(monkeypatch)
+    before = _edit(path, qual)
+    try:
+        after_keys = runs.keys(monkeypatch)
+        result = runs.gate(monkeypatch)
+        assert set(runs.ran) == expected and expected, f"{what}: {name} {qual}"
+        total = result.cache["checks"]
+        assert result.cache["reused"] == total - sum(len(p[1]) for p in expected)
+        assert _plain(result.to_json()) == _plain(cold[0].to_json())
+        assert (before_keys != after_keys) == model_keys       # the model's sections' keys
+        if model_keys:
+            assert all(before_keys[s] != after_keys[s] for s in before_keys)
+    finally:
+        path.write_text(before)
+    runs.gate(monkeypatch)
+    assert runs.ran == []                            # restored: the first entries hold again
+
+
+def test_a_changed_lemma_reruns_the_proofs_and_not_the_traces(runs, cold, monkeypatch):
+    path = runs.sources["conformance"] / "z3" / "lemmas.py"
+    lemma = "receipts_follow_phase"
+    assert not runs.ran_by("conformance/z3/lemmas.py", lemma)
+    before_keys = runs.keys(monkeypatch)
+    before = _edit(path, lemma)
+    try:
+        after_keys = runs.keys(monkeypatch)
+        assert all(before_keys[s] != after_keys[s] for s in before_keys)
+        runs.gate(monkeypatch)
+        assert runs.ran == []
+    finally:
+        path.write_text(before)
+
+
+def test_a_changed_trace_reruns_its_parts_only(runs, cold, monkeypatch):
+    trace = runs.traces[1]
+    before = trace.read_text()
+    doc = json.loads(before)
+    doc["description"] = doc.get("description", "") + " (changed)"
+    trace.write_text(json.dumps(doc, indent=2))
+    try:
+        runs.gate(monkeypatch)
+        tid = doc["id"]
+        assert runs.ran and all(any(tid in c for c in names) for _, names in runs.ran)
+        assert {s for s, _ in runs.ran} == {"replay", "crash-cuts"}
+    finally:
+        trace.write_text(before)
+
+
+def _entries(cache: Path) -> list[Path]:
+    return sorted(cache.glob("*/*/*.pickle"))
+
+
+DAMAGE = ("truncated", "garbage", "format", "empty", "not checks")
+
+
+def _damaged(damage: str, entry: Path, good: bytes) -> bytes:
+    return {"truncated": good[:len(good) // 2], "garbage": b"\x00\xffnot a cache entry" * 9,
+            "format": good.replace(gate_cache.FORMAT.encode(), b"wgk-gate-cache/0"), "empty": b"",
+            "not checks": gate_cache.MAGIC + pickle.dumps({"format": gate_cache.FORMAT,
+                                                           "key": entry.parent.name, "deps": {},
+                                                           "checks": [Path("/")]}),
+            }[damage]
+
+
+def test_damaged_entries_are_ignored_with_a_warning_each_and_run_again(runs, cold, monkeypatch):
+    """Every entry damaged, in turn each way: truncated, garbage, another format, empty, a
+    pickle making something else than checks (refused before it is made)."""
+    kept = {e: e.read_bytes() for e in _entries(runs.cache)}
+    how = {}
+    for n, (entry, good) in enumerate(kept.items()):
+        how[entry] = DAMAGE[n % len(DAMAGE)]
+        entry.write_bytes(_damaged(how[entry], entry, good))
+    assert set(how.values()) == set(DAMAGE)
+    try:
+        result = runs.gate(monkeypatch)
+        assert len(runs.ran) == len(cold[1]) and result.verdict == "pass"
+        warnings = result.cache["warnings"]
+        assert len(warnings) >= len(cold[1])              # one per entry read
+        assert all("ignored" in w and "\n" not in w and ".pickle" in w for w in warnings)
+        refused = [w for w in warnings if how[Path(w.split()[2])] == "not checks"]
+        assert refused and all("pathlib" in w for w in refused)
+        assert _plain(result.to_json()) == _plain(cold[0].to_json())
+        again = runs.gate(monkeypatch)        # written again, whole
+        assert runs.ran == [] and not again.cache["warnings"]
+    finally:
+        for entry, good in kept.items():
+            entry.write_bytes(good)
+
+
+def test_two_workers_share_the_cache_and_report_the_same(runs, cold, monkeypatch, tmp_path):
+    runs.cache, kept = tmp_path / "shared", runs.cache
+    try:
+        two = runs.gate(monkeypatch, workers=2)          # forked workers write at once
+        assert two.cache["reused"] == 0
+        stray = next(runs.cache.glob("*/*/")) / ".tmp-left-by-a-killed-gate"
+        stray.write_bytes(gate_cache.MAGIC + b"\x80")   # what a kill mid-write leaves
+        again = runs.gate(monkeypatch, workers=2)
+        assert runs.ran == [] and again.cache["reused"] == again.cache["checks"]
+        assert not again.cache["warnings"]
+        assert list(runs.cache.rglob(".tmp-*")) == [stray]    # none but the planted one
+        assert _plain(two.to_json()) == _plain(again.to_json()) == _plain(cold[0].to_json())
+    finally:
+        runs.cache = kept
+
+
+def test_the_sections_on_the_model_run_nothing_of_the_implementation():
+    """Their keys leave the implementation's function bodies out: that holds while they
+    run none of it (recorded on the smallest exploration and one model mutant)."""
+    from wgk.conformance.check.explore import Instance
+    from wgk.conformance.z3 import mutants
+    from wgk.conformance.oracle import mutant_traces
+    from wgk.conformance.traces.format import load_traces
+    mutant_traces.remember(load_traces([str(INCIDENTS / NAMES[0])]))
+    mp = pytest.MonkeyPatch()
+    mp.setitem(gate.BUDGETS, "quick", {"explore": [Instance(tasks=1, groups=("core",))],
+                                       "mutants": True})
+    try:
+        with gate_cache.recording() as ran:
+            gate._call("explore", "quick", None)
+            gate._call("mutants", "quick", None, only={next(iter(mutants.MUTANTS))})
+    finally:
+        mp.undo()
+    assert any(n.startswith("model/") for n in ran)
+    assert not [n for n in ran if n.startswith("impl/")]
+
+
+def test_the_kept_text_leaves_out_only_the_bodies_not_run(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("X = 1\n\n\ndef a():\n    return X\n\n\nclass C:\n    def b(self):\n"
+                 "        return 2\n\n    def c(self):\n        return 3\n")
+    gate_cache._functions.cache_clear()
+    gate_cache._pieces.cache_clear()
+    gate_cache.file_digest.cache_clear()
+    kept = gate_cache.kept_text(f, frozenset({"C.b"}))
+    assert "X = 1" in kept and "def a():" in kept and "return X" not in kept
+    assert "return 2" in kept and "def c(self):" in kept and "return 3" not in kept
+    digest = gate_cache.file_digest(f, frozenset({"C.b"}))
+    f.write_text(f.read_text().replace("return 3", "return 4").replace("return X", "return 5"))
+    gate_cache._functions.cache_clear()
+    gate_cache._pieces.cache_clear()
+    gate_cache.file_digest.cache_clear()
+    assert gate_cache.kept_text(f, frozenset({"C.b"})) == kept      # bodies not run: no change
+    assert gate_cache.file_digest(f, frozenset({"C.b"})) == digest
+    f.write_text(f.read_text().replace("return 2", "return 6"))
+    gate_cache._functions.cache_clear()
+    gate_cache._pieces.cache_clear()
+    gate_cache.file_digest.cache_clear()
+    assert gate_cache.kept_text(f, frozenset({"C.b"})) != kept
+    assert gate_cache.file_digest(f, frozenset({"C.b"})) != digest
+    before = gate_cache.file_digest(f, frozenset())
+    f.write_text(f.read_text().replace("X = 1", "X = 7"))          # outside every body
+    gate_cache._functions.cache_clear()
+    gate_cache._pieces.cache_clear()
+    gate_cache.file_digest.cache_clear()
+    assert gate_cache.file_digest(f, frozenset()) != before
+
+
+def test_a_function_inside_another_is_keyed_by_its_own_body(tmp_path):
+    f = tmp_path / "n.py"
+    f.write_text("def outer():\n    def inner():\n        return 8\n    return inner\n")
+    gate_cache._functions.cache_clear()
+    gate_cache._pieces.cache_clear()
+    gate_cache.file_digest.cache_clear()
+    alone, both = frozenset({"outer"}), frozenset({"outer", "outer.<locals>.inner"})
+    before = gate_cache.file_digest(f, alone), gate_cache.file_digest(f, both)
+    f.write_text(f.read_text().replace("return 8", "return 9"))
+    gate_cache._functions.cache_clear()
+    gate_cache._pieces.cache_clear()
+    gate_cache.file_digest.cache_clear()
+    assert gate_cache.file_digest(f, alone) == before[0]        # inner did not run
+    assert gate_cache.file_digest(f, both) != before[1]
+
+
+def test_the_command_refuses_a_cache_it_cannot_write_and_one_with_external(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    for args in (["--cache", str(f)], ["--cache", str(f / "below")],
+                 ["--cache", str(tmp_path), "--external", "true"]):
+        p = subprocess.run([sys.executable, "-m", "wgk.conformance", "gate", "--quick", *args],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and "--cache" in p.stderr and "Traceback" not in p.stderr
