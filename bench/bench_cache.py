@@ -8,7 +8,7 @@ edited), and the gate of that copy runs with a fresh cache folder:
 - warm, nothing changed: every check reused;
 - warm after a change to one rule (a statement added to a rule function of
   ``model/rules_attempt.py``) and after a change to one implementation module (a statement
-  added to every function of ``impl/pauses.py``): the binding target, 10 s;
+  added to every function of ``impl/decisions/pauses.py``): the binding target, 10 s;
 - not ``--quick``: the default gate cold (target 60 s) beside them.
 
 Each figure is printed with its target and the factor still to gain (ours / target, met
@@ -35,7 +35,7 @@ NAME = "cache"
 #: seconds on two idle cores (the issue's targets; the warm one is binding)
 TARGETS = {"cold": 20.0, "warm": 10.0, "default cold": 60.0}
 RULE = ("model/rules_attempt.py", None)        # the first rule function of the file
-MODULE = "impl/pauses.py"
+MODULE = "impl/decisions/pauses.py"
 WHY_RULE = ("a rule is read by every proof frame, every model mutant and the exploration: "
             "those sections' keys are the whole model (the proofs are not yet keyed per frame "
             "by the transition's rule), so they run again whole; the traced sections re-run "
