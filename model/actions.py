@@ -29,7 +29,7 @@ from .instance import (  # noqa: F401  (re-exported: callers import them from he
 from .requests import Capability, Owner, Request
 from .state import State
 from .vocab import (
-    INTRUDER, TOKEN_BEARERS, Actor, AttemptState, Failure, Disposition, Exit, Kind as K, Phase, Reason, Verdict, EDGES, EVIDENCE_KINDS,
+    INTRUDER, TOKEN_BEARERS, Actor, AttemptState, Contract, Failure, ReviewVerdict, Disposition, Exit, Kind as K, Phase, Reason, Verdict, EDGES, EVIDENCE_KINDS,
 )
 
 FOREIGN_COMMIT = 2
@@ -56,6 +56,12 @@ PARAMS: dict[K, tuple[str, ...]] = {
     K.PARK: ("correlation",),
     K.DELIVER: ("correlation",),
     K.REOPEN: ("expected_generation",),
+    K.SUBMIT_MANIFEST: ("candidate", "base", "requirements", "output", "validation", "contract",
+                        "resolvable", "protected_free"),
+    K.RECORD_FLIP: ("candidate", "requirements", "review"),
+    K.RECORD_EVAL: ("candidate", "requirements", "review"),
+    K.PUBLISH: ("candidate", "base", "succeeded", "outputs_match"),
+    K.COMPLETE: ("candidate", "resolvable"),
 }
 
 #: Kinds whose evidence id is recorded.
@@ -224,6 +230,32 @@ def _pause_requests(c: _Caller) -> Iterator[Request]:
     yield Request(K.UNPAUSE, Actor.OPERATOR, name, deadline=c.s.now + 1)
 
 
+def _review_requests(c: _Caller) -> Iterator[Request]:
+    """The review valve of a running attempt: the source worker's Land manifest (its id is the
+    worktree's content, integrated onto the current target), FLIP and the evaluation passing,
+    rejecting or unavailable, the publication onto the target observed now, the completion,
+    a failure report and the operator's retry."""
+    if "valve" not in c.inst.groups or c.t.attempt_state != AttemptState.RUNNING:
+        return
+    t, name, cap = c.t, c.name, c.cap()
+    m = t.manifest or t.worktree or 1
+    yield Request(K.SUBMIT_MANIFEST, Actor.WORKER, name, cap=cap, token=t.token, candidate=m,
+                  base=c.s.target, requirements=1, output=m, validation=1,
+                  contract=Contract.LAND, resolvable=1, protected_free=1)
+    for verdict in (ReviewVerdict.PASS, ReviewVerdict.REJECT, ReviewVerdict.UNAVAILABLE):
+        yield Request(K.RECORD_FLIP, Actor.VALIDATOR, name, candidate=m, requirements=1,
+                      review=verdict)
+    for verdict in (ReviewVerdict.PASS, ReviewVerdict.UNAVAILABLE):
+        yield Request(K.RECORD_EVAL, Actor.EVALUATOR, name, candidate=m, requirements=1,
+                      review=verdict)
+    yield Request(K.PUBLISH, Actor.PROMOTER, name, candidate=m, base=c.s.target, succeeded=1,
+                  outputs_match=1)
+    yield Request(K.COMPLETE, Actor.WORKER, name, cap=cap, token=t.token, candidate=m,
+                  resolvable=1)
+    yield Request(K.FAIL_REVIEW, Actor.WORKER, name, cap=cap, token=t.token)
+    yield Request(K.RETRY_REVIEW, Actor.OPERATOR, name)
+
+
 def _reopen_requests(c: _Caller) -> Iterator[Request]:
     """A Done task reopened by the operator into its next generation (within the bound)."""
     if "reopen" not in c.inst.groups or c.t.attempt_state != AttemptState.SUCCEEDED:
@@ -287,6 +319,7 @@ def _attempt_requests(c: _Caller) -> Iterator[Request | None]:
     yield from _late_requests(c)
     yield from _archive_requests(c)
     yield from _reopen_requests(c)
+    yield from _review_requests(c)
     if c.t.attempt_state != AttemptState.RUNNING:
         return  # a closed attempt only hears late reports and messages
     yield from _liveness_requests(c)
