@@ -100,6 +100,25 @@ class TaskRecord:
     wait_expired: bool = False
     paused: bool = False              # the operator's pause: no attempt opens while it holds
     not_before: int = 0               # no attempt opens before this time (0: none)
+    # the review valve: the current manifest, FLIP's and the evaluation's verdicts on the
+    # manifest and requirements each names, the publication, a failed valve's code
+    manifest: str | None = None
+    manifest_requirements: str | None = None
+    contract: str = "none"
+    manifest_output: str | None = None
+    manifest_validation: str | None = None
+    manifest_main: str | None = None
+    review_phase: str = "working"
+    flip: str = "absent"
+    flip_manifest: str | None = None
+    flip_requirements: str | None = None
+    evaluation: str = "absent"
+    evaluation_manifest: str | None = None
+    evaluation_requirements: str | None = None
+    publication: str | None = None
+    publication_output: str | None = None
+    publications: int = 0
+    review_failure: str = "none"
     # admission, migration and operator facts
     assigned: bool = False
     legacy_done: bool = False

@@ -13,7 +13,7 @@ from typing import Any
 from .errors import StoreError
 from .records import EMPTY, NO_BINDING, RECORD_FIELDS, Binding, TaskPolicy, TaskRecord
 from .vocabulary import (
-    ATTEMPT_STATES, DISPOSITIONS, EXITS, FAILURES, FORMER_EVIDENCE_LABELS, OWNER_SEEN, PHASES,
+    ATTEMPT_STATES, CONTRACTS, DISPOSITIONS, REVIEW_PHASES, REVIEW_VERDICTS, EXITS, FAILURES, FORMER_EVIDENCE_LABELS, OWNER_SEEN, PHASES,
     REASONS,
     RECEIPTS,
 )
@@ -23,7 +23,12 @@ from .vocabulary import (
 
 TASK_COLUMNS = ("generation", "attempt", "fence", "lease_epoch", "retained", "retained_base",
                 "deadline", "assigned", "legacy_done", "reconstructed", "abandoned", "failure",
-                "retries", "waiting_on", "wait_deadline", "wait_expired", "paused", "not_before")
+                "retries", "waiting_on", "wait_deadline", "wait_expired", "paused", "not_before",
+                "manifest", "manifest_requirements", "contract", "manifest_output",
+                "manifest_validation", "manifest_main", "review_phase", "flip", "flip_manifest",
+                "flip_requirements", "evaluation", "evaluation_manifest",
+                "evaluation_requirements", "publication", "publication_output", "publications",
+                "review_failure")
 ATTEMPT_COLUMNS = {"attempt_state": "state", "worktree_id": "worktree", "origin": "origin",
                    "base_hint": "base_hint", "saved_work": "saved_work", "imported": "imported",
                    "token_hash": "token_hash"}
@@ -36,7 +41,9 @@ TX_COLUMNS = ("phase", "exit", "reason", "revision", "candidate", "base", "versi
 _LABELS = {"attempt_state": frozenset(ATTEMPT_STATES), "owner_seen": frozenset(OWNER_SEEN),
            "failure": frozenset(FAILURES),
            "phase": frozenset(PHASES), "exit": frozenset(EXITS), "reason": frozenset(REASONS),
-           "disposition": frozenset(DISPOSITIONS)}
+           "disposition": frozenset(DISPOSITIONS), "contract": frozenset(CONTRACTS),
+           "review_phase": frozenset(REVIEW_PHASES), "flip": frozenset(REVIEW_VERDICTS),
+           "evaluation": frozenset(REVIEW_VERDICTS), "review_failure": frozenset(FAILURES)}
 _BOOLS = {"assigned", "legacy_done", "reconstructed", "abandoned", "effect_done", "wait_expired",
           "paused",
           "worktree_lease", "session_lease", "finish_lease"}
