@@ -123,7 +123,7 @@ def blocked_unavailable_or_failed(ctx: Ctx) -> bool:
 
 # --- writes --------------------------------------------------------------------------------
 
-def _submitted(ctx: Ctx) -> Outcome:
+def _manifest_submitted(ctx: Ctx) -> Outcome:
     t, r = ctx.record, ctx.request
     fields = dict(manifest=r.candidate, manifest_requirements=r.requirements, contract=r.contract,
                   manifest_output=r.output, manifest_validation=r.validation,
@@ -149,31 +149,31 @@ def _evaluation_recorded(ctx: Ctx) -> Outcome:
                                evaluation_requirements=r.requirements, **_NO_PUBLICATION))
 
 
-def _published(ctx: Ctx) -> Outcome:
+def _manifest_published(ctx: Ctx) -> Outcome:
     t = ctx.record
     # guards: review-publication-at-most-once
     return _write(ctx, replace(t, review_phase="published", publication=t.manifest,
                                publication_output=t.manifest_output, publications=1))
 
 
-def _completed(ctx: Ctx) -> Outcome:
+def _valve_completed(ctx: Ctx) -> Outcome:
     # guards: review-done-is-exact-universal-review
     return _write(ctx, replace(ctx.record, review_phase="done", review_failure="none"))
 
 
-def _failed(ctx: Ctx) -> Outcome:
+def _valve_failed(ctx: Ctx) -> Outcome:
     t = ctx.record
     return _write(ctx, replace(t, review_phase="failed", review_failure=ctx.request.failure),
                   same=t.review_phase == "published")
 
 
-def _retried(ctx: Ctx) -> Outcome:
+def _valve_retried(ctx: Ctx) -> Outcome:
     return _write(ctx, replace(ctx.record, review_phase="working", review_failure="none",
                                **_NO_REVIEWS, **_NO_PUBLICATION))
 
 
 RULES: dict[str, Rule] = {
-    "submit-manifest": Rule((C(the_manifest_is_valid, "manifest-invalid"),), _submitted),
+    "submit-manifest": Rule((C(the_manifest_is_valid, "manifest-invalid"),), _manifest_submitted),
     "record-flip": Rule((C(the_current_manifest_is_named, "manifest-mismatch"),
                          C(a_verdict_is_given, "evidence-missing")), _flip_recorded),
     "record-eval": Rule((C(the_current_manifest_is_named, "manifest-mismatch"),
@@ -183,11 +183,11 @@ RULES: dict[str, Rule] = {
                      C(accepted, "illegal-phase-edge"),
                      C(both_reviews_passed, "review-not-passed"),
                      C(the_integrated_main_is_observed, "main-moved"),
-                     C(the_publication_is_verified, "publication-unverified")), _published),
+                     C(the_publication_is_verified, "publication-unverified")), _manifest_published),
     "complete": Rule((C(the_current_manifest_is_published, "manifest-mismatch"),
                       C(published, "illegal-phase-edge"),
                       C(both_reviews_passed, "review-not-passed"),
-                      C(the_publication_still_resolves, "publication-unverified")), _completed),
-    "fail-review": Rule((), _failed),
-    "retry-review": Rule((C(blocked_unavailable_or_failed, "illegal-phase-edge"),), _retried),
+                      C(the_publication_still_resolves, "publication-unverified")), _valve_completed),
+    "fail-review": Rule((), _valve_failed),
+    "retry-review": Rule((C(blocked_unavailable_or_failed, "illegal-phase-edge"),), _valve_retried),
 }
