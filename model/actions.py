@@ -29,7 +29,7 @@ from .instance import (  # noqa: F401  (re-exported: callers import them from he
 from .requests import Capability, Owner, Request
 from .state import State
 from .vocab import (
-    INTRUDER, TOKEN_BEARERS, Actor, AttemptState, Failure, Disposition, Exit, Kind as K, Phase, Reason, Verdict, EDGES, EVIDENCE_KINDS,
+    INTRUDER, TOKEN_BEARERS, Actor, AttemptState, Contract, Failure, ReviewVerdict, Disposition, Exit, Kind as K, Phase, Reason, Verdict, EDGES, EVIDENCE_KINDS,
 )
 
 FOREIGN_COMMIT = 2
@@ -56,12 +56,22 @@ PARAMS: dict[K, tuple[str, ...]] = {
     K.PARK: ("correlation",),
     K.DELIVER: ("correlation",),
     K.REOPEN: ("expected_generation",),
+    K.SUBMIT_MANIFEST: ("candidate", "base", "requirements", "output", "validation", "contract",
+                        "resolvable", "protected_free"),
+    K.RECORD_FLIP: ("candidate", "requirements", "review"),
+    K.RECORD_EVAL: ("candidate", "requirements", "review"),
+    K.PUBLISH: ("candidate", "base", "succeeded", "outputs_match"),
+    K.COMPLETE: ("candidate", "resolvable"),
 }
 
 #: Kinds whose evidence id is recorded.
 WITH_EVIDENCE = EVIDENCE_KINDS | {K.ACK_CONTINUATION, K.FAIL, K.LEGACY_DONE, K.DELIVER}
 WITH_DEADLINE = frozenset({K.SUBMIT, K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION, K.PARK,
                            K.UNPAUSE})
+
+#: The manifests the bounded source worker submits: a Land one and an Explore one.
+LAND_MANIFEST = 1
+EXPLORE_MANIFEST = 3
 
 #: The correlation id the bounded worker parks on, and another event's (interned ids).
 WAIT_EVENT = 1
@@ -224,6 +234,37 @@ def _pause_requests(c: _Caller) -> Iterator[Request]:
     yield Request(K.UNPAUSE, Actor.OPERATOR, name, deadline=c.s.now + 1)
 
 
+def _review_requests(c: _Caller) -> Iterator[Request]:
+    """The review valve of a running attempt: the source worker's Land manifest (integrated onto
+    the current target) or its Explore manifest (which integrates no main), FLIP and the evaluation passing,
+    rejecting or unavailable, the publication onto the target observed now (and one naming another manifest), the
+    completion,
+    a failure report and the operator's retry."""
+    if "valve" not in c.inst.groups or c.t.attempt_state != AttemptState.RUNNING:
+        return
+    t, name, cap = c.t, c.name, c.cap()
+    m = t.manifest or LAND_MANIFEST
+    for mid, contract, main in ((LAND_MANIFEST, Contract.LAND, c.s.target),
+                                (EXPLORE_MANIFEST, Contract.EXPLORE, 0)):
+        yield Request(K.SUBMIT_MANIFEST, Actor.WORKER, name, cap=cap, token=t.token,
+                      candidate=mid, base=main, requirements=1, output=mid, validation=1,
+                      contract=contract, resolvable=1, protected_free=1)
+    for verdict in (ReviewVerdict.PASS, ReviewVerdict.REJECT, ReviewVerdict.UNAVAILABLE):
+        yield Request(K.RECORD_FLIP, Actor.VALIDATOR, name, candidate=m, requirements=1,
+                      review=verdict)
+    for verdict in (ReviewVerdict.PASS, ReviewVerdict.UNAVAILABLE):
+        yield Request(K.RECORD_EVAL, Actor.EVALUATOR, name, candidate=m, requirements=1,
+                      review=verdict)
+    yield Request(K.PUBLISH, Actor.PROMOTER, name, candidate=m, base=c.s.target, succeeded=1,
+                  outputs_match=1)
+    yield Request(K.PUBLISH, Actor.PROMOTER, name, candidate=FOREIGN_COMMIT, base=c.s.target,
+                  succeeded=1, outputs_match=1)
+    yield Request(K.COMPLETE, Actor.WORKER, name, cap=cap, token=t.token, candidate=m,
+                  resolvable=1)
+    yield Request(K.FAIL_REVIEW, Actor.WORKER, name, cap=cap, token=t.token)
+    yield Request(K.RETRY_REVIEW, Actor.OPERATOR, name)
+
+
 def _reopen_requests(c: _Caller) -> Iterator[Request]:
     """A Done task reopened by the operator into its next generation (within the bound)."""
     if "reopen" not in c.inst.groups or c.t.attempt_state != AttemptState.SUCCEEDED:
@@ -287,6 +328,7 @@ def _attempt_requests(c: _Caller) -> Iterator[Request | None]:
     yield from _late_requests(c)
     yield from _archive_requests(c)
     yield from _reopen_requests(c)
+    yield from _review_requests(c)
     if c.t.attempt_state != AttemptState.RUNNING:
         return  # a closed attempt only hears late reports and messages
     yield from _liveness_requests(c)
@@ -323,7 +365,11 @@ def intruder_requests(inst: Instance, s: State, i: int) -> Iterator[Request]:
                      Request(K.RESUME, Actor.WRAPPER, name, cap=c.cap(), token=tok, mint=1,
                              owner=owner_for(i, t.generation, t.attempt, 2)),
                      Request(K.PARK, Actor.WORKER, name, cap=c.cap(), token=tok,
-                             correlation=WAIT_EVENT)]
+                             correlation=WAIT_EVENT),
+                     Request(K.SUBMIT_MANIFEST, Actor.WORKER, name, cap=c.cap(), token=tok,
+                             candidate=FOREIGN_COMMIT, base=c.s.target, requirements=1,
+                             output=FOREIGN_COMMIT, validation=1, contract=Contract.LAND,
+                             resolvable=1, protected_free=1)]
     if t.waiting_on != 0:
         pose.append(Request(K.DELIVER, Actor.OPERATOR, name, correlation=t.waiting_on,
                             evidence="forged"))

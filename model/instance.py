@@ -35,6 +35,9 @@ GROUP_KINDS: dict[str, tuple[K, ...]] = {
     "reopen": (K.REOPEN,),
     # the operator's pause and a not-before time (the clock runs toward it)
     "pause": (K.PAUSE, K.UNPAUSE),
+    # the review valve: the source worker's manifest, FLIP, the evaluation, the publication
+    "valve": (K.SUBMIT_MANIFEST, K.RECORD_FLIP, K.RECORD_EVAL, K.PUBLISH, K.COMPLETE,
+              K.FAIL_REVIEW, K.RETRY_REVIEW),
     # the intruder sends the other groups' kinds under its own principal, posing as any role
     # (``intruder_requests``; the bounded model checker adds one template per kind and task)
     "intruder": (),

@@ -38,6 +38,7 @@ from .invariants_state import (  # noqa: F401
     candidate_built_on_attempt_base, protected_path_holds, archive_needs_confirmed_digest,
     exactly_one_way_forward, no_dead_owner_without_action, retries_within_budget,
     no_attempt_while_waiting, compactions_counted_once, reopen_fences_dependents,
+    review_publication_at_most_once, review_publication_bound, review_done_is_exact,
 )
 from .invariants_step import (  # noqa: F401
     attempt_fencing, single_live_owner, first_terminal_wins, terminal_never_resurrects,
@@ -48,6 +49,10 @@ from .invariants_step import (  # noqa: F401
     semantic_failure_never_auto_retried, wait_left_only_by_its_evidence,
     rejection_changes_nothing, unchanged_outside_touches,
     attempt_opens_on_done_dependencies,
+    review_changed_manifest_invalidates, review_stale_main_cannot_land,
+    review_nonpassing_eval_cannot_publish, review_terminal_success_inert,
+    review_no_event_replaces_source, review_one_source_owner,
+    review_unavailable_is_not_rejection, review_explore_publishes_without_git,
 )
 
 

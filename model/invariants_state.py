@@ -10,10 +10,11 @@ from .predicates import committed, deps_current, deps_done, graph_saved, has_rec
 from . import projections
 from .projections import WAYS, WAYS_BY_NAME, finished, status
 from .kernel import decide_authenticated
+from .rules_review import evaluation_passed, flip_passed, published_exactly
 from .requests import Owner, Request
 from .properties import ALL_RECEIPTS, prop
 from .state import State, TaskState
-from .vocab import Actor, AttemptState as AS, DecisionKind, Exit, Kind, OwnerSeen, Phase, Receipt, Status, Way
+from .vocab import Actor, AttemptState as AS, DecisionKind, Exit, Kind, OwnerSeen, Phase, Receipt, ReviewPhase, Status, Way
 
 
 # --- always: state ------------------------------------------------------------
@@ -154,3 +155,26 @@ def compactions_counted_once(s: State, i: int, t: TaskState) -> Any:
     return all_of(t.compactions == n("compaction"), t.continuations == n("continuation"),
                   t.acks == n("ack-continuation"), t.acks <= t.continuations,
                   t.provider_failures == n("provider-failure"))
+
+
+# --- the review valve (WG's SimpleLand theorems) --------------------------------
+
+
+@prop("review-publication-at-most-once", incidents=(46,))
+def review_publication_at_most_once(s: State, i: int, t: TaskState) -> Any:
+    """A task's reviewed outputs are published at most once per manifest (WG's theorems reduce_preserves_invariant and reachable_protocol_invariant: publicationCount <= 1)."""
+    return all_of(t.publications >= 0, t.publications <= 1)
+
+
+@prop("review-publication-bound-to-exact-reviews", incidents=(46,))
+def review_publication_bound(s: State, i: int, t: TaskState) -> Any:
+    """A publication exists only for the current manifest and its output digest, after FLIP and the evaluation both passed that exact manifest (WG's PublicationInvariant, kept by reduce_preserves_invariant)."""
+    return implies(any_of(t.publication != 0, t.publications != 0),
+                   all_of(published_exactly(t), flip_passed(t), evaluation_passed(t)))
+
+
+@prop("review-done-is-exact-universal-review", incidents=(46,))
+def review_done_is_exact(s: State, i: int, t: TaskState) -> Any:
+    """A valve is Done only when FLIP and the evaluation both passed the exact manifest whose outputs were published once (WG's theorem done_implies_exact_universal_review)."""
+    return implies(t.review_phase == ReviewPhase.DONE,
+                   all_of(flip_passed(t), evaluation_passed(t), published_exactly(t)))

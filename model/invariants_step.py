@@ -12,8 +12,9 @@ from .logic import all_of, any_of, implies, not_, one_of
 from .predicates import deps_done, graph_saved, owner_alive, reserved, running
 from .properties import pairs, prop, terminal
 from .state import State, TaskState
+from .rules_review import VALVE
 from .vocab import (
-    AttemptState, Code, DecisionKind as D, Exit, Failure, Kind, OwnerSeen, Phase, Reason, EDGES,
+    REVIEW_KINDS, Actor, AttemptState, Code, Contract, ReviewPhase, ReviewVerdict, DecisionKind as D, Exit, Failure, Kind, OwnerSeen, Phase, Reason, EDGES,
     EVIDENCE_KINDS,
 )
 
@@ -320,3 +321,118 @@ def _untouched(kind: Kind):
 def _same_state(s: State, s2: State) -> Any:
     from .symbolic_eq import state_eq
     return state_eq(s, s2)
+
+
+# --- the review valve (WG's SimpleLand theorems) --------------------------------
+
+
+def _valve_task(s: State, r):
+    """The task a review-valve request names (``None`` for another kind or an unknown task)."""
+    if r.kind not in REVIEW_KINDS or r.task not in s.graph.index:
+        return None
+    return s.graph.index[r.task]
+
+
+def _valve_kept(t: TaskState, t2: TaskState) -> Any:
+    """Every fact of the valve is as it was."""
+    return all_of(*[getattr(t2, f) == getattr(t, f) for f in _VALVE_FIELDS])
+
+
+_VALVE_FIELDS = tuple(sorted(VALVE))
+
+
+@prop("review-changed-manifest-invalidates", scope="step", incidents=(46,))
+def review_changed_manifest_invalidates(s: State, r, d, s2: State) -> Any:
+    """A manifest that replaces another leaves no FLIP, no evaluation and no publication behind (WG's theorem changed_manifest_invalidates_review)."""
+    i = _valve_task(s, r)
+    if i is None or r.kind != Kind.SUBMIT_MANIFEST:
+        return True
+    t, t2 = s.tasks[i], s2.tasks[i]
+    changed = any_of(t2.manifest != t.manifest, t2.manifest_requirements != t.manifest_requirements,
+                     t2.manifest_output != t.manifest_output, t2.contract != t.contract,
+                     t2.manifest_main != t.manifest_main)
+    return implies(changed, all_of(t2.flip == ReviewVerdict.ABSENT,
+                                   t2.evaluation == ReviewVerdict.ABSENT,
+                                   t2.publication == 0, t2.publications == 0))
+
+
+@prop("review-stale-main-cannot-land", scope="step", incidents=(46,))
+def review_stale_main_cannot_land(s: State, r, d, s2: State) -> Any:
+    """A Land manifest is never published onto a main other than the one it integrated: such a publication changes nothing (WG's theorem stale_main_cannot_land)."""
+    i = _valve_task(s, r)
+    if i is None or r.kind != Kind.PUBLISH:
+        return True
+    t = s.tasks[i]
+    stale = all_of(t.contract == Contract.LAND, r.base != t.manifest_main)
+    return implies(stale, _valve_kept(t, s2.tasks[i]))
+
+
+@prop("review-nonpassing-eval-cannot-publish", scope="step", incidents=(46,))
+def review_nonpassing_eval_cannot_publish(s: State, r, d, s2: State) -> Any:
+    """While the evaluation has not passed (rejected, unavailable, incomplete or absent), a publication changes nothing (WG's theorem nonpassing_eval_cannot_publish)."""
+    i = _valve_task(s, r)
+    if i is None or r.kind != Kind.PUBLISH:
+        return True
+    t = s.tasks[i]
+    return implies(t.evaluation != ReviewVerdict.PASS, _valve_kept(t, s2.tasks[i]))
+
+
+@prop("review-terminal-success-inert", scope="step", incidents=(46,))
+def review_terminal_success_inert(s: State, r, d, s2: State) -> Any:
+    """Once a valve is Done, no request changes its task's valve, its publication or its reviews (WG's theorem terminal_success_is_inert)."""
+    def ok(t, t2):
+        return implies(t.review_phase == ReviewPhase.DONE, _valve_kept(t, t2))
+    return all_of(*[ok(t, t2) for _, t, t2 in pairs(s, s2)])
+
+
+@prop("review-no-event-replaces-source", scope="step", incidents=(46,))
+def review_no_event_replaces_source(s: State, r, d, s2: State) -> Any:
+    """No request of the review valve opens, closes or replaces an attempt, its owner or its worktree, nor moves the target (WG's theorem no_event_replaces_source)."""
+    if r.kind not in REVIEW_KINDS:
+        return True
+    kept = [getattr(t2, f) == getattr(t, f) for _, t, t2 in pairs(s, s2) for f in _SOURCE]
+    return all_of(s2.target == s.target, *kept)
+
+
+_SOURCE = ("generation", "attempt", "fence", "lease_epoch", "attempt_state", "token",
+           "owner_pid", "owner_birth", "session", "wrapper_epoch", "child_epoch",
+           "worktree_lease", "session_lease", "worktree", "phase", "candidate")
+
+
+@prop("review-one-source-owner", scope="step", incidents=(46,))
+def review_one_source_owner(s: State, r, d, s2: State) -> Any:
+    """Only the running attempt's own process (its exact K and token) submits, completes or fails a valve; a reviewer never does (WG's non-negotiable invariant one source owner)."""
+    i = _valve_task(s, r)
+    if i is None or r.kind not in (Kind.SUBMIT_MANIFEST, Kind.COMPLETE, Kind.FAIL_REVIEW):
+        return True
+    t = s.tasks[i]
+    decided = one_of(d.kind, (D.APPLIED, D.EVIDENCE_ONLY))    # answered now, not a replay
+    if r.cap is None:
+        return not_(decided)
+    own = all_of(t.attempt_state != AttemptState.NONE, t.generation == r.cap.generation,
+                 t.attempt == r.cap.attempt, t.fence == r.cap.fence, t.token != 0,
+                 t.token == r.token, one_of(r.actor, (Actor.WORKER, Actor.WRAPPER)))
+    return implies(decided, own)
+
+
+@prop("review-unavailable-is-not-rejection", scope="step", incidents=(46,))
+def review_unavailable_is_not_rejection(s: State, r, d, s2: State) -> Any:
+    """An unavailable reviewer's verdict neither blocks nor fails the valve: it waits for the review to be asked again (WG's non-negotiable invariant: an unavailable reviewer is not a rejection)."""
+    i = _valve_task(s, r)
+    if i is None or r.kind not in (Kind.RECORD_FLIP, Kind.RECORD_EVAL):
+        return True
+    t2 = s2.tasks[i]
+    return implies(all_of(d.kind == D.APPLIED, r.review == ReviewVerdict.UNAVAILABLE),
+                   all_of(t2.review_phase == ReviewPhase.REVIEW_UNAVAILABLE,
+                          t2.review_failure == s.tasks[i].review_failure))
+
+
+@prop("review-explore-publishes-without-git", scope="step", incidents=(46,))
+def review_explore_publishes_without_git(s: State, r, d, s2: State) -> Any:
+    """A Report or Explore manifest is published whatever main was observed, and no publication moves git main (WG's scenario explore_publishes_without_git_main)."""
+    i = _valve_task(s, r)
+    if i is None or r.kind != Kind.PUBLISH:
+        return True
+    t = s.tasks[i]
+    return all_of(s2.target == s.target,
+                  implies(t.contract != Contract.LAND, d.code != Code.MAIN_MOVED))

@@ -13,7 +13,8 @@ from .projections import plan, recovery_rank, status
 from .predicates import graph_saved
 from .state import State, TaskState
 from .vocab import (
-    AttemptState, Disposition, DecisionKind, Code, Exit, Failure, OwnerSeen, Phase, Reason, Receipt, Status,
+    AttemptState, Disposition, DecisionKind, Code, Exit, Failure, OwnerSeen, Phase, Reason, Receipt,
+    ReviewPhase, ReviewVerdict, Status,
 )
 
 
@@ -91,6 +92,14 @@ def archive_evidence(t, names: Names) -> list[list]:
                                                       (t.archive_confirmed, t.archived)) if v != 0]
 
 
+def observe_review(t: TaskState, names: Names) -> dict[str, Any]:
+    """The review valve of a task: its phase, manifest, verdicts and publication."""
+    return {"phase": ReviewPhase(t.review_phase).label, "manifest": names.cname(t.manifest),
+            "flip": ReviewVerdict(t.flip).label, "evaluation": ReviewVerdict(t.evaluation).label,
+            "publication": names.cname(t.publication), "publications": t.publications,
+            "failure": Failure(t.review_failure).label}
+
+
 def observe_task(s: State, i: int, names: Names) -> dict[str, Any]:
     t = s.tasks[i]
     p = plan(s, i)
@@ -125,6 +134,7 @@ def observe_task(s: State, i: int, names: Names) -> dict[str, Any]:
         "waiting-on": names.corrname(t.waiting_on), "wait-deadline": t.wait_deadline,
         "wait-expired": bool(t.wait_expired),
         "paused": bool(t.paused), "not-before": t.not_before,
+        "review": observe_review(t, names),
         "assigned": bool(t.assigned), "legacy-done": bool(t.legacy_done),
         "reconstructed": bool(t.reconstructed), "abandoned": bool(t.abandoned),
     }

@@ -82,6 +82,17 @@ class Request:
     token: Any = 0                           # the attempt's capability token, as presented (0: none)
     mint: Any = 0                            # dispatch, retry, resume: the token the opened attempt gets
     correlation: Any = 0                     # park, deliver: what an external wait waits for (0: none)
+    # the review valve (the manifest's id is ``candidate``, the main a Land manifest integrated
+    # or a publication observed is ``base``, a failed valve's code is ``failure``)
+    requirements: Any = 0                    # submit-manifest, record-flip, record-eval
+    output: Any = 0                          # submit-manifest: the output digest
+    validation: Any = 0                      # submit-manifest: the validation digest
+    contract: Any = 0                        # submit-manifest: land, report or explore
+    review: Any = 0                          # record-flip, record-eval: the verdict
+    resolvable: Any = 0                      # submit-manifest, complete: the outputs resolve (1)
+    protected_free: Any = 0                  # submit-manifest: no protected path (1)
+    succeeded: Any = 0                       # publish: the adapter's publication succeeded (1)
+    outputs_match: Any = 0                   # publish: the published outputs are the manifest's (1)
 
     def __post_init__(self) -> None:
         if self.kind in TRANSACTION_KINDS and (

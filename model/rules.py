@@ -27,6 +27,8 @@ one callers import from (the rules, ``RULES``, ``TOUCHES`` and the helpers):
 - ``rules_pause``: the operator's pause and a task's not-before time;
 - ``rules_wait``: external waits (park on a named event, its delivery, an expired deadline);
 - ``rules_reopen``: reopening a Done task into a new generation;
+- ``rules_review``: the review valve (the source worker's manifest, FLIP and the evaluation on
+  it, its publication under the task's contract, its completion);
 - ``updates``: the updates several rules share (open and close an attempt, advance).
 """
 from __future__ import annotations
@@ -60,3 +62,6 @@ from .rules_archive import archive, confirm_archive  # noqa: F401
 from .rules_wait import deliver, expire_wait, park  # noqa: F401
 from .rules_pause import pause, unpause  # noqa: F401
 from .rules_reopen import reopen  # noqa: F401
+from .rules_review import (  # noqa: F401
+    complete, fail_review, publish, record_eval, record_flip, retry_review, submit_manifest,
+)

@@ -20,7 +20,8 @@ import networkx as nx
 from .logic import all_of, not_
 from .protected import NOTHING_PROTECTED
 from .vocab import (
-    DEFAULT_RETRY_BUDGET, INTRUDER, TOKEN_BEARERS, AttemptState, Failure, Disposition, Exit, OwnerSeen, Phase, Reason, Receipt,
+    DEFAULT_RETRY_BUDGET, INTRUDER, TOKEN_BEARERS, AttemptState, Contract, Failure, ReviewPhase,
+    ReviewVerdict, Disposition, Exit, OwnerSeen, Phase, Reason, Receipt,
 )
 
 
@@ -232,6 +233,28 @@ class TaskState:
     # the sum of the dependencies' generations when the current attempt opened: a reopen of a
     # dependency since then raises the sum, so the attempt's effect is refused
     deps_generation: Any = 0
+    # the review valve, facts of the source task: the current completion manifest (its id,
+    # requirements, contract, output and validation digests, and the main a Land manifest
+    # integrated), FLIP's and the evaluator's receipts on it (verdict, manifest,
+    # requirements), its publication (the manifest and output published, how many times),
+    # and the failure code a failed valve reports
+    manifest: Any = 0
+    manifest_requirements: Any = 0
+    contract: Any = Contract.NONE
+    manifest_output: Any = 0
+    manifest_validation: Any = 0
+    manifest_main: Any = 0
+    review_phase: Any = ReviewPhase.WORKING
+    flip: Any = ReviewVerdict.ABSENT
+    flip_manifest: Any = 0
+    flip_requirements: Any = 0
+    evaluation: Any = ReviewVerdict.ABSENT
+    evaluation_manifest: Any = 0
+    evaluation_requirements: Any = 0
+    publication: Any = 0
+    publication_output: Any = 0
+    publications: Any = 0
+    review_failure: Any = 0
 
     def receipt(self, kind: Receipt) -> Binding:
         return self.receipts[kind]

@@ -111,6 +111,15 @@ class Kind(Labelled):
     # the operator pauses a task's admission, and resumes it (from a not-before time)
     PAUSE = 61
     UNPAUSE = 62
+    # the review valve: the source worker's immutable completion manifest, its two reviews
+    # (FLIP and evaluation), its publication under the task's contract and its completion
+    SUBMIT_MANIFEST = 63
+    RECORD_FLIP = 64
+    RECORD_EVAL = 65
+    PUBLISH = 66
+    COMPLETE = 67
+    FAIL_REVIEW = 68
+    RETRY_REVIEW = 69
 
 
 class DecisionKind(Labelled):
@@ -162,6 +171,12 @@ class Code(Labelled):
     DEPENDENCY_REOPENED = 33   # a dependency was reopened: no effect on its old generation
     PAUSED = 36                # the operator paused the task: nothing opens an attempt on it
     NOT_DUE = 37               # the task's not-before time has not come: nothing opens an attempt
+    MANIFEST_INVALID = 38      # a completion manifest with a zero id, digest or requirement, an
+                               # unresolvable output, a protected path or no contract
+    MANIFEST_MISMATCH = 39     # no manifest, or another manifest or requirements than the current one
+    REVIEW_NOT_PASSED = 40     # FLIP (and evaluation) have not passed the exact current manifest
+    MAIN_MOVED = 41            # a Land manifest's integrated main is not the main observed
+    PUBLICATION_UNVERIFIED = 42  # the publication failed, or its outputs do not match or resolve
 
 
 class AttemptState(Labelled):
@@ -247,6 +262,37 @@ class Disposition(Labelled):
     LAND = 1
     DELIVER = 2
     REPORT = 3
+
+
+class Contract(Labelled):
+    """What a task's completion manifest publishes: a commit on main, a report, an exploration."""
+
+    NONE = 0
+    LAND = 1
+    REPORT = 2
+    EXPLORE = 3
+
+
+class ReviewVerdict(Labelled):
+    """A reviewer's (FLIP's or the evaluator's) verdict on one exact manifest."""
+
+    ABSENT = 0
+    PASS = 1
+    REJECT = 2
+    UNAVAILABLE = 3            # the reviewer could not run: not a rejection of the work
+    INCOMPLETE_EVIDENCE = 4
+
+
+class ReviewPhase(Labelled):
+    """Where a task's review valve stands (its source worker keeps the task throughout)."""
+
+    WORKING = 0
+    REVIEW_BLOCKED = 1         # a reviewer rejected the manifest: the same worker repairs it
+    REVIEW_UNAVAILABLE = 2     # a reviewer could not run: the review is asked again
+    ACCEPTED = 3               # both reviews passed the exact manifest
+    PUBLISHED = 4              # the reviewed outputs are published under the contract
+    DONE = 5                   # terminal: every later event is inert
+    FAILED = 6
 
 
 class Verdict(Labelled):
@@ -381,6 +427,13 @@ AUTHORITY: dict[Kind, frozenset[Actor]] = {
     K.REOPEN: frozenset({A.OPERATOR}),
     K.PAUSE: frozenset({A.OPERATOR}),
     K.UNPAUSE: frozenset({A.OPERATOR}),
+    K.SUBMIT_MANIFEST: frozenset({A.WORKER, A.WRAPPER}),
+    K.RECORD_FLIP: frozenset({A.VALIDATOR}),
+    K.RECORD_EVAL: frozenset({A.EVALUATOR}),
+    K.PUBLISH: frozenset({A.PROMOTER, A.DAEMON}),
+    K.COMPLETE: frozenset({A.WORKER, A.WRAPPER}),
+    K.FAIL_REVIEW: frozenset({A.WORKER, A.WRAPPER}),
+    K.RETRY_REVIEW: frozenset({A.OPERATOR}),
 }
 
 #: Kinds whose request must carry the exact capability tuple K of the current attempt.
@@ -391,6 +444,14 @@ NEEDS_CAPABILITY: frozenset[Kind] = frozenset({
     K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION, K.PREPARE_EFFECT,
     K.COMMIT_EFFECT, K.PREPARE_CLEANUP, K.COMMIT_CLEANUP, K.SAVE_GRAPH,
     K.MARK_REPAIR, K.REVISE, K.BLOCK_UPGRADE, K.PARK,
+    K.SUBMIT_MANIFEST, K.COMPLETE, K.FAIL_REVIEW,
+})
+
+#: The review valve's kinds: each changes only the source task's review facts (never its
+#: attempt, owner or the target).
+REVIEW_KINDS: frozenset[Kind] = frozenset({
+    K.SUBMIT_MANIFEST, K.RECORD_FLIP, K.RECORD_EVAL, K.PUBLISH, K.COMPLETE, K.FAIL_REVIEW,
+    K.RETRY_REVIEW,
 })
 
 #: The actors that speak for an attempt's own process: a request of theirs naming K must also

@@ -481,6 +481,61 @@ def test_a_paused_or_early_task_opens_no_attempt_on_any_path(one):
     assert one.task("a").attempt_state == AS.RUNNING
 
 
+# --- the review valve -------------------------------------------------------------
+
+def _manifest(mid=11, contract=None, main=55, **kw):
+    from wgk.model.vocab import Contract
+    fields = dict(candidate=mid, requirements=22, output=mid + 22, validation=44, base=main,
+                  contract=contract or Contract.LAND, resolvable=1, protected_free=1)
+    return {**fields, **kw}
+
+
+def test_the_review_valve_publishes_only_what_both_reviews_passed(one):
+    from wgk.model.vocab import ReviewPhase as RP, ReviewVerdict as RV
+    dispatch(one, "a")
+    rejects(one, K.SUBMIT_MANIFEST, A.VALIDATOR, "not-authorized", **_manifest())
+    rejects(one, K.SUBMIT_MANIFEST, A.WORKER, "manifest-invalid", **_manifest(protected_free=0))
+    ok(one, K.SUBMIT_MANIFEST, A.WORKER, **_manifest())
+    assert ok(one, K.SUBMIT_MANIFEST, A.WORKER, **_manifest()).label == "evidence-only"
+    rejects(one, K.RECORD_EVAL, A.EVALUATOR, "review-not-passed", candidate=11, requirements=22,
+            review=RV.PASS)
+    rejects(one, K.RECORD_FLIP, A.VALIDATOR, "manifest-mismatch", candidate=11, requirements=23,
+            review=RV.PASS)
+    ok(one, K.RECORD_FLIP, A.VALIDATOR, candidate=11, requirements=22, review=RV.PASS)
+    ok(one, K.RECORD_EVAL, A.EVALUATOR, candidate=11, requirements=22, review=RV.UNAVAILABLE)
+    assert one.task("a").review_phase == RP.REVIEW_UNAVAILABLE             # not a rejection
+    ok(one, K.RETRY_REVIEW, A.OPERATOR)
+    assert (one.task("a").flip, one.task("a").attempt) == (RV.ABSENT, 1)    # the same worker
+    ok(one, K.RECORD_FLIP, A.VALIDATOR, candidate=11, requirements=22, review=RV.PASS)
+    ok(one, K.RECORD_EVAL, A.EVALUATOR, candidate=11, requirements=22, review=RV.PASS)
+    rejects(one, K.PUBLISH, A.PROMOTER, "main-moved", candidate=11, base=56, succeeded=1,
+            outputs_match=1)
+    rejects(one, K.COMPLETE, A.WORKER, "illegal-phase-edge", candidate=11, resolvable=1)
+    ok(one, K.PUBLISH, A.PROMOTER, candidate=11, base=55, succeeded=1, outputs_match=1)
+    ok(one, K.COMPLETE, A.WORKER, candidate=11, resolvable=1)
+    assert one.task("a").review_phase == RP.DONE
+    for kind, actor, kw in ((K.FAIL_REVIEW, A.WORKER, {}), (K.RETRY_REVIEW, A.OPERATOR, {}),
+                            (K.SUBMIT_MANIFEST, A.WORKER, _manifest(12))):
+        assert ok(one, kind, actor, **kw).label == "evidence-only"          # Done is inert
+    assert (one.task("a").manifest, one.task("a").publications) == (11, 1)
+
+
+def test_a_changed_manifest_invalidates_both_reviews_and_explore_ignores_main(one):
+    from wgk.model.vocab import Contract, ReviewVerdict as RV
+    dispatch(one, "a")
+    ok(one, K.SUBMIT_MANIFEST, A.WORKER, **_manifest(71, Contract.EXPLORE, main=0))
+    ok(one, K.RECORD_FLIP, A.VALIDATOR, candidate=71, requirements=22, review=RV.PASS)
+    ok(one, K.RECORD_EVAL, A.EVALUATOR, candidate=71, requirements=22, review=RV.PASS)
+    ok(one, K.SUBMIT_MANIFEST, A.WORKER, **_manifest(72, Contract.EXPLORE, main=0))
+    assert (one.task("a").flip, one.task("a").evaluation) == (RV.ABSENT, RV.ABSENT)
+    ok(one, K.RECORD_FLIP, A.VALIDATOR, candidate=72, requirements=22, review=RV.PASS)
+    ok(one, K.RECORD_EVAL, A.EVALUATOR, candidate=72, requirements=22, review=RV.PASS)
+    ok(one, K.PUBLISH, A.PROMOTER, candidate=72, base=999, succeeded=1, outputs_match=1)
+    ok(one, K.FAIL_REVIEW, A.WORKER)                          # after publication: diagnostic only
+    assert one.task("a").review_phase.label == "published"
+    assert one.state.target == BASE                                # explore never touches main
+
+
 # --- reopening a Done task -----------------------------------------------------
 
 def _way(d, task):

@@ -15,6 +15,7 @@ from wgk.conformance.z3.symbolic import symbolic
 from wgk.model.env import EnvKind
 from wgk.conformance.check.interning import successor
 from wgk.model.actions import Instance, steps
+from wgk.model.vocab import REVIEW_KINDS, ReviewPhase
 from wgk.model.invariants import REGISTRY
 from wgk.model.kernel import decide
 from wgk.model.rules import RULES
@@ -91,6 +92,25 @@ def test_symbolic_transition_equals_the_executable_one_on_random_walks():
             _, s2, _ = successor(inst, s, step, RULES)
             s = s2 if s2 is not None else s
     assert checked == 80
+
+
+def test_symbolic_transition_equals_the_executable_one_on_the_review_valve():
+    """Walks that mostly send the valve's kinds: the solver decides each as the model does
+    (manifests of both contracts, every verdict the bounded actors send, publications)."""
+    inst = Instance(tasks=2, groups=("core", "valve", "env"))
+    rng = random.Random(11)
+    phases = set()
+    for _ in range(4):
+        s = inst.initial()
+        for _ in range(40):
+            todo = [x for x in steps(inst, s) if x is not None]
+            valve = [x for x in todo if getattr(x, "kind", None) in REVIEW_KINDS]
+            step = rng.choice(valve if valve and rng.random() < 0.85 else todo)
+            crosscheck(s, step)
+            _, s2, _ = successor(inst, s, step, RULES)
+            s = s2 if s2 is not None else s
+            phases.update(t.review_phase for t in s.tasks)
+    assert {ReviewPhase.REVIEW_BLOCKED, ReviewPhase.REVIEW_UNAVAILABLE, ReviewPhase.ACCEPTED} <= phases
 
 
 def test_symbolic_backend_is_restored_after_use():

@@ -14,7 +14,8 @@ from wgk.model.kernel import Decision
 from wgk.model.observe import Names
 from wgk.model.requests import Capability, Owner, Request
 from wgk.model.vocab import (
-    Actor, Code, DecisionKind, Disposition, Exit, Failure, Kind, Phase, Reason, Verdict,
+    Actor, Code, Contract, DecisionKind, Disposition, Exit, Failure, Kind, Phase, Reason,
+    ReviewVerdict, Verdict,
     MINTING_KINDS, TRANSACTION_KINDS, WAIT_NAMING_KINDS,
 )
 
@@ -28,12 +29,15 @@ class WireError(ValueError):
         self.message = message
 
 
+#: The review valve's digests (content ids on the wire) and flags (booleans on the wire).
+REVIEW_FIELDS = ("requirements", "output", "validation")
+REVIEW_FLAGS = ("resolvable", "protected-free", "succeeded", "outputs-match")
 REQUEST_FIELDS = {
     "kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
     "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
     "verdict", "disposition", "evidence", "deadline", "reason", "principal", "token", "mint",
     "failure", "correlation",
-}
+} | set(REVIEW_FIELDS) | set(REVIEW_FLAGS) | {"contract", "review"}
 CAP_FIELDS = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
 OWNER_FIELDS = ("pid", "birth", "session", "wrapper-epoch", "child-epoch")
 
@@ -93,13 +97,22 @@ def request_from_wire(d: Any, names: Names, pointer: str = "") -> Request:
             kw[f.replace("-", "_")] = _int(d[f], f"{pointer}/{f}")
     if d.get("owner") is not None:
         kw["owner"] = _owner_from_wire(d["owner"], names, f"{pointer}/owner")
-    for f in ("imports", "candidate", "base"):
+    for f in ("imports", "candidate", "base") + REVIEW_FIELDS:
         if d.get(f) is not None:
             if not isinstance(d[f], str):
                 raise WireError(f"{pointer}/{f}", "expected a content id (string)")
             kw[f] = names.cid(d[f])
     if "verdict" in d:
         kw["verdict"] = _enum(Verdict, d["verdict"], f"{pointer}/verdict")
+    if "contract" in d:
+        kw["contract"] = _enum(Contract, d["contract"], f"{pointer}/contract")
+    if "review" in d:
+        kw["review"] = _enum(ReviewVerdict, d["review"], f"{pointer}/review")
+    for f in REVIEW_FLAGS:
+        if f in d:
+            if not isinstance(d[f], bool):
+                raise WireError(f"{pointer}/{f}", f"expected true or false, got {d[f]!r}")
+            kw[f.replace("-", "_")] = int(d[f])
     if "disposition" in d:
         kw["disposition"] = _enum(Disposition, d["disposition"], f"{pointer}/disposition")
     if "reason" in d:
@@ -188,10 +201,17 @@ def request_to_wire(r: Request, names: Names) -> dict[str, Any]:
         o = r.owner
         out["owner"] = {"pid": o.pid, "birth": o.birth, "session": names.sname(o.session),
                         "wrapper-epoch": o.wrapper_epoch, "child-epoch": o.child_epoch}
-    for f in ("imports", "candidate", "base"):
+    for f in ("imports", "candidate", "base") + REVIEW_FIELDS:
         v = getattr(r, f)
         if v:
             out[f] = names.cname(v)
+    if r.contract:
+        out["contract"] = Contract(r.contract).label
+    if r.review:
+        out["review"] = ReviewVerdict(r.review).label
+    for f in REVIEW_FLAGS:
+        if getattr(r, f.replace("-", "_")):
+            out[f] = True
     if r.verdict is not None:
         out["verdict"] = r.verdict.label
     if r.disposition is not None:

@@ -179,7 +179,11 @@ class Catalogue:
                     values[name] = getattr(r, name)
             values.update(imports=r.imports, candidate=r.candidate, base=r.base,
                           deadline=r.deadline, token=r.token, mint=r.mint,
-                          failure=int(r.failure), correlation=r.correlation)
+                          failure=int(r.failure), correlation=r.correlation,
+                          requirements=r.requirements, output=r.output, validation=r.validation,
+                          contract=int(r.contract), review=int(r.review),
+                          resolvable=int(r.resolvable), protected_free=int(r.protected_free),
+                          succeeded=int(r.succeeded), outputs_match=int(r.outputs_match))
             shape = tpl.shapes[tpl.actors.index(r.actor)]
             return n, shape, values
         raise KeyError(f"no template covers {r.kind.label} on {r.task}")

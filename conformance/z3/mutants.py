@@ -18,14 +18,19 @@ from __future__ import annotations
 from dataclasses import fields as dc_fields, replace as dc_replace
 from typing import Callable
 
-from wgk.model import kernel, projections, rules as R, rules_attempt, rules_evidence, rules_save
+from wgk.model import (
+    kernel, projections, rules as R, rules_attempt, rules_evidence, rules_review, rules_save,
+)
 from wgk.model.actions import KEYS, Instance
 from wgk.model.kernel import Decision
 from wgk.model.requests import Request
 from wgk.model.logic import all_of, any_of, ite, not_
 from wgk.model.rules import RULES, guarded, running
 from wgk.model.state import NO_RECEIPT, replace_task
-from wgk.model.vocab import AttemptState as AS, Code, DecisionKind as D, Kind as K, Phase, Receipt
+from wgk.model.vocab import (
+    AttemptState as AS, Code, DecisionKind as D, Kind as K, Phase, Receipt, ReviewPhase as RP,
+    ReviewVerdict as RV,
+)
 
 from wgk.conformance.z3.kills import (  # noqa: F401  (re-exported: callers import them from here)
     EXPLORE_STATES, explore_mutant, first_kill, kill, refute, refute_other,
@@ -154,6 +159,60 @@ def _effect_after_redone_dependency(s, i, t, r):
     """prepare-effect guarded by ``deps_done`` alone, not by the generation it opened on."""
     g = RULES[K.PREPARE_EFFECT](s, i, t, r)
     return guarded([(R.deps_done(s, i), Code.DEPENDENCY_REOPENED)], g.update, g.kind)
+
+
+# --- the review valve's mutants ---------------------------------------------------------
+
+VALVE_INSTANCE = Instance(tasks=1, groups=("core", "valve"))
+VALVE_ENV_INSTANCE = Instance(tasks=1, groups=("core", "env", "valve"))
+
+
+def _fail_review_after_done(s, i, t, r):
+    """A failure report that forgets Done is terminal: it fails a completed valve."""
+    return guarded([], lambda: s.put(i, replace_task(t, review_phase=RP.FAILED,
+                                                     review_failure=r.failure)))
+
+
+def _unavailable_blocks(verdict):
+    """An unavailable reviewer taken for a rejection: the valve is blocked."""
+    return ite(verdict == RV.PASS, RP.WORKING, RP.REVIEW_BLOCKED)
+
+
+def _main_read_for_every_contract(t, observed):
+    """Every contract compared with git main, an Explore one too."""
+    return observed == t.manifest_main
+
+
+def _token_not_asked(t, r):
+    """The attempt's token is taken as presented, whoever sends the request."""
+    return True
+
+
+def _keep_reviews(t, t2, s, r):
+    """A new manifest that keeps the old manifest's reviews and publication."""
+    return replace_task(t2, flip=t.flip, flip_manifest=t.flip_manifest,
+                        flip_requirements=t.flip_requirements, evaluation=t.evaluation,
+                        evaluation_manifest=t.evaluation_manifest,
+                        evaluation_requirements=t.evaluation_requirements)
+
+
+def _count_again(t, t2, s, r):
+    """A publication counted on top of the previous ones."""
+    return replace_task(t2, publications=t.publications + 1)
+
+
+def _replace_worker(t, t2, s, r):
+    """The operator's retry of a valve closes the source worker's attempt (a replacement
+    would follow)."""
+    return R.close_attempt(t2, AS.LOST)
+
+
+def _publish_named(s, i, t, r):
+    """The publication records the manifest the promoter names, not the task's own."""
+    g = without_checks(K.PUBLISH, Code.MANIFEST_MISMATCH)(s, i, t, r)
+    return guarded(g.checks, lambda: s.put(i, replace_task(
+        g.update().tasks[i], publication=ite(t.review_phase == RP.DONE, t.publication,
+                                             r.candidate))), g.kind)
 
 
 #: A proven legacy Done reopened under its dependent (two generations of each task).
@@ -395,6 +454,73 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "opened before its dependency was reopened makes its effect once that is Done again.",
         "reopen-fences-dependents", REOPEN_INSTANCE, 14,
         rules={K.PREPARE_EFFECT: _effect_after_redone_dependency}),
+    Mutant(
+        "publication-counted-twice", (45,),
+        "A publication is accepted again after the first and counted on top of it: the "
+        "reviewed outputs are published twice.",
+        "review-publication-at-most-once", VALVE_INSTANCE, 7,
+        rules={K.PUBLISH: with_update(K.PUBLISH, task_update(_count_again))}),
+    Mutant(
+        "publication-of-named-manifest", (45,),
+        "The publication records whatever manifest the promoter names, without checking it is "
+        "the task's reviewed one.",
+        "review-publication-bound-to-exact-reviews", VALVE_INSTANCE, 5,
+        rules={K.PUBLISH: _publish_named}),
+    Mutant(
+        "complete-before-publication", (45,),
+        "Completion does not wait for the publication: a valve whose reviews passed is Done "
+        "with nothing published.",
+        "review-done-is-exact-universal-review", VALVE_INSTANCE, 5,
+        rules={K.COMPLETE: without_checks(K.COMPLETE, Code.ILLEGAL_PHASE_EDGE,
+                                          Code.PUBLICATION_UNVERIFIED)}),
+    Mutant(
+        "new-manifest-keeps-reviews", (45,),
+        "A new manifest keeps the reviews of the one it replaces: the reviewers passed "
+        "outputs that are not the ones submitted.",
+        "review-changed-manifest-invalidates", VALVE_INSTANCE, 5,
+        rules={K.SUBMIT_MANIFEST: with_update(K.SUBMIT_MANIFEST, task_update(_keep_reviews))}),
+    Mutant(
+        "land-on-moved-main", (45,),
+        "The publication of a Land manifest does not compare the main it observed with the "
+        "one the manifest integrated: a stale main lands.",
+        "review-stale-main-cannot-land", VALVE_ENV_INSTANCE, 6,
+        rules={K.PUBLISH: without_checks(K.PUBLISH, Code.MAIN_MOVED)}),
+    Mutant(
+        "publish-before-evaluation", (45,),
+        "A publication needs only FLIP's pass: an evaluation that rejected, was unavailable or "
+        "never ran does not stop it.",
+        "review-nonpassing-eval-cannot-publish", VALVE_INSTANCE, 4,
+        rules={K.PUBLISH: without_checks(K.PUBLISH, Code.ILLEGAL_PHASE_EDGE,
+                                         Code.REVIEW_NOT_PASSED)}),
+    Mutant(
+        "failure-after-done", (45,),
+        "A failure report after completion fails the valve: terminal success is revoked.",
+        "review-terminal-success-inert", VALVE_INSTANCE, 7,
+        rules={K.FAIL_REVIEW: _fail_review_after_done}),
+    Mutant(
+        "retry-review-replaces-worker", (45,),
+        "The operator's retry of a blocked valve closes the source worker's attempt instead of "
+        "returning the review to it.",
+        "review-no-event-replaces-source", VALVE_INSTANCE, 3,
+        rules={K.RETRY_REVIEW: with_update(K.RETRY_REVIEW, task_update(_replace_worker))}),
+    Mutant(
+        "manifest-without-token", (45,),
+        "The kernel does not ask for the attempt's token: anyone holding the worker's role and "
+        "the public K submits a manifest for the source worker.",
+        "review-one-source-owner", Instance(tasks=1, groups=("core", "valve", "intruder")), 2,
+        patches=((kernel, "token_presented", _token_not_asked),)),
+    Mutant(
+        "unavailable-reviewer-blocks", (45,),
+        "An unavailable reviewer is taken for a rejection: the valve is blocked as if the work "
+        "had been rejected.",
+        "review-unavailable-is-not-rejection", VALVE_INSTANCE, 3,
+        patches=((rules_review, "review_phase_of", _unavailable_blocks),)),
+    Mutant(
+        "explore-reads-main", (45,),
+        "Every contract's publication compares the observed main with the integrated one: an "
+        "Explore or Report manifest is refused because git main moved.",
+        "review-explore-publishes-without-git", VALVE_INSTANCE, 5,
+        patches=((rules_review, "target_matches", _main_read_for_every_contract),)),
 )}
 
 

@@ -9,7 +9,8 @@ import z3
 
 from wgk.model.state import TASK_FIELDS, Binding, Graph, State, TaskState
 from wgk.model.vocab import (
-    AttemptState, Code, DecisionKind, Disposition, Exit, OwnerSeen, Phase, Reason, Receipt,
+    AttemptState, Code, Contract, DecisionKind, Disposition, Exit, OwnerSeen, Phase, Reason,
+    Receipt, ReviewPhase, ReviewVerdict,
 )
 
 from wgk.conformance.z3.sym_backend import as_bool, is_term
@@ -20,7 +21,8 @@ from wgk.conformance.z3.sym_containers import SymEntry, SymEvidence, SymJournal
 
 ENUM_FIELDS: dict[str, type[IntEnum]] = {
     "attempt_state": AttemptState, "owner_seen": OwnerSeen, "phase": Phase, "exit": Exit,
-    "reason": Reason, "disposition": Disposition,
+    "reason": Reason, "disposition": Disposition, "review_phase": ReviewPhase,
+    "flip": ReviewVerdict, "evaluation": ReviewVerdict, "contract": Contract,
 }
 DEFAULT_TASK = TaskState()
 BOOL_FIELDS: tuple[str, ...] = tuple(f for f in TASK_FIELDS if isinstance(getattr(DEFAULT_TASK, f), bool))

@@ -26,8 +26,8 @@ from wgk.model.actions import OWNER
 from wgk.model.env import EnvKind, EnvStep
 from wgk.model.requests import EXIT_CODE_BASE, Capability, Owner, Request
 from wgk.model.vocab import (
-    AUTHORITY, MINTING_KINDS, TRANSACTION_KINDS, Actor, Disposition, Exit, Failure, Kind as K,
-    Phase, Verdict,
+    AUTHORITY, MINTING_KINDS, TRANSACTION_KINDS, Actor, Contract, Disposition, Exit, Failure,
+    Kind as K, Phase, ReviewVerdict, Verdict,
 )
 
 from wgk.conformance.z3.symbolic import SymDigest, nonzero_int
@@ -37,7 +37,16 @@ CAS = ("expected_phase", "expected_revision")
 
 #: Every symbolic request field; a digest slot each.
 POOL: tuple[str, ...] = CAP + CAS + ("expected_attempt", "expected_generation") + OWNER + (
-    "imports", "candidate", "base", "deadline", "token", "mint", "failure", "correlation")
+    "imports", "candidate", "base", "deadline", "token", "mint", "failure", "correlation") + (
+    "requirements", "output", "validation", "contract", "review", "resolvable",
+    "protected_free", "succeeded", "outputs_match")
+#: The fields a template copies from the pool when its kind's parameters name them.
+PLAIN = ("expected_attempt", "expected_generation", "candidate", "base", "correlation",
+         "requirements", "output", "validation", "resolvable", "protected_free", "succeeded",
+         "outputs_match")
+#: The review valve's flags (1: holds) and labelled fields.
+FLAGS = ("resolvable", "protected_free", "succeeded", "outputs_match")
+LABELLED = {"contract": Contract, "review": ReviewVerdict}
 SLOT = {name: n for n, name in enumerate(POOL)}
 
 VERDICTS: dict[K, tuple[Verdict | None, ...]] = {
@@ -106,8 +115,7 @@ class Template:
         if "pid" in self.params:
             owner = Owner(p["pid"], p["birth"], p["session"], p["wrapper_epoch"], p["child_epoch"])
         kw: dict[str, Any] = {}
-        for name in ("expected_attempt", "expected_generation", "candidate", "base",
-                     "correlation"):
+        for name in PLAIN + tuple(LABELLED):
             if name in self.params:
                 kw[name] = p[name]
         if self.kind in TRANSACTION_KINDS:
@@ -143,7 +151,7 @@ class Template:
     @property
     def failure_slot(self) -> tuple[str, ...]:
         """A failure report says why (a code the rules only compare and store)."""
-        return ("failure",) if self.kind == K.FAIL else ()
+        return ("failure",) if self.kind in (K.FAIL, K.FAIL_REVIEW) else ()
 
     @property
     def token_slots(self) -> tuple[str, ...]:
@@ -172,6 +180,8 @@ class Template:
             out.append(p["failure"] <= max(Failure))
         if "correlation" in self.params:          # an event's name (the wire refuses none)
             out.append(p["correlation"] > 0)
+        out += [p[name] <= 1 for name in FLAGS if name in self.params]
+        out += [p[name] <= max(enum) for name, enum in LABELLED.items() if name in self.params]
         return out
 
     def concrete(self, values: dict[str, int], actor: Actor, key: str | None,
@@ -187,10 +197,12 @@ class Template:
             owner = Owner(values["pid"], values["birth"], values["session"],
                           values["wrapper_epoch"], values["child_epoch"])
         kw: dict[str, Any] = {}
-        for name in ("expected_attempt", "expected_generation", "candidate", "base",
-                     "correlation"):
+        for name in PLAIN:
             if name in self.params:
                 kw[name] = values[name]
+        for name, enum in LABELLED.items():
+            if name in self.params:
+                kw[name] = enum(values[name])
         if self.kind in TRANSACTION_KINDS:
             kw["expected_phase"] = code_to_phase(values["expected_phase"])
             kw["expected_revision"] = values["expected_revision"]

@@ -26,6 +26,8 @@ KINDS = (
     "park", "deliver", "expire-wait",
     "reopen",
     "pause", "unpause",
+    "submit-manifest", "record-flip", "record-eval", "publish", "complete", "fail-review",
+    "retry-review",
 )
 
 _ANY = frozenset(ACTORS)
@@ -78,6 +80,13 @@ AUTHORITY: dict[str, frozenset[str]] = {
     "reopen": frozenset({"operator"}),
     "pause": frozenset({"operator"}),
     "unpause": frozenset({"operator"}),
+    "submit-manifest": frozenset({"worker", "wrapper"}),
+    "record-flip": frozenset({"validator"}),
+    "record-eval": frozenset({"evaluator"}),
+    "publish": frozenset({"promoter", "daemon"}),
+    "complete": frozenset({"worker", "wrapper"}),
+    "fail-review": frozenset({"worker", "wrapper"}),
+    "retry-review": frozenset({"operator"}),
 }
 
 #: Kinds that step the SaveTransaction; the request names the phase and revision it expects.
@@ -91,6 +100,7 @@ TRANSACTION_KINDS = frozenset({
 NEEDS_CAPABILITY = TRANSACTION_KINDS | frozenset({
     "resume", "heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner", "compaction",
     "ack-continuation", "provider-failure", "log", "fail", "declare-lost", "park",
+    "submit-manifest", "complete", "fail-review",
 })
 
 #: Kinds about an external wait; their ``correlation`` field (a name) must be present.
@@ -110,6 +120,8 @@ CODES = (
     "base-mismatch", "bad-name", "worktree-unsaved", "token-mismatch", "archive-unconfirmed",
     "retry-budget-spent", "repair-required", "waiting", "not-waiting", "wait-not-due",
     "dependency-reopened", "paused", "not-due",
+    "manifest-invalid", "manifest-mismatch", "review-not-passed", "main-moved",
+    "publication-unverified",
 )
 
 #: Why an attempt failed (``fail``): unclassified, nothing saved, zero progress and provider
@@ -144,6 +156,16 @@ REASONS = ("none", "validation-failed", "review-failed", "target-moved", "legacy
            "version-skew", "operator-abort", "protected-path")
 DISPOSITIONS = ("none", "land", "deliver", "report")
 VERDICTS = ("pass", "fail", "not-required")
+
+# --- the review valve ----------------------------------------------------------------
+
+#: What a completion manifest publishes ("none": no manifest yet).
+CONTRACTS = ("none", "land", "report", "explore")
+#: A reviewer's (FLIP's, the evaluator's) verdict on one exact manifest ("absent": none yet).
+REVIEW_VERDICTS = ("absent", "pass", "reject", "unavailable", "incomplete-evidence")
+#: Where a task's review valve stands.
+REVIEW_PHASES = ("working", "review-blocked", "review-unavailable", "accepted", "published",
+                 "done", "failed")
 
 #: Receipts, in GraphSave order; each is bound to (fence, candidate, base).
 RECEIPTS = ("work-save", "candidate", "validation", "review", "disposition", "effect",

@@ -32,7 +32,7 @@ from .canonical import canonical_json  # noqa: F401  (re-exported)
 from .names import short
 from .errors import BadRequest
 from .vocabulary import (
-    ACTORS, AUTHORITY, NEEDS_CAPABILITY, DISPOSITIONS, EXITS, FAILURES, KINDS, MINTING_KINDS,
+    ACTORS, AUTHORITY, CONTRACTS, NEEDS_CAPABILITY, DISPOSITIONS, REVIEW_VERDICTS, EXITS, FAILURES, KINDS, MINTING_KINDS,
     PHASES,
     REASONS, TOKEN_BEARERS, TRANSACTION_KINDS, VERDICTS, WAIT_NAMING_KINDS,
 )
@@ -93,6 +93,16 @@ class Request:
     token_hash: str | None = None  # sha256 of the presented capability token (never the token)
     mint: str | None = None        # dispatch, retry, resume: sha256 of the new attempt's token
     correlation: str | None = None  # park, deliver: the event an external wait waits for
+    # the review valve: the manifest's digests, its contract, a reviewer's verdict, the flags
+    requirements: str | None = None
+    output: str | None = None
+    validation: str | None = None
+    contract: str | None = None
+    review: str | None = None
+    resolvable: bool = False
+    protected_free: bool = False
+    succeeded: bool = False
+    outputs_match: bool = False
     digest: str = ""             # sha256 of ``canonical``
     canonical: str = ""          # canonical JSON of the request without its key
 
@@ -115,8 +125,11 @@ _FIELDS = frozenset({
     "kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
     "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
     "verdict", "disposition", "evidence", "deadline", "reason", "token", "mint", "failure",
-    "correlation",
+    "correlation", "requirements", "output", "validation", "contract", "review", "resolvable",
+    "protected-free", "succeeded", "outputs-match",
 })
+#: The review valve's flags: true or false on the wire (false is left out).
+_FLAGS = ("resolvable", "protected-free", "succeeded", "outputs-match")
 #: A token is at most this long (the client's are 64 hex digits: 256 bits from ``secrets``).
 TOKEN_MAX = 512
 _HEX = frozenset("0123456789abcdef")
@@ -127,7 +140,8 @@ _VISIBLE_PHASES = frozenset(PHASES) | frozenset(EXITS)   # "none" never matches 
 _LABELS = {"kind": frozenset(KINDS), "actor": frozenset(ACTORS),
            "expected-phase": _VISIBLE_PHASES, "verdict": frozenset(VERDICTS),
            "disposition": frozenset(DISPOSITIONS), "reason": frozenset(REASONS),
-           "failure": frozenset(FAILURES)}
+           "failure": frozenset(FAILURES), "contract": frozenset(CONTRACTS) - {"none"},
+           "review": frozenset(REVIEW_VERDICTS) - {"absent"}}
 
 
 #: Integers are stored as 64-bit signed values (SQLite INTEGER, PostgreSQL BIGINT).
@@ -282,6 +296,15 @@ def _correlation(body: Mapping, kind: str) -> str | None:
     return v
 
 
+def _flag(body: Mapping, name: str) -> bool:
+    v = body.get(name)
+    if v is None:
+        return False
+    if type(v) is not bool:
+        raise BadRequest(f"request field '/{name}': expected true or false, got {short(v)}")
+    return v
+
+
 def parse(body: Any) -> Request:
     """The typed, normalised request for a wire object (``BadRequest`` if malformed)."""
     if type(body) is not dict:
@@ -310,7 +333,11 @@ def parse(body: Any) -> Request:
         disposition=_label(body, "disposition"), evidence=_text(body, "evidence"),
         deadline=deadline or 0, reason=_label(body, "reason") or "none",
         failure=_label(body, "failure") or "none", token_hash=_token_hash(body),
-        mint=_mint(body, kind), correlation=_correlation(body, kind))
+        mint=_mint(body, kind), correlation=_correlation(body, kind),
+        requirements=_content(body, "requirements"), output=_content(body, "output"),
+        validation=_content(body, "validation"), contract=_label(body, "contract"),
+        review=_label(body, "review"),
+        **{f.replace("-", "_"): _flag(body, f) for f in _FLAGS})
     if kind in TRANSACTION_KINDS and (r.expected_phase is None or r.expected_revision is None):
         raise BadRequest(f"{kind} moves the SaveTransaction and must carry "
                          "'expected-phase' and 'expected-revision'")
@@ -352,9 +379,15 @@ def to_wire(r: Request) -> dict[str, Any]:
                         ("expected-generation", r.expected_generation),
                         ("imports", r.imports), ("candidate", r.candidate), ("base", r.base),
                         ("verdict", r.verdict), ("disposition", r.disposition),
-                        ("mint", r.mint), ("correlation", r.correlation)):
+                        ("mint", r.mint), ("correlation", r.correlation),
+                        ("requirements", r.requirements), ("output", r.output),
+                        ("validation", r.validation), ("contract", r.contract),
+                        ("review", r.review)):
         if value is not None:
             out[name] = value
+    for name in _FLAGS:
+        if getattr(r, name.replace("-", "_")):
+            out[name] = True
     if r.owner is not None:
         out["owner"] = r.owner.to_wire()
     for name, value, absent in (("evidence", r.evidence, ""), ("deadline", r.deadline, 0),
@@ -373,7 +406,9 @@ def name_fields(r: Request) -> list[tuple[str, str]]:
     if r.cap is not None:
         out += [("cap/graph", r.cap.graph), ("cap/task", r.cap.task)]
     return out + [(f, v) for f, v in (("imports", r.imports), ("candidate", r.candidate),
-                                      ("base", r.base), ("correlation", r.correlation))
+                                      ("base", r.base), ("correlation", r.correlation),
+                                      ("requirements", r.requirements), ("output", r.output),
+                                      ("validation", r.validation))
                   if v is not None]
 
 

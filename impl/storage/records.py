@@ -97,6 +97,56 @@ class OwnerRow(NamedTuple):
     seen: str = "unverified"
 
 
+class ValveRow(NamedTuple):
+    """Where the review valve stands and, when it failed, the code it failed with."""
+
+    phase: str = "working"
+    failure: str = "none"
+
+
+class ManifestRow(NamedTuple):
+    """The completion manifest the source worker submitted last: its id and digests."""
+
+    id: str | None = None
+    requirements: str | None = None
+    contract: str = "none"
+    output: str | None = None
+    validation: str | None = None
+    main: str | None = None
+
+
+class VerdictRow(NamedTuple):
+    """One reviewer's verdict (FLIP's or the evaluation's) and the manifest it was given on."""
+
+    verdict: str = "absent"
+    manifest: str | None = None
+    requirements: str | None = None
+
+
+class PublicationRow(NamedTuple):
+    """What the promoter published: the manifest, its output, and how many times."""
+
+    manifest: str | None = None
+    output: str | None = None
+    count: int = 0
+
+
+#: The valve's parts, all stored on the ``tasks`` row: each change name -> its part and field
+#: (the tasks row's column is the change name).
+VALVE_COLUMNS: dict[str, tuple[str, str]] = {
+    "review_phase": ("valve", "phase"), "review_failure": ("valve", "failure"),
+    "manifest": ("submitted", "id"), "manifest_requirements": ("submitted", "requirements"),
+    "contract": ("submitted", "contract"), "manifest_output": ("submitted", "output"),
+    "manifest_validation": ("submitted", "validation"), "manifest_main": ("submitted", "main"),
+    "flip": ("flip_review", "verdict"), "flip_manifest": ("flip_review", "manifest"),
+    "flip_requirements": ("flip_review", "requirements"),
+    "evaluation": ("evaluation_review", "verdict"), "evaluation_manifest": ("evaluation_review", "manifest"),
+    "evaluation_requirements": ("evaluation_review", "requirements"),
+    "publication": ("published", "manifest"), "publication_output": ("published", "output"),
+    "publications": ("published", "count"),
+}
+
+
 class LeaseRow(NamedTuple):
     """The three ``leases`` rows of a task, by kind: whether each is held."""
 
@@ -130,10 +180,13 @@ COLUMNS: dict[str, tuple[str, str | None]] = {
     **{c + "_lease": ("leases", c) for c in LeaseRow._fields},
     **{c: ("transactions", c) for c in TransactionRow._fields},
     "receipts": ("receipts", None),
+    **VALVE_COLUMNS,
 }
 #: (row, column) -> the change name.
 CHANGE_NAME = {where: name for name, where in COLUMNS.items()}
-PARTS = ("tasks", "attempts", "owners", "leases", "transactions", "receipts")
+#: The record's parts; the valve's (the last five) are stored on the ``tasks`` row.
+PARTS = ("tasks", "attempts", "owners", "leases", "transactions", "receipts",
+         "valve", "submitted", "flip_review", "evaluation_review", "published")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +202,11 @@ class TaskRecord:
     leases: LeaseRow = LeaseRow()
     transactions: TransactionRow = TransactionRow()
     receipts: tuple[Binding, ...] = NO_RECEIPTS
+    valve: ValveRow = ValveRow()
+    submitted: ManifestRow = ManifestRow()
+    flip_review: VerdictRow = VerdictRow()
+    evaluation_review: VerdictRow = VerdictRow()
+    published: PublicationRow = PublicationRow()
 
     def receipt(self, name: str) -> Binding:
         return self.receipts[RECEIPT_INDEX[name]]

@@ -184,10 +184,35 @@ ALTER TABLE tasks ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN not_before INTEGER NOT NULL DEFAULT 0
 """
 
+#: The review valve's columns on the tasks row: the manifest the worker submitted last (id,
+#: requirements, contract, output and validation digests, the main a Land manifest integrated),
+#: FLIP's and the evaluation's verdicts with the manifest and requirements each names, the
+#: publication (manifest, output, how many times) and a failed valve's code.
+SCHEMA_V12 = """
+ALTER TABLE tasks ADD COLUMN manifest TEXT;
+ALTER TABLE tasks ADD COLUMN manifest_requirements TEXT;
+ALTER TABLE tasks ADD COLUMN contract TEXT NOT NULL DEFAULT 'none';
+ALTER TABLE tasks ADD COLUMN manifest_output TEXT;
+ALTER TABLE tasks ADD COLUMN manifest_validation TEXT;
+ALTER TABLE tasks ADD COLUMN manifest_main TEXT;
+ALTER TABLE tasks ADD COLUMN review_phase TEXT NOT NULL DEFAULT 'working';
+ALTER TABLE tasks ADD COLUMN flip TEXT NOT NULL DEFAULT 'absent';
+ALTER TABLE tasks ADD COLUMN flip_manifest TEXT;
+ALTER TABLE tasks ADD COLUMN flip_requirements TEXT;
+ALTER TABLE tasks ADD COLUMN evaluation TEXT NOT NULL DEFAULT 'absent';
+ALTER TABLE tasks ADD COLUMN evaluation_manifest TEXT;
+ALTER TABLE tasks ADD COLUMN evaluation_requirements TEXT;
+ALTER TABLE tasks ADD COLUMN publication TEXT;
+ALTER TABLE tasks ADD COLUMN publication_output TEXT;
+ALTER TABLE tasks ADD COLUMN publications INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN review_failure TEXT NOT NULL DEFAULT 'none'
+"""
+
 #: version -> the SQL that takes a database from version - 1 to version.
 MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4,
                               5: SCHEMA_V5, 6: SCHEMA_V6, 7: SCHEMA_V7,
-                              8: SCHEMA_V8, 9: SCHEMA_V9, 10: SCHEMA_V10, 11: SCHEMA_V11}
+                              8: SCHEMA_V8, 9: SCHEMA_V9, 10: SCHEMA_V10, 11: SCHEMA_V11,
+                              12: SCHEMA_V12}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Tables that hold no fact, only this database's concurrency control: the stamps the writes

@@ -13,10 +13,11 @@ from typing import Any
 from ..contract.errors import StoreError
 from .records import (
     CHANGE_NAME, EMPTY, NO_BINDING, RECORD_FIELDS, AttemptRow, Binding, LeaseRow, OwnerRow,
-    TaskPolicy, TaskRecord, TaskRow, TransactionRow,
+    VALVE_COLUMNS, ManifestRow, PublicationRow, TaskPolicy, TaskRecord, TaskRow, TransactionRow,
+    ValveRow, VerdictRow,
 )
 from ..contract.vocabulary import (
-    ATTEMPT_STATES, DISPOSITIONS, EXITS, FAILURES, FORMER_EVIDENCE_LABELS, OWNER_SEEN, PHASES,
+    ATTEMPT_STATES, CONTRACTS, DISPOSITIONS, REVIEW_PHASES, REVIEW_VERDICTS, EXITS, FAILURES, FORMER_EVIDENCE_LABELS, OWNER_SEEN, PHASES,
     REASONS,
     RECEIPTS,
 )
@@ -27,6 +28,10 @@ from ..contract.vocabulary import (
 TASK_COLUMNS = ("generation", "attempt", "fence", "lease_epoch", "retained", "retained_base",
                 "deadline", "assigned", "legacy_done", "reconstructed", "abandoned", "failure",
                 "retries", "waiting_on", "wait_deadline", "wait_expired", "paused", "not_before")
+#: the review valve's columns, also on the tasks row
+REVIEW_COLUMNS = tuple(VALVE_COLUMNS)
+_VALVE_PARTS = {"valve": ValveRow, "submitted": ManifestRow, "flip_review": VerdictRow,
+                "evaluation_review": VerdictRow, "published": PublicationRow}
 ATTEMPT_COLUMNS = {CHANGE_NAME["attempts", c]: c for c in AttemptRow._fields}
 OWNER_COLUMNS = {CHANGE_NAME["owners", c]: c for c in OwnerRow._fields}
 LEASE_KINDS = {CHANGE_NAME["leases", c]: c for c in LeaseRow._fields}
@@ -35,13 +40,16 @@ TX_COLUMNS = ("phase", "exit", "reason", "revision", "candidate", "base", "versi
 _LABELS = {"attempt_state": frozenset(ATTEMPT_STATES), "owner_seen": frozenset(OWNER_SEEN),
            "failure": frozenset(FAILURES),
            "phase": frozenset(PHASES), "exit": frozenset(EXITS), "reason": frozenset(REASONS),
-           "disposition": frozenset(DISPOSITIONS)}
+           "disposition": frozenset(DISPOSITIONS), "contract": frozenset(CONTRACTS),
+           "review_phase": frozenset(REVIEW_PHASES), "flip": frozenset(REVIEW_VERDICTS),
+           "evaluation": frozenset(REVIEW_VERDICTS), "review_failure": frozenset(FAILURES)}
 _BOOLS = {"assigned", "legacy_done", "reconstructed", "abandoned", "effect_done", "wait_expired",
           "paused",
           "worktree_lease", "session_lease", "finish_lease"}
 
 _TASK_BOOLS = _BOOLS & set(TASK_COLUMNS)
-_mapped = set(TASK_COLUMNS) | set(ATTEMPT_COLUMNS) | set(OWNER_COLUMNS) | set(LEASE_KINDS) \
+_mapped = set(TASK_COLUMNS) | set(REVIEW_COLUMNS) | set(ATTEMPT_COLUMNS) | set(OWNER_COLUMNS) \
+    | set(LEASE_KINDS) \
     | set(TX_COLUMNS) | {"receipts"}
 assert _mapped == set(RECORD_FIELDS), sorted(set(RECORD_FIELDS) ^ _mapped)
 
@@ -79,7 +87,7 @@ class TaskTables:
         self.conn = conn
         #: task id -> the stamp its record was read (or last written) with
         self.stamps: dict[int, int] = {}
-        self._sel_task = (f"SELECT {', '.join('t.' + c for c in TASK_COLUMNS)}, s.stamp "
+        self._sel_task = (f"SELECT {', '.join('t.' + c for c in TASK_COLUMNS + REVIEW_COLUMNS)}, s.stamp "
                           "FROM tasks t JOIN stamps s ON s.task = t.id WHERE t.id = ?")
         self._sel_attempt = ("SELECT " + ", ".join(ATTEMPT_COLUMNS.values())
                              + " FROM attempts WHERE task = ? AND fence = ?")
@@ -112,6 +120,10 @@ class TaskTables:
             raise StoreError(f"task {task_id}: no row in tasks or stamps in the database")
         *row, self.stamps[task_id] = found
         task = dict(zip(TASK_COLUMNS, row))
+        valve: dict[str, dict[str, Any]] = {part: {} for part in _VALVE_PARTS}
+        for name, value in zip(REVIEW_COLUMNS, row[len(TASK_COLUMNS):]):
+            part, field = VALVE_COLUMNS[name]
+            valve[part][field] = value
         fence = task["fence"]
         attempt, owner = AttemptRow(), OwnerRow()
         if fence:
@@ -130,7 +142,8 @@ class TaskTables:
         record = TaskRecord(
             TaskRow(**task), attempt, owner,
             LeaseRow(**{kind: bool(held.get(kind, 0)) for kind in LeaseRow._fields}),
-            TransactionRow(**tx), tuple(receipts))
+            TransactionRow(**tx), tuple(receipts),
+            *(row_type(**valve[part]) for part, row_type in _VALVE_PARTS.items()))
         for name, allowed in _LABELS.items():
             value = getattr(record, name)
             if (name not in ("attempt_state", "owner_seen") or fence) and value not in allowed:
@@ -148,7 +161,7 @@ class TaskTables:
         # guards: single-live-owner, first-terminal-wins
         c.execute(STAMP, (task_id, stamp))
         self.stamps[task_id] = stamp + 1
-        cols = [f for f in TASK_COLUMNS if f in changes]
+        cols = [f for f in TASK_COLUMNS + REVIEW_COLUMNS if f in changes]
         if cols:
             c.execute(_sql("UPDATE tasks SET {} WHERE id = ?", cols),
                       [_db(f, changes[f]) for f in cols] + [task_id])

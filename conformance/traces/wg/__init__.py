@@ -3,10 +3,11 @@
 Families (``../shared/fixtures/wg/``): finish wire **v1** (15 files),
 SaveTransaction schema **v2** (5), the single-kernel **deletion map** (8), the
 daemon planner's **daemon/v1-v3** (14), the runtime reducer's **runtime/v1** (7
-cases), the review kernel's **simple-land/v1** (6 cases) and the persisted
-**planner-runtime** state (2 files). The last four describe situations, not
-requests: their importers write the steps that bring a task there
-(``scenario``) and expect WG's way forward as the plan; a case the model cannot
+cases), the review kernel's **simple-land/v1** (6 cases: each event one request of
+the review valve, after the dispatch of the source worker's attempt) and the persisted
+**planner-runtime** state (2 files). The daemon, runtime and planner-state families
+describe situations, not requests: their importers write the steps that bring a task
+there (``scenario``) and expect WG's way forward as the plan; a case the model cannot
 express exactly is returned as ``Unmapped`` (file, case, field, why) and
 reported, never dropped (``docs/peer-wg.md`` lists them).
 Every expected decision and every expected final fact is kept, translated into
