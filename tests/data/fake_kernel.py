@@ -3,15 +3,21 @@
 
 - ``honest``: none;
 - ``diverge``: a ``dispatch`` rejected ``dependency-not-done`` is answered ``unknown-task``;
-- ``subset``: declares only ``dispatch`` and ``heartbeat`` (and decides them honestly);
+- ``subset``: declares only ``dispatch`` and ``heartbeat`` (and decides them honestly), and
+  one process on a storage;
 - ``garbage``: answers a line that is not JSON to the first ``apply``;
 - ``hang``: never answers the first ``apply``;
 - ``die``: exits with a message on stderr at the first ``apply``;
 - ``lying-hook``: declares the crash hook and ignores ``crash-after``;
-- ``uncounted``: declares the crash hook and never says how many boundaries it passed.
+- ``uncounted``: declares the crash hook and never says how many boundaries it passed;
+- ``split-brain``: an instance that joins a storage another instance runs on works on a
+  private copy of it (it sees none of the other's commits, nor they its own).
 """
+import fcntl
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 from wgk.impl.serve import Served, serve
@@ -23,8 +29,22 @@ class Fake(Served):
     def start(self, msg):
         reply = super().start(msg)
         if MODE == "subset":
-            reply["capabilities"] = dict(reply["capabilities"], kinds=["dispatch", "heartbeat"])
+            reply["capabilities"] = dict(reply["capabilities"], kinds=["dispatch", "heartbeat"],
+                                        processes=1)
         return reply
+
+    def recover(self, msg):
+        if MODE == "split-brain":
+            fd = os.open(os.path.join(msg["storage"], "instances.lock"), os.O_RDWR | os.O_CREAT)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:                  # another instance runs: copy the storage
+                private = os.path.join(tempfile.mkdtemp(prefix="wgk-split-"), "storage")
+                shutil.copytree(msg["storage"], private)
+                msg = dict(msg, storage=private)
+            finally:
+                os.close(fd)
+        return super().recover(msg)
 
     def apply(self, msg):
         if MODE == "garbage":
