@@ -100,6 +100,17 @@ def test_an_ignored_crash_hook_is_a_failed_cut():
     assert {d.what for c in cuts.cuts for d in c.divergences} == {"boundary-not-reached"}
 
 
+def test_a_cut_before_the_first_boundary_must_recover_the_prefix():
+    trace = load_traces([str(LOST)])[0]
+    cuts = crash_cuts_external(trace, Kernel(SERVED))
+    zero = [c for c in cuts.cuts if c.index == 0]
+    assert zero and all(c.verdict == "pass" for c in zero)
+    assert len(zero) == sum("request" in s for s in trace.steps)     # one per request
+    early = crash_cuts_external(trace, Kernel(fake("early-write")))
+    failed = [c for c in early.cuts if c.verdict != "pass"]
+    assert failed and all(c.index == 0 and "crash-after 0" in c.boundary for c in failed)
+
+
 def test_a_crash_hook_that_counts_no_boundaries_is_an_error_never_a_pass():
     trace = load_traces([str(LOST)])[0]
     with pytest.raises(Unusable, match="no 'boundaries' count"):

@@ -11,7 +11,8 @@ in-process runs compare wgk's own kernel:
   (``crash`` steps: a real ``kill -9``, restart and ``recover``) and lost
   responses included;
 - ``crash_cuts_external``: one cut per durable boundary each request passes
-  (as the kernel counts them, ``boundaries``): a fresh storage, the prefix,
+  (as the kernel counts them, ``boundaries``), and one before the first
+  (``crash-after`` 0: the recovered state must be the prefix's): a fresh storage, the prefix,
   the step with ``crash-after``, restart, ``recover``, the recovered state
   compared with the model's, the request re-sent, the rest of the trace run
   and its final projection compared;
@@ -172,9 +173,10 @@ def crash_cuts_external(trace, kernel: Kernel, progress=None) -> ExternalCuts:
         n = counts[k]
         if n is None:
             continue
-        for j in range(1, n + 1):
+        for j in range(0, n + 1):
             t0 = time.perf_counter()
-            cut = Cut(k, j, f"after boundary {j} of {n}")
+            cut = Cut(k, j, f"after boundary {j} of {n}" if j else
+                      f"before boundary 1 of {n} (crash-after 0)")
             cut.divergences = _one_cut(trace, kernel, k, j, decisions, projections, effected,
                                        cut.boundary)
             cut.seconds = time.perf_counter() - t0
@@ -208,6 +210,10 @@ def _one_cut(trace, kernel: Kernel, k: int, j: int, decisions: list, projections
         recovered = ext.project()
         at_prefix = not diff_values(prefix, recovered)
         at_landed = not diff_values(landed, recovered)
+        if j == 0 and not at_prefix:                  # nothing durable before the first boundary
+            return [Divergence(trace.id, k, "external", "recovered-state", request, "prefix",
+                               "a crash before the first durable boundary left a change",
+                               tuple(diff_values(prefix, recovered)), boundary=where)]
         if not (at_prefix or at_landed or not diff_values(effected[k], recovered)):
             return [Divergence(trace.id, k, "external", "recovered-state", request,
                                "prefix, prefix + 1, or prefix with the step's external effect",

@@ -10,6 +10,8 @@
 - ``die``: exits with a message on stderr at the first ``apply``;
 - ``lying-hook``: declares the crash hook and ignores ``crash-after``;
 - ``uncounted``: declares the crash hook and never says how many boundaries it passed;
+- ``early-write``: asked to crash before its first durable boundary (``crash-after`` 0), it
+  decides and commits the request first, then dies;
 - ``split-brain``: an instance that joins a storage another instance runs on works on a
   private copy of it (it sees none of the other's commits, nor they its own).
 """
@@ -56,6 +58,9 @@ class Fake(Served):
             sys.stderr.write("fake kernel: assertion failed in apply\n")
             sys.stderr.flush()
             os._exit(3)
+        elif MODE == "early-write" and msg.get("crash-after") == 0:
+            super().apply({k: v for k, v in msg.items() if k != "crash-after"})
+            os.kill(os.getpid(), 9)
         elif MODE == "lying-hook":
             msg = {k: v for k, v in msg.items() if k != "crash-after"}
         reply = super().apply(msg)
