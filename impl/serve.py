@@ -18,6 +18,12 @@ lives in the ``storage`` directory the harness names:
   in a closed graph that declares a daemon principal (the kernel itself keeps
   only hashes of credentials).
 
+The world: the in-memory one, or the real one the harness made and names in ``start``
+(``"world": {"kind": "real", "repository": DIR, "worktrees": DIR}``): its git repository
+behind the trace's content names (``named_git``), the processes of ``/proc`` (the harness
+starts and kills the owners), a logical clock; it is pickled like the in-memory one (the
+content names it learnt are its state).
+
 Several instances on one storage (it declares ``processes``: ``MAX_PROCESSES``): the
 first is sent ``start``, the others ``recover`` (they open what is there). Each reads
 ``world.pickle`` again before a message when another instance replaced it, and writes it
@@ -49,6 +55,7 @@ from .principals import PrincipalError
 from .errors import BadRequest, GraphError, SeedError, StoreError
 from .hooks import Boundary
 from .kernel import Kernel
+from .named_git import NamedRealWorld
 from .setup_wire import SetupError, daemon_of, setup
 from .vocabulary import KINDS
 from .world_steps import apply_env
@@ -62,7 +69,7 @@ ENV_STEPS = ("edit", "owner-dies", "pid-reuse", "move-target", "tick", "converge
 #: How many instances may run on one storage at once.
 MAX_PROCESSES = 8
 
-CAPABILITIES = {"kinds": list(KINDS), "worlds": ["memory"], "processes": MAX_PROCESSES,
+CAPABILITIES = {"kinds": list(KINDS), "worlds": ["memory", "real"], "processes": MAX_PROCESSES,
                 "crash-hook": True, "env": list(ENV_STEPS)}
 
 
@@ -163,7 +170,7 @@ class Served:
     def start(self, msg: dict) -> dict:
         self.storage = _storage(msg)
         graph = _graph(msg)
-        self.world = MemoryWorld.create(target=graph.get("target", "main-0"))
+        self.world = _world(msg.get("world"), graph.get("target", "main-0"))
         self._save_world()
         self._open(fresh=True)
         credentials = msg.get("credentials") or {}
@@ -214,6 +221,9 @@ class Served:
         if kind in ("crash", "lost-response"):
             return {"ok": True}
         self.passed = 0
+        if getattr(self.world, "kind", "memory") == "real" and kind in ("owner-dies", "pid-reuse"):
+            raise Refused(f"{kind}: in the real world the harness's own step (it kills the "
+                          f"owner it started)", step=True)
         try:
             if kind == "converge":
                 self.kernel.converge(credential=self.daemon_credential)
@@ -266,6 +276,23 @@ class Served:
 def _stamp(path: str) -> tuple:
     st = os.stat(path)
     return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _world(world, target: str):
+    """The world a ``start`` names: the in-memory one (absent, or ``{"kind": "memory"}``), or
+    the real one the harness made, ``{"kind": "real", "repository": DIR, "worktrees": DIR}``
+    (the repository's target commit is the graph's ``target``)."""
+    if world is None or world == {"kind": "memory"}:
+        return MemoryWorld.create(target=target)
+    if not isinstance(world, dict) or world.get("kind") != "real":
+        raise Refused(f"world: {{\"kind\": \"memory\"}} or {{\"kind\": \"real\", ...}}, not {world!r}")
+    for name in ("repository", "worktrees"):
+        if not isinstance(world.get(name), str) or not world[name]:
+            raise Refused(f"world/{name}: a directory name")
+    try:
+        return NamedRealWorld(world["repository"], world["worktrees"], target)
+    except (EnvError, OSError) as e:
+        raise Refused(f"world/repository: {e}") from None
 
 
 def _storage(msg: dict) -> str:

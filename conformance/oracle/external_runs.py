@@ -48,10 +48,16 @@ class Kernel:
     timeout: float = DEFAULT_TIMEOUT
     capabilities: dict | None = None
 
-    def system(self, source, initial: dict | None = None, where: str = "") -> ExternalSystem:
-        """A started system on a fresh storage (``StepError``: the kernel refused the setup)."""
+    def system(self, source, initial: dict | None = None, where: str = "",
+               real: bool = False) -> ExternalSystem:
+        """A started system on a fresh storage (``StepError``: the kernel refused the setup;
+        ``real``: on a real world the harness makes, ``external_real``)."""
         try:
-            ext = ExternalSystem(self.command, source, initial, timeout=self.timeout)
+            if real:
+                from wgk.conformance.oracle.external_real import RealExternal
+                ext = RealExternal(self.command, source, timeout=self.timeout)
+            else:
+                ext = ExternalSystem(self.command, source, initial, timeout=self.timeout)
         except ProtocolError as e:
             raise Unusable(f"{where}: start: {e}" if where else f"start: {e}") from None
         if self.capabilities is None:
@@ -97,11 +103,19 @@ def _where(trace, ext: ExternalSystem | None) -> str:
     return f"trace {trace.id}" + (f" step {ext.steps}" if ext is not None else "")
 
 
-def replay_external(trace, kernel: Kernel) -> TraceResult:
-    """The trace through the model and the external kernel in lockstep."""
+def on_real_world(trace, caps: dict) -> bool:
+    """Whether the trace can run on the real world the harness makes for this kernel (it
+    declares ``"real"``, and the trace's steps can be staged for real)."""
+    from wgk.conformance.oracle.real_world import world_for
+    return "real" in caps.get("worlds", ()) and world_for(trace)[0] == "real"
+
+
+def replay_external(trace, kernel: Kernel, real: bool = False) -> TraceResult:
+    """The trace through the model and the external kernel in lockstep (``real``: on a real
+    world the harness makes, where the kernel declares it and the trace allows)."""
     model = ModelSystem(trace)
     try:
-        ext = kernel.system(trace, where=f"trace {trace.id}")
+        ext = kernel.system(trace, where=f"trace {trace.id}", real=real)
     except StepError as e:
         model.close()
         return TraceResult(trace.id, trace.path, ("model", "external"), (), (Divergence(

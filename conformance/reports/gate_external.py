@@ -4,10 +4,15 @@ The sections that check only the model (prove, mutants, explore) run unchanged.
 Those that exercise an implementation run over the protocol
 (``wgk.conformance.oracle.external_runs``):
 
-- ``replay``: every trace in lockstep with the model (crashes, lost responses);
+- ``replay``: every trace in lockstep with the model (crashes, lost responses), the
+  budget's real-world traces on a git repository and owner processes the harness makes
+  when the kernel declares the real world (``external_real``);
 - ``probes``: the adversarial probes, sent to the kernel;
-- ``crash-cuts``: every durable boundary of the chosen traces, through the crash hook;
-- ``fuzz``: generated runs in lockstep, shrunk to a trace on failure.
+- ``crash-cuts``: every durable boundary of the chosen traces (and before the first),
+  through the crash hook;
+- ``fuzz``: generated runs in lockstep, shrunk to a trace on failure;
+- ``two-kernels`` and ``races``: several instances on one storage, when the kernel
+  declares ``processes`` of 2 or more (``external_several``).
 
 What cannot cross a process boundary is a skipped section with its reason
 (``IN_PROCESS``); a trace, a section or a run that needs what the kernel did not
@@ -25,7 +30,7 @@ from typing import Callable
 from wgk.model.vocab import Kind
 
 from wgk.conformance.oracle.external_runs import (
-    FuzzAbort, Kernel, Unusable, applicable, coverage, crash_cuts_external, fuzz_factory, fuzz_missing,
+    FuzzAbort, Kernel, Unusable, applicable, on_real_world, coverage, crash_cuts_external, fuzz_factory, fuzz_missing,
     replay_external,
 )
 from wgk.conformance.oracle.external_several import (
@@ -39,6 +44,8 @@ from wgk.conformance.oracle.systems import StepError
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, first_lines
 from wgk.conformance.reports.gate_probes import probe_traces
 from wgk.conformance.reports.gate_real import race_settings
+from wgk.conformance.reports.gate_traces import real_selection
+from wgk.conformance.oracle.real_world import WORLDS
 from wgk.conformance.reports.gate_report import Check, Section
 from wgk.conformance.reports.gate_traces import fuzz_budget
 
@@ -124,13 +131,19 @@ def _each(section: str, traces: list, kernel: Kernel, run: Callable, progress: P
 
 def replay_checks(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
                   workers: int) -> list[Check]:
+    real = real_selection(budget, loaded, "traces") \
+        if "real" in kernel.capabilities.get("worlds", ()) else set()
+
     def run(trace) -> list[Check]:
         t0 = time.perf_counter()
-        r = replay_external(trace, kernel)
+        on_real = trace.id in real and on_real_world(trace, kernel.capabilities)
+        r = replay_external(trace, kernel, real=on_real)
+        world = f"external, {WORLDS['real'] if on_real else WORLDS['memory']}"
+        flag = " --world real" if on_real else ""
         return [Check("replay", trace.id, r.verdict, time.perf_counter() - t0,
                       first_lines(r.divergences),
-                      {"steps": len(r.steps), "systems": list(r.systems), "world": "external",
-                       "reproduce": f"wgk replay {trace.path} --external '{kernel.command}'",
+                      {"steps": len(r.steps), "systems": list(r.systems), "world": world,
+                       "reproduce": f"wgk replay {trace.path}{flag} --external '{kernel.command}'",
                        "trace": str(trace.path)})]
     return _each("replay", loaded, kernel, run, progress, workers)
 
