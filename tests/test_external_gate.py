@@ -200,7 +200,8 @@ def test_served_kernel_answers_bad_messages_with_one_line_errors(tmp_path):
 
 NODE_KERNEL = ROOT / "examples" / "node-kernel" / "kernel.js"
 NODE_TRACES = [str(INCIDENTS / "16-two-dispatchers-one-attempt.json"),
-               str(INCIDENTS / "07b-repeated-message-held-once.json")]
+               str(INCIDENTS / "07b-repeated-message-held-once.json"),
+               str(ROOT / "examples" / "node-kernel" / "traces")]
 NODE_BUGS = {
     # one attempt at a time and the expected-attempt CAS both dropped: two dispatchers win
     "two-attempts": ("    if (r['expected-attempt'] !== t.attempt) return reject('cas-moved');\n"
@@ -210,6 +211,12 @@ NODE_BUGS = {
     "message-counted-twice": ("if (this.evidence(t, 'message', r.evidence) && t.state === 'running')",
                               "if (t.state === 'running' && (this.evidence(t, 'message', r.evidence) || true))",
                               "incident-07b-repeated-message-held-once step 2"),
+    # a retry after a failed attempt not counted: the retry budget is never spent
+    "retry-not-counted": ("    if (t.state === 'failed') t.retries += 1;", "",
+                          "node-kernel-retries-and-first-terminal step 3"),
+    # a later terminal report wins over the first
+    "last-terminal-wins": ("    if (t.state !== 'running') return {decision: 'evidence-only'};\n", "",
+                           "node-kernel-retries-and-first-terminal step 2"),
     # recover forgets the requests: what was acknowledged is lost across a crash
     "requests-not-recovered": ("if (r.request) this.decide(r.request, r.principal, true);",
                                "if (r.request) { /* forgotten */ }",
@@ -221,7 +228,7 @@ NODE_BUGS = {
 def test_node_kernel_passes_what_it_declares_with_crash_cuts():
     r = wgk("replay", *NODE_TRACES, "--crash-cuts", "--external", f"node {NODE_KERNEL}")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"2 passed, 0 failed, 0 skipped (external: implements 3 of {ALL_KINDS} kinds" in r.stdout
+    assert f"4 passed, 0 failed, 0 skipped (external: implements 4 of {ALL_KINDS} kinds" in r.stdout
 
 
 @pytest.mark.skipif(not shutil.which("node"), reason="Node.js is not installed")
