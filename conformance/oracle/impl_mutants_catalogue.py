@@ -509,6 +509,11 @@ IN_PROCESS_ONLY = {
     "ledger-head-cached": _LEDGER, "ledger-links-genesis": _LEDGER,
     "ledger-events-reversed": _LEDGER, "rebuild-drops-facts": _LEDGER,
     "receipt-delete-skipped": _LEDGER,
+    "land-without-cas": ("the land's compare-and-swap matters only when the target moves inside "
+                         "one request, between the kernel's check and its update-ref: the "
+                         "in-process contract section calls the git backend with a stale base; "
+                         "over the protocol no step falls inside a request (measured: it "
+                         "survives the quick sections through the protocol, real world included)"),
     "synchronous-off": ("a power loss, not a process death: only the in-process crash cuts drop "
                         "what the database had not synced"),
 }
