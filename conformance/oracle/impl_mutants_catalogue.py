@@ -514,6 +514,11 @@ IN_PROCESS_ONLY = {
                          "in-process contract section calls the git backend with a stale base; "
                          "over the protocol no step falls inside a request (measured: it "
                          "survives the quick sections through the protocol, real world included)"),
+    "land-skips-ancestry": ("the git backend's own ancestry check is reached only by a land whose "
+                            "candidate does not descend from its base, and no trace gets one past "
+                            "the kernel's checks (measured: it survives the quick sections through "
+                            "the protocol, real world included); the in-process contract section "
+                            "calls the git backend with such a candidate"),
     "synchronous-off": ("a power loss, not a process death: only the in-process crash cuts drop "
                         "what the database had not synced"),
 }
