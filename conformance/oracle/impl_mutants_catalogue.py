@@ -519,6 +519,10 @@ IN_PROCESS_ONLY = {
                             "the kernel's checks (measured: it survives the quick sections through "
                             "the protocol, real world included); the in-process contract section "
                             "calls the git backend with such a candidate"),
+    "pin-overwrites": ("the git backend's zero old value matters only for a second pin of a "
+                       "ref with other content, which no trace gets past the kernel's checks "
+                       "(measured: it survives the quick sections through the protocol, real "
+                       "world included); the in-process contract section pins twice directly"),
     "synchronous-off": ("a power loss, not a process death: only the in-process crash cuts drop "
                         "what the database had not synced"),
 }
