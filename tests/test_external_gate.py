@@ -100,6 +100,17 @@ def test_an_ignored_crash_hook_is_a_failed_cut():
     assert {d.what for c in cuts.cuts for d in c.divergences} == {"boundary-not-reached"}
 
 
+def test_a_cut_before_the_first_boundary_must_recover_the_prefix():
+    trace = load_traces([str(LOST)])[0]
+    cuts = crash_cuts_external(trace, Kernel(SERVED))
+    zero = [c for c in cuts.cuts if c.index == 0]
+    assert zero and all(c.verdict == "pass" for c in zero)
+    assert len(zero) == sum("request" in s for s in trace.steps)     # one per request
+    early = crash_cuts_external(trace, Kernel(fake("early-write")))
+    failed = [c for c in early.cuts if c.verdict != "pass"]
+    assert failed and all(c.index == 0 and "crash-after 0" in c.boundary for c in failed)
+
+
 def test_a_crash_hook_that_counts_no_boundaries_is_an_error_never_a_pass():
     trace = load_traces([str(LOST)])[0]
     with pytest.raises(Unusable, match="no 'boundaries' count"):
@@ -189,7 +200,8 @@ def test_served_kernel_answers_bad_messages_with_one_line_errors(tmp_path):
 
 NODE_KERNEL = ROOT / "examples" / "node-kernel" / "kernel.js"
 NODE_TRACES = [str(INCIDENTS / "16-two-dispatchers-one-attempt.json"),
-               str(INCIDENTS / "07b-repeated-message-held-once.json")]
+               str(INCIDENTS / "07b-repeated-message-held-once.json"),
+               str(ROOT / "examples" / "node-kernel" / "traces")]
 NODE_BUGS = {
     # one attempt at a time and the expected-attempt CAS both dropped: two dispatchers win
     "two-attempts": ("    if (r['expected-attempt'] !== t.attempt) return reject('cas-moved');\n"
@@ -199,6 +211,12 @@ NODE_BUGS = {
     "message-counted-twice": ("if (this.evidence(t, 'message', r.evidence) && t.state === 'running')",
                               "if (t.state === 'running' && (this.evidence(t, 'message', r.evidence) || true))",
                               "incident-07b-repeated-message-held-once step 2"),
+    # a retry after a failed attempt not counted: the retry budget is never spent
+    "retry-not-counted": ("    if (t.state === 'failed') t.retries += 1;", "",
+                          "node-kernel-retries-and-first-terminal step 3"),
+    # a later terminal report wins over the first
+    "last-terminal-wins": ("    if (t.state !== 'running') return {decision: 'evidence-only'};\n", "",
+                           "node-kernel-retries-and-first-terminal step 2"),
     # recover forgets the requests: what was acknowledged is lost across a crash
     "requests-not-recovered": ("if (r.request) this.decide(r.request, r.principal, true);",
                                "if (r.request) { /* forgotten */ }",
@@ -210,7 +228,7 @@ NODE_BUGS = {
 def test_node_kernel_passes_what_it_declares_with_crash_cuts():
     r = wgk("replay", *NODE_TRACES, "--crash-cuts", "--external", f"node {NODE_KERNEL}")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"2 passed, 0 failed, 0 skipped (external: implements 3 of {ALL_KINDS} kinds" in r.stdout
+    assert f"4 passed, 0 failed, 0 skipped (external: implements 4 of {ALL_KINDS} kinds" in r.stdout
 
 
 @pytest.mark.skipif(not shutil.which("node"), reason="Node.js is not installed")

@@ -195,3 +195,29 @@ def test_a_guard_only_a_real_repository_shows_is_verified_by_its_named_test():
     assert GUARD_TESTS[("world/git.py", "if not self.ignored_files(wt):")]
     (v,) = verify_guards("quick", [], timeout=300, only=lambda m: m == g)
     assert v.verdict == "guards" and v.by.startswith("tests: tests/"), v.to_json()
+
+
+def test_through_the_protocol_a_survivor_listed_in_process_is_explained_and_kills_say_where():
+    from wgk.conformance.cli.impl_mutants_view import exit_code, summary
+    from wgk.conformance.oracle.impl_mutants_catalogue import IN_PROCESS_ONLY
+    from wgk.conformance.reports.impl_mutants import CatalogueRun, MutantRun
+    listed = MUTANTS_BY_NAME["ledger-head-cached"]
+    assert listed.in_process == IN_PROCESS_ONLY["ledger-head-cached"] and not listed.survives
+    over = MUTANTS_BY_NAME["pid-only-liveness"]
+    inside = MUTANTS_BY_NAME["token-not-checked"]
+    runs = [MutantRun(over, "killed", 1.0, "replay", "t", "d", external=True),
+            MutantRun(inside, "killed", 1.0, "tamper", "t", "d", external=True)] + \
+        [MutantRun(MUTANTS_BY_NAME["fence-ignores-lease-epoch"], "killed", 1.0, "races", "t",
+                   "d", external=True)] * 8 + [MutantRun(listed, "survived", 1.0, external=True)]
+    ext = CatalogueRun("quick", None, runs, 3.0, external=True)
+    assert ext.surprises() == [] and exit_code(ext) == 0
+    both = ext.to_json()["external"]
+    assert "pid-only-liveness" in both["through-protocol"]
+    assert both["inside-the-process"] == ["token-not-checked"]
+    assert both["listed-in-process"] == {"ledger-head-cached": listed.in_process}
+    assert "1 survivors listed as needing access inside the process" in summary(ext)
+    # in process, the same survivor is a surprise: the field explains only the protocol's runs
+    inproc = CatalogueRun("quick", None, [MutantRun(r.mutant, r.verdict, 1.0, r.section)
+                                          for r in runs], 3.0)
+    assert [r.mutant.name for r in inproc.surprises()] == ["ledger-head-cached"]
+    assert exit_code(inproc) == 1

@@ -64,11 +64,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def check_usage(args: argparse.Namespace) -> None:
     if getattr(args, "external", None) is not None:
-        if args.system != "model" or args.world != "memory" or args.cut_checks != "thorough" \
+        if args.system != "model" or args.cut_checks != "thorough" \
                 or getattr(args, "planner", "corrected") != "corrected":
-            raise UsageError("--external is the system under test, in lockstep with the model, "
-                             "on its own world: leave --system, --world, --cut-checks and "
-                             "--planner out")
+            raise UsageError("--external is the system under test, in lockstep with the model "
+                             "(on its own world, or with --world real on one the harness "
+                             "makes): leave --system, --cut-checks and --planner out")
         args.crash_cuts = args.crash_cuts or args.kill
         return
     if getattr(args, "planner", "corrected") != "corrected" and (args.system != "model" or args.crash_cuts

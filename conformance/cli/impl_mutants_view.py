@@ -72,8 +72,7 @@ def run_impl(args: argparse.Namespace) -> int:
 def exit_code(result: CatalogueRun) -> int:
     if not result.baseline_ok:
         return 2
-    surprise = [r for r in result.runs if r.verdict != "killed" and not r.mutant.survives]
-    return 0 if result.rate >= TARGET_RATE and not surprise else 1
+    return 0 if result.rate >= TARGET_RATE and not result.surprises() else 1
 
 
 def summary(result: CatalogueRun) -> str:
@@ -89,24 +88,31 @@ def summary(result: CatalogueRun) -> str:
     for c, row in result.by_category().items():
         out.append(f"{row['title']}: {row['killed']} of {row['total']} killed "
                    f"({row['rate']:.0%})")
-        out += _lines([r for r in result.runs if r.mutant.category == c])
+        out += _lines([r for r in result.runs if r.mutant.category == c], result.external)
     out.append(f"{result.killed} of {len(result.runs)} implementation mutants killed "
                f"({result.rate:.0%}; target {TARGET_RATE:.0%}) on the {result.budget} budget "
                f"in {result.seconds:.0f}s")
+    if result.external:
+        both = result.both_ways()
+        out.append(f"through the protocol: {len(both['through-protocol'])} killed over it, "
+                   f"{len(both['inside-the-process'])} only inside the process, "
+                   f"{len(both['listed-in-process'])} survivors listed as needing access "
+                   f"inside the process")
     return "\n".join(out)
 
 
-def _lines(runs: list[MutantRun]) -> list[str]:
+def _lines(runs: list[MutantRun], external: bool = False) -> list[str]:
     out = []
     for r in runs:
         m = r.mutant
         if r.killed:
             out.append(f"  killed   {m.name} [{m.area}] by {r.section}: {r.check} "
                        f"({r.seconds:.0f}s)" + ("  (the catalogue says it survives: update it)"
-                                                if m.survives else ""))
+                                                if m.survives else "")
+                       + ("  (inside the process)" if external and not r.through_protocol else ""))
         elif r.verdict == "survived":
             out.append(f"  SURVIVED {m.name} [{m.area}] breaks {m.breaks}")
-            out.append(f"           {m.survives or 'no reason written: the gate was expected to kill it'}")
+            out.append(f"           {m.explained(external) or 'no reason written: the gate was expected to kill it'}")
         else:
             out.append(f"  ERROR    {m.name} [{m.area}]: {r.detail}")
     return out

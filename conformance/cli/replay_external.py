@@ -15,13 +15,14 @@ from dataclasses import replace
 
 from wgk.conformance.cli.output import emit_json, print_results
 from wgk.conformance.oracle.external_runs import (
-    Kernel, Unusable, applicable, coverage, crash_cuts_external, replay_external,
+    Kernel, Unusable, applicable, coverage, crash_cuts_external, on_real_world, replay_external,
 )
 from wgk.conformance.reports.gate_external import ALL_KINDS
 
 
 def _one(trace, args: argparse.Namespace, kernel: Kernel):
-    result = replay_external(trace, kernel)
+    real = args.world == "real" and on_real_world(trace, kernel.capabilities)
+    result = replay_external(trace, kernel, real=real)
     if not args.crash_cuts:
         return result
     cuts = crash_cuts_external(trace, kernel)
@@ -35,6 +36,8 @@ def run_external(traces: list, args: argparse.Namespace, kernel: Kernel) -> int:
         caps = kernel.probe()
         if args.crash_cuts and not caps["crash-hook"]:
             error = "--crash-cuts: the kernel declares no crash hook (crash-hook: false)"
+        elif args.world == "real" and "real" not in caps.get("worlds", ()):
+            error = f"--world real: the kernel declares worlds {caps.get('worlds')} (no \"real\")"
         for n, trace in enumerate(traces if error is None else [], 1):
             why = applicable(trace, caps)
             if why:

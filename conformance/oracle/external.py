@@ -78,11 +78,17 @@ class ExternalSystem:
     name = "external"
 
     def __init__(self, command: str | list[str], graph: dict, initial: dict | None = None, *,
-                 storage: str | None = None, timeout: float = DEFAULT_TIMEOUT):
+                 storage: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 join: "ExternalSystem | None" = None, world: dict | None = None):
+        """``join``: another instance of the kernel already started; this one opens its
+        storage with ``recover`` (several processes on one storage) instead of ``start``;
+        ``world``: the real world the harness made, named in ``start``."""
         self.command = shlex.split(command) if isinstance(command, str) else list(command)
         if hasattr(graph, "graph"):                    # a Trace
             graph, initial = graph.graph, graph.initial
         self.graph, self.initial = graph, initial or {}
+        if join is not None:
+            storage = join.storage
         self._tmp = None if storage else tempfile.TemporaryDirectory(prefix="wgk-external-")
         self.storage = storage or self._tmp.name
         self.timeout = timeout
@@ -92,11 +98,19 @@ class ExternalSystem:
         self.stderr: collections.deque[str] = collections.deque(maxlen=200)
         self.daemon_credential = None
         self._spawn()
-        reply = self._call({"op": "start", "protocol": PROTOCOL, "storage": self.storage,
-                            "graph": graph, "initial": bind_seed_tokens(self.initial),
-                            "credentials": {p["name"]: credential_of(p["name"])
-                                            for p in graph.get("principals", [])}}, "started")
-        self.capabilities = check_capabilities(reply.get("capabilities"))
+        if join is not None:
+            self._call({"op": "recover", "protocol": PROTOCOL, "storage": self.storage,
+                        "graph": graph}, "recovered")
+            self.capabilities = join.capabilities
+        else:
+            start = {"op": "start", "protocol": PROTOCOL, "storage": self.storage,
+                     "graph": graph, "initial": bind_seed_tokens(self.initial),
+                     "credentials": {p["name"]: credential_of(p["name"])
+                                     for p in graph.get("principals", [])}}
+            if world is not None:
+                start["world"] = world
+            reply = self._call(start, "started")
+            self.capabilities = check_capabilities(reply.get("capabilities"))
         #: the operator's revocation of a principal crosses as the env step ``revoke``, which
         #: a kernel takes only when it lists it (the probes then revoke through it)
         self.revocation_undeclared = "revoke" not in self.capabilities.get("env", ())

@@ -11,7 +11,8 @@ in-process runs compare wgk's own kernel:
   (``crash`` steps: a real ``kill -9``, restart and ``recover``) and lost
   responses included;
 - ``crash_cuts_external``: one cut per durable boundary each request passes
-  (as the kernel counts them, ``boundaries``): a fresh storage, the prefix,
+  (as the kernel counts them, ``boundaries``), and one before the first
+  (``crash-after`` 0: the recovered state must be the prefix's): a fresh storage, the prefix,
   the step with ``crash-after``, restart, ``recover``, the recovered state
   compared with the model's, the request re-sent, the rest of the trace run
   and its final projection compared;
@@ -47,10 +48,16 @@ class Kernel:
     timeout: float = DEFAULT_TIMEOUT
     capabilities: dict | None = None
 
-    def system(self, source, initial: dict | None = None, where: str = "") -> ExternalSystem:
-        """A started system on a fresh storage (``StepError``: the kernel refused the setup)."""
+    def system(self, source, initial: dict | None = None, where: str = "",
+               real: bool = False) -> ExternalSystem:
+        """A started system on a fresh storage (``StepError``: the kernel refused the setup;
+        ``real``: on a real world the harness makes, ``external_real``)."""
         try:
-            ext = ExternalSystem(self.command, source, initial, timeout=self.timeout)
+            if real:
+                from wgk.conformance.oracle.external_real import RealExternal
+                ext = RealExternal(self.command, source, timeout=self.timeout)
+            else:
+                ext = ExternalSystem(self.command, source, initial, timeout=self.timeout)
         except ProtocolError as e:
             raise Unusable(f"{where}: start: {e}" if where else f"start: {e}") from None
         if self.capabilities is None:
@@ -96,11 +103,19 @@ def _where(trace, ext: ExternalSystem | None) -> str:
     return f"trace {trace.id}" + (f" step {ext.steps}" if ext is not None else "")
 
 
-def replay_external(trace, kernel: Kernel) -> TraceResult:
-    """The trace through the model and the external kernel in lockstep."""
+def on_real_world(trace, caps: dict) -> bool:
+    """Whether the trace can run on the real world the harness makes for this kernel (it
+    declares ``"real"``, and the trace's steps can be staged for real)."""
+    from wgk.conformance.oracle.real_world import world_for
+    return "real" in caps.get("worlds", ()) and world_for(trace)[0] == "real"
+
+
+def replay_external(trace, kernel: Kernel, real: bool = False) -> TraceResult:
+    """The trace through the model and the external kernel in lockstep (``real``: on a real
+    world the harness makes, where the kernel declares it and the trace allows)."""
     model = ModelSystem(trace)
     try:
-        ext = kernel.system(trace, where=f"trace {trace.id}")
+        ext = kernel.system(trace, where=f"trace {trace.id}", real=real)
     except StepError as e:
         model.close()
         return TraceResult(trace.id, trace.path, ("model", "external"), (), (Divergence(
@@ -172,9 +187,10 @@ def crash_cuts_external(trace, kernel: Kernel, progress=None) -> ExternalCuts:
         n = counts[k]
         if n is None:
             continue
-        for j in range(1, n + 1):
+        for j in range(0, n + 1):
             t0 = time.perf_counter()
-            cut = Cut(k, j, f"after boundary {j} of {n}")
+            cut = Cut(k, j, f"after boundary {j} of {n}" if j else
+                      f"before boundary 1 of {n} (crash-after 0)")
             cut.divergences = _one_cut(trace, kernel, k, j, decisions, projections, effected,
                                        cut.boundary)
             cut.seconds = time.perf_counter() - t0
@@ -208,6 +224,10 @@ def _one_cut(trace, kernel: Kernel, k: int, j: int, decisions: list, projections
         recovered = ext.project()
         at_prefix = not diff_values(prefix, recovered)
         at_landed = not diff_values(landed, recovered)
+        if j == 0 and not at_prefix:                  # nothing durable before the first boundary
+            return [Divergence(trace.id, k, "external", "recovered-state", request, "prefix",
+                               "a crash before the first durable boundary left a change",
+                               tuple(diff_values(prefix, recovered)), boundary=where)]
         if not (at_prefix or at_landed or not diff_values(effected[k], recovered)):
             return [Divergence(trace.id, k, "external", "recovered-state", request,
                                "prefix, prefix + 1, or prefix with the step's external effect",

@@ -70,6 +70,13 @@ class ImplMutant:
     #: first, on the mutated copy.
     tests: tuple[str, ...] = ()
     category: str = ""              # what it breaks (``CATEGORIES``)
+    #: why only access inside the gate's process shows it (through the conformance protocol,
+    #: ``--external``, it survives for that reason; "" where the protocol shows it too)
+    in_process: str = ""
+
+    def explained(self, external: bool = False) -> str:
+        """Why it may survive a run (through the protocol when ``external``), or ""."""
+        return self.survives or (self.in_process if external else "")
 
     def to_json(self) -> dict:
         out = {"name": self.name, "category": self.category, "area": self.area, "doc": self.doc,
@@ -80,6 +87,8 @@ class ImplMutant:
             out["survives"] = self.survives
         if self.tests:
             out["tests"] = list(self.tests)
+        if self.in_process:
+            out["in-process"] = self.in_process
         return out
 
 

@@ -32,9 +32,10 @@ import signal
 import subprocess
 from dataclasses import dataclass, field
 
-from wgk.impl import EnvError, ManualClock
-from wgk.impl.world.env import Environment, WorktreeView
-from wgk.impl.world.git import GitRepository, init_repository
+from wgk.impl import ManualClock
+from wgk.impl.world.env import Environment
+from wgk.impl.world.git import init_repository
+from wgk.impl.world.named_git import NamedRepository
 from wgk.impl.world.proc import ProcProcessTable
 
 from wgk.conformance.oracle.contract import wait_zombie
@@ -52,87 +53,13 @@ def world_for(trace) -> tuple[str, str]:
     return "real", WORLDS["real"]
 
 
-class NamedGit:
-    """A real git repository behind a trace's content names."""
+class NamedGit(NamedRepository):
+    """A fresh real git repository under ``root`` (its one commit is ``target``)."""
 
     def __init__(self, root: str, target: str):
         path = os.path.join(root, "repo")
-        oid = init_repository(path)
-        self.git = GitRepository(path, worktrees=os.path.join(root, "worktrees"))
-        self.oids: dict[str, str] = {target: oid}
-        self.names: dict[str, str] = {oid: target}
-
-    def _oid(self, name: str | None) -> str | None:
-        if name is None:
-            return None
-        if name not in self.oids:
-            raise EnvError(f"content {name!r} is no commit of the real repository")
-        return self.oids[name]
-
-    def _name(self, oid: str | None) -> str | None:
-        return None if oid is None else self.names.get(oid, f"git:{oid[:12]}")
-
-    def _learn(self, oid: str, name: str) -> None:
-        self.names[oid] = name
-        self.oids.setdefault(name, oid)
-
-    def target(self) -> str | None:
-        return self._name(self.git.target())
-
-    def create_worktree(self, wt: str, start: str | None, base: str | None = None) -> None:
-        self.git.create_worktree(wt, self._oid(start))
-
-    def observe_worktree(self, wt: str) -> WorktreeView:
-        view = self.git.observe_worktree(wt)
-        return WorktreeView(view.present, self._name(view.content))
-
-    def pin(self, ref: str, content: str) -> None:
-        self.git.pin(ref, self._oid(content))
-
-    def keep_ignored(self, wt: str, ref: str) -> str | None:
-        return self._name(self.git.keep_ignored(wt, ref))
-
-    def uncaptured(self, wt: str) -> list[str]:
-        return self.git.uncaptured(wt)
-
-    def remove_worktree(self, wt: str) -> None:
-        self.git.remove_worktree(wt)
-
-    def land(self, effect: str, candidate: str, base: str) -> bool:
-        return self.git.land(effect, self._oid(candidate), self._oid(base))
-
-    def output(self, effect: str, candidate: str, disposition: str) -> None:
-        self.git.output(effect, self._oid(candidate), disposition)
-
-    def effect_observed(self, effect: str) -> bool:
-        return self.git.effect_observed(effect)
-
-    def worktree_path(self, wt: str) -> str | None:
-        return self.git.worktree_path(wt)
-
-    def changed_paths(self, base: str, candidate: str) -> list[str]:
-        return self.git.changed_paths(self._oid(base), self._oid(candidate))
-
-    # environment steps
-    def built_on(self, wt: str, candidate: str, base: str) -> bool:
-        return self.git.built_on(wt, self._oid(candidate), self._oid(base))
-
-    def write(self, wt: str, content: str, paths: tuple[str, ...] = (),
-              onto: str | None = None) -> None:
-        """The owner writes ``content``; with ``onto`` it first rebases its work onto that
-        commit (a real checkout of it in the worktree), as a worker does before it writes
-        its repair on a moved target (forced: its own earlier bytes, saved already, may be in
-        the way of a file the new base holds, as when another task's land wrote the same
-        path; what it writes next replaces them); otherwise its bytes stay on the commit the
-        worktree was built on."""
-        path = self.git.worktree_path(wt)
-        if onto is not None and os.path.isdir(path):
-            self.git.git("checkout", "-q", "-f", "--detach", self._oid(onto), cwd=path)
-        self.git.write(wt, content, paths)
-        self._learn(self.git.observe_worktree(wt).content, content)
-
-    def move_target(self, content: str) -> None:
-        self._learn(self.git.move_target(content), content)
+        init_repository(path)
+        super().__init__(path, os.path.join(root, "worktrees"), target)
 
 
 @dataclass

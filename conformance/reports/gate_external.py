@@ -4,10 +4,15 @@ The sections that check only the model (prove, mutants, explore) run unchanged.
 Those that exercise an implementation run over the protocol
 (``wgk.conformance.oracle.external_runs``):
 
-- ``replay``: every trace in lockstep with the model (crashes, lost responses);
+- ``replay``: every trace in lockstep with the model (crashes, lost responses), the
+  budget's real-world traces on a git repository and owner processes the harness makes
+  when the kernel declares the real world (``external_real``);
 - ``probes``: the adversarial probes, sent to the kernel;
-- ``crash-cuts``: every durable boundary of the chosen traces, through the crash hook;
-- ``fuzz``: generated runs in lockstep, shrunk to a trace on failure.
+- ``crash-cuts``: every durable boundary of the chosen traces (and before the first),
+  through the crash hook;
+- ``fuzz``: generated runs in lockstep, shrunk to a trace on failure;
+- ``two-kernels`` and ``races``: several instances on one storage, when the kernel
+  declares ``processes`` of 2 or more (``external_several``).
 
 What cannot cross a process boundary is a skipped section with its reason
 (``IN_PROCESS``); a trace, a section or a run that needs what the kernel did not
@@ -25,20 +30,27 @@ from typing import Callable
 from wgk.model.vocab import Kind
 
 from wgk.conformance.oracle.external_runs import (
-    FuzzAbort, Kernel, Unusable, applicable, coverage, crash_cuts_external, fuzz_factory, fuzz_missing,
+    FuzzAbort, Kernel, Unusable, applicable, on_real_world, coverage, crash_cuts_external, fuzz_factory, fuzz_missing,
     replay_external,
 )
+from wgk.conformance.oracle.external_several import (
+    race_external, race_missing, two_kernels_external,
+)
 from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
+from wgk.conformance.oracle.races import RACES
 from wgk.conformance.oracle.probes import probe_trace
 from wgk.conformance.oracle.external import ProtocolError
 from wgk.conformance.oracle.systems import StepError
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, first_lines
 from wgk.conformance.reports.gate_probes import probe_traces
+from wgk.conformance.reports.gate_real import race_settings
+from wgk.conformance.reports.gate_traces import real_selection
+from wgk.conformance.oracle.real_world import WORLDS
 from wgk.conformance.reports.gate_report import Check, Section
 from wgk.conformance.reports.gate_traces import fuzz_budget
 
 #: The sections that run over the protocol.
-OVER_PROTOCOL = ("replay", "probes", "crash-cuts", "fuzz")
+OVER_PROTOCOL = ("replay", "probes", "crash-cuts", "fuzz", "two-kernels", "races")
 
 #: Sections that need wgk's own kernel inside the gate's process, and why.
 IN_PROCESS = {
@@ -49,13 +61,16 @@ IN_PROCESS = {
     "verify-guards": "disables guards inside wgk's own kernel, in process",
 }
 
-#: Sections that run several instances on one storage.
+#: Sections that run several instances on one storage (the kernel must declare ``processes``
+#: of 2 or more; the races need as many as the budget's processes).
 SEVERAL = ("two-kernels", "races")
 
 #: How many traces the crash-cut section cuts through the crash hook, per budget (a cut
 #: restarts the kernel and replays the trace's prefix on a fresh storage); and how many
 #: generated runs the fuzz section starts per shape (each starts the kernel).
 CUT_TRACES = {"quick": 3, "default": 12, "deep": "all"}
+#: How many traces two instances replay in turn, per budget (each starts two processes).
+TWO_KERNEL_TRACES = {"quick": 8, "default": "all", "deep": "all"}
 FUZZ_EXAMPLES = {"quick": 8, "default": 40, "deep": 400}
 
 ALL_KINDS = sorted(k.label for k in Kind)
@@ -69,7 +84,6 @@ def not_run(name: str, kernel: Kernel) -> str | None:
         n = kernel.capabilities["processes"]
         if n < 2:
             return f"the kernel declares processes: {n} (several on one storage needed)"
-        return "several processes on one storage are not yet offered over the protocol"
     if name == "crash-cuts" and not kernel.capabilities["crash-hook"]:
         return "the kernel declares no crash hook (crash-hook: false)"
     return None
@@ -117,13 +131,19 @@ def _each(section: str, traces: list, kernel: Kernel, run: Callable, progress: P
 
 def replay_checks(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
                   workers: int) -> list[Check]:
+    real = real_selection(budget, loaded, "traces") \
+        if "real" in kernel.capabilities.get("worlds", ()) else set()
+
     def run(trace) -> list[Check]:
         t0 = time.perf_counter()
-        r = replay_external(trace, kernel)
+        on_real = trace.id in real and on_real_world(trace, kernel.capabilities)
+        r = replay_external(trace, kernel, real=on_real)
+        world = f"external, {WORLDS['real'] if on_real else WORLDS['memory']}"
+        flag = " --world real" if on_real else ""
         return [Check("replay", trace.id, r.verdict, time.perf_counter() - t0,
                       first_lines(r.divergences),
-                      {"steps": len(r.steps), "systems": list(r.systems), "world": "external",
-                       "reproduce": f"wgk replay {trace.path} --external '{kernel.command}'",
+                      {"steps": len(r.steps), "systems": list(r.systems), "world": world,
+                       "reproduce": f"wgk replay {trace.path}{flag} --external '{kernel.command}'",
                        "trace": str(trace.path)})]
     return _each("replay", loaded, kernel, run, progress, workers)
 
@@ -133,8 +153,11 @@ def cut_traces(budget: str, loaded: list, kernel: Kernel) -> list:
     applicable ones that crash or land, the cheapest first (a cut replays its prefix, and every
     crash in it restarts the kernel)."""
     n = CUT_TRACES[budget]
-    if n == "all":
-        return list(loaded)
+    return list(loaded) if n == "all" else cut_traces_n(loaded, kernel, n)
+
+
+def cut_traces_n(loaded: list, kernel: Kernel, n: int) -> list:
+    """``n`` applicable traces, those that crash or land first, the cheapest of each."""
     able = [t for t in loaded if applicable(t, kernel.capabilities) is None]
     score = {t.id: sum(s.get("env") == "crash" or s.get("request", {}).get("kind") == "commit-effect"
                        for s in t.steps) for t in able}
@@ -225,12 +248,63 @@ def fuzz_checks(budget: str, progress: Progress | None, counterexamples: str, ke
     return out
 
 
-RUNS = {"replay": replay_checks, "probes": probe_checks, "crash-cuts": crash_cut_checks,
+def two_kernel_traces(budget: str, loaded: list, kernel: Kernel) -> list:
+    """The traces two instances replay: all, or the budget's number among the applicable ones,
+    those that crash or land first (the cheapest of each)."""
+    n = TWO_KERNEL_TRACES[budget]
+    return list(loaded) if n == "all" else cut_traces_n(loaded, kernel, n)
+
+
+def two_kernel_checks(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
+                      workers: int) -> list[Check]:
+    chosen = two_kernel_traces(budget, loaded, kernel)
+
+    def run(trace) -> list[Check]:
+        t0 = time.perf_counter()
+        r = two_kernels_external(trace, kernel)
+        return [Check("two-kernels", trace.id, r.verdict, time.perf_counter() - t0,
+                      first_lines(r.divergences),
+                      {"world": "external, two instances on one storage in turn",
+                       "trace": str(trace.path)}, group="two-kernels")]
+    checks = _each("two-kernels", chosen, kernel, run, progress, workers)
+    left = len(loaded) - len(chosen)
+    if left:
+        checks.append(Check("two-kernels", f"{left} other traces", "skip", 0.0,
+                            f"{left} traces not replayed by two instances: the {budget} budget "
+                            f"takes {len(chosen)} over the protocol"))
+    return checks
+
+
+def race_checks(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
+                workers: int) -> list[Check]:
+    """Each race between the budget's number of instances on one storage (as many as the
+    kernel declares, when that is fewer)."""
+    processes, rounds = race_settings(budget)
+    processes = min(processes, kernel.capabilities["processes"])
+    meter = Meter("races", len(RACES), progress)
+    out = []
+    for name in RACES:
+        why = race_missing(name, kernel.capabilities)
+        if why:
+            out.append(Check("races", f"{name} (external)", "skip", 0.0, why, group="external"))
+            meter.step(name)
+            continue
+        r = race_external(kernel, name, processes=processes, rounds=rounds)
+        out.append(Check("races", f"{name} (external)", "pass" if r.ok else "fail", r.seconds,
+                         "" if r.ok else r.problems[0],
+                         dict(r.to_json(), world="external, real processes on one storage"),
+                         group="external"))
+        meter.step(name)
+    return out
+
+
+RUNS = {"two-kernels": two_kernel_checks, "races": race_checks, "replay": replay_checks, "probes": probe_checks, "crash-cuts": crash_cut_checks,
         "fuzz": fuzz_checks}
 
 
 #: Rough seconds of an external section run whole (the pool starts the heaviest first).
-WEIGHTS = {"replay": 60.0, "crash-cuts": 40.0, "fuzz": 35.0, "probes": 10.0}
+WEIGHTS = {"replay": 60.0, "crash-cuts": 40.0, "fuzz": 35.0, "probes": 10.0,
+           "two-kernels": 10.0, "races": 10.0}
 
 
 def plan(name: str, budget: str, kw: dict, kernel: Kernel,

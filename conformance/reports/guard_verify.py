@@ -81,6 +81,11 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
         ("[safe(task), safe(leaf)]", "[task, leaf]"),
     ("world/git.py", "lost = self.uncaptured(wt)"): ("self.uncaptured(wt)", "[]"),
     ("decisions/graph.py", 'bad = names.describe("task", s.name)'): ('names.describe("task", s.name)', "None"),
+    ("decisions/review.py", 'return t.review_phase == "done"'): ('t.review_phase == "done"', "False"),
+    ("decisions/review.py", 'return _write(ctx, replace(t, review_phase="working", review_failure="none", **fields,'):
+        ("**_NO_REVIEWS, **_NO_PUBLICATION), same)", "**_NO_PUBLICATION), same)"),
+    ("decisions/review.py", 'return _write(ctx, replace(t, review_phase="published", publication=t.manifest,'):
+        ("publications=1)", "publications=t.publications + 1)"),
 }
 
 #: Pytest node ids that also count for a marker (a guard only a real backend exercises),
@@ -192,7 +197,8 @@ def disabling_patch(g: Guard, root: Path | None = None) -> tuple[Patch | None, s
 #: Modules whose functions annotated ``-> bool`` are conditions of a write: true when the
 #: write may be made (``transaction.Condition``).
 CONDITION_MODULES = frozenset({"decisions/attempts.py", "decisions/evidence.py", "decisions/transaction.py", "decisions/holds.py",
-                               "decisions/archive.py", "decisions/waits.py", "decisions/generations.py"})
+                               "decisions/archive.py", "decisions/waits.py", "decisions/generations.py",
+                               "decisions/review.py"})
 
 
 def _condition(tree: ast.AST, node: ast.Return) -> bool:

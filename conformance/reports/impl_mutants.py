@@ -59,10 +59,18 @@ class MutantRun:
     check: str = ""
     detail: str = ""
     sections: list[dict] = field(default_factory=list)
+    external: bool = False          # the sections ran against the kernel over the protocol
 
     @property
     def killed(self) -> bool:
         return self.verdict == "killed"
+
+    @property
+    def through_protocol(self) -> bool:
+        """Killed by a section that runs the kernel over the protocol (not by a named test or
+        a section that runs wgk's own kernel inside the gate's process)."""
+        from wgk.conformance.reports.gate_external import OVER_PROTOCOL
+        return self.external and self.killed and self.section in OVER_PROTOCOL
 
     def to_json(self) -> dict:
         m = self.mutant
@@ -72,11 +80,14 @@ class MutantRun:
         if self.killed:
             out.update({"section": self.section, "check": self.check, "detail": self.detail})
         elif self.verdict == "survived":
-            out["reason"] = m.survives or "none written: the catalogue does not expect it to survive"
+            out["reason"] = m.explained(self.external) or \
+                "none written: the catalogue does not expect it to survive"
         else:
             out["error"] = self.detail
         if self.killed and m.survives:
             out["note"] = "the catalogue says it survives: update its reason"
+        if self.external and self.killed:
+            out["through"] = "protocol" if self.through_protocol else "inside the process"
         return out
 
 
@@ -86,6 +97,7 @@ class CatalogueRun:
     baseline: MutantRun | None
     runs: list[MutantRun]
     seconds: float
+    external: bool = False          # through the conformance protocol (``--external``)
 
     @property
     def killed(self) -> int:
@@ -114,13 +126,30 @@ class CatalogueRun:
                                                   else r.verdict) for r in runs}}
         return out
 
+    def surprises(self) -> list[MutantRun]:
+        """The runs that were not killed and that the catalogue does not explain."""
+        return [r for r in self.runs if not r.killed and not r.mutant.explained(self.external)]
+
+    def both_ways(self) -> dict:
+        """Through the protocol: the mutants killed over it, those killed only inside the
+        gate's process (a named test, an in-process section), and the survivors listed as
+        needing access inside the process."""
+        return {"through-protocol": sorted(r.mutant.name for r in self.runs if r.through_protocol),
+                "inside-the-process": sorted(r.mutant.name for r in self.runs
+                                             if r.killed and not r.through_protocol),
+                "listed-in-process": {r.mutant.name: r.mutant.in_process for r in self.runs
+                                      if not r.killed and r.mutant.in_process}}
+
     def to_json(self) -> dict:
-        return {"budget": self.budget, "killed": self.killed, "total": len(self.runs),
-                "rate": round(self.rate, 3), "target": TARGET_RATE,
-                "seconds": round(self.seconds, 1),
-                "baseline": self.baseline.to_json() if self.baseline else None,
-                "categories": self.by_category(),
-                "mutants": [r.to_json() for r in self.runs]}
+        out = {"budget": self.budget, "killed": self.killed, "total": len(self.runs),
+               "rate": round(self.rate, 3), "target": TARGET_RATE,
+               "seconds": round(self.seconds, 1),
+               "baseline": self.baseline.to_json() if self.baseline else None,
+               "categories": self.by_category(),
+               "mutants": [r.to_json() for r in self.runs]}
+        if self.external:
+            out["external"] = self.both_ways()
+        return out
 
 
 def impl_sections(names: Iterable[str]) -> list[str]:
@@ -178,7 +207,8 @@ def run_mutant(m: ImplMutant, budget: str, sections: list[str], *,
                     timeout=timeout, tests=tests, tests_first=bool(tests),
                     cwd=str(PROJECT) if tests else None, external=external)
     return MutantRun(m, r["verdict"], time.perf_counter() - t0, r.get("section", ""),
-                     r.get("check", ""), r.get("detail", ""), r.get("sections", []))
+                     r.get("check", ""), r.get("detail", ""), r.get("sections", []),
+                     external=external is not None)
 
 
 Progress = Callable[[int, int, MutantRun], None]
@@ -207,7 +237,7 @@ def run_catalogue(mutants: list[ImplMutant], budget: str, sections: list[str], *
                                external=external))
         if progress:
             progress(len(runs) + (1 if baseline else 0), total, runs[-1])
-    return CatalogueRun(budget, base, runs, time.perf_counter() - t0)
+    return CatalogueRun(budget, base, runs, time.perf_counter() - t0, external=external is not None)
 
 
 def mutant_budget(budget: str, value) -> str:
@@ -249,11 +279,12 @@ def catalogue_checks(result: CatalogueRun) -> list[Check]:
         elif r.verdict == "error":
             out.append(Check("impl-mutants", m.name, "error", r.seconds, r.detail, r.to_json(),
                              group=m.category))
-        elif not m.survives:
+        elif not m.explained(result.external):
             out.append(Check("impl-mutants", m.name, "fail", r.seconds,
                              f"survived, and the catalogue expects it killed: wgk mutants --impl "
                              f"--only {m.name}", r.to_json(), group=m.category))
-    known = [r.mutant.name for r in result.runs if r.verdict == "survived" and r.mutant.survives]
+    known = [r.mutant.name for r in result.runs
+             if r.verdict == "survived" and r.mutant.explained(result.external)]
     for c, row in result.by_category().items():
         out.append(Check("impl-mutants", f"category {row['title']}", "pass", 0.0,
                          f"{row['killed']} of {row['total']} killed", row, group=c))

@@ -4,8 +4,9 @@
 //
 //   wgk gate --quick --external 'node examples/node-kernel/kernel.js'
 //
-// It declares a subset of the kinds (dispatch, heartbeat, message): admission of a
-// first attempt, its capability token, evidence by id, the journal. Everything it must
+// It declares a subset of the kinds (dispatch, heartbeat, message, fail): admission of an
+// attempt (a retry after a failed one within the task's retry budget, none after a semantic
+// failure), its capability token, the first terminal report, evidence by id, the journal. Everything it must
 // not lose is one append-only log in the storage directory, fsynced before each answer;
 // recover replays the log. Each appended record is a durable boundary (crash-after).
 // No package is needed.
@@ -17,16 +18,22 @@ const crypto = require('crypto');
 const readline = require('readline');
 
 const PROTOCOL = 'wgk-conformance/2';
-const KINDS = ['dispatch', 'heartbeat', 'message'];
+const KINDS = ['dispatch', 'heartbeat', 'message', 'fail'];
 const ENV = ['tick', 'owner-dies'];
-const AUTHORITY = {dispatch: ['daemon'], heartbeat: ['worker', 'wrapper'], message: null};
+const AUTHORITY = {dispatch: ['daemon'], heartbeat: ['worker', 'wrapper'], message: null,
+  fail: ['worker', 'wrapper']};
 const OWN_PROCESS = ['worker', 'wrapper', 'broker'];
-const K_KINDS = ['heartbeat'];
+const K_KINDS = ['heartbeat', 'fail'];
+const FAILURES = ['none', 'nothing-saved', 'zero-progress', 'provider', 'semantic'];
+const DEFAULT_RETRY_BUDGET = 2;
 const HOLDS = ['assignment-required', 'dependency-not-done'];
 
 const sha256 = (s) => crypto.createHash('sha256').update(s).digest('hex');
 const same = (a, b) => typeof a === 'string' && typeof b === 'string' && a.length === b.length &&
   crypto.timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+// evidence is a set of [kind, id] pairs, projected sorted (docs/vocabulary.md)
+const byPair = ([k1, i1], [k2, i2]) => (k1 < k2 ? -1 : k1 > k2 ? 1 : i1 < i2 ? -1 : i1 > i2 ? 1 : 0);
 
 function canonical(v) {
   if (Array.isArray(v)) return '[' + v.map(canonical).join(',') + ']';
@@ -70,7 +77,8 @@ class Kernel {
       this.tasks[t.name] = {
         deps: t.deps || [], requiresAssignment: !!t['requires-assignment'],
         attempt: 0, fence: 0, leaseEpoch: 0, state: 'none', owner: null, tokenHash: null,
-        worktree: null, evidence: [], messages: 0,
+        worktree: null, evidence: [], messages: 0, failure: 'none', retries: 0,
+        retryBudget: t['retry-budget'] === undefined ? DEFAULT_RETRY_BUDGET : t['retry-budget'],
       };
     }
   }
@@ -116,6 +124,9 @@ class Kernel {
       if (!principal) return {decision: {decision: 'rejected', code: 'not-authenticated'}, boundaries: 0};
     }
     const request = Object.assign({}, msg.request);
+    if (request.kind === 'fail' && request.failure !== undefined && !FAILURES.includes(request.failure)) {
+      return {error: `fail: failure must be one of ${FAILURES.join(', ')}`, kind: 'step'};
+    }
     if (typeof request.token === 'string') {       // only the hash is kept, even in the log
       request['token-hash'] = sha256(request.token);
       delete request.token;
@@ -166,6 +177,7 @@ class Kernel {
       if (this.evidence(t, 'message', r.evidence) && t.state === 'running') t.messages += 1;
       return {decision: 'evidence-only'};
     }
+    if (r.kind === 'fail') return this.fail(t, r);
     return reject('not-authorized');
   }
 
@@ -175,14 +187,37 @@ class Kernel {
     return true;
   }
 
+  // The first terminal report wins: a running attempt fails (why: its failure); a report on
+  // an attempt already failed is evidence only.
+  fail(t, r) {
+    const failure = r.failure === undefined ? 'none' : r.failure;
+    this.evidence(t, 'fail', r.evidence);
+    if (t.state !== 'running') return {decision: 'evidence-only'};
+    t.state = 'failed';
+    t.failure = failure;
+    return {decision: 'applied'};
+  }
+
+  // Why a task whose last attempt failed cannot be dispatched again (null: it can, as a retry).
+  held(t) {
+    if (t.state !== 'failed') return null;
+    if (t.failure === 'semantic') return 'repair-required';
+    if (t.retries >= t.retryBudget) return 'retry-budget-spent';
+    return null;
+  }
+
   dispatch(t, r) {
     const reject = (code) => ({decision: 'rejected', code});
     if (t.requiresAssignment) return reject('assignment-required');
     if (t.deps.length) return reject('dependency-not-done');     // no task of this kernel is Done
     if (r['expected-attempt'] !== t.attempt) return reject('cas-moved');
     if (t.state === 'running') return reject('attempt-live');
+    const held = this.held(t);
+    if (held) return reject(held);
     if (r.imports) return reject('nothing-retained');
     const o = r.owner || {};
+    if (t.state === 'failed') t.retries += 1;        // an automatic retry of this generation
+    t.failure = 'none';
     t.attempt += 1; t.fence += 1; t.leaseEpoch += 1;
     t.state = 'running';
     t.owner = {pid: o.pid, birth: o.birth, session: o.session === undefined ? null : o.session,
@@ -214,10 +249,12 @@ class Kernel {
     const ready = [];
     for (const [name, t] of Object.entries(this.tasks)) {
       const running = t.state === 'running';
-      const open = t.attempt === 0;
+      const held = this.held(t);
+      const open = t.attempt === 0 || (t.state === 'failed' && !held);
       if (open && t.deps.length === 0) ready.push(name);
       const plan = running
         ? {task: name, way: 'live-owner', action: 'probe-owner', reason: 'live-owner', deadline: 0}
+        : held ? {task: name, way: 'hold', action: 'await-operator', reason: held, deadline: 0}
         : t.deps.length
           ? {task: name, way: 'wait', action: 'await-dependencies', reason: 'await-dependencies', deadline: 0}
           : {task: name, way: 'runnable', action: 'dispatch', reason: 'dispatch', deadline: 0};
@@ -233,7 +270,7 @@ class Kernel {
         deadline: 0, 'recovery-rank': 0,
         counters: {compactions: 0, continuations: 0, acks: 0, 'provider-failures': 0,
           messages: t.messages, logs: 0},
-        evidence: t.evidence, failure: 'none', retries: 0, 'waiting-on': null,
+        evidence: t.evidence.slice().sort(byPair), failure: t.failure, retries: t.retries, 'waiting-on': null,
         'wait-deadline': 0, 'wait-expired': false, assigned: false, 'legacy-done': false,
         reconstructed: false, abandoned: false, paused: false, 'not-before': 0,
       };

@@ -85,8 +85,8 @@ def flip_passed(ctx: Ctx) -> bool:
 
 
 def both_reviews_passed(ctx: Ctx) -> bool:
-    # guards: review-nonpassing-eval-cannot-publish
     t = ctx.record
+    # guards: review-nonpassing-eval-cannot-publish
     return _done(t) or (_flip_passed(t) and _evaluation_passed(t))
 
 
@@ -96,8 +96,8 @@ def accepted(ctx: Ctx) -> bool:
 
 def the_integrated_main_is_observed(ctx: Ctx) -> bool:
     """A Land manifest lands only on the main it integrated; Report and Explore read no main."""
-    # guards: review-stale-main-cannot-land
     t = ctx.record
+    # guards: review-stale-main-cannot-land
     return _done(t) or t.contract != "land" or ctx.request.base == t.manifest_main
 
 
@@ -107,6 +107,7 @@ def the_publication_is_verified(ctx: Ctx) -> bool:
 
 
 def published(ctx: Ctx) -> bool:
+    # guards: review-done-is-exact-universal-review
     return _done(ctx.record) or ctx.record.review_phase == "published"
 
 
@@ -157,7 +158,6 @@ def _manifest_published(ctx: Ctx) -> Outcome:
 
 
 def _valve_completed(ctx: Ctx) -> Outcome:
-    # guards: review-done-is-exact-universal-review
     return _write(ctx, replace(ctx.record, review_phase="done", review_failure="none"))
 
 

@@ -3,15 +3,23 @@
 
 - ``honest``: none;
 - ``diverge``: a ``dispatch`` rejected ``dependency-not-done`` is answered ``unknown-task``;
-- ``subset``: declares only ``dispatch`` and ``heartbeat`` (and decides them honestly);
+- ``subset``: declares only ``dispatch`` and ``heartbeat`` (and decides them honestly), and
+  one process on a storage;
 - ``garbage``: answers a line that is not JSON to the first ``apply``;
 - ``hang``: never answers the first ``apply``;
 - ``die``: exits with a message on stderr at the first ``apply``;
 - ``lying-hook``: declares the crash hook and ignores ``crash-after``;
-- ``uncounted``: declares the crash hook and never says how many boundaries it passed.
+- ``uncounted``: declares the crash hook and never says how many boundaries it passed;
+- ``early-write``: asked to crash before its first durable boundary (``crash-after`` 0), it
+  decides and commits the request first, then dies;
+- ``split-brain``: an instance that joins a storage another instance runs on works on a
+  private copy of it (it sees none of the other's commits, nor they its own).
 """
+import fcntl
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 from wgk.impl.protocol.serve import Served, serve
@@ -23,8 +31,22 @@ class Fake(Served):
     def start(self, msg):
         reply = super().start(msg)
         if MODE == "subset":
-            reply["capabilities"] = dict(reply["capabilities"], kinds=["dispatch", "heartbeat"])
+            reply["capabilities"] = dict(reply["capabilities"], kinds=["dispatch", "heartbeat"],
+                                        processes=1)
         return reply
+
+    def recover(self, msg):
+        if MODE == "split-brain":
+            fd = os.open(os.path.join(msg["storage"], "instances.lock"), os.O_RDWR | os.O_CREAT)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:                  # another instance runs: copy the storage
+                private = os.path.join(tempfile.mkdtemp(prefix="wgk-split-"), "storage")
+                shutil.copytree(msg["storage"], private)
+                msg = dict(msg, storage=private)
+            finally:
+                os.close(fd)
+        return super().recover(msg)
 
     def apply(self, msg):
         if MODE == "garbage":
@@ -36,6 +58,9 @@ class Fake(Served):
             sys.stderr.write("fake kernel: assertion failed in apply\n")
             sys.stderr.flush()
             os._exit(3)
+        elif MODE == "early-write" and msg.get("crash-after") == 0:
+            super().apply({k: v for k, v in msg.items() if k != "crash-after"})
+            os.kill(os.getpid(), 9)
         elif MODE == "lying-hook":
             msg = {k: v for k, v in msg.items() if k != "crash-after"}
         reply = super().apply(msg)

@@ -1,0 +1,201 @@
+"""Several instances of an external kernel on one storage (``processes`` of 2 or more).
+
+The harness starts the first instance with ``start`` and every other one on the
+same storage with ``recover`` (it opens what is there), as the protocol says:
+
+- ``two_kernels_external``: a trace replayed in lockstep with the model by two
+  instances taking its steps in turn, the state read through the instance that
+  did not take the last step (so each must see what the other committed); a
+  ``crash`` kills both (``kill -9``) and starts both again;
+- ``race_external``: the race incidents of ``races`` as real races between
+  processes: one instance sets a graph of one task per round up, then
+  ``processes`` instances each send their competing request for the round's
+  task at once (a barrier between rounds). Each round must have exactly one
+  ``applied`` winner and every other answer a loser's; afterwards every
+  request's key must be in the journal with the decision it was answered, and
+  each task must hold the winner's outcome (a dispatch's worktree too: the losers'
+  answers must not undo the winner's effects).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from wgk.conformance.oracle.external import ExternalSystem, ProtocolError
+from wgk.conformance.oracle.external_runs import Kernel, Unusable
+from wgk.conformance.oracle.races import RACES, RaceResult, _judge, _outcome_problem, request
+from wgk.conformance.oracle.replay import TraceResult, replay
+from wgk.conformance.oracle.lockstep import Divergence
+from wgk.conformance.oracle.systems import ModelSystem, StepError, env_part
+
+
+class TwoInstances:
+    """Two instances of the kernel on one storage, taking a trace's steps in turn."""
+
+    name = "external"
+
+    def __init__(self, kernel: Kernel, trace):
+        self.first = kernel.system(trace, where=f"trace {trace.id}")
+        try:
+            self.second = ExternalSystem(kernel.command, trace, join=self.first,
+                                         timeout=kernel.timeout)
+        except BaseException:
+            self.first.close()
+            raise
+        self.instances = [self.first, self.second]
+        self.turn = 0
+        self.steps = 0
+
+    def apply(self, step: dict) -> dict | None:
+        self.steps += 1
+        wire = env_part(step) if "request" not in step else {}
+        if wire.get("env") == "crash":                 # both lose everything volatile
+            for ext in self.instances:
+                ext.crash()
+            return None
+        ext = self.instances[self.turn % 2]
+        self.turn += 1
+        return ext.apply(step)
+
+    def project(self) -> dict:
+        return self.instances[self.turn % 2].project()
+
+    def check(self) -> list[str]:
+        return []
+
+    def close(self) -> None:
+        try:
+            self.second.close()
+        finally:
+            self.first.close()                          # the storage's owner, last
+
+
+def two_kernels_external(trace, kernel: Kernel) -> TraceResult:
+    """The trace through the model and two instances of the kernel in turn, in lockstep."""
+    model = ModelSystem(trace)
+    try:
+        two = TwoInstances(kernel, trace)
+    except StepError as e:
+        model.close()
+        return TraceResult(trace.id, trace.path, ("model", "external"), (), (Divergence(
+            trace.id, None, "external", "step-error", None, "set up the trace", str(e)),))
+    except ProtocolError as e:
+        model.close()
+        raise Unusable(f"trace {trace.id}: second instance: {e}") from None
+    try:
+        return replay(trace, [model, two])
+    except ProtocolError as e:
+        raise Unusable(f"trace {trace.id}: {e}") from None
+    finally:
+        two.close()
+        model.close()
+
+
+#: The request kinds and environment steps each race sends.
+RACE_NEEDS = {"two-dispatchers": ({"dispatch"}, set()),
+              "reset-racing-completion": ({"dispatch", "reset", "submit"}, {"edit"}),
+              "two-terminal-reports": ({"dispatch", "fail"}, {"edit"})}
+
+
+def race_missing(name: str, caps: dict) -> str | None:
+    """Why race ``name`` cannot run on a kernel with these capabilities, or None."""
+    from wgk.conformance.oracle.external_runs import ALL_ENV
+    kinds, env = RACE_NEEDS[name]
+    missing = sorted(kinds - set(caps["kinds"])) + sorted(env - set(caps.get("env", ALL_ENV)))
+    return f"sends what is not declared: {', '.join(missing)}" if missing else None
+
+
+def _raw(ext: ExternalSystem, wire: dict) -> dict:
+    """Send a request as written (its token a real secret, its mint that secret's sha256)."""
+    try:
+        return ext._call({"op": "apply", "request": wire}, "decision")["decision"]
+    except StepError as e:
+        return {"error": str(e)}
+
+
+def _prepare(ext: ExternalSystem, name: str, rounds: int) -> None:
+    if name == "two-dispatchers":
+        return
+    for r in range(rounds):
+        task = f"t{r}"
+        answer = _raw(ext, request("setup", task, 99))
+        if answer.get("decision") != "applied":
+            raise Unusable(f"race {name}: setting {task} up: {answer}")
+        ext._call({"op": "env", "step": {"env": "edit", "task": task, "content": f"c-{task}"}},
+                  "ok")
+
+
+def race_external(kernel: Kernel, name: str, *, processes: int, rounds: int) -> RaceResult:
+    """One race (``races.RACES``) between ``processes`` instances of the kernel on one storage."""
+    if name not in RACES:
+        raise ValueError(f"unknown race {name!r}; known: {', '.join(RACES)}")
+    graph = {"id": "g", "target": "main-0",
+             "tasks": [{"name": f"t{r}", "deps": []} for r in range(rounds)]}
+    result = RaceResult(name, processes, rounds)
+    first = kernel.system(graph, where=f"race {name}")
+    others: list[ExternalSystem] = []
+    try:
+        _prepare(first, name, rounds)
+        others = [ExternalSystem(kernel.command, graph, join=first, timeout=kernel.timeout)
+                  for _ in range(processes - 1)]
+        instances = [first] + others
+        t0 = time.perf_counter()
+        answers = _run(instances, name, rounds)
+        result.seconds = time.perf_counter() - t0
+        winners = _judge(result, answers)
+        _check_after(result, first.project(), answers, winners)
+    except ProtocolError as e:
+        raise Unusable(f"race {name}: {e}") from None
+    finally:
+        for ext in others:
+            ext.close()
+        first.close()
+    return result
+
+
+def _run(instances: list[ExternalSystem], name: str, rounds: int) -> dict:
+    """Every instance sends its request of each round at once (a thread each, a barrier a
+    round); (round, instance) -> the answer."""
+    n = len(instances)
+    barrier = threading.Barrier(n)
+    answers: dict[tuple[int, int], dict] = {}
+    broken: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        try:
+            for r in range(rounds):
+                barrier.wait(timeout=120)
+                answers[(r, i)] = _raw(instances[i], request(name, f"t{r}", i))
+        except threading.BrokenBarrierError:
+            pass
+        except BaseException as e:                 # reported below, never swallowed
+            broken.append(e)
+            barrier.abort()
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if broken:
+        raise broken[0]
+    return answers
+
+
+def _check_after(result: RaceResult, projection: dict, answers: dict,
+                 winners: dict[int, int]) -> None:
+    """Every request journaled with the decision it was answered; each task the winner's."""
+    journal = projection.get("journal") or {}
+    for (r, i), answer in sorted(answers.items()):
+        key = request(result.race, f"t{r}", i)["key"]
+        if journal.get(key) != answer:
+            result.problems.append(f"journal[{key}]: {journal.get(key)!r}, answered {answer!r}")
+            break
+    tasks = projection.get("tasks") or {}
+    for r, i in winners.items():
+        task = tasks.get(f"t{r}") or {}
+        problem = _outcome_problem(result.race, task, i)
+        if not problem and result.race == "two-dispatchers" and \
+                not (task.get("worktree") or {}).get("present"):
+            problem = "the winner's worktree is gone (a loser wrote the world back over it)"
+        if problem:
+            result.problems.append(f"t{r} (winner {i}): {problem}")
