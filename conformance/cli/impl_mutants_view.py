@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 
+from wgk.conformance.cli.backend_arg import backend_dsn
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.cli.output import emit_json
 from wgk.conformance.oracle.impl_mutants import AnchorError, check_anchors
@@ -57,7 +58,7 @@ def run_impl(args: argparse.Namespace) -> int:
     try:
         result = run_catalogue(mutants, args.budget, mutant_sections(args.budget), traces=args.traces,
                                baseline=not args.no_baseline, progress=show,
-                               external=_external(args))
+                               external=_external(args), backend=backend_dsn(args))
     except (AnchorError, TraceError) as e:
         raise UsageError(str(e)) from None
     if tty:

@@ -75,7 +75,7 @@ class MutantRun:
             out["reason"] = m.survives or "none written: the catalogue does not expect it to survive"
         else:
             out["error"] = self.detail
-        if self.killed and m.survives:
+        if self.killed and m.survives and m.category != "postgresql-concurrency":
             out["note"] = "the catalogue says it survives: update its reason"
         return out
 
@@ -134,7 +134,7 @@ def run_patches(name: str, patches: tuple[Patch, ...], *, budget: str, sections:
                 traces: list[str] | None = None, tests: list[str] | None = None,
                 stop_at_first: bool = True, timeout: float = 1800.0,
                 cwd: str | None = None, tests_first: bool = False,
-                external: dict | None = None) -> dict:
+                external: dict | None = None, backend: str | None = None) -> dict:
     """Plant ``patches`` in a copy of wgk.impl and run ``sections`` (and pytest ``tests``)
     on it in a child process; the child's report (see ``impl_mutant_child``)."""
     with tempfile.TemporaryDirectory(prefix="wgk-mutant-") as tmp:
@@ -142,7 +142,8 @@ def run_patches(name: str, patches: tuple[Patch, ...], *, budget: str, sections:
         out = Path(tmp) / "result.json"
         spec = {"name": name, "copy": str(copy), "budget": budget, "sections": sections,
                 "traces": [str(Path(t).resolve()) for t in traces] if traces else None, "tests": tests or [], "stop_at_first": stop_at_first, "tests_first": tests_first,
-                "counterexamples": str(Path(tmp) / "counterexamples"), "external": external}
+                "counterexamples": str(Path(tmp) / "counterexamples"), "external": external,
+                "backend": backend}
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", CHILD, json.dumps(spec), str(out)],
                                 env=child_env(copy), cwd=cwd or tmp, start_new_session=True,
@@ -164,10 +165,11 @@ def run_patches(name: str, patches: tuple[Patch, ...], *, budget: str, sections:
 
 def run_mutant(m: ImplMutant, budget: str, sections: list[str], *,
                traces: list[str] | None = None, timeout: float = 1800.0,
-               external: dict | None = None) -> MutantRun:
+               external: dict | None = None, backend: str | None = None) -> MutantRun:
     """One mutant through its own tests, if it names any (from the project's source tree),
     then the given sections, in a child process (``external``: the command and timeout of a
-    served kernel, started by the child on the mutated copy)."""
+    served kernel, started by the child on the mutated copy; ``backend``: a PostgreSQL DSN
+    the sections run on, as ``wgk gate --backend DSN`` does)."""
     t0 = time.perf_counter()
     tests = [str(PROJECT / t) for t in m.tests]
     missing = [t for t in tests if not Path(t.partition("::")[0]).is_file()]
@@ -176,7 +178,7 @@ def run_mutant(m: ImplMutant, budget: str, sections: list[str], *,
                          "from the project's source tree)")
     r = run_patches(m.name, m.patches, budget=budget, sections=sections, traces=traces,
                     timeout=timeout, tests=tests, tests_first=bool(tests),
-                    cwd=str(PROJECT) if tests else None, external=external)
+                    cwd=str(PROJECT) if tests else None, external=external, backend=backend)
     return MutantRun(m, r["verdict"], time.perf_counter() - t0, r.get("section", ""),
                      r.get("check", ""), r.get("detail", ""), r.get("sections", []))
 
@@ -187,7 +189,7 @@ Progress = Callable[[int, int, MutantRun], None]
 def run_catalogue(mutants: list[ImplMutant], budget: str, sections: list[str], *,
                   traces: list[str] | None = None, baseline: bool = True,
                   progress: Progress | None = None, timeout: float = 1800.0,
-                  external: dict | None = None) -> CatalogueRun:
+                  external: dict | None = None, backend: str | None = None) -> CatalogueRun:
     """Every mutant (after the baseline) through the implementation's gate sections."""
     if budget not in MUTANT_BUDGETS:
         raise ValueError(f"mutants run on the {' or '.join(MUTANT_BUDGETS)} budget, not {budget!r}")
@@ -196,7 +198,7 @@ def run_catalogue(mutants: list[ImplMutant], budget: str, sections: list[str], *
     total = len(mutants) + (1 if baseline else 0)
     if baseline:
         base = run_mutant(IDENTITY, budget, sections, traces=traces, timeout=timeout,
-                          external=external)
+                          external=external, backend=backend)
         if progress:
             progress(1, total, base)
     runs: list[MutantRun] = []
@@ -204,7 +206,7 @@ def run_catalogue(mutants: list[ImplMutant], budget: str, sections: list[str], *
         if base is not None and base.verdict != "survived":
             break                                       # nothing a kill says can be trusted
         runs.append(run_mutant(m, budget, sections, traces=traces, timeout=timeout,
-                               external=external))
+                               external=external, backend=backend))
         if progress:
             progress(len(runs) + (1 if baseline else 0), total, runs[-1])
     return CatalogueRun(budget, base, runs, time.perf_counter() - t0)
