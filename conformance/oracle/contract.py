@@ -296,8 +296,19 @@ def commits_reach_the_disk(tmp: str) -> None:
                            "is acknowledged before it reaches the disk")
 
 
+def every_connection_is_durable(tmp: str) -> None:
+    """Every connection the kernel opens to its database (the command line's and the
+    library's, those that write and those that only read) runs with the durable settings
+    (``wgk.conformance.oracle.durability``: read inside a child process, at each commit and
+    at each close)."""
+    from wgk.conformance.oracle.durability import durability_problems
+    problems = durability_problems()
+    expect(not problems, problems[0] if problems else "")
+
+
 STORE_CASES: dict[str, Callable] = {
     "a commit reaches the disk before it is acknowledged": commits_reach_the_disk,
+    "every connection the kernel opens commits durably": every_connection_is_durable,
 }
 
 

@@ -88,6 +88,16 @@ _PLANTED: tuple[ImplMutant, ...] = (
        ("store.py", '        if path != ":memory:" and not path.startswith("file:"):\n'
                     '            create_private(path)\n', ""),
        tests=[SECRETS + "test_the_database_and_its_log_files_are_created_0600_whatever_the_umask"]),
+    _m("cli-kernel-synchronous-normal", "storage",
+       "the command line opens its kernel with synchronous NORMAL (WAL's usual speed "
+       "setting), so an answer `wgk kernel` printed can be lost in a power loss while the "
+       "library's own connection stays FULL", "a committed decision survives a power loss "
+       "(the durability settings of every connection the kernel opens)",
+       ("cli/kernel_open.py", "from ..kernel import Kernel\n",
+        "from ..kernel import Kernel\nfrom ..store import Pragmas\n"),
+       ("cli/kernel_open.py", "        return Kernel(path, environment(repo, target, worktrees))",
+        '        return Kernel(path, environment(repo, target, worktrees), '
+        'pragmas=Pragmas("NORMAL"))')),
     # --- concurrency -------------------------------------------------------------------------
     _m("caches-never-dropped", "concurrency",
        "the kernel never drops its record caches when another connection committed",
