@@ -52,3 +52,13 @@ def test_a_deadlock_not_run_again_is_caught(pg_dsn, monkeypatch):
 def test_an_unknown_race_is_refused():
     with pytest.raises(ValueError, match="unknown race"):
         dependency_race(None, "nope")
+
+
+def test_mutants_take_a_backend_only_with_impl(capsys):
+    from wgk.conformance.cli.main import main
+    code = main(["mutants", "--backend", "postgresql://nobody@127.0.0.1:1/none"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--backend" in err and "--impl" in err and err.count("\n") == 1
+    code = main(["mutants", "--impl", "--only", "pg-dependencies-unlocked", "--backend", "nope"])
+    err = capsys.readouterr().err
+    assert code == 2 and "expected sqlite or a postgresql:// DSN" in err and err.count("\n") == 1

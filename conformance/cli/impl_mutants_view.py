@@ -104,7 +104,7 @@ def _lines(runs: list[MutantRun]) -> list[str]:
         if r.killed:
             out.append(f"  killed   {m.name} [{m.area}] by {r.section}: {r.check} "
                        f"({r.seconds:.0f}s)" + ("  (the catalogue says it survives: update it)"
-                                                if m.survives else ""))
+                                                if r.reason_stale else ""))
         elif r.verdict == "survived":
             out.append(f"  SURVIVED {m.name} [{m.area}] breaks {m.breaks}")
             out.append(f"           {m.survives or 'no reason written: the gate was expected to kill it'}")

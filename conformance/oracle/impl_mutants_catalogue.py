@@ -496,8 +496,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "on PostgreSQL, a deadlock or serialization failure is raised to the sender instead "
        "of the transaction being run again", "every request is answered (PostgreSQL)",
        ("pg.py", "        return state in sql.RETRY_STATES", "        return False"),
-       survives=PG_ONLY + " (there the race crossed-batches makes deadlocks that must be "
-                          "run again)"),
+       survives=PG_ONLY + " (there the races kill it: two-dispatchers without row locks, "
+                          "and crossed-batches, whose deadlocks must be run again)"),
 )
 
 IMPL_MUTANTS: tuple[ImplMutant, ...] = tuple(
