@@ -15,6 +15,8 @@ from wgk.conformance.oracle.durability import OWN, durability, durability_proble
 from wgk.conformance.oracle.impl_mutants import child_env, materialize
 from wgk.conformance.oracle.impl_mutants_catalogue import MUTANTS_BY_NAME
 
+from pg_support import pg_dsn, pg_server  # noqa: F401  (fixtures)
+
 
 def test_every_connection_of_the_command_line_and_the_library_is_durable():
     got = durability()
@@ -53,3 +55,13 @@ def test_a_command_line_kernel_with_synchronous_normal_is_caught(tmp_path):
                          "    commits_reach_the_disk(t)\n"
                          "print(json.dumps('held'))")
     assert main_only == "held"
+
+
+def test_every_postgresql_connection_commits_durably_and_off_is_caught(pg_dsn, tmp_path):
+    assert durability_problems(pg_dsn) == []
+    rows = [r for r in contract_results(dsn=pg_dsn) if r.backend == "postgresql"]
+    assert [r.ok for r in rows] == [True]
+    problems = _on_copy("pg-synchronous-commit-off", tmp_path,
+                        "from wgk.conformance.oracle.durability import durability_problems\n"
+                        f"print(json.dumps(durability_problems({pg_dsn!r})))")
+    assert problems and all("synchronous_commit off" in p for p in problems)

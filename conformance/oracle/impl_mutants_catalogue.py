@@ -98,6 +98,13 @@ _PLANTED: tuple[ImplMutant, ...] = (
        ("cli/kernel_open.py", "        return Kernel(path, environment(repo, target, worktrees))",
         '        return Kernel(path, environment(repo, target, worktrees), '
         'pragmas=Pragmas("NORMAL"))')),
+    _m("pg-synchronous-commit-off", "storage",
+       "on PostgreSQL, every connection sets synchronous_commit off, so the server "
+       "acknowledges a commit before its write-ahead log reaches the disk",
+       "a committed decision survives a power loss (PostgreSQL)",
+       ("pg_conn.py", '        self.raw.execute(f"SET synchronous_commit = {sync}")',
+        '        self.raw.execute("SET synchronous_commit = off")'),
+       survives=PG_ONLY.replace("races section", "contract section")),
     # --- concurrency -------------------------------------------------------------------------
     _m("caches-never-dropped", "concurrency",
        "the kernel never drops its record caches when another connection committed",
@@ -399,11 +406,13 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "the effect is committed without checking that the review names the exact candidate",
        "promotion-needs-review-of-exact-candidate",
        ("transaction.py", '    return t.receipt("review") == t.binding', '    return True'),
-       survives=("defence in depth: the SaveTransaction's phase order already admits "
-                 "commit-effect only after an accept that wrote the review receipt of the "
-                 "same binding (and revise clears every receipt), so no run the model allows "
-                 "reaches this check with a missing review; only a second bug (a skipped "
-                 "phase edge) makes it visible")),
+       survives=("equivalent on every reachable state (defence in depth): the "
+                 "SaveTransaction's phase order admits commit-effect only after an accept that "
+                 "wrote the review receipt of the same binding (and revise clears every "
+                 "receipt); z3 proves it: no state satisfying the proved invariants and lemmas "
+                 "gets review-required from commit-effect (the coverage cell "
+                 "commit-effect/outcome/rejected:review-required, wgk.conformance.z3.unreachable)"
+                 "; only a second bug (a skipped phase edge) makes it visible")),
     # --- issue 33: the guards added last round, planted as a bug-maker would ---------------
     _m("lease-epoch-lower-bound", "rules",
        "the capability check takes the lease epoch as a lower bound: a K whose epoch is higher "

@@ -37,12 +37,14 @@ from wgk.conformance.reports.gate_budget import (
 from wgk.conformance.reports.gate_report import Check
 
 
-def contract_checks(budget: str, progress: Progress | None) -> list[Check]:
-    """One check per contract case and backend (the double and the real one)."""
+def contract_checks(budget: str, progress: Progress | None,
+                    backend: str | None = None) -> list[Check]:
+    """One check per contract case and backend (the double and the real one; with a
+    PostgreSQL ``backend``, the store's durability there too)."""
     flag_of(budget, "contract", BUDGETS[budget]["contract"])
     meter = Meter("contract", None, progress)
     out = []
-    for r in contract_results(progress=meter.step):
+    for r in contract_results(progress=meter.step, dsn=backend):
         out.append(Check("contract", r.name, "pass" if r.ok else "fail", r.seconds,
                          r.detail, r.to_json(), group=r.contract))
     return out
