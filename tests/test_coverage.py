@@ -215,7 +215,7 @@ def test_the_section_fails_naming_the_cell_when_its_witness_is_removed(loaded, r
     assert target in without[kind].detail or target.split("/", 1)[1] in without[kind].data["uncovered"]
 
 
-def test_a_cell_no_search_reaches_is_unreachable_by_the_explorations_reason_and_fails_without_it(
+def test_a_cell_no_search_reaches_is_unreachable_by_its_proof_and_fails_without_it(
         loaded, replayed):
     doc = witnesses.load()
     assert set(doc["unreached"]) <= set(doc["unfound"])
@@ -224,7 +224,7 @@ def test_a_cell_no_search_reaches_is_unreachable_by_the_explorations_reason_and_
     short = cell_.split("/", 1)[1]
     none = dict(doc, witnesses=[])
     listed = {c.name: c for c in coverage_checks("quick", None, loaded, replayed, none)}
-    assert listed[kind].data["unreachable"][short] == why and "bounded exploration" in why
+    assert listed[kind].data["unreachable"][short] == why and "proved unreachable (z3" in why
     assert short not in listed[kind].data["uncovered"]
     bare = {c.name: c for c in coverage_checks("quick", None, loaded, replayed,
                                                dict(none, unreached={}))}
@@ -265,3 +265,36 @@ def test_the_cli_refuses_a_bad_trace_in_one_line(tmp_path, capsys):
     assert main(["coverage", "--traces", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert str(bad) in err and "\n" not in err
+
+
+def test_no_cell_is_unreachable_only_because_an_exploration_did_not_reach_it():
+    doc = witnesses.load()
+    assert doc["unreached"] and set(doc["unreached"]) == set(doc["unfound"])
+    assert all(why.startswith("proved unreachable (z3") for why in doc["unreached"].values())
+
+
+def test_the_proofs_of_the_unreached_cells_hold_and_need_their_lemma(monkeypatch):
+    from wgk.conformance.z3 import lemmas
+    from wgk.conformance.z3.unreachable import prove_unreachable
+    doc = witnesses.load()
+    assert set(prove_unreachable(doc["unfound"])) == set(doc["unfound"])
+    # a reachable refusal is not proved unreachable
+    assert prove_unreachable(["archive/outcome/rejected:candidate-mismatch",
+                              "dispatch/outcome/applied"]) == {}
+    # without the lemma that the worktree exists mid-transaction, two proofs fail
+    monkeypatch.delitem(lemmas.LEMMAS, "worktree-present-mid-transaction")
+    left = set(prove_unreachable(doc["unfound"]))
+    assert {"revise/outcome/rejected:worktree-missing",
+            "save-work/outcome/rejected:worktree-missing"}.isdisjoint(left)
+
+
+def test_the_written_witness_reaches_its_cell_on_the_model_and_the_implementation(loaded):
+    from wgk.conformance.oracle.witnesses_written import written
+    for w in written():
+        cells, problems = witnesses.replay_witnesses(loaded, [w], ImplSystem)
+        assert problems == [] and set(w["cells"]) <= cells
+        assert w in witnesses.load()["witnesses"]
+    found: list = []
+    assert witnesses.add_written(found, ["archive/outcome/rejected:candidate-mismatch", "x"],
+                                 loaded) == ["x"]
+    assert found == written()

@@ -103,10 +103,15 @@ def test_sqlite_has_no_row_locks_to_take_away():
 
 def test_the_gates_races_on_postgresql_run_with_and_without_row_locks(pg_server, monkeypatch):
     from wgk.conformance.reports import gate, gate_real
-    monkeypatch.setitem(gate.BUDGETS, "quick", {"races": {"processes": 4, "rounds": 10}})
+    monkeypatch.setitem(gate.BUDGETS, "quick", {"races": {"processes": 4, "rounds": 10,
+                                                          "deadlocks": 2}})
     checks = gate_real.race_checks("quick", None, backend=pg_server)
-    assert [c.verdict for c in checks] == ["pass"] * 9
+    # three races in each of three worlds, and the two dependency races where rows are locked
+    assert [c.verdict for c in checks] == ["pass"] * 13
     assert [c.group for c in checks].count("postgresql, no row locks") == 3
+    assert {c.name for c in checks} >= {"reopen-racing-admission (postgresql)",
+                                        "crossed-batches (postgresql)",
+                                        "reopen-racing-admission (sqlite)"}
     monkeypatch.setattr(pg.sql, "PG_MIGRATIONS", {**pg.sql.PG_MIGRATIONS, 2: [NO_CONDITIONS]})
     unguarded = gate_real.race_checks("quick", None, backend=pg_server)
     assert "fail" in {c.verdict for c in unguarded if c.group == "postgresql, no row locks"}

@@ -381,9 +381,7 @@ def test_each_secret_mutant_is_killed_by_its_own_tests_which_pass_unmutated():
     from wgk.conformance.reports.impl_mutants import run_mutant
     from dataclasses import replace
     mine = [m for m in IMPL_MUTANTS if any(t.startswith("tests/test_impl_secrets.py") for t in m.tests)]
-    assert {m.name for m in mine} >= {"database-umask-mode", "secret-file-adopted",
-                                      "secret-file-world-readable", "surrogate-credential-crashes",
-                                      "loose-credential-file-read", "worktree-through-symlink"}
+    assert {m.name for m in mine} >= {"database-umask-mode", "secret-file-world-readable"}
     every_test = tuple(t for m in mine for t in m.tests)
     base = run_mutant(replace(IDENTITY, tests=every_test), "quick", [], timeout=600)
     assert base.verdict == "survived", base.to_json()

@@ -18,7 +18,7 @@ HELP = "decision coverage: every cell the model can reach, sent to the implement
 EXAMPLES = """  wgk coverage                 per kind: reachable cells, covered, the uncovered named
   wgk coverage --json          the same as JSON, with every unreachable cell and its reason
   wgk coverage --write         search a witness for every reachable cell, store them; a
-                               refusal no witness reaches is explored for in the model
+                               refusal no witness reaches must be proved unreachable (z3)
 A cell is (kind, outcome), (kind, actor class) or (kind, capability class). The traces are
 replayed through the model and the implementation in lockstep, then the stored witnesses
 (conformance/oracle/witnesses.json); every request sent to the implementation is classified
@@ -62,8 +62,9 @@ def run(args: argparse.Namespace) -> int:
         if args.traces:
             raise UsageError("--write searches from the bundled traces: no --traces")
         found, unfound = witnesses.search(loaded, set(), progress=say)
-        say(f"exploring the model for the {len(unfound)} cells without a witness ...")
-        unreached = witnesses.explore_unfound(unfound) if unfound else {}
+        unfound = witnesses.add_written(found, unfound, loaded)
+        say(f"proving the {len(unfound)} cells without a witness unreachable ...")
+        unreached = witnesses.unreachable_reasons(unfound) if unfound else {}
         path = witnesses.write(found, unfound, loaded, unreached=unreached)
         if args.json:
             emit_json({"written": str(path), "witnesses": len(found), "unfound": unfound})

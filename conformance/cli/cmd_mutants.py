@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from wgk.conformance.cli.backend_arg import add_backend_argument
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.cli.external_arg import add_external_arguments
 from wgk.conformance.oracle.mutant_traces import trace_verdicts
@@ -24,6 +25,7 @@ EXAMPLES = """  wgk mutants
   wgk mutants --impl --only zombie-is-live --budget quick
   wgk mutants --impl --json > impl-mutants.json
   wgk mutants --impl --only zombie-is-live --external 'python -m wgk.impl.serve'
+  wgk mutants --impl --only pg-dependencies-unlocked --backend postgresql://wgk@localhost/wgk
 Exit codes: 0 every mutant killed (and the model itself proved), 1 a mutant survived, 2 bad usage.
 With --impl: 0 the kill rate reaches 90% and every survivor is one the catalogue explains,
 1 otherwise, 2 bad usage or the unmutated implementation does not pass the sections.
@@ -55,6 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-baseline", action="store_true",
                    help="with --impl: skip the run of the unmutated copy (its kills are then unchecked)")
     add_external_arguments(p)
+    add_backend_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,8 +68,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.impl:
         from wgk.conformance.cli.impl_mutants_view import run_impl
         return run_impl(args)
-    if args.only or args.no_baseline or args.traces or args.progress or args.external:
-        raise UsageError("--only, --traces, --progress, --no-baseline and --external go with --impl")
+    if args.only or args.no_baseline or args.traces or args.progress or args.external or \
+            args.backend != "sqlite":
+        raise UsageError("--only, --traces, --progress, --no-baseline, --external and --backend "
+                         "go with --impl")
     names = args.name or list(MUTANTS)
     unknown = [n for n in names if n not in MUTANTS]
     if unknown:

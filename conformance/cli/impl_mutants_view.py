@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 
+from wgk.conformance.cli.backend_arg import backend_dsn
 from wgk.conformance.cli.errors import UsageError
 from wgk.conformance.cli.output import emit_json
 from wgk.conformance.oracle.impl_mutants import AnchorError, check_anchors
@@ -57,7 +58,7 @@ def run_impl(args: argparse.Namespace) -> int:
     try:
         result = run_catalogue(mutants, args.budget, mutant_sections(args.budget), traces=args.traces,
                                baseline=not args.no_baseline, progress=show,
-                               external=_external(args))
+                               external=_external(args), backend=backend_dsn(args))
     except (AnchorError, TraceError) as e:
         raise UsageError(str(e)) from None
     if tty:
@@ -108,7 +109,7 @@ def _lines(runs: list[MutantRun], external: bool = False) -> list[str]:
         if r.killed:
             out.append(f"  killed   {m.name} [{m.area}] by {r.section}: {r.check} "
                        f"({r.seconds:.0f}s)" + ("  (the catalogue says it survives: update it)"
-                                                if m.survives else "")
+                                                if r.reason_stale else "")
                        + ("  (inside the process)" if external and not r.through_protocol else ""))
         elif r.verdict == "survived":
             out.append(f"  SURVIVED {m.name} [{m.area}] breaks {m.breaks}")

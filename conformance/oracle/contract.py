@@ -296,8 +296,19 @@ def commits_reach_the_disk(tmp: str) -> None:
                            "is acknowledged before it reaches the disk")
 
 
+def every_connection_is_durable(tmp: str) -> None:
+    """Every connection the kernel opens to its database (the command line's and the
+    library's, those that write and those that only read) runs with the durable settings
+    (``wgk.conformance.oracle.durability``: read inside a child process, at each commit and
+    at each close)."""
+    from wgk.conformance.oracle.durability import durability_problems
+    problems = durability_problems()
+    expect(not problems, problems[0] if problems else "")
+
+
 STORE_CASES: dict[str, Callable] = {
     "a commit reaches the disk before it is acknowledged": commits_reach_the_disk,
+    "every connection the kernel opens commits durably": every_connection_is_durable,
 }
 
 
@@ -340,8 +351,10 @@ def _store_case(case: str, fn: Callable) -> ContractResult:
     return _run("store", case, "sqlite", "real", body)
 
 
-def contract_results(progress: Callable[[str], None] | None = None) -> list[ContractResult]:
-    """Every case on the double and on the real backend: one result each."""
+def contract_results(progress: Callable[[str], None] | None = None,
+                     dsn: str | None = None) -> list[ContractResult]:
+    """Every case on the double and on the real backend: one result each (``dsn``: the
+    store's durability on that PostgreSQL database too)."""
     out: list[ContractResult] = []
     for case, fn in REPOSITORY_CASES.items():
         for make, backend, world in ((_memory_repository, "memory", "memory"),
@@ -362,4 +375,15 @@ def contract_results(progress: Callable[[str], None] | None = None) -> list[Cont
         out.append(_store_case(case, fn))
         if progress:
             progress(out[-1].name)
+    if dsn is not None:
+        out.append(_run("store", "every connection the kernel opens commits durably",
+                        "postgresql", "real", lambda: _durable_on(dsn)))
+        if progress:
+            progress(out[-1].name)
     return out
+
+
+def _durable_on(dsn: str) -> None:
+    from wgk.conformance.oracle.durability import durability_problems
+    problems = durability_problems(dsn)
+    expect(not problems, problems[0] if problems else "")

@@ -394,8 +394,8 @@ class Shadow:
 
 def per_kind(covered: set, unreached: dict[str, str] | None = None) -> dict[str, dict]:
     """Per kind: reachable, covered and unreachable cells (with their reasons; ``unreached``:
-    the cells the tables allow but a bounded exploration of the model never reaches, with
-    its reason, listed as unreachable)."""
+    the cells the tables allow that are proved unreachable, with the proof as the reason,
+    listed as unreachable)."""
     out: dict[str, dict] = {}
     for name, why in cells().items():
         why = why if why is not None else (unreached or {}).get(name)

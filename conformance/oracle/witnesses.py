@@ -360,50 +360,27 @@ def _search_state(trace, n: int, model: ModelSystem, history: dict, inst, need: 
     return out
 
 
-# --- cells no search reaches: a bounded exploration of the model -----------------------------
-
-#: The instance explored for the outcome cells no witness was found for: one task, every group
-#: of requests, rejected variants included, every kind.
-UNREACHED_INSTANCE = dict(tasks=1, rejections=True, every_kind=True, review=True,
-                          groups=("core", "env", "evidence", "operator", "legacy", "archive",
-                                  "waits", "reopen", "intruder"))
-EXPLORE_SECONDS = 90.0
+# --- cells no search reaches ----------------------------------------------------------------
 
 
-def explore_unfound(unfound: Iterable[str], seconds: float = EXPLORE_SECONDS) -> dict[str, str]:
-    """For each outcome cell of ``unfound`` (a rejection code), explore the model breadth
-    first on ``UNREACHED_INSTANCE`` and watch every decision of its kind: a cell whose code is
-    never the first failing check of any state explored gets the exploration as its reason;
-    one that is (a witness the search missed) stays out."""
-    from wgk.conformance.check.explore import Instance, explore
-    from wgk.model.kernel import generic_checks
-    from wgk.model.rules import RULES
-    from wgk.model.vocab import Code
-    targets = {}
-    for c in unfound:
-        kind, family, value = c.split("/", 2)
-        if family == "outcome" and value.startswith("rejected:"):
-            targets[(Kind.parse(kind), Code.parse(value.split(":", 1)[1]))] = c
-    hit: set = set()
+def add_written(found: list[dict], unfound: list[str], traces: Iterable) -> list[str]:
+    """The hand-written witnesses (``witnesses_written``) of cells the search left without
+    one, whose trace is loaded, appended to ``found``; the cells still without a witness."""
+    from wgk.conformance.oracle.witnesses_written import written
+    ids = {t.id for t in traces}
+    left = set(unfound)
+    for w in written():
+        if w["trace"] in ids and set(w["cells"]) & left:
+            found.append(w)
+            left -= set(w["cells"])
+    return sorted(left)
 
-    def watched(k, rule):
-        def decide(s, i, t, r):
-            g = rule(s, i, t, r)
-            for cond, code in generic_checks(s, i, t, r) + g.checks:
-                if cond is False:
-                    hit.add((k, code))
-                    break
-            return g
-        return decide
-    kinds = {k for k, _ in targets}
-    rules = {k: (watched(k, f) if k in kinds else f) for k, f in RULES.items()}
-    inst = Instance(**UNREACHED_INSTANCE)
-    r = explore(inst, rules=rules, check_steps=False, max_seconds=seconds)
-    how = (f"no state of a bounded exploration of the model ({inst.tasks} task, every group, "
-           f"rejected variants, {r.distinct_states} states, "
-           f"{'complete' if r.complete else f'stopped after {seconds:.0f} s'}) lets this "
-           "guard be the first to fail: an earlier one always refuses first")
-    return {c: how for key, c in targets.items() if key not in hit}
+
+def unreachable_reasons(unfound: Iterable[str]) -> dict[str, str]:
+    """The cells of ``unfound`` proved unreachable (``wgk.conformance.z3.unreachable``), each
+    with its proof; a cell neither witnessed nor proved stays an uncovered reachable cell."""
+    from wgk.conformance.z3.unreachable import prove_unreachable
+    return prove_unreachable(unfound)
 
 
 # --- stored witnesses -----------------------------------------------------------------------

@@ -102,7 +102,7 @@ def _call(name: str, budget: str, progress: Progress | None, *, loaded: list | N
         return fn(budget, progress, loaded, **part)
     if name == "fuzz":
         return fn(budget, progress, counterexamples, **part)
-    if name == "races":
+    if name in ("races", "contract"):
         return fn(budget, progress, backend)
     if name == "trace-matrix":
         return fn(budget, progress, earlier)

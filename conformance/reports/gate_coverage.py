@@ -6,8 +6,8 @@ The replay, probes and fuzz sections record the cells of every request they send
 implementation (``coverage.recording``, in the lockstep driver); this section adds the
 stored witnesses (``wgk.conformance.oracle.witnesses``), replayed in lockstep against the
 implementation, and fails a kind with any reachable cell nobody sent, naming the cells (a
-cell the tables allow but neither the witness search nor a bounded exploration of the model
-reaches is listed as unreachable with that exploration as its reason).
+cell the tables allow that no witness reaches is listed as unreachable only with a z3 proof
+as its reason, ``wgk.conformance.z3.unreachable``).
 Stale witnesses (the model changed since they were searched) fail the section with the
 command that searches them again."""
 from __future__ import annotations

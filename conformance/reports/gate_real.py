@@ -6,7 +6,11 @@
 - ``races``: the race incidents (two dispatchers, reset against completion, two
   terminal reports) as real multi-process races on one SQLite database, and on
   PostgreSQL too when the gate is given a backend; each round has exactly one
-  winner, and the ledger, the audit and the rebuild are clean afterwards.
+  winner, and the ledger, the audit and the rebuild are clean afterwards. With the
+  row locks (SQLite, and PostgreSQL with them), a dependency's reopen against its
+  dependents' admissions (none admitted after the reopen in the ledger's order) and
+  batches crossing two tasks in opposite orders (PostgreSQL: deadlocks, run again)
+  (``wgk.conformance.oracle.dependency_races``).
   With ``lands`` rounds in the budget (the default and deep gates; a round takes
   seconds of real git, too many for the quick one), also two Land workers racing
   one target (WG's exit canary) on real git and real processes: one
@@ -27,6 +31,7 @@ import time
 
 from wgk.conformance.oracle.batches import batch_replay
 from wgk.conformance.oracle.contract import contract_results
+from wgk.conformance.oracle.dependency_races import DEPENDENCY_RACES, dependency_race
 from wgk.conformance.oracle.impl_system import TwoKernels, backend
 from wgk.conformance.oracle.land_race import NAME as LAND_RACE, land_race
 from wgk.conformance.oracle.races import RACES, race
@@ -38,12 +43,14 @@ from wgk.conformance.reports.gate_budget import (
 from wgk.conformance.reports.gate_report import Check
 
 
-def contract_checks(budget: str, progress: Progress | None) -> list[Check]:
-    """One check per contract case and backend (the double and the real one)."""
+def contract_checks(budget: str, progress: Progress | None,
+                    backend: str | None = None) -> list[Check]:
+    """One check per contract case and backend (the double and the real one; with a
+    PostgreSQL ``backend``, the store's durability there too)."""
     flag_of(budget, "contract", BUDGETS[budget]["contract"])
     meter = Meter("contract", None, progress)
     out = []
-    for r in contract_results(progress=meter.step):
+    for r in contract_results(progress=meter.step, dsn=backend):
         out.append(Check("contract", r.name, "pass" if r.ok else "fail", r.seconds,
                          r.detail, r.to_json(), group=r.contract))
     return out
@@ -58,6 +65,13 @@ def race_settings(budget: str) -> tuple[int, int]:
             count_of(budget, "races", b.get("rounds"), "rounds"))
 
 
+def deadlock_rounds(budget: str) -> int:
+    """Rounds of the crossed batches in ``budget`` (on PostgreSQL each round's deadlock costs
+    the server's deadlock_timeout, a second by default); the rounds of the races if unset."""
+    b = BUDGETS[budget]["races"]
+    return count_of(budget, "races", b.get("deadlocks", race_settings(budget)[1]), "deadlocks")
+
+
 def race_checks(budget: str, progress: Progress | None, backend: str | None = None) -> list[Check]:
     """Each race on SQLite, and on the PostgreSQL ``backend`` when one is given: there with
     the row locks, and without them (the writes' conditions alone keep one winner)."""
@@ -65,14 +79,20 @@ def race_checks(budget: str, progress: Progress | None, backend: str | None = No
     worlds = [("sqlite", None, True)] + ([("postgresql", backend, True),
                                           ("postgresql, no row locks", backend, False)]
                                          if backend is not None else [])
-    meter = Meter("races", len(RACES) * len(worlds), progress)
+    locked = [w for w in worlds if w[2]]
+    meter = Meter("races", len(RACES) * len(worlds) + len(DEPENDENCY_RACES) * len(locked),
+                  progress)
     out = []
     for world, dsn, locks in worlds:
         for name in RACES:
             r = race(dsn, name, processes=processes, rounds=rounds, row_locks=locks)
-            data = dict(r.to_json(), world=f"{world}, real processes")
-            out.append(Check("races", f"{name} ({world})", "pass" if r.ok else "fail", r.seconds,
-                             "" if r.ok else r.problems[0], data, group=world))
+            out.append(_race_check(r, world))
+            meter.step(f"{name} ({world})")
+    for world, dsn, _ in locked:         # the rows a decision reads are locked for its duration
+        for name in DEPENDENCY_RACES:
+            n = deadlock_rounds(budget) if name == "crossed-batches" else rounds
+            out.append(_race_check(dependency_race(dsn, name, processes=processes, rounds=n),
+                                   world))
             meter.step(f"{name} ({world})")
     lands = BUDGETS[budget]["races"].get("lands")
     if lands:
@@ -82,6 +102,12 @@ def race_checks(budget: str, progress: Progress | None, backend: str | None = No
                          dict(r.to_json(), world="sqlite, real git, real processes"),
                          group="sqlite"))
     return out
+
+
+def _race_check(r, world: str) -> Check:
+    data = dict(r.to_json(), world=f"{world}, real processes")
+    return Check("races", f"{r.race} ({world})", "pass" if r.ok else "fail", r.seconds,
+                 "" if r.ok else r.problems[0], data, group=world)
 
 
 def database_world() -> str:

@@ -1,16 +1,20 @@
 """The gate's ``tamper`` section, the kernel's files as stored: a kernel database edited
 behind the kernel's back is reported by ``verify-ledger`` or the audit, and a closed kernel
 stays closed (``wgk.conformance.oracle.tamper``); every file the kernel writes has mode
-0600 under the budget's umasks (``wgk.conformance.oracle.file_modes``).
+0600 under the budget's umasks (``wgk.conformance.oracle.file_modes``); hostile inputs on
+real files (a planted symlink, a planted token or credential file, a credential file open
+to others, credentials of every bad shape) are refused (``wgk.conformance.oracle.hostile``).
 
 It edits SQLite files directly, so it runs on SQLite only (on PostgreSQL, and over the
 external protocol, a kernel's storage is not the gate's to edit): with a backend it has
-nothing to check and says so."""
+nothing to check and says so, and the hostile inputs run with the bad credentials sent to
+the backend."""
 from __future__ import annotations
 
 from wgk.conformance.oracle import impl_system
 from wgk.conformance.oracle.probes import closed_copy
 from wgk.conformance.oracle.file_modes import mode_problems
+from wgk.conformance.oracle.hostile import WORLDS, hostile_problems
 from wgk.conformance.oracle.tamper import tamper_trace
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, count_of
 from wgk.conformance.reports.gate_report import Check
@@ -33,7 +37,7 @@ def tamper_checks(budget: str, progress: Progress | None, loaded: list) -> list[
     if impl_system.backend() is not None:
         return [Check("tamper", "SQLite files", "pass", 0.0,
                       "not run: the backend's storage is not SQLite files the gate may edit",
-                      {"skipped": True})]
+                      {"skipped": True})] + hostile_checks(impl_system.backend())
     chosen = tamper_traces(budget, loaded)
     meter = Meter("tamper", len(chosen), progress)
     out = []
@@ -59,7 +63,23 @@ def tamper_checks(budget: str, progress: Progress | None, loaded: list) -> list[
             out.append(Check("tamper", f"{trace.id}: tampers", "fail", r.seconds,
                              "no tamper could be made: nothing was checked", group=trace.id))
         meter.step(trace.id)
-    return out + mode_checks(budget)
+    return out + mode_checks(budget) + hostile_checks(None)
+
+
+def hostile_checks(dsn: str | None) -> list[Check]:
+    """One check per hostile input (``wgk.conformance.oracle.hostile``), each saying its world."""
+    import time
+    t0 = time.perf_counter()
+    found = hostile_problems(dsn)
+    each = (time.perf_counter() - t0) / len(found)
+    out = []
+    for name, problems in found.items():
+        world = WORLDS[name] + (" (PostgreSQL)" if dsn and name == "bad credentials" else
+                                " (SQLite)" if name == "bad credentials" else "")
+        out.append(Check("tamper", f"hostile input: {name}", "fail" if problems else "pass", each,
+                         problems[0] if problems else f"held ({world})",
+                         {"world": world, "problems": problems}, group="hostile inputs"))
+    return out
 
 
 def mode_checks(budget: str) -> list[Check]:

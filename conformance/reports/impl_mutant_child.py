@@ -43,9 +43,13 @@ def run_sections(spec: dict, out: dict | None = None) -> dict:
     if spec.get("external"):                    # served by the command, on this copy
         from wgk.conformance.oracle.external_runs import Kernel
         external = Kernel(spec["external"]["command"], spec["external"]["timeout"])
+    backend = spec.get("backend")               # a PostgreSQL DSN: the sections run there too
+    from wgk.conformance.oracle import impl_system
+    impl_system.use_backend(backend)
     for name in spec["sections"]:
         section = gate.run_section(name, spec["budget"], None, loaded=loaded, sources=sources,
-                                   counterexamples=spec["counterexamples"], external=external)
+                                   counterexamples=spec["counterexamples"], external=external,
+                                   backend=backend)
         row = {"name": name, "verdict": section.verdict, "checks": len(section.checks),
                "seconds": round(section.seconds, 2)}
         out["sections"].append(row)

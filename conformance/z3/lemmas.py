@@ -126,6 +126,16 @@ def closed_attempt_retains_dirty_worktree(s: State, i: int, t: TaskState) -> Any
     return implies(all_of(not_(running(t)), dirty(t)), t.retained == t.worktree)
 
 
+@lemma("worktree-present-mid-transaction")
+def worktree_present_mid_transaction(s: State, i: int, t: TaskState) -> Any:
+    """From the submit until the cleanup commits the attempt's worktree exists, and a transaction needs repair only between its WorkSave and its prepared effect."""
+    return all_of(
+        implies(all_of(t.phase >= Phase.PREPARED, t.phase <= Phase.CLEANUP_PREPARED),
+                t.worktree_present),
+        implies(t.exit == Exit.NEEDS_REPAIR,
+                all_of(t.phase >= Phase.WORK_SAVED, t.phase <= Phase.EFFECT_PREPARED)))
+
+
 @lemma("held-exit-has-transaction")
 def held_exit_has_transaction(s: State, i: int, t: TaskState) -> Any:
     """A transaction held off the main line (repair, aborted, upgrade-blocked) has a transaction past absent."""
