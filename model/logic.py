@@ -9,7 +9,8 @@ and ``implies`` from here. Request parameters are always concrete, so code may
 branch on them freely.
 
 The model itself does not import a solver: a symbolic backend registers the
-four primitive constructors with ``use_backend``.
+four primitive constructors with ``use_backend`` (and may offer a fifth,
+``count``, for a sum of conditions it can compare without arithmetic).
 """
 from __future__ import annotations
 
@@ -120,7 +121,16 @@ def ite(c: Any, a: Any, b: Any) -> Any:
 
 
 def count(xs) -> Any:
-    """Number of true terms in ``xs`` (concrete int or solver term)."""
+    """Number of true terms in ``xs`` (concrete int or solver term).
+
+    With a symbolic term among them and a backend offering ``count(known, terms)``, the
+    backend's term: the same number, ``known`` plus the true ones of ``terms``."""
+    xs = list(xs)
+    terms = [x for x in xs if x is not True and x is not False]
+    if terms:
+        native = getattr(_sym(), "count", None)
+        if native is not None:
+            return native(sum(x is True for x in xs), terms)
     total: Any = 0
     for x in xs:
         if x is True:

@@ -79,7 +79,7 @@ def _valve(s, i, t, checks: list, new: TaskState, noop: Any = False):
     done = valve_done(t)
     inert = any_of(done, noop)
     return guarded([(any_of(done, c), code) for c, code in checks],
-                   lambda: ite(inert, s, s.put(i, new)),
+                   lambda: s.put(i, replace(ite(inert, t, new))),
                    kind=ite(inert, D.EVIDENCE_ONLY, D.APPLIED))
 
 

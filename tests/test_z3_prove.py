@@ -180,3 +180,46 @@ def test_contradictory_lemmas_are_refused_not_used_to_prove_everything():
                      lambda s, i, t: all_of(t.attempt == 0, t.attempt == 1))
     with pytest.raises(VacuousProof):
         Prover(Instance.proof(tasks=1), lemmas={"never": never})
+
+
+def test_a_symbolic_count_compared_with_a_number_is_the_sum_it_stands_for():
+    """``count`` under the z3 backend compares as a cardinality constraint: for every
+    comparison and number it is equivalent to the sum of if-then-elses, and it still adds."""
+    import z3
+    from wgk.model.logic import count
+    xs = [z3.Bool(f"count.x{n}") for n in range(4)]
+    with symbolic():
+        for known in ([], [True], [True, False, True]):
+            c = count(known + xs)
+            plain = z3.Sum([z3.IntVal(sum(known))] + [z3.If(x, 1, 0) for x in xs])
+            for k in range(-1, 8):
+                for a, b in ((c == k, plain == k), (c != k, plain != k), (c <= k, plain <= k),
+                             (c < k, plain < k), (c >= k, plain >= k), (c > k, plain > k)):
+                    s = z3.Solver()
+                    s.add(a != b)
+                    assert s.check() == z3.unsat, (known, k, a)
+            s = z3.Solver()
+            s.add(c + 1 != plain + 1)
+            assert s.check() == z3.unsat
+    assert count([True, False, True]) == 2          # concrete: a plain number
+
+
+def test_a_proof_shared_among_processes_reports_what_one_process_does():
+    """``prove(jobs=2)``: the same frames with the same verdicts in the same order, the same
+    base case, and a counterexample found in a forked share comes back decoded."""
+    from wgk.conformance.z3.prove import shares
+    inst = Instance.proof(tasks=1)
+    one, two = prove(inst), prove(inst, jobs=2)
+    key = lambda rep: [(r.invariant, r.transition, r.status, r.solved) for r in rep.results]
+    assert key(one) == key(two) and two.ok
+    assert [(f.invariant, f.status) for f in one.init] == \
+        [(f.invariant, f.status) for f in two.init]
+    assert [(e.transition, e.status) for e in one.enabled] == \
+        [(e.transition, e.status) for e in two.enabled]
+    split = shares(Prover(inst, transitions=()), 2)
+    assert all(split) and sorted(sum(split, [])) == sorted({r.transition for r in one.results})
+    only = ["done-iff-graphsave"]
+    alone, shared = prove(inst, only=only, lemmas={}), prove(inst, only=only, lemmas={}, jobs=2)
+    assert key(alone) == key(shared) and shared.failed()
+    for r in shared.failed():
+        assert r.status == "counterexample" and r.counterexample.step_label.startswith(r.transition)

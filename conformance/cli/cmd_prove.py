@@ -44,7 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="idempotency keys in the journal (default 1: a step reads and writes "
                         "only its own key's entry)")
     p.add_argument("--jobs", type=int, default=2,
-                   help="processes: with 2 the witnesses are searched beside the proofs (default 2)")
+                   help="processes: the proof's transitions are shared among them, and with 2 "
+                        "or more the witnesses are searched beside the proofs (default 2)")
     p.add_argument("--unbounded", action="store_true",
                    help="prove for every graph: check the cutoff theorem's conditions on the "
                         "rules (locality of reads and writes) and prove at the cutoff graph; "
@@ -98,8 +99,8 @@ def _run(args: argparse.Namespace) -> int:
         pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
         pending = pool.submit(witness_reports, goals)
     try:
-        report = prove(inst, only=None if pid is None else [pid], progress=show) \
-            if always else None
+        report = prove(inst, only=None if pid is None else [pid], progress=show,
+                       jobs=args.jobs) if always else None
         found = pending.result() if pool is not None else witness_reports(goals)
     finally:
         if pool is not None:

@@ -10,7 +10,7 @@ from wgk.conformance.z3.unbounded import CUTOFF_INSTANCE, UnboundedReport, prove
 
 
 def run_unbounded(args: argparse.Namespace, pid: str | None, show: Callable[[str], None]) -> int:
-    report = prove_unbounded(only=None if pid is None else [pid], progress=show)
+    report = prove_unbounded(only=None if pid is None else [pid], progress=show, jobs=args.jobs)
     if args.json:
         emit_json(report.to_json())
     else:

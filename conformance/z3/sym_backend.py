@@ -53,6 +53,58 @@ class Z3Backend:
     def not_(self, x: Any) -> Any:
         return z3.BoolRef(z3core.Z3_mk_not(self.ctx.ref(), x.as_ast()), self.ctx)
 
+    def count(self, known: int, terms: list) -> "Count":
+        """``known`` plus the number of true ``terms``: compared with a number, a cardinality
+        constraint (the solver's pseudo-Boolean core) instead of a sum of if-then-elses."""
+        total = z3.Sum([self.term(known)] + [self.ite(x, 1, 0) for x in terms])
+        return Count(total.as_ast(), self.ctx, known, terms)
+
+
+class Count(z3.ArithRef):
+    """A count of Boolean terms (``logic.count``): arithmetic like the sum it is, and compared
+    with a Python int, the equivalent cardinality constraint."""
+
+    def __init__(self, ast: Any, ctx: Any, known: int, terms: list):
+        super().__init__(ast, ctx)
+        self.known, self.terms = known, list(terms)
+
+    def _card(self, op: str, k: int) -> Any:
+        k -= self.known
+        n = len(self.terms)
+        lo, hi = {"==": (k, k), "<=": (0, k), ">=": (k, n)}[op]
+        if lo > hi or hi < 0 or lo > n:
+            return z3.BoolVal(False, self.ctx)
+        parts = []
+        if lo > 0:
+            parts.append(z3.Or(self.terms) if lo == 1 else z3.AtLeast(*self.terms, lo))
+        if hi < n:
+            parts.append(z3.Not(z3.Or(self.terms)) if hi == 0 else z3.AtMost(*self.terms, hi))
+        return z3.And(parts) if parts else z3.BoolVal(True, self.ctx)
+
+    @staticmethod
+    def _number(other: Any) -> bool:
+        return isinstance(other, int) and not isinstance(other, bool)
+
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._card("==", other) if self._number(other) else super().__eq__(other)
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return z3.Not(self._card("==", other)) if self._number(other) else super().__ne__(other)
+
+    def __le__(self, other: Any) -> Any:
+        return self._card("<=", other) if self._number(other) else super().__le__(other)
+
+    def __lt__(self, other: Any) -> Any:
+        return self._card("<=", other - 1) if self._number(other) else super().__lt__(other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._card(">=", other) if self._number(other) else super().__ge__(other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._card(">=", other + 1) if self._number(other) else super().__gt__(other)
+
+    __hash__ = z3.ArithRef.__hash__
+
 
 def _asts(xs: list) -> Any:
     arr = (z3.Ast * len(xs))()

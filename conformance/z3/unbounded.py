@@ -57,7 +57,7 @@ from wgk.conformance.z3.cutoff import (
     check_steps,
     reads_evidence_across_ids, state_properties,
 )
-from wgk.conformance.z3.prove import DOMAIN, ProofReport, Prover
+from wgk.conformance.z3.prove import DOMAIN, ProofReport, prove
 from wgk.conformance.z3.symbolic import BOOL_FIELDS, INT_FIELDS, as_bool, symbolic
 from wgk.conformance.z3.transition import MODEL, Semantics
 from wgk.model.predicates import graph_saved
@@ -177,13 +177,15 @@ def conditions(sem: Semantics = MODEL, progress: Callable[[str], None] | None = 
 
 
 def prove_unbounded(sem: Semantics = MODEL, only: list[str] | None = None,
-                    progress: Callable[[str], None] | None = None) -> UnboundedReport:
-    """The cutoff theorem's conditions, then the proof at the cutoff graph, per property."""
+                    progress: Callable[[str], None] | None = None, jobs: int = 1
+                    ) -> UnboundedReport:
+    """The proof at the cutoff graph (its transitions shared among ``jobs`` processes), then
+    the cutoff theorem's conditions, per property."""
     t0 = time.perf_counter()
+    report = prove(CUTOFF_INSTANCE, sem, only, None, True, progress, jobs=jobs, deps=CUTOFF_DEPS)
     tw, found = conditions(sem, progress)
     if progress:
         progress(f"conditions: {sum(f.ok for f in found)} of {len(found)} hold")
-    report = Prover(CUTOFF_INSTANCE, sem, deps=CUTOFF_DEPS).run(only, True, progress)
     counting = [p.id for p in state_properties() if reads_evidence_across_ids(tw, p)]
     refused = [f"{f.subject} {f.kind}: {f.detail}" for f in found if not f.ok]
     claims = []
