@@ -295,6 +295,10 @@ def test_the_written_witness_reaches_its_cell_on_the_model_and_the_implementatio
         assert problems == [] and set(w["cells"]) <= cells
         assert w in witnesses.load()["witnesses"]
     found: list = []
-    assert witnesses.add_written(found, ["archive/outcome/rejected:candidate-mismatch", "x"],
-                                 loaded) == ["x"]
+    cells = [c for w in written() for c in w["cells"]]
+    assert witnesses.add_written(found, cells + ["x"], loaded) == ["x"]
     assert found == written()
+    found = []
+    assert witnesses.add_written(found, ["archive/outcome/rejected:candidate-mismatch"],
+                                 loaded) == []
+    assert [w["cells"] for w in found] == [["archive/outcome/rejected:candidate-mismatch"]]

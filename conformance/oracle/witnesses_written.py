@@ -8,6 +8,11 @@ and implementation must answer each step alike).
   an archive naming the confirmed (old) digest passes the confirmation check and is
   refused candidate-mismatch (nothing is archived). Two whole completions deep: beyond the
   search's one- and two-step witnesses.
+- The review valve's refusals of a request that is well addressed but incomplete or early,
+  each one step from a state of trace 46 (the Land manifest's valve): FLIP's and the
+  evaluation's verdict missing (``record-flip``/``record-eval`` ``evidence-missing``), a
+  completion before the publication (``complete`` ``illegal-phase-edge``) and one whose
+  outputs no longer resolve (``complete`` ``publication-unverified``).
 """
 from __future__ import annotations
 
@@ -49,9 +54,37 @@ def _archive_of_an_earlier_confirmation() -> dict:
             "cells": ["archive/outcome/rejected:candidate-mismatch"], "steps": steps}
 
 
+VALVE_TRACE = "incident-review-valve-land"
+_WORKER = {"cap": {"graph": "g", "task": "a", "generation": 0, "attempt": 1, "fence": 1,
+                   "lease-epoch": 1}, "token": "tok-a-1"}
+
+
+def _valve(at: int, cell: str, request: dict) -> dict:
+    """One request of the valve on task a, before step ``at`` of trace 46."""
+    kind = cell.split("/", 1)[0]
+    return {"trace": VALVE_TRACE, "at": at, "fork": True, "cells": [cell],
+            "steps": [{"request": {"kind": kind, "task": "a", "key": f"cov-46-{kind}-{at}",
+                                   **request}}]}
+
+
+def _valve_refusals() -> list[dict]:
+    # before step 4: manifest-1 submitted; before 7: FLIP passed it; before 11: the evaluation
+    # passed it (accepted); before 18: manifest-2 published
+    return [
+        _valve(4, "record-flip/outcome/rejected:evidence-missing",
+               {"actor": "validator", "candidate": "manifest-1", "requirements": "req-1"}),
+        _valve(7, "record-eval/outcome/rejected:evidence-missing",
+               {"actor": "evaluator", "candidate": "manifest-1", "requirements": "req-1"}),
+        _valve(11, "complete/outcome/rejected:illegal-phase-edge",
+               {"actor": "worker", **_WORKER, "candidate": "manifest-1", "resolvable": True}),
+        _valve(18, "complete/outcome/rejected:publication-unverified",
+               {"actor": "worker", **_WORKER, "candidate": "manifest-2"}),
+    ]
+
+
 def written() -> list[dict]:
     """Every hand-written witness."""
-    return [_archive_of_an_earlier_confirmation()]
+    return [_archive_of_an_earlier_confirmation(), *_valve_refusals()]
 
 
 __all__ = ["written"]

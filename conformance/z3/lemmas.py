@@ -12,7 +12,8 @@ from wgk.model.invariants import Property
 from wgk.model.logic import all_of, any_of, iff, implies, not_, one_of
 from wgk.model.rules import binding, dirty, has_receipt, receipt_of, reserved, running
 from wgk.model.state import State, TaskState
-from wgk.model.vocab import AttemptState as AS, Exit, Failure, Phase, Receipt
+from wgk.model.rules_review import evaluation_passed, flip_passed
+from wgk.model.vocab import AttemptState as AS, Exit, Failure, Phase, Receipt, ReviewPhase
 
 LEMMAS: dict[str, Property] = {}
 
@@ -134,6 +135,13 @@ def worktree_present_mid_transaction(s: State, i: int, t: TaskState) -> Any:
                 t.worktree_present),
         implies(t.exit == Exit.NEEDS_REPAIR,
                 all_of(t.phase >= Phase.WORK_SAVED, t.phase <= Phase.EFFECT_PREPARED)))
+
+
+@lemma("review-accepted-means-both-passed")
+def review_accepted_means_both_passed(s: State, i: int, t: TaskState) -> Any:
+    """An accepted or published valve holds FLIP's and the evaluation's passes of its exact current manifest."""
+    return implies(one_of(t.review_phase, (ReviewPhase.ACCEPTED, ReviewPhase.PUBLISHED)),
+                   all_of(flip_passed(t), evaluation_passed(t)))
 
 
 @lemma("held-exit-has-transaction")
