@@ -82,6 +82,8 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
     ("world/git.py", "lost = self.uncaptured(wt)"): ("self.uncaptured(wt)", "[]"),
     ("decisions/graph.py", 'bad = names.describe("task", s.name)'): ('names.describe("task", s.name)', "None"),
     ("decisions/review.py", 'return t.review_phase == "done"'): ('t.review_phase == "done"', "False"),
+    ("decisions/review.py", "kept = {k: v for k, v in changed(t, new).items() if k in VALVE_COLUMNS}"):
+        (" if k in VALVE_COLUMNS}", "}"),
     ("decisions/review.py", 'return _write(ctx, replace(t, review_phase="working", review_failure="none", **fields,'):
         ("**_NO_REVIEWS, **_NO_PUBLICATION), same)", "**_NO_PUBLICATION), same)"),
     ("decisions/review.py", 'return _write(ctx, replace(t, review_phase="published", publication=t.manifest,'):
@@ -91,6 +93,10 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
 #: Pytest node ids that also count for a marker (a guard only a real backend exercises),
 #: keyed like ``DISABLE``.
 GUARD_TESTS: dict[tuple[str, str], tuple[str, ...]] = {
+    # defence in depth: no valve rule writes outside the valve's columns, so the write is
+    # checked with one that tries
+    ("decisions/review.py", "kept = {k: v for k, v in changed(t, new).items() if k in VALVE_COLUMNS}"): (
+        "tests/test_impl_review.py::test_a_valve_write_never_reaches_the_attempt_or_its_transaction",),
     # defence in depth: the phase order keeps these states out of every request sequence, so
     # the decision is checked on them directly
     ("decisions/transaction.py", 'return t.receipt("review") == t.binding'): (

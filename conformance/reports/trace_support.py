@@ -32,6 +32,11 @@ def _role_missing(s, r, d, s2) -> bool:
     return not (authenticated(s, r) and role_held(s, r))
 
 
+def _valve_request(s, r, d, s2) -> bool:
+    from wgk.model.vocab import REVIEW_KINDS
+    return r.kind in REVIEW_KINDS
+
+
 def _changed_a_task(s, r, d, s2) -> bool:
     return s2 is not s and bool(pairs(s, s2))
 
@@ -43,6 +48,8 @@ ANTECEDENTS: dict[str, Callable[..., bool]] = {
     "promotion-at-most-once": lambda s, i, t: t.promotions >= 1,
     "compaction-occurrences-counted-once": lambda s, i, t: (
         t.compactions + t.continuations + t.acks + t.provider_failures) > 0,
+    "review-publication-at-most-once": lambda s, i, t: t.publications >= 1,
+    "review-no-event-replaces-source": _valve_request,  # a request of the review valve
     "role-held": _role_missing,                       # a request without the role it claims
     "unchanged-outside-touches": _changed_a_task,     # a request that changed a task
 }

@@ -69,7 +69,8 @@ OBLIGATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (8, "terminal attempts never reopen without an explicit next-attempt request",
      ("terminal-never-resurrects",)),
     (9, "review and publication remain bound to one immutable manifest",
-     ("promotion-needs-review-of-exact-candidate", "candidate-built-on-attempt-base")),
+     ("promotion-needs-review-of-exact-candidate", "candidate-built-on-attempt-base",
+      "review-publication-bound-to-exact-reviews", "review-changed-manifest-invalidates")),
     (10, "graph, registry, telemetry, and TUI are rebuildable projections",
      ("done-iff-graphsave", "ready-iff-dispatch-admitted")),
 )

@@ -13,7 +13,7 @@ contract's order ("Conditions, kind by kind"), then the write.
 from __future__ import annotations
 
 from .decision import Condition as C, Ctx, Outcome, Rule, succeeded
-from ..storage.records import TaskRecord, evolve as replace
+from ..storage.records import VALVE_COLUMNS, TaskRecord, changed, evolve as replace
 from ..contract.vocabulary import APPLIED, EVIDENCE_ONLY
 
 _NO_REVIEWS = dict(flip="absent", flip_manifest=None, flip_requirements=None,
@@ -53,7 +53,11 @@ def _write(ctx: Ctx, new: TaskRecord, same: bool = False) -> Outcome:
     t = ctx.record
     if _done(t) or same:
         return succeeded(ctx, t, kind=EVIDENCE_ONLY)
-    return succeeded(ctx, new, kind=APPLIED)
+    # only the valve's own columns are written: never the attempt, its owner, its leases,
+    # its transaction or the target's receipts
+    # guards: review-no-event-replaces-source
+    kept = {k: v for k, v in changed(t, new).items() if k in VALVE_COLUMNS}
+    return succeeded(ctx, replace(t, **kept), kind=APPLIED)
 
 
 # --- conditions ----------------------------------------------------------------------------
@@ -86,19 +90,23 @@ def flip_passed(ctx: Ctx) -> bool:
 
 def both_reviews_passed(ctx: Ctx) -> bool:
     t = ctx.record
-    # guards: review-nonpassing-eval-cannot-publish
     return _done(t) or (_flip_passed(t) and _evaluation_passed(t))
 
 
 def accepted(ctx: Ctx) -> bool:
+    # the evaluation's pass of the exact current manifest (after FLIP's) is what accepts it
+    # guards: review-nonpassing-eval-cannot-publish, review-publication-bound-to-exact-reviews
     return _done(ctx.record) or ctx.record.review_phase == "accepted"
 
 
 def the_integrated_main_is_observed(ctx: Ctx) -> bool:
     """A Land manifest lands only on the main it integrated; Report and Explore read no main."""
     t = ctx.record
+    # guards: review-explore-publishes-without-git
+    if t.contract != "land":
+        return True
     # guards: review-stale-main-cannot-land
-    return _done(t) or t.contract != "land" or ctx.request.base == t.manifest_main
+    return _done(t) or ctx.request.base == t.manifest_main
 
 
 def the_publication_is_verified(ctx: Ctx) -> bool:

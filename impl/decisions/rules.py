@@ -63,7 +63,7 @@ def token_failure(ctx: Ctx) -> str | None:
     r, kept = ctx.request, ctx.record.token_hash
     if not r.needs_token:
         return None
-    # guards: token-required, continuation-needs-token
+    # guards: token-required, continuation-needs-token, review-one-source-owner
     if kept is None or r.token_hash is None or not hmac.compare_digest(kept, r.token_hash):
         return "token-mismatch"
     return None
