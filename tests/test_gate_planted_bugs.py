@@ -6,12 +6,12 @@ on a few traces and must fail in the section that sees the bug.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import wgk.impl.decisions.rules as rules
+from wgk.impl.storage.records import evolve as replace
 from wgk.conformance.reports import gate
 from wgk.conformance.check.explore import Instance
 

@@ -7,6 +7,7 @@ from wgk.conformance.reports import gate, gate_real
 
 def test_the_gates_races_run_two_land_workers_on_real_git(monkeypatch):
     monkeypatch.setattr(gate_real, "RACES", ())
+    monkeypatch.setattr(gate_real, "DEPENDENCY_RACES", ())
     monkeypatch.setitem(gate.BUDGETS, "quick", {"races": {"processes": 2, "rounds": 1, "lands": 1}})
     [check] = gate_real.race_checks("quick", None)
     assert check.verdict == "pass", check.detail
@@ -18,6 +19,7 @@ def test_the_gates_races_run_two_land_workers_on_real_git(monkeypatch):
 
 def test_without_lands_in_the_budget_no_land_race_runs(monkeypatch):
     monkeypatch.setattr(gate_real, "RACES", ())
+    monkeypatch.setattr(gate_real, "DEPENDENCY_RACES", ())
     monkeypatch.setitem(gate.BUDGETS, "quick", {"races": {"processes": 2, "rounds": 1}})
     assert gate_real.race_checks("quick", None) == []
 

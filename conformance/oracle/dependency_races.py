@@ -67,7 +67,7 @@ def _complete(k: Kernel, world: MemoryWorld, task: str) -> None:
             apply_env(k, {"env": "edit", "task": task, "content": work})
         answer = k.handle(step)
         if answer.get("decision") != "applied":
-            raise RuntimeError(f"setting up {task}: {step['kind']}: {answer}")
+            raise SetupRefused(f"setting up {task}: {step['kind']}: {answer}")
 
 
 def _prepare(k: Kernel, world: MemoryWorld, name: str, processes: int, rounds: int) -> None:
@@ -106,6 +106,11 @@ def _worker(db: str, world: MemoryWorld, name: str, i: int, rounds: int, barrier
         k.close()
 
 
+class SetupRefused(Exception):
+    """The kernel refused a step of the race's setup that the model applies: a failure of
+    the implementation (the race's first problem), not an error of the harness."""
+
+
 def dependency_race(dsn: str | None, name: str, *, processes: int = 4,
                     rounds: int = 10) -> RaceResult:
     """Run one of ``DEPENDENCY_RACES`` on SQLite (``dsn`` None) or the PostgreSQL at ``dsn``."""
@@ -116,9 +121,14 @@ def dependency_race(dsn: str | None, name: str, *, processes: int = 4,
     with fresh_database(dsn) as db:
         world = MemoryWorld.create(target="main-0")
         k = Kernel(db, world.environment())
-        _prepare(k, world, name, processes, rounds)
-        head = k.ledger_head()
-        k.close()
+        try:
+            _prepare(k, world, name, processes, rounds)
+        except SetupRefused as e:
+            result.problems.append(str(e))
+            return result
+        finally:
+            head = k.ledger_head()
+            k.close()
         t0 = time.perf_counter()
         answers = _run(db, world, name, processes, rounds)
         result.seconds = time.perf_counter() - t0

@@ -455,68 +455,68 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "reopen-fences-dependents", REOPEN_INSTANCE, 14,
         rules={K.PREPARE_EFFECT: _effect_after_redone_dependency}),
     Mutant(
-        "publication-counted-twice", (45,),
+        "publication-counted-twice", (46,),
         "A publication is accepted again after the first and counted on top of it: the "
         "reviewed outputs are published twice.",
         "review-publication-at-most-once", VALVE_INSTANCE, 7,
         rules={K.PUBLISH: with_update(K.PUBLISH, task_update(_count_again))}),
     Mutant(
-        "publication-of-named-manifest", (45,),
+        "publication-of-named-manifest", (46,),
         "The publication records whatever manifest the promoter names, without checking it is "
         "the task's reviewed one.",
         "review-publication-bound-to-exact-reviews", VALVE_INSTANCE, 5,
         rules={K.PUBLISH: _publish_named}),
     Mutant(
-        "complete-before-publication", (45,),
+        "complete-before-publication", (46,),
         "Completion does not wait for the publication: a valve whose reviews passed is Done "
         "with nothing published.",
         "review-done-is-exact-universal-review", VALVE_INSTANCE, 5,
         rules={K.COMPLETE: without_checks(K.COMPLETE, Code.ILLEGAL_PHASE_EDGE,
                                           Code.PUBLICATION_UNVERIFIED)}),
     Mutant(
-        "new-manifest-keeps-reviews", (45,),
+        "new-manifest-keeps-reviews", (46,),
         "A new manifest keeps the reviews of the one it replaces: the reviewers passed "
         "outputs that are not the ones submitted.",
         "review-changed-manifest-invalidates", VALVE_INSTANCE, 5,
         rules={K.SUBMIT_MANIFEST: with_update(K.SUBMIT_MANIFEST, task_update(_keep_reviews))}),
     Mutant(
-        "land-on-moved-main", (45,),
+        "land-on-moved-main", (46,),
         "The publication of a Land manifest does not compare the main it observed with the "
         "one the manifest integrated: a stale main lands.",
         "review-stale-main-cannot-land", VALVE_ENV_INSTANCE, 6,
         rules={K.PUBLISH: without_checks(K.PUBLISH, Code.MAIN_MOVED)}),
     Mutant(
-        "publish-before-evaluation", (45,),
+        "publish-before-evaluation", (46,),
         "A publication needs only FLIP's pass: an evaluation that rejected, was unavailable or "
         "never ran does not stop it.",
         "review-nonpassing-eval-cannot-publish", VALVE_INSTANCE, 4,
         rules={K.PUBLISH: without_checks(K.PUBLISH, Code.ILLEGAL_PHASE_EDGE,
                                          Code.REVIEW_NOT_PASSED)}),
     Mutant(
-        "failure-after-done", (45,),
+        "failure-after-done", (46,),
         "A failure report after completion fails the valve: terminal success is revoked.",
         "review-terminal-success-inert", VALVE_INSTANCE, 7,
         rules={K.FAIL_REVIEW: _fail_review_after_done}),
     Mutant(
-        "retry-review-replaces-worker", (45,),
+        "retry-review-replaces-worker", (46,),
         "The operator's retry of a blocked valve closes the source worker's attempt instead of "
         "returning the review to it.",
         "review-no-event-replaces-source", VALVE_INSTANCE, 3,
         rules={K.RETRY_REVIEW: with_update(K.RETRY_REVIEW, task_update(_replace_worker))}),
     Mutant(
-        "manifest-without-token", (45,),
+        "manifest-without-token", (46,),
         "The kernel does not ask for the attempt's token: anyone holding the worker's role and "
         "the public K submits a manifest for the source worker.",
         "review-one-source-owner", Instance(tasks=1, groups=("core", "valve", "intruder")), 2,
         patches=((kernel, "token_presented", _token_not_asked),)),
     Mutant(
-        "unavailable-reviewer-blocks", (45,),
+        "unavailable-reviewer-blocks", (46,),
         "An unavailable reviewer is taken for a rejection: the valve is blocked as if the work "
         "had been rejected.",
         "review-unavailable-is-not-rejection", VALVE_INSTANCE, 3,
         patches=((rules_review, "review_phase_of", _unavailable_blocks),)),
     Mutant(
-        "explore-reads-main", (45,),
+        "explore-reads-main", (46,),
         "Every contract's publication compares the observed main with the integrated one: an "
         "Explore or Report manifest is refused because git main moved.",
         "review-explore-publishes-without-git", VALVE_INSTANCE, 5,
