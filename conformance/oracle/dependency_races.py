@@ -18,13 +18,14 @@ Afterwards the ledger verifies, the audit and the rebuild are clean.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import time
 
 from wgk.impl import Kernel, MemoryWorld, TaskPolicy
 from wgk.impl.protocol.world_steps import apply_env
 
-from wgk.conformance.oracle.races import RaceResult, _owner, _slow_effects, _token, fresh_database
+from wgk.conformance.oracle.races import (
+    RaceResult, _owner, _slow_effects, _token, fresh_database, run_rounds,
+)
 
 DEPENDENCY_RACES = ("reopen-racing-admission", "crossed-batches")
 _BEARERS = ("worker", "wrapper", "broker")
@@ -130,7 +131,7 @@ def dependency_race(dsn: str | None, name: str, *, processes: int = 4,
             head = k.ledger_head()
             k.close()
         t0 = time.perf_counter()
-        answers = _run(db, world, name, processes, rounds)
+        answers = run_rounds(_worker, (db, world, name), processes, rounds)
         result.seconds = time.perf_counter() - t0
         _judge(result, answers)
         k = Kernel(db, world.environment())
@@ -139,26 +140,6 @@ def dependency_race(dsn: str | None, name: str, *, processes: int = 4,
         finally:
             k.close()
     return result
-
-
-def _run(db: str, world, name: str, processes: int, rounds: int) -> dict:
-    ctx = multiprocessing.get_context("fork")
-    barrier, out = ctx.Barrier(processes), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(db, world, name, i, rounds, barrier, out))
-             for i in range(processes)]
-    for p in procs:
-        p.start()
-    answers: dict[tuple[int, int], object] = {}
-    try:
-        while len(answers) < processes * rounds:
-            r, i, answer = out.get(timeout=180)
-            answers[(r, i)] = answer
-    finally:
-        for p in procs:
-            p.join(timeout=30)
-            if p.is_alive():
-                p.kill()
-    return answers
 
 
 def _label(a: dict) -> str:

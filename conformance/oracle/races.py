@@ -158,7 +158,7 @@ def race(dsn: str | None, name: str, *, processes: int = 8, rounds: int = 100,
         head = k.ledger_head()
         k.close()
         t0 = time.perf_counter()
-        answers = _run_workers(db, world, name, processes, rounds, row_locks)
+        answers = run_rounds(_worker, (db, world, name), processes, rounds, (row_locks,))
         result.seconds = time.perf_counter() - t0
         winners = _judge(result, answers)
         k = Kernel(db, world.environment())
@@ -169,12 +169,12 @@ def race(dsn: str | None, name: str, *, processes: int = 8, rounds: int = 100,
     return result
 
 
-def _run_workers(db: str, world, name: str, processes: int, rounds: int,
-                 row_locks: bool = True) -> dict:
+def run_rounds(worker, head: tuple, processes: int, rounds: int, tail: tuple = ()) -> dict:
+    """Fork ``processes`` workers, each called ``worker(*head, i, rounds, barrier, out, *tail)``
+    and putting ``(round, i, answer)`` on ``out``; every answer by (round, worker)."""
     ctx = multiprocessing.get_context("fork")
     barrier, out = ctx.Barrier(processes), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(db, world, name, i, rounds, barrier, out,
-                                               row_locks))
+    procs = [ctx.Process(target=worker, args=(*head, i, rounds, barrier, out, *tail))
              for i in range(processes)]
     for p in procs:
         p.start()
