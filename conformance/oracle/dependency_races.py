@@ -24,7 +24,7 @@ from wgk.impl import Kernel, MemoryWorld, TaskPolicy
 from wgk.impl.protocol.world_steps import apply_env
 
 from wgk.conformance.oracle.races import (
-    RaceResult, _owner, _slow_effects, _token, fresh_database, run_rounds,
+    RaceResult, _owner, _slow_effects, _token, audit_and_rebuild, fresh_database, run_rounds,
 )
 
 DEPENDENCY_RACES = ("reopen-racing-admission", "crossed-batches")
@@ -177,12 +177,7 @@ def _check_ledger(result: RaceResult, k: Kernel, head: int) -> None:
     verdict = k.verify_ledger()
     if not verdict.ok:
         result.problems.append(f"ledger: {verdict.problem}")
-    audit = k.audit()
-    if not audit.ok:
-        result.problems.append(f"audit: {audit.findings[0].to_json()}")
-    rebuilt = k.rebuild()
-    if not rebuilt.ok:
-        result.problems.append(f"rebuild: {rebuilt.differences[:1]}")
+    audit_and_rebuild(result, k)
     if result.race != "reopen-racing-admission":
         return
     reopened: dict[str, int] = {}               # dependency -> the seq of its reopen

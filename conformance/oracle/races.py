@@ -211,6 +211,16 @@ def _judge(result: RaceResult, answers: dict) -> dict[int, int]:
     return winners
 
 
+def audit_and_rebuild(result: RaceResult, k: Kernel) -> None:
+    """After a race: the audit finds nothing and the tables rebuild from the ledger."""
+    audit = k.audit()
+    if not audit.ok:
+        result.problems.append(f"audit: {audit.findings[0].to_json()}")
+    rebuilt = k.rebuild()
+    if not rebuilt.ok:
+        result.problems.append(f"rebuild: {rebuilt.differences[:1]}")
+
+
 def _check_after(result: RaceResult, k: Kernel, head: int, winners: dict[int, int]) -> None:
     verdict = k.verify_ledger()
     decided = result.processes * result.rounds
@@ -221,12 +231,7 @@ def _check_after(result: RaceResult, k: Kernel, head: int, winners: dict[int, in
                                 (head,)).fetchone()[0]
         if events != decided:               # (a number a rolled-back try took is 'skipped')
             result.problems.append(f"ledger: {events} events for {decided} decisions")
-    audit = k.audit()
-    if not audit.ok:
-        result.problems.append(f"audit: {audit.findings[0].to_json()}")
-    rebuilt = k.rebuild()
-    if not rebuilt.ok:
-        result.problems.append(f"rebuild: {rebuilt.differences[:1]}")
+    audit_and_rebuild(result, k)
     tasks = k.project_tasks([f"t{r}" for r in winners])
     for r, i in winners.items():
         problem = _outcome_problem(result.race, tasks[f"t{r}"], i)
