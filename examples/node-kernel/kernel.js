@@ -4,11 +4,14 @@
 //
 //   wgk gate --quick --external 'node examples/node-kernel/kernel.js'
 //
-// It declares a subset of the kinds (dispatch, heartbeat, message, fail): admission of an
-// attempt (a retry after a failed one within the task's retry budget, none after a semantic
-// failure), its capability token, the first terminal report, evidence by id, the journal. Everything it must
-// not lose is one append-only log in the storage directory, fsynced before each answer;
-// recover replays the log. Each appended record is a durable boundary (crash-after).
+// It declares a subset of the kinds: admission of an attempt (a retry after a failed or lost one
+// within the task's retry budget, none after a semantic failure), its capability token, the
+// evidence kinds, the first terminal report, the SaveTransaction from submit through
+// graph-saved (with its side exits), declare-lost, the journal, and the environment steps of
+// its own world, convergence included. Everything it must not lose is one append-only log in
+// the storage directory, fsynced before each answer; recover replays the log. Each appended
+// record is a durable boundary (crash-after): one per decided request, so every phase of a
+// transaction is its own durable step.
 // No package is needed.
 'use strict';
 
@@ -18,15 +21,52 @@ const crypto = require('crypto');
 const readline = require('readline');
 
 const PROTOCOL = 'wgk-conformance/2';
-const KINDS = ['dispatch', 'heartbeat', 'message', 'fail'];
-const ENV = ['tick', 'owner-dies'];
-const AUTHORITY = {dispatch: ['daemon'], heartbeat: ['worker', 'wrapper'], message: null,
-  fail: ['worker', 'wrapper']};
+const EVIDENCE_KINDS = ['heartbeat', 'heartbeat-timeout', 'observe-eof', 'probe-owner', 'compaction',
+  'ack-continuation', 'provider-failure', 'message', 'ownership-contention'];
+const PHASES = ['absent', 'prepared', 'quiescing', 'work-saved', 'candidate-sealed', 'validated',
+  'awaiting-acceptance', 'accepted', 'disposition-recorded', 'effect-prepared', 'effect-committed',
+  'cleanup-prepared', 'cleanup-committed', 'graph-saved'];
+// the main-line edges: kind -> [from phases, to phase] (docs/vocabulary.md, "Legal main-line edges")
+const EDGES = {
+  submit: [['absent'], 'prepared'], quiesce: [['prepared'], 'quiescing'],
+  'save-work': [['quiescing'], 'work-saved'], 'seal-candidate': [['work-saved'], 'candidate-sealed'],
+  validate: [['candidate-sealed'], 'validated'], 'request-review': [['validated'], 'awaiting-acceptance'],
+  accept: [['validated', 'awaiting-acceptance'], 'accepted'],
+  'record-disposition': [['accepted'], 'disposition-recorded'],
+  'prepare-effect': [['disposition-recorded'], 'effect-prepared'],
+  'commit-effect': [['effect-prepared'], 'effect-committed'],
+  'prepare-cleanup': [['effect-committed'], 'cleanup-prepared'],
+  'commit-cleanup': [['cleanup-prepared'], 'cleanup-committed'],
+  'save-graph': [['cleanup-committed'], 'graph-saved'],
+};
+const CAS_KINDS = [...Object.keys(EDGES), 'mark-repair', 'revise', 'block-upgrade'];
+const KINDS = ['dispatch', 'fail', 'declare-lost', ...EVIDENCE_KINDS, ...CAS_KINDS];
+const ENV = ['tick', 'owner-dies', 'pid-reuse', 'edit', 'move-target', 'converge'];
+const OWN = ['worker', 'wrapper'];
+const AUTHORITY = {
+  dispatch: ['daemon'], heartbeat: OWN, 'heartbeat-timeout': ['daemon', 'process-observer'],
+  'observe-eof': ['process-observer', 'wrapper'], 'probe-owner': ['daemon', 'process-observer'],
+  compaction: ['wrapper'], 'ack-continuation': ['wrapper'], 'provider-failure': ['daemon', 'wrapper'],
+  message: null, 'ownership-contention': null, fail: OWN, 'declare-lost': ['daemon'],
+  submit: ['broker', ...OWN], quiesce: ['daemon', 'wrapper'], 'save-work': ['daemon', 'wrapper'],
+  'seal-candidate': ['daemon'], validate: ['validator'], 'request-review': ['daemon'],
+  accept: ['daemon', 'evaluator'], 'record-disposition': ['broker', 'daemon', ...OWN],
+  'prepare-effect': ['daemon', 'promoter'], 'commit-effect': ['daemon', 'promoter'],
+  'prepare-cleanup': ['cleanup', 'daemon'], 'commit-cleanup': ['cleanup', 'daemon'],
+  'save-graph': ['daemon'], 'mark-repair': ['daemon'], revise: ['operator', 'worker'],
+  'block-upgrade': ['daemon'],
+};
 const OWN_PROCESS = ['worker', 'wrapper', 'broker'];
-const K_KINDS = ['heartbeat', 'fail'];
+// the kinds marked K: every kind of this kernel but dispatch, message and ownership-contention
+const NOT_K = ['dispatch', 'message', 'ownership-contention'];
 const FAILURES = ['none', 'nothing-saved', 'zero-progress', 'provider', 'semantic'];
 const DEFAULT_RETRY_BUDGET = 2;
 const HOLDS = ['assignment-required', 'dependency-not-done'];
+const RECEIPTS = ['work-save', 'candidate', 'validation', 'review', 'disposition', 'effect', 'cleanup',
+  'graph-save'];
+const MAX_ROUNDS = 64;
+// the name grammar (docs/vocabulary.md, "Names")
+const NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
 const sha256 = (s) => crypto.createHash('sha256').update(s).digest('hex');
 const same = (a, b) => typeof a === 'string' && typeof b === 'string' && a.length === b.length &&
@@ -38,9 +78,29 @@ const byPair = ([k1, i1], [k2, i2]) => (k1 < k2 ? -1 : k1 > k2 ? 1 : i1 < i2 ? -
 function canonical(v) {
   if (Array.isArray(v)) return '[' + v.map(canonical).join(',') + ']';
   if (v && typeof v === 'object') {
-    return '{' + Object.keys(v).sort().map((k) => JSON.stringify(k) + ':' + canonical(v[k])).join(',') + '}';
+    return '{' + Object.keys(v).filter((k) => v[k] !== undefined).sort()
+      .map((k) => JSON.stringify(k) + ':' + canonical(v[k])).join(',') + '}';
   }
   return JSON.stringify(v);
+}
+
+// A protected path pattern (docs/vocabulary.md, "Protected paths") as a matcher of one path.
+function protectedMatcher(pattern) {
+  const segs = pattern.split('/');
+  const one = (seg, part) => {
+    const re = '^' + seg.split('').map((c) => (c === '*' ? '[^/]*' : c === '?' ? '[^/]'
+      : c.replace(/[\\^$.|+()[\]{}]/g, '\\$&'))).join('') + '$';
+    return new RegExp(re).test(part);
+  };
+  const match = (si, parts, pi) => {
+    if (si === segs.length) return pi === parts.length;
+    if (segs[si] === '**') {
+      for (let k = pi; k <= parts.length; k++) if (match(si + 1, parts, k)) return true;
+      return false;
+    }
+    return pi < parts.length && one(segs[si], parts[pi]) && match(si + 1, parts, pi + 1);
+  };
+  return (p) => match(0, p.split('/'), 0);
 }
 
 class Kernel {
@@ -69,16 +129,31 @@ class Kernel {
     this.issued = head.issued || {};               // sha256(credential) -> principal
     this.closed = Array.isArray(g.principals);
     this.roles = {};
-    for (const p of g.principals || []) this.roles[p.name] = p.roles || [];
-    this.dead = {};                                 // "pid:birth" -> true (the world)
+    this.daemon = null;                             // who sends the daemon's convergence
+    for (const p of g.principals || []) {
+      this.roles[p.name] = p.roles || [];
+      if (this.daemon === null && (p.roles || []).includes('daemon')) this.daemon = p.name;
+    }
+    this.protect = (g['protected-paths'] || []).map(protectedMatcher);
+    this.marked = {};                               // content id -> it touches a protected path
     this.journal = {};
     this.tasks = {};
+    this.order = [];
     for (const t of g.tasks) {
+      this.order.push(t.name);
       this.tasks[t.name] = {
         deps: t.deps || [], requiresAssignment: !!t['requires-assignment'],
-        attempt: 0, fence: 0, leaseEpoch: 0, state: 'none', owner: null, tokenHash: null,
-        worktree: null, evidence: [], messages: 0, failure: 'none', retries: 0,
+        reviewRequired: !!t['review-required'],
         retryBudget: t['retry-budget'] === undefined ? DEFAULT_RETRY_BUDGET : t['retry-budget'],
+        attempt: 0, fence: 0, leaseEpoch: 0, state: 'none', failure: 'none', retries: 0,
+        owner: null, procBirth: 0, ownerSeen: 'unverified', tokenHash: null,
+        leases: {worktree: false, session: false, finish: false},
+        worktree: {present: false, content: null, origin: null}, builtOn: null, worktreeBase: null,
+        phase: 'absent', exit: 'none', reason: 'none', revision: 0, candidate: null, base: null,
+        version: 0, disposition: 'none', receipts: {}, savedWork: null, retained: null,
+        retainedBase: null, imported: null, promotions: 0, effectDone: false, deadline: 0,
+        counters: {compactions: 0, continuations: 0, acks: 0, 'provider-failures': 0, messages: 0, logs: 0},
+        evidence: [],
       };
     }
   }
@@ -144,6 +219,8 @@ class Kernel {
       if (old.digest === digest) return {decision: 'duplicate', original: old.decision};
       return {decision: 'rejected', code: 'idempotency-conflict'};
     }
+    // (1b) names outside the grammar: rejected, not journaled, nothing changed
+    if (!this.named(r)) return {decision: 'rejected', code: 'bad-name'};
     const decision = this.rule(r, principal);
     if (decision.decision === 'rejected' && HOLDS.includes(decision.code)) return decision;
     this.journal[jkey] = {digest, decision};
@@ -151,6 +228,14 @@ class Kernel {
     return decision;
   }
 
+  named(r) {
+    const cap = r.cap && typeof r.cap === 'object' ? r.cap : {};
+    const names = [r.task, cap.graph, cap.task, r.imports, r.candidate, r.base];
+    return names.every((n) => n === undefined || n === null || (typeof n === 'string' && NAME.test(n)));
+  }
+
+  // checks (2) to (5) of "Order of checks", then the kind's own conditions; a rejection
+  // changes nothing (the state is only written once every check passed)
   rule(r, principal) {
     const reject = (code) => ({decision: 'rejected', code});
     if (principal && !(this.roles[principal] || []).includes(r.actor)) return reject('role-not-held');
@@ -159,117 +244,496 @@ class Kernel {
     if (allowed && !allowed.includes(r.actor)) return reject('not-authorized');
     const t = this.tasks[r.task];
     if (!t) return reject('unknown-task');
-    if (K_KINDS.includes(r.kind)) {
+    if (!NOT_K.includes(r.kind)) {
       const cap = r.cap || {};
-      if (cap.graph !== this.graph.id || cap.task !== r.task || t.attempt === 0) return reject('unknown-attempt');
+      if (cap.graph !== this.graph.id || cap.task !== r.task) return reject('stale-capability');
+      if (t.state === 'none') return reject('unknown-attempt');
       if (cap.generation !== 0 || cap.attempt !== t.attempt || cap.fence !== t.fence ||
           cap['lease-epoch'] !== t.leaseEpoch) return reject('stale-capability');
       if (OWN_PROCESS.includes(r.actor) && !(t.tokenHash && same(r['token-hash'], t.tokenHash))) {
         return reject('token-mismatch');
       }
     }
+    if (CAS_KINDS.includes(r.kind)) {
+      if (t.state !== 'running') return reject('terminal-already');
+      const visible = t.exit !== 'none' ? t.exit : t.phase;
+      if (r['expected-phase'] !== visible || r['expected-revision'] !== t.revision) return reject('cas-moved');
+      const edge = EDGES[r.kind];
+      if (edge && !(t.exit === 'none' && edge[0].includes(t.phase))) return reject('illegal-phase-edge');
+      return this.transaction(t, r);
+    }
     if (r.kind === 'dispatch') return this.dispatch(t, r);
-    if (r.kind === 'heartbeat') {
-      this.evidence(t, 'heartbeat', r.evidence);
-      return {decision: 'evidence-only'};
-    }
-    if (r.kind === 'message') {
-      if (this.evidence(t, 'message', r.evidence) && t.state === 'running') t.messages += 1;
-      return {decision: 'evidence-only'};
-    }
     if (r.kind === 'fail') return this.fail(t, r);
-    return reject('not-authorized');
+    if (r.kind === 'declare-lost') return this.declareLost(t);
+    return this.report(t, r);
   }
 
-  evidence(t, kind, id) {
-    if (t.evidence.some(([k, i]) => k === kind && i === id)) return false;
+  seen(t, kind, id) { return t.evidence.some(([k, i]) => k === kind && i === id); }
+
+  note(t, kind, id) {
+    if (this.seen(t, kind, id)) return false;
     t.evidence.push([kind, id]);
     return true;
   }
 
-  // The first terminal report wins: a running attempt fails (why: its failure); a report on
-  // an attempt already failed is evidence only.
+  alive(t) { return t.owner !== null && t.owner.birth !== 0 && t.procBirth === t.owner.birth; }
+
+  // the evidence kinds (docs/vocabulary.md, "What a report records and may change")
+  report(t, r) {
+    const running = t.state === 'running';
+    const fresh = !this.seen(t, r.kind, r.evidence);
+    const evidenceOnly = {decision: 'evidence-only'};
+    switch (r.kind) {
+      case 'heartbeat': case 'ownership-contention':
+        this.note(t, r.kind, r.evidence);
+        return evidenceOnly;
+      case 'heartbeat-timeout': case 'observe-eof':
+        if (running && t.ownerSeen !== 'dead') t.ownerSeen = 'suspect';
+        this.note(t, r.kind, r.evidence);
+        return evidenceOnly;
+      case 'probe-owner': {
+        const alive = this.alive(t);
+        const provesDeath = running && !alive && t.ownerSeen !== 'dead';
+        if (running) t.ownerSeen = alive ? 'live' : 'dead';
+        if (provesDeath) t.deadline = this.now + 1;
+        this.note(t, r.kind, r.evidence);
+        return provesDeath ? {decision: 'applied'} : evidenceOnly;
+      }
+      case 'compaction': {
+        const continues = fresh && running && t.phase === 'absent';
+        this.note(t, r.kind, r.evidence);
+        if (continues) this.note(t, 'continuation', r.evidence);
+        if (fresh) t.counters.compactions += 1;
+        if (continues) t.counters.continuations += 1;
+        return fresh ? {decision: 'applied'} : evidenceOnly;
+      }
+      case 'ack-continuation':
+        if (!this.seen(t, 'continuation', r.evidence)) return {decision: 'rejected', code: 'unknown-occurrence'};
+        this.note(t, r.kind, r.evidence);
+        if (fresh) t.counters.acks += 1;
+        return fresh ? {decision: 'applied'} : evidenceOnly;
+      case 'provider-failure':
+        this.note(t, r.kind, r.evidence);
+        if (fresh) t.counters['provider-failures'] += 1;
+        return fresh ? {decision: 'applied'} : evidenceOnly;
+      case 'message':
+        if (this.note(t, r.kind, r.evidence) && running) t.counters.messages += 1;
+        return evidenceOnly;
+      default:
+        return {decision: 'rejected', code: 'not-authorized'};
+    }
+  }
+
+  // --- closing and opening attempts ---------------------------------------------------------
+  dirty(t) { return t.worktree.present && t.worktree.content !== t.worktree.origin; }
+
+  // the attempt is over: its work retained, its leases released, its owner no longer tracked
+  close(t, outcome) {
+    const dirty = this.dirty(t);
+    const retained = dirty ? t.worktree.content : t.savedWork !== null ? t.savedWork : t.retained;
+    const retainedBase = dirty ? t.builtOn : t.savedWork !== null ? t.base : t.retainedBase;
+    t.retained = retained;
+    t.retainedBase = retainedBase;
+    t.state = outcome;
+    this.release(t);
+  }
+
+  release(t) {
+    t.leases = {worktree: false, session: false, finish: false};
+    t.deadline = 0;
+    t.owner = null;
+    t.ownerSeen = 'unverified';
+    t.procBirth = 0;
+  }
+
+  // The first terminal report wins: a running attempt with no completion in flight fails
+  // (why: its failure); any other report is evidence only.
   fail(t, r) {
-    const failure = r.failure === undefined ? 'none' : r.failure;
-    this.evidence(t, 'fail', r.evidence);
-    if (t.state !== 'running') return {decision: 'evidence-only'};
-    t.state = 'failed';
-    t.failure = failure;
+    const first = t.state === 'running' && t.phase === 'absent';
+    this.note(t, 'fail', r.evidence);
+    if (!first) return {decision: 'evidence-only'};
+    this.close(t, 'failed');
+    t.failure = r.failure === undefined ? 'none' : r.failure;
     return {decision: 'applied'};
   }
 
-  // Why a task whose last attempt failed cannot be dispatched again (null: it can, as a retry).
+  declareLost(t) {
+    if (t.state !== 'running') return {decision: 'rejected', code: 'terminal-already'};
+    if (t.ownerSeen !== 'dead') return {decision: 'rejected', code: 'owner-not-proven-dead'};
+    if (t.phase !== 'absent') return {decision: 'rejected', code: 'terminal-already'};
+    this.close(t, 'lost');
+    return {decision: 'applied'};
+  }
+
+  afterFailure(t) { return t.attempt !== 0 && (t.state === 'failed' || t.state === 'lost'); }
+
+  // Why a task whose last attempt failed or was lost cannot be dispatched again (null: it
+  // can, as a retry).
   held(t) {
-    if (t.state !== 'failed') return null;
+    if (!this.afterFailure(t)) return null;
     if (t.failure === 'semantic') return 'repair-required';
     if (t.retries >= t.retryBudget) return 'retry-budget-spent';
     return null;
   }
 
+  graphSaved(t) {
+    return t.phase === 'graph-saved' && t.exit === 'none' && t.fence !== 0 &&
+      !!t.receipts['graph-save'] && t.receipts['graph-save'].fence === t.fence;
+  }
+
+  depsDone(t) { return t.deps.every((d) => this.graphSaved(this.tasks[d])); }
+
   dispatch(t, r) {
     const reject = (code) => ({decision: 'rejected', code});
+    if (this.graphSaved(t)) return reject('terminal-already');
+    if (t.exit !== 'none') return reject('held');
     if (t.requiresAssignment) return reject('assignment-required');
-    if (t.deps.length) return reject('dependency-not-done');     // no task of this kernel is Done
+    if (!this.depsDone(t)) return reject('dependency-not-done');
     if (r['expected-attempt'] !== t.attempt) return reject('cas-moved');
     if (t.state === 'running') return reject('attempt-live');
     const held = this.held(t);
     if (held) return reject(held);
-    if (r.imports) return reject('nothing-retained');
+    if (r.imports) {
+      if (t.retained === null) return reject('nothing-retained');
+      if (r.imports !== t.retained) return reject('candidate-mismatch');
+    }
     const o = r.owner || {};
-    if (t.state === 'failed') t.retries += 1;        // an automatic retry of this generation
-    t.failure = 'none';
-    t.attempt += 1; t.fence += 1; t.leaseEpoch += 1;
-    t.state = 'running';
-    t.owner = {pid: o.pid, birth: o.birth, session: o.session === undefined ? null : o.session,
-      'wrapper-epoch': o['wrapper-epoch'] || 1, 'child-epoch': o['child-epoch'] || 1};
-    t.tokenHash = r.mint || null;
-    t.worktree = this.target;
+    if (this.afterFailure(t)) t.retries += 1;       // an automatic retry of this generation
+    const start = r.imports ? r.imports : this.target;
+    const builtOn = r.imports ? (t.retainedBase !== null ? t.retainedBase : this.target) : this.target;
+    Object.assign(t, {
+      attempt: t.attempt + 1, fence: t.fence + 1, leaseEpoch: t.leaseEpoch + 1, state: 'running',
+      failure: 'none', tokenHash: r.mint || null, ownerSeen: 'unverified',
+      owner: {pid: o.pid, birth: o.birth, session: o.session === undefined ? null : o.session,
+        'wrapper-epoch': 1, 'child-epoch': 1},
+      procBirth: o.birth, leases: {worktree: true, session: true, finish: false},
+      worktree: {present: true, content: start, origin: start}, builtOn, worktreeBase: builtOn,
+      savedWork: null, imported: r.imports || null,
+      phase: 'absent', exit: 'none', reason: 'none', revision: 0, candidate: null, base: null,
+      version: 0, disposition: 'none', receipts: {}, deadline: 0, effectDone: false,
+    });
     return {decision: 'applied'};
+  }
+
+  // --- the SaveTransaction (docs/vocabulary.md, "The transaction's steps") -----------------
+  binding(t) { return {fence: t.fence, candidate: t.candidate, base: t.base}; }
+
+  bound(t, receipt) {
+    const b = t.receipts[receipt];
+    return !!b && b.fence === t.fence && b.candidate === t.candidate && b.base === t.base;
+  }
+
+  advance(t, kind, changes) {
+    Object.assign(t, changes || {});
+    t.phase = EDGES[kind][1];
+    t.revision += 1;
+    return {decision: 'applied'};
+  }
+
+  leave(t, exit, reason) {
+    t.exit = exit;
+    t.reason = reason;
+    t.revision += 1;
+    return {decision: 'applied'};
+  }
+
+  transaction(t, r) {
+    const reject = (code) => ({decision: 'rejected', code});
+    const withDeadline = () => ({deadline: r.deadline ? r.deadline : t.deadline});
+    switch (r.kind) {
+      case 'submit':
+        if (!(t.leases.worktree && t.worktree.present)) return reject('stale-capability');
+        return this.advance(t, r.kind, withDeadline());
+      case 'quiesce': case 'prepare-cleanup':
+        return this.advance(t, r.kind);
+      case 'save-work':
+        if (!t.worktree.present) return reject('worktree-missing');
+        if (t.worktree.content !== r.candidate) return reject('candidate-mismatch');
+        if (r.base !== t.builtOn) return reject('base-mismatch');
+        t.receipts['work-save'] = {fence: t.fence, candidate: r.candidate, base: t.builtOn};
+        return this.advance(t, r.kind, {savedWork: t.worktree.content, candidate: r.candidate,
+          base: t.builtOn, version: t.version + 1});
+      case 'seal-candidate':
+        if (t.candidate !== r.candidate) return reject('candidate-mismatch');
+        if (this.marked[t.candidate] && t.candidate !== t.base) return this.leave(t, 'needs-repair', 'protected-path');
+        t.receipts.candidate = this.binding(t);
+        return this.advance(t, r.kind);
+      case 'validate':
+        if (t.candidate !== r.candidate) return reject('candidate-mismatch');
+        if (r.verdict !== 'pass' && r.verdict !== 'fail') return reject('illegal-phase-edge');
+        if (r.verdict === 'fail') return this.leave(t, 'needs-repair', 'validation-failed');
+        t.receipts.validation = this.binding(t);
+        return this.advance(t, r.kind);
+      case 'request-review':
+        if (!t.reviewRequired) return reject('illegal-phase-edge');
+        return this.advance(t, r.kind, withDeadline());
+      case 'accept': {
+        const awaited = t.phase === 'awaiting-acceptance';
+        const speaker = r.verdict === 'not-required' ? 'daemon' : 'evaluator';
+        if (r.actor !== speaker) return reject('not-authorized');
+        if (t.candidate !== r.candidate) return reject('candidate-mismatch');
+        if (r.verdict === 'fail') {
+          if (!awaited) return reject('illegal-phase-edge');
+          return this.leave(t, 'needs-repair', 'review-failed');
+        }
+        if (r.verdict === undefined || r.verdict === null) return reject('illegal-phase-edge');
+        if (t.reviewRequired && !awaited) return reject('review-required');
+        if (!t.reviewRequired && awaited) return reject('illegal-phase-edge');
+        if (t.reviewRequired && r.verdict !== 'pass') return reject('review-required');
+        t.receipts.review = this.binding(t);
+        return this.advance(t, r.kind, withDeadline());
+      }
+      case 'record-disposition':
+        if (!['land', 'deliver', 'report'].includes(r.disposition)) return reject('illegal-phase-edge');
+        t.receipts.disposition = this.binding(t);
+        return this.advance(t, r.kind, Object.assign(withDeadline(), {disposition: r.disposition,
+          leases: Object.assign({}, t.leases, {finish: true})}));
+      case 'prepare-effect':
+        // no reopen in this kernel: the dependencies stay Done on the generation they had
+        if (!this.depsDone(t)) return reject('dependency-reopened');
+        return this.advance(t, r.kind);
+      case 'commit-effect': {
+        const land = t.disposition === 'land';
+        const happened = t.effectDone;
+        if (t.candidate !== r.candidate || t.base !== r.base) return reject('candidate-mismatch');
+        if (!this.bound(t, 'review')) return reject('review-required');
+        if (!(happened || !land || this.target === t.base)) return reject('cas-moved');
+        if (land && !happened) this.target = t.candidate;
+        if (!happened) t.promotions += 1;
+        t.effectDone = true;
+        t.receipts.effect = this.binding(t);
+        return this.advance(t, r.kind);
+      }
+      case 'commit-cleanup':
+        if (t.worktree.present && t.worktree.content !== t.savedWork) return reject('worktree-unsaved');
+        t.receipts.cleanup = this.binding(t);
+        t.worktree.present = false;
+        return this.advance(t, r.kind, {leases: Object.assign({}, t.leases, {worktree: false})});
+      case 'save-graph':
+        if (!RECEIPTS.slice(0, 7).every((k) => this.bound(t, k))) return reject('evidence-missing');
+        t.receipts['graph-save'] = this.binding(t);
+        this.advance(t, r.kind, {state: 'succeeded'});
+        this.release(t);
+        return {decision: 'applied'};
+      case 'mark-repair':
+        if (!this.targetMoved(t)) return reject('illegal-phase-edge');
+        t.leases = Object.assign({}, t.leases, {finish: false});
+        return this.leave(t, 'needs-repair', 'target-moved');
+      case 'revise': {
+        if (t.exit !== 'needs-repair') return reject('illegal-phase-edge');
+        if (!t.worktree.present) return reject('worktree-missing');
+        if (t.worktree.content !== r.candidate) return reject('candidate-mismatch');
+        if (r.base !== this.target) return reject('base-mismatch');
+        if (!(t.worktreeBase === r.base || r.candidate === r.base)) return reject('base-mismatch');
+        if (t.savedWork !== null) { t.retained = t.savedWork; t.retainedBase = t.base; }
+        Object.assign(t, {phase: 'work-saved', exit: 'none', reason: 'none', revision: t.revision + 1,
+          savedWork: t.worktree.content, candidate: r.candidate, base: this.target,
+          builtOn: this.target, version: t.version + 1,
+          receipts: {'work-save': {fence: t.fence, candidate: r.candidate, base: this.target}}});
+        return {decision: 'applied'};
+      }
+      case 'block-upgrade':
+        if (!(t.phase !== 'absent' && t.phase !== 'graph-saved' && t.exit === 'none')) {
+          return reject('illegal-phase-edge');
+        }
+        return this.leave(t, 'upgrade-blocked', 'version-skew');
+      default:
+        return reject('not-authorized');
+    }
+  }
+
+  targetMoved(t) {
+    return t.exit === 'none' && t.phase === 'effect-prepared' && t.disposition === 'land' &&
+      !t.effectDone && this.target !== t.base;
   }
 
   // --- the world ----------------------------------------------------------------------------
   env(step, replaying) {
-    if (step.env === 'tick') this.now += step.amount === undefined ? 1 : step.amount;
-    else if (step.env === 'owner-dies') {
-      const t = this.tasks[step.task];
-      const o = t && t.owner;
-      if (!o || this.dead[`${o.pid}:${o.birth}`]) {
-        return {error: `owner-dies is not possible now for task ${step.task}`, kind: 'step'};
-      }
-      this.dead[`${o.pid}:${o.birth}`] = true;
+    const notNow = () => ({error: `${step.env} is not possible now` + (step.task ? ` for task ${step.task}` : ''),
+      kind: 'step'});
+    const t = step.task !== undefined ? this.tasks[step.task] : null;
+    if (step.task !== undefined && !t) return notNow();
+    if (step.env === 'tick') {
+      const amount = step.amount === undefined ? 1 : step.amount;
+      if (!(amount > 0)) return notNow();
+      this.now += amount;
+    } else if (step.env === 'owner-dies') {
+      if (!(t.procBirth !== 0 && t.owner && t.procBirth === t.owner.birth)) return notNow();
+      t.procBirth = 0;
+    } else if (step.env === 'pid-reuse') {
+      const birth = t.owner ? t.owner.birth : 0;
+      if (!(t.procBirth !== birth && step.birth !== birth && step.birth && t.procBirth !== step.birth &&
+            birth !== 0)) return notNow();
+      t.procBirth = step.birth;
+    } else if (step.env === 'move-target') {
+      if (!step.content || step.content === this.target) return notNow();
+      this.target = step.content;
+    } else if (step.env === 'edit') {
+      const writable = t.state === 'running' && t.worktree.present && this.alive(t) &&
+        ((t.exit === 'none' && (t.phase === 'absent' || t.phase === 'prepared')) || t.exit === 'needs-repair');
+      if (!(writable && step.content && t.worktree.content !== step.content &&
+            (!step.onto || step.onto === this.target))) return notNow();
+      t.worktree.content = step.content;
+      if (step.onto) t.worktreeBase = step.onto;
+      const paths = ['work.txt', ...(step.paths || [])];
+      if (this.protect.some((m) => paths.some(m))) this.marked[step.content] = true;
+    } else if (step.env === 'converge') {
+      this.converge();
+      return {ok: true};                          // each request it sends is its own record
     } else if (step.env === 'crash' || step.env === 'lost-response') return {ok: true};
     else return {error: `environment step ${step.env} is not supported`, kind: 'step'};
     if (!replaying) this.append({env: step});
     return {ok: true};
   }
 
+  // --- convergence (docs/vocabulary.md, "Convergence") -------------------------------------
+  rank(t) {
+    const last = PHASES.length;
+    if (this.graphSaved(t) || t.exit !== 'none') return 0;
+    if (t.state === 'running' && t.phase !== 'absent') return 1 + (last - 1) - PHASES.indexOf(t.phase);
+    if (t.state === 'running') {
+      if (t.ownerSeen === 'dead') return last + 3;
+      const gone = t.ownerSeen === 'suspect' || !this.alive(t);
+      return gone ? last + 4 : 0;
+    }
+    return t.requiresAssignment ? last + 2 : last + 1;
+  }
+
+  nextEdge(t) {
+    for (const [kind, [from]] of Object.entries(EDGES)) {
+      if (kind === 'request-review' && !t.reviewRequired) continue;
+      const sources = kind === 'accept' ? [t.reviewRequired ? 'awaiting-acceptance' : 'validated'] : from;
+      if (sources.includes(t.phase)) return kind;
+    }
+    return null;
+  }
+
+  convergeRequest(name, t, probed) {
+    const p = this.plan(name, t);
+    if (!p || !['live-owner', 'scheduled'].includes(p.way) || p.deadline > this.now) return null;
+    const base = {actor: 'daemon', task: name, cap: {graph: this.graph.id, task: name, generation: 0,
+      attempt: t.attempt, fence: t.fence, 'lease-epoch': t.leaseEpoch}};
+    if (p.action === 'probe-owner') {
+      if (probed.has(name)) return null;
+      probed.add(name);
+      const evidence = `pid:${t.owner.pid}:birth:${t.procBirth ? t.procBirth : 'none'}`;
+      return Object.assign(base, {kind: 'probe-owner', evidence,
+        key: `converge:${name}:f${t.fence}:probe:${evidence}:${t.ownerSeen}:t${this.now}`});
+    }
+    if (p.action === 'declare-lost') {
+      return Object.assign(base, {kind: 'declare-lost', key: `converge:${name}:g0:f${t.fence}:declare-lost`});
+    }
+    const tx = Object.assign(base, {'expected-phase': t.exit !== 'none' ? t.exit : t.phase,
+      'expected-revision': t.revision});
+    if (p.action === 'mark-repair') {
+      return Object.assign(tx, {kind: 'mark-repair', key: `converge:${name}:f${t.fence}:r${t.revision}:mark-repair`});
+    }
+    if (p.action !== 'drive-transaction') return null;
+    const kind = this.nextEdge(t);
+    if (!kind) return null;
+    const params = {
+      accept: {candidate: t.candidate, verdict: 'not-required'},
+      'save-work': {candidate: t.worktree.present ? t.worktree.content : undefined, base: t.builtOn},
+      'seal-candidate': {candidate: t.candidate},
+      'record-disposition': {disposition: 'land'},
+      'commit-effect': {candidate: t.candidate, base: t.base},
+    }[kind] || {};
+    const request = Object.assign(tx, params, {kind,
+      key: `converge:${name}:g0:f${t.fence}:r${t.revision}:${kind}`});
+    for (const k of Object.keys(request)) if (request[k] === undefined || request[k] === null) delete request[k];
+    return request;
+  }
+
+  converge() {
+    const probed = new Set();
+    const stalled = new Set();
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      let progressed = false;
+      for (const name of this.order) {
+        const t = this.tasks[name];
+        if (!['in-progress', 'completing'].includes(this.status(t)) || stalled.has(name)) continue;
+        const request = this.convergeRequest(name, t, probed);
+        if (!request) continue;
+        const rank = this.rank(t);
+        const d = this.decide(request, this.daemon, false);
+        if (d.decision === 'applied' && request.kind !== 'probe-owner') {
+          if (this.rank(t) < rank) progressed = true;
+          else stalled.add(name);
+        }
+      }
+      if (!progressed) break;
+    }
+  }
+
   // --- the observable projection -------------------------------------------------------------
+  status(t) {
+    if (this.graphSaved(t)) return 'done';
+    if (t.exit !== 'none') return t.exit;
+    if (t.state === 'running') return t.phase !== 'absent' ? 'completing' : 'in-progress';
+    return 'open';
+  }
+
+  // the planner's one way forward (docs/vocabulary.md, "The planner")
+  plan(name, t) {
+    if (this.graphSaved(t)) return null;
+    const running = t.state === 'running';
+    const reserved = t.phase !== 'absent';
+    const held = t.exit !== 'none';
+    const open = !running && !held;
+    const deps = this.depsDone(t);
+    const assigned = !t.requiresAssignment;
+    const h = this.held(t);
+    const waitsOnOther = t.phase === 'candidate-sealed' || (t.reviewRequired && t.phase === 'awaiting-acceptance');
+    const continuation = t.leases.session && t.leases.worktree && t.worktree.present && this.now < t.deadline;
+    const owned = running && !reserved && !held;
+    const ways = [
+      ['assign', 'runnable', 'assign', open && !assigned],
+      ['dispatch', 'runnable', 'dispatch', open && deps && assigned && !h],
+      ['repair-required', 'hold', 'await-operator', open && deps && assigned && h === 'repair-required'],
+      ['retry-budget-spent', 'hold', 'await-operator', open && deps && assigned && h === 'retry-budget-spent'],
+      ['await-dependencies', 'wait', 'await-dependencies', open && !deps && assigned],
+      ['live-owner', 'live-owner', 'probe-owner', owned && (t.ownerSeen === 'unverified' || t.ownerSeen === 'live')],
+      ['probe-suspect', 'scheduled', 'probe-owner', owned && t.ownerSeen === 'suspect'],
+      ['resume-continuation', 'wait', 'resume', owned && t.ownerSeen === 'dead' && continuation],
+      ['declare-lost', 'scheduled', 'declare-lost', owned && t.ownerSeen === 'dead' && !continuation],
+      ['drive-transaction', 'scheduled', 'drive-transaction',
+        running && reserved && !held && !this.targetMoved(t) && !waitsOnOther],
+      ['await-review', 'wait', 'await-review', running && !held && waitsOnOther],
+      ['mark-repair', 'scheduled', 'mark-repair', running && !held && this.targetMoved(t)],
+      ['hold', 'hold', 'await-operator', held],
+    ].filter((w) => w[3]);
+    if (ways.length !== 1) {
+      const why = ways.length ? 'several ways: ' + ways.map((w) => w[0]).join(', ') : 'no way forward';
+      return {task: name, way: 'hold', action: 'await-operator', reason: why, deadline: 0};
+    }
+    const [reason, way, action] = ways[0];
+    return {task: name, way, action, reason: reason === 'hold' ? `${t.exit}: ${t.reason}` : reason,
+      deadline: t.deadline};
+  }
+
   project() {
     const tasks = {};
     const ready = [];
-    for (const [name, t] of Object.entries(this.tasks)) {
-      const running = t.state === 'running';
-      const held = this.held(t);
-      const open = t.attempt === 0 || (t.state === 'failed' && !held);
-      if (open && t.deps.length === 0) ready.push(name);
-      const plan = running
-        ? {task: name, way: 'live-owner', action: 'probe-owner', reason: 'live-owner', deadline: 0}
-        : held ? {task: name, way: 'hold', action: 'await-operator', reason: held, deadline: 0}
-        : t.deps.length
-          ? {task: name, way: 'wait', action: 'await-dependencies', reason: 'await-dependencies', deadline: 0}
-          : {task: name, way: 'runnable', action: 'dispatch', reason: 'dispatch', deadline: 0};
+    for (const name of this.order) {
+      const t = this.tasks[name];
+      const plan = this.plan(name, t);
+      if (plan && plan.reason === 'dispatch') ready.push(name);
+      const after = ['effect-prepared', 'effect-committed', 'cleanup-prepared', 'cleanup-committed'];
+      const receipts = {};
+      for (const k of RECEIPTS) if (t.receipts[k]) receipts[k] = Object.assign({}, t.receipts[k]);
       tasks[name] = {
-        status: running ? 'in-progress' : 'open', 'dependency-satisfied': false, plan,
+        status: this.status(t), 'dependency-satisfied': this.graphSaved(t), plan,
         generation: 0, attempt: t.attempt, fence: t.fence, 'lease-epoch': t.leaseEpoch,
-        'attempt-state': t.state, 'owner-seen': 'unverified', owner: running ? t.owner : null,
-        leases: {worktree: running, session: running, finish: false},
-        phase: 'absent', exit: 'none', reason: 'none', revision: 0, candidate: null, base: null,
-        version: 0, disposition: 'none', receipts: {},
-        worktree: {present: t.worktree !== null, content: t.worktree, origin: t.worktree},
-        'saved-work': null, retained: null, imported: null, promotions: 0, 'effect-done': false,
-        deadline: 0, 'recovery-rank': 0,
-        counters: {compactions: 0, continuations: 0, acks: 0, 'provider-failures': 0,
-          messages: t.messages, logs: 0},
+        'attempt-state': t.state, 'owner-seen': t.ownerSeen,
+        owner: t.state === 'running' ? t.owner : null,
+        leases: Object.assign({}, t.leases),
+        phase: t.phase, exit: t.exit, reason: t.reason, revision: t.revision,
+        candidate: t.candidate, base: t.base, version: t.version, disposition: t.disposition, receipts,
+        worktree: Object.assign({}, t.worktree),
+        'saved-work': t.savedWork, retained: t.retained, imported: t.imported, promotions: t.promotions,
+        'effect-done': t.effectDone, deadline: t.deadline,
+        'recovery-rank': t.state === 'running' && t.phase !== 'absent' ? (after.includes(t.phase) ? 2 : 1) : 0,
+        counters: Object.assign({}, t.counters),
         evidence: t.evidence.slice().sort(byPair), failure: t.failure, retries: t.retries, 'waiting-on': null,
         'wait-deadline': 0, 'wait-expired': false, assigned: false, 'legacy-done': false,
         reconstructed: false, abandoned: false, paused: false, 'not-before': 0,
