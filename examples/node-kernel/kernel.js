@@ -645,6 +645,9 @@ class Kernel {
   }
 
   converge() {
+    // a closed graph without a principal holding the role daemon: every request convergence
+    // would send is not authenticated, and changes nothing
+    if (this.closed && this.daemon === null) return;
     const probed = new Set();
     const stalled = new Set();
     for (let round = 0; round < MAX_ROUNDS; round++) {
