@@ -204,7 +204,8 @@ NODE_TRACES = [str(INCIDENTS / f"{name}.json") for name in (
     "16-two-dispatchers-one-attempt", "07b-repeated-message-held-once",
     "11-pid-reuse-is-owner-death", "17c-failure-report-during-completion",
     "12b-land-would-drop-a-commit", "35-provider-failure-after-candidate",
-    "08-repeated-compactions-counted-once")] + [str(NODE_OWN)]
+    "08-repeated-compactions-counted-once")] + [
+    str(ROOT / "traces" / "peers" / "wg" / "deletion-map" / "03-duplicate-provider-event.json"), str(NODE_OWN)]
 #: the trace (of NODE_TRACES: a file's stem, or the kernel's own directory) each bug is hunted with
 NODE_BUG_TRACE = {"two-attempts": "16-two-dispatchers-one-attempt",
                   "message-counted-twice": "07b-repeated-message-held-once",
@@ -213,7 +214,8 @@ NODE_BUG_TRACE = {"two-attempts": "16-two-dispatchers-one-attempt",
                   "foreign-cap-unknown": "traces", "land-without-cas": "12b-land-would-drop-a-commit",
                   "pid-reuse-looks-alive": "11-pid-reuse-is-owner-death",
                   "fail-beats-completion": "17c-failure-report-during-completion",
-                  "convergence-not-durable": "35-provider-failure-after-candidate"}
+                  "convergence-not-durable": "35-provider-failure-after-candidate",
+                  "seed-without-token": "03-duplicate-provider-event"}
 NODE_BUGS = {
     # one attempt at a time and the expected-attempt CAS both dropped: two dispatchers win
     "two-attempts": ("    if (r['expected-attempt'] !== t.attempt) return reject('cas-moved');\n"
@@ -254,6 +256,9 @@ NODE_BUGS = {
     "convergence-not-durable": ("const d = this.decide(request, this.daemon, false);",
                                 "const d = this.decide(request, this.daemon, true);",
                                 "incident-provider-failure-after-candidate step 4 (crash"),
+    # a seeded attempt keeps no token: its own process is refused
+    "seed-without-token": ("tokenHash: a.token || null,", "tokenHash: null,",
+                           "wg-dm-03-duplicate-provider-event step 0"),
 }
 
 

@@ -145,7 +145,7 @@ class Kernel {
         deps: t.deps || [], requiresAssignment: !!t['requires-assignment'],
         reviewRequired: !!t['review-required'],
         retryBudget: t['retry-budget'] === undefined ? DEFAULT_RETRY_BUDGET : t['retry-budget'],
-        attempt: 0, fence: 0, leaseEpoch: 0, state: 'none', failure: 'none', retries: 0,
+        generation: 0, attempt: 0, fence: 0, leaseEpoch: 0, state: 'none', failure: 'none', retries: 0,
         owner: null, procBirth: 0, ownerSeen: 'unverified', tokenHash: null,
         leases: {worktree: false, session: false, finish: false},
         worktree: {present: false, content: null, origin: null}, builtOn: null, worktreeBase: null,
@@ -156,21 +156,43 @@ class Kernel {
         evidence: [],
       };
     }
+    for (const [name, seed] of Object.entries(head.initial || {})) this.seed(this.tasks[name], seed);
+  }
+
+  // a task as a trace's initial section describes it (docs/vocabulary.md, "Traces")
+  seed(t, seed) {
+    const a = seed && seed.attempt;
+    if (!t || !a) return;
+    const state = a.state === undefined ? 'running' : a.state;
+    const live = state === 'running';
+    const o = a.owner || {};
+    const leases = a.leases || {worktree: live, session: live, finish: false};
+    const origin = a.origin ? a.origin : this.target;
+    Object.assign(t, {
+      generation: a.generation, attempt: a.attempt, fence: a.fence, leaseEpoch: a['lease-epoch'], state,
+      tokenHash: a.token || null, ownerSeen: a['owner-seen'] === undefined ? 'unverified' : a['owner-seen'],
+      owner: live ? {pid: o.pid === undefined ? 0 : o.pid, birth: o.birth === undefined ? 0 : o.birth,
+        session: o.session === undefined ? null : o.session,
+        'wrapper-epoch': o['wrapper-epoch'] === undefined ? 1 : o['wrapper-epoch'],
+        'child-epoch': o['child-epoch'] === undefined ? 1 : o['child-epoch']} : null,
+      procBirth: live && a.alive !== false && o.birth ? o.birth : 0,
+      leases: {worktree: !!leases.worktree, session: !!leases.session, finish: !!leases.finish},
+      worktree: live ? {present: true, content: a.worktree ? a.worktree : this.target, origin}
+        : {present: false, content: null, origin: null},
+      builtOn: live ? origin : null, worktreeBase: live ? origin : null,
+    });
   }
 
   start(msg) {
     fs.mkdirSync(msg.storage, {recursive: true});
     const issued = {};
     for (const [name, cred] of Object.entries(msg.credentials || {})) issued[sha256(cred)] = name;
-    const head = {graph: msg.graph, issued};
-    if (msg.initial && Object.keys(msg.initial).length) {
-      return {error: 'seeded attempts are not supported by this kernel', kind: 'step'};
-    }
+    const head = {graph: msg.graph, issued, initial: msg.initial || {}};
     this.fd = fs.openSync(this.log, 'w');
     this.init(head);
     this.append({head});
     return {started: true, capabilities: {kinds: KINDS, worlds: ['memory'], processes: 1,
-      'crash-hook': true, env: ENV, seeds: false}};
+      'crash-hook': true, env: ENV}};
   }
 
   recover() {
@@ -248,7 +270,7 @@ class Kernel {
       const cap = r.cap || {};
       if (cap.graph !== this.graph.id || cap.task !== r.task) return reject('stale-capability');
       if (t.state === 'none') return reject('unknown-attempt');
-      if (cap.generation !== 0 || cap.attempt !== t.attempt || cap.fence !== t.fence ||
+      if (cap.generation !== t.generation || cap.attempt !== t.attempt || cap.fence !== t.fence ||
           cap['lease-epoch'] !== t.leaseEpoch) return reject('stale-capability');
       if (OWN_PROCESS.includes(r.actor) && !(t.tokenHash && same(r['token-hash'], t.tokenHash))) {
         return reject('token-mismatch');
@@ -611,7 +633,7 @@ class Kernel {
   convergeRequest(name, t, probed) {
     const p = this.plan(name, t);
     if (!p || !['live-owner', 'scheduled'].includes(p.way) || p.deadline > this.now) return null;
-    const base = {actor: 'daemon', task: name, cap: {graph: this.graph.id, task: name, generation: 0,
+    const base = {actor: 'daemon', task: name, cap: {graph: this.graph.id, task: name, generation: t.generation,
       attempt: t.attempt, fence: t.fence, 'lease-epoch': t.leaseEpoch}};
     if (p.action === 'probe-owner') {
       if (probed.has(name)) return null;
@@ -621,7 +643,7 @@ class Kernel {
         key: `converge:${name}:f${t.fence}:probe:${evidence}:${t.ownerSeen}:t${this.now}`});
     }
     if (p.action === 'declare-lost') {
-      return Object.assign(base, {kind: 'declare-lost', key: `converge:${name}:g0:f${t.fence}:declare-lost`});
+      return Object.assign(base, {kind: 'declare-lost', key: `converge:${name}:g${t.generation}:f${t.fence}:declare-lost`});
     }
     const tx = Object.assign(base, {'expected-phase': t.exit !== 'none' ? t.exit : t.phase,
       'expected-revision': t.revision});
@@ -639,7 +661,7 @@ class Kernel {
       'commit-effect': {candidate: t.candidate, base: t.base},
     }[kind] || {};
     const request = Object.assign(tx, params, {kind,
-      key: `converge:${name}:g0:f${t.fence}:r${t.revision}:${kind}`});
+      key: `converge:${name}:g${t.generation}:f${t.fence}:r${t.revision}:${kind}`});
     for (const k of Object.keys(request)) if (request[k] === undefined || request[k] === null) delete request[k];
     return request;
   }
@@ -726,7 +748,7 @@ class Kernel {
       for (const k of RECEIPTS) if (t.receipts[k]) receipts[k] = Object.assign({}, t.receipts[k]);
       tasks[name] = {
         status: this.status(t), 'dependency-satisfied': this.graphSaved(t), plan,
-        generation: 0, attempt: t.attempt, fence: t.fence, 'lease-epoch': t.leaseEpoch,
+        generation: t.generation, attempt: t.attempt, fence: t.fence, 'lease-epoch': t.leaseEpoch,
         'attempt-state': t.state, 'owner-seen': t.ownerSeen,
         owner: t.state === 'running' ? t.owner : null,
         leases: Object.assign({}, t.leases),
