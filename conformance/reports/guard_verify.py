@@ -72,11 +72,11 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
         ("first = t.running and not t.reserved", "first = t.running"),
     ("front/audit.py", "for effect, name, candidate, base in kernel.conn.execute("):
         ("lost = [c for c in (candidate, base) if c and not descends(target, c)]", "lost = []"),
-    ("front/handling.py", "return decision(DUPLICATE, original=json.loads(response))"):
+    ("front/kernel.py", "return decision(DUPLICATE, original=json.loads(response))"):
         ("original=json.loads(response)", "original=None"),
-    ("front/handling.py", "if outcome.changes_state and outcome.effects:"):
+    ("front/kernel.py", "if outcome.changes_state and outcome.effects:"):
         ("if outcome.changes_state and outcome.effects:", "if outcome.effects:"),
-    ("front/handling.py", "if outcome.changes_state:"): ("if outcome.changes_state:", "if True:"),
+    ("front/kernel.py", "if outcome.changes_state:"): ("if outcome.changes_state:", "if True:"),
     ("world/git.py", "return ([safe(head)] if kind else []) + [safe(task), safe(leaf)]"):
         ("[safe(task), safe(leaf)]", "[task, leaf]"),
     ("world/git.py", "lost = self.uncaptured(wt)"): ("self.uncaptured(wt)", "[]"),
