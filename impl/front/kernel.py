@@ -325,7 +325,9 @@ class Kernel:
         waits behind uncommitted requests: the batch commits first and the effect
         opens the next commit, so every intent it relies on is durable before it
         happens. A malformed request refuses the whole batch before anything runs
-        (``BadRequest`` naming its position); each request is parsed once."""
+        (``BadRequest`` naming its position). A wire request is parsed once; one that
+        is a ``Request`` already (parsed by the caller, as ``wgk kernel send --lines``
+        does to name a bad line) is taken as it is."""
         self.cache.sync()
         who = self.principals.authenticate(credential)
         if who is DENIED:
@@ -333,7 +335,7 @@ class Kernel:
         requests: list[RequestContext] = []
         for n, wire in enumerate(wires):
             try:
-                requests.append(context(who, parse(wire)))
+                requests.append(context(who, wire if isinstance(wire, Request) else parse(wire)))
             except BadRequest as e:
                 raise BadRequest(f"request {n}: {e}") from None
         answers: list[dict] = []
