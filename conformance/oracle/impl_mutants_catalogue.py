@@ -175,8 +175,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("token-not-checked", "authority",
        "K alone admits a request of the attempt's own process: the presented capability "
        "token is never compared", "token-required",
-       ("decisions/rules.py", "        code = capability_failure(ctx) or token_failure(ctx)",
-        "        code = capability_failure(ctx)")),
+       ("decisions/rules.py", "    return capability_failure(ctx) or token_failure(ctx)",
+        "    return capability_failure(ctx)")),
     _m("continuation-keeps-token", "authority",
        "a continuation keeps the dead process's token instead of the one minted for it",
        "continuation-needs-token",
@@ -431,8 +431,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("capability-task-unchecked", "rules",
        "the capability's task is never compared with the request's: another task's K, equal "
        "field by field, is accepted", "attempt-fencing (a K names its task)",
-       ("decisions/rules.py", "if r.cap is None or r.cap.graph != ctx.graph_id or r.cap.task != r.task:",
-        "if r.cap is None or r.cap.graph != ctx.graph_id:")),
+       ("decisions/rules.py", "if r.cap is None or r.cap.graph != graph_id or r.cap.task != r.task:",
+        "if r.cap is None or r.cap.graph != graph_id:")),
     _m("suspect-twice-is-dead", "processes",
        "a second heartbeat timeout or observer EOF on an owner already suspect declares it "
        "dead", "evidence-cannot-terminalize-live-owner",

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from . import audit as audit_
 from ..storage import authority
@@ -43,10 +43,10 @@ from . import converge as converge_
 from . import legacy, observed
 from ..decisions import reopen
 from ..contract import names, protect
-from ..storage.apply import apply_event
+from ..storage.apply import apply_event, response_text
 from .effects import CasMoved, perform
 from ..world.env import Environment
-from ..contract.errors import BadRequest, GraphError, SeedError
+from ..contract.errors import BadRequest, GraphError, SeedError, StoreError
 from ..decisions.graph import dependency_path, task_added_events
 from ..world.hooks import Hook, no_hook
 from ..storage.ledger import LedgerVerdict
@@ -55,13 +55,14 @@ from ..decisions.planner import Plan, plan, plans
 from ..decisions.projection import StatusProjection, observable_task, status
 from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, record_to_json
 from ..decisions.decision import Ctx, Observe, Outcome
-from ..decisions.rules import decide
+from ..decisions.rules import decide, k_failure
+from ..decisions.decision import evidence_fact
 from ..decisions.seeding import Initial, check_initial, seeded
 from ..storage.backends import open_store
 from ..storage.cache import ReadCache
 from ..storage.store import Pragmas, dumps
 from ..storage.tables import FactTables, TaskTables
-from ..contract.vocabulary import DUPLICATE, REJECTED
+from ..contract.vocabulary import DUPLICATE, EVIDENCE_ONLY, REJECTED
 from ..contract.wire import Request, decision, parse, refused_name
 
 
@@ -108,6 +109,18 @@ def context(who: Principal | None, r: Request) -> RequestContext:
 
 
 JOURNAL = "SELECT digest, response FROM journal WHERE key = ?"
+
+#: Kinds decided by the conditions of their one write (``_report_under_conditions``) where
+#: the ledger's next number is known ahead: a report that records its evidence row and
+#: changes nothing else (docs/vocabulary.md: no condition of its own beyond K and the token).
+WRITTEN_UNDER_CONDITIONS = frozenset({"heartbeat"})
+
+
+class _Stored(NamedTuple):
+    """What a refusal is read from after a write whose conditions did not hold."""
+
+    record: TaskRecord
+    request: Request
 
 
 def answer_used(r: Request, used: tuple[str, str]) -> dict:
@@ -447,6 +460,11 @@ class Kernel:
     def _decide_and_record(self, rc: RequestContext, may_perform: bool = True) -> dict:
         """Decide, perform the effects, append the event and apply it (inside the caller's unit)."""
         r = rc.request
+        if r.kind in WRITTEN_UNDER_CONDITIONS and rc.bad_name is None and rc.role_held \
+                and r.authorized and r.needs_token:
+            seq = self.ledger.seq_ahead()
+            if seq is not None:
+                return self._report_under_conditions(rc, seq)
         outcome, observe = self._decide_request(rc)
         facts = list(outcome.facts)
         # guards: rejection-changes-nothing
@@ -475,6 +493,38 @@ class Kernel:
         seq = self.ledger.append("request", text, task=r.task, key=r.key)
         apply_event(self, seq, "request", body, key=r.key, task=r.task,
                     record=outcome.record if changes is not None else None, changes=changes)
+        return response
+
+    def _report_under_conditions(self, rc: RequestContext, seq: int) -> dict:
+        """A report decided by its write: its evidence row is written only while the
+        request's K and token are the current attempt's (``tables.REPORT_IF_CURRENT``), and
+        when no row was written the answer is read from the stored facts: the refusal the
+        record gives the request, else (its id seen before) evidence-only, as it was."""
+        r = rc.request
+        if r.cap is not None and self.facts.report_if_current(r, seq):
+            code = None
+        else:
+            tid = self.task_id(r.task)
+            if tid is None:
+                code = "unknown-task"
+            else:
+                code = k_failure(self.graph_id or "", _Stored(self.record(r.task), r))
+                if code is None and not self.facts.has_evidence(tid, r.kind, r.evidence):
+                    raise StoreError(f"task {r.task!r}: a {r.kind} was not written although "
+                                     "the stored facts admit it")
+        if code is not None:
+            response = decision(REJECTED, code)
+            body: dict[str, Any] = {"digest": r.digest, "response": response}
+        else:
+            response = decision(EVIDENCE_ONLY)
+            body = {"digest": r.digest, "response": response, "changes": {},
+                    "facts": [evidence_fact(r.kind, r.evidence)]}
+        text = '{"request":' + r.canonical + "," + dumps(body)[1:]
+        appended = self.ledger.append("request", text, task=r.task, key=r.key)
+        if appended != seq:
+            raise StoreError(f"ledger event {appended}, where {seq} was written ahead")
+        self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
+                          (r.key, r.digest, response_text(response), seq))
         return response
 
     def _decide_request(self, rc: RequestContext):

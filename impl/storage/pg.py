@@ -360,6 +360,10 @@ class PgLedger(Ledger):
         """Queued with the transaction's other writes; the number is a ``PendingSeq``."""
         return self.store.conn.append(event, body, task, key)
 
+    def seq_ahead(self) -> None:
+        """Unknown before the append: the number is the sequence's, given when it runs."""
+        return None
+
     def seal(self) -> int:
         """Chain every committed event (waiting for appends in flight); the sealed head."""
         return self.store.conn.native(sql.SEAL_NOW, (True,)).fetchone()[0]

@@ -208,6 +208,18 @@ class TaskTables:
 # --- facts recorded beside a record ----------------------------------------------------------
 
 
+#: A report's evidence row, written only while the request's K names the task's current
+#: attempt (graph, task, generation, attempt, fence, lease epoch) and its token hash is that
+#: attempt's: the request's conditions are the conditions of its one write. No row is
+#: written when one of them does not hold, nor when the row is there already (its id seen).
+REPORT_IF_CURRENT = (
+    "INSERT OR IGNORE INTO evidence (task, kind, ident, counted, seq) "
+    "SELECT t.id, ?, ?, 0, ? FROM tasks t JOIN attempts a ON a.task = t.id AND a.fence = t.fence "
+    "WHERE t.name = ? AND t.name = ? AND t.generation = ? AND t.attempt = ? AND t.fence = ? "
+    "AND t.lease_epoch = ? AND a.state != 'none' AND a.token_hash = ? "
+    "AND (SELECT value FROM meta WHERE key = 'graph-id') = ?")
+
+
 class FactTables:
     """Writes the facts a decision records (evidence, logs, effects, worktrees, pins)."""
 
@@ -221,6 +233,19 @@ class FactTables:
             if writer is None:
                 writer = self._writers[name] = getattr(self, "_" + name.replace("-", "_"))
             writer(task_id, f, seq)
+
+    def report_if_current(self, r, seq: int) -> bool:
+        """Write ``r``'s evidence row under its conditions (``REPORT_IF_CURRENT``); whether
+        a row was written (False: a condition failed, or the row was there already)."""
+        c = r.cap
+        # guards: attempt-fencing, token-required
+        return self.conn.execute(REPORT_IF_CURRENT, (
+            r.kind, r.evidence, seq, r.task, c.task, c.generation, c.attempt, c.fence,
+            c.lease_epoch, r.token_hash, c.graph)).rowcount == 1
+
+    def has_evidence(self, task_id: int, kind: str, ident: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM evidence WHERE task = ? AND kind = ? AND ident = ?",
+                                 (task_id, kind, ident)).fetchone() is not None
 
     def _evidence(self, task_id: int, f: dict, seq: int) -> None:
         kind = FORMER_EVIDENCE_LABELS.get(f["kind"], f["kind"])    # an older ledger's name
