@@ -1,4 +1,5 @@
-"""A heartbeat is decided by the statement that writes it (``tables.REPORT_IF_CURRENT``).
+"""A heartbeat and a provider failure are decided by the statement that writes them
+(``tables.REPORT_IF_CURRENT``).
 
 Its evidence row is written only while the request's K and token are the current
 attempt's; when no row was written, the answer is read from the stored facts afterwards.
@@ -91,3 +92,17 @@ def test_a_batch_decides_heartbeats_by_their_writes_too(k):
                        {"decision": "rejected", "code": "token-mismatch"},
                        {"decision": "evidence-only"}]
     assert len(rows(k)) == 2 and k.rebuild().ok
+
+
+def test_a_provider_failure_is_applied_when_its_row_is_written_and_only_then(k, monkeypatch):
+    monkeypatch.setattr(rules, "decide", lambda ctx: (_ for _ in ()).throw(AssertionError()))
+    failure = lambda n, ident, **cap: {**beat(n, **cap), "kind": "provider-failure",
+                                       "actor": "wrapper", "key": f"pf{n}", "evidence": ident}
+    assert k.handle(failure(1, "rate-limit")) == {"decision": "applied"}
+    assert k.handle(failure(2, "rate-limit")) == {"decision": "evidence-only"}    # seen
+    assert k.handle(failure(3, "quota", fence=2)) == {"decision": "rejected",
+                                                      "code": "stale-capability"}
+    assert k.handle(failure(4, "quota")) == {"decision": "applied"}
+    assert [r[1:3] for r in rows(k)] == [("provider-failure", "rate-limit"),
+                                         ("provider-failure", "quota")]
+    assert k.rebuild().ok and k.audit().findings == []

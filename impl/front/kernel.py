@@ -62,7 +62,7 @@ from ..storage.backends import open_store
 from ..storage.cache import ReadCache
 from ..storage.store import Pragmas, dumps
 from ..storage.tables import FactTables, TaskTables
-from ..contract.vocabulary import DUPLICATE, EVIDENCE_ONLY, REJECTED
+from ..contract.vocabulary import APPLIED, DUPLICATE, EVIDENCE_ONLY, REJECTED
 from ..contract.wire import Request, decision, parse, refused_name
 
 
@@ -111,9 +111,10 @@ def context(who: Principal | None, r: Request) -> RequestContext:
 JOURNAL = "SELECT digest, response FROM journal WHERE key = ?"
 
 #: Kinds decided by the conditions of their one write (``_report_under_conditions``) where
-#: the ledger's next number is known ahead: a report that records its evidence row and
-#: changes nothing else (docs/vocabulary.md: no condition of its own beyond K and the token).
-WRITTEN_UNDER_CONDITIONS = frozenset({"heartbeat"})
+#: the ledger's next number is known ahead: reports that record their evidence row and change
+#: nothing else (docs/vocabulary.md: no condition of their own beyond K and the token), with
+#: the answer when the row is written; a row already there (its id seen) is evidence-only.
+WRITTEN_UNDER_CONDITIONS = {"heartbeat": EVIDENCE_ONLY, "provider-failure": APPLIED}
 
 
 class _Stored(NamedTuple):
@@ -499,10 +500,11 @@ class Kernel:
         """A report decided by its write: its evidence row is written only while the
         request's K and token are the current attempt's (``tables.REPORT_IF_CURRENT``), and
         when no row was written the answer is read from the stored facts: the refusal the
-        record gives the request, else (its id seen before) evidence-only, as it was."""
+        record gives the request, else (its id seen before) evidence-only."""
         r = rc.request
+        answer = EVIDENCE_ONLY
         if r.cap is not None and self.facts.report_if_current(r, seq):
-            code = None
+            code, answer = None, WRITTEN_UNDER_CONDITIONS[r.kind]
         else:
             tid = self.task_id(r.task)
             if tid is None:
@@ -516,7 +518,7 @@ class Kernel:
             response = decision(REJECTED, code)
             body: dict[str, Any] = {"digest": r.digest, "response": response}
         else:
-            response = decision(EVIDENCE_ONLY)
+            response = decision(answer)
             body = {"digest": r.digest, "response": response, "changes": {},
                     "facts": [evidence_fact(r.kind, r.evidence)]}
         text = '{"request":' + r.canonical + "," + dumps(body)[1:]
