@@ -106,3 +106,43 @@ def test_a_provider_failure_is_applied_when_its_row_is_written_and_only_then(k, 
     assert [r[1:3] for r in rows(k)] == [("provider-failure", "rate-limit"),
                                          ("provider-failure", "quota")]
     assert k.rebuild().ok and k.audit().findings == []
+
+
+def step(n: int, kind: str, actor: str, phase: str, revision: int, **cap) -> dict:
+    return {**beat(n, **cap), "kind": kind, "actor": actor, "key": f"{kind}{n}",
+            "expected-phase": phase, "expected-revision": revision}
+
+
+def phase_of(k: Kernel) -> tuple:
+    return k.conn.execute("SELECT phase, revision FROM transactions t JOIN tasks ON tasks.id = "
+                          "t.task WHERE tasks.name = 'a'").fetchone()
+
+
+def test_a_plain_step_moves_its_row_under_its_conditions_and_only_then(k, monkeypatch):
+    assert k.handle(step(1, "submit", "worker", "absent", 0))["decision"] == "applied"
+    monkeypatch.setattr(rules, "decide", lambda ctx: (_ for _ in ()).throw(AssertionError()))
+    for request, code in [
+            (step(2, "quiesce", "wrapper", "prepared", 0), "cas-moved"),
+            (step(3, "quiesce", "wrapper", "absent", 1), "cas-moved"),
+            (step(4, "quiesce", "wrapper", "prepared", 1, **{"lease-epoch": 2}), "stale-capability"),
+            (step(5, "quiesce", "wrapper", "prepared", 1, token="x"), "token-mismatch"),
+            (step(6, "quiesce", "wrapper", "prepared", 1, task="b"), "unknown-attempt")]:
+        assert k.handle(request) == {"decision": "rejected", "code": code}, request
+        assert phase_of(k) == ("prepared", 1)
+    assert k.handle(step(7, "quiesce", "wrapper", "prepared", 1)) == {"decision": "applied"}
+    assert phase_of(k) == ("quiescing", 2) and k.record("a").phase == "quiescing"
+    assert k.handle(step(8, "quiesce", "wrapper", "prepared", 1)) == {
+        "decision": "rejected", "code": "cas-moved"}
+    assert k.audit().findings == [] and k.rebuild().ok and k.verify_ledger().ok
+    k._forget()
+    assert (k.record("a").phase, k.record("a").revision) == ("quiescing", 2)
+
+
+def test_without_the_steps_conditions_a_stale_step_moves_the_row(k, monkeypatch):
+    assert k.handle(step(1, "submit", "worker", "absent", 0))["decision"] == "applied"
+    unconditional = ("UPDATE transactions SET phase = ?, revision = revision + 1 WHERE task = ? "
+                     "AND coalesce(?, ?, {}, ?, ?, ?, ?, ?, ?, ?, ?, 1) IS NOT NULL")
+    monkeypatch.setattr(tables, "STEP_IF_CURRENT", unconditional)
+    answer = k.handle(step(2, "quiesce", "wrapper", "prepared", 1, **{"lease-epoch": 2}))
+    assert answer == {"decision": "applied"}          # the refusal came from the statement
+    assert phase_of(k) == ("quiescing", 2)

@@ -53,9 +53,10 @@ from ..storage.ledger import LedgerVerdict
 from .principals import DENIED, Principal, Principals, scoped_key, sendable, well_formed
 from ..decisions.planner import Plan, plan, plans
 from ..decisions.projection import StatusProjection, observable_task, status
-from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, record_to_json
+from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, evolve, record_to_json
 from ..decisions.decision import Ctx, Observe, Outcome
-from ..decisions.rules import decide, k_failure
+from ..decisions.rules import EDGES, decide, k_failure, transaction_failure
+from ..decisions.transaction import PLAIN_STEPS, STEPS
 from ..decisions.decision import evidence_fact
 from ..decisions.seeding import Initial, check_initial, seeded
 from ..storage.backends import open_store
@@ -461,10 +462,12 @@ class Kernel:
     def _decide_and_record(self, rc: RequestContext, may_perform: bool = True) -> dict:
         """Decide, perform the effects, append the event and apply it (inside the caller's unit)."""
         r = rc.request
-        if r.kind in WRITTEN_UNDER_CONDITIONS and rc.bad_name is None and rc.role_held \
-                and r.authorized and r.needs_token:
-            seq = self.ledger.seq_ahead()
+        if rc.bad_name is None and rc.role_held and r.authorized \
+                and (r.kind in PLAIN_STEPS or r.kind in WRITTEN_UNDER_CONDITIONS and r.needs_token):
+            seq = self.ledger.seq_ahead()       # (known ahead: the store decides by row counts)
             if seq is not None:
+                if r.kind in PLAIN_STEPS:
+                    return self._step_under_conditions(rc)
                 return self._report_under_conditions(rc, seq)
         outcome, observe = self._decide_request(rc)
         facts = list(outcome.facts)
@@ -528,6 +531,48 @@ class Kernel:
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
                           (r.key, r.digest, response_text(response), seq))
         return response
+
+    def _step_under_conditions(self, rc: RequestContext) -> dict:
+        """A plain step of the SaveTransaction decided by its write: the transaction row moves
+        only under the request's conditions (``tables.STEP_IF_CURRENT``); when it did not,
+        the refusal is read from the stored facts (K, then the running attempt, CAS, edge)."""
+        r = rc.request
+        tid = self.task_id(r.task)
+        if tid is None:
+            return self._refused(r, "unknown-task")
+        old = self.record(r.task)                 # read before the write moves the row
+        to = STEPS[r.kind].to
+        if r.cap is None or not self.tables.step_if_current(tid, r, to, EDGES[r.kind][0]):
+            stored = _Stored(old, r)
+            code = k_failure(self.graph_id or "", stored) or transaction_failure(stored)
+            if code is None:
+                raise StoreError(f"task {r.task!r}: a {r.kind} did not move the transaction "
+                                 "although the stored facts admit it")
+            return self._refused(r, code)
+        new = evolve(old, phase=to, revision=old.revision + 1)
+        changes = changed(old, new)
+        response = decision(APPLIED)
+        body = {"digest": r.digest, "response": response, "changes": record_to_json(changes),
+                "facts": []}
+        seq = self._append_request(r, body)
+        self.tables.stamp(tid)
+        self.view.refresh(tid, new)
+        self.cache.put_record(r.task, new)
+        self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
+                          (r.key, r.digest, response_text(response), seq))
+        return response
+
+    def _refused(self, r: Request, code: str) -> dict:
+        response = decision(REJECTED, code)
+        seq = self._append_request(r, {"digest": r.digest, "response": response})
+        self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
+                          (r.key, r.digest, response_text(response), seq))
+        return response
+
+    def _append_request(self, r: Request, body: dict) -> int:
+        # the request's canonical bytes (those of its digest) are stored as they are
+        text = '{"request":' + r.canonical + "," + dumps(body)[1:]
+        return self.ledger.append("request", text, task=r.task, key=r.key)
 
     def _decide_request(self, rc: RequestContext):
         """The rule's outcome for a request (its names, authority, the task, then ``rules.decide``)."""
