@@ -38,17 +38,27 @@ import time
 from wgk.impl import Kernel, MemoryWorld, Pragmas, TaskPolicy
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from impl_workloads import Completions, GroupedHeartbeats, Heartbeats, Raw, complete  # noqa: E402
+import impl_workloads  # noqa: E402
+from impl_workloads import Completions, GroupedHeartbeats, Heartbeats, Raw, RawRows, complete  # noqa: E402
 
 
 def durable_rates(workdir: str, pragmas: Pragmas, rounds: int, batch: int) -> dict:
     """Rates over all rounds, and the median of the per-round ratios: the columns take turns
     in small batches (rotating who goes first) so that all of them see the same disk."""
+    # synchronous=OFF measures the CPU part: in the thread's CPU time, which the other
+    # processes of a loaded machine do not stretch (FULL: wall time, the disk included)
+    impl_workloads.CLOCK["now"] = time.thread_time if pragmas.synchronous == "OFF" \
+        else time.perf_counter
     raw = Raw(os.path.join(workdir, f"raw-{pragmas.synchronous}.db"), pragmas)
     loads = [Heartbeats(os.path.join(workdir, f"hb-{pragmas.synchronous}.db"), pragmas),
              Completions(os.path.join(workdir, f"tx-{pragmas.synchronous}.db"), pragmas),
              GroupedHeartbeats(os.path.join(workdir, f"ghb-{pragmas.synchronous}.db"), pragmas)]
-    columns = [("raw", raw)] + [(w.name, w) for w in loads]
+    same = {loads[0].name: RawRows(os.path.join(workdir, f"rawhb-{pragmas.synchronous}.db"),
+                                   pragmas, "heartbeat"),
+            loads[1].name: RawRows(os.path.join(workdir, f"rawtx-{pragmas.synchronous}.db"),
+                                   pragmas, "completion")}
+    columns = [("raw", raw)] + [(f"raw rows of {n}", r) for n, r in same.items()] \
+        + [(w.name, w) for w in loads]
     times = {name: 0.0 for name, _ in columns}
     per_round: dict[str, list[float]] = {w.name: [] for w in loads}
     for i in range(rounds):
@@ -64,6 +74,9 @@ def durable_rates(workdir: str, pragmas: Pragmas, rounds: int, batch: int) -> di
     return {"synchronous": pragmas.synchronous, "requests": n, "rates": rates,
             "ratios": {w.name: rates[w.name] / rates["raw"] for w in loads},
             "median-round-ratios": {name: statistics.median(v) for name, v in per_round.items()},
+            # against a raw loop writing the same rows a request writes, one transaction each
+            "same-rows-ratios": {n: rates[n] / rates[f"raw rows of {n}"] for n in same},
+            "load-average": os.getloadavg(),
             "loads": loads}
 
 
@@ -228,12 +241,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--dir", help="where the databases go (default: a temporary directory)")
     p.add_argument("--phase", help=argparse.SUPPRESS)
+    p.add_argument("--requests-only", action="store_true",
+                   help="only the durable and CPU request rates (no readiness, no rebuild)")
     args = p.parse_args(argv)
     if args.phase:
         json.dump(phase(args.phase, args.quick, args.dir or tempfile.mkdtemp()), sys.stdout)
         return 0
     rounds, batch = (12, 25) if args.quick else (40, 50)
     sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
+    sizes = () if args.requests_only else sizes
     workdir = tempfile.mkdtemp(prefix="wgk-bench-", dir=args.dir)
     log = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
     try:
@@ -271,9 +287,16 @@ def print_report(r: dict) -> None:
         for name, ratio in d["ratios"].items():
             print(f"  {'kernel: ' + name:40} {d['rates'][name]:9,.0f} /s   ratio {ratio:.2f}"
                   f"   (median of rounds {d['median-round-ratios'][name]:.2f})")
+        for name, ratio in d["same-rows-ratios"].items():
+            print(f"  {'raw rows of ' + name:40} {d['rates']['raw rows of ' + name]:9,.0f} /s   "
+                  f"kernel / same rows {ratio:.2f}")
+        print("  load average (1, 5, 15 min) at the end: "
+              + ", ".join(f"{x:.2f}" for x in d["load-average"]))
     dup = r["duplicates"]
     print(f"duplicates answered: {dup['per-second']:,.0f} /s over {dup['requests']:,} re-sent "
           f"requests; rows written {dup['writes']}, database unchanged: {dup['database-unchanged']}")
+    if not r["readiness"]:
+        return
     print("dependency readiness (median): indexed pending count vs anti-join over the edges")
     for x in r["readiness"]:
         print(f"  {x['tasks']:>8,} tasks, {x['ready']:4} ready: {x['indexed-ms']:8.2f} ms "

@@ -47,6 +47,59 @@ class Raw:
         return CLOCK["now"]() - start
 
 
+class RawRows(Raw):
+    """The rows one request writes, written by hand in one committed transaction each: the
+    journal looked up, a hash-linked ledger row, the journal row and, for a heartbeat, its
+    evidence row; for a completion step, the record's rows (its stamp, its transaction, a
+    receipt). No parsing, no decision: what a request costs beyond it is the kernel's."""
+
+    def __init__(self, path: str, pragmas: Pragmas, shape: str):
+        super().__init__(path, pragmas)
+        self.shape = shape
+        self.conn.executescript(
+            "CREATE TABLE IF NOT EXISTS ledger (seq INTEGER PRIMARY KEY, prev TEXT, hash TEXT, "
+            "event TEXT, task TEXT, key TEXT, body TEXT);"
+            "CREATE TABLE IF NOT EXISTS journal (key TEXT PRIMARY KEY, digest TEXT, response TEXT, "
+            "seq INTEGER) WITHOUT ROWID;"
+            "CREATE TABLE IF NOT EXISTS evidence (task INTEGER, kind TEXT, ident TEXT, counted "
+            "INTEGER, seq INTEGER, PRIMARY KEY (task, kind, ident)) WITHOUT ROWID;"
+            "CREATE TABLE IF NOT EXISTS stamps (task INTEGER PRIMARY KEY, stamp INTEGER);"
+            "CREATE TABLE IF NOT EXISTS transactions (task INTEGER PRIMARY KEY, phase TEXT, "
+            "revision INTEGER);"
+            "CREATE TABLE IF NOT EXISTS receipts (task INTEGER, kind TEXT, fence INTEGER, "
+            "candidate TEXT, base TEXT, PRIMARY KEY (task, kind)) WITHOUT ROWID;"
+            "INSERT OR IGNORE INTO stamps VALUES (1, 0);"
+            "INSERT OR IGNORE INTO transactions VALUES (1, 'absent', 0);")
+        self.prev = "0" * 64
+
+    def run(self, count: int) -> float:
+        c, sha = self.conn, hashlib.sha256
+        body = '{"request":{"kind":"heartbeat","task":"t1"},"response":{"decision":"evidence-only"}}'
+        start = CLOCK["now"]()
+        for _ in range(count):
+            self.n += 1
+            key = f"k{self.n}"
+            c.execute("SELECT digest, response FROM journal WHERE key = ?", (key,)).fetchone()
+            c.execute("BEGIN IMMEDIATE")
+            digest = sha(f"{self.prev}\n{self.n}\nrequest\nt1\n{key}\n{body}".encode()).hexdigest()
+            c.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?)",
+                      (self.n, self.prev, digest, "request", "t1", key, body))
+            self.prev = digest
+            c.execute("INSERT INTO journal VALUES (?, ?, ?, ?)", (key, digest, '{"decision":"applied"}', self.n))
+            if self.shape == "heartbeat":
+                c.execute("INSERT OR IGNORE INTO evidence VALUES (1, 'heartbeat', ?, 0, ?)",
+                          (key, self.n))
+            else:
+                c.execute("UPDATE stamps SET stamp = stamp + 1 WHERE task = 1 AND stamp = ?",
+                          (self.n - 1,))
+                c.execute("UPDATE transactions SET phase = ?, revision = ? WHERE task = 1",
+                          (f"p{self.n % 13}", self.n))
+                c.execute("INSERT OR REPLACE INTO receipts VALUES (1, ?, 1, 'c', 'b')",
+                          (f"r{self.n % 5}",))
+            c.execute("COMMIT")
+        return CLOCK["now"]() - start
+
+
 # --- kernel workloads ---------------------------------------------------------------------------
 
 

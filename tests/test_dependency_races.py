@@ -9,7 +9,6 @@ import pytest
 
 from wgk.conformance.oracle.dependency_races import DEPENDENCY_RACES, dependency_race
 from wgk.impl.storage import pg
-import wgk.impl.front.handling as handling
 
 from pg_support import pg_dsn, pg_server  # noqa: F401  (fixtures)
 
@@ -31,12 +30,12 @@ def test_the_races_hold_on_both_backends(dsn, name):
 
 def test_an_admission_without_its_dependency_locks_is_caught(pg_dsn, monkeypatch):
     """The dependency rows not locked (the workers are forked: they take the patch along)."""
-    def unlocked(kernel, r):
-        tid = kernel.task_id(r.task)
+    def unlocked(store, task_id, deps, sync):
+        tid = task_id()
         if tid is not None:
-            kernel.store.lock_tasks([tid])
-        return kernel._sync()
-    monkeypatch.setattr(handling, "lock_and_sync", unlocked)
+            store.lock_tasks([tid])
+        return sync()
+    monkeypatch.setattr(pg.PgStore, "lock_request", unlocked)
     r = dependency_race(pg_dsn, "reopen-racing-admission", processes=3, rounds=20)
     assert not r.ok
     assert any("after its dependency" in p and "was reopened" in p for p in r.problems), r.problems

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wgk.impl.front import handling
+from wgk.impl import Kernel
 from wgk.impl.storage import ledger as ledger_mod
 from wgk.conformance.oracle.batches import batch_replay, groups
 from wgk.conformance.reports import gate
@@ -56,8 +56,8 @@ def test_group_commit_replays_with_crash_cuts_inside_every_batch():
 
 
 def test_an_effect_behind_uncommitted_requests_fails_a_batch_cut(monkeypatch):
-    real = handling._in_savepoint
-    monkeypatch.setattr(handling, "_in_savepoint",
+    real = Kernel._in_savepoint
+    monkeypatch.setattr(Kernel, "_in_savepoint",
                         lambda kernel, r, may_perform: real(kernel, r, may_perform=True))
     r = batch_replay(load_trace(LOST), size=3)
     bad = [c for c in r.cuts if c.verdict == "fail"]

@@ -180,8 +180,18 @@ def test_send_lines_decides_every_line_with_one_commit(setup, capsys, sleeper, m
                                        "token": token, **kw})
     good = tmp / "beats.jsonl"
     good.write_text("\n".join([beat(1), beat(2), "", beat(1)]) + "\n")
+    from wgk.impl.contract import wire
+    from wgk.impl.cli import kernel_requests
+    from wgk.impl.front import kernel
+    parsed = []                                    # every line is parsed once on its way
+
+    def counted(body):
+        parsed.append(body["key"])
+        return wire.parse(body)
+    monkeypatch.setattr(kernel_requests, "parse", counted)
+    monkeypatch.setattr(kernel, "parse", counted)
     code, out, _ = run(capsys, db, "send", "--lines", str(good))
-    assert code == 0
+    assert code == 0 and parsed == ["hb1", "hb2", "hb1"]
     assert out.splitlines() == [f"{good}:1: evidence-only", f"{good}:2: evidence-only",
                                 f"{good}:4: duplicate"]
     stale = tmp / "stale.jsonl"

@@ -123,11 +123,10 @@ def test_a_newer_schema_is_refused(pg_dsn):
 
 def test_a_deadlock_is_retried_with_the_same_key_invisibly(pg_dsn, monkeypatch):
     import psycopg
-    from wgk.impl.front import handling
     world = MemoryWorld.create(target="main-0")
     k = Kernel(pg_dsn, world.environment())
     k.create_graph("g", [TaskPolicy("a")])
-    real, calls = handling.decide_and_record, []
+    real, calls = Kernel._decide_and_record, []
 
     def deadlock_once(kernel, rc, *a):
         calls.append(rc.key)
@@ -135,7 +134,7 @@ def test_a_deadlock_is_retried_with_the_same_key_invisibly(pg_dsn, monkeypatch):
             k.conn.native("SELECT 1")              # the transaction did work before failing
             raise psycopg.errors.DeadlockDetected("deadlock detected")
         return real(kernel, rc, *a)
-    monkeypatch.setattr(handling, "decide_and_record", deadlock_once)
+    monkeypatch.setattr(Kernel, "_decide_and_record", deadlock_once)
     answer = k.handle(SCRIPT[0])
     assert answer == {"decision": "applied"} and calls == ["dispatch:a", "dispatch:a"]
     assert k.project()["journal"] == {"dispatch:a": {"decision": "applied"}}

@@ -147,20 +147,20 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("conflict-answered-as-duplicate", "idempotency",
        "a used key is answered from the journal without comparing the request's digest",
        "idempotency-conflict-holds",
-       ("front/handling.py", "    if digest != r.digest:\n        return decision(REJECTED, "
+       ("front/kernel.py", "    if digest != r.digest:\n        return decision(REJECTED, "
                        '"idempotency-conflict")',
         "    if False:\n        return decision(REJECTED, \"idempotency-conflict\")")),
     _m("duplicate-decided-again", "idempotency",
        "a re-sent request is decided again instead of being answered from the journal",
        "idempotent-replay",
-       ("front/handling.py", "        if used is not None:\n            return answer_used(r, used)\n"
-                       "        with kernel.store.atomic(r.key) as unit:",
-        "        with kernel.store.atomic(r.key) as unit:")),
+       ("front/kernel.py", "            if used is not None:\n                return answer_used(r, used)\n"
+                       "            with self.store.atomic(r.key) as unit:",
+        "            with self.store.atomic(r.key) as unit:")),
     _m("hold-journaled", "idempotency",
        "a 'not yet' rejection (dependency-not-done, assignment-required) is journaled, so "
        "the same key is answered with the stale rejection once the dependency is Done",
        "idempotent-replay (a key's answer is the decision of its request)",
-       ("front/handling.py", '    return response.get("decision") == REJECTED and response.get("code") in UNJOURNALED',
+       ("front/kernel.py", '    return response.get("decision") == REJECTED and response.get("code") in UNJOURNALED',
         '    return response.get("decision") == REJECTED and response.get("code") == "bad-name"')),
     _m("keys-not-scoped", "idempotency",
        "journal keys are not scoped by their sender, so one principal can squat another's key",
@@ -170,13 +170,13 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("role-label-trusted", "authority",
        "the actor label is trusted as written: an authenticated worker labelling its requests "
        "validator, evaluator or operator is applied", "role-held",
-       ("front/handling.py", "    if not rc.role_held:",
-        "    if False:")),
+       ("front/kernel.py", "        if not rc.role_held:",
+        "        if False:")),
     _m("token-not-checked", "authority",
        "K alone admits a request of the attempt's own process: the presented capability "
        "token is never compared", "token-required",
-       ("decisions/rules.py", "        code = capability_failure(ctx) or token_failure(ctx)",
-        "        code = capability_failure(ctx)")),
+       ("decisions/rules.py", "    return capability_failure(ctx) or token_failure(ctx)",
+        "    return capability_failure(ctx)")),
     _m("continuation-keeps-token", "authority",
        "a continuation keeps the dead process's token instead of the one minted for it",
        "continuation-needs-token",
@@ -269,13 +269,13 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("batch-effect-behind-uncommitted", "group-commit",
        "in a batch, a request's external effect runs behind requests decided but not yet "
        "committed", "every intent an effect relies on is durable before it happens",
-       ("front/handling.py", "answers.append(_in_savepoint(kernel, rc, may_perform=not answers))",
-        "answers.append(_in_savepoint(kernel, rc, may_perform=True))")),
+       ("front/kernel.py", "answers.append(self._in_savepoint(rc, may_perform=not answers))",
+        "answers.append(self._in_savepoint(rc, may_perform=True))")),
     _m("batch-skips-journal", "group-commit",
        "a batched request is decided without looking up its key in the journal",
        "idempotent-replay in group commit",
-       ("front/handling.py", "            lock_and_sync(kernel, r)\n        used = journal(kernel, r.key)",
-        "            lock_and_sync(kernel, r)\n        used = None")),
+       ("front/kernel.py", "            self._lock_and_sync(r)\n            used = self._journal(r.key)",
+        "            self._lock_and_sync(r)\n            used = None")),
     # --- git ---------------------------------------------------------------------------------
     _m("land-without-cas", "git",
        "the land updates the target ref without the expected old value (a force update-ref)",
@@ -330,8 +330,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("admission-last-dependency", "readiness",
        "dispatch admits a task when its last dependency is Done, whatever the others",
        "dependency-needs-done",
-       ("front/handling.py", "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps),",
-        "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps[-1:]),")),
+       ("front/kernel.py", "deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps),",
+        "deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps[-1:]),")),
     _m("validator-may-accept", "rules",
        "the implementation's own authority table lets the validator send accept, so a "
        "candidate validated by one role is accepted by the same role",
@@ -431,8 +431,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("capability-task-unchecked", "rules",
        "the capability's task is never compared with the request's: another task's K, equal "
        "field by field, is accepted", "attempt-fencing (a K names its task)",
-       ("decisions/rules.py", "if r.cap is None or r.cap.graph != ctx.graph_id or r.cap.task != r.task:",
-        "if r.cap is None or r.cap.graph != ctx.graph_id:")),
+       ("decisions/rules.py", "if r.cap is None or r.cap.graph != graph_id or r.cap.task != r.task:",
+        "if r.cap is None or r.cap.graph != graph_id:")),
     _m("suspect-twice-is-dead", "processes",
        "a second heartbeat timeout or observer EOF on an owner already suspect declares it "
        "dead", "evidence-cannot-terminalize-live-owner",
@@ -441,13 +441,13 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("batch-commits-each", "group-commit",
        "a batch's requests each commit on their own instead of together",
        "group commit: the members of one batch commit together (a crash recovers none or all)",
-       ("front/handling.py", "_batch_commit(kernel, requests[len(answers):]))",
-        "_batch_commit(kernel, requests[len(answers):len(answers) + 1]))")),
+       ("front/kernel.py", "self._batch_commit(requests[len(answers):]))",
+        "self._batch_commit(requests[len(answers):len(answers) + 1]))")),
     _m("admission-first-dependency", "readiness",
        "dispatch admits a task when its first dependency is Done, whatever the others",
        "dependency-needs-done",
-       ("front/handling.py", "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps),",
-        "deps_done=lambda: all(kernel.record(d).graph_saved for d in policy.deps[:1]),")),
+       ("front/kernel.py", "deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps),",
+        "deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps[:1]),")),
     _m("broker-without-token", "authority",
        "a broker's K-requests are accepted without the attempt's capability token",
        "token-required",
@@ -456,8 +456,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("deliver-role-unchecked", "authority",
        "the role check is skipped for deliver: an authenticated worker labelling itself "
        "operator releases a wait", "role-held",
-       ("front/handling.py", "    if not rc.role_held:",
-        '    if not rc.role_held and rc.request.kind != "deliver":')),
+       ("front/kernel.py", "        if not rc.role_held:",
+        '        if not rc.role_held and rc.request.kind != "deliver":')),
     _m("revoked-still-authenticates", "authority",
        "a revoked principal's credential still authenticates", "a revoked credential is an "
        "unknown one (not-authenticated)",
@@ -497,8 +497,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "on PostgreSQL, the dependency rows are not locked while a dependent is admitted, so a "
        "concurrent reopen of a dependency commits under the admission",
        "dependency-needs-done on PostgreSQL (the rows a decision reads are locked)",
-       ("front/handling.py", "        kernel.store.lock_tasks([kernel.task_id(d) for d in deps], share=True)\n",
-        "        pass\n"),
+       ("storage/pg.py", "            self.lock_tasks(dep_ids, share=True)\n",
+        "            pass\n"),
        survives=PG_ONLY + " (there the race reopen-racing-admission finds a dependent "
                           "admitted after its dependency's reopen in the ledger's order)"),
     _m("pg-deadlock-not-retried", "concurrency",

@@ -72,11 +72,15 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
         ("first = t.running and not t.reserved", "first = t.running"),
     ("front/audit.py", "for effect, name, candidate, base in kernel.conn.execute("):
         ("lost = [c for c in (candidate, base) if c and not descends(target, c)]", "lost = []"),
-    ("front/handling.py", "return decision(DUPLICATE, original=json.loads(response))"):
+    ("front/kernel.py", "return decision(DUPLICATE, original=json.loads(response))"):
         ("original=json.loads(response)", "original=None"),
-    ("front/handling.py", "if outcome.changes_state and outcome.effects:"):
+    ("front/kernel.py", "if outcome.changes_state and outcome.effects:"):
         ("if outcome.changes_state and outcome.effects:", "if outcome.effects:"),
-    ("front/handling.py", "if outcome.changes_state:"): ("if outcome.changes_state:", "if True:"),
+    ("front/kernel.py", "if outcome.changes_state:"): ("if outcome.changes_state:", "if True:"),
+    ("storage/tables.py", "written = self.conn.execute(REPORT_IF_CURRENT, params).rowcount == 1"):
+        ("self.conn.execute(REPORT_IF_CURRENT, params).rowcount == 1", "True"),
+    ("storage/tables.py", "moved = self.conn.execute(sql, params).rowcount == 1"):
+        ("self.conn.execute(sql, params).rowcount == 1", "True"),
     ("world/git.py", "return ([safe(head)] if kind else []) + [safe(task), safe(leaf)]"):
         ("[safe(task), safe(leaf)]", "[task, leaf]"),
     ("world/git.py", "lost = self.uncaptured(wt)"): ("self.uncaptured(wt)", "[]"),
@@ -121,6 +125,12 @@ GUARD_TESTS: dict[tuple[str, str], tuple[str, ...]] = {
     ("decisions/planner.py", "if len(ways) != 1:"): (
         "tests/test_impl_planner.py::test_two_ways_at_once_is_a_named_hold",
         "tests/test_impl_planner.py::test_no_way_at_all_is_a_named_hold"),
+    ("storage/tables.py", "written = self.conn.execute(REPORT_IF_CURRENT, params).rowcount == 1"): (
+        "tests/test_impl_written_decisions.py::"
+        "test_a_heartbeat_is_written_under_its_conditions_and_refused_from_the_stored_facts",),
+    ("storage/tables.py", "moved = self.conn.execute(sql, params).rowcount == 1"): (
+        "tests/test_impl_written_decisions.py::"
+        "test_a_plain_step_moves_its_row_under_its_conditions_and_only_then",),
     ("storage/tables.py", "c.execute(STAMP, (task_id, stamp))"): (
         "tests/test_impl_conditional_writes.py::"
         "test_a_decision_on_stale_facts_is_made_again_on_the_stored_ones",

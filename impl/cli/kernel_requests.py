@@ -111,17 +111,16 @@ def send_lines(k: Kernel, args) -> int:
     for n, line in enumerate(raw.split(b"\n"), 1):
         if not line.strip():
             continue
-        requests.append(decode_json(line, f"{name}:{n}"))
+        try:                         # each line parsed once: the batch takes the parsed request
+            request = parse(decode_json(line, f"{name}:{n}"))
+        except BadRequest as e:
+            raise UsageError(f"{name}:{n}: {e}") from None
+        problem = refused_name(request)
+        if problem is not None:
+            raise UsageError(f"{name}:{n}: {problem}")
+        requests.append(request)
         lines.append(n)
-        named(requests[-1], f"{name}:{n}")
-    try:
-        responses = [authenticated(r) for r in k.handle_batch(requests, read_credential(args))]
-    except BadRequest as e:          # "request N: ..." -> the file's line
-        message = str(e)
-        if message.startswith("request "):
-            index, _, rest = message[len("request "):].partition(": ")
-            message = f"{name}:{lines[int(index)]}: {rest}"
-        raise UsageError(message) from None
+    responses = [authenticated(r) for r in k.handle_batch(requests, read_credential(args))]
     rejected = [r for r in responses if r["decision"] == "rejected"
                 or r.get("original", {}).get("decision") == "rejected"]
     text_out = "\n".join(f"{name}:{n}: {r['decision']}" + (f": {r['code']}" if "code" in r else "")

@@ -84,14 +84,22 @@ def transaction_failure(ctx: Ctx) -> str | None:
     return None
 
 
+def k_failure(graph_id: str, ctx) -> str | None:
+    """Check 4 whole: the capability names this graph and task, is the current attempt's K,
+    and the token is that attempt's. ``ctx``: anything with the stored ``record`` and the
+    ``request`` (a ``Ctx``, or the facts read after a write whose conditions did not hold)."""
+    r = ctx.request
+    # guards: attempt-fencing
+    if r.cap is None or r.cap.graph != graph_id or r.cap.task != r.task:
+        return "stale-capability"
+    return capability_failure(ctx) or token_failure(ctx)
+
+
 def decide(ctx: Ctx) -> Outcome:
     """Checks 2 to 6 for a request the journal has not seen (the task exists)."""
     r = ctx.request
     if r.needs_capability:
-        # guards: attempt-fencing
-        if r.cap is None or r.cap.graph != ctx.graph_id or r.cap.task != r.task:
-            return reject(ctx, "stale-capability")
-        code = capability_failure(ctx) or token_failure(ctx)
+        code = k_failure(ctx.graph_id, ctx)
         if code:
             return reject(ctx, code)
     if r.kind in TRANSACTION_KINDS:

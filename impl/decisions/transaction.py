@@ -376,3 +376,12 @@ STEPS: dict[str, Step] = {
 
 #: The transaction's kinds as rules: the step's conditions, then its write.
 RULES: dict[str, Rule] = {kind: Rule(step.when, write) for kind, step in STEPS.items()}
+
+
+#: Steps whose write is their phase and revision alone (no condition of their own, no
+#: receipt, no side exit, no other column, nothing recorded beside): the conditions every
+#: step shares are then all of theirs, and the store's statement can carry them.
+PLAIN_STEPS = frozenset(
+    kind for kind, step in STEPS.items()
+    if step.to is not None and step.receipt is None and not step.when and step.exit is _never
+    and step.sets is _nothing and step.notes is _no_notes)

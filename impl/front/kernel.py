@@ -1,40 +1,138 @@
 """The kernel: one database (SQLite, or PostgreSQL for a DSN), one task graph, an
-injected environment.
+injected environment, and the one request path.
 
-``handle(request)`` is the only way state changes after the graph exists (the
-request path is ``handling``); graph edits, seeds and legacy records are ledger
-events as well, so every table can be rebuilt from the ledger by the same
-``apply_event``. What it has read of its tables (ids, policies, records) is one
-``ReadCache`` (``storage.cache``), valid while no other connection commits.
+``handle(request)`` is the only way state changes after the graph exists; graph edits,
+seeds and legacy records are ledger events as well, so every table can be rebuilt from
+the ledger by the same ``apply_event``. What it has read of its tables (ids, policies,
+records) is one ``ReadCache`` (``storage.cache``), valid while no other connection commits.
+
+The request path, one wire request (or a batch) in one transaction:
+
+1. the journal: a key seen before with equal bytes answers ``duplicate`` with the
+   stored response, with other bytes ``idempotency-conflict``; neither writes;
+2. ``BEGIN IMMEDIATE`` (on PostgreSQL: ``BEGIN`` and row locks on the task and its
+   dependencies, the store's ``lock_request``); the journal again (another process may
+   have won);
+3. authority, the task, then ``rules.decide`` (K, CAS, the rule's guards);
+4. the decision's external effects, each a durable boundary through the hook
+   (a failed CAS turns the decision into ``cas-moved``);
+5. one ledger event, then ``apply_event`` writes the journal, the record's
+   changed rows, the facts and the status projection from that event;
+6. ``COMMIT`` (a boundary too).
+
+Before any of it, a closed kernel authenticates the credential
+(``not-authenticated``: nothing read) and the wire object is parsed
+(``BadRequest``: nothing written). A request whose key is not used yet and
+whose names fall outside the grammar (``names``) is ``bad-name``, and like a
+hold it writes nothing: the key stays free.
+
+A request is admitted once (``admit``: one authentication, one parse, its key in its
+sender's namespace, its names checked) into a ``RequestContext``, and that context is
+what every later step takes: nothing about the request is kept on the kernel. Whatever
+depends on where the database lives (row locks, reads sent ahead) is the store's.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
-
-from dataclasses import replace
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from . import audit as audit_
 from ..storage import authority
 from . import converge as converge_
-from . import handling, legacy, observed
+from . import legacy, observed
+from ..decisions import reopen
 from ..contract import names, protect
-from ..storage.apply import apply_event
-from .effects import perform
+from ..storage.apply import apply_event, response_text
+from .effects import CasMoved, perform
 from ..world.env import Environment
-from ..contract.errors import GraphError, SeedError
+from ..contract.errors import BadRequest, GraphError, SeedError, StoreError
 from ..decisions.graph import dependency_path, task_added_events
 from ..world.hooks import Hook, no_hook
 from ..storage.ledger import LedgerVerdict
-from .principals import Principals
+from .principals import DENIED, Principal, Principals, scoped_key, sendable, well_formed
 from ..decisions.planner import Plan, plan, plans
 from ..decisions.projection import StatusProjection, observable_task, status
-from ..storage.records import TaskPolicy, TaskRecord, changed, record_to_json
-from ..decisions.decision import Observe
+from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, evolve, record_to_json
+from ..decisions.decision import Ctx, Observe, Outcome
+from ..decisions.rules import EDGES, decide, k_failure, transaction_failure
+from ..decisions.transaction import PLAIN_STEPS, STEPS
+from ..decisions.decision import evidence_fact
 from ..decisions.seeding import Initial, check_initial, seeded
 from ..storage.backends import open_store
 from ..storage.cache import ReadCache
 from ..storage.store import Pragmas, dumps
 from ..storage.tables import FactTables, TaskTables
+from ..contract.vocabulary import APPLIED, DUPLICATE, EVIDENCE_ONLY, REJECTED
+from ..contract.wire import Request, decision, parse, refused_name
+
+
+#: Rejections that only say "not yet" (an admission fact is missing): they are not an
+#: answer to the key, so nothing is journaled and the same key is decided again on re-send.
+HOLD_CODES = ("assignment-required", "dependency-not-done")
+#: Rejections that write nothing at all: the holds, and a name outside the grammar (a
+#: wire-level refusal: the request names nothing the kernel could hold).
+UNJOURNALED = HOLD_CODES + ("bad-name",)
+
+
+def is_hold(response: dict) -> bool:
+    """A rejection that is not journaled (a hold, or ``bad-name``): the key stays free."""
+    return response.get("decision") == REJECTED and response.get("code") in UNJOURNALED
+
+
+class CommitFirst(Exception):
+    """A batched request would perform an effect behind uncommitted requests."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """One admitted request: its sender (None: an open kernel), the request parsed once with
+    its key in the sender's namespace, and why its names are refused (None: they are not)."""
+
+    sender: Principal | None
+    request: Request
+    bad_name: str | None = field(default=None)
+
+    @property
+    def key(self) -> str:
+        return self.request.key
+
+    @property
+    def role_held(self) -> bool:
+        """The actor the request names is a role its sender holds (always, on an open kernel)."""
+        return self.sender is None or self.request.actor in self.sender.roles
+
+
+def context(who: Principal | None, r: Request) -> RequestContext:
+    if who is not None:
+        r = replace(r, key=scoped_key(who, r.key))
+    return RequestContext(who, r, refused_name(r))
+
+
+JOURNAL = "SELECT digest, response FROM journal WHERE key = ?"
+
+#: Kinds decided by the conditions of their one write (``_report_under_conditions``) where
+#: the ledger's next number is known ahead: reports that record their evidence row and change
+#: nothing else (docs/vocabulary.md: no condition of their own beyond K and the token), with
+#: the answer when the row is written; a row already there (its id seen) is evidence-only.
+WRITTEN_UNDER_CONDITIONS = {"heartbeat": EVIDENCE_ONLY, "provider-failure": APPLIED}
+
+
+class _Stored(NamedTuple):
+    """What a refusal is read from after a write whose conditions did not hold."""
+
+    record: TaskRecord
+    request: Request
+
+
+def answer_used(r: Request, used: tuple[str, str]) -> dict:
+    digest, response = used
+    # guards: idempotency-conflict-holds
+    if digest != r.digest:
+        return decision(REJECTED, "idempotency-conflict")
+    # guards: idempotent-replay
+    return decision(DUPLICATE, original=json.loads(response))
+
 
 
 class Kernel:
@@ -203,22 +301,33 @@ class Kernel:
             self._append("seed", {"task": task, "changes": record_to_json(changed(t, new)),
                                   "facts": facts})
 
-    # --- requests (the path itself is ``handling``) ---------------------------------------------
+    # --- requests: the one request path ---------------------------------------------------------
 
     def handle(self, wire: Any, credential: str | None = None) -> dict:
         """Decide one wire request sent with ``credential``; returns the wire decision
         (``BadRequest`` if malformed). A closed kernel authenticates before it reads."""
-        return handling.handle(self, wire, credential)
+        self._read_ahead(wire, credential)
+        try:
+            rc = self._admit(credential, wire)
+            if rc is None:
+                return decision(REJECTED, "not-authenticated")  # nothing read, nothing written
+            return self._retrying(lambda: self._handle(rc))
+        finally:
+            self.store.settle()
 
-    def admit(self, wire: Any, credential: str | None = None) -> "handling.RequestContext | None":
+    def admit(self, wire: Any, credential: str | None = None) -> RequestContext | None:
         """Authenticate ``credential`` and parse ``wire`` once (``BadRequest`` if malformed):
         the request's context (``RequestContext.bad_name`` says why its names are refused),
         or None when the credential does not authenticate. ``handle_admitted`` decides it."""
-        return handling.admit(self, credential, wire)
+        return self._admit(credential, wire)
 
-    def handle_admitted(self, rc: "handling.RequestContext") -> dict:
-        """Decide a request ``admit`` returned, as ``handle`` would."""
-        return handling.handle_admitted(self, rc)
+    def handle_admitted(self, rc: RequestContext) -> dict:
+        """Decide a request ``admit`` returned, as ``handle`` would (its own transaction,
+        retried when it must be)."""
+        try:
+            return self._retrying(lambda: self._handle(rc))
+        finally:
+            self.store.settle()
 
     def handle_batch(self, wires: Sequence[Any], credential: str | None = None) -> list[dict]:
         """Decide several requests with one commit for all of them (group commit).
@@ -231,8 +340,269 @@ class Kernel:
         waits behind uncommitted requests: the batch commits first and the effect
         opens the next commit, so every intent it relies on is durable before it
         happens. A malformed request refuses the whole batch before anything runs
-        (``BadRequest`` naming its position)."""
-        return handling.handle_batch(self, wires, credential)
+        (``BadRequest`` naming its position). A wire request is parsed once; one that
+        is a ``Request`` already (parsed by the caller, as ``wgk kernel send --lines``
+        does to name a bad line) is taken as it is."""
+        self.cache.sync()
+        who = self.principals.authenticate(credential)
+        if who is DENIED:
+            return [decision(REJECTED, "not-authenticated") for _ in wires]
+        requests: list[RequestContext] = []
+        for n, wire in enumerate(wires):
+            try:
+                requests.append(context(who, wire if isinstance(wire, Request) else parse(wire)))
+            except BadRequest as e:
+                raise BadRequest(f"request {n}: {e}") from None
+        answers: list[dict] = []
+        try:
+            while len(answers) < len(requests):
+                answers += self._retrying(lambda: self._batch_commit(requests[len(answers):]))
+        except BaseException:
+            self.cache.invalidate()
+            raise
+        return answers
+
+    def _admit(self, credential: str | None, wire: Any) -> RequestContext | None:
+        """The request's context, or None when the credential does not authenticate (nothing
+        read); a malformed request raises ``BadRequest`` (nothing written)."""
+        self.cache.sync()                  # another connection's commit: check the principals again
+        who = self.principals.authenticate(credential)
+        if who is DENIED:
+            return None
+        return context(who, parse(wire))
+
+    def _handle(self, rc: RequestContext) -> dict:
+        r = rc.request
+        try:
+            used = self._journal(r.key)           # duplicates: answered without any write
+            # guards: idempotent-replay, idempotency-conflict-holds
+            if used is not None:
+                return answer_used(r, used)
+            with self.store.atomic(r.key) as unit:
+                if self._lock_and_sync(r):        # another process committed meanwhile
+                    used = self._journal(r.key)
+                    if used is not None:
+                        unit.abandon()
+                        return answer_used(r, used)
+                response = self._decide_and_record(rc)
+                if is_hold(response):
+                    unit.abandon()        # not an answer yet: nothing is written, the key stays free
+            return response
+        except BaseException:
+            self.cache.invalidate()
+            raise
+
+    def _retrying(self, run, attempts: int = 50):
+        """Run a transaction again after a deadlock or serialization failure (PostgreSQL),
+        or a write whose condition no longer held: the same request, the same key,
+        invisibly to the caller."""
+        for n in range(attempts):
+            try:
+                return run()
+            except Exception as e:
+                if n + 1 == attempts or not self.store.retryable(e):
+                    raise
+
+    def _lock_and_sync(self, r: Request) -> bool:
+        """Lock the rows the request's decision reads, as the store's dialect wants it
+        (PostgreSQL: the task's row and its dependencies', held until COMMIT; SQLite's
+        writer lock already covers them), and drop caches another connection's commit made
+        stale (True when it did)."""
+        return self.store.lock_request(
+            lambda: self.task_id(r.task),         # (read again: added by another connection)
+            lambda: [self.task_id(d) for d in self.policy(r.task).deps], self.cache.sync)
+
+    def _batch_commit(self, requests: list[RequestContext]) -> list[dict]:
+        """Decide a prefix of ``requests`` in one transaction; their answers once committed."""
+        answers: list[dict] = []
+        try:
+            with self.store.atomic(f"batch:{requests[0].key}"):
+                self.cache.sync()
+                for rc in requests:
+                    try:
+                        answers.append(self._in_savepoint(rc, may_perform=not answers))
+                    except CommitFirst:
+                        break                  # commit what is decided, then this one
+        except BaseException:
+            self.cache.invalidate()
+            raise
+        return answers
+
+    def _in_savepoint(self, rc: RequestContext, may_perform: bool) -> dict:
+        r = rc.request
+        with self.store.atomic(r.key) as unit:
+            self._lock_and_sync(r)
+            used = self._journal(r.key)
+            if used is not None:
+                unit.abandon()
+                return answer_used(r, used)
+            response = self._decide_and_record(rc, may_perform)
+            if is_hold(response):
+                unit.abandon()
+            return response
+
+    def _journal(self, key: str) -> tuple[str, str] | None:
+        return self.conn.execute(JOURNAL, (key,)).fetchone()
+
+    def _read_ahead(self, wire: Any, credential: str | None) -> None:
+        """The request's journal entry (under its key as sent, in the namespace its credential
+        names) and, for a task the caches know, its row lock: the store sends them ahead
+        where a round trip can be saved (PostgreSQL), and asks for them only then."""
+        def ahead() -> tuple[str, int | None] | None:
+            key = wire.get("key") if isinstance(wire, dict) else None
+            # a key no store can hold (not UTF-8, a NUL) is read by nobody: parse refuses it
+            if not sendable(key):
+                return None
+            name = credential.partition(".")[0] if well_formed(credential) else None
+            task = wire.get("task")
+            tid = self.cache.known_id(task) if isinstance(task, str) else None
+            return (key if name is None else f"{name}/{key}"), tid
+        self.store.read_ahead(JOURNAL, ahead)
+
+    def _decide_and_record(self, rc: RequestContext, may_perform: bool = True) -> dict:
+        """Decide, perform the effects, append the event and apply it (inside the caller's unit)."""
+        r = rc.request
+        if rc.bad_name is None and rc.role_held and r.authorized \
+                and (r.kind in PLAIN_STEPS or r.kind in WRITTEN_UNDER_CONDITIONS and r.needs_token):
+            seq = self.ledger.seq_ahead()       # (known ahead: the store decides by row counts)
+            if seq is not None:
+                if r.kind in PLAIN_STEPS:
+                    return self._step_under_conditions(rc)
+                return self._report_under_conditions(rc, seq)
+        outcome, observe = self._decide_request(rc)
+        facts = list(outcome.facts)
+        # guards: rejection-changes-nothing
+        if outcome.changes_state and outcome.effects:
+            if not may_perform:
+                raise CommitFirst()
+            try:
+                facts += perform(self.env, self.hook, outcome.effects, r.key, outcome.record)
+            except CasMoved:
+                outcome = Outcome(REJECTED, "cas-moved", outcome.record)
+        response = decision(outcome.decision, outcome.code)
+        if is_hold(response):
+            return response
+        body: dict[str, Any] = {"digest": r.digest, "response": response}
+        changes = None
+        # guards: rejection-changes-nothing
+        if outcome.changes_state:
+            # guards: unchanged-outside-touches
+            changes = changed(self.record(r.task), outcome.record)
+            body["changes"] = record_to_json(changes)
+            body["facts"] = facts
+        if observe is not None and observe.log:
+            body["observed"] = observe.log
+        # the request's canonical bytes (those of its digest) are stored as they are
+        text = '{"request":' + r.canonical + "," + dumps(body)[1:]
+        seq = self.ledger.append("request", text, task=r.task, key=r.key)
+        apply_event(self, seq, "request", body, key=r.key, task=r.task,
+                    record=outcome.record if changes is not None else None, changes=changes)
+        return response
+
+    def _report_under_conditions(self, rc: RequestContext, seq: int) -> dict:
+        """A report decided by its write: its evidence row is written only while the
+        request's K and token are the current attempt's (``tables.REPORT_IF_CURRENT``), and
+        when no row was written the answer is read from the stored facts: the refusal the
+        record gives the request, else (its id seen before) evidence-only."""
+        r = rc.request
+        answer = EVIDENCE_ONLY
+        if r.cap is not None and self.facts.report_if_current(r, seq):
+            code, answer = None, WRITTEN_UNDER_CONDITIONS[r.kind]
+        else:
+            tid = self.task_id(r.task)
+            if tid is None:
+                code = "unknown-task"
+            else:
+                code = k_failure(self.graph_id or "", _Stored(self.record(r.task), r))
+                if code is None and not self.facts.has_evidence(tid, r.kind, r.evidence):
+                    raise StoreError(f"task {r.task!r}: a {r.kind} was not written although "
+                                     "the stored facts admit it")
+        if code is not None:
+            response = decision(REJECTED, code)
+            body: dict[str, Any] = {"digest": r.digest, "response": response}
+        else:
+            response = decision(answer)
+            body = {"digest": r.digest, "response": response, "changes": {},
+                    "facts": [evidence_fact(r.kind, r.evidence)]}
+        text = '{"request":' + r.canonical + "," + dumps(body)[1:]
+        appended = self.ledger.append("request", text, task=r.task, key=r.key)
+        if appended != seq:
+            raise StoreError(f"ledger event {appended}, where {seq} was written ahead")
+        self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
+                          (r.key, r.digest, response_text(response), seq))
+        return response
+
+    def _step_under_conditions(self, rc: RequestContext) -> dict:
+        """A plain step of the SaveTransaction decided by its write: the transaction row moves
+        only under the request's conditions (``tables.STEP_IF_CURRENT``); when it did not,
+        the refusal is read from the stored facts (K, then the running attempt, CAS, edge)."""
+        r = rc.request
+        tid = self.task_id(r.task)
+        if tid is None:
+            return self._refused(r, "unknown-task")
+        old = self.record(r.task)                 # read before the write moves the row
+        to = STEPS[r.kind].to
+        if r.cap is None or not self.tables.step_if_current(tid, r, to, EDGES[r.kind][0]):
+            stored = _Stored(old, r)
+            code = k_failure(self.graph_id or "", stored) or transaction_failure(stored)
+            if code is None:
+                raise StoreError(f"task {r.task!r}: a {r.kind} did not move the transaction "
+                                 "although the stored facts admit it")
+            return self._refused(r, code)
+        new = evolve(old, phase=to, revision=old.revision + 1)
+        changes = changed(old, new)
+        response = decision(APPLIED)
+        body = {"digest": r.digest, "response": response, "changes": record_to_json(changes),
+                "facts": []}
+        seq = self._append_request(r, body)
+        self.tables.stamp(tid)
+        self.view.refresh(tid, new)
+        self.cache.put_record(r.task, new)
+        self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
+                          (r.key, r.digest, response_text(response), seq))
+        return response
+
+    def _refused(self, r: Request, code: str) -> dict:
+        response = decision(REJECTED, code)
+        seq = self._append_request(r, {"digest": r.digest, "response": response})
+        self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
+                          (r.key, r.digest, response_text(response), seq))
+        return response
+
+    def _append_request(self, r: Request, body: dict) -> int:
+        # the request's canonical bytes (those of its digest) are stored as they are
+        text = '{"request":' + r.canonical + "," + dumps(body)[1:]
+        return self.ledger.append("request", text, task=r.task, key=r.key)
+
+    def _decide_request(self, rc: RequestContext):
+        """The rule's outcome for a request (its names, authority, the task, then ``rules.decide``)."""
+        r = rc.request
+        # guards: rejection-changes-nothing
+        if rc.bad_name is not None:
+            return Outcome(REJECTED, "bad-name", EMPTY), None
+        # guards: role-held
+        if not rc.role_held:
+            return Outcome(REJECTED, "role-not-held", EMPTY), None
+        if not r.authorized:
+            return Outcome(REJECTED, "not-authorized", EMPTY), None
+        if self.task_id(r.task) is None:
+            return Outcome(REJECTED, "unknown-task", EMPTY), None
+        policy = self.policy(r.task)
+        observe = self.observe(r.task)
+        ctx = Ctx(
+            graph_id=self.graph_id or "", policy=policy, record=self.record(r.task), request=r,
+            deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps),
+            seen=lambda kind, ident: self._seen(r.task, kind, ident),
+            observe=observe, protected_paths=self.protected_paths,
+            deps_reopened=lambda: reopen.deps_reopened(self, r.task),
+            dependents_committed=lambda: reopen.dependents_committed(self, r.task),
+        )
+        return decide(ctx), observe
+
+    def _seen(self, task: str, kind: str, ident: str) -> bool:
+        return self.conn.execute(
+            "SELECT 1 FROM evidence WHERE task = ? AND kind = ? AND ident = ?",
+            (self.task_id(task), kind, ident)).fetchone() is not None
 
     # --- the ledger and the one write path ---------------------------------------------------------
 

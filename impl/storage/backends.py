@@ -3,9 +3,10 @@
 A ``Backend`` knows a location of its kind (``accepts``), opens its store, says whether the
 database is a file on this machine, and shows a location without its password. Everything
 that depends on where the database lives asks the backend of its location
-(``backend_of``) instead of testing the location's text: the request path asks the store
-(``row_locks``: PostgreSQL locks the task rows a decision reads, SQLite's one writer covers
-them). A third backend is one more ``Backend`` in ``BACKENDS``, its store beside
+(``backend_of``) instead of testing the location's text: the request path asks the store,
+whose dialect it is (``lock_request``: PostgreSQL locks the task rows a decision reads,
+SQLite's one writer covers them; ``read_ahead``: PostgreSQL sends the first reads with the
+credential check's round trip). A third backend is one more ``Backend`` in ``BACKENDS``, its store beside
 ``store.py`` (SQLite) and ``pg*.py`` (PostgreSQL).
 """
 from __future__ import annotations

@@ -145,6 +145,11 @@ class Ledger:
     def next_seq(self) -> int:
         return self.head()[0] + 1
 
+    def seq_ahead(self) -> int | None:
+        """The number the next append takes, known before it (inside the writer's
+        transaction, the head cannot move): a write may carry it before its event exists."""
+        return self.next_seq()
+
     def append(self, event: str, body: str, *, task: str | None = None,
                key: str | None = None) -> int:
         """Append one event inside the caller's transaction; returns its seq."""

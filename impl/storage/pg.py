@@ -207,9 +207,27 @@ class PgStore(Store):
             return name in sql.RETRY_CONSTRAINTS
         return state in sql.RETRY_STATES
 
-    def read_ahead(self, journal: str, key: str, task_id: int | None) -> None:
+    def lock_request(self, task_id, deps, sync) -> bool:
+        """The request's task row locked, then its dependencies' (shared): the decision's
+        facts hold until COMMIT; the caches are checked after each lock."""
+        tid = task_id() if self.row_locks else None
+        if tid is None:
+            return sync()
+        self.lock_tasks([tid])
+        stale = sync()
+        dep_ids = deps()
+        if dep_ids:
+            self.lock_tasks(dep_ids, share=True)
+            stale = sync() or stale
+        return stale
+
+    def read_ahead(self, journal: str, ahead) -> None:
         """The request's journal lookup and, for a known task, BEGIN and its locks unless the
         key is used: sent with the next round trip (the credential check's)."""
+        found = ahead() if self.row_locks else None
+        if found is None:
+            return
+        key, task_id = found
         self.conn.prefetch(journal, (key,))
         if task_id is not None and not self.depth:
             self.conn.begin_early([task_id], key)
@@ -341,6 +359,10 @@ class PgLedger(Ledger):
                key: str | None = None):
         """Queued with the transaction's other writes; the number is a ``PendingSeq``."""
         return self.store.conn.append(event, body, task, key)
+
+    def seq_ahead(self) -> None:
+        """Unknown before the append: the number is the sequence's, given when it runs."""
+        return None
 
     def seal(self) -> int:
         """Chain every committed event (waiting for appends in flight); the sealed head."""

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import tempfile
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..contract.errors import StoreError
 from ..world.hooks import COMMIT, Boundary, Hook, no_hook
@@ -128,9 +128,17 @@ class Store:
     def lock_tasks(self, ids: list[int], *, share: bool = False) -> None:
         """Row locks on task rows (PostgreSQL); the whole database is locked on SQLite."""
 
-    def read_ahead(self, journal: str, key: str, task_id: int | None) -> None:
+    def lock_request(self, task_id: Callable[[], int | None], deps: Callable[[], list[int]],
+                     sync: Callable[[], bool]) -> bool:
+        """Lock the rows a request's decision reads (its task ``task_id()``, the dependencies
+        ``deps()``) and drop stale caches (``sync``, True when it did). SQLite's one writer
+        (BEGIN IMMEDIATE) already covers every row: only the caches are checked."""
+        return sync()
+
+    def read_ahead(self, journal: str, ahead: Callable[[], tuple[str, int | None] | None]) -> None:
         """Send a request's first reads (and locks) ahead (PostgreSQL: they travel with the
-        credential check's round trip); SQLite has no round trip to save."""
+        credential check's round trip; ``ahead()``: its key and known task id, None for a
+        key no store can hold); SQLite has no round trip to save."""
 
     def settle(self) -> None:
         """End whatever ``read_ahead`` began that the request did not take up."""

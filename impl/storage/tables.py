@@ -195,6 +195,27 @@ class TaskTables:
                     c.execute("INSERT OR REPLACE INTO receipts VALUES (?, ?, ?, ?, ?)",
                               (task_id, name, *after))
 
+    def step_if_current(self, task_id: int, r, to: str, edge_from) -> bool:
+        """Move the transaction row to ``to`` under the request's conditions
+        (``STEP_IF_CURRENT``); whether it moved."""
+        c = r.cap
+        key = (STEP_IF_CURRENT, len(edge_from))
+        sql = _SQL.get(key)
+        if sql is None:
+            sql = _SQL[key] = STEP_IF_CURRENT.format(", ".join("?" * len(edge_from)))
+        params = (to, task_id, r.expected_phase, r.expected_revision, *sorted(edge_from), r.task,
+                  c.generation, c.attempt, c.fence, c.lease_epoch, int(r.needs_token),
+                  r.token_hash, c.graph)
+        # guards: attempt-fencing, token-required, first-terminal-wins, no-phase-skip
+        moved = self.conn.execute(sql, params).rowcount == 1
+        return moved
+
+    def stamp(self, task_id: int) -> None:
+        """Move the task's stamp on from the one its record was read with (``STAMP``)."""
+        stamp = self.stamps[task_id]
+        self.conn.execute(STAMP, (task_id, stamp))
+        self.stamps[task_id] = stamp + 1
+
     @staticmethod
     def _update(c, table: str, mapping: dict[str, str], changes: dict, task_id: int,
                 fence: int) -> None:
@@ -206,6 +227,32 @@ class TaskTables:
 
 
 # --- facts recorded beside a record ----------------------------------------------------------
+
+
+#: A report's evidence row, written only while the request's K names the task's current
+#: attempt (graph, task, generation, attempt, fence, lease epoch) and its token hash is that
+#: attempt's: the request's conditions are the conditions of its one write. No row is
+#: written when one of them does not hold, nor when the row is there already (its id seen).
+REPORT_IF_CURRENT = (
+    "INSERT OR IGNORE INTO evidence (task, kind, ident, counted, seq) "
+    "SELECT t.id, ?, ?, 0, ? FROM tasks t JOIN attempts a ON a.task = t.id AND a.fence = t.fence "
+    "WHERE t.name = ? AND t.name = ? AND t.generation = ? AND t.attempt = ? AND t.fence = ? "
+    "AND t.lease_epoch = ? AND a.state != 'none' AND a.token_hash = ? "
+    "AND (SELECT value FROM meta WHERE key = 'graph-id') = ?")
+
+
+#: A plain step of the SaveTransaction (it writes its phase and revision alone): the row
+#: moves only while it holds the phase and revision the request expects on the main line,
+#: from a phase the edge leaves (``{}``: one ``?`` each), and the request's K and token are the
+#: running attempt's (the token only where the sender must present it).
+STEP_IF_CURRENT = (
+    "UPDATE transactions SET phase = ?, revision = revision + 1 "
+    "WHERE task = ? AND phase = ? AND revision = ? AND exit = 'none' AND phase IN ({}) "
+    "AND EXISTS (SELECT 1 FROM tasks t JOIN attempts a ON a.task = t.id AND a.fence = t.fence "
+    "WHERE t.id = transactions.task AND t.name = ? AND t.generation = ? AND t.attempt = ? "
+    "AND t.fence = ? AND t.lease_epoch = ? AND a.state = 'running' "
+    "AND (? = 0 OR a.token_hash = ?)) "
+    "AND (SELECT value FROM meta WHERE key = 'graph-id') = ?")
 
 
 class FactTables:
@@ -221,6 +268,20 @@ class FactTables:
             if writer is None:
                 writer = self._writers[name] = getattr(self, "_" + name.replace("-", "_"))
             writer(task_id, f, seq)
+
+    def report_if_current(self, r, seq: int) -> bool:
+        """Write ``r``'s evidence row under its conditions (``REPORT_IF_CURRENT``); whether
+        a row was written (False: a condition failed, or the row was there already)."""
+        c = r.cap
+        params = (r.kind, r.evidence, seq, r.task, c.task, c.generation, c.attempt, c.fence,
+                  c.lease_epoch, r.token_hash, c.graph)
+        # guards: attempt-fencing, token-required
+        written = self.conn.execute(REPORT_IF_CURRENT, params).rowcount == 1
+        return written
+
+    def has_evidence(self, task_id: int, kind: str, ident: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM evidence WHERE task = ? AND kind = ? AND ident = ?",
+                                 (task_id, kind, ident)).fetchone() is not None
 
     def _evidence(self, task_id: int, f: dict, seq: int) -> None:
         kind = FORMER_EVIDENCE_LABELS.get(f["kind"], f["kind"])    # an older ledger's name
