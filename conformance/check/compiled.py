@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import fields
+from operator import attrgetter
 from typing import Any, Callable
 
 from wgk.model import logic
 from wgk.model import kernel
+from wgk.model.env import EnvStep, guard_and_update
 from wgk.model.kernel import Decision, Rules
 from wgk.model.requests import Request
 from wgk.model.rules import RULES
@@ -202,6 +204,82 @@ def _traced_state(s: State, prefix: str, var: str) -> State:
                  ("revoked", s.revoked)):
         object.__setattr__(st, f, v)
     return st
+
+
+# --------------------------------------------------------------------------- the enumeration
+
+_FIELD_SET = frozenset(TASK_FIELDS)
+
+
+class _Refuse:
+    """What an enumeration may not look at: anything read raises ``Untraceable``."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        raise Untraceable(f"the enumeration read {name!r} of another task or the journal")
+
+    def __eq__(self, other):
+        raise Untraceable("the enumeration compared a state")
+
+    __ne__ = __eq__
+
+    def __hash__(self):
+        raise Untraceable("the enumeration hashed a state")
+
+
+class _TaskReads(_Refuse):
+    """A task state that records which of its fields are read (and refuses anything else)."""
+
+    __slots__ = ("_t", "_seen")
+
+    def __init__(self, t: TaskState, seen: set):
+        self._t = t
+        self._seen = seen
+
+    def __getattr__(self, name):
+        if name not in _FIELD_SET:
+            raise Untraceable(f"the enumeration read {name!r} of a task")
+        self._seen.add(name)
+        return getattr(self._t, name)
+
+
+class _StateReads(_Refuse):
+    """A state whose task ``i`` records its reads; the target and the clock may be read (they
+    are part of every key), the graph is constant, anything else is refused."""
+
+    __slots__ = ("graph", "tasks", "target", "now")
+
+    def __init__(self, s: State, i: int, seen: set):
+        self.graph = s.graph
+        self.tasks = tuple(_TaskReads(t, seen) if j == i else _Refuse()
+                           for j, t in enumerate(s.tasks))
+        self.target = s.target
+        self.now = s.now
+
+
+class _Enumeration:
+    """The steps of one task of one instance, kept per the values of the fields the
+    enumeration read (``names``: every field any enumeration so far read), the target and the
+    clock. The enumeration is a function of what it reads; two states equal on every field
+    read when an entry was made read the same fields again and give the same steps."""
+
+    __slots__ = ("names", "get", "table")
+
+    def __init__(self):
+        self.names: frozenset = frozenset()
+        self.get = lambda t: ()
+        self.table: dict = {}
+
+    def widen(self, seen: set) -> None:
+        self.names = self.names | seen
+        names = sorted(self.names)
+        self.get = attrgetter(*names) if names else (lambda t: ())
+        self.table = {}
+
+
+#: the kinds of a step of the enumeration
+_ENV, _REQUEST = 0, 1
 
 
 # --------------------------------------------------------------------------- emitting
@@ -441,6 +519,13 @@ class Compiled:
         self._count = 0
         self.fallbacks: list[str] = []
         self.sources: dict = {}
+        #: per (instance, task index, enumeration function): its ``_Enumeration``
+        self.enumerations: dict = {}
+        #: enumerations that read something refused (left unkept)
+        self.enumeration_fallbacks = 0
+        self._dlabels: dict = {}
+        #: per environment step of a task: [its compiled function (None: interpreted), its uses]
+        self.envs: dict = {}
 
     # ---- the pieces
 
@@ -530,6 +615,62 @@ class Compiled:
                     f"{em.expr(update_state.journal, ind)}, "
                     f"{'s.revoked' if update_state.revoked is s.revoked else em.const(update_state.revoked)})")
         return self._exec(em, name, fn.source(), f"decide {r!r}")
+
+    def compile_env(self, e: EnvStep) -> Callable | None:
+        """``f(s) -> State | None`` for an environment step of a task (``None``: not enabled
+        in ``s``); None when it cannot be compiled."""
+        i = self.graph.index.get(e.task)
+        if i is None or not e.task:
+            return None
+        _tracer.reset()
+        s = _traced_state(self.template, "t", "s")
+        try:
+            ok, update = _traced(lambda: guard_and_update(s, e))
+            new = _traced(update) if ok is not False else s
+        except Exception as e2:     # noqa: BLE001  (untraceable: left to the interpreter)
+            self.fallbacks.append(f"env {e.kind.label} {e.task}: {e2}")
+            return None
+        if not isinstance(new, State) or new.graph is not s.graph or new.revoked is not s.revoked:
+            return None
+        em = self._new_emitter()
+        em.count(ok)
+        for v in (new.target, new.now, new.journal):
+            em.count(v)
+        for j, tj in enumerate(new.tasks):
+            if tj is not s.tasks[j]:
+                em.count(tj)
+        name = self._name("env")
+        fn = _Function(em, name, "s", self.n, ("t",))
+        ind = "    "
+        if ok is not True:
+            if ok is False:
+                em.lines.append(f"{ind}return None")
+                return self._exec(em, name, fn.source(), f"env {e!r}")
+            em.lines.append(f"{ind}if not {em.expr(ok, ind)}:")
+            em.lines.append(f"{ind}    return None")
+        if new is s:
+            em.lines.append(f"{ind}return s")
+        else:
+            tasks = [_task_src(em, new.tasks[j], s.tasks[j], f"t{j}", ind) for j in range(self.n)]
+            em.lines.append(f"{ind}return _state(s.graph, ({''.join(x + ', ' for x in tasks)}), "
+                            f"{em.expr(new.target, ind)}, {em.expr(new.now, ind)}, "
+                            f"{em.expr(new.journal, ind)}, s.revoked)")
+        return self._exec(em, name, fn.source(), f"env {e!r}")
+
+    def env(self, s: State, e: EnvStep, entry: list) -> State | None:
+        """The state after the environment step ``e`` of a task (None when it is not enabled):
+        interpreted ``WARM`` times, then compiled (``entry``: [its function, its uses])."""
+        f = entry[0]
+        if f is _TODO:
+            entry[1] += 1
+            if entry[1] <= self.warm:
+                ok, update = guard_and_update(s, e)
+                return update() if ok is True else None
+            f = entry[0] = self.compile_env(e)
+        if f is None:
+            ok, update = guard_and_update(s, e)
+            return update() if ok is True else None
+        return f(s)
 
     def _guarded(self, s: State, i: int, t: TaskState, r: Request):
         g = self.rules[r.kind](s, i, t, r)
@@ -700,3 +841,110 @@ class Compiled:
                 return self.interpreted_steps(s, r, d, s2)
             f = entry[1] = self.compile_step(r)
         return f(s, r, d, s2)
+
+    # ---- the steps of a task, kept per what the enumeration read
+
+    def _entry(self, r: Request) -> list:
+        key = r if type(r.expected_phase) is not Exit else (r, Exit)
+        entry = self.deciders.get(key)
+        if entry is None:
+            entry = self.deciders[key] = [_TODO, None, 0, 0]
+        return entry
+
+    def steps_of(self, inst: Any, s: State, i: int, enumerate_steps: Callable,
+                 label: Callable) -> list:
+        """``enumerate_steps(inst, s, i)`` (``wgk.model.actions.task_steps``) as a list of
+        ``(kind, step, its label, its decider entry)``: computed on a state that records what
+        is read of task ``i`` and kept under those values, the target and the clock."""
+        ek = (inst, i, enumerate_steps)
+        en = self.enumerations.get(ek)
+        if en is None:
+            en = self.enumerations[ek] = _Enumeration()
+        t = s.tasks[i]
+        key = (en.get(t), s.target, s.now)
+        got = en.table.get(key)
+        if got is not None:
+            return got
+        seen: set = set()
+        try:
+            found = list(enumerate_steps(inst, _StateReads(s, i, seen), i))
+        except Untraceable:
+            self.enumeration_fallbacks += 1
+            return self._entries(list(enumerate_steps(inst, s, i)), label)
+        if not seen <= en.names:
+            en.widen(seen)
+            key = (en.get(t), s.target, s.now)
+        got = en.table[key] = self._entries(found, label)
+        return got
+
+    def _entries(self, found: list, label: Callable) -> list:
+        return [(_ENV, step, label(step), self._env_entry(step)) if isinstance(step, EnvStep)
+                else (_REQUEST, step, label(step), self._entry(step)) for step in found]
+
+    def _env_entry(self, e: EnvStep) -> list:
+        entry = self.envs.get(e)
+        if entry is None:
+            entry = self.envs[e] = [_TODO, 0]
+        return entry
+
+    def decide_entry(self, s: State, r: Request, entry: list) -> tuple[Decision, State]:
+        """``decide_fresh`` of ``r`` (without a key) whose decider entry is ``entry``."""
+        if not kernel.authenticated(s, r) or not kernel.role_held(s, r):
+            return kernel.decide_fresh(s, r, self.rules)
+        f = entry[0]
+        if f is _TODO:
+            entry[2] += 1
+            if entry[2] <= self.warm:
+                return kernel.decide_fresh(s, r, self.rules)
+            f = entry[0] = self.compile_decide(r)
+        if f is None:
+            return kernel.decide_fresh(s, r, self.rules)
+        return f(s)
+
+    def step_entry_verdict(self, s: State, r: Request, d: Decision, s2: State,
+                           entry: list) -> tuple:
+        """``step_verdict`` of ``r`` whose decider entry is ``entry``."""
+        f = entry[1]
+        if f is None:
+            entry[3] += 1
+            if entry[3] <= self.warm:
+                return self.interpreted_steps(s, r, d, s2)
+            f = entry[1] = self.compile_step(r)
+        return f(s, r, d, s2)
+
+    def task_moves(self, inst: Any, step_props: list, s: State, i: int,
+                   enumerate_steps: Callable, label: Callable) -> list:
+        """``wgk.conformance.check.workers.task_moves`` for an instance without keys: the
+        steps kept per what the enumeration read, each request decided by its compiled code."""
+        out = []
+        tasks = s.tasks
+        n = self.n
+        dlabels = self._dlabels
+        for kind, step, lab, entry in self.steps_of(inst, s, i, enumerate_steps, label):
+            if kind is _ENV:
+                s2 = self.env(s, step, entry)
+                if s2 is None:
+                    continue
+                d = r = None
+            else:
+                r = step
+                if r.key is not None:
+                    d, s2 = self.decide(s, r)
+                else:
+                    d, s2 = self.decide_entry(s, r, entry)
+            if s2 is s:
+                continue        # no change, and (without keys) no step property is checked
+            t2 = s2.tasks
+            for j in range(n):
+                if j != i and t2[j] is not tasks[j]:
+                    raise AssertionError(f"{lab} changed task {s.graph.tasks[j]}: "
+                                         "rules must be local to their task")
+            bad = () if d is None or not step_props else \
+                self.step_entry_verdict(s, r, d, s2, entry)
+            if d is not None:
+                dl = dlabels.get(d)
+                if dl is None:
+                    dl = dlabels[d] = d.label
+                lab = f"{lab} -> {dl}"
+            out.append((lab, step, r, d, s2.tasks[i], s2.target, s2.now, s2.journal, bad))
+        return out
