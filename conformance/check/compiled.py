@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import sys
 from dataclasses import fields
-from operator import attrgetter
 from typing import Any, Callable
 
+from wgk.conformance.check.reads import ByReads, Untraceable  # noqa: F401  (re-exported)
 from wgk.model import logic
 from wgk.model import kernel
 from wgk.model.env import EnvStep, guard_and_update
@@ -38,10 +38,6 @@ from wgk.model.requests import Request
 from wgk.model.rules import RULES
 from wgk.model.state import Binding, Evidence, State, TaskState, TASK_FIELDS
 from wgk.model.vocab import DecisionKind as D, Exit
-
-
-class Untraceable(Exception):
-    """The model did something with a traced value that cannot be compiled."""
 
 
 # --------------------------------------------------------------------------- terms
@@ -204,78 +200,6 @@ def _traced_state(s: State, prefix: str, var: str) -> State:
                  ("revoked", s.revoked)):
         object.__setattr__(st, f, v)
     return st
-
-
-# --------------------------------------------------------------------------- the enumeration
-
-_FIELD_SET = frozenset(TASK_FIELDS)
-
-
-class _Refuse:
-    """What an enumeration may not look at: anything read raises ``Untraceable``."""
-
-    __slots__ = ()
-
-    def __getattr__(self, name):
-        raise Untraceable(f"the enumeration read {name!r} of another task or the journal")
-
-    def __eq__(self, other):
-        raise Untraceable("the enumeration compared a state")
-
-    __ne__ = __eq__
-
-    def __hash__(self):
-        raise Untraceable("the enumeration hashed a state")
-
-
-class _TaskReads(_Refuse):
-    """A task state that records which of its fields are read (and refuses anything else)."""
-
-    __slots__ = ("_t", "_seen")
-
-    def __init__(self, t: TaskState, seen: set):
-        self._t = t
-        self._seen = seen
-
-    def __getattr__(self, name):
-        if name not in _FIELD_SET:
-            raise Untraceable(f"the enumeration read {name!r} of a task")
-        self._seen.add(name)
-        return getattr(self._t, name)
-
-
-class _StateReads(_Refuse):
-    """A state whose task ``i`` records its reads; the target and the clock may be read (they
-    are part of every key), the graph is constant, anything else is refused."""
-
-    __slots__ = ("graph", "tasks", "target", "now")
-
-    def __init__(self, s: State, i: int, seen: set):
-        self.graph = s.graph
-        self.tasks = tuple(_TaskReads(t, seen) if j == i else _Refuse()
-                           for j, t in enumerate(s.tasks))
-        self.target = s.target
-        self.now = s.now
-
-
-class _Enumeration:
-    """The steps of one task of one instance, kept per the values of the fields the
-    enumeration read (``names``: every field any enumeration so far read), the target and the
-    clock. The enumeration is a function of what it reads; two states equal on every field
-    read when an entry was made read the same fields again and give the same steps."""
-
-    __slots__ = ("names", "get", "table")
-
-    def __init__(self):
-        self.names: frozenset = frozenset()
-        self.get = lambda t: ()
-        self.table: dict = {}
-
-    def widen(self, seen: set) -> None:
-        self.names = self.names | seen
-        names = sorted(self.names)
-        self.get = attrgetter(*names) if names else (lambda t: ())
-        self.table = {}
 
 
 #: the kinds of a step of the enumeration
@@ -519,10 +443,9 @@ class Compiled:
         self._count = 0
         self.fallbacks: list[str] = []
         self.sources: dict = {}
-        #: per (instance, task index, enumeration function): its ``_Enumeration``
+        #: per (instance, enumeration function, label): the steps of each task, kept by what
+        #: the enumeration read
         self.enumerations: dict = {}
-        #: enumerations that read something refused (left unkept)
-        self.enumeration_fallbacks = 0
         self._dlabels: dict = {}
         #: per environment step of a task: [its compiled function (None: interpreted), its uses]
         self.envs: dict = {}
@@ -546,9 +469,12 @@ class Compiled:
     def _new_emitter(self) -> _Emitter:
         return _Emitter(self.consts)
 
-    def compile_decide(self, r: Request) -> Callable | None:
+    def compile_decide(self, r: Request, steps: bool = False) -> Callable | None:
         """``f(s) -> (Decision, State)`` for a fresh request without a key whose sender is
-        authenticated and holds its role; None when it cannot be compiled."""
+        authenticated and holds its role; None when it cannot be compiled. With ``steps``,
+        ``f(s) -> (Decision, State, violated step properties)``: the step properties traced
+        on the request's own update (a field the rule leaves alone is the same term before
+        and after, so most of them fold away), empty when the state is unchanged."""
         i = self.graph.index.get(r.task)
         _tracer.reset()
         s = _traced_state(self.template, "t", "s")
@@ -579,20 +505,23 @@ class Compiled:
         for j, tj in enumerate(update_state.tasks):
             if tj is not s.tasks[j]:
                 em.count(tj)
-        name = self._name("decide")
+        bad = self._trace_steps(r, kind, s, update_state, em) \
+            if steps and update_state is not s else None
+        end = ", ()" if steps else ""
+        name = self._name("move" if steps else "decide")
         fn = _Function(em, name, "s", self.n, ("t",))
         ind = "    "
         for c, code in checks:
             if c is True:
                 continue
             if c is False:
-                em.lines.append(f"{ind}return {em.const(Decision(D.REJECTED, code))}, s")
+                em.lines.append(f"{ind}return {em.const(Decision(D.REJECTED, code))}, s{end}")
                 break
             cs = em.expr(c, ind)
             if isinstance(code, Term):
-                back = f"_decision({em.const(D.REJECTED)}, {em.expr(code, ind)}), s"
+                back = f"_decision({em.const(D.REJECTED)}, {em.expr(code, ind)}), s{end}"
             else:
-                back = f"{em.const(Decision(D.REJECTED, code))}, s"
+                back = f"{em.const(Decision(D.REJECTED, code))}, s{end}"
             em.lines.append(f"{ind}if not {cs}:")
             em.lines.append(f"{ind}    return {back}")
         else:
@@ -601,7 +530,7 @@ class Compiled:
             else:
                 dsrc = em.const(Decision(kind))
             if update_state is s:
-                em.lines.append(f"{ind}return {dsrc}, s")
+                em.lines.append(f"{ind}return {dsrc}, s{end}")
             else:
                 tasks = [_task_src(em, update_state.tasks[j], s.tasks[j], f"t{j}", ind)
                          for j in range(self.n)]
@@ -609,12 +538,55 @@ class Compiled:
                     tsrc = "tT"
                 else:
                     tsrc = "(" + "".join(x + ", " for x in tasks) + ")"
-                em.lines.append(
-                    f"{ind}return {dsrc}, _state(s.graph, {tsrc}, "
-                    f"{em.expr(update_state.target, ind)}, {em.expr(update_state.now, ind)}, "
-                    f"{em.expr(update_state.journal, ind)}, "
-                    f"{'s.revoked' if update_state.revoked is s.revoked else em.const(update_state.revoked)})")
-        return self._exec(em, name, fn.source(), f"decide {r!r}")
+                new = (f"_state(s.graph, {tsrc}, "
+                       f"{em.expr(update_state.target, ind)}, {em.expr(update_state.now, ind)}, "
+                       f"{em.expr(update_state.journal, ind)}, "
+                       f"{'s.revoked' if update_state.revoked is s.revoked else em.const(update_state.revoked)})")
+                if bad is None:
+                    em.lines.append(f"{ind}return {dsrc}, {new}")
+                else:
+                    em.lines.append(f"{ind}s2 = {new}")
+                    em.lines.append(f"{ind}d = {dsrc}")
+                    self._emit_bad(em, bad, em.const(r), ind)
+                    em.lines.append(f"{ind}return d, s2, tuple(bad)")
+        return self._exec(em, name, fn.source(), f"{'move' if steps else 'decide'} {r!r}")
+
+    def _trace_steps(self, r: Request, kind: Any, s: State, s2: State, em: "_Emitter") -> list:
+        """``(property id, traced verdict or None: interpreted)`` of every step property on
+        the step from ``s`` to the traced update ``s2`` with the decision applied as ``kind``."""
+        d = object.__new__(Decision)
+        for f, v in (("kind", kind), ("code", Decision(D.APPLIED).code), ("original_kind", None),
+                     ("original_code", None)):
+            object.__setattr__(d, f, v)
+        out = []
+        for p in self.step_props:
+            try:
+                v = _traced(lambda: p.pred(s, r, d, s2))
+            except Exception as e:      # noqa: BLE001  (untraceable: left to the interpreter)
+                self.fallbacks.append(f"{p.id} {r.kind.label} (on its update): {e}")
+                v = None
+            if isinstance(v, (Decision, State, TaskState)):
+                v = None            # not a verdict the emitter can write: interpreted
+            out.append((p.id, v))
+            em.count(v)
+        return out
+
+    def _emit_bad(self, em: "_Emitter", items: list, rsrc: str, ind: str) -> None:
+        """Lines collecting in ``bad`` the step properties of ``items`` that do not hold (on
+        ``s``, the request ``rsrc``, ``d`` and ``s2``)."""
+        em.lines.append(f"{ind}bad = []")
+        for pid, v in items:
+            if v is True:
+                continue
+            if v is None:
+                pred = em.const(self._prop(pid).pred)
+                em.lines.append(f"{ind}if {pred}(s, {rsrc}, d, s2) is not True:")
+            elif v is False:
+                em.lines.append(f"{ind}bad.append({pid!r})")
+                continue
+            else:
+                em.lines.append(f"{ind}if ({em.expr(v, ind)}) is not True:")
+            em.lines.append(f"{ind}    bad.append({pid!r})")
 
     def compile_env(self, e: EnvStep) -> Callable | None:
         """``f(s) -> State | None`` for an environment step of a task (``None``: not enabled
@@ -795,7 +767,7 @@ class Compiled:
         key = r if type(r.expected_phase) is not Exit else (r, Exit)
         entry = self.deciders.get(key)
         if entry is None:
-            entry = self.deciders[key] = [_TODO, None, 0, 0]
+            entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
         self._last = (r, entry)
         f = entry[0]
         if f is _TODO:
@@ -833,7 +805,7 @@ class Compiled:
             key = r if type(r.expected_phase) is not Exit else (r, Exit)
             entry = self.deciders.get(key)
             if entry is None:
-                entry = self.deciders[key] = [_TODO, None, 0, 0]
+                entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
         f = entry[1]
         if f is None:
             entry[3] += 1
@@ -848,34 +820,20 @@ class Compiled:
         key = r if type(r.expected_phase) is not Exit else (r, Exit)
         entry = self.deciders.get(key)
         if entry is None:
-            entry = self.deciders[key] = [_TODO, None, 0, 0]
+            entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
         return entry
 
     def steps_of(self, inst: Any, s: State, i: int, enumerate_steps: Callable,
                  label: Callable) -> list:
         """``enumerate_steps(inst, s, i)`` (``wgk.model.actions.task_steps``) as a list of
-        ``(kind, step, its label, its decider entry)``: computed on a state that records what
-        is read of task ``i`` and kept under those values, the target and the clock."""
-        ek = (inst, i, enumerate_steps)
-        en = self.enumerations.get(ek)
-        if en is None:
-            en = self.enumerations[ek] = _Enumeration()
-        t = s.tasks[i]
-        key = (en.get(t), s.target, s.now)
-        got = en.table.get(key)
-        if got is not None:
-            return got
-        seen: set = set()
-        try:
-            found = list(enumerate_steps(inst, _StateReads(s, i, seen), i))
-        except Untraceable:
-            self.enumeration_fallbacks += 1
-            return self._entries(list(enumerate_steps(inst, s, i)), label)
-        if not seen <= en.names:
-            en.widen(seen)
-            key = (en.get(t), s.target, s.now)
-        got = en.table[key] = self._entries(found, label)
-        return got
+        ``(kind, step, its label, its decider entry)``, kept per the values of what the
+        enumeration read of task ``i`` (``wgk.conformance.check.reads``)."""
+        ek = (inst, enumerate_steps, label)
+        kept = self.enumerations.get(ek)
+        if kept is None:
+            kept = self.enumerations[ek] = ByReads(
+                lambda s, i: self._entries(list(enumerate_steps(inst, s, i)), label), local=True)
+        return kept(s, i)
 
     def _entries(self, found: list, label: Callable) -> list:
         return [(_ENV, step, label(step), self._env_entry(step)) if isinstance(step, EnvStep)
@@ -900,6 +858,27 @@ class Compiled:
         if f is None:
             return kernel.decide_fresh(s, r, self.rules)
         return f(s)
+
+    def move_entry(self, s: State, r: Request, entry: list) -> tuple:
+        """``(decision, state, violated step properties)`` of ``r`` (without a key) from
+        ``s``, by its compiled move (``compile_decide(r, steps=True)``) once it has been met
+        ``WARM`` times; the step properties are asked only of a step that changes the state."""
+        if kernel.authenticated(s, r) and kernel.role_held(s, r):
+            f = entry[4]
+            if f is _TODO:
+                entry[5] += 1
+                if entry[5] > self.warm:
+                    f = entry[4] = self.compile_move(r)
+            if f is not _TODO and f is not None:
+                return f(s)
+            if f is _TODO:
+                d, s2 = kernel.decide_fresh(s, r, self.rules)
+                return d, s2, (() if s2 is s else self.interpreted_steps(s, r, d, s2))
+        d, s2 = self.decide_entry(s, r, entry)
+        return d, s2, (() if s2 is s else self.step_entry_verdict(s, r, d, s2, entry))
+
+    def compile_move(self, r: Request) -> Callable | None:
+        return self.compile_decide(r, steps=True)
 
     def step_entry_verdict(self, s: State, r: Request, d: Decision, s2: State,
                            entry: list) -> tuple:
@@ -926,12 +905,17 @@ class Compiled:
                 if s2 is None:
                     continue
                 d = r = None
+                bad = ()
             else:
                 r = step
                 if r.key is not None:
                     d, s2 = self.decide(s, r)
+                    bad = None
+                elif step_props:
+                    d, s2, bad = self.move_entry(s, r, entry)
                 else:
                     d, s2 = self.decide_entry(s, r, entry)
+                    bad = ()
             if s2 is s:
                 continue        # no change, and (without keys) no step property is checked
             t2 = s2.tasks
@@ -939,8 +923,8 @@ class Compiled:
                 if j != i and t2[j] is not tasks[j]:
                     raise AssertionError(f"{lab} changed task {s.graph.tasks[j]}: "
                                          "rules must be local to their task")
-            bad = () if d is None or not step_props else \
-                self.step_entry_verdict(s, r, d, s2, entry)
+            if bad is None:
+                bad = self.step_verdict(s, r, d, s2) if step_props else ()
             if d is not None:
                 dl = dlabels.get(d)
                 if dl is None:
