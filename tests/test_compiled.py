@@ -278,13 +278,15 @@ def test_a_result_kept_per_reads_widens_its_key_and_refuses_what_it_cannot_follo
 
 
 def test_a_planted_divergence_in_a_move_or_an_environment_step_is_caught():
-    """A move whose step properties are dropped, and an environment step compiled to change
-    nothing, differ from the interpreter on the walks."""
+    """A move whose step properties are read inverted, and an environment step compiled to
+    change nothing, differ from the interpreter on the walks."""
     inst = Instance(tasks=1, attempts=1, generations=1, versions=1, groups=("core", "env"))
 
-    class NoSteps(Compiled):
+    class NoSteps(Compiled):        # a move's step properties read inverted
         def _exec(self, em, name, src, what):
-            return super()._exec(em, name, src.replace("bad.append(", "len(("), what)
+            if what.startswith("move "):
+                src = src.replace(") is not True:", ") is True:")
+            return super()._exec(em, name, src, what)
 
     class StillEnv(Compiled):
         def compile_env(self, e):
@@ -294,3 +296,21 @@ def test_a_planted_divergence_in_a_move_or_an_environment_step_is_caught():
     for cls, what in ((NoSteps, "move "), (StillEnv, "env:")):
         _, diffs = walk_differences(inst, walks=5, length=25, cls=cls)
         assert any(d.startswith(what) for d in diffs), cls.__name__
+
+
+def test_the_kept_graph_is_networkx_graph_of_the_steps_in_the_order_taken():
+    """The explorer's graph, filled at once, equals the graph built node by node and edge by
+    edge (the states in the order met, the edges in the order taken, every step kept)."""
+    import networkx as nx
+    inst = Instance(tasks=2, attempts=1, generations=1, versions=1, groups=("core", "env"))
+    g = explore(inst, keep_graph=True, max_states=3000).graph
+    slow = nx.DiGraph()
+    for n, data in g.nodes(data=True):
+        slow.add_node(n, **data)
+    for u, v, data in g.edges(data=True):
+        slow.add_edge(u, v, **data)
+    assert nx.utils.graphs_equal(g, slow)
+    assert list(g.nodes) == list(range(g.number_of_nodes()))
+    assert list(g.predecessors(5)) == [u for u in g.nodes if g.has_edge(u, 5)]
+    assert any(d.get("expanded") for _, d in g.nodes(data=True))
+    assert all(len(d["steps"]) >= 1 for _, _, d in g.edges(data=True))

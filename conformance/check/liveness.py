@@ -145,7 +145,7 @@ class _Graph:
         kinds = self.facts(u)[j][1]
         if not kinds:
             return None
-        name = self.state(u).graph.tasks[j]
+        name = self.space.graph.tasks[j]
         for step in self.g.edges[u, v]["steps"]:
             if isinstance(step, Request) and step.task == name and step.kind in kinds \
                     and not _intruder(step):

@@ -42,9 +42,8 @@ class _Refuse:
 
 
 class _TaskReads(_Refuse):
-    """Task ``j``'s state, recording which of its fields are read (anything else refused)."""
-
-    __slots__ = ("_t", "_j", "_seen")
+    """Task ``j``'s state, recording which of its fields are read (anything else refused);
+    a field read once is kept on the stand-in, so reading it again costs a plain lookup."""
 
     def __init__(self, t, j: int, seen: set):
         self._t = t
@@ -55,7 +54,8 @@ class _TaskReads(_Refuse):
         if name not in _FIELD_SET:
             raise Untraceable(f"{name!r} of a task was read")
         self._seen.add((self._j, name))
-        return getattr(self._t, name)
+        v = self.__dict__[name] = getattr(self._t, name)
+        return v
 
 
 class StateReads(_Refuse):
