@@ -18,6 +18,13 @@ term refuses, and that request or property is evaluated by the interpreter, whic
 ``Compiled.fallbacks`` counts. A request with an idempotency key (the journal) is
 always interpreted.
 
+For exploration a request is compiled as a *move*: its decision and its step properties
+in one function, the step properties traced on the request's own update, so a field the rule
+leaves alone is the same term before and after and most of them fold away
+(``compile_decide(r, steps=True)``); a task's environment steps are compiled the same way
+(``compile_env``), and the steps of a task are enumerated once per values of the fields the
+enumeration reads (``steps_of``, ``wgk.conformance.check.reads``).
+
 A request is compiled once it has been decided ``WARM`` times (the few requests met
 once or twice cost more to compile than to interpret); the compiled functions are kept
 per instance in memory (``compiled_for``), remade when a function of the model was
