@@ -21,7 +21,10 @@ from wgk.conformance.check.simulate import simulate
 from wgk.conformance.oracle.systems import ModelSystem, StepError
 from wgk.conformance.traces.format import load_trace
 from wgk.model.actions import Instance, task_steps
-from wgk.model.env import EnvStep
+from wgk.conformance.check.liveness import _task_facts
+from wgk.conformance.check.reads import ByReads
+from wgk.model.actions import label
+from wgk.model.env import EnvStep, guard_and_update
 from wgk.model.invariants import REGISTRY
 from wgk.model.kernel import decide
 from wgk.model.rules import RULES
@@ -62,7 +65,41 @@ def differences(c: Compiled, s, requests) -> list[str]:
         e2 = c.step_verdict(s, r, d1, s1)
         if e1 != e2:
             out.append(f"step properties of {r.kind.label}: interpreted {e1}, compiled {e2}")
+        if r.key is None:       # the move: the decision and the step properties in one
+            d3, s3, e3 = c.move_entry(s, r, c._entry(r))
+            if (d3, s3, e3) != (d1, s1, () if s1 is s else e1) or (s3 is s) != (s1 is s) or any(
+                    (x is y) != (z is y) for x, z, y in zip(s1.tasks, s3.tasks, s.tasks)):
+                out.append(f"move {r.kind.label} on {r.task}: interpreted {d1.label} {e1}, "
+                           f"compiled {d3.label} {e3}, the same state: {s1 == s3}")
     return out
+
+
+def step_differences(c: Compiled, inst: Instance, s) -> list[str]:
+    """Where the kept enumeration, the compiled environment steps and the kept liveness facts
+    disagree with the interpreter on ``s``."""
+    out = []
+    for i in range(len(s.tasks)):
+        steps = list(task_steps(inst, s, i))
+        kept = c.steps_of(inst, s, i, task_steps, label)
+        if [st for _, st, _, _ in kept] != steps or [lab for _, _, lab, _ in kept] != [
+                label(st) for st in steps]:
+            out.append(f"the steps of task {i}: enumerated {len(steps)}, kept {len(kept)}")
+        for e in steps:
+            if not isinstance(e, EnvStep):
+                continue
+            ok, update = guard_and_update(s, e)
+            a = update() if ok is True else None
+            b = c.env(s, e, c._env_entry(e))
+            if (a is None) != (b is None) or (a is not None and (a != b or any(
+                    (x is y) != (z is y) for x, z, y in zip(a.tasks, b.tasks, s.tasks)))):
+                out.append(f"{label(e)}: interpreted {a is not None}, compiled {b is not None}")
+        facts = _KEPT_FACTS.setdefault(id(c), ByReads(_task_facts))
+        if facts(s, i) != _task_facts(s, i):
+            out.append(f"the liveness facts of task {i}: {_task_facts(s, i)}, kept {facts(s, i)}")
+    return out
+
+
+_KEPT_FACTS: dict = {}
 
 
 def trace_differences(path: Path, cls=Compiled) -> tuple[int, list[str]]:
@@ -105,6 +142,8 @@ def walk_differences(inst: Instance, walks: int, length: int, seed: int = 7,
                     if s2 is not None and s2 is not s:
                         nxt.append(s2)
             out += differences(c, s, requests)
+            if not inst.keys:
+                out += step_differences(c, inst, s)
             n += len(requests)
             if not nxt or out:
                 break
@@ -207,3 +246,71 @@ def test_the_compiled_model_is_kept_per_instance_and_remade_under_a_patch(monkey
     assert compiled_mod.compiled_for(inst, RULES, STATE_PROPS, GOALS, STEP_PROPS) is a
     monkeypatch.setattr(kernel, "token_presented", lambda t, r: True)
     assert compiled_mod.compiled_for(inst, RULES, STATE_PROPS, GOALS, STEP_PROPS) is not a
+
+
+def test_a_result_kept_per_reads_widens_its_key_and_refuses_what_it_cannot_follow():
+    """A function reading a field only on one branch is kept exactly (the key widens when the
+    other branch reads more); one reading the journal or another task is answered on the real
+    state and not kept."""
+    from dataclasses import replace
+    from wgk.model.vocab import Phase
+    s0 = Instance(tasks=2, attempts=1, generations=1, versions=1, groups=("core",)).initial()
+    calls = []
+
+    def branchy(s, i):
+        calls.append(i)
+        t = s.tasks[i]
+        return t.revision if t.phase == Phase.PREPARED else -1
+
+    kept = ByReads(branchy)
+    a = s0.put(0, replace(s0.tasks[0], phase=Phase.ABSENT, revision=5))
+    b = s0.put(0, replace(s0.tasks[0], phase=Phase.PREPARED, revision=5))
+    c = s0.put(0, replace(s0.tasks[0], phase=Phase.PREPARED, revision=6))
+    assert [kept(x, 0) for x in (a, b, c, a, b, c)] == [-1, 5, 6, -1, 5, 6]
+    # a, b (the key widens: what was kept is dropped), c, a again; then b and c are kept
+    assert len(calls) == 4
+    assert kept.kept[0].reads == {(0, "phase"), (0, "revision")}
+
+    local = ByReads(lambda s, i: s.tasks[1 - i].revision, local=True)
+    journal = ByReads(lambda s, i: len(s.journal))
+    assert local(b, 1) == 5 and journal(b, 0) == len(b.journal)
+    assert local.refused == 1 and journal.refused == 1 and not local.kept[1].table
+
+
+def test_a_planted_divergence_in_a_move_or_an_environment_step_is_caught():
+    """A move whose step properties are read inverted, and an environment step compiled to
+    change nothing, differ from the interpreter on the walks."""
+    inst = Instance(tasks=1, attempts=1, generations=1, versions=1, groups=("core", "env"))
+
+    class NoSteps(Compiled):        # a move's step properties read inverted
+        def _exec(self, em, name, src, what):
+            if what.startswith("move "):
+                src = src.replace(") is not True:", ") is True:")
+            return super()._exec(em, name, src, what)
+
+    class StillEnv(Compiled):
+        def compile_env(self, e):
+            f = super().compile_env(e)
+            return None if f is None else (lambda s: None if f(s) is None else s)
+
+    for cls, what in ((NoSteps, "move "), (StillEnv, "env:")):
+        _, diffs = walk_differences(inst, walks=5, length=25, cls=cls)
+        assert any(d.startswith(what) for d in diffs), cls.__name__
+
+
+def test_the_kept_graph_is_networkx_graph_of_the_steps_in_the_order_taken():
+    """The explorer's graph, filled at once, equals the graph built node by node and edge by
+    edge (the states in the order met, the edges in the order taken, every step kept)."""
+    import networkx as nx
+    inst = Instance(tasks=2, attempts=1, generations=1, versions=1, groups=("core", "env"))
+    g = explore(inst, keep_graph=True, max_states=3000).graph
+    slow = nx.DiGraph()
+    for n, data in g.nodes(data=True):
+        slow.add_node(n, **data)
+    for u, v, data in g.edges(data=True):
+        slow.add_edge(u, v, **data)
+    assert nx.utils.graphs_equal(g, slow)
+    assert list(g.nodes) == list(range(g.number_of_nodes()))
+    assert list(g.predecessors(5)) == [u for u in g.nodes if g.has_edge(u, 5)]
+    assert any(d.get("expanded") for _, d in g.nodes(data=True))
+    assert all(len(d["steps"]) >= 1 for _, _, d in g.edges(data=True))

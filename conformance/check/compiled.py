@@ -18,6 +18,13 @@ term refuses, and that request or property is evaluated by the interpreter, whic
 ``Compiled.fallbacks`` counts. A request with an idempotency key (the journal) is
 always interpreted.
 
+For exploration a request is compiled as a *move*: its decision and its step properties
+in one function, the step properties traced on the request's own update, so a field the rule
+leaves alone is the same term before and after and most of them fold away
+(``compile_decide(r, steps=True)``); a task's environment steps are compiled the same way
+(``compile_env``), and the steps of a task are enumerated once per values of the fields the
+enumeration reads (``steps_of``, ``wgk.conformance.check.reads``).
+
 A request is compiled once it has been decided ``WARM`` times (the few requests met
 once or twice cost more to compile than to interpret); the compiled functions are kept
 per instance in memory (``compiled_for``), remade when a function of the model was
@@ -29,17 +36,15 @@ import sys
 from dataclasses import fields
 from typing import Any, Callable
 
+from wgk.conformance.check.reads import ByReads, Untraceable  # noqa: F401  (re-exported)
 from wgk.model import logic
 from wgk.model import kernel
+from wgk.model.env import EnvStep, guard_and_update
 from wgk.model.kernel import Decision, Rules
 from wgk.model.requests import Request
 from wgk.model.rules import RULES
 from wgk.model.state import Binding, Evidence, State, TaskState, TASK_FIELDS
 from wgk.model.vocab import DecisionKind as D, Exit
-
-
-class Untraceable(Exception):
-    """The model did something with a traced value that cannot be compiled."""
 
 
 # --------------------------------------------------------------------------- terms
@@ -202,6 +207,10 @@ def _traced_state(s: State, prefix: str, var: str) -> State:
                  ("revoked", s.revoked)):
         object.__setattr__(st, f, v)
     return st
+
+
+#: the kinds of a step of the enumeration
+_ENV, _REQUEST = 0, 1
 
 
 # --------------------------------------------------------------------------- emitting
@@ -441,6 +450,12 @@ class Compiled:
         self._count = 0
         self.fallbacks: list[str] = []
         self.sources: dict = {}
+        #: per (instance, enumeration function, label): the steps of each task, kept by what
+        #: the enumeration read
+        self.enumerations: dict = {}
+        self._dlabels: dict = {}
+        #: per environment step of a task: [its compiled function (None: interpreted), its uses]
+        self.envs: dict = {}
 
     # ---- the pieces
 
@@ -461,9 +476,12 @@ class Compiled:
     def _new_emitter(self) -> _Emitter:
         return _Emitter(self.consts)
 
-    def compile_decide(self, r: Request) -> Callable | None:
+    def compile_decide(self, r: Request, steps: bool = False) -> Callable | None:
         """``f(s) -> (Decision, State)`` for a fresh request without a key whose sender is
-        authenticated and holds its role; None when it cannot be compiled."""
+        authenticated and holds its role; None when it cannot be compiled. With ``steps``,
+        ``f(s) -> (Decision, State, violated step properties)``: the step properties traced
+        on the request's own update (a field the rule leaves alone is the same term before
+        and after, so most of them fold away), empty when the state is unchanged."""
         i = self.graph.index.get(r.task)
         _tracer.reset()
         s = _traced_state(self.template, "t", "s")
@@ -494,20 +512,23 @@ class Compiled:
         for j, tj in enumerate(update_state.tasks):
             if tj is not s.tasks[j]:
                 em.count(tj)
-        name = self._name("decide")
+        bad = self._trace_steps(r, kind, s, update_state, em) \
+            if steps and update_state is not s else None
+        end = ", ()" if steps else ""
+        name = self._name("move" if steps else "decide")
         fn = _Function(em, name, "s", self.n, ("t",))
         ind = "    "
         for c, code in checks:
             if c is True:
                 continue
             if c is False:
-                em.lines.append(f"{ind}return {em.const(Decision(D.REJECTED, code))}, s")
+                em.lines.append(f"{ind}return {em.const(Decision(D.REJECTED, code))}, s{end}")
                 break
             cs = em.expr(c, ind)
             if isinstance(code, Term):
-                back = f"_decision({em.const(D.REJECTED)}, {em.expr(code, ind)}), s"
+                back = f"_decision({em.const(D.REJECTED)}, {em.expr(code, ind)}), s{end}"
             else:
-                back = f"{em.const(Decision(D.REJECTED, code))}, s"
+                back = f"{em.const(Decision(D.REJECTED, code))}, s{end}"
             em.lines.append(f"{ind}if not {cs}:")
             em.lines.append(f"{ind}    return {back}")
         else:
@@ -516,7 +537,7 @@ class Compiled:
             else:
                 dsrc = em.const(Decision(kind))
             if update_state is s:
-                em.lines.append(f"{ind}return {dsrc}, s")
+                em.lines.append(f"{ind}return {dsrc}, s{end}")
             else:
                 tasks = [_task_src(em, update_state.tasks[j], s.tasks[j], f"t{j}", ind)
                          for j in range(self.n)]
@@ -524,12 +545,111 @@ class Compiled:
                     tsrc = "tT"
                 else:
                     tsrc = "(" + "".join(x + ", " for x in tasks) + ")"
-                em.lines.append(
-                    f"{ind}return {dsrc}, _state(s.graph, {tsrc}, "
-                    f"{em.expr(update_state.target, ind)}, {em.expr(update_state.now, ind)}, "
-                    f"{em.expr(update_state.journal, ind)}, "
-                    f"{'s.revoked' if update_state.revoked is s.revoked else em.const(update_state.revoked)})")
-        return self._exec(em, name, fn.source(), f"decide {r!r}")
+                new = (f"_state(s.graph, {tsrc}, "
+                       f"{em.expr(update_state.target, ind)}, {em.expr(update_state.now, ind)}, "
+                       f"{em.expr(update_state.journal, ind)}, "
+                       f"{'s.revoked' if update_state.revoked is s.revoked else em.const(update_state.revoked)})")
+                if bad is None:
+                    em.lines.append(f"{ind}return {dsrc}, {new}")
+                else:
+                    em.lines.append(f"{ind}s2 = {new}")
+                    em.lines.append(f"{ind}d = {dsrc}")
+                    self._emit_bad(em, bad, em.const(r), ind)
+                    em.lines.append(f"{ind}return d, s2, tuple(bad)")
+        return self._exec(em, name, fn.source(), f"{'move' if steps else 'decide'} {r!r}")
+
+    def _trace_steps(self, r: Request, kind: Any, s: State, s2: State, em: "_Emitter") -> list:
+        """``(property id, traced verdict or None: interpreted)`` of every step property on
+        the step from ``s`` to the traced update ``s2`` with the decision applied as ``kind``."""
+        d = object.__new__(Decision)
+        for f, v in (("kind", kind), ("code", Decision(D.APPLIED).code), ("original_kind", None),
+                     ("original_code", None)):
+            object.__setattr__(d, f, v)
+        out = []
+        for p in self.step_props:
+            try:
+                v = _traced(lambda: p.pred(s, r, d, s2))
+            except Exception as e:      # noqa: BLE001  (untraceable: left to the interpreter)
+                self.fallbacks.append(f"{p.id} {r.kind.label} (on its update): {e}")
+                v = None
+            if isinstance(v, (Decision, State, TaskState)):
+                v = None            # not a verdict the emitter can write: interpreted
+            out.append((p.id, v))
+            em.count(v)
+        return out
+
+    def _emit_bad(self, em: "_Emitter", items: list, rsrc: str, ind: str) -> None:
+        """Lines collecting in ``bad`` the step properties of ``items`` that do not hold (on
+        ``s``, the request ``rsrc``, ``d`` and ``s2``)."""
+        em.lines.append(f"{ind}bad = []")
+        for pid, v in items:
+            if v is True:
+                continue
+            if v is None:
+                pred = em.const(self._prop(pid).pred)
+                em.lines.append(f"{ind}if {pred}(s, {rsrc}, d, s2) is not True:")
+            elif v is False:
+                em.lines.append(f"{ind}bad.append({pid!r})")
+                continue
+            else:
+                em.lines.append(f"{ind}if ({em.expr(v, ind)}) is not True:")
+            em.lines.append(f"{ind}    bad.append({pid!r})")
+
+    def compile_env(self, e: EnvStep) -> Callable | None:
+        """``f(s) -> State | None`` for an environment step of a task (``None``: not enabled
+        in ``s``); None when it cannot be compiled."""
+        i = self.graph.index.get(e.task)
+        if i is None or not e.task:
+            return None
+        _tracer.reset()
+        s = _traced_state(self.template, "t", "s")
+        try:
+            ok, update = _traced(lambda: guard_and_update(s, e))
+            new = _traced(update) if ok is not False else s
+        except Exception as e2:     # noqa: BLE001  (untraceable: left to the interpreter)
+            self.fallbacks.append(f"env {e.kind.label} {e.task}: {e2}")
+            return None
+        if not isinstance(new, State) or new.graph is not s.graph or new.revoked is not s.revoked:
+            return None
+        em = self._new_emitter()
+        em.count(ok)
+        for v in (new.target, new.now, new.journal):
+            em.count(v)
+        for j, tj in enumerate(new.tasks):
+            if tj is not s.tasks[j]:
+                em.count(tj)
+        name = self._name("env")
+        fn = _Function(em, name, "s", self.n, ("t",))
+        ind = "    "
+        if ok is not True:
+            if ok is False:
+                em.lines.append(f"{ind}return None")
+                return self._exec(em, name, fn.source(), f"env {e!r}")
+            em.lines.append(f"{ind}if not {em.expr(ok, ind)}:")
+            em.lines.append(f"{ind}    return None")
+        if new is s:
+            em.lines.append(f"{ind}return s")
+        else:
+            tasks = [_task_src(em, new.tasks[j], s.tasks[j], f"t{j}", ind) for j in range(self.n)]
+            em.lines.append(f"{ind}return _state(s.graph, ({''.join(x + ', ' for x in tasks)}), "
+                            f"{em.expr(new.target, ind)}, {em.expr(new.now, ind)}, "
+                            f"{em.expr(new.journal, ind)}, s.revoked)")
+        return self._exec(em, name, fn.source(), f"env {e!r}")
+
+    def env(self, s: State, e: EnvStep, entry: list) -> State | None:
+        """The state after the environment step ``e`` of a task (None when it is not enabled):
+        interpreted ``WARM`` times, then compiled (``entry``: [its function, its uses])."""
+        f = entry[0]
+        if f is _TODO:
+            entry[1] += 1
+            if entry[1] <= self.warm:
+                ok, update = guard_and_update(s, e)
+                return update() if ok is True else None
+            f = entry[0] = self.compile_env(e)
+        if f is None:
+            ok, update = guard_and_update(s, e)
+            return update() if ok is True else None
+        return f(s)
 
     def _guarded(self, s: State, i: int, t: TaskState, r: Request):
         g = self.rules[r.kind](s, i, t, r)
@@ -654,7 +774,7 @@ class Compiled:
         key = r if type(r.expected_phase) is not Exit else (r, Exit)
         entry = self.deciders.get(key)
         if entry is None:
-            entry = self.deciders[key] = [_TODO, None, 0, 0]
+            entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
         self._last = (r, entry)
         f = entry[0]
         if f is _TODO:
@@ -692,7 +812,7 @@ class Compiled:
             key = r if type(r.expected_phase) is not Exit else (r, Exit)
             entry = self.deciders.get(key)
             if entry is None:
-                entry = self.deciders[key] = [_TODO, None, 0, 0]
+                entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
         f = entry[1]
         if f is None:
             entry[3] += 1
@@ -700,3 +820,122 @@ class Compiled:
                 return self.interpreted_steps(s, r, d, s2)
             f = entry[1] = self.compile_step(r)
         return f(s, r, d, s2)
+
+    # ---- the steps of a task, kept per what the enumeration read
+
+    def _entry(self, r: Request) -> list:
+        key = r if type(r.expected_phase) is not Exit else (r, Exit)
+        entry = self.deciders.get(key)
+        if entry is None:
+            entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
+        return entry
+
+    def steps_of(self, inst: Any, s: State, i: int, enumerate_steps: Callable,
+                 label: Callable) -> list:
+        """``enumerate_steps(inst, s, i)`` (``wgk.model.actions.task_steps``) as a list of
+        ``(kind, step, its label, its decider entry)``, kept per the values of what the
+        enumeration read of task ``i`` (``wgk.conformance.check.reads``)."""
+        ek = (inst, enumerate_steps, label)
+        kept = self.enumerations.get(ek)
+        if kept is None:
+            kept = self.enumerations[ek] = ByReads(
+                lambda s, i: self._entries(list(enumerate_steps(inst, s, i)), label), local=True)
+        return kept(s, i)
+
+    def _entries(self, found: list, label: Callable) -> list:
+        return [(_ENV, step, label(step), self._env_entry(step)) if isinstance(step, EnvStep)
+                else (_REQUEST, step, label(step), self._entry(step)) for step in found]
+
+    def _env_entry(self, e: EnvStep) -> list:
+        entry = self.envs.get(e)
+        if entry is None:
+            entry = self.envs[e] = [_TODO, 0]
+        return entry
+
+    def decide_entry(self, s: State, r: Request, entry: list) -> tuple[Decision, State]:
+        """``decide_fresh`` of ``r`` (without a key) whose decider entry is ``entry``."""
+        if not kernel.authenticated(s, r) or not kernel.role_held(s, r):
+            return kernel.decide_fresh(s, r, self.rules)
+        f = entry[0]
+        if f is _TODO:
+            entry[2] += 1
+            if entry[2] <= self.warm:
+                return kernel.decide_fresh(s, r, self.rules)
+            f = entry[0] = self.compile_decide(r)
+        if f is None:
+            return kernel.decide_fresh(s, r, self.rules)
+        return f(s)
+
+    def move_entry(self, s: State, r: Request, entry: list) -> tuple:
+        """``(decision, state, violated step properties)`` of ``r`` (without a key) from
+        ``s``, by its compiled move (``compile_decide(r, steps=True)``) once it has been met
+        ``WARM`` times; the step properties are asked only of a step that changes the state."""
+        if kernel.authenticated(s, r) and kernel.role_held(s, r):
+            f = entry[4]
+            if f is _TODO:
+                entry[5] += 1
+                if entry[5] > self.warm:
+                    f = entry[4] = self.compile_move(r)
+            if f is not _TODO and f is not None:
+                return f(s)
+            if f is _TODO:
+                d, s2 = kernel.decide_fresh(s, r, self.rules)
+                return d, s2, (() if s2 is s else self.interpreted_steps(s, r, d, s2))
+        d, s2 = self.decide_entry(s, r, entry)
+        return d, s2, (() if s2 is s else self.step_entry_verdict(s, r, d, s2, entry))
+
+    def compile_move(self, r: Request) -> Callable | None:
+        return self.compile_decide(r, steps=True)
+
+    def step_entry_verdict(self, s: State, r: Request, d: Decision, s2: State,
+                           entry: list) -> tuple:
+        """``step_verdict`` of ``r`` whose decider entry is ``entry``."""
+        f = entry[1]
+        if f is None:
+            entry[3] += 1
+            if entry[3] <= self.warm:
+                return self.interpreted_steps(s, r, d, s2)
+            f = entry[1] = self.compile_step(r)
+        return f(s, r, d, s2)
+
+    def task_moves(self, inst: Any, step_props: list, s: State, i: int,
+                   enumerate_steps: Callable, label: Callable) -> list:
+        """``wgk.conformance.check.workers.task_moves`` for an instance without keys: the
+        steps kept per what the enumeration read, each request decided by its compiled code."""
+        out = []
+        tasks = s.tasks
+        n = self.n
+        dlabels = self._dlabels
+        for kind, step, lab, entry in self.steps_of(inst, s, i, enumerate_steps, label):
+            if kind is _ENV:
+                s2 = self.env(s, step, entry)
+                if s2 is None:
+                    continue
+                d = r = None
+                bad = ()
+            else:
+                r = step
+                if r.key is not None:
+                    d, s2 = self.decide(s, r)
+                    bad = None
+                elif step_props:
+                    d, s2, bad = self.move_entry(s, r, entry)
+                else:
+                    d, s2 = self.decide_entry(s, r, entry)
+                    bad = ()
+            if s2 is s:
+                continue        # no change, and (without keys) no step property is checked
+            t2 = s2.tasks
+            for j in range(n):
+                if j != i and t2[j] is not tasks[j]:
+                    raise AssertionError(f"{lab} changed task {s.graph.tasks[j]}: "
+                                         "rules must be local to their task")
+            if bad is None:
+                bad = self.step_verdict(s, r, d, s2) if step_props else ()
+            if d is not None:
+                dl = dlabels.get(d)
+                if dl is None:
+                    dl = dlabels[d] = d.label
+                lab = f"{lab} -> {dl}"
+            out.append((lab, step, r, d, s2.tasks[i], s2.target, s2.now, s2.journal, bad))
+        return out

@@ -170,9 +170,10 @@ class _Search:
         self.reached: set[str] = set()
         self.task_verdicts: dict[tuple, tuple] = {}
         self.transitions = 0
-        self.graph = nx.DiGraph() if keep_graph else None
-        if self.graph is not None:
-            self.graph.add_node(0, key=self.space.key0)
+        #: the kept graph while searching: per expanded state's id, the states it leads to in
+        #: the order met, each with its first label and every step (``built`` makes the
+        #: networkx graph of it at the end)
+        self.graph: dict | None = {} if keep_graph else None
         self.node_id: dict[tuple, int] = {self.space.key0: 0}
         self.queue: deque = deque()
         #: with workers: the checks of the level being expanded, taken at its end
@@ -234,7 +235,6 @@ class _Search:
             return False
         if self.graph is not None:
             self.node_id[new] = len(self.node_id)
-            self.graph.add_node(self.node_id[new], key=new)
         if self.progress and len(self.parent) % 50000 == 0:
             self.progress(len(self.parent), len(self.queue))
         return True
@@ -242,13 +242,37 @@ class _Search:
     def edge(self, key: tuple, new: tuple, lab: str, obj: Any = None) -> None:
         """An edge of the kept graph; every step between the same two states is kept in
         ``steps`` (the liveness check reads which actions a cycle takes)."""
-        if self.graph is not None and new in self.node_id:
-            u, v = self.node_id[key], self.node_id[new]
-            data = self.graph.get_edge_data(u, v)
+        if self.graph is not None:
+            v = self.node_id.get(new)
+            if v is None:
+                return
+            out = self.graph[self.node_id[key]]
+            data = out.get(v)
             if data is None:
-                self.graph.add_edge(u, v, label=lab, steps=[obj])
+                out[v] = {"label": lab, "steps": [obj]}
             else:
                 data["steps"].append(obj)
+
+    def built(self) -> nx.DiGraph | None:
+        """The kept graph as networkx's: the states in the order met (``key``, ``expanded``),
+        the edges in the order taken."""
+        if self.graph is None:
+            return None
+        expanded = self.graph
+        nodes = {n: {"key": k, "expanded": True} if n in expanded else {"key": k}
+                 for k, n in self.node_id.items()}
+        succ = {n: expanded.get(n, {}) if n in expanded else {} for n in nodes}
+        pred: dict = {n: {} for n in nodes}
+        for u, out in expanded.items():
+            for v, data in out.items():
+                pred[v][u] = data
+        # networkx's own adjacency, filled at once (``add_edges_from`` per edge costs as much as
+        # the search's bookkeeping); the same graph as adding each node and edge in this order
+        g = nx.DiGraph()
+        g._node = nodes
+        g._adj = succ
+        g._pred = pred
+        return g
 
     # A queue entry is (state, its task contexts, whether it is within the bound).
     # A step marked local changes task i's context only: the others keep theirs,
@@ -324,7 +348,7 @@ class _Search:
         if not expand:
             return False
         if self.graph is not None:
-            self.graph.nodes[self.node_id[key]]["expanded"] = True
+            self.graph[self.node_id[key]] = {}
         stop = False
         for i in range(len(ctxs)):
             stop = self.expand_task(key, ctxs, i, stop)
@@ -409,16 +433,17 @@ def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = No
             complete = search.run_levels(pool)
         finally:
             pool.close()
+    graph = search.built()
     live = None
     if liveness and complete:
-        live = check_liveness(search.graph, search.space, search.path_to, inst, rules)
+        live = check_liveness(graph, search.space, search.path_to, inst, rules)
     seconds = time.perf_counter() - t0
     return ExploreResult(
         instance=inst, distinct_states=len(search.parent), transitions=search.transitions,
         violations=sorted(search.found.values(), key=lambda v: (len(v.path), v.invariant)),
         reached=sorted(search.reached),
         unreached=sorted({p.id for p in search.goals} - search.reached),
-        seconds=seconds, complete=complete, graph=search.graph if keep_graph else None,
+        seconds=seconds, complete=complete, graph=graph if keep_graph else None,
         liveness=live, workers=workers, queued=0 if complete else search.queued,
     )
 

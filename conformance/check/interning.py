@@ -30,14 +30,15 @@ def successor(inst: Instance, s: State, step: Step, rules: Rules, keyed: int = 0
     r = step
     if inst.keys:
         r = replace(r, key=label(replace(r, principal=None)))   # the intruder reuses keys
-    if compiled is None or decide is not _KERNEL_DECIDE:     # (a mutant's reducer is interpreted)
+    if compiled is None or decide is not KERNEL_DECIDE:     # (a mutant's reducer is interpreted)
         d, s2 = decide(s, r, rules)
     else:
         d, s2 = compiled.decide(s, r)
     return d, s2, r
 
 
-_KERNEL_DECIDE = decide
+#: the kernel's reducer (a mutant replacing ``decide`` here is explored by the interpreter)
+KERNEL_DECIDE = decide
 
 
 class Interner:

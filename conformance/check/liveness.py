@@ -29,6 +29,7 @@ from typing import Any, Callable
 import networkx as nx
 
 from wgk.conformance.check.interning import successor
+from wgk.conformance.check.reads import ByReads
 from wgk.model.actions import Instance, label, task_steps
 from wgk.model.kernel import Rules
 from wgk.model.invariants import eventually, fairness
@@ -71,6 +72,12 @@ class LivenessResult:
                 "violations": [v.to_json() for v in self.violations]}
 
 
+def _task_facts(s, i: int) -> tuple:
+    """Task ``i``'s facts: (settled, due kinds, owner working)."""
+    t = s.tasks[i]
+    return settled(s, i, t), due_kinds(s, i), owner_working(s, i, t) is True
+
+
 class _Graph:
     """The explored graph with the per-task facts the fairness test reads; a task's facts
     depend on its local context only (``Interner.context``), so they are computed once per
@@ -83,6 +90,8 @@ class _Graph:
         self._by_ctx: dict[tuple, tuple] = {}
         self._loops: dict[int, list] = {}
         self._loops_ctx: dict[tuple, list] = {}
+        #: a context's facts, kept per the values of what they read (many contexts share them)
+        self._task_facts = ByReads(_task_facts)
 
     def state(self, node: int):
         return self.space.state(self.g.nodes[node]["key"])
@@ -98,9 +107,7 @@ class _Graph:
                 fi = self._by_ctx.get(ctx)
                 if fi is None:
                     s = s or self.space.state(key)
-                    t = s.tasks[i]
-                    fi = self._by_ctx[ctx] = (settled(s, i, t), due_kinds(s, i),
-                                              owner_working(s, i, t) is True)
+                    fi = self._by_ctx[ctx] = self._task_facts(s, i)
                 out.append(fi)
             f = self._facts[node] = tuple(out)
         return f
@@ -127,7 +134,8 @@ class _Graph:
             s = self.space.state(key)
             for step in task_steps(self.inst, s, i):
                 if isinstance(step, Request) and step.kind in kinds and not _intruder(step):
-                    d, s2, r = successor(self.inst, s, step, self.rules)
+                    d, s2, r = successor(self.inst, s, step, self.rules,
+                                         compiled=self.space.compiled)
                     if s2 is not None and (s2 is s or s2 == s):
                         out.append(r)
         return out
@@ -137,7 +145,7 @@ class _Graph:
         kinds = self.facts(u)[j][1]
         if not kinds:
             return None
-        name = self.state(u).graph.tasks[j]
+        name = self.space.graph.tasks[j]
         for step in self.g.edges[u, v]["steps"]:
             if isinstance(step, Request) and step.task == name and step.kind in kinds \
                     and not _intruder(step):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 
+from wgk.conformance.check import interning
 from wgk.conformance.check.interning import successor
 from wgk.model.actions import Instance, label, task_steps
 from wgk.model.kernel import Rules
@@ -42,6 +43,8 @@ def task_moves(inst: Instance, rules: Rules, step_props: list, s: State, i: int,
     """The steps of task ``i`` from ``s`` that change something or break a step invariant,
     each as ``(label, step, request, decision, new task, target, now, journal, violated
     step props)``: nothing interned, so a worker process can compute them."""
+    if compiled is not None and not inst.keys and interning.decide is interning.KERNEL_DECIDE:
+        return compiled.task_moves(inst, step_props, s, i, task_steps, label)
     out = []
     for step in task_steps(inst, s, i):
         d, s2, r = successor(inst, s, step, rules, compiled=compiled)
