@@ -166,10 +166,14 @@ class RealExternal(ExternalSystem):
                     f"commit the harness made, but the target is {projection.get('target')!r}")
         want = sum(bool((t.get("worktree") or {}).get("present"))
                    for t in (projection.get("tasks") or {}).values())
-        listed = _git(self.repository, "worktree", "list", "--porcelain").count("worktree ") - 1
+        listed = self.worktrees()
         if listed < want:
             return f"the repository lists {listed} worktrees, the projection holds {want}"
         return None
+
+    def worktrees(self) -> int:
+        """How many worktrees the real repository lists besides its own."""
+        return _git(self.repository, "worktree", "list", "--porcelain").count("worktree ") - 1
 
     def _cleanup(self) -> None:
         if self.joined:

@@ -66,12 +66,19 @@ IN_PROCESS = {
 SEVERAL = ("two-kernels", "races")
 
 #: How many traces the crash-cut section cuts through the crash hook, per budget (a cut
-#: restarts the kernel and replays the trace's prefix on a fresh storage); and how many
-#: generated runs the fuzz section starts per shape (each starts the kernel).
-CUT_TRACES = {"quick": 3, "default": 12, "deep": "all"}
+#: restarts the kernel and replays the trace's prefix on a fresh storage): the default and
+#: deep budgets cut every boundary of every request the quick gate cuts in process; and how
+#: many generated runs the fuzz section starts per shape (each starts the kernel). The traces
+#: the budget's ``real-world.cuts`` selects are cut on the real world too, where the kernel
+#: declares it.
+CUT_TRACES = {"quick": 3, "default": "all", "deep": "all"}
 #: How many traces two instances replay in turn, per budget (each starts two processes).
 TWO_KERNEL_TRACES = {"quick": 8, "default": "all", "deep": "all"}
 FUZZ_EXAMPLES = {"quick": 8, "default": 40, "deep": 400}
+#: How many traces two instances also replay on one real world, and how many rounds each race
+#: runs there (a round makes real worktrees and real owner processes), per budget.
+REAL_TWO_KERNEL_TRACES = {"quick": 2, "default": "all", "deep": "all"}
+REAL_RACE_ROUNDS = {"quick": 4, "default": 20, "deep": 100}
 
 ALL_KINDS = sorted(k.label for k in Kind)
 
@@ -167,24 +174,38 @@ def cut_traces_n(loaded: list, kernel: Kernel, n: int) -> list:
     return ranked[:n]
 
 
+def real_cut_traces(budget: str, loaded: list, kernel: Kernel) -> list:
+    """The traces the crash-cut section also cuts on the real world: the budget's
+    ``real-world.cuts`` selection, where the kernel declares the real world."""
+    if "real" not in kernel.capabilities.get("worlds", ()):
+        return []
+    real = real_selection(budget, loaded, "cuts")
+    return [t for t in loaded if t.id in real and on_real_world(t, kernel.capabilities)]
+
+
 def crash_cut_checks(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
                      workers: int) -> list[Check]:
     chosen = cut_traces(budget, loaded, kernel)
+    real = real_cut_traces(budget, loaded, kernel)
 
-    def run(trace) -> list[Check]:
-        r = crash_cuts_external(trace, kernel)
+    def run(trace, on_real: bool = False) -> list[Check]:
+        r = crash_cuts_external(trace, kernel, real=on_real)
+        world = f"external, {WORLDS['real']}" if on_real else "external"
+        label = "crash hook, real world" if on_real else "crash hook"
+        flag = " --world real" if on_real else ""
         out = []
         for cut in r.cuts:
-            data = {"world": "external"}
+            data = {"world": world}
             if cut.divergences:
-                data.update(reproduce=f"wgk replay {trace.path} --crash-cuts --external "
+                data.update(reproduce=f"wgk replay {trace.path} --crash-cuts{flag} --external "
                                       f"'{kernel.command}'", trace=str(trace.path))
-            out.append(Check("crash-cuts", f"{trace.id} {cut.name} (crash hook)", cut.verdict,
+            out.append(Check("crash-cuts", f"{trace.id} {cut.name} ({label})", cut.verdict,
                              cut.seconds, first_lines(cut.divergences), data, group=trace.id))
-        return out or [Check("crash-cuts", trace.id, "skip", 0.0,
+        return out or [Check("crash-cuts", f"{trace.id} ({label})", "skip", 0.0,
                              "its requests passed no durable boundary: nothing to cut",
-                             {"world": "external"}, group=trace.id)]
+                             {"world": world}, group=trace.id)]
     checks = _each("crash-cuts", chosen, kernel, run, progress, workers)
+    checks += _each("crash-cuts", real, kernel, lambda t: run(t, True), progress, workers)
     left = len(loaded) - len(chosen)
     if left and CUT_TRACES[budget] != "all":
         checks.append(Check("crash-cuts", f"{left} other traces", "skip", 0.0,
@@ -255,18 +276,33 @@ def two_kernel_traces(budget: str, loaded: list, kernel: Kernel) -> list:
     return list(loaded) if n == "all" else cut_traces_n(loaded, kernel, n)
 
 
+def real_two_kernel_traces(budget: str, loaded: list, kernel: Kernel) -> list:
+    """The traces two instances also replay on one real world (where the kernel declares it):
+    the budget's number among the ``real-world.traces`` selection, the most real first."""
+    if "real" not in kernel.capabilities.get("worlds", ()):
+        return []
+    real = real_selection(budget, loaded, "traces")
+    able = [t for t in loaded if t.id in real and on_real_world(t, kernel.capabilities)
+            and applicable(t, kernel.capabilities) is None]
+    n = REAL_TWO_KERNEL_TRACES[budget]
+    return able if n == "all" else able[:n]
+
+
 def two_kernel_checks(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
                       workers: int) -> list[Check]:
     chosen = two_kernel_traces(budget, loaded, kernel)
 
-    def run(trace) -> list[Check]:
+    def run(trace, real: bool = False) -> list[Check]:
         t0 = time.perf_counter()
-        r = two_kernels_external(trace, kernel)
-        return [Check("two-kernels", trace.id, r.verdict, time.perf_counter() - t0,
-                      first_lines(r.divergences),
-                      {"world": "external, two instances on one storage in turn",
-                       "trace": str(trace.path)}, group="two-kernels")]
+        r = two_kernels_external(trace, kernel, real=real)
+        world = "external, two instances on one storage in turn" + (
+            f", {WORLDS['real']}" if real else "")
+        return [Check("two-kernels", f"{trace.id} (real world)" if real else trace.id, r.verdict,
+                      time.perf_counter() - t0, first_lines(r.divergences),
+                      {"world": world, "trace": str(trace.path)}, group="two-kernels")]
     checks = _each("two-kernels", chosen, kernel, run, progress, workers)
+    checks += _each("two-kernels", real_two_kernel_traces(budget, loaded, kernel), kernel,
+                    lambda t: run(t, True), progress, workers)
     left = len(loaded) - len(chosen)
     if left:
         checks.append(Check("two-kernels", f"{left} other traces", "skip", 0.0,
@@ -294,6 +330,20 @@ def race_checks(budget: str, progress: Progress | None, loaded: list, kernel: Ke
                          "" if r.ok else r.problems[0],
                          dict(r.to_json(), world="external, real processes on one storage"),
                          group="external"))
+        if "real" in kernel.capabilities.get("worlds", ()):
+            try:
+                r = race_external(kernel, name, processes=processes,
+                                  rounds=min(rounds, REAL_RACE_ROUNDS[budget]), real=True)
+            except Unusable as e:           # the memory race's verdict stays beside it
+                out.append(Check("races", f"{name} (external, real world)", "error", 0.0,
+                                 f"[races] real world: {e}", group="external"))
+                meter.step(name)
+                continue
+            out.append(Check("races", f"{name} (external, real world)",
+                             "pass" if r.ok else "fail", r.seconds,
+                             "" if r.ok else r.problems[0],
+                             dict(r.to_json(), world=f"external, real processes on one storage, "
+                                                     f"{WORLDS['real']}"), group="external"))
         meter.step(name)
     return out
 
