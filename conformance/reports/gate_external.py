@@ -23,6 +23,7 @@ and its last stderr lines; the section stops there.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
@@ -37,10 +38,12 @@ from wgk.conformance.oracle.external_several import (
     race_external, race_missing, two_kernels_external,
 )
 from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
+from wgk.conformance.oracle.coverage import recording
 from wgk.conformance.oracle.races import RACES
 from wgk.conformance.oracle.probes import probe_trace
 from wgk.conformance.oracle.external import ProtocolError
 from wgk.conformance.oracle.systems import StepError
+from wgk.conformance.reports.gate_coverage import coverage_checks
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, first_lines
 from wgk.conformance.reports.gate_probes import probe_traces
 from wgk.conformance.reports.gate_real import race_settings
@@ -50,7 +53,7 @@ from wgk.conformance.reports.gate_report import Check, Section
 from wgk.conformance.reports.gate_traces import fuzz_budget
 
 #: The sections that run over the protocol.
-OVER_PROTOCOL = ("replay", "probes", "crash-cuts", "fuzz", "two-kernels", "races")
+OVER_PROTOCOL = ("replay", "probes", "crash-cuts", "fuzz", "two-kernels", "races", "coverage")
 
 #: Sections that need wgk's own kernel inside the gate's process, and why.
 IN_PROCESS = {
@@ -59,6 +62,7 @@ IN_PROCESS = {
     "trace-matrix": "maps the in-process crash cuts' boundaries to the design's guards",
     "impl-mutants": "plants bugs inside wgk's own kernel, in process",
     "verify-guards": "disables guards inside wgk's own kernel, in process",
+    "tamper": "edits wgk's own SQLite files and credential files behind its back, in process",
 }
 
 #: Sections that run several instances on one storage (the kernel must declare ``processes``
@@ -79,6 +83,8 @@ FUZZ_EXAMPLES = {"quick": 8, "default": 40, "deep": 400}
 #: runs there (a round makes real worktrees and real owner processes), per budget.
 REAL_TWO_KERNEL_TRACES = {"quick": 2, "default": "all", "deep": "all"}
 REAL_RACE_ROUNDS = {"quick": 4, "default": 20, "deep": 100}
+#: Whether the coverage section sends the stored witnesses to the kernel, per budget.
+COVERAGE_WITNESSES = {"quick": False, "default": True, "deep": True}
 
 ALL_KINDS = sorted(k.label for k in Kind)
 
@@ -144,14 +150,16 @@ def replay_checks(budget: str, progress: Progress | None, loaded: list, kernel: 
     def run(trace) -> list[Check]:
         t0 = time.perf_counter()
         on_real = trace.id in real and on_real_world(trace, kernel.capabilities)
-        r = replay_external(trace, kernel, real=on_real)
+        with recording() if workers <= 1 else contextlib.nullcontext(None) as sent:
+            r = replay_external(trace, kernel, real=on_real)
         world = f"external, {WORLDS['real'] if on_real else WORLDS['memory']}"
         flag = " --world real" if on_real else ""
         return [Check("replay", trace.id, r.verdict, time.perf_counter() - t0,
                       first_lines(r.divergences),
                       {"steps": len(r.steps), "systems": list(r.systems), "world": world,
                        "reproduce": f"wgk replay {trace.path}{flag} --external '{kernel.command}'",
-                       "trace": str(trace.path)})]
+                       "trace": str(trace.path),
+                       **({"cells": sorted(sent)} if sent is not None else {})})]
     return _each("replay", loaded, kernel, run, progress, workers)
 
 
@@ -348,12 +356,53 @@ def race_checks(budget: str, progress: Progress | None, loaded: list, kernel: Ke
     return out
 
 
-RUNS = {"two-kernels": two_kernel_checks, "races": race_checks, "replay": replay_checks, "probes": probe_checks, "crash-cuts": crash_cut_checks,
+def coverage_external(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
+                      workers: int, earlier: set | None = None) -> list[Check]:
+    """The coverage section with the stored witnesses sent to the kernel over the protocol
+    (the cells replay, probes and fuzz sent it are ``earlier``); skipped when the kernel does
+    not declare every kind (coverage is measured per kind of the whole vocabulary)."""
+    if not COVERAGE_WITNESSES[budget]:
+        return [Check("coverage", "witnesses", "skip", 0.0,
+                      f"the {budget} budget does not send the witnesses over the protocol (each "
+                      f"fork starts the kernel: about 150 starts); the default budget does")]
+    missing = sorted(set(ALL_KINDS) - set(kernel.capabilities["kinds"]))
+    if missing:
+        return [Check("coverage", "witnesses", "skip", 0.0,
+                      f"coverage measures every kind; not declared: {len(missing)} of "
+                      f"{len(ALL_KINDS)}")]
+
+    def make(trace):
+        ext = kernel.system(trace, where=f"coverage: trace {trace.id}")
+        return _Unusable(ext, f"coverage: trace {trace.id}")
+    able = [t for t in loaded if applicable(t, kernel.capabilities) is None]
+    return coverage_checks(budget, progress, able, earlier, make_impl=make)
+
+
+class _Unusable:
+    """An external system whose protocol errors are ``Unusable`` (naming where)."""
+
+    def __init__(self, inner, where: str):
+        self.inner, self.where = inner, where
+
+    def __getattr__(self, attr):
+        fn = getattr(self.inner, attr)
+        if not callable(fn):
+            return fn
+
+        def call(*a, **kw):
+            try:
+                return fn(*a, **kw)
+            except ProtocolError as e:
+                raise Unusable(f"{self.where}: {e}") from None
+        return call
+
+
+RUNS = {"coverage": coverage_external, "two-kernels": two_kernel_checks, "races": race_checks, "replay": replay_checks, "probes": probe_checks, "crash-cuts": crash_cut_checks,
         "fuzz": fuzz_checks}
 
 
 #: Rough seconds of an external section run whole (the pool starts the heaviest first).
-WEIGHTS = {"replay": 60.0, "crash-cuts": 40.0, "fuzz": 35.0, "probes": 10.0,
+WEIGHTS = {"coverage": 30.0, "replay": 60.0, "crash-cuts": 40.0, "fuzz": 35.0, "probes": 10.0,
            "two-kernels": 10.0, "races": 10.0}
 
 
@@ -377,10 +426,11 @@ def plan(name: str, budget: str, kw: dict, kernel: Kernel,
     if why:
         return Section(name, [], 0.0, skipped=why)
     arg = kw["counterexamples"] if name == "fuzz" else kw["loaded"]
+    extra = {"earlier": kw.get("earlier")} if name == "coverage" else {}
 
     def run(progress: Progress | None) -> list[Check]:
         try:
-            return RUNS[name](budget, progress, arg, kernel, workers)
+            return RUNS[name](budget, progress, arg, kernel, workers, **extra)
         except (Unusable, StepError) as e:
             return [_error(name, "run", e)]
     return run
