@@ -47,3 +47,17 @@ def test_sections_that_cannot_cross_a_process_boundary_are_listed_and_skipped():
     assert s.skipped == f"not over the protocol: {IN_PROCESS['tamper']}"
     c = run_section("coverage", "quick", loaded=loaded, external=Kernel(SERVED))
     assert [ch.verdict for ch in c.checks] == ["skip"] and "default budget" in c.checks[0].detail
+
+
+def test_the_report_lists_what_does_not_cross_the_process_boundary():
+    from wgk.conformance.reports.gate_external import summary
+    from wgk.conformance.reports.gate_report import GateResult
+    loaded = load_traces([str(BUNDLED_TRACES / "incidents" / "04-dead-worker-converges.json")])
+    kernel = Kernel(SERVED)
+    kernel.probe()
+    external = summary(kernel, loaded)
+    assert external["in-process"] == IN_PROCESS
+    text = GateResult("quick", [], 0.0, external=external).summary()
+    line = next(ln for ln in text.splitlines() if "not over the protocol" in ln)
+    assert all(name in line for name in IN_PROCESS)
+    assert GateResult("quick", [], 0.0, external=external).to_json()["external"]["in-process"]

@@ -449,10 +449,12 @@ def run_external_section(name: str, budget: str, progress: Progress | None, kw: 
 
 
 def summary(kernel: Kernel, loaded: list) -> dict:
-    """What the report says about the kernel: its command, capabilities, how much applied."""
+    """What the report says about the kernel: its command, capabilities, how much applied, and
+    the sections that cannot cross a process boundary (``in-process``: section -> why)."""
     caps = kernel.capabilities
     if caps is None:
-        return {"command": kernel.command, "applied": "did not start"}
+        return {"command": kernel.command, "applied": "did not start", "in-process": IN_PROCESS}
     skipped = sum(applicable(t, caps) is not None for t in loaded)
     return {"command": kernel.command, "capabilities": caps,
-            "applied": coverage(caps, len(ALL_KINDS), skipped, len(loaded))}
+            "applied": coverage(caps, len(ALL_KINDS), skipped, len(loaded)),
+            "in-process": IN_PROCESS}
