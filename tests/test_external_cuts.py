@@ -84,3 +84,24 @@ def test_the_harness_reads_the_real_repository_against_the_model():
         assert "main" in ext.repository_problem(projection, "main-0")
     finally:
         ext.close()
+
+
+def test_the_default_budget_cuts_every_trace_over_the_protocol():
+    from wgk.conformance.reports.gate_external import cut_traces, real_cut_traces
+    loaded = load_traces([str(DEAD), str(PHASES)])
+    kernel = Kernel(SERVED)
+    kernel.probe()
+    assert cut_traces("default", loaded, kernel) == loaded
+    assert len(cut_traces("quick", loaded + loaded, kernel)) == 3
+    memory_only = Kernel(SERVED, capabilities=dict(kernel.capabilities, worlds=["memory"]))
+    assert real_cut_traces("quick", loaded, memory_only) == []
+
+
+def test_traces_a_kernel_cannot_take_are_counted_apart_from_the_budget_s_sample():
+    from wgk.conformance.reports.gate import run_section
+    loaded = load_traces([str(DEAD), str(PHASES)])
+    caps = Kernel(SERVED).probe()
+    few = Kernel(SERVED, capabilities=dict(caps, kinds=["heartbeat"]))
+    s = run_section("crash-cuts", "quick", loaded=loaded, external=few)
+    assert [(c.verdict, c.detail) for c in s.checks] == [
+        ("skip", "2 traces not cut: they send what the kernel does not declare")]

@@ -188,7 +188,8 @@ def real_cut_traces(budget: str, loaded: list, kernel: Kernel) -> list:
     if "real" not in kernel.capabilities.get("worlds", ()):
         return []
     real = real_selection(budget, loaded, "cuts")
-    return [t for t in loaded if t.id in real and on_real_world(t, kernel.capabilities)]
+    return [t for t in loaded if t.id in real and on_real_world(t, kernel.capabilities)
+            and applicable(t, kernel.capabilities) is None]
 
 
 def crash_cut_checks(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
@@ -214,7 +215,12 @@ def crash_cut_checks(budget: str, progress: Progress | None, loaded: list, kerne
                              {"world": world}, group=trace.id)]
     checks = _each("crash-cuts", chosen, kernel, run, progress, workers)
     checks += _each("crash-cuts", real, kernel, lambda t: run(t, True), progress, workers)
-    left = len(loaded) - len(chosen)
+    unable = sum(applicable(t, kernel.capabilities) is not None for t in loaded)
+    left = len(loaded) - len(chosen) - (unable if CUT_TRACES[budget] != "all" else 0)
+    if unable:
+        checks.append(Check("crash-cuts", f"{unable} traces not applicable", "skip", 0.0,
+                            f"{unable} traces not cut: they send what the kernel does not "
+                            f"declare"))
     if left and CUT_TRACES[budget] != "all":
         checks.append(Check("crash-cuts", f"{left} other traces", "skip", 0.0,
                             f"{left} traces not cut: the {budget} budget cuts "
