@@ -59,3 +59,34 @@ def test_a_zombie_counted_alive_is_caught_through_the_protocol_on_the_real_world
     r = run_mutant(m, "quick", ["replay"], traces=[str(DEAD)], timeout=300, external=served)
     assert r.killed and r.section == "replay", (r.verdict, r.detail)
     assert "incident-04" in r.detail
+
+
+def test_two_instances_and_races_on_one_real_world():
+    from wgk.conformance.oracle.external_several import race_external, two_kernels_external
+    kernel = Kernel(SERVED)
+    trace = load_traces([str(DEAD)])[0]
+    r = two_kernels_external(trace, kernel, real=True)
+    assert r.verdict == "pass", [d.describe() for d in r.divergences[:1]]
+    race = race_external(kernel, "two-dispatchers", processes=3, rounds=3, real=True)
+    assert race.ok, race.problems
+    assert sum(race.codes.values()) == 9, race.codes              # 3 rounds of 3 answers
+
+
+def test_a_worktree_a_loser_left_in_the_real_repository_fails_the_race():
+    from wgk.conformance.oracle.external_several import _check_repository
+    from wgk.conformance.oracle.races import RaceResult, request
+    graph = {"id": "g", "target": "main-0", "tasks": [{"name": "t0", "deps": []}]}
+    ext = RealExternal(SERVED, graph, timeout=30)
+    try:
+        from wgk.conformance.oracle.external_several import _raw
+        assert _raw(ext, request("two-dispatchers", "t0", 0))["decision"] == "applied"
+        result = RaceResult("two-dispatchers", 1, 1)
+        _check_repository(result, ext, ext.project())
+        assert result.problems == []
+        subprocess.run(["git", "-C", ext.repository, "worktree", "add", "-q", "--detach",
+                        ext._root + "/stray"], check=True, capture_output=True)
+        _check_repository(result, ext, ext.project())
+        assert result.problems == ["repository: the repository lists 2 worktrees, "
+                                   "the projection holds 1"]
+    finally:
+        ext.close()

@@ -77,7 +77,10 @@ def test_gate_sections_run_several_instances_over_the_protocol():
         assert s.verdict == "pass" and s.checks, (name, [c.detail for c in s.checks])
         assert all(c.verdict == "pass" for c in s.checks)
     broken = run_section("races", "quick", loaded=loaded, external=Kernel(SPLIT))
-    assert broken.verdict == "fail" and "winners" in broken.checks[0].detail
+    assert broken.verdict in ("fail", "error") and "winners" in broken.checks[0].detail
+    # on the real world the private copies make the same worktree twice: the kernel dies there
+    real = [c for c in broken.checks if "real world" in c.name]
+    assert real and real[0].verdict in ("fail", "error") and "two-dispatchers" in real[0].name
 
 
 @pytest.mark.skipif(not shutil.which("node"), reason="Node.js is not installed")

@@ -25,7 +25,7 @@ def _one(trace, args: argparse.Namespace, kernel: Kernel):
     result = replay_external(trace, kernel, real=real)
     if not args.crash_cuts:
         return result
-    cuts = crash_cuts_external(trace, kernel)
+    cuts = crash_cuts_external(trace, kernel, real=real)
     extra = tuple(d for c in cuts.cuts for d in c.divergences)
     return replace(result, divergences=result.divergences + extra, crash_cuts=len(cuts.cuts))
 
@@ -66,7 +66,8 @@ def run_external(traces: list, args: argparse.Namespace, kernel: Kernel) -> int:
 
 
 def _print(results, skipped, error, args, kernel: Kernel, applied: str) -> None:
-    flag = " --crash-cuts" if args.crash_cuts else ""
+    flag = (" --crash-cuts" if args.crash_cuts else "") + \
+        (" --world real" if args.world == "real" else "")
     print_results(results, args,
                   lambda r: f"wgk replay {r.path or r.id}{flag} --external '{kernel.command}'")
     for t, why in skipped:

@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 
+from wgk.conformance.oracle.coverage import Shadow
 from wgk.conformance.oracle.systems import (
     StepError, credential_of, env_part, split_principal, token_hash,
 )
@@ -97,6 +98,8 @@ class ExternalSystem:
         self.boundaries: int | None = None   # durable boundaries the last request passed
         self.stderr: collections.deque[str] = collections.deque(maxlen=200)
         self.daemon_credential = None
+        #: the model beside the kernel while coverage is recorded: the cells of what it is sent
+        self.shadow = Shadow.of(graph, self.initial) if join is None else None
         self._spawn()
         if join is not None:
             self._call({"op": "recover", "protocol": PROTOCOL, "storage": self.storage,
@@ -222,6 +225,8 @@ class ExternalSystem:
         return msg
 
     def apply(self, step: dict) -> dict | None:
+        if self.shadow is not None:
+            self.shadow.step(step)
         try:
             if "request" in step:
                 reply = self._call(self._apply_message(step), "decision")

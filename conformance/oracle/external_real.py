@@ -103,12 +103,20 @@ class RealOwners:
 
 
 class RealExternal(ExternalSystem):
-    """An external kernel on a real world the harness made (see the module's docstring)."""
+    """An external kernel on a real world the harness made (see the module's docstring);
+    ``join``: another instance already started on that world, whose storage, repository and
+    owners this one shares (several processes on one storage; it opens them with ``recover``)."""
 
-    def __init__(self, command, trace, *, timeout: float):
+    def __init__(self, command, trace, *, timeout: float, join: "RealExternal | None" = None):
+        self.joined = join is not None
+        if join is not None:
+            self._root, self.owners = join._root, join.owners
+            self.repository, self.origin = join.repository, join.origin
+            super().__init__(command, trace, timeout=timeout, join=join)
+            return
         self._root = tempfile.mkdtemp(prefix="wgk-external-world-")
         repo, worktrees = os.path.join(self._root, "repo"), os.path.join(self._root, "worktrees")
-        init_repository(repo)
+        self.repository, self.origin = repo, init_repository(repo)
         self.owners = RealOwners()
         try:
             super().__init__(command, trace, timeout=timeout,
@@ -117,13 +125,18 @@ class RealExternal(ExternalSystem):
             self._cleanup()
             raise
 
-    def _apply_message(self, step: dict) -> dict:
-        msg = super()._apply_message(step)
-        owner = msg["request"].get("owner") if isinstance(msg["request"], dict) else None
+    def real_request(self, request: dict) -> dict:
+        """``request`` with its owner a real child of the harness (started now unless it runs)."""
+        owner = request.get("owner") if isinstance(request, dict) else None
         if isinstance(owner, dict) and isinstance(owner.get("pid"), int) and \
                 isinstance(owner.get("birth"), int):
             pid, birth = self.owners.real(owner["pid"], owner["birth"])
-            msg["request"] = dict(msg["request"], owner=dict(owner, pid=pid, birth=birth))
+            request = dict(request, owner=dict(owner, pid=pid, birth=birth))
+        return request
+
+    def _apply_message(self, step: dict) -> dict:
+        msg = super()._apply_message(step)
+        msg["request"] = self.real_request(msg["request"])
         return msg
 
     def apply(self, step: dict) -> dict | None:
@@ -140,7 +153,31 @@ class RealExternal(ExternalSystem):
     def project(self) -> dict:
         return self.owners.named_all(super().project())
 
+    def repository_problem(self, projection: dict, target: str) -> str | None:
+        """What the real repository contradicts in ``projection`` (the model's), read by the
+        harness itself: ``main`` is the commit it made while the projection's target is still
+        ``target`` (the graph's), and another commit once it moved; at least one worktree of the
+        repository for every task whose worktree the projection holds (the worktree of an
+        attempt declared lost stays, retained, beside its successor's)."""
+        main = _git(self.repository, "rev-parse", "refs/heads/main")
+        moved = projection.get("target") != target
+        if moved == (main == self.origin):
+            return (f"the repository's main is {'still' if main == self.origin else 'not'} the "
+                    f"commit the harness made, but the target is {projection.get('target')!r}")
+        want = sum(bool((t.get("worktree") or {}).get("present"))
+                   for t in (projection.get("tasks") or {}).values())
+        listed = self.worktrees()
+        if listed < want:
+            return f"the repository lists {listed} worktrees, the projection holds {want}"
+        return None
+
+    def worktrees(self) -> int:
+        """How many worktrees the real repository lists besides its own."""
+        return _git(self.repository, "worktree", "list", "--porcelain").count("worktree ") - 1
+
     def _cleanup(self) -> None:
+        if self.joined:
+            return                              # the first instance owns the world
         self.owners.close()
         shutil.rmtree(self._root, ignore_errors=True)
 
@@ -149,3 +186,8 @@ class RealExternal(ExternalSystem):
             super().close()
         finally:
             self._cleanup()
+
+
+def _git(repo: str, *args: str) -> str:
+    return subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True,
+                          text=True).stdout.strip()

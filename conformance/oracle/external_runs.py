@@ -133,6 +133,7 @@ def replay_external(trace, kernel: Kernel, real: bool = False) -> TraceResult:
 class ExternalCuts:
     trace: str
     cuts: list[Cut] = field(default_factory=list)
+    real: bool = False
 
     @property
     def passed(self) -> bool:
@@ -156,9 +157,10 @@ def _model_run(trace) -> tuple[list[dict | None], list[dict], list[dict]]:
     return decisions, projections, effected
 
 
-def boundaries_of(trace, kernel: Kernel) -> list[int | None]:
-    """How many durable boundaries the kernel passes at each step (None: not a request)."""
-    ext = kernel.system(trace, where=f"trace {trace.id}")
+def boundaries_of(trace, kernel: Kernel, real: bool = False) -> list[int | None]:
+    """How many durable boundaries the kernel passes at each step (None: not a request;
+    ``real``: on a real world the harness makes)."""
+    ext = kernel.system(trace, where=f"trace {trace.id}", real=real)
     out: list[int | None] = []
     try:
         for step in trace.steps:
@@ -178,11 +180,14 @@ def boundaries_of(trace, kernel: Kernel) -> list[int | None]:
     return out
 
 
-def crash_cuts_external(trace, kernel: Kernel, progress=None) -> ExternalCuts:
-    """Every crash cut of ``trace`` through the crash hook (see the module's docstring)."""
+def crash_cuts_external(trace, kernel: Kernel, progress=None, real: bool = False) -> ExternalCuts:
+    """Every crash cut of ``trace`` through the crash hook (see the module's docstring);
+    ``real``: each cut on a real world the harness makes (a fresh repository and real owner
+    processes; the kernel's crash leaves both as they are, and after the restart the
+    repository itself must agree with the model: ``RealExternal.repository_problem``)."""
     decisions, projections, effected = _model_run(trace)
-    counts = boundaries_of(trace, kernel)
-    result = ExternalCuts(trace.id)
+    counts = boundaries_of(trace, kernel, real)
+    result = ExternalCuts(trace.id, real=real)
     for k, step in enumerate(trace.steps):
         n = counts[k]
         if n is None:
@@ -192,7 +197,7 @@ def crash_cuts_external(trace, kernel: Kernel, progress=None) -> ExternalCuts:
             cut = Cut(k, j, f"after boundary {j} of {n}" if j else
                       f"before boundary 1 of {n} (crash-after 0)")
             cut.divergences = _one_cut(trace, kernel, k, j, decisions, projections, effected,
-                                       cut.boundary)
+                                       cut.boundary, real)
             cut.seconds = time.perf_counter() - t0
             result.cuts.append(cut)
             if progress:
@@ -208,11 +213,10 @@ def _take(ext: ExternalSystem, step: dict) -> None:
 
 
 def _one_cut(trace, kernel: Kernel, k: int, j: int, decisions: list, projections: list,
-             effected: list,
-             where: str) -> list[Divergence]:
+             effected: list, where: str, real: bool = False) -> list[Divergence]:
     step = trace.steps[k]
     request = step["request"]
-    ext = kernel.system(trace, where=f"trace {trace.id}")
+    ext = kernel.system(trace, where=f"trace {trace.id}", real=real)
     try:
         for s in trace.steps[:k]:
             _take(ext, s)
@@ -241,18 +245,27 @@ def _one_cut(trace, kernel: Kernel, k: int, j: int, decisions: list, projections
         out = is_valid_step(Observed(want, landed), Observed(answer, ext.project()),
                             trace=trace.id, step=k, system="external", request=request,
                             boundary=where, what=("resend-decision", "after-resend")).divergences
-        if out:
+        if out or (real and (out := _repository(trace, ext, k, request, landed, where))):
             return out
         for s in trace.steps[k + 1:]:
             _take(ext, s)
-        return is_valid_step(Observed(None, projections[-1]), Observed(None, ext.project()),
-                             trace=trace.id, step=None, system="external", request=None,
-                             decided=False, boundary=where,
-                             what=("final-decision", "final-projection")).divergences
+        out = is_valid_step(Observed(None, projections[-1]), Observed(None, ext.project()),
+                            trace=trace.id, step=None, system="external", request=None,
+                            decided=False, boundary=where,
+                            what=("final-decision", "final-projection")).divergences
+        return out or (_repository(trace, ext, None, None, projections[-1], where) if real else [])
     except ProtocolError as e:
         raise Unusable(f"trace {trace.id} crash cut at step {k} {where}: {e}") from None
     finally:
         ext.close()
+
+
+def _repository(trace, ext: ExternalSystem, k: int | None, request, projection: dict,
+                where: str) -> list[Divergence]:
+    """The real repository read by the harness against the model's ``projection``."""
+    problem = ext.repository_problem(projection, trace.graph.get("target", "main-0"))
+    return [Divergence(trace.id, k, "external", "repository", request, "the model's projection",
+                       problem, boundary=where)] if problem else []
 
 
 class FuzzAbort(BaseException):

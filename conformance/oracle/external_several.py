@@ -21,7 +21,10 @@ from __future__ import annotations
 import threading
 import time
 
+from dataclasses import replace
+
 from wgk.conformance.oracle.external import ExternalSystem, ProtocolError
+from wgk.conformance.oracle.external_real import RealExternal
 from wgk.conformance.oracle.external_runs import Kernel, Unusable
 from wgk.conformance.oracle.races import RACES, RaceResult, _judge, _outcome_problem, request
 from wgk.conformance.oracle.replay import TraceResult, replay
@@ -29,16 +32,23 @@ from wgk.conformance.oracle.lockstep import Divergence
 from wgk.conformance.oracle.systems import ModelSystem, StepError, env_part
 
 
+def _join(kernel: Kernel, source, first: ExternalSystem) -> ExternalSystem:
+    """Another instance on ``first``'s storage (and its real world, when it runs on one)."""
+    if isinstance(first, RealExternal):
+        return RealExternal(kernel.command, source, timeout=kernel.timeout, join=first)
+    return ExternalSystem(kernel.command, source, join=first, timeout=kernel.timeout)
+
+
 class TwoInstances:
-    """Two instances of the kernel on one storage, taking a trace's steps in turn."""
+    """Two instances of the kernel on one storage, taking a trace's steps in turn (``real``:
+    on one real world the harness makes, both watching the same owners and repository)."""
 
     name = "external"
 
-    def __init__(self, kernel: Kernel, trace):
-        self.first = kernel.system(trace, where=f"trace {trace.id}")
+    def __init__(self, kernel: Kernel, trace, real: bool = False):
+        self.first = kernel.system(trace, where=f"trace {trace.id}", real=real)
         try:
-            self.second = ExternalSystem(kernel.command, trace, join=self.first,
-                                         timeout=kernel.timeout)
+            self.second = _join(kernel, trace, self.first)
         except BaseException:
             self.first.close()
             raise
@@ -70,11 +80,13 @@ class TwoInstances:
             self.first.close()                          # the storage's owner, last
 
 
-def two_kernels_external(trace, kernel: Kernel) -> TraceResult:
-    """The trace through the model and two instances of the kernel in turn, in lockstep."""
+def two_kernels_external(trace, kernel: Kernel, real: bool = False) -> TraceResult:
+    """The trace through the model and two instances of the kernel in turn, in lockstep
+    (``real``: on a real world, whose repository the harness reads against the model's
+    final projection afterwards)."""
     model = ModelSystem(trace)
     try:
-        two = TwoInstances(kernel, trace)
+        two = TwoInstances(kernel, trace, real)
     except StepError as e:
         model.close()
         return TraceResult(trace.id, trace.path, ("model", "external"), (), (Divergence(
@@ -83,7 +95,14 @@ def two_kernels_external(trace, kernel: Kernel) -> TraceResult:
         model.close()
         raise Unusable(f"trace {trace.id}: second instance: {e}") from None
     try:
-        return replay(trace, [model, two])
+        result = replay(trace, [model, two])
+        problem = two.first.repository_problem(model.project(), trace.graph.get(
+            "target", "main-0")) if real and result.verdict == "pass" else None
+        if problem:
+            result = replace(result, divergences=result.divergences + (Divergence(
+                trace.id, None, "external", "repository", None, "the model's projection",
+                problem),))
+        return result
     except ProtocolError as e:
         raise Unusable(f"trace {trace.id}: {e}") from None
     finally:
@@ -106,7 +125,10 @@ def race_missing(name: str, caps: dict) -> str | None:
 
 
 def _raw(ext: ExternalSystem, wire: dict) -> dict:
-    """Send a request as written (its token a real secret, its mint that secret's sha256)."""
+    """Send a request as written (its token a real secret, its mint that secret's sha256; on
+    a real world its owner a real child of the harness)."""
+    if isinstance(ext, RealExternal):
+        wire = ext.real_request(wire)
     try:
         return ext._call({"op": "apply", "request": wire}, "decision")["decision"]
     except StepError as e:
@@ -125,25 +147,35 @@ def _prepare(ext: ExternalSystem, name: str, rounds: int) -> None:
                   "ok")
 
 
-def race_external(kernel: Kernel, name: str, *, processes: int, rounds: int) -> RaceResult:
-    """One race (``races.RACES``) between ``processes`` instances of the kernel on one storage."""
+def race_external(kernel: Kernel, name: str, *, processes: int, rounds: int,
+                  real: bool = False) -> RaceResult:
+    """One race (``races.RACES``) between ``processes`` instances of the kernel on one storage
+    (``real``: on one real world the harness makes, every owner a real child of the harness;
+    afterwards the harness reads the repository: one worktree for each task the projection
+    holds one for, and none a loser made)."""
     if name not in RACES:
         raise ValueError(f"unknown race {name!r}; known: {', '.join(RACES)}")
     graph = {"id": "g", "target": "main-0",
              "tasks": [{"name": f"t{r}", "deps": []} for r in range(rounds)]}
     result = RaceResult(name, processes, rounds)
-    first = kernel.system(graph, where=f"race {name}")
+    first = kernel.system(graph, where=f"race {name}", real=real)
     others: list[ExternalSystem] = []
     try:
         _prepare(first, name, rounds)
-        others = [ExternalSystem(kernel.command, graph, join=first, timeout=kernel.timeout)
-                  for _ in range(processes - 1)]
+        others = [_join(kernel, graph, first) for _ in range(processes - 1)]
         instances = [first] + others
+        if real:                       # every owner started before the race, not in it
+            for r in range(rounds):
+                for i in range(processes):
+                    first.real_request(request(name, f"t{r}", i))
         t0 = time.perf_counter()
         answers = _run(instances, name, rounds)
         result.seconds = time.perf_counter() - t0
         winners = _judge(result, answers)
-        _check_after(result, first.project(), answers, winners)
+        projection = first.project()
+        _check_after(result, projection, answers, winners)
+        if real and not result.problems:
+            _check_repository(result, first, projection)
     except ProtocolError as e:
         raise Unusable(f"race {name}: {e}") from None
     finally:
@@ -199,3 +231,17 @@ def _check_after(result: RaceResult, projection: dict, answers: dict,
             problem = "the winner's worktree is gone (a loser wrote the world back over it)"
         if problem:
             result.problems.append(f"t{r} (winner {i}): {problem}")
+
+
+def _check_repository(result: RaceResult, first: RealExternal, projection: dict) -> None:
+    """The real repository after a race: main untouched, exactly one worktree for each task
+    whose worktree the projection holds (a loser's worktree would be one too many)."""
+    problem = first.repository_problem(projection, "main-0")
+    if problem is None:
+        want = sum(bool((t.get("worktree") or {}).get("present"))
+                   for t in (projection.get("tasks") or {}).values())
+        listed = first.worktrees()
+        if listed != want:
+            problem = f"the repository lists {listed} worktrees, the projection holds {want}"
+    if problem:
+        result.problems.append(f"repository: {problem}")

@@ -143,7 +143,8 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
         if name in TRACE_SECTIONS and not loaded:
             return Section(name, guarded(name, lambda: _nonempty([])).checks, 0.0)
         section = run_external_section(name, budget, progress,
-                                       {"loaded": loaded, "counterexamples": counterexamples},
+                                       {"loaded": loaded, "counterexamples": counterexamples,
+                                        "earlier": earlier.cells if earlier is not None else None},
                                        external, workers)
         if section is not None:
             _final(section, progress)

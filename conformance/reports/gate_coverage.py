@@ -13,6 +13,7 @@ command that searches them again."""
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from wgk.conformance.oracle import witnesses
 from wgk.conformance.oracle.coverage import cells, per_kind
@@ -37,16 +38,18 @@ def sent_cells(sections: dict) -> set | None:
     return found if ran else None
 
 
-def measure(loaded: list, earlier: set | None, doc: dict | None = None) -> dict:
+def measure(loaded: list, earlier: set | None, doc: dict | None = None,
+            make_impl: Callable = ImplSystem) -> dict:
     """The coverage of the checks that sent ``earlier`` (the traces alone, by the model, when
     None) plus the witnesses of ``doc`` (the stored ones by default) replayed against the
-    implementation from the bundled traces' states: per kind, the stale flag, the witnesses'
+    implementation from the bundled traces' states (``make_impl``: trace -> the system under
+    test, wgk's own kernel in process by default): per kind, the stale flag, the witnesses'
     problems."""
     doc = witnesses.load() if doc is None else doc
     t0 = time.perf_counter()
     base = witnesses.trace_cells(loaded) if earlier is None else set(earlier)
     bundled = load_traces([str(bundled_traces())])       # where the witnesses start
-    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], ImplSystem)
+    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], make_impl)
     covered = base | sent
     unreached = {c: why for c, why in doc.get("unreached", {}).items() if c not in covered}
     return {"stale": witnesses.stale(doc, bundled), "witnesses": len(doc["witnesses"]),
@@ -58,12 +61,13 @@ def measure(loaded: list, earlier: set | None, doc: dict | None = None) -> dict:
 
 
 def coverage_checks(budget: str, progress: Progress | None, loaded: list,
-                    earlier: set | None = None, doc: dict | None = None) -> list[Check]:
+                    earlier: set | None = None, doc: dict | None = None,
+                    make_impl: Callable = ImplSystem) -> list[Check]:
     """One check for the witnesses (current, answered alike), one per kind (every reachable
-    cell sent)."""
+    cell sent; ``make_impl``: as ``measure``'s)."""
     flag_of(budget, "coverage", BUDGETS[budget]["coverage"])
     meter = Meter("coverage", None, progress)
-    m = measure(loaded, earlier, doc)
+    m = measure(loaded, earlier, doc, make_impl)
     out = [Check("coverage", "witnesses", "fail" if m["stale"] or m["problems"] else "pass",
                  m["seconds"],
                  "stale: run wgk coverage --write" if m["stale"] else

@@ -23,6 +23,7 @@ and its last stderr lines; the section stops there.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
@@ -37,10 +38,12 @@ from wgk.conformance.oracle.external_several import (
     race_external, race_missing, two_kernels_external,
 )
 from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
+from wgk.conformance.oracle.coverage import recording
 from wgk.conformance.oracle.races import RACES
 from wgk.conformance.oracle.probes import probe_trace
 from wgk.conformance.oracle.external import ProtocolError
 from wgk.conformance.oracle.systems import StepError
+from wgk.conformance.reports.gate_coverage import coverage_checks
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, first_lines
 from wgk.conformance.reports.gate_probes import probe_traces
 from wgk.conformance.reports.gate_real import race_settings
@@ -50,7 +53,7 @@ from wgk.conformance.reports.gate_report import Check, Section
 from wgk.conformance.reports.gate_traces import fuzz_budget
 
 #: The sections that run over the protocol.
-OVER_PROTOCOL = ("replay", "probes", "crash-cuts", "fuzz", "two-kernels", "races")
+OVER_PROTOCOL = ("replay", "probes", "crash-cuts", "fuzz", "two-kernels", "races", "coverage")
 
 #: Sections that need wgk's own kernel inside the gate's process, and why.
 IN_PROCESS = {
@@ -59,6 +62,7 @@ IN_PROCESS = {
     "trace-matrix": "maps the in-process crash cuts' boundaries to the design's guards",
     "impl-mutants": "plants bugs inside wgk's own kernel, in process",
     "verify-guards": "disables guards inside wgk's own kernel, in process",
+    "tamper": "edits wgk's own SQLite files and credential files behind its back, in process",
 }
 
 #: Sections that run several instances on one storage (the kernel must declare ``processes``
@@ -66,12 +70,21 @@ IN_PROCESS = {
 SEVERAL = ("two-kernels", "races")
 
 #: How many traces the crash-cut section cuts through the crash hook, per budget (a cut
-#: restarts the kernel and replays the trace's prefix on a fresh storage); and how many
-#: generated runs the fuzz section starts per shape (each starts the kernel).
-CUT_TRACES = {"quick": 3, "default": 12, "deep": "all"}
+#: restarts the kernel and replays the trace's prefix on a fresh storage): the default and
+#: deep budgets cut every boundary of every request the quick gate cuts in process; and how
+#: many generated runs the fuzz section starts per shape (each starts the kernel). The traces
+#: the budget's ``real-world.cuts`` selects are cut on the real world too, where the kernel
+#: declares it.
+CUT_TRACES = {"quick": 3, "default": "all", "deep": "all"}
 #: How many traces two instances replay in turn, per budget (each starts two processes).
 TWO_KERNEL_TRACES = {"quick": 8, "default": "all", "deep": "all"}
 FUZZ_EXAMPLES = {"quick": 8, "default": 40, "deep": 400}
+#: How many traces two instances also replay on one real world, and how many rounds each race
+#: runs there (a round makes real worktrees and real owner processes), per budget.
+REAL_TWO_KERNEL_TRACES = {"quick": 2, "default": "all", "deep": "all"}
+REAL_RACE_ROUNDS = {"quick": 4, "default": 20, "deep": 100}
+#: Whether the coverage section sends the stored witnesses to the kernel, per budget.
+COVERAGE_WITNESSES = {"quick": False, "default": True, "deep": True}
 
 ALL_KINDS = sorted(k.label for k in Kind)
 
@@ -137,14 +150,16 @@ def replay_checks(budget: str, progress: Progress | None, loaded: list, kernel: 
     def run(trace) -> list[Check]:
         t0 = time.perf_counter()
         on_real = trace.id in real and on_real_world(trace, kernel.capabilities)
-        r = replay_external(trace, kernel, real=on_real)
+        with recording() if workers <= 1 else contextlib.nullcontext(None) as sent:
+            r = replay_external(trace, kernel, real=on_real)
         world = f"external, {WORLDS['real'] if on_real else WORLDS['memory']}"
         flag = " --world real" if on_real else ""
         return [Check("replay", trace.id, r.verdict, time.perf_counter() - t0,
                       first_lines(r.divergences),
                       {"steps": len(r.steps), "systems": list(r.systems), "world": world,
                        "reproduce": f"wgk replay {trace.path}{flag} --external '{kernel.command}'",
-                       "trace": str(trace.path)})]
+                       "trace": str(trace.path),
+                       **({"cells": sorted(sent)} if sent is not None else {})})]
     return _each("replay", loaded, kernel, run, progress, workers)
 
 
@@ -167,25 +182,45 @@ def cut_traces_n(loaded: list, kernel: Kernel, n: int) -> list:
     return ranked[:n]
 
 
+def real_cut_traces(budget: str, loaded: list, kernel: Kernel) -> list:
+    """The traces the crash-cut section also cuts on the real world: the budget's
+    ``real-world.cuts`` selection, where the kernel declares the real world."""
+    if "real" not in kernel.capabilities.get("worlds", ()):
+        return []
+    real = real_selection(budget, loaded, "cuts")
+    return [t for t in loaded if t.id in real and on_real_world(t, kernel.capabilities)
+            and applicable(t, kernel.capabilities) is None]
+
+
 def crash_cut_checks(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
                      workers: int) -> list[Check]:
     chosen = cut_traces(budget, loaded, kernel)
+    real = real_cut_traces(budget, loaded, kernel)
 
-    def run(trace) -> list[Check]:
-        r = crash_cuts_external(trace, kernel)
+    def run(trace, on_real: bool = False) -> list[Check]:
+        r = crash_cuts_external(trace, kernel, real=on_real)
+        world = f"external, {WORLDS['real']}" if on_real else "external"
+        label = "crash hook, real world" if on_real else "crash hook"
+        flag = " --world real" if on_real else ""
         out = []
         for cut in r.cuts:
-            data = {"world": "external"}
+            data = {"world": world}
             if cut.divergences:
-                data.update(reproduce=f"wgk replay {trace.path} --crash-cuts --external "
+                data.update(reproduce=f"wgk replay {trace.path} --crash-cuts{flag} --external "
                                       f"'{kernel.command}'", trace=str(trace.path))
-            out.append(Check("crash-cuts", f"{trace.id} {cut.name} (crash hook)", cut.verdict,
+            out.append(Check("crash-cuts", f"{trace.id} {cut.name} ({label})", cut.verdict,
                              cut.seconds, first_lines(cut.divergences), data, group=trace.id))
-        return out or [Check("crash-cuts", trace.id, "skip", 0.0,
+        return out or [Check("crash-cuts", f"{trace.id} ({label})", "skip", 0.0,
                              "its requests passed no durable boundary: nothing to cut",
-                             {"world": "external"}, group=trace.id)]
+                             {"world": world}, group=trace.id)]
     checks = _each("crash-cuts", chosen, kernel, run, progress, workers)
-    left = len(loaded) - len(chosen)
+    checks += _each("crash-cuts", real, kernel, lambda t: run(t, True), progress, workers)
+    unable = sum(applicable(t, kernel.capabilities) is not None for t in loaded)
+    left = len(loaded) - len(chosen) - (unable if CUT_TRACES[budget] != "all" else 0)
+    if unable:
+        checks.append(Check("crash-cuts", f"{unable} traces not applicable", "skip", 0.0,
+                            f"{unable} traces not cut: they send what the kernel does not "
+                            f"declare"))
     if left and CUT_TRACES[budget] != "all":
         checks.append(Check("crash-cuts", f"{left} other traces", "skip", 0.0,
                             f"{left} traces not cut: the {budget} budget cuts "
@@ -255,18 +290,33 @@ def two_kernel_traces(budget: str, loaded: list, kernel: Kernel) -> list:
     return list(loaded) if n == "all" else cut_traces_n(loaded, kernel, n)
 
 
+def real_two_kernel_traces(budget: str, loaded: list, kernel: Kernel) -> list:
+    """The traces two instances also replay on one real world (where the kernel declares it):
+    the budget's number among the ``real-world.traces`` selection, the most real first."""
+    if "real" not in kernel.capabilities.get("worlds", ()):
+        return []
+    real = real_selection(budget, loaded, "traces")
+    able = [t for t in loaded if t.id in real and on_real_world(t, kernel.capabilities)
+            and applicable(t, kernel.capabilities) is None]
+    n = REAL_TWO_KERNEL_TRACES[budget]
+    return able if n == "all" else able[:n]
+
+
 def two_kernel_checks(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
                       workers: int) -> list[Check]:
     chosen = two_kernel_traces(budget, loaded, kernel)
 
-    def run(trace) -> list[Check]:
+    def run(trace, real: bool = False) -> list[Check]:
         t0 = time.perf_counter()
-        r = two_kernels_external(trace, kernel)
-        return [Check("two-kernels", trace.id, r.verdict, time.perf_counter() - t0,
-                      first_lines(r.divergences),
-                      {"world": "external, two instances on one storage in turn",
-                       "trace": str(trace.path)}, group="two-kernels")]
+        r = two_kernels_external(trace, kernel, real=real)
+        world = "external, two instances on one storage in turn" + (
+            f", {WORLDS['real']}" if real else "")
+        return [Check("two-kernels", f"{trace.id} (real world)" if real else trace.id, r.verdict,
+                      time.perf_counter() - t0, first_lines(r.divergences),
+                      {"world": world, "trace": str(trace.path)}, group="two-kernels")]
     checks = _each("two-kernels", chosen, kernel, run, progress, workers)
+    checks += _each("two-kernels", real_two_kernel_traces(budget, loaded, kernel), kernel,
+                    lambda t: run(t, True), progress, workers)
     left = len(loaded) - len(chosen)
     if left:
         checks.append(Check("two-kernels", f"{left} other traces", "skip", 0.0,
@@ -294,16 +344,71 @@ def race_checks(budget: str, progress: Progress | None, loaded: list, kernel: Ke
                          "" if r.ok else r.problems[0],
                          dict(r.to_json(), world="external, real processes on one storage"),
                          group="external"))
+        if "real" in kernel.capabilities.get("worlds", ()):
+            try:
+                r = race_external(kernel, name, processes=processes,
+                                  rounds=min(rounds, REAL_RACE_ROUNDS[budget]), real=True)
+            except Unusable as e:           # the memory race's verdict stays beside it
+                out.append(Check("races", f"{name} (external, real world)", "error", 0.0,
+                                 f"[races] real world: {e}", group="external"))
+                meter.step(name)
+                continue
+            out.append(Check("races", f"{name} (external, real world)",
+                             "pass" if r.ok else "fail", r.seconds,
+                             "" if r.ok else r.problems[0],
+                             dict(r.to_json(), world=f"external, real processes on one storage, "
+                                                     f"{WORLDS['real']}"), group="external"))
         meter.step(name)
     return out
 
 
-RUNS = {"two-kernels": two_kernel_checks, "races": race_checks, "replay": replay_checks, "probes": probe_checks, "crash-cuts": crash_cut_checks,
+def coverage_external(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
+                      workers: int, earlier: set | None = None) -> list[Check]:
+    """The coverage section with the stored witnesses sent to the kernel over the protocol
+    (the cells replay, probes and fuzz sent it are ``earlier``); skipped when the kernel does
+    not declare every kind (coverage is measured per kind of the whole vocabulary)."""
+    if not COVERAGE_WITNESSES[budget]:
+        return [Check("coverage", "witnesses", "skip", 0.0,
+                      f"the {budget} budget does not send the witnesses over the protocol (each "
+                      f"fork starts the kernel: about 150 starts); the default budget does")]
+    missing = sorted(set(ALL_KINDS) - set(kernel.capabilities["kinds"]))
+    if missing:
+        return [Check("coverage", "witnesses", "skip", 0.0,
+                      f"coverage measures every kind; not declared: {len(missing)} of "
+                      f"{len(ALL_KINDS)}")]
+
+    def make(trace):
+        ext = kernel.system(trace, where=f"coverage: trace {trace.id}")
+        return _Unusable(ext, f"coverage: trace {trace.id}")
+    able = [t for t in loaded if applicable(t, kernel.capabilities) is None]
+    return coverage_checks(budget, progress, able, earlier, make_impl=make)
+
+
+class _Unusable:
+    """An external system whose protocol errors are ``Unusable`` (naming where)."""
+
+    def __init__(self, inner, where: str):
+        self.inner, self.where = inner, where
+
+    def __getattr__(self, attr):
+        fn = getattr(self.inner, attr)
+        if not callable(fn):
+            return fn
+
+        def call(*a, **kw):
+            try:
+                return fn(*a, **kw)
+            except ProtocolError as e:
+                raise Unusable(f"{self.where}: {e}") from None
+        return call
+
+
+RUNS = {"coverage": coverage_external, "two-kernels": two_kernel_checks, "races": race_checks, "replay": replay_checks, "probes": probe_checks, "crash-cuts": crash_cut_checks,
         "fuzz": fuzz_checks}
 
 
 #: Rough seconds of an external section run whole (the pool starts the heaviest first).
-WEIGHTS = {"replay": 60.0, "crash-cuts": 40.0, "fuzz": 35.0, "probes": 10.0,
+WEIGHTS = {"coverage": 30.0, "replay": 60.0, "crash-cuts": 40.0, "fuzz": 35.0, "probes": 10.0,
            "two-kernels": 10.0, "races": 10.0}
 
 
@@ -327,10 +432,11 @@ def plan(name: str, budget: str, kw: dict, kernel: Kernel,
     if why:
         return Section(name, [], 0.0, skipped=why)
     arg = kw["counterexamples"] if name == "fuzz" else kw["loaded"]
+    extra = {"earlier": kw.get("earlier")} if name == "coverage" else {}
 
     def run(progress: Progress | None) -> list[Check]:
         try:
-            return RUNS[name](budget, progress, arg, kernel, workers)
+            return RUNS[name](budget, progress, arg, kernel, workers, **extra)
         except (Unusable, StepError) as e:
             return [_error(name, "run", e)]
     return run
@@ -349,10 +455,12 @@ def run_external_section(name: str, budget: str, progress: Progress | None, kw: 
 
 
 def summary(kernel: Kernel, loaded: list) -> dict:
-    """What the report says about the kernel: its command, capabilities, how much applied."""
+    """What the report says about the kernel: its command, capabilities, how much applied, and
+    the sections that cannot cross a process boundary (``in-process``: section -> why)."""
     caps = kernel.capabilities
     if caps is None:
-        return {"command": kernel.command, "applied": "did not start"}
+        return {"command": kernel.command, "applied": "did not start", "in-process": IN_PROCESS}
     skipped = sum(applicable(t, caps) is not None for t in loaded)
     return {"command": kernel.command, "capabilities": caps,
-            "applied": coverage(caps, len(ALL_KINDS), skipped, len(loaded))}
+            "applied": coverage(caps, len(ALL_KINDS), skipped, len(loaded)),
+            "in-process": IN_PROCESS}

@@ -103,6 +103,9 @@ class GateResult:
         lines = []
         if self.external is not None:
             lines.append(f"external: {self.external['command']}: {self.external['applied']}")
+            if self.external.get("in-process"):
+                lines.append("  not over the protocol (wgk's own kernel in process only): "
+                             + ", ".join(sorted(self.external["in-process"])))
         for s in self.sections_run:
             if s.skipped:
                 lines.append(f"{s.name:12} SKIP   {s.skipped}")
