@@ -240,6 +240,19 @@ def no_attempt_opens_paused_or_early(s: State, r, d, s2: State) -> Any:
     return implies(d.kind == D.APPLIED, all_of(not_(t.paused), s.now >= t.not_before))
 
 
+@prop("no-generation-before-owner-exit", scope="step", incidents=(45, 17, 32))
+def no_generation_before_owner_exit(s: State, r, d, s2: State) -> Any:
+    """WG's reopen order: a task's next generation opens only once its old attempt's exact owner is proven exited or released, by one step that raises the generation by exactly one and settles the pending intent, and a reset over an owner that may be alive only persists its intent."""
+    def ok(t, t2):
+        opened = t2.generation != t.generation
+        intended = all_of(t2.reopening, not_(t.reopening))
+        return all_of(
+            implies(opened, all_of(any_of(not_(running(t)), t.owner_seen == OwnerSeen.DEAD),
+                                   t2.generation == t.generation + 1, not_(t2.reopening))),
+            implies(intended, t2.generation == t.generation))
+    return all_of(*[ok(t, t2) for _, t, t2 in pairs(s, s2)])
+
+
 @prop("semantic-failure-never-auto-retried", scope="step", incidents=(31,))
 def semantic_failure_never_auto_retried(s: State, r, d, s2: State) -> Any:
     """An attempt whose work was rejected (a semantic failure) is never followed by an automatic retry: only an operator's retry opens the next attempt."""

@@ -134,6 +134,7 @@ def observe_task(s: State, i: int, names: Names) -> dict[str, Any]:
         "waiting-on": names.corrname(t.waiting_on), "wait-deadline": t.wait_deadline,
         "wait-expired": bool(t.wait_expired),
         "paused": bool(t.paused), "not-before": t.not_before,
+        "reopening": bool(t.reopening),
         "review": observe_review(t, names),
         "assigned": bool(t.assigned), "legacy-done": bool(t.legacy_done),
         "reconstructed": bool(t.reconstructed), "abandoned": bool(t.abandoned),

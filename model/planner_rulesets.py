@@ -19,6 +19,9 @@ back, one per incident it is named after:
   instead of being resumed;
 - ``park_resume_overlap``: a task parked on an external wait was dispatched
   again before its correlated message arrived;
+- ``reopen_before_owner_release``: a reopen's pending intent whose old owner
+  was proven exited but not yet released was dispatched at once (a new attempt
+  beside the old owner's ownership) instead of releasing that owner first;
 - ``target_moved_during_finish``: an effect whose target moved under it was
   driven on (promoted) instead of being replanned as a repair.
 
@@ -62,12 +65,14 @@ def _historical_conditions() -> dict[str, Callable]:
     old_held = lambda t: all_of(held(t), not_(_protected_hold(t)))
     dead = lambda t: t.owner_seen == _DEAD
     unreserved = lambda s, i, t: all_of(running(t), not_(_reserved(t)), not_(held(t)))
+    # a reopen's intent over an owner proven exited: a new attempt before the release
+    spawn_early = lambda s, i, t: all_of(unreserved(s, i, t), dead(t), t.reopening)
     # readiness: an ended dependency is as good as a Done one; a parked task is dispatched
-    c["dispatch"] = lambda s, i, t: all_of(
-        not_(running(t)), not_(held(t)), _deps_settled(s, i),
+    c["dispatch"] = lambda s, i, t: any_of(all_of(
+        not_(running(t)), not_(held(t)), not_(t.reopening), _deps_settled(s, i),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned),
         not_(WAY_CONDITIONS["repair-required"](s, i, t)), not_(WAY_CONDITIONS["retry-budget-spent"](s, i, t)),
-        not_(t.wait_expired))
+        not_(t.wait_expired)), spawn_early(s, i, t))
     c["await-dependencies"] = lambda s, i, t: all_of(
         WAY_CONDITIONS["await-dependencies"](s, i, t), not_(_deps_settled(s, i)))
     c["dependency-abandoned"] = lambda s, i, t: all_of(
@@ -82,8 +87,10 @@ def _historical_conditions() -> dict[str, Callable]:
     # a dead owner: kept as the live owner once its window closed, rejected while it was open
     c["live-owner"] = lambda s, i, t: all_of(
         unreserved(s, i, t), any_of(one_of(t.owner_seen, (_UNVERIFIED, _LIVE)),
-                                    all_of(dead(t), not_(_continuation_planned(s, t)))))
-    c["declare-lost"] = lambda s, i, t: all_of(unreserved(s, i, t), dead(t), _continuation_planned(s, t))
+                                    all_of(dead(t), not_(_continuation_planned(s, t)),
+                                           not_(t.reopening))))
+    c["declare-lost"] = lambda s, i, t: all_of(unreserved(s, i, t), dead(t), _continuation_planned(s, t),
+                                               not_(t.reopening))
     c["resume-continuation"] = lambda s, i, t: False
     return c
 

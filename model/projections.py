@@ -136,8 +136,9 @@ def _continuation_planned(s: State, t: TaskState) -> Any:
 
 
 def _idle(t: TaskState) -> Any:
-    """No attempt runs, nothing is held, nothing waits: admission decides what is next."""
-    return all_of(not_(running(t)), not_(_held(t)), not_(_parked(t)))
+    """No attempt runs, nothing is held, nothing waits, no reset's intent is pending:
+    admission decides what is next."""
+    return all_of(not_(running(t)), not_(_held(t)), not_(_parked(t)), not_(t.reopening))
 
 
 def _due(s: State, t: TaskState) -> Any:
@@ -191,10 +192,10 @@ WAY_CONDITIONS = {
         running(t), not_(reserved(t)), not_(_held(t)), t.owner_seen == OwnerSeen.SUSPECT),
     "resume-continuation": lambda s, i, t: all_of(
         running(t), not_(reserved(t)), not_(_held(t)), t.owner_seen == OwnerSeen.DEAD,
-        _continuation_planned(s, t)),
+        _continuation_planned(s, t), not_(t.reopening)),
     "declare-lost": lambda s, i, t: all_of(
         running(t), not_(reserved(t)), not_(_held(t)), t.owner_seen == OwnerSeen.DEAD,
-        not_(_continuation_planned(s, t))),
+        any_of(not_(_continuation_planned(s, t)), t.reopening)),
     "drive-transaction": lambda s, i, t: all_of(
         running(t), reserved(t), not_(_held(t)), not_(_target_moved(s, t)),
         not_(_waits_on_other_actor(s, i, t)), not_(_dependency_reopened(s, i, t))),
@@ -209,6 +210,8 @@ WAY_CONDITIONS = {
     "paused": lambda s, i, t: all_of(not_(finished(t)), _idle(t), t.paused),
     "not-yet-due": lambda s, i, t: all_of(not_(finished(t)), _idle(t), not_(t.paused),
                                           not_(_due(s, t))),
+    "reopen-pending": lambda s, i, t: all_of(
+        not_(finished(t)), not_(running(t)), not_(_held(t)), not_(_parked(t)), t.reopening),
     "hold": lambda s, i, t: _held(t),
     "dependency-reopened": _dependency_reopened,
 }
@@ -230,7 +233,8 @@ WAYS: tuple[WayRule, ...] = (
             "until the deadline"),
     WayRule("declare-lost", Way.SCHEDULED, Action.DECLARE_LOST,
             "the exact owner is proven dead with no terminal intent, and no continuation is "
-            "planned (or its deadline has passed)"),
+            "planned (or its deadline has passed, or a reset's intent is pending: its "
+            "ownership is released, never continued)"),
     WayRule("drive-transaction", Way.SCHEDULED, Action.DRIVE_TRANSACTION,
             "convergence drives the next SaveTransaction edge"),
     WayRule("await-review", Way.WAIT, Action.AWAIT_REVIEW, "the validator or evaluator must answer"),
@@ -246,6 +250,9 @@ WAYS: tuple[WayRule, ...] = (
             "the operator paused the task: nothing opens an attempt until it is unpaused"),
     WayRule("not-yet-due", Way.WAIT, Action.AWAIT_NOT_BEFORE,
             "the task's not-before time has not come: nothing opens an attempt before it"),
+    WayRule("reopen-pending", Way.HOLD, Action.AWAIT_OPERATOR,
+            "a reset's intent is pending and the old owner is released: the operator's reset "
+            "opens the one new generation"),
     WayRule("hold", Way.HOLD, Action.AWAIT_OPERATOR, "fail-closed: an operator must act"),
     WayRule("dependency-reopened", Way.HOLD, Action.AWAIT_OPERATOR,
             "a dependency was reopened under the running attempt: its effect is refused, an "

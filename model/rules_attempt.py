@@ -30,6 +30,7 @@ def _admission_checks(s, i, t, r) -> list:
         (t.attempt_state != AS.SUCCEEDED, Code.TERMINAL_ALREADY),
         (t.exit != Exit.NEEDS_RECONCILIATION, Code.HELD),
         (t.exit != Exit.UPGRADE_BLOCKED, Code.HELD),
+        (not_(t.reopening), Code.HELD),
         (any_of(not_(s.graph.requires_assignment[i]), t.assigned), Code.ASSIGNMENT_REQUIRED),
         (deps_done(s, i), Code.DEPENDENCY_NOT_DONE),
         (t.waiting_on == 0, Code.WAITING),

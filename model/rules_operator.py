@@ -5,6 +5,8 @@ Each rule is a guard-then-update function declared with ``@rule`` (``wgk.model.r
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .logic import all_of, any_of, ite, not_, one_of
 from .predicates import (
     deps_current, deps_done, deps_generation, graph_saved, note_evidence, reserved, running,
@@ -13,32 +15,51 @@ from .ruleset import CLOSE, EDGE, EXIT, guarded, rule
 from .state import NO_RECEIPTS, Binding, replace_task as replace
 from .updates import close_attempt, leave_main_line, retain_base, retain_work
 from .vocab import (
-    AttemptState as AS, Code, DecisionKind as D, Disposition, Exit, Failure, Kind as K, Phase,
-    Reason,
+    AttemptState as AS, Code, DecisionKind as D, Disposition, Exit, Failure, Kind as K, OwnerSeen,
+    Phase, Reason,
     PRE_EFFECT_PHASES,
 )
+
+
+def owner_held(t) -> Any:
+    """The task's attempt runs and its exact owner is not proven exited: it may still be alive."""
+    return all_of(running(t), t.owner_seen != OwnerSeen.DEAD)
+
+
+def persist_intent(t):
+    """WG's first step: the reset's intent is durable and the old attempt's K is fenced (its
+    lease epoch moves), its owner and its work untouched; no generation opens yet."""
+    return replace(t, reopening=True, lease_epoch=t.lease_epoch + 1)
+
+
+def open_generation(t):
+    """WG's last steps: the attempt (its owner proven exited, or none) is closed and its
+    ownership released, its work retained, and exactly one new generation opens; the intent
+    is settled and an external wait of the old generation is over."""
+    closed = ite(running(t), close_attempt(t, AS.SUPERSEDED), t)
+    return replace(
+        closed, generation=t.generation + 1, attempt=0,
+        phase=Phase.ABSENT, exit=Exit.NONE, reason=Reason.NONE, revision=0,
+        candidate=0, base=0, version=0, disposition=Disposition.NONE,
+        receipts=NO_RECEIPTS, effect_done=False, retries=0, failure=Failure.NONE,
+        waiting_on=0, wait_deadline=0, wait_expired=False, reopening=False,
+        retained=retain_work(t), retained_base=retain_base(t),
+    )
 
 
 @rule(K.RESET, touches=CLOSE | EDGE | EXIT | {"generation", "attempt", "candidate", "base", "version",
                                              "disposition", "receipts", "effect_done", "retries",
                                              "failure", "waiting_on", "wait_deadline",
-                                             "wait_expired"},
+                                             "wait_expired", "reopening", "lease_epoch"},
       reads={"self", "deps.done", "deps.generation"})
 def reset(s, i, t, r):
-    """A new generation; a completion that reserved the terminal first wins the race, unless
-    a dependency was reopened under it (its effect is refused: the reset fences it); an
-    external wait of the old generation is over."""
+    """A new generation in WG's reopen order: over an owner that may still be alive the reset
+    only persists its intent (``persist_intent``); once the owner is proven exited (a probe)
+    the reset again releases it and opens the generation (``open_generation``). A completion
+    that reserved the terminal first wins the race, unless a dependency was reopened under it
+    (its effect is refused: the reset fences it)."""
     in_flight = all_of(running(t), reserved(t), t.exit == Exit.NONE, deps_current(s, i, t))
-    def update():
-        closed = ite(running(t), close_attempt(t, AS.SUPERSEDED), t)
-        return s.put(i, replace(
-            closed, generation=t.generation + 1, attempt=0,
-            phase=Phase.ABSENT, exit=Exit.NONE, reason=Reason.NONE, revision=0,
-            candidate=0, base=0, version=0, disposition=Disposition.NONE,
-            receipts=NO_RECEIPTS, effect_done=False, retries=0, failure=Failure.NONE,
-            waiting_on=0, wait_deadline=0, wait_expired=False,
-            retained=retain_work(t), retained_base=retain_base(t),
-        ))
+    held = owner_held(t)
     return guarded(
         [
             (r.expected_generation == t.generation, Code.CAS_MOVED),
@@ -47,8 +68,9 @@ def reset(s, i, t, r):
             (not_(in_flight), Code.TERMINAL_ALREADY),
             (not_(t.effect_done), Code.TERMINAL_ALREADY),
             (t.exit != Exit.NEEDS_RECONCILIATION, Code.HELD),
+            (not_(all_of(t.reopening, held)), Code.OWNER_NOT_PROVEN_DEAD),
         ],
-        update,
+        lambda: s.put(i, ite(held, persist_intent(t), open_generation(t))),
     )
 
 

@@ -16,7 +16,7 @@ from .vocab import AttemptState as AS, Code, Disposition, Exit, Failure, Kind as
 REOPEN_TOUCHES = EDGE | EXIT | frozenset({
     "generation", "fence", "attempt", "attempt_state", "candidate", "base", "version",
     "disposition", "receipts", "effect_done", "promotions", "retries", "failure",
-    "reconstructed", "retained", "retained_base", "imported"})
+    "reconstructed", "retained", "retained_base", "imported", "reopening"})
 
 
 @rule(K.REOPEN, touches=REOPEN_TOUCHES, reads={"self", "dependents.committed"})
@@ -29,7 +29,7 @@ def reopen(s, i, t, r):
             attempt_state=AS.NONE, phase=Phase.ABSENT, exit=Exit.NONE, reason=Reason.NONE,
             revision=0, candidate=0, base=0, version=0, disposition=Disposition.NONE,
             receipts=NO_RECEIPTS, effect_done=False, promotions=0, retries=0,
-            failure=Failure.NONE, reconstructed=False, imported=0,
+            failure=Failure.NONE, reconstructed=False, imported=0, reopening=False,
             retained=retain_work(t), retained_base=retain_base(t),
         ))
     return guarded(

@@ -230,6 +230,9 @@ class TaskState:
     # attempt opens (0: none)
     paused: Any = False
     not_before: Any = 0
+    # a reset's intent, persisted while the old attempt's exact owner is not yet proven exited:
+    # no generation opens over it (WG's reopen order: intent, proven exit, release, one generation)
+    reopening: Any = False
     # the sum of the dependencies' generations when the current attempt opened: a reopen of a
     # dependency since then raises the sum, so the attempt's effect is refused
     deps_generation: Any = 0

@@ -210,6 +210,25 @@ def test_send_lines_decides_every_line_with_one_commit(setup, capsys, sleeper, m
     assert fingerprint(db) == before            # a bad line refuses the whole batch
 
 
+def test_a_reset_over_a_live_owner_waits_for_its_proven_exit(setup, capsys, sleeper):
+    db, _ = setup
+    run(capsys, db, "task", "add", "a")
+    assert run(capsys, db, "dispatch", "a", "--pid", str(sleeper.pid))[0] == 0
+    assert run(capsys, db, "reset", "a")[0] == 0           # the intent, over a live owner
+    shown = json.loads(run(capsys, db, "show", "a", "--json")[1])
+    assert (shown["reopening"], shown["generation"], shown["attempt-state"]) == (True, 0, "running")
+    assert "a reset's intent pending" in run(capsys, db, "show", "a")[1]
+    code, out, _ = run(capsys, db, "reset", "a")
+    assert code == 1 and "owner-not-proven-dead" in out
+    sleeper.kill()
+    sleeper.wait()
+    assert run(capsys, db, "converge")[0] == 0             # the exit proven by a probe
+    assert run(capsys, db, "reset", "a")[0] == 0           # released, one generation opened
+    shown = json.loads(run(capsys, db, "show", "a", "--json")[1])
+    assert (shown["reopening"], shown["generation"]) == (False, 1)
+    assert "intent pending" not in run(capsys, db, "show", "a")[1]
+
+
 def test_pause_and_resume_with_a_not_before_time(setup, capsys, sleeper):
     db, _ = setup
     run(capsys, db, "task", "add", "a")

@@ -194,11 +194,11 @@ def test_import_json_reports_an_error_per_file_and_writes_nothing(tmp_path, caps
 
 NEW_DIRS = ("daemon", "runtime", "simple-land", "planner-runtime")
 NEW_SOURCES = sorted(p for d in NEW_DIRS for p in (SHARED / d).rglob("*.json"))
-#: traces written: daemon v1 6 of 9, daemon v2 4 of 4, daemon v3 1 of 1, runtime 5 of 7,
-#: simple-land 6 of 6, planner state 1 file (1 of 2 tasks)
-NEW_TRACES = 6 + 4 + 1 + 5 + 6 + 1
-#: reported: daemon v1 3, runtime 2, planner state 1 task + 1 goal
-NOT_MAPPED = 3 + 2 + 2
+#: traces written: daemon v1 7 of 9, daemon v2 4 of 4, daemon v3 1 of 1, runtime 5 of 7,
+#: simple-land 6 of 6, planner state 2 files (1 of 2 tasks; the goal behind its backoff)
+NEW_TRACES = 7 + 4 + 1 + 5 + 6 + 2
+#: reported: daemon v1 2, runtime 2, planner state 1 task + 1 route breaker
+NOT_MAPPED = 2 + 2 + 2
 
 
 def _cases(path: Path) -> set[str]:
@@ -225,7 +225,8 @@ def test_every_published_case_is_imported_or_reported_with_its_field():
         reported = {u.case for u in r.unmapped}
         mapped = {i.stem or p.stem for i in r.traces}
         if "planner-runtime" in str(p):     # a state file: one trace for the tasks it maps
-            mapped = {t["name"] for i in r.traces for t in i.trace.graph["tasks"]}
+            mapped = {t["name"] for i in r.traces for t in i.trace.graph["tasks"]} \
+                | {s["from"]["pointer"].rsplit("/", 1)[-1] for i in r.traces for s in i.trace.steps}
         names = {json.loads(p.read_text()).get("name")} if "daemon" in str(p) else _cases(p)
         assert names <= mapped | reported | {p.stem}, p
         assert not (mapped & reported), p
@@ -278,6 +279,20 @@ def test_a_daemon_case_whose_way_differs_is_reported_not_dropped(tmp_path, capsy
     err = capsys.readouterr().err
     assert f"not mapped: {p}: case park_resume_overlap: field expected_corrected_wait" in err
     assert "0 traces written" in err and "1 cases not mapped" in err
+
+
+def test_a_goal_behind_its_dispatch_backoff_is_a_not_before_time(tmp_path):
+    src = SHARED / "planner-runtime" / "convergence-state-v1.json"
+    traces, unmapped = import_cases(src)
+    (item,) = traces
+    facts = item.trace.expect["tasks"]["legacy-goal"]
+    # 04:05:06.123456789 - 04:00:00.999999999, in nanoseconds
+    assert facts["not-before"] == facts["plan"]["deadline"] == 305_123_456_790
+    assert [u.field for u in unmapped] == ["route_breakers/pi|openrouter|b3:endpoint"]
+    p = _copy(tmp_path, "planner-runtime", "convergence-state-v1.json",
+              lambda d: d["goals"]["legacy-goal#3"].update(stage="await-review"))
+    traces, unmapped = import_cases(p)
+    assert not traces and unmapped[0].field == "goals/legacy-goal#3/stage"
 
 
 @pytest.mark.parametrize("family,name,edit,message", [

@@ -277,6 +277,10 @@ def test_17b_reset_first_then_completion_is_stale():
     dispatch(d, "a")
     d.env(EnvKind.EDIT, "a", content=WORK)
     submit = d.request(K.SUBMIT, A.WORKER, "a")
-    assert d.send(K.RESET, A.OPERATOR, "a").label == "applied"
+    assert d.send(K.RESET, A.OPERATOR, "a").label == "applied"       # the intent: K fenced
     assert d.apply(submit).label == "rejected:stale-capability"
+    assert (d.task("a").reopening, d.task("a").generation) == (True, 0)
+    d.env(EnvKind.OWNER_DIES, "a")
+    assert d.send(K.PROBE_OWNER, A.DAEMON, "a", evidence="exit").label == "applied"
+    assert d.send(K.RESET, A.OPERATOR, "a").label == "applied"       # the exit proven: it opens
     assert d.task("a").retained == WORK          # the reset kept the work

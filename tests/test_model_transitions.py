@@ -362,13 +362,45 @@ def test_block_upgrade_and_reconcile(one):
 
 # --- operator and migration ------------------------------------------------------
 
+def reset_in_order(d, task="a"):
+    """WG's reopen order: the reset's intent over a live owner, its exit proven, the reset."""
+    ok(d, K.RESET, A.OPERATOR, task=task)
+    assert d.task(task).reopening and d.task(task).generation == 0
+    d.env(EnvKind.OWNER_DIES, task)
+    ok(d, K.PROBE_OWNER, A.DAEMON, task=task, evidence="exit")
+    ok(d, K.RESET, A.OPERATOR, task=task)
+
+
 def test_reset_update_and_guards(one):
     dispatch(one, "a")
     rejects(one, K.RESET, A.OPERATOR, "cas-moved", expected_generation=5)
     one.env(EnvKind.EDIT, "a", content=WORK)
+    reset_in_order(one)
+    t = one.task("a")
+    assert (t.generation, t.attempt, t.attempt_state, t.retained, t.reopening) == \
+        (1, 0, AS.SUPERSEDED, WORK, False)
+
+
+def test_reset_follows_the_reopen_order_over_a_live_owner(one):
+    dispatch(one, "a")
+    epoch = one.task("a").lease_epoch
+    ok(one, K.RESET, A.OPERATOR)                     # the intent: nothing else opens or closes
+    t = one.task("a")
+    assert (t.reopening, t.generation, t.attempt_state, t.lease_epoch) == \
+        (True, 0, AS.RUNNING, epoch + 1)
+    rejects(one, K.RESET, A.OPERATOR, "owner-not-proven-dead")
+    rejects(one, K.DISPATCH, A.DAEMON, "held", owner=owner(2), expected_attempt=1)
+    one.env(EnvKind.EDIT, "a", content=WORK)         # the live owner still writes: kept
+    one.env(EnvKind.OWNER_DIES, "a")
+    ok(one, K.PROBE_OWNER, A.DAEMON, evidence="exit")
+    assert _way(one, "a")[:2] == ("scheduled", "declare-lost")     # the release, never a resume
+    ok(one, K.DECLARE_LOST, A.DAEMON)
+    assert _way(one, "a") == ("hold", "await-operator", "reopen-pending")
+    rejects(one, K.DISPATCH, A.DAEMON, "held", owner=owner(2), expected_attempt=1)
     ok(one, K.RESET, A.OPERATOR)
     t = one.task("a")
-    assert (t.generation, t.attempt, t.attempt_state, t.retained) == (1, 0, AS.SUPERSEDED, WORK)
+    assert (t.reopening, t.generation, t.attempt, t.retained) == (False, 1, 0, WORK)
+    rejects(one, K.RESET, A.OPERATOR, "cas-moved", expected_generation=0)
 
 
 def test_reset_refused_after_done(one):
@@ -567,7 +599,7 @@ def test_reopen_holds_a_running_dependent_until_reset(two):
     to_phase(two, "b", K.RECORD_DISPOSITION, work=WORK + 1)
     assert _way(two, "b") == ("hold", "await-operator", "dependency-reopened")
     rejects(two, K.PREPARE_EFFECT, A.PROMOTER, "dependency-reopened", task="b")
-    ok(two, K.RESET, A.OPERATOR, task="b")           # the fence: a reset wins over it
+    reset_in_order(two, "b")                         # the fence: a reset wins over it
     assert two.task("b").attempt_state == AS.SUPERSEDED
     rejects(two, K.DISPATCH, A.DAEMON, "dependency-not-done", task="b", owner=owner(3))
 
@@ -580,7 +612,7 @@ def test_a_dependent_opened_before_the_reopen_stays_fenced_when_it_is_done_again
     to_phase(two, "b", K.RECORD_DISPOSITION, work=WORK + 1)
     assert _way(two, "b") == ("hold", "await-operator", "dependency-reopened")
     rejects(two, K.PREPARE_EFFECT, A.PROMOTER, "dependency-reopened", task="b")
-    ok(two, K.RESET, A.OPERATOR, task="b")
+    reset_in_order(two, "b")
     dispatch(two, "b", 4)
     to_phase(two, "b", K.SAVE_GRAPH, work=WORK + 3)
 

@@ -19,7 +19,8 @@ from dataclasses import fields as dc_fields, replace as dc_replace
 from typing import Callable
 
 from wgk.model import (
-    kernel, projections, rules as R, rules_attempt, rules_evidence, rules_review, rules_save,
+    kernel, projections, rules as R, rules_attempt, rules_evidence, rules_operator, rules_review,
+    rules_save,
 )
 from wgk.model.actions import KEYS, Instance
 from wgk.model.kernel import Decision
@@ -399,6 +400,13 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "the task is due.",
         "no-attempt-opens-paused-or-early", Instance(tasks=1, groups=("core", "operator", "pause")), 2,
         rules={K.RETRY: without_checks(K.RETRY, Code.NOT_DUE)}),
+    Mutant(
+        "reset-before-owner-exit", (45,),
+        "A reset opens the next generation at once, over an owner that may still be alive: "
+        "no intent is persisted, the owner's exit is never proven before its ownership is "
+        "released (the order WG's agent-949 incident broke).",
+        "no-generation-before-owner-exit", Instance(tasks=1, generations=2, groups=("core", "operator")), 2,
+        patches=((rules_operator, "owner_held", lambda t: False),)),
     Mutant(
         "semantic-failure-auto-retried", (31,),
         "Dispatch after a semantic failure: work the validator rejected is retried "

@@ -761,7 +761,7 @@ class Kernel {
         counters: Object.assign({}, t.counters),
         evidence: t.evidence.slice().sort(byPair), failure: t.failure, retries: t.retries, 'waiting-on': null,
         'wait-deadline': 0, 'wait-expired': false, assigned: false, 'legacy-done': false,
-        reconstructed: false, abandoned: false, paused: false, 'not-before': 0,
+        reconstructed: false, abandoned: false, paused: false, 'not-before': 0, reopening: false,
         // the review valve: this kernel declares none of its kinds, so every task's valve is
         // the initial one
         review: {phase: 'working', manifest: null, flip: 'absent', evaluation: 'absent',

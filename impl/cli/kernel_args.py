@@ -102,7 +102,9 @@ def _operator_commands(sub, key: argparse.ArgumentParser) -> None:
     s.add_argument("--base", required=True)
     s = sub.add_parser("abandon", parents=[key], help="give a task up, its work preserved")
     s.add_argument("name", metavar="TASK")
-    s = sub.add_parser("reset", parents=[key], help="open a new generation (work retained)")
+    s = sub.add_parser("reset", parents=[key],
+                       help="open a new generation (work retained); over an owner not proven "
+                            "exited, only persist the intent: reset again once its exit is proven")
     s.add_argument("name", metavar="TASK")
     s = sub.add_parser("deliver", parents=[key],
                        help="answer an external wait: only the event it names releases it",

@@ -42,7 +42,9 @@ def do_show(k: Kernel, args) -> int:
     print(f"{shown['task']}: {shown['status']}  (generation {shown['generation']}, attempt "
           f"{shown['attempt']}, fence {shown['fence']}, {shown['attempt-state']})")
     print(f"  admission: {'paused' if shown['paused'] else 'not paused'}, not before "
-          f"{shown['not-before'] or '-'}")
+          f"{shown['not-before'] or '-'}"
+          + (", a reset's intent pending (the old owner's exit not yet proven or released)"
+             if shown["reopening"] else ""))
     if shown["plan"]:
         pl = shown["plan"]
         print(f"  way forward: {pl['way']} / {pl['action']} ({pl['reason']}, due {pl['deadline']})")

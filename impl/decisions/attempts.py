@@ -31,8 +31,10 @@ def not_succeeded(ctx: Ctx) -> bool:
 
 
 def not_held_for_the_operator(ctx: Ctx) -> bool:
-    # guards: legacy-never-satisfies
-    return ctx.record.exit not in ("needs-reconciliation", "upgrade-blocked")
+    # (a reset's pending intent holds admission too: no attempt before the new generation)
+    # guards: legacy-never-satisfies, no-generation-before-owner-exit
+    return (ctx.record.exit not in ("needs-reconciliation", "upgrade-blocked")
+            and not ctx.record.reopening)
 
 
 def assigned_where_required(ctx: Ctx) -> bool:

@@ -40,6 +40,17 @@ def no_legacy_claim_held(ctx: Ctx) -> bool:
     return ctx.record.exit != "needs-reconciliation"
 
 
+def owner_may_live(t) -> bool:
+    """The attempt runs and its exact owner is not proven exited."""
+    return t.running and t.owner_seen != "dead"
+
+
+def no_intent_over_an_unproven_owner(ctx: Ctx) -> bool:
+    """A reset's intent is pending: the generation opens only once the owner is proven exited."""
+    # guards: no-generation-before-owner-exit
+    return not (ctx.record.reopening and owner_may_live(ctx.record))
+
+
 def done(ctx: Ctx) -> bool:
     return ctx.record.graph_saved
 
@@ -68,14 +79,26 @@ def _opened(ctx: Ctx, new, effects: list[Effect], cause: str) -> Outcome:
                      facts=[("generation-opened", {"generation": new.generation, "cause": cause})])
 
 
+def _intent(ctx: Ctx) -> Outcome:
+    """WG's first step under an owner that may be alive: the intent is durable and the old
+    attempt's K fenced (its lease epoch moves); its owner, leases and work stay."""
+    t = ctx.record
+    return succeeded(ctx, replace(t, reopening=True, lease_epoch=t.lease_epoch + 1))
+
+
 def _reset(ctx: Ctx) -> Outcome:
-    """The next generation: the attempt (if any) superseded, its work retained, no wait."""
+    """The next generation in WG's reopen order: over an owner not proven exited only the
+    intent (``_intent``); else the attempt (if any) superseded, its ownership released, its
+    work retained, no wait, the intent settled, and exactly one generation opened."""
+    # guards: no-generation-before-owner-exit
+    if owner_may_live(ctx.record):
+        return _intent(ctx)
     t, effects = ctx.record, []
     retained, retained_base = retain_work(ctx, t, effects)
     closed = close_attempt(ctx, t, "superseded", []) if t.running else t
     new = replace(closed, generation=t.generation + 1, **FRESH, retained=retained,
                   retained_base=retained_base, waiting_on=None, wait_deadline=0,
-                  wait_expired=False)
+                  wait_expired=False, reopening=False)
     return _opened(ctx, new, effects, "reset")
 
 
@@ -85,7 +108,7 @@ def _reopened(ctx: Ctx) -> Outcome:
     retained, retained_base = retain_work(ctx, t, effects)
     new = replace(t, generation=t.generation + 1, fence=t.fence + 1, attempt_state="none",
                   **FRESH, reconstructed=False, imported=None, retained=retained,
-                  retained_base=retained_base)
+                  retained_base=retained_base, reopening=False)
     return _opened(ctx, new, effects, "reopen")
 
 
@@ -93,6 +116,7 @@ RULES: dict[str, Rule] = {
     "reset": Rule((
         C(the_expected_generation, "cas-moved"), C(not_abandoned, "held"),
         C(no_completion_won, "terminal-already"), C(no_legacy_claim_held, "held"),
+        C(no_intent_over_an_unproven_owner, "owner-not-proven-dead"),
     ), _reset),
     "reopen": Rule((
         C(the_expected_generation, "cas-moved"), C(done, "illegal-phase-edge"),

@@ -47,7 +47,8 @@ WAYS: tuple[Way, ...] = (
         "until the deadline"),
     Way("declare-lost", "scheduled", "declare-lost",
         "the exact owner is proven dead with no terminal intent, and no continuation is "
-        "planned (or its deadline has passed)"),
+        "planned (or its deadline has passed, or a reset's intent is pending: its "
+        "ownership is released, never continued)"),
     Way("drive-transaction", "scheduled", "drive-transaction",
         "convergence drives the next SaveTransaction edge"),
     Way("await-review", "wait", "await-review", "the validator or evaluator must answer"),
@@ -61,6 +62,9 @@ WAYS: tuple[Way, ...] = (
         "the operator paused the task: nothing opens an attempt until it is unpaused"),
     Way("not-yet-due", "wait", "await-not-before",
         "the task's not-before time has not come: nothing opens an attempt before it"),
+    Way("reopen-pending", "hold", "await-operator",
+        "a reset's intent is pending and the old owner is released: the operator's reset "
+        "opens the one new generation"),
     Way("hold", "hold", "await-operator", "fail-closed: an operator must act"),
     Way("dependency-reopened", "hold", "await-operator",
         "a dependency was reopened under the running attempt: its effect is refused, an "
@@ -93,7 +97,7 @@ f AS MATERIALIZED (SELECT seen.task AS task,
     {_flag("t.waiting_on IS NOT NULL")} AS waiting,
     {_flag("t.waiting_on IS NOT NULL OR t.wait_expired = 1")} AS parked,
     t.wait_expired AS expired,
-    t.paused AS paused, t.not_before AS not_before,
+    t.paused AS paused, t.not_before AS not_before, t.reopening AS reopening,
     {_flag("env.now < t.not_before")} AS early,
     t.requires_assignment AS needs_assignment, t.assigned AS assigned,
     {_flag("t.requires_assignment = 0 OR t.assigned = 1")} AS admitted,
@@ -128,9 +132,9 @@ f AS MATERIALIZED (SELECT seen.task AS task,
   LEFT JOIN leases lw ON lw.task = t.id AND lw.kind = 'worktree'
   LEFT JOIN receipts gs ON gs.task = t.id AND gs.kind = 'graph-save' AND gs.fence = t.fence),
 g AS (SELECT f.*,
-    {_flag("f.running = 0 AND f.held = 0 AND f.parked = 0")} AS idle,
-    {_flag("f.running = 0 AND f.held = 0 AND f.parked = 0 AND f.paused = 0 AND f.early = 0")}
-        AS open,
+    {_flag("f.running = 0 AND f.held = 0 AND f.parked = 0 AND f.reopening = 0")} AS idle,
+    {_flag("f.running = 0 AND f.held = 0 AND f.parked = 0 AND f.reopening = 0 "
+           "AND f.paused = 0 AND f.early = 0")} AS open,
     {_flag("f.running = 0 AND f.held = 0")} AS stopped,
     {_flag("f.running = 1 AND f.reserved = 0 AND f.held = 0")} AS watching,
     {_flag("f.running = 1 AND f.held = 0 AND f.target_moved = 1")} AS moved,
@@ -150,8 +154,8 @@ _CONDITIONS = {
     "dependency-abandoned": "open = 1 AND dep_abandoned = 1 AND admitted = 1",
     "live-owner": "watching = 1 AND seen IN ('unverified', 'live')",
     "probe-suspect": "watching = 1 AND seen = 'suspect'",
-    "resume-continuation": "watching = 1 AND seen = 'dead' AND continues = 1",
-    "declare-lost": "watching = 1 AND seen = 'dead' AND continues = 0",
+    "resume-continuation": "watching = 1 AND seen = 'dead' AND continues = 1 AND reopening = 0",
+    "declare-lost": "watching = 1 AND seen = 'dead' AND (continues = 0 OR reopening = 1)",
     "drive-transaction": "running = 1 AND reserved = 1 AND held = 0 AND moved = 0 "
                          "AND waits = 0 AND reopened = 0",
     "await-review": "running = 1 AND held = 0 AND waits = 1",
@@ -161,6 +165,7 @@ _CONDITIONS = {
     "wait-expired": "stopped = 1 AND waiting = 0 AND expired = 1",
     "paused": "idle = 1 AND paused = 1",
     "not-yet-due": "idle = 1 AND paused = 0 AND early = 1",
+    "reopen-pending": "finished = 0 AND running = 0 AND held = 0 AND parked = 0 AND reopening = 1",
     "hold": "held = 1",
     "dependency-reopened": "reopened = 1",
 }

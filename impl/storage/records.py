@@ -62,6 +62,8 @@ class TaskRow(NamedTuple):
     abandoned: bool = False
     paused: bool = False
     not_before: int = 0
+    #: a reset's intent, pending while the old attempt's owner is not proven exited
+    reopening: bool = False
     legacy_done: bool = False
     reconstructed: bool = False
     failure: str = "none"

@@ -208,11 +208,17 @@ ALTER TABLE tasks ADD COLUMN publications INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN review_failure TEXT NOT NULL DEFAULT 'none'
 """
 
+#: A task column: a reset's intent, persisted while the old attempt's exact owner is not yet
+#: proven exited (WG's reopen order: intent, proven exit, release, one generation).
+SCHEMA_V13 = """
+ALTER TABLE tasks ADD COLUMN reopening INTEGER NOT NULL DEFAULT 0
+"""
+
 #: version -> the SQL that takes a database from version - 1 to version.
 MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4,
                               5: SCHEMA_V5, 6: SCHEMA_V6, 7: SCHEMA_V7,
                               8: SCHEMA_V8, 9: SCHEMA_V9, 10: SCHEMA_V10, 11: SCHEMA_V11,
-                              12: SCHEMA_V12}
+                              12: SCHEMA_V12, 13: SCHEMA_V13}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Tables that hold no fact, only this database's concurrency control: the stamps the writes

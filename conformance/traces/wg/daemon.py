@@ -24,14 +24,13 @@ the plan of the model's named historical ruleset (``wgk.model.planner_rulesets``
 | dead_pi_owner_retaining_leases | owner (``proven_dead``) probed dead, its continuation window closed | release_dead_owner -> scheduled declare-lost | live-owner probe-owner |
 | exited_wrapper_rejected_stale | owner dead, same session and worktree leases held, window open | resume_same_session -> wait resume | scheduled declare-lost |
 | park_resume_overlap | the attempt parked on ``external_wait.wait_id`` | wait correlated_message -> wait await-external | runnable dispatch (resume_same_session: a new attempt) |
+| reopen_before_owner_release | the owner probed (authenticated) live, the reset's intent persisted over it, then its exit proven | release_dead_owner -> scheduled declare-lost (the release; the reset then opens one generation) | runnable dispatch (spawn_attempt before the release) |
 | target_moved_during_finish | the effect prepared, then the target moved | replan_finish -> scheduled mark-repair | scheduled drive-transaction (promote_candidate) |
 
 Not mapped (reported): ``obsolete_daemon_chat_creation_lost_response``
 (``reconcile_chat_request``: the model has no chat creation; a lost response is
 answered by re-sending the same key, a duplicate, not by a planner action),
-``reopen_before_owner_release`` (``release_dead_owner`` for an
-``authenticated_live`` owner: the model's planner keeps a live owner and its
-reset does not wait for the owner's exit), ``surprise_archival_backlog``
+``surprise_archival_backlog``
 (``archive_batch`` / ``archive_confirmation``: the model's archive is an operator
 request with a confirmed digest, no planner way).
 
@@ -130,6 +129,23 @@ def _parked(sc: Scenario, task: str, wait_id: str) -> dict:
     return {task: {"waiting-on": wait_id, "attempt-state": "parked"}}
 
 
+def _reopen_before_release(sc: Scenario, task: str) -> dict:
+    sc.task(task)
+    sc.dispatch(task)
+    sc.env("edit", task=task, content=f"{task}-half")
+    sc.env("converge", note="the owner is probed: authenticated live")
+    sc.emit({"request": {"kind": "reset", "actor": "operator", "task": task,
+                         "key": sc.key("reset", task), "expected-generation": 0},
+             "expect": {"decision": "applied"},
+             "expect-facts": {"tasks": {task: {"generation": 0, "reopening": True,
+                                               "attempt-state": "running"}}}},
+            note="the reopen's intent is persisted over the live owner (the old K fenced)")
+    sc.env("owner-dies", task=task)
+    sc.env("converge", note="the owner's exit is proven")
+    return {task: {"owner-seen": "dead", "attempt-state": "running", "generation": 0,
+                   "reopening": True, "leases": {"worktree": True, "session": True}}}
+
+
 def _target_moved(sc: Scenario, task: str) -> dict:
     sc.task(task)
     sc.dispatch(task)
@@ -156,6 +172,9 @@ V1_CASES: dict[str, tuple] = {
     "park_resume_overlap": (
         "none", "resume_same_session", ("expected_corrected_wait", "correlated_message"), _parked,
         plan("wait", "await-external"), plan("runnable", "dispatch")),
+    "reopen_before_owner_release": (
+        "authenticated_live", "spawn_attempt", ("expected_corrected_action", "release_dead_owner"),
+        _reopen_before_release, plan("scheduled", "declare-lost"), plan("runnable", "dispatch")),
     "target_moved_during_finish": (
         "none", "promote_candidate", ("expected_corrected_action", "replan_finish"), _target_moved,
         plan("scheduled", "mark-repair"), plan("scheduled", "drive-transaction")),
@@ -166,9 +185,6 @@ V1_UNMAPPED = {
     "obsolete_daemon_chat_creation_lost_response": (
         "expected_corrected_action", "'reconcile_chat_request': the model has no chat creation request; "
         "a lost response is answered by re-sending the same key (a duplicate), not by a planner action"),
-    "reopen_before_owner_release": (
-        "expected_corrected_action", "'release_dead_owner' for an 'authenticated_live' owner: the model's "
-        "planner keeps a live owner (live-owner), and its reset does not wait for the owner's exit"),
     "surprise_archival_backlog": (
         "observations/0/observation/runnable", "'archive_batch' (corrected wait 'archive_confirmation'): "
         "the model's archive is an operator request with a confirmed digest, not a planner way"),

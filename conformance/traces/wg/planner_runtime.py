@@ -15,12 +15,21 @@ model has no routes). The deadline (WG's wall clock) and the key (generation,
 attempt, fence) are kept in the description, not compared: the model's attempts
 are its own.
 
-**planner-state-v1** (the goal scheduler: goals with a stage, blocker, backoff and a
-pending action lease, route breakers) is reported: the model has no backoff,
-no goal stage and no route breakers; its ``await-dispatch`` goal is a task whose
-dispatch the model would admit at once, which is not the backoff WG persists.
+**The goal scheduler's state** (goals with a stage, blocker, backoff and a pending
+action lease, route breakers): a goal in stage ``await-dispatch`` blocked by its
+``dispatch`` backoff is a task whose not-before time is the backoff's wake time
+(``next_wake_at``): the model's clock starts at ``last_reconciled_at`` and counts
+nanoseconds, the operator's ``unpause`` sets the not-before time, and the plan is
+WG's wait, ``wait await-not-before`` with that deadline (no path admits the task
+before it: ``no-attempt-opens-paused-or-early``). The backoff's inputs (failures
+without progress, base, cap, jitter seed), the goal's priority and digests and the
+pending action's lease are kept in the description, not compared (the model's
+attempts are its own). A goal in another stage or blocked by another thing, and
+every route breaker (the model has no provider routes), is reported with its field.
 """
 from __future__ import annotations
+
+from datetime import datetime
 
 from pathlib import Path
 
@@ -31,6 +40,21 @@ from wgk.conformance.traces.wg.scenario import Scenario
 KEY = ("graph_id", "task_id", "generation", "attempt_id", "fence")
 SCHEDULED = {"cleanup_finish": ("commit-effect", {"way": "scheduled", "action": "drive-transaction"})}
 WHY = {"probe_route": "a provider route's health probe (its effect acknowledged): the model has no routes"}
+
+
+def nanoseconds(src: Src, field: str, text: str) -> int:
+    """An RFC 3339 time with up to nine fractional digits, as nanoseconds since the epoch."""
+    whole, dot, rest = text.partition(".")
+    frac, zone = (rest[:-6], rest[-6:]) if dot else ("", whole[-6:])
+    if not dot:
+        whole = whole[:-6]
+    try:
+        if len(frac) > 9 or (frac and not frac.isdigit()):
+            raise ValueError(text)
+        seconds = datetime.fromisoformat(whole + zone).timestamp()
+    except ValueError:
+        raise src.error(f"not an RFC 3339 time with a zone: {text!r}", field) from None
+    return int(seconds) * 1_000_000_000 + int(frac.ljust(9, "0") or 0)
 
 
 class PlannerRuntime:
@@ -48,20 +72,75 @@ class PlannerRuntime:
         s = self.src
         s.const("schema_version", 1)
         goals = s.sub("goals")
-        s.req("route_breakers", dict)
-        s.req("last_reconciled_at", str)
+        breakers = s.sub("route_breakers")
+        start = s.req("last_reconciled_at", str)
         s.finish()
-        out = []
+        origin = nanoseconds(s, "last_reconciled_at", start)
+        out, facts, described = [], {}, []
+        sc = Scenario("graph-fixture", {"pointer": "/goals", "event": "goal state", "decision": None},
+                      f"wg-planner-runtime:{self.stem}")
         for name in list(goals.value):
             g = goals.sub(name)
-            for f in ("goal", "priority", "blocker", "backoff", "last_authoritative_progress", "pending_action"):
-                g.req(f)
+            goal = g.sub("goal")
+            task, generation = goal.req("task_id", str), goal.req("generation", int)
+            goal.req("goal_digest", str)
+            contract = goal.req("completion_contract", str)
+            goal.finish()
+            priority, blocker = g.req("priority", int), g.req("blocker", str)
+            backoff = g.req("backoff", dict)
+            g.req("last_authoritative_progress", dict)
+            pending = g.req("pending_action", dict)
             stage, wake = g.req("stage", str), g.req("next_wake_at", str)
             g.finish()
-            out.append(Unmapped(self.file, name, f"goals/{name}/backoff",
-                                f"stage {stage!r} with a backoff until {wake}: the model has no backoff, goal "
-                                "stage or route breaker; a task it may dispatch is runnable at once"))
-        return [], out
+            if (stage, blocker, backoff.get("class")) != ("await-dispatch", "dispatch", "dispatch"):
+                out.append(Unmapped(self.file, name, f"goals/{name}/stage",
+                                    f"stage {stage!r} blocked by {blocker!r}: only a goal awaiting its "
+                                    "dispatch behind its dispatch backoff is mapped (a not-before time)"))
+                continue
+            at = nanoseconds(g, "next_wake_at", wake) - origin
+            if at <= 0:
+                out.append(Unmapped(self.file, name, f"goals/{name}/next_wake_at",
+                                    f"{wake}: a wake time not after last_reconciled_at is no backoff"))
+                continue
+            sc.origin = {"pointer": f"/goals/{name}", "event": stage, "decision": {"next_wake_at": wake}}
+            t = sc.task(task)
+            sc.request("unpause", "operator", t, cap=False, deadline=at,
+                       note=f"the dispatch backoff: nothing opens an attempt before {wake}")
+            sc.emit({"request": {"kind": "dispatch", "actor": "daemon", "task": t,
+                                 "key": sc.key("dispatch", t), "expected-attempt": 0,
+                                 "owner": {"pid": 4901, "birth": 1901, "session": f"{t}-s1",
+                                           "wrapper-epoch": 1, "child-epoch": 1}},
+                     "expect": {"decision": "rejected", "code": "not-due"}},
+                    note="a dispatch before the wake time is refused")
+            facts[t] = {"plan": {"way": "wait", "action": "await-not-before", "deadline": at},
+                        "not-before": at, "attempt": 0}
+            described.append(
+                f"{name} (goal {task} generation {generation}, contract {contract}, priority {priority}; "
+                f"{backoff.get('failures_without_progress')} failures without progress, backoff base "
+                f"{backoff.get('base_seconds')}s cap {backoff.get('cap_seconds')}s; pending action "
+                f"{pending.get('action_id')} on {pending.get('attempt_id')} fence {pending.get('fence')}) "
+                f"waits for its dispatch until {wake}, {at} ns after {start}: wait await-not-before")
+        for rid in list(breakers.value):
+            b = breakers.sub(rid)
+            state, probe = b.req("state", str), b.req("next_probe_at", str)
+            out.append(Unmapped(self.file, rid, f"route_breakers/{rid}",
+                                f"a provider route's breaker ({state}, next probe at {probe}): the model "
+                                "has no provider routes"))
+        if not facts:
+            return [], out
+        name = Path(self.file).name
+        trace = Trace(
+            id="wg-planner-runtime-" + self.stem,
+            title=f"WG planner runtime state: {self.stem}",
+            source={"kind": "peer-fixture", "file": f"fixtures/wg/planner-runtime/{name}",
+                    "provenance": f"graphwork/wg {V1_COMMIT} tests/fixtures/planner_runtime/{name} "
+                                  "(the goal scheduler's persisted state), translated by wgk import-wg"},
+            description=("The peer's persisted goal state, the model's clock at last_reconciled_at "
+                         f"({start}) counting nanoseconds: " + "; ".join(described)
+                         + ". The route breakers are reported (the model has no provider routes)."),
+            graph=sc.graph(), steps=sc.steps, expect={"tasks": facts},
+        )
+        return [(self.stem, trace)], out
 
     def convergence(self):
         s = self.src
