@@ -416,6 +416,8 @@ class GateCache:
                                                if p.suffix == ".py" and _functions(p)}}))
         self.options = json.dumps(dict(options, format=FORMAT, versions=_versions()),
                                   sort_keys=True, default=repr)
+        #: names this gate run's tallies of the proof frames (``gate_frames``)
+        self.token = os.urandom(8).hex()
 
     # keys
 
@@ -495,8 +497,22 @@ class GateCache:
         return checks
 
     def summary(self, total: int) -> dict:
-        return {"dir": str(self.dir), "reused": self.reused, "checks": total,
-                "warnings": list(self.warnings)}
+        """The checks reused (proof frames reused inside a prove part run again included)
+        of ``total``, and the warnings."""
+        reused, warnings = self.reused, list(self.warnings)
+        for tally in sorted((self.dir / "frames").glob(f".run-{self.token}-*.json")):
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                data = json.loads(tally.read_text(encoding="utf-8"))
+                reused += int(data["reused"])
+                warnings += [str(w) for w in data["warnings"]]
+            with contextlib.suppress(OSError):
+                tally.unlink()
+        return {"dir": str(self.dir), "reused": reused, "checks": total, "warnings": warnings}
+
+
+#: The cache of the gate running in this process (and its forked workers): the prove
+#: section keeps its frames in it (``gate_frames``).
+ACTIVE: GateCache | None = None
 
 
 #: The first bytes of an entry (then a pickle of its format, key, dependencies and checks).
