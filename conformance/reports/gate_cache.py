@@ -26,7 +26,10 @@ re-runs it. The sections on the model alone (the proofs, the model's mutants, th
 exploration) are keyed by the whole text of ``wgk.model`` and ``wgk.conformance``
 (the rules, the properties, the lemmas, the encoding, the explorer) without
 recording: they run every rule, and tracing would cost them several times their
-time. A section whose code runs outside the traced process (a child process: the
+time. Inside a prove part run again, each proof frame is kept on its own
+(``gate_frames``: under a key of the rule-file functions its transition can run), so
+a change to one rule re-runs that rule's frames only; the frames reused count among
+the checks reused. A section whose code runs outside the traced process (a child process: the
 environment contract's subprocess, the kill-mode crash cuts, the races, the file
 modes' children, the implementation's mutants, the guards) or reads the sources as
 text (the trace matrix, the coverage's model digest) is keyed *conservatively*:
