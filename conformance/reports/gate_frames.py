@@ -60,10 +60,6 @@ DYNAMIC = frozenset({"RULES", "getattr", "globals", "vars", "eval", "exec", "__d
                      "import_module", "__import__"})
 
 
-def rule_files() -> list[tuple[str, Path]]:
-    return [(name, p) for name, p in gate_cache.source_files() if RULE_FILES.fullmatch(name)]
-
-
 def _fixed(files: list[tuple[str, Path]]) -> str:
     """Every file of ``wgk.model`` and ``wgk.conformance`` but the rule files, whole."""
     return _digest(*(x for name, p in files
