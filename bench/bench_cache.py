@@ -36,10 +36,15 @@ NAME = "cache"
 TARGETS = {"cold": 20.0, "warm": 10.0, "default cold": 60.0}
 RULE = ("model/rules_attempt.py", None)        # the first rule function of the file
 MODULE = "impl/decisions/pauses.py"
-WHY_RULE = ("a rule is read by every proof frame, every model mutant and the exploration: "
-            "those sections' keys are the whole model (the proofs are not yet keyed per frame "
-            "by the transition's rule), so they run again whole; the traced sections re-run "
-            "only the traces whose replay ran the rule")
+WHY_RULE = ("the proofs re-run only the changed rule's frames and the init frames (each frame "
+            "is kept under a key of the rule-file functions its transition can run); the "
+            "model's mutants and the exploration run every rule, so their keys are the whole "
+            "model and they run again whole, the mutants most of all; the coverage and the "
+            "sections keyed conservatively (contract, races, tamper) run again whole; the "
+            "traced sections re-run only the traces whose replay ran the rule")
+WHY_MODULE = ("the fuzzing and the probes run again whole: every one of their parts ran the "
+              "changed module (a statement added to every function of it); the coverage and "
+              "the sections keyed conservatively (contract, races, tamper) run again whole")
 WHY_COLD = ("every check is run: see the gate benchmark for where the cold gate's time goes "
             "(the proofs, the crash cuts, the exploration, the fuzzing); the cache adds the "
             "recording of the functions each traced part runs")
@@ -85,6 +90,25 @@ def _plain(data: dict) -> dict:
     return out
 
 
+def _first_difference(a, b, at: str = "") -> str | None:
+    """Where two JSON values first differ (None: equal)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f"{at}/{k} (only in {'the run' if k in a else 'the cold run'})"
+            found = _first_difference(a[k], b[k], f"{at}/{k}")
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        for n, (x, y) in enumerate(zip(a, b)):
+            found = _first_difference(x, y, f"{at}[{n}]")
+            if found:
+                return found
+        return None if len(a) == len(b) else f"{at} ({len(a)} items against {len(b)})"
+    return None if a == b else f"{at} ({str(a)[:80]!r} against {str(b)[:80]!r})"
+
+
 def run(quick: bool = False) -> BenchResult:
     t0 = time.perf_counter()
     figures: list[Figure] = []
@@ -109,7 +133,17 @@ def run(quick: bool = False) -> BenchResult:
             checks.append(Check(f"{label} passes", p.returncode == 0 and data["verdict"] == "pass",
                                 f"verdict {data['verdict']}, exit {p.returncode}"))
             data["_wall"] = p.seconds
-            say(f"    {p.seconds:.1f} s; {c.get('reused')} of {c.get('checks')} checks reused")
+            for name, s in data.get("sections", {}).items():
+                for c in s.get("checks", []):
+                    if c.get("verdict") not in ("pass", "skip"):
+                        say(f"    {c.get('verdict')}: {name}: {c.get('name')}: "
+                            f"{str(c.get('detail'))[:160]}")
+            say(f"    {p.seconds:.1f} s; {c.get('reused')} of {c.get('checks')} checks reused; "
+                f"load {os.getloadavg()[0]:.1f}")
+            ran = sorted(((s.get("seconds", 0.0), n) for n, s in data.get("sections", {}).items()
+                          if s.get("seconds", 0.0) >= 0.05), reverse=True)
+            say("    sections' own seconds (summed over their parts; a reused part is 0): "
+                + (", ".join(f"{n} {sec:.1f}" for sec, n in ran) or "none"))
             return data
 
         def figure(label: str, data: dict | None, target: float, why: str = "") -> None:
@@ -132,7 +166,7 @@ def run(quick: bool = False) -> BenchResult:
         runs = {"warm, nothing changed": warm}
         for label, rel, first_rule, why in (
                 ("warm after one rule changed", RULE[0], True, WHY_RULE),
-                ("warm after one implementation module changed", MODULE, False, "")):
+                ("warm after one implementation module changed", MODULE, False, WHY_MODULE)):
             path = top / "wgk" / rel
             before = _touch(path, first_rule)
             try:
@@ -145,8 +179,10 @@ def run(quick: bool = False) -> BenchResult:
                 if data is None:
                     continue
                 c = data.get("cache") or {}
-                checks.append(Check(f"{label}: the report of the cold run",
-                                    _plain(data) == _plain(cold), "checks, verdicts, details"))
+                where = _first_difference(_plain(data), _plain(cold))
+                checks.append(Check(f"{label}: the report of the cold run", where is None,
+                                    "checks, verdicts, details" if where is None else
+                                    f"first difference at {where}"))
                 everything = label == "warm, nothing changed"
                 checks.append(Check(f"{label}: checks reused",
                                     c.get("reused") == c.get("checks") if everything else

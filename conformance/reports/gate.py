@@ -39,6 +39,7 @@ from wgk.conformance.check.workers import every_core
 from wgk.conformance.reports.gate_pool import (
     Done, Part, guarded, run_parts, run_parts_here, scratch,
 )
+from wgk.conformance.reports import gate_cache
 from wgk.conformance.reports.gate_cache import NO_TRACES, GateCache, trace_identity
 from wgk.conformance.reports.gate_coverage import coverage_checks
 from wgk.conformance.reports.gate_probes import probe_checks
@@ -209,10 +210,12 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
         "counterexamples": str(counterexamples)})
     with scratch() as where:
         impl_system.use_backend(backend)
+        gate_cache.ACTIVE = store
         try:
             sections = (_in_turn(budget, progress, kw) if workers < 2 and store is None else
                         _on_workers(budget, progress, kw, workers, cache=store))
         finally:
+            gate_cache.ACTIVE = None
             impl_system.use_backend(None)
     total = sum(len(s.checks) for s in sections)
     return GateResult(budget, sections, time.perf_counter() - t0, where,

@@ -26,7 +26,10 @@ re-runs it. The sections on the model alone (the proofs, the model's mutants, th
 exploration) are keyed by the whole text of ``wgk.model`` and ``wgk.conformance``
 (the rules, the properties, the lemmas, the encoding, the explorer) without
 recording: they run every rule, and tracing would cost them several times their
-time. A section whose code runs outside the traced process (a child process: the
+time. Inside a prove part run again, each proof frame is kept on its own
+(``gate_frames``: under a key of the rule-file functions its transition can run), so
+a change to one rule re-runs that rule's frames only; the frames reused count among
+the checks reused. A section whose code runs outside the traced process (a child process: the
 environment contract's subprocess, the kill-mode crash cuts, the races, the file
 modes' children, the implementation's mutants, the guards) or reads the sources as
 text (the trace matrix, the coverage's model digest) is keyed *conservatively*:
@@ -416,6 +419,8 @@ class GateCache:
                                                if p.suffix == ".py" and _functions(p)}}))
         self.options = json.dumps(dict(options, format=FORMAT, versions=_versions()),
                                   sort_keys=True, default=repr)
+        #: names this gate run's tallies of the proof frames (``gate_frames``)
+        self.token = os.urandom(8).hex()
 
     # keys
 
@@ -495,8 +500,22 @@ class GateCache:
         return checks
 
     def summary(self, total: int) -> dict:
-        return {"dir": str(self.dir), "reused": self.reused, "checks": total,
-                "warnings": list(self.warnings)}
+        """The checks reused (proof frames reused inside a prove part run again included)
+        of ``total``, and the warnings."""
+        reused, warnings = self.reused, list(self.warnings)
+        for tally in sorted((self.dir / "frames").glob(f".run-{self.token}-*.json")):
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                data = json.loads(tally.read_text(encoding="utf-8"))
+                reused += int(data["reused"])
+                warnings += [str(w) for w in data["warnings"]]
+            with contextlib.suppress(OSError):
+                tally.unlink()
+        return {"dir": str(self.dir), "reused": reused, "checks": total, "warnings": warnings}
+
+
+#: The cache of the gate running in this process (and its forked workers): the prove
+#: section keeps its frames in it (``gate_frames``).
+ACTIVE: GateCache | None = None
 
 
 #: The first bytes of an entry (then a pickle of its format, key, dependencies and checks).

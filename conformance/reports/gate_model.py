@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from wgk.model.invariants import REGISTRY
 
 from wgk.conformance.check.explore import Instance, explore
-from wgk.conformance.reports import tracematrix
+from wgk.conformance.reports import gate_cache, tracematrix
+from wgk.conformance.reports.gate_frames import prove_kept
 from wgk.conformance.reports.gate_budget import (
     BUDGETS, Meter, Progress, count_of, flag_of, instances_of, prove_tasks,
 )
@@ -65,7 +66,11 @@ def prove_checks(budget: str, progress: Progress | None, only: set[str] | None =
 def _bounded_checks(budget: str, tasks: int, progress: Progress | None) -> list[Check]:
     goals = [p.id for p in REGISTRY.values() if p.kind == "sometimes"]
     meter = Meter("prove", None, progress)
-    report = prove(Instance.proof(tasks=tasks), progress=lambda m: meter.step(f"{tasks} tasks: {m}"))
+    step = lambda m: meter.step(f"{tasks} tasks: {m}")   # noqa: E731
+    if gate_cache.ACTIVE is not None:       # each frame kept in the gate's cache
+        report, _ = prove_kept(Instance.proof(tasks=tasks), gate_cache.ACTIVE, step)
+    else:
+        report = prove(Instance.proof(tasks=tasks), progress=step)
     out = frame_checks(report, tasks)
     out += [Check("prove", name, "pass" if ok else "fail", secs, hint, group="base case")
             for name, ok, secs, hint in report.base_checks()]

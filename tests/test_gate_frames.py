@@ -1,0 +1,257 @@
+"""The gate's proofs kept frame by frame (``gate_frames``): a change re-runs exactly the frames
+whose key includes it.
+
+The sources the keys are read from are a copy (``gate_cache.SOURCES`` points at it); each
+test changes one thing in the copy (a rule, a helper some rules name, a helper a property
+names, a lemma) and restores it. The code that runs is the checkout's, so a frame run again
+gives the verdict it gave: what is checked is which frames run again.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from wgk.conformance.reports import gate_cache, gate_frames
+from wgk.conformance.reports.gate_cache import GateCache
+from wgk.conformance.reports.gate_model import frame_checks
+from wgk.conformance.z3.prove import FAST, Prover, prove
+from wgk.model.actions import Instance
+
+INST = Instance.proof(tasks=1)
+
+
+def _clear() -> None:
+    gate_cache._functions.cache_clear()
+    gate_cache._pieces.cache_clear()
+    gate_cache.file_digest.cache_clear()
+
+
+def _checks(report) -> list:
+    """The gate's checks of a report, without their timings."""
+    return [(c.name, c.verdict, c.detail, c.data, c.group) for c in frame_checks(report, 1)] + \
+        [(n, ok, hint) for n, ok, _, hint in report.base_checks()]
+
+
+class Frames:
+    """``prove_kept`` over copied sources with a cache, noting the transitions it checked."""
+
+    def __init__(self, tmp: Path):
+        self.cache = tmp / "cache"
+        self.sources = {}
+        for name, root in gate_cache.ROOTS.items():
+            self.sources[name] = tmp / "src" / name
+            shutil.copytree(root, self.sources[name],
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+    def path(self, name: str) -> Path:
+        return self.sources[name.split("/")[0]] / name.split("/", 1)[1]
+
+    def run(self, monkeypatch):
+        monkeypatch.setattr(gate_cache, "SOURCES", self.sources)
+        _clear()
+        checked: list[str] = []
+        real = gate_frames._transition
+
+        def noted(prover, store, transition, key):
+            checked.append(transition)
+            return real(prover, store, transition, key)
+        monkeypatch.setattr(gate_frames, "_transition", noted)
+        report, store = gate_frames.prove_kept(INST, GateCache(self.cache, {"budget": "test"}))
+        return report, store, checked
+
+    def keys(self, monkeypatch) -> dict[str, str]:
+        """Each unit's key (the transitions' and the init frames'), no frame checked."""
+        from wgk.conformance.z3.prove import chain_deps
+        from wgk.conformance.z3.symbolic import symbolic_graph
+        from wgk.conformance.z3.transition import MODEL, actor_sensitive, discover_universe
+        monkeypatch.setattr(gate_cache, "SOURCES", self.sources)
+        _clear()
+        graph = symbolic_graph(INST.task_names(), chain_deps(INST.tasks))
+        store = gate_frames._store_for(GateCache(self.cache, {"budget": "test"}), INST,
+                                       discover_universe(graph, INST.ids(), MODEL),
+                                       actor_sensitive(graph, MODEL))
+        prover, assumed = gate_frames.set_up(INST, store)
+        out = {t: store.key(t, gate_frames.kind_name(t), assumed) for t in prover.transitions}
+        out["init"] = store.init_key()
+        return out
+
+
+def _edit(path: Path, qual: str) -> str:
+    """Add a statement to the body of function ``qual`` of ``path``; the text before."""
+    text = path.read_text()
+    for found, first, _last in gate_cache._functions(path)[1]:
+        if found == qual:
+            lines = text.splitlines(keepends=True)
+            body = lines[first - 1]
+            lines.insert(first - 1, body[:len(body) - len(body.lstrip())] + "_changed = 1\n")
+            path.write_text("".join(lines))
+            _clear()
+            return text
+    raise AssertionError(f"no function {qual} in {path}")
+
+
+@pytest.fixture(scope="module")
+def frames(tmp_path_factory):
+    return Frames(tmp_path_factory.mktemp("gate-frames"))
+
+
+@pytest.fixture(scope="module")
+def cold(frames):
+    mp = pytest.MonkeyPatch()
+    try:
+        first = frames.run(mp)
+    finally:
+        mp.undo()
+    return first
+
+
+def test_every_frame_is_kept_and_reused_and_the_checks_are_those_of_prove(frames, cold,
+                                                                         monkeypatch):
+    report, store, checked = cold
+    assert store.reused == 0 and store.ran > 1000 and len(checked) == len(set(checked)) > 40
+    again, store2, checked2 = frames.run(monkeypatch)
+    assert checked2 == [] and store2.ran == 0 and store2.reused == store.ran
+    assert _checks(again) == _checks(report) == _checks(prove(INST))
+
+
+def _one_kind(frames, monkeypatch, name: str, qual: str, expected: set[str]):
+    keys = frames.keys(monkeypatch)
+    before = _edit(frames.path(name), qual)
+    try:
+        changed = frames.keys(monkeypatch)
+        # the init frames read every rule (a property may run any): they run again too
+        assert {u for u in keys if keys[u] != changed[u]} == expected | {"init"}
+        report, store, checked = frames.run(monkeypatch)
+        assert set(checked) == expected
+        assert store.reused == sum(1 for r in report.results if r.transition not in expected) \
+            + (len(keys) - 1 - len(expected))                         # + their enabledness
+        assert _checks(report) == _checks(frames.run(monkeypatch)[0])
+    finally:
+        frames.path(name).write_text(before)
+        _clear()
+    assert frames.run(monkeypatch)[2] == []         # restored: the first entries hold again
+
+
+def test_a_changed_rule_reruns_the_frames_of_its_kind_only(frames, cold, monkeypatch):
+    _one_kind(frames, monkeypatch, "model/rules_attempt.py", "assign", {"assign"})
+
+
+def test_a_changed_helper_reruns_the_frames_of_the_rules_that_name_it(frames, cold, monkeypatch):
+    """``_done_and_unarchived`` is named by the archive and the confirm-archive rules."""
+    _one_kind(frames, monkeypatch, "model/rules_archive.py", "_done_and_unarchived",
+              {"archive", "confirm-archive"})
+
+
+def test_a_helper_of_a_rule_a_property_runs_reruns_every_frame(frames, cold, monkeypatch):
+    """``ready-iff-dispatch-admitted`` runs the dispatch rule: a helper of that rule is read
+    by the assumptions of every frame (recorded while the prover is set up)."""
+    keys = frames.keys(monkeypatch)
+    before = _edit(frames.path("model/rules_attempt.py"), "_import_checks")
+    try:
+        changed = frames.keys(monkeypatch)
+        assert all(keys[u] != changed[u] for u in keys)
+    finally:
+        frames.path("model/rules_attempt.py").write_text(before)
+        _clear()
+    assert frames.keys(monkeypatch) == keys
+
+
+@pytest.mark.parametrize("name, qual", [
+    ("model/rules_review.py", "evaluation_passed"),     # named by a property: every frame
+    ("conformance/z3/lemmas.py", "receipts_follow_phase"),   # a lemma: assumed by every frame
+    ("model/kernel.py", "decide_authenticated"),        # the kernel's checks
+    ("model/env.py", "guard_and_update"),               # the environment's steps
+])
+def test_a_change_every_frame_reads_changes_every_key(frames, monkeypatch, name, qual):
+    keys = frames.keys(monkeypatch)
+    before = _edit(frames.path(name), qual)
+    try:
+        changed = frames.keys(monkeypatch)
+        assert all(keys[u] != changed[u] for u in keys), name
+    finally:
+        frames.path(name).write_text(before)
+        _clear()
+    assert frames.keys(monkeypatch) == keys
+
+
+def test_a_rule_files_constant_and_a_new_rule_file_change_every_key(frames, monkeypatch):
+    keys = frames.keys(monkeypatch)
+    path = frames.path("model/rules_pause.py")
+    before = path.read_text()
+    path.write_text(before + "\nEXTRA = 1\n")
+    try:
+        assert all(keys[u] != v for u, v in frames.keys(monkeypatch).items())
+    finally:
+        path.write_text(before)
+    new = frames.path("model/rules_zzz.py")
+    new.write_text("X = 1\n")
+    try:
+        assert all(keys[u] != v for u, v in frames.keys(monkeypatch).items())
+    finally:
+        new.unlink()
+    assert frames.keys(monkeypatch) == keys
+
+
+def _owner(qual: str) -> str:
+    """The function whose own body holds code ``qual`` (a lambda or a comprehension is in
+    the body of the function it is written in)."""
+    while qual.rsplit(".", 1)[-1].startswith("<") and ".<locals>." in qual:
+        qual = qual.rsplit(".<locals>.", 1)[0]
+    return qual
+
+
+def test_what_the_prover_runs_of_the_rule_files_is_within_each_kinds_reach(monkeypatch):
+    """Recorded transition by transition on the 1-task chain: its branches, its frames and its
+    enabledness; every rule-file function that ran is in ``reach`` of that transition (the
+    set-up is keyed by value: the universe, the kinds asking who sent, the assumptions'
+    terms, which a property makes by running a rule: ``ready-iff-dispatch-admitted``)."""
+    from types import SimpleNamespace
+    from wgk.conformance.z3.basecase import enabledness
+    from wgk.conformance.z3.prove import chain_deps
+    from wgk.conformance.z3.symbolic import symbolic_graph
+    from wgk.conformance.z3.transition import MODEL, actor_sensitive, discover_universe
+    graph = symbolic_graph(INST.task_names(), chain_deps(INST.tasks))
+    actor_sensitive(graph, MODEL)
+    discover_universe(graph, INST.ids(), MODEL)
+    files = gate_cache.source_files()
+    reach = gate_frames.Reach(
+        [(n, p) for n, p in files if gate_frames.RULE_FILES.fullmatch(n)],
+        [(n, p) for n, p in gate_frames.imported(files)
+         if not gate_frames.RULE_FILES.fullmatch(n)])
+    prover = Prover(INST, MODEL, transitions=(), params=FAST)
+    outside = []
+    for transition in prover.transitions:
+        with gate_cache.recording() as ran:
+            prover.build([transition])
+            for p in prover.properties:
+                prover.check(p, transition)
+            enabledness(SimpleNamespace(groups={transition: prover.groups[transition]},
+                                        sem=prover.sem, solver=prover.solver))
+        allowed = reach.of(gate_frames.kind_name(transition))
+        outside += [(transition, f, q) for f, quals in ran.items()
+                    if gate_frames.RULE_FILES.fullmatch(f) for q in quals
+                    if q != "<module>" and _owner(q) not in allowed[f]]
+    assert not outside, outside[:5]
+    assert any(q in reach.of("DISPATCH")["model/rules_attempt.py"]
+               for q in ("_admission_checks", "_import_checks"))
+
+
+def test_a_damaged_entry_is_ignored_with_a_warning_and_checked_again(frames, cold, monkeypatch):
+    entries = sorted(p for p in cold[1].dir.glob("*.json") if p.name != "set-up.json")
+    assert len(entries) > 40
+    victim = entries[0]
+    good = victim.read_bytes()
+    unit = json.loads(good)
+    for damage in (good[:len(good) // 2], b"\x00garbage", json.dumps(
+            dict(unit, format="wgk-proof-frames/0")).encode()):
+        victim.write_bytes(damage)
+        try:
+            report, store, checked = frames.run(monkeypatch)
+            assert len(checked) == 1 and len(store.warnings) == 1
+            assert "ignored" in store.warnings[0] and "\n" not in store.warnings[0]
+            assert _checks(report) == _checks(cold[0])
+        finally:
+            victim.write_bytes(good)
