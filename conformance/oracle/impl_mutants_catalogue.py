@@ -552,6 +552,8 @@ IN_PROCESS_ONLY = {
                                  "(one that does would be needed); the in-process tamper section "
                                  "plants it"),
     "cli-kernel-synchronous-normal": _CLI,
+    "ledger-key-unhashed": _LEDGER + " (the tamper section edits each column of the file)",
+    "ledger-task-unhashed": _LEDGER + " (the tamper section edits each column of the file)",
     "synchronous-off": ("a power loss, not a process death: only the in-process crash cuts drop "
                         "what the database had not synced"),
 }
