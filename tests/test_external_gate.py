@@ -326,3 +326,29 @@ def test_a_trace_with_seeds_is_skipped_by_a_kernel_that_declares_it_cannot_seed(
     assert applicable(seeded, caps) is None
     assert "seeds: false" in applicable(seeded, dict(caps, seeds=False))
     assert "not declared" in applicable(seeded, dict(caps, kinds=[]))
+
+
+REVOKED = INCIDENTS / "40-revoked-credential-refused.json"
+
+
+def test_hostile_credentials_over_the_protocol_are_unknown_ones_and_a_crash_on_one_is_caught(
+        tmp_path, monkeypatch):
+    """The probes section sends credentials of every shape JSON carries on a closed trace's
+    graph: wgk's served kernel answers each not-authenticated; a copy that hashes a lone
+    surrogate (surrogate-credential-crashes) answers an error, and the check fails."""
+    from wgk.conformance.oracle.impl_mutants import child_env, materialize
+    from wgk.conformance.oracle.impl_mutants_catalogue import MUTANTS_BY_NAME
+    from wgk.conformance.reports.gate_external import bad_credential_check
+    def served() -> Kernel:
+        k = Kernel(SERVED)
+        k.probe()                       # its capabilities, as the gate asks before a section
+        return k
+    loaded = load_traces([str(REVOKED), str(LOST)])
+    good = bad_credential_check(loaded, served())
+    assert good.verdict == "pass", good.detail
+    assert bad_credential_check(load_traces([str(LOST)]), served()).verdict == "skip"
+    m = MUTANTS_BY_NAME["surrogate-credential-crashes"]
+    copy = materialize(m.patches, tmp_path / "copy", m.name)
+    monkeypatch.setenv("PYTHONPATH", child_env(copy)["PYTHONPATH"])
+    bad = bad_credential_check(loaded, served())
+    assert bad.verdict == "fail" and "UnicodeEncodeError" in bad.detail, bad.detail

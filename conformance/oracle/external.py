@@ -256,6 +256,12 @@ class ExternalSystem:
         self.boundaries = reply.get("boundaries")
         return reply["decision"]
 
+    def apply_credential(self, request: dict, credential) -> dict:
+        """Send ``request`` with exactly ``credential`` (a hostile one: the harness never
+        issued it) and return the decision."""
+        return self._call({"op": "apply", "request": request, "credential": credential},
+                          "decision")["decision"]
+
     def project(self) -> dict:
         return self._call({"op": "project"}, "projection")["projection"]
 

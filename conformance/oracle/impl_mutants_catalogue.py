@@ -514,6 +514,13 @@ _GROUP = ("group commit (Kernel.handle_batch) is not part of the conformance pro
 _LEDGER = ("seen by the ledger's verification, the audit or the rebuild, which read the kernel's "
            "own database inside the gate's process; the protocol's projection does not show "
            "the ledger")
+_FILES = ("a file the kernel creates on its host (its mode, or a file or symlink planted at its "
+          "path before): the protocol names no file of the kernel (its storage is a folder the "
+          "harness only passes on), so only a named test or the tamper section, inside the "
+          "gate's process, reads them")
+_CLI = ("the connection the command line (`wgk kernel`) opens: the served kernel opens its own, "
+        "not the command line's, so only the in-process contract section, which opens the "
+        "command line's kernel, sees its durability settings")
 #: Mutants the gate kills in process that the conformance protocol cannot show, and why
 #: (``wgk mutants --impl --external`` reports such a survivor as explained, not as a surprise).
 IN_PROCESS_ONLY = {
@@ -536,6 +543,23 @@ IN_PROCESS_ONLY = {
                        "ref with other content, which no trace gets past the kernel's checks "
                        "(measured: it survives the quick sections through the protocol, real "
                        "world included); the in-process contract section pins twice directly"),
+    "database-umask-mode": _FILES, "secret-file-world-readable": _FILES,
+    "secret-file-umask-mode": _FILES, "secret-file-adopted": _FILES,
+    "loose-credential-file-read": _FILES,
+    "worktree-through-symlink": ("a symlink planted under the worktrees root before a dispatch: "
+                                 "on the real world over the protocol the harness makes the "
+                                 "repository, but no environment step plants a file in it "
+                                 "(one that does would be needed); the in-process tamper section "
+                                 "plants it"),
+    "cli-kernel-synchronous-normal": _CLI,
+    "effect-not-reobserved": ("a land re-observed from the target's reflog after a crash between "
+                              "the ref update and the commit of its decision: over the protocol "
+                              "the crash cuts run on the memory world, not on the real one "
+                              "(measured: it survives the quick sections through the protocol); "
+                              "the in-process contract section lands, then asks the git backend "
+                              "again"),
+    "ledger-key-unhashed": _LEDGER + " (the tamper section edits each column of the file)",
+    "ledger-task-unhashed": _LEDGER + " (the tamper section edits each column of the file)",
     "synchronous-off": ("a power loss, not a process death: only the in-process crash cuts drop "
                         "what the database had not synced"),
 }

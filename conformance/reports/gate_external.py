@@ -42,6 +42,7 @@ from wgk.conformance.oracle.coverage import recording
 from wgk.conformance.oracle.races import RACES
 from wgk.conformance.oracle.probes import probe_trace
 from wgk.conformance.oracle.external import ProtocolError
+from wgk.conformance.oracle.external_hostile import bad_credential_problems, closed_trace
 from wgk.conformance.oracle.systems import StepError
 from wgk.conformance.reports.gate_coverage import coverage_checks
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, first_lines
@@ -249,7 +250,32 @@ def probe_checks(budget: str, progress: Progress | None, loaded: list, kernel: K
             detail = r.problems[0] if r.problems else "" if r.probes else "no probe was sent"
         return [Check("probes", trace.id, "pass" if r.ok else "fail", r.seconds, detail,
                       dict(r.to_json(), world="external", path=str(trace.path)), group="probes")]
-    return _each("probes", chosen, kernel, run, progress, workers)
+    return _each("probes", chosen, kernel, run, progress, workers) + \
+        [bad_credential_check(loaded, kernel)]
+
+
+def bad_credential_check(loaded: list, kernel: Kernel) -> Check:
+    """Credentials of every hostile shape sent with an operator's request on a closed trace's
+    graph: each answered as an unknown credential, nothing moved (``external_hostile``)."""
+    name = "bad credentials (external)"
+    found = closed_trace(loaded)
+    if found is None:
+        return Check("probes", name, "skip", 0.0, "no trace declares an operator principal",
+                     group="hostile inputs")
+    trace, principal = found
+    why = applicable(trace, kernel.capabilities)
+    if why:
+        return Check("probes", name, "skip", 0.0, why, group="hostile inputs")
+    t0 = time.perf_counter()
+    system = kernel.system(trace, where=f"trace {trace.id}")
+    try:
+        problems = bad_credential_problems(system, trace, principal)
+    finally:
+        system.close()
+    return Check("probes", name, "fail" if problems else "pass", time.perf_counter() - t0,
+                 "; ".join(problems[:2]), {"trace": str(trace.path), "principal": principal,
+                                           "problems": problems, "world": "external"},
+                 group="hostile inputs")
 
 
 def fuzz_checks(budget: str, progress: Progress | None, counterexamples: str, kernel: Kernel,
