@@ -80,6 +80,9 @@ def _touch(path: Path, only_first_rule: bool) -> str:
 
 
 def _plain(data: dict) -> dict:
+    """A gate's JSON report without what may differ between two runs of the same checks: the
+    timings (the report's, each section's, each check's and the one a check's data holds), the
+    scratch folder and the cache's line."""
     out = json.loads(json.dumps(data))
     for k in ("seconds", "scratch", "cache"):
         out.pop(k, None)
@@ -87,6 +90,8 @@ def _plain(data: dict) -> dict:
         s.pop("seconds", None)
         for c in s.get("checks", []):
             c.pop("seconds", None)
+            if isinstance(c.get("data"), dict):
+                c["data"].pop("seconds", None)
     return out
 
 

@@ -25,7 +25,8 @@ def _report(reused: int, seconds: float, detail: str = "3 states") -> dict:
     return {"verdict": "pass", "seconds": seconds, "scratch": f"/tmp/scratch-{seconds}",
             "cache": {"dir": "cache", "reused": reused, "checks": CHECKS, "warnings": []},
             "sections": {"explore": {"seconds": seconds / 2, "checks": [
-                {"name": "slice", "verdict": "pass", "detail": detail, "seconds": seconds / 2},
+                {"name": "slice", "verdict": "pass", "detail": detail, "seconds": seconds / 2,
+                 "data": {"states": 3, "seconds": seconds / 3}},
                 {"name": "full", "verdict": "pass", "detail": "7 states", "seconds": 0.0}]}}}
 
 
@@ -71,4 +72,4 @@ def test_what_the_comparison_leaves_out_is_a_time_or_the_caches_line(field):
     plain = bench_cache._plain(_report(0, 30.0))
     assert field not in plain
     assert plain["sections"]["explore"]["checks"][0] == \
-        {"name": "slice", "verdict": "pass", "detail": "3 states"}
+        {"name": "slice", "verdict": "pass", "detail": "3 states", "data": {"states": 3}}
