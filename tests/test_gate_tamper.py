@@ -44,3 +44,25 @@ def test_file_modes_hold_under_both_umasks_and_a_credential_file_left_to_the_uma
     problems = mode_problems(0o022)
     assert any("credential has mode 644" in p for p in problems), problems
     assert mode_problems(0o077) == []          # 077 hides it: why 022 is the one the quick gate runs
+
+
+def test_the_tamper_checks_of_a_trace_read_the_same_in_two_processes():
+    """Each process mints new secrets for the trace's principals, and the ledger's hashes
+    cover them: what the section reports must not carry them (a report reused from the
+    gate's cache is then the one a fresh run gives)."""
+    import json
+    import subprocess
+    import sys
+    script = ("import json, sys\n"
+              "from wgk.conformance.reports.gate_tamper import trace_checks\n"
+              "from wgk.conformance.traces.format import load_trace\n"
+              "print(json.dumps([[c.name, c.verdict, c.detail, c.data]\n"
+              "                  for c in trace_checks(load_trace(sys.argv[1]))]))\n")
+    runs = [json.loads(subprocess.run([sys.executable, "-c", script, str(TRACE)], check=True,
+                                      capture_output=True, text=True, timeout=300).stdout)
+            for _ in range(2)]
+    assert len(runs[0]) >= 25 and all(v == "pass" for _, v, _, _ in runs[0])
+    for one, other in zip(*runs):
+        assert one == other
+    assert len(runs[0]) == len(runs[1])
+    assert any("links to <hash>" in d for _, _, d, _ in runs[0])

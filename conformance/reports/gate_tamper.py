@@ -11,6 +11,8 @@ nothing to check and says so, and the hostile inputs run with the bad credential
 the backend."""
 from __future__ import annotations
 
+import re
+
 from wgk.conformance.oracle import impl_system
 from wgk.conformance.oracle.probes import closed_copy
 from wgk.conformance.oracle.file_modes import mode_problems
@@ -18,6 +20,9 @@ from wgk.conformance.oracle.hostile import WORLDS, hostile_problems
 from wgk.conformance.oracle.tamper import tamper_trace
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, count_of
 from wgk.conformance.reports.gate_report import Check
+
+#: A hash as the kernel's findings print it (12 digits or the whole of it).
+HASH = re.compile(r"\b[0-9a-f]{12,}\b")
 
 
 def tamper_traces(budget: str, loaded: list) -> list:
@@ -42,28 +47,45 @@ def tamper_checks(budget: str, progress: Progress | None, loaded: list) -> list[
     meter = Meter("tamper", len(chosen), progress)
     out = []
     for trace in chosen:
-        r = tamper_trace(closed_copy(trace))
-        for p in r.problems:
-            out.append(Check("tamper", f"{trace.id}: set up", "fail", r.seconds, p, group=trace.id))
-        each = r.seconds / max(len(r.tampers), 1)
-        for t in r.tampers:
-            if t.problem:
-                continue
-            if t.ok:
-                detail = t.lines[0] if t.lines else ""
-            elif not t.reported:
-                detail = "not reported: verify-ledger and the audit both say ok"
-            elif not t.closed:
-                detail = "the closed kernel answered a request without a credential"
-            else:
-                detail = "a finding spans more than one line"
-            out.append(Check("tamper", f"{trace.id}: {t.name}", "pass" if t.ok else "fail", each,
-                             detail, t.to_json(), group=trace.id))
-        if not r.made and not r.problems:
-            out.append(Check("tamper", f"{trace.id}: tampers", "fail", r.seconds,
-                             "no tamper could be made: nothing was checked", group=trace.id))
+        out.extend(trace_checks(trace))
         meter.step(trace.id)
     return out + mode_checks(budget) + hostile_checks(None)
+
+
+def trace_checks(trace) -> list[Check]:
+    """One check per tamper of ``trace`` (closed: ``probes.closed_copy``). What the kernel
+    reports is kept with every hash in it written ``<hash>``: the ledger's hashes cover the
+    principals' secrets, new in every process, so they differ from one run of the same
+    checks to the next (and a hash is cut to 12 digits, where an edit at its end is unseen)."""
+    out = []
+    r = tamper_trace(closed_copy(trace))
+    for p in r.problems:
+        out.append(Check("tamper", f"{trace.id}: set up", "fail", r.seconds, p, group=trace.id))
+    each = r.seconds / max(len(r.tampers), 1)
+    for t in r.tampers:
+        if t.problem:
+            continue
+        if t.ok:
+            detail = t.lines[0] if t.lines else ""
+        elif not t.reported:
+            detail = "not reported: verify-ledger and the audit both say ok"
+        elif not t.closed:
+            detail = "the closed kernel answered a request without a credential"
+        else:
+            detail = "a finding spans more than one line"
+        data = t.to_json()
+        data["lines"] = [_steady(line) for line in data["lines"]]
+        out.append(Check("tamper", f"{trace.id}: {t.name}", "pass" if t.ok else "fail", each,
+                         _steady(detail), data, group=trace.id))
+    if not r.made and not r.problems:
+        out.append(Check("tamper", f"{trace.id}: tampers", "fail", r.seconds,
+                         "no tamper could be made: nothing was checked", group=trace.id))
+    return out
+
+
+def _steady(text: str) -> str:
+    """``text`` with every run of 12 or more hexadecimal digits (a hash) written ``<hash>``."""
+    return HASH.sub("<hash>", text)
 
 
 def hostile_checks(dsn: str | None) -> list[Check]:
