@@ -141,7 +141,7 @@ def test_a_plain_step_moves_its_row_under_its_conditions_and_only_then(k, monkey
 def test_without_the_steps_conditions_a_stale_step_moves_the_row(k, monkeypatch):
     assert k.handle(step(1, "submit", "worker", "absent", 0))["decision"] == "applied"
     unconditional = ("UPDATE transactions SET phase = ?, revision = revision + 1 WHERE task = ? "
-                     "AND coalesce(?, ?, {}, ?, ?, ?, ?, ?, ?, ?, ?, 1) IS NOT NULL")
+                     "AND coalesce(?, ?, {}, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) IS NOT NULL")
     monkeypatch.setattr(tables, "STEP_IF_CURRENT", unconditional)
     answer = k.handle(step(2, "quiesce", "wrapper", "prepared", 1, **{"lease-epoch": 2}))
     assert answer == {"decision": "applied"}          # the refusal came from the statement

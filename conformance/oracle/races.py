@@ -12,7 +12,8 @@ Afterwards the ledger must verify with one event per decision, the audit and
 the rebuild must be clean, and each task must hold the winner's outcome.
 
 - ``two-dispatchers``: every worker dispatches the open task (incident 16);
-- ``reset-racing-completion``: half submit, half reset (incident 17);
+- ``reset-racing-completion``: half submit, half reset (incident 17; the reset, over a live
+  owner, persists its intent and fences the old K);
 - ``two-terminal-reports``: every worker reports the attempt failed (first terminal wins).
 """
 from __future__ import annotations
@@ -246,8 +247,8 @@ def _outcome_problem(name: str, t: dict, i: int) -> str | None:
     if name == "reset-racing-completion":
         if i % 2 == 0:                               # the submit won: the attempt completes
             ok = t["generation"] == 0 and t["phase"] == "prepared" and t["status"] == "completing"
-        else:                                        # the reset won: a new generation
-            ok = t["generation"] == 1 and t["phase"] == "absent"
+        else:                  # the reset won: over a live owner only its intent (the old K fenced)
+            ok = t["generation"] == 0 and t["reopening"] and t["phase"] == "absent"
         return None if ok else f"generation {t['generation']}, phase {t['phase']}, {t['status']}"
     ok = t["attempt-state"] == "failed" and len(t["evidence"]) >= 1
     return None if ok else f"attempt-state {t['attempt-state']}"

@@ -204,7 +204,7 @@ class TaskTables:
         sql = _SQL.get(key)
         if sql is None:
             sql = _SQL[key] = STEP_IF_CURRENT.format(", ".join("?" * len(edge_from)))
-        params = (to, task_id, r.expected_phase, r.expected_revision, *sorted(edge_from), r.task,
+        params = (to, task_id, r.expected_phase, r.expected_revision, *sorted(edge_from), r.task, c.task,
                   c.generation, c.attempt, c.fence, c.lease_epoch, int(r.needs_token),
                   r.token_hash, c.graph)
         # guards: attempt-fencing, token-required, first-terminal-wins, no-phase-skip
@@ -250,7 +250,7 @@ STEP_IF_CURRENT = (
     "UPDATE transactions SET phase = ?, revision = revision + 1 "
     "WHERE task = ? AND phase = ? AND revision = ? AND exit = 'none' AND phase IN ({}) "
     "AND EXISTS (SELECT 1 FROM tasks t JOIN attempts a ON a.task = t.id AND a.fence = t.fence "
-    "WHERE t.id = transactions.task AND t.name = ? AND t.generation = ? AND t.attempt = ? "
+    "WHERE t.id = transactions.task AND t.name = ? AND t.name = ? AND t.generation = ? AND t.attempt = ? "
     "AND t.fence = ? AND t.lease_epoch = ? AND a.state = 'running' "
     "AND (? = 0 OR a.token_hash = ?)) "
     "AND (SELECT value FROM meta WHERE key = 'graph-id') = ?")
