@@ -388,7 +388,7 @@ def run_fuzz(config: FuzzConfig, *, examples: int = 200, steps: int = 30, seed: 
     machine = make_machine(config)
     db = DirectoryBasedExampleDatabase(database) if database else None
     cfg = settings(max_examples=examples, stateful_step_count=steps, deadline=None, database=db,
-                   suppress_health_check=list(HealthCheck),
+                   suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
                    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])
     if seed is not None:
         import hypothesis

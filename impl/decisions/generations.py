@@ -41,7 +41,7 @@ def no_legacy_claim_held(ctx: Ctx) -> bool:
 
 
 def owner_may_live(t) -> bool:
-    """The attempt runs and its exact owner is not proven exited."""
+    """Its owner could still be alive: the attempt is running and no probe has seen that pid die."""
     return t.running and t.owner_seen != "dead"
 
 
@@ -87,9 +87,9 @@ def _intent(ctx: Ctx) -> Outcome:
 
 
 def _reset(ctx: Ctx) -> Outcome:
-    """The next generation in WG's reopen order: over an owner not proven exited only the
-    intent (``_intent``); else the attempt (if any) superseded, its ownership released, its
-    work retained, no wait, the intent settled, and exactly one generation opened."""
+    """Reset, in WG's reopen order. While the owner could be alive, record the intent and no
+    more (``_intent``). Otherwise supersede the attempt if there is one, release what it
+    owned, keep its work, drop any wait, settle the intent and open one generation."""
     # guards: no-generation-before-owner-exit
     if owner_may_live(ctx.record):
         return _intent(ctx)

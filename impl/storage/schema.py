@@ -208,8 +208,8 @@ ALTER TABLE tasks ADD COLUMN publications INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN review_failure TEXT NOT NULL DEFAULT 'none'
 """
 
-#: A task column: a reset's intent, persisted while the old attempt's exact owner is not yet
-#: proven exited (WG's reopen order: intent, proven exit, release, one generation).
+#: A task column: the operator asked for a reset while the attempt's owner could still be
+#: alive; the row keeps that request until a probe sees the pid die and the owner is released.
 SCHEMA_V13 = """
 ALTER TABLE tasks ADD COLUMN reopening INTEGER NOT NULL DEFAULT 0
 """
