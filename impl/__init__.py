@@ -10,22 +10,40 @@ docs/vocabulary.md: nothing here imports ``wgk.model`` or ``wgk.conformance``.
     k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d1",
               "expected-attempt": 0, "owner": {"pid": 4001, "birth": 911, "session": "s1"}})
     k.project()
-"""
-from .world.env import (
-    Environment, EnvError, ManualClock, MemoryProcesses, MemoryRepository, MemoryWorld, WallClock,
-    WorktreeView,
-)
-from .contract.errors import BadRequest, EffectError, GraphError, LegacyError, SeedError, StoreError
-from .world.hooks import Boundary, Crash, CrashAt, Recorder, no_hook
-from .front.client import Client
-from .front.kernel import Kernel
-from .storage.records import TaskPolicy, TaskRecord
-from .decisions.seeding import Initial
-from .storage.store import Pragmas
 
-__all__ = [
-    "BadRequest", "Boundary", "Client", "Crash", "CrashAt", "EffectError", "EnvError", "Environment",
-    "GraphError", "Initial", "Kernel", "LegacyError", "ManualClock", "MemoryProcesses", "MemoryRepository",
-    "MemoryWorld", "Pragmas", "Recorder", "SeedError", "StoreError", "TaskPolicy", "TaskRecord",
-    "WallClock", "WorktreeView", "no_hook",
-]
+The names below are imported when first used (``__getattr__``), so importing the package,
+or one of its modules such as the served kernel ``wgk.impl.serve``, loads only what is used.
+"""
+from __future__ import annotations
+
+import importlib
+
+#: Each name of the package's front door, and the module it lives in.
+WHERE = {
+    "Environment": "world.env", "EnvError": "contract.errors", "ManualClock": "world.env",
+    "MemoryProcesses": "world.env", "MemoryRepository": "world.env", "MemoryWorld": "world.env",
+    "WallClock": "world.env", "WorktreeView": "world.env",
+    "BadRequest": "contract.errors", "EffectError": "contract.errors",
+    "GraphError": "contract.errors", "LegacyError": "contract.errors",
+    "SeedError": "contract.errors", "StoreError": "contract.errors",
+    "Boundary": "world.hooks", "Crash": "world.hooks", "CrashAt": "world.hooks",
+    "Recorder": "world.hooks", "no_hook": "world.hooks",
+    "Client": "front.client", "Kernel": "front.kernel",
+    "TaskPolicy": "storage.records", "TaskRecord": "storage.records",
+    "Initial": "decisions.seeding", "Pragmas": "storage.store",
+}
+
+__all__ = sorted(WHERE)
+
+
+def __getattr__(name: str):
+    """A front-door name, imported from its module on first use (then kept here)."""
+    if name not in WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(WHERE))

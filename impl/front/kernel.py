@@ -35,12 +35,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
 
-from . import audit as audit_
 from ..storage import authority
 from . import converge as converge_
-from . import legacy, observed
+from . import observed
 from ..decisions import reopen
 from ..contract import names, protect
 from ..storage.apply import apply_event, response_text
@@ -58,13 +57,15 @@ from ..decisions.decision import Ctx, Observe, Outcome
 from ..decisions.rules import EDGES, decide, k_failure, transaction_failure
 from ..decisions.transaction import PLAIN_STEPS, STEPS
 from ..decisions.decision import evidence_fact
-from ..decisions.seeding import Initial, check_initial, seeded
 from ..storage.backends import open_store
 from ..storage.cache import ReadCache
 from ..storage.store import Pragmas, dumps
 from ..storage.tables import FactTables, TaskTables
 from ..contract.vocabulary import APPLIED, DUPLICATE, EVIDENCE_ONLY, REJECTED
 from ..contract.wire import Request, decision, parse, refused_name
+
+if TYPE_CHECKING:
+    from ..decisions.seeding import Initial
 
 
 #: Rejections that only say "not yet" (an admission fact is missing): they are not an
@@ -259,6 +260,7 @@ class Kernel:
     def import_legacy(self, path: str, credential: str | None = None):
         """Import a WG-style graph.jsonl or JSON list (see ``legacy.import_legacy``); a closed
         kernel's claims are sent with a legacy-import ``credential``."""
+        from . import legacy                                  # lazy: only an import reads it
         return legacy.import_legacy(self, path, credential=credential)
 
     def add_dependency(self, task: str, dep: str) -> None:
@@ -287,6 +289,7 @@ class Kernel:
     def seed(self, task: str, initial: Initial) -> None:
         """Seed the current attempt with explicit K (what a migration of running attempts
         does). The task must not have had an attempt yet."""
+        from ..decisions.seeding import check_initial, seeded   # lazy: only a graph's setup seeds
         check_initial(task, initial)
         with self.store.atomic():
             self.store.lock_graph()               # graph edits exclude requests (PostgreSQL)
@@ -640,11 +643,13 @@ class Kernel:
         """Replay the ledger into a fresh database and compare (see ``audit.rebuild``;
         ``start``: an earlier replay of the ledger's first events, see ``audit.replayed``;
         ``scratch``: one kept open on such a replay, ``audit.Scratch``)."""
+        from . import audit as audit_                         # lazy: not on the request path
         return audit_.rebuild(self, apply=apply, start=start, scratch=scratch)
 
     def audit(self, anchors: Iterable[tuple[int, str]] = ()):
         """Check the stored state against the invariants, and the ledger against ``anchors``
         (see ``audit.audit``)."""
+        from . import audit as audit_                         # lazy: not on the request path
         return audit_.audit(self, anchors)
 
     def verify_ledger(self, since: int = 1,
