@@ -15,7 +15,7 @@ the two columns take turns (the order alternating each round) so that both see t
 load. ``--bytecode``: with Python's bytecode cache (``PYTHONDONTWRITEBYTECODE`` unset, the
 cache under ``bench/.cache/pycache``, filled before timing); without it, as the
 environment says. Prints medians and the ratio; writes
-``bench/results/serve-against-<date>.json``.
+``bench/results/serve-against-<date>.json`` (``-bytecode.json`` with ``--bytecode``).
 """
 from __future__ import annotations
 
@@ -111,7 +111,8 @@ def main() -> int:
                      ("replay", "replay --crash-cuts (wall)")):
         a, b = med[args.rev][k], med["this"][k]
         print(f"{label:32} {a:10.3f} {b:10.3f} {b / a:9.2f}x")
-    out = BENCH / "results" / f"serve-against-{datetime.now(timezone.utc):%Y-%m-%d}.json"
+    suffix = "-bytecode" if args.bytecode else ""
+    out = BENCH / "results" / f"serve-against-{datetime.now(timezone.utc):%Y-%m-%d}{suffix}.json"
     out.write_text(json.dumps({"rev": args.rev, "commit": sha, "bytecode": args.bytecode,
                                "trace": TRACE, "times": times, "medians": med}, indent=1) + "\n")
     return 0
