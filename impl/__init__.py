@@ -19,19 +19,16 @@ from __future__ import annotations
 import importlib
 
 #: Each name of the package's front door, and the module it lives in.
-WHERE = {
-    "Environment": "world.env", "EnvError": "contract.errors", "ManualClock": "world.env",
-    "MemoryProcesses": "world.env", "MemoryRepository": "world.env", "MemoryWorld": "world.env",
-    "WallClock": "world.env", "WorktreeView": "world.env",
-    "BadRequest": "contract.errors", "EffectError": "contract.errors",
-    "GraphError": "contract.errors", "LegacyError": "contract.errors",
-    "SeedError": "contract.errors", "StoreError": "contract.errors",
-    "Boundary": "world.hooks", "Crash": "world.hooks", "CrashAt": "world.hooks",
-    "Recorder": "world.hooks", "no_hook": "world.hooks",
-    "Client": "front.client", "Kernel": "front.kernel",
-    "TaskPolicy": "storage.records", "TaskRecord": "storage.records",
-    "Initial": "decisions.seeding", "Pragmas": "storage.store",
-}
+WHERE = {name: module for module, names in {
+    "world.env": ("Environment", "ManualClock", "MemoryProcesses", "MemoryRepository",
+                  "MemoryWorld", "WallClock", "WorktreeView"),
+    "contract.errors": ("BadRequest", "EffectError", "EnvError", "GraphError", "LegacyError",
+                        "SeedError", "StoreError"),
+    "world.hooks": ("Boundary", "Crash", "CrashAt", "Recorder", "no_hook"),
+    "front.client": ("Client",), "front.kernel": ("Kernel",),
+    "storage.records": ("TaskPolicy", "TaskRecord"), "decisions.seeding": ("Initial",),
+    "storage.store": ("Pragmas",),
+}.items() for name in names}
 
 __all__ = sorted(WHERE)
 
@@ -40,8 +37,7 @@ def __getattr__(name: str):
     """A front-door name, imported from its module on first use (then kept here)."""
     if name not in WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{WHERE[name]}"), name)
-    globals()[name] = value
+    value = globals()[name] = getattr(importlib.import_module(f"{__name__}.{WHERE[name]}"), name)
     return value
 
 

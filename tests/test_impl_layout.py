@@ -152,7 +152,6 @@ LAZY = {
     "wgk.impl.front.kernel": {
         "wgk.impl.front.audit",             # rebuild and audit only, not the request path
         "wgk.impl.front.legacy",            # a legacy import only
-        "wgk.impl.decisions.seeding",       # seeding (a graph's setup) only
     },
     "wgk.impl.storage.backends": {"wgk.impl.storage.pg"},       # a DSN opened (psycopg with it)
     "wgk.impl.storage.store": {"tempfile"},                     # a large database's rebuild
@@ -160,7 +159,6 @@ LAZY = {
         "wgk.impl.storage.pg",              # served with --postgres only
         "wgk.impl.world.named_git",         # the real world only (git, /proc, subprocess)
     },
-    "wgk.impl.protocol.setup_wire": {"wgk.impl.decisions.seeding"},   # a trace that seeds
 }
 
 
@@ -253,9 +251,9 @@ def test_a_cycle_and_a_nested_import_are_found(tmp_path):
 
 #: What a start of the served kernel on SQLite and the in-memory world does not load: the
 #: package's door imports a name when it is first used, and the modules of ``LAZY`` wait for
-#: what needs them (PostgreSQL, the real world, a seed, a rebuild, an audit, a legacy import).
+#: what needs them (PostgreSQL, the real world, a rebuild, an audit, a legacy import).
 NOT_AT_START = ("wgk.impl.front.client", "wgk.impl.front.audit", "wgk.impl.front.legacy",
-                "wgk.impl.decisions.seeding", "wgk.impl.storage.pg", "wgk.impl.storage.pg_conn",
+                "wgk.impl.storage.pg", "wgk.impl.storage.pg_conn",
                 "wgk.impl.world.named_git", "wgk.impl.world.git", "psycopg", "subprocess",
                 "tempfile")
 

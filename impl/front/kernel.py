@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from ..storage import authority
 from . import converge as converge_
@@ -57,15 +57,13 @@ from ..decisions.decision import Ctx, Observe, Outcome
 from ..decisions.rules import EDGES, decide, k_failure, transaction_failure
 from ..decisions.transaction import PLAIN_STEPS, STEPS
 from ..decisions.decision import evidence_fact
+from ..decisions.seeding import Initial, check_initial, seeded
 from ..storage.backends import open_store
 from ..storage.cache import ReadCache
 from ..storage.store import Pragmas, dumps
 from ..storage.tables import FactTables, TaskTables
 from ..contract.vocabulary import APPLIED, DUPLICATE, EVIDENCE_ONLY, REJECTED
 from ..contract.wire import Request, decision, parse, refused_name
-
-if TYPE_CHECKING:
-    from ..decisions.seeding import Initial
 
 
 #: Rejections that only say "not yet" (an admission fact is missing): they are not an
@@ -289,7 +287,6 @@ class Kernel:
     def seed(self, task: str, initial: Initial) -> None:
         """Seed the current attempt with explicit K (what a migration of running attempts
         does). The task must not have had an attempt yet."""
-        from ..decisions.seeding import check_initial, seeded   # lazy: only a graph's setup seeds
         check_initial(task, initial)
         with self.store.atomic():
             self.store.lock_graph()               # graph edits exclude requests (PostgreSQL)

@@ -10,15 +10,13 @@ harness and the served kernel (``wgk.impl.protocol.serve``) set a kernel up thro
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..contract.errors import SeedError
 from ..front.kernel import Kernel
 from ..storage.records import TaskPolicy
+from ..decisions.seeding import Initial
 from ..contract.vocabulary import DEFAULT_RETRY_BUDGET
-
-if TYPE_CHECKING:
-    from ..decisions.seeding import Initial
 
 
 class SetupError(ValueError):
@@ -40,7 +38,6 @@ def initial_of(seed: dict, target: str) -> Initial | None:
     a = seed.get("attempt")
     if a is None:
         return None
-    from ..decisions.seeding import Initial    # lazy: only a trace that seeds an attempt
     owner = a.get("owner") or {}
     return Initial(
         generation=a["generation"], attempt=a["attempt"], fence=a["fence"],
