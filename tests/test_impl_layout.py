@@ -1,11 +1,14 @@
-"""The implementation's layout: imports only at module level, an acyclic import graph, and
-nothing from the model or the harness.
+"""The implementation's layout: an acyclic import graph, nothing from the model or the
+harness, and imports at module level except the declared lazy ones.
 
 The walk reads every module under impl/ with ``ast`` (nothing is imported), resolves
 relative imports to module names (``from . import audit`` is the module
 ``wgk.impl.front.audit``), and looks for a cycle among the modules of ``wgk.impl``. The
 implicit import of a parent package is not an edge (every submodule would otherwise
-close a cycle with its package's ``__init__``).
+close a cycle with its package's ``__init__``). An import inside a function (a lazy one:
+what a start of the kernel does not need is imported where it is first used) is an edge
+like any other, so the cycle, the rooms and the independence hold for it too; each one is
+declared in ``LAZY`` with its reason, and one not declared (or declared and gone) fails.
 """
 from __future__ import annotations
 
@@ -40,12 +43,28 @@ def _top_level(body: list[ast.stmt]):
                 yield from _top_level(block)
 
 
-def imported(name: str, path: Path, modules: set[str]) -> set[str]:
-    """The modules the module ``name`` (file ``path``) imports at module level."""
+def _in_functions(tree: ast.Module):
+    """The import statements inside function and class bodies."""
+    return {n for scope in ast.walk(tree)
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            for n in ast.walk(scope) if isinstance(n, (ast.Import, ast.ImportFrom))}
+
+
+def _statements(tree: ast.Module, where: str):
+    if where == "top":
+        return list(_top_level(tree.body))
+    if where == "nested":
+        return list(_in_functions(tree))
+    return [*_top_level(tree.body), *_in_functions(tree)]
+
+
+def imported(name: str, path: Path, modules: set[str], where: str = "all") -> set[str]:
+    """The modules the module ``name`` (file ``path``) imports (``where``: ``top`` at module
+    level, ``nested`` inside functions and classes, ``all`` both)."""
     is_package = path.name == "__init__.py"
     here = name if is_package else name.rpartition(".")[0]
     out = set()
-    for node in _top_level(ast.parse(path.read_text(), str(path)).body):
+    for node in _statements(ast.parse(path.read_text(), str(path)), where):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
             continue
@@ -61,10 +80,16 @@ def imported(name: str, path: Path, modules: set[str]) -> set[str]:
     return out
 
 
-def import_graph(root: Path, package: str) -> dict[str, set[str]]:
-    """Module -> every module it imports at module level (inside the package or not)."""
+def import_graph(root: Path, package: str, where: str = "all") -> dict[str, set[str]]:
+    """Module -> every module it imports (inside the package or not; ``where``: see
+    ``imported``; by default the lazy imports inside functions too)."""
     files = module_names(root, package)
-    return {name: imported(name, path, set(files)) for name, path in files.items()}
+    return {name: imported(name, path, set(files), where) for name, path in files.items()}
+
+
+def lazy_edges(root: Path, package: str) -> dict[str, set[str]]:
+    """Module -> the modules it imports inside functions (its lazy imports)."""
+    return {m: e for m, e in import_graph(root, package, "nested").items() if e}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -121,8 +146,29 @@ def test_the_import_graph_of_impl_is_acyclic(graph):
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-def test_every_import_is_at_module_level():
-    assert nested_imports(IMPL) == []
+#: The imports made inside a function, and why: each is what a start of the served kernel
+#: (``python -m wgk.impl.serve``, twice per crash cut over the protocol) does not need.
+LAZY = {
+    "wgk.impl.front.kernel": {
+        "wgk.impl.front.audit",             # rebuild and audit only, not the request path
+        "wgk.impl.front.legacy",            # a legacy import only
+    },
+    "wgk.impl.storage.backends": {"wgk.impl.storage.pg"},       # a DSN opened (psycopg with it)
+    "wgk.impl.storage.store": {"tempfile"},                     # a large database's rebuild
+    "wgk.impl.protocol.serve": {
+        "wgk.impl.storage.pg",              # served with --postgres only
+        "wgk.impl.world.named_git",         # the real world only (git, /proc, subprocess)
+    },
+}
+
+
+def test_every_import_is_at_module_level_or_a_declared_lazy_one():
+    assert lazy_edges(IMPL, PACKAGE) == LAZY
+
+
+def test_a_lazy_import_is_an_edge_of_the_graph(graph):
+    for module, lazy in LAZY.items():
+        assert lazy <= graph[module]
 
 
 def test_nothing_imports_the_model_or_the_harness(graph):
@@ -192,8 +238,50 @@ def test_a_cycle_and_a_nested_import_are_found(tmp_path):
     (pkg / "sub" / "b.py").write_text("from ..c import C\nB = 2\n")
     (pkg / "c.py").write_text("import json\nfrom . import a\n\ndef f():\n    import os\n")
     g = import_graph(pkg, "x")
-    assert g["x.c"] == {"json", "x.a"} and g["x.sub.b"] == {"x.c"}
+    assert g["x.c"] == {"json", "x.a", "os"} and g["x.sub.b"] == {"x.c"}
     assert find_cycle(g) == ["x.a", "x.sub.b", "x.c", "x.a"]
     assert nested_imports(pkg) == ["c.py:5"]
+    assert lazy_edges(pkg, "x") == {"x.c": {"os"}}
     (pkg / "c.py").write_text("C = 3\n")
     assert find_cycle(import_graph(pkg, "x")) is None
+    (pkg / "c.py").write_text("def f():\n    from . import a\n")      # a lazy import closes it
+    assert find_cycle(import_graph(pkg, "x")) == ["x.a", "x.sub.b", "x.c", "x.a"]
+    assert lazy_edges(pkg, "x") == {"x.c": {"x.a"}}
+
+
+#: What a start of the served kernel on SQLite and the in-memory world does not load: the
+#: package's door imports a name when it is first used, and the modules of ``LAZY`` wait for
+#: what needs them (PostgreSQL, the real world, a rebuild, an audit, a legacy import).
+NOT_AT_START = ("wgk.impl.front.client", "wgk.impl.front.audit", "wgk.impl.front.legacy",
+                "wgk.impl.storage.pg", "wgk.impl.storage.pg_conn",
+                "wgk.impl.world.named_git", "wgk.impl.world.git", "psycopg", "subprocess",
+                "tempfile")
+
+
+def _loaded(code: str) -> set[str]:
+    import json
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", f"{code}\nimport json, sys\n"
+                          "print(json.dumps(sorted(sys.modules)))"],
+                         capture_output=True, text=True, check=True).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+def test_the_package_door_imports_nothing_until_a_name_is_used():
+    loaded = _loaded("import wgk.impl")
+    assert sorted(m for m in loaded if m.startswith(PACKAGE + ".")) == []
+    import wgk.impl
+    import importlib
+    for name in wgk.impl.__all__:
+        module = importlib.import_module(f"{PACKAGE}.{wgk.impl.WHERE[name]}")
+        assert getattr(wgk.impl, name) is getattr(module, name)
+    assert set(dir(wgk.impl)) >= set(wgk.impl.__all__)
+    with pytest.raises(AttributeError):
+        wgk.impl.NoSuchName
+
+
+def test_the_served_kernel_starts_without_what_it_does_not_use():
+    loaded = _loaded("import wgk.impl.serve")
+    assert "wgk.impl.front.kernel" in loaded and "wgk.impl.protocol.serve" in loaded
+    assert sorted(loaded & set(NOT_AT_START)) == []

@@ -74,8 +74,8 @@ def _load(name: str):
 
 
 def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser of every command, or of the commands in ``only`` (a kernel command is
-    parsed without importing the verification suite)."""
+    """The parser of every command, or of the commands in ``only`` (a command is parsed
+    without importing the others: a kernel command without the verification suite)."""
     parser = argparse.ArgumentParser(
         prog="wgk",
         description="Formal-model-first verification of the attempt-control kernel: "
@@ -123,7 +123,10 @@ def _trace_error() -> type[Exception]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     named = _named_command(argv)
-    parser = build_parser(only=[named] if named in KERNEL_COMMANDS else None)
+    # only the named command's module is imported (``wgk replay`` does not import the gate's);
+    # every command's parser is built for ``wgk``, ``wgk --help ...`` and a name that is no command
+    alone = named in KERNEL_COMMANDS or (named in COMMANDS and argv[0] == named)
+    parser = build_parser(only=[named] if alone else None)
     # argparse exits with 2 on bad usage, which is our code for bad usage too; an unknown
     # flag is reported with the usage of the subcommand it was given to, not the top level's.
     args, extras = parser.parse_known_args(argv)

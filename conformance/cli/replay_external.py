@@ -15,9 +15,8 @@ from dataclasses import replace
 
 from wgk.conformance.cli.output import emit_json, print_results
 from wgk.conformance.oracle.external_runs import (
-    Kernel, Unusable, applicable, coverage, crash_cuts_external, on_real_world, replay_external,
+    ALL_KINDS, Kernel, Unusable, applicable, coverage, crash_cuts_external, on_real_world, replay_external,
 )
-from wgk.conformance.reports.gate_external import ALL_KINDS
 
 
 def _one(trace, args: argparse.Namespace, kernel: Kernel):

@@ -24,6 +24,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from wgk.model.vocab import Kind
+
 from wgk.conformance.oracle.crashcuts import Cut, _resend_answer, with_effects
 from wgk.conformance.oracle.external import DEFAULT_TIMEOUT, ExternalSystem, ProtocolError
 from wgk.conformance.oracle.lockstep import Divergence, Observed, diff_values, is_valid_step
@@ -34,6 +36,8 @@ from wgk.conformance.oracle.systems import ModelSystem, StepError
 #: ``lost-response`` are the harness's own).
 ALL_ENV = ("edit", "owner-dies", "pid-reuse", "move-target", "tick", "converge")
 HARNESS_ENV = ("crash", "lost-response")
+#: Every request kind of the model (what "implements 14 of 43 kinds" counts against).
+ALL_KINDS = sorted(k.label for k in Kind)
 
 
 class Unusable(RuntimeError):

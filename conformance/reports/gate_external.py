@@ -28,10 +28,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from wgk.model.vocab import Kind
-
 from wgk.conformance.oracle.external_runs import (
-    FuzzAbort, Kernel, Unusable, applicable, on_real_world, coverage, crash_cuts_external, fuzz_factory, fuzz_missing,
+    ALL_KINDS, FuzzAbort, Kernel, Unusable, applicable, on_real_world, coverage, crash_cuts_external, fuzz_factory, fuzz_missing,
     replay_external,
 )
 from wgk.conformance.oracle.external_several import (
@@ -87,7 +85,6 @@ REAL_RACE_ROUNDS = {"quick": 4, "default": 20, "deep": 100}
 #: Whether the coverage section sends the stored witnesses to the kernel, per budget.
 COVERAGE_WITNESSES = {"quick": False, "default": True, "deep": True}
 
-ALL_KINDS = sorted(k.label for k in Kind)
 
 
 def not_run(name: str, kernel: Kernel) -> str | None:

@@ -15,9 +15,8 @@ import argparse
 import sqlite3
 import sys
 
-from ..front.audit import one_line
 from ..contract.errors import (
-    BadRequest, EffectError, EnvError, GraphError, LegacyError, StoreError, Tampered,
+    BadRequest, EffectError, EnvError, GraphError, LegacyError, StoreError, Tampered, one_line,
 )
 from .kernel_args import add_arguments  # noqa: F401  (the command's interface)
 from .kernel_anchor import do_anchor

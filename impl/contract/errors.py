@@ -1,4 +1,5 @@
-"""The error classes of the implementation, in one module that imports nothing.
+"""The error classes of the implementation (and ``one_line``, an error shown on one line),
+in one module that imports nothing.
 
 Every layer raises these; keeping them here lets the kernel, the store, the
 audit, the legacy import and the CLI share them without importing each other.
@@ -38,3 +39,9 @@ class Tampered(StoreError):
     """A table that grants authority or answers for the past differs from the ledger that
     wrote it (a principal deleted, a role added, a revocation undone, ...): the kernel
     refuses every request until it is repaired from the ledger (``rebuild --apply``)."""
+
+
+def one_line(e: BaseException, limit: int = 160) -> str:
+    """An error as one line of at most ``limit`` characters (its class and its text)."""
+    text = " ".join(f"{type(e).__name__}: {e}".split())
+    return text if len(text) <= limit else text[:limit] + "…"

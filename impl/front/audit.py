@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..storage import authority
+from ..contract.errors import one_line
 from ..decisions import reopen
 from ..storage.apply import apply_event
 from ..storage.ledger import LedgerVerdict
@@ -204,11 +205,6 @@ def replayed(kernel, start: Replayed | None = None) -> Replayed | None:
 
 class Corrupt(Exception):
     """A stored fact the kernel cannot read back (one line naming where)."""
-
-
-def one_line(e: BaseException, limit: int = 160) -> str:
-    text = " ".join(f"{type(e).__name__}: {e}".split())
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def compare_tables(kernel, other) -> list[str]:

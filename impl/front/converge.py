@@ -34,8 +34,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from .audit import one_line
-from ..contract.errors import EffectError, EnvError
+from ..contract.errors import EffectError, EnvError, one_line
 from ..decisions.planner import Plan
 from ..decisions.projection import convergence_rank, finished
 from ..storage.records import TaskRecord

@@ -37,10 +37,9 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, NamedTuple, Sequence
 
-from . import audit as audit_
 from ..storage import authority
 from . import converge as converge_
-from . import legacy, observed
+from . import observed
 from ..decisions import reopen
 from ..contract import names, protect
 from ..storage.apply import apply_event, response_text
@@ -259,6 +258,7 @@ class Kernel:
     def import_legacy(self, path: str, credential: str | None = None):
         """Import a WG-style graph.jsonl or JSON list (see ``legacy.import_legacy``); a closed
         kernel's claims are sent with a legacy-import ``credential``."""
+        from . import legacy                                  # lazy: only an import reads it
         return legacy.import_legacy(self, path, credential=credential)
 
     def add_dependency(self, task: str, dep: str) -> None:
@@ -640,11 +640,13 @@ class Kernel:
         """Replay the ledger into a fresh database and compare (see ``audit.rebuild``;
         ``start``: an earlier replay of the ledger's first events, see ``audit.replayed``;
         ``scratch``: one kept open on such a replay, ``audit.Scratch``)."""
+        from . import audit as audit_                         # lazy: not on the request path
         return audit_.rebuild(self, apply=apply, start=start, scratch=scratch)
 
     def audit(self, anchors: Iterable[tuple[int, str]] = ()):
         """Check the stored state against the invariants, and the ledger against ``anchors``
         (see ``audit.audit``)."""
+        from . import audit as audit_                         # lazy: not on the request path
         return audit_.audit(self, anchors)
 
     def verify_ledger(self, since: int = 1,

@@ -55,11 +55,10 @@ from ..front.principals import PrincipalError
 from ..contract.errors import BadRequest, GraphError, SeedError, StoreError
 from ..world.hooks import Boundary
 from ..front.kernel import Kernel
-from ..world.named_git import NamedRealWorld
 from .setup_wire import SetupError, daemon_of, setup
 from ..contract.vocabulary import KINDS
 from .world_steps import apply_env
-from ..storage import pg
+from ..storage.dsn import is_dsn
 
 PROTOCOL = "wgk-conformance/2"
 
@@ -146,6 +145,7 @@ class Served:
         after the storage (made afresh at ``start``; its DSN kept in ``database``)."""
         if self.postgres is None:
             return os.path.join(self.storage, "kernel.db")
+        from ..storage import pg                 # lazy: only a kernel served with --postgres
         path = os.path.join(self.storage, "database")
         if fresh:
             digest = hashlib.sha256(os.path.realpath(self.storage).encode()).hexdigest()
@@ -270,6 +270,7 @@ class Served:
             os.close(self._lock)
             self._lock = None
         if self.postgres is not None and self._schema is not None:
+            from ..storage import pg             # lazy: only a kernel served with --postgres
             pg.drop_schema(self.postgres, self._schema)
 
 
@@ -289,6 +290,7 @@ def _world(world, target: str):
     for name in ("repository", "worktrees"):
         if not isinstance(world.get(name), str) or not world[name]:
             raise Refused(f"world/{name}: a directory name")
+    from ..world.named_git import NamedRealWorld   # lazy: git and /proc for the real world only
     try:
         return NamedRealWorld(world["repository"], world["worktrees"], target)
     except (EnvError, OSError) as e:
@@ -343,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the database in a schema of this PostgreSQL server "
                              "(postgresql://...) instead of a SQLite file in the storage")
     args = parser.parse_args(argv)
-    if args.postgres is not None and not pg.is_dsn(args.postgres):
+    if args.postgres is not None and not is_dsn(args.postgres):
         parser.error(f"--postgres: not a postgresql:// URL: {args.postgres}")
     return serve(sys.stdin, sys.stdout, Served(args.postgres))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .pg import PgStore, is_dsn, redact   # psycopg itself is imported only for a DSN
+from .dsn import is_dsn, redact
 from .store import Store
 
 
@@ -33,7 +33,13 @@ class Backend:
         return self.store(path, **kw)
 
 
-POSTGRES = Backend("postgresql", is_dsn, PgStore, file=False, shown=redact)
+def _pg_store(path: str, **kw) -> Store:
+    """The PostgreSQL store of a DSN (``pg``, and psycopg with it, imported only now)."""
+    from .pg import PgStore
+    return PgStore(path, **kw)
+
+
+POSTGRES = Backend("postgresql", is_dsn, _pg_store, file=False, shown=redact)
 SQLITE = Backend("sqlite", lambda path: True, Store, file=True)
 #: In the order they are asked; the last takes every location.
 BACKENDS = (POSTGRES, SQLITE)

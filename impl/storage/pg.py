@@ -35,18 +35,14 @@ from . import pg_sql as sql
 from ..contract.errors import StoreError
 from ..world.hooks import Hook, no_hook
 from .ledger import Ledger
-from .pg_conn import PgConnection, driver, first_line, redact
+from .dsn import DSN_PREFIXES, is_dsn, redact  # noqa: F401  (re-exported)
+from .pg_conn import PgConnection, driver, first_line
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .store import Pragmas, Store
 
-DSN_PREFIXES = ("postgresql://", "postgres://")
 
 __all__ = ["PgStore", "PgLedger", "driver", "is_dsn", "with_schema", "create_schema",
            "drop_schema", "scratch_schema", "recycling", "redact", "first_line"]
-
-
-def is_dsn(path) -> bool:
-    return isinstance(path, str) and path.startswith(DSN_PREFIXES)
 
 
 def with_schema(dsn: str, schema: str) -> str:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import importlib
 import re
-import urllib.parse
 
 from . import pg_sql as sql
 from ..contract.errors import StoreError
+from .dsn import redact  # noqa: F401  (re-exported)
 from .pg_text import PendingSeq, PgCursor, Queued, Result, dollars, inline, literal
 from .store import Pragmas
 
@@ -324,16 +324,6 @@ class PgConnection:
 
     def close(self) -> None:
         self.raw.close()
-
-
-def redact(dsn: str) -> str:
-    """A DSN without its password (for messages)."""
-    parts = urllib.parse.urlsplit(dsn)
-    if parts.password is None:
-        return dsn
-    user = parts.username or ""
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}@{host}"))
 
 
 def first_line(e: BaseException) -> str:

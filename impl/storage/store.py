@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -160,6 +159,7 @@ class Store:
         if self.size() < MEMORY_SCRATCH_BYTES:
             yield ":memory:"
             return
+        import tempfile                          # lazy: only a large database's rebuild
         with tempfile.TemporaryDirectory(prefix="wgk-rebuild-") as tmp:
             yield os.path.join(tmp, "rebuilt.db")
 
