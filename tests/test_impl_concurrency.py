@@ -134,7 +134,7 @@ def test_reset_racing_completion_first_durable_terminal_reservation_wins(shared)
         if pair[0]["decision"] == "applied":
             assert (t.generation, t.phase, t.attempt_state) == (0, "prepared", "running")
         else:
-            assert (t.generation, t.attempt_state) == (1, "superseded")
+            assert (t.generation, t.reopening) == (0, True)   # over a live owner: its intent
     no_lost_event(k, 6 + 12)
 
 
