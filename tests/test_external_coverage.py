@@ -7,11 +7,11 @@ from __future__ import annotations
 import sys
 
 from wgk.conformance.oracle import witnesses
-from wgk.conformance.oracle.external_runs import Kernel
+from wgk.conformance.oracle.external_runs import Kernel, Translating, Unusable
 from wgk.conformance.reports.gate import run_section
 from wgk.conformance.reports.gate_budget import BUNDLED_TRACES
 from wgk.conformance.reports.gate_coverage import measure
-from wgk.conformance.reports.gate_external import IN_PROCESS, _Unusable
+from wgk.conformance.reports.gate_external import IN_PROCESS
 from wgk.conformance.traces.format import load_traces
 
 SERVED = f"{sys.executable} -m wgk.impl.serve"
@@ -34,7 +34,7 @@ def test_witnesses_sent_over_the_protocol_cover_what_they_cover_in_process():
     kernel = Kernel(SERVED)
     kernel.probe()
     inside = measure(loaded, None, doc)
-    over = measure(loaded, None, doc, make_impl=lambda t: _Unusable(kernel.system(t), "t"))
+    over = measure(loaded, None, doc, make_impl=lambda t: Translating(kernel.system(t), lambda e: Unusable(f"t: {e}")))
     alone = measure(loaded, None, dict(doc, witnesses=[]))
     assert over["problems"] == [] and inside["problems"] == []
     assert over["covered"] == inside["covered"] > alone["covered"]

@@ -277,15 +277,11 @@ class FuzzAbort(BaseException):
     (a BaseException, so that the generator does not shrink a broken process)."""
 
 
-class _Guarded:
-    """An external system whose protocol errors end a generated run (``FuzzAbort``)."""
+class Translating:
+    """An external system whose protocol errors are raised as ``translate(error)``."""
 
-    def __init__(self, kernel: Kernel, graph: dict):
-        try:
-            self.inner = kernel.system(graph, where="fuzz")
-        except Unusable as e:
-            raise FuzzAbort(str(e)) from None
-        self.name = self.inner.name
+    def __init__(self, inner, translate):
+        self.inner, self.translate = inner, translate
 
     def __getattr__(self, attr):
         fn = getattr(self.inner, attr)
@@ -296,8 +292,20 @@ class _Guarded:
             try:
                 return fn(*a, **kw)
             except ProtocolError as e:
-                raise FuzzAbort(f"fuzz: {e}") from None
+                raise self.translate(e) from None
         return call
+
+
+class _Guarded(Translating):
+    """An external system whose protocol errors end a generated run (``FuzzAbort``)."""
+
+    def __init__(self, kernel: Kernel, graph: dict):
+        try:
+            inner = kernel.system(graph, where="fuzz")
+        except Unusable as e:
+            raise FuzzAbort(str(e)) from None
+        super().__init__(inner, lambda e: FuzzAbort(f"fuzz: {e}"))
+        self.name = inner.name
 
 
 def fuzz_missing(caps: dict) -> str | None:

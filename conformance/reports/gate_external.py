@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from wgk.conformance.oracle.external_runs import (
-    ALL_KINDS, FuzzAbort, Kernel, Unusable, applicable, on_real_world, coverage, crash_cuts_external, fuzz_factory, fuzz_missing,
+    ALL_KINDS, FuzzAbort, Kernel, Translating, Unusable, applicable, on_real_world, coverage, crash_cuts_external, fuzz_factory, fuzz_missing,
     replay_external,
 )
 from wgk.conformance.oracle.external_several import (
@@ -402,28 +402,10 @@ def coverage_external(budget: str, progress: Progress | None, loaded: list, kern
 
     def make(trace):
         ext = kernel.system(trace, where=f"coverage: trace {trace.id}")
-        return _Unusable(ext, f"coverage: trace {trace.id}")
+        where = f"coverage: trace {trace.id}"
+        return Translating(ext, lambda e: Unusable(f"{where}: {e}"))
     able = [t for t in loaded if applicable(t, kernel.capabilities) is None]
     return coverage_checks(budget, progress, able, earlier, make_impl=make)
-
-
-class _Unusable:
-    """An external system whose protocol errors are ``Unusable`` (naming where)."""
-
-    def __init__(self, inner, where: str):
-        self.inner, self.where = inner, where
-
-    def __getattr__(self, attr):
-        fn = getattr(self.inner, attr)
-        if not callable(fn):
-            return fn
-
-        def call(*a, **kw):
-            try:
-                return fn(*a, **kw)
-            except ProtocolError as e:
-                raise Unusable(f"{self.where}: {e}") from None
-        return call
 
 
 RUNS = {"coverage": coverage_external, "two-kernels": two_kernel_checks, "races": race_checks, "replay": replay_checks, "probes": probe_checks, "crash-cuts": crash_cut_checks,
