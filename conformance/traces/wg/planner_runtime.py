@@ -128,19 +128,24 @@ class PlannerRuntime:
                                 "has no provider routes"))
         if not facts:
             return [], out
+        return [(self.stem, self.trace(
+            "the goal scheduler's persisted state", sc, facts,
+            "The peer's persisted goal state, the model's clock at last_reconciled_at "
+            f"({start}) counting nanoseconds: " + "; ".join(described)
+            + ". The route breakers are reported (the model has no provider routes)."))], out
+
+    def trace(self, what: str, sc, facts: dict, description: str) -> Trace:
+        """The trace of this state file: the scenario ``sc`` built and the facts expected."""
         name = Path(self.file).name
-        trace = Trace(
+        return Trace(
             id="wg-planner-runtime-" + self.stem,
             title=f"WG planner runtime state: {self.stem}",
             source={"kind": "peer-fixture", "file": f"fixtures/wg/planner-runtime/{name}",
                     "provenance": f"graphwork/wg {V1_COMMIT} tests/fixtures/planner_runtime/{name} "
-                                  "(the goal scheduler's persisted state), translated by wgk import-wg"},
-            description=("The peer's persisted goal state, the model's clock at last_reconciled_at "
-                         f"({start}) counting nanoseconds: " + "; ".join(described)
-                         + ". The route breakers are reported (the model has no provider routes)."),
+                                  f"({what}), translated by wgk import-wg"},
+            description=description,
             graph=sc.graph(), steps=sc.steps, expect={"tasks": facts},
         )
-        return [(self.stem, trace)], out
 
     def convergence(self):
         s = self.src
@@ -192,16 +197,8 @@ class PlannerRuntime:
                              f"{plan['way']} {plan['action']}")
         if not facts:
             return [], unmapped
-        name = Path(self.file).name
-        trace = Trace(
-            id="wg-planner-runtime-" + self.stem,
-            title=f"WG planner runtime state: {self.stem}",
-            source={"kind": "peer-fixture", "file": f"fixtures/wg/planner-runtime/{name}",
-                    "provenance": f"graphwork/wg {V1_COMMIT} tests/fixtures/planner_runtime/{name} "
-                                  "(the production planner's persisted state), translated by wgk import-wg"},
-            description=(f"The peer's persisted convergence state of {graph_id} at logical time {time}, "
-                         "each task brought into the situation its scheduled action is due in: "
-                         + "; ".join(described) + " (WG's deadlines are wall clock, not compared)."),
-            graph=sc.graph(), steps=sc.steps, expect={"tasks": facts},
-        )
-        return [(self.stem, trace)], unmapped
+        return [(self.stem, self.trace(
+            "the production planner's persisted state", sc, facts,
+            f"The peer's persisted convergence state of {graph_id} at logical time {time}, "
+            "each task brought into the situation its scheduled action is due in: "
+            + "; ".join(described) + " (WG's deadlines are wall clock, not compared)."))], unmapped
