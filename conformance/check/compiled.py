@@ -776,15 +776,7 @@ class Compiled:
         if entry is None:
             entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
         self._last = (r, entry)
-        f = entry[0]
-        if f is _TODO:
-            entry[2] += 1
-            if entry[2] <= self.warm:
-                return kernel.decide_fresh(s, r, self.rules)
-            f = entry[0] = self.compile_decide(r)
-        if f is None:
-            return kernel.decide_fresh(s, r, self.rules)
-        return f(s)
+        return self._decide_by(s, r, entry)
 
     def verdict(self, s: State, i: int) -> tuple:
         """(the state invariants task ``i`` of ``s`` breaks, the sometimes-properties it
@@ -856,6 +848,11 @@ class Compiled:
         """``decide_fresh`` of ``r`` (without a key) whose decider entry is ``entry``."""
         if not kernel.authenticated(s, r) or not kernel.role_held(s, r):
             return kernel.decide_fresh(s, r, self.rules)
+        return self._decide_by(s, r, entry)
+
+    def _decide_by(self, s: State, r: Request, entry: list) -> tuple[Decision, State]:
+        """An authenticated ``r`` decided by its entry's compiled decider, compiled once the
+        request has been decided ``warm`` times by the interpreter (None: not compilable)."""
         f = entry[0]
         if f is _TODO:
             entry[2] += 1
