@@ -62,6 +62,7 @@ PARAMS: dict[K, tuple[str, ...]] = {
     K.RECORD_EVAL: ("candidate", "requirements", "review"),
     K.PUBLISH: ("candidate", "base", "succeeded", "outputs_match"),
     K.COMPLETE: ("candidate", "resolvable"),
+    K.RECEIPT_COMPLETION: ("candidate",),
 }
 
 #: Kinds whose evidence id is recorded.
@@ -299,6 +300,14 @@ def _transaction_requests(c: _Caller) -> Iterator[Request | None]:
         yield tx(K.REVISE, Actor.WORKER, candidate=t.worktree, base=c.s.target)
 
 
+def _receipt_requests(c: _Caller) -> Iterator[Request]:
+    """The owner receipts its completion on its own (the worktree's bytes), before a submit."""
+    if "receipt" not in c.inst.groups:
+        return
+    yield Request(K.RECEIPT_COMPLETION, Actor.WRAPPER, c.name, cap=c.cap(), token=c.t.token,
+                  candidate=c.t.worktree)
+
+
 def _operator_requests(c: _Caller) -> Iterator[Request | None]:
     """The operator's reset, abandon and reconcile, and the daemon's upgrade block."""
     if "operator" not in c.inst.groups:
@@ -333,6 +342,7 @@ def _attempt_requests(c: _Caller) -> Iterator[Request | None]:
         return  # a closed attempt only hears late reports and messages
     yield from _liveness_requests(c)
     yield from _quiet_requests(c)
+    yield from _receipt_requests(c)
     yield from _transaction_requests(c)
     yield from _operator_requests(c)
 

@@ -38,6 +38,8 @@ GROUP_KINDS: dict[str, tuple[K, ...]] = {
     # the review valve: the source worker's manifest, FLIP, the evaluation, the publication
     "valve": (K.SUBMIT_MANIFEST, K.RECORD_FLIP, K.RECORD_EVAL, K.PUBLISH, K.COMPLETE,
               K.FAIL_REVIEW, K.RETRY_REVIEW),
+    # the owner's completion receipted before its transaction opens (WG's runtime reducer)
+    "receipt": (K.RECEIPT_COMPLETION,),
     # the intruder sends the other groups' kinds under its own principal, posing as any role
     # (``intruder_requests``; the bounded model checker adds one template per kind and task)
     "intruder": (),

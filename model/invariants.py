@@ -39,6 +39,7 @@ from .invariants_state import (  # noqa: F401
     exactly_one_way_forward, no_dead_owner_without_action, retries_within_budget,
     no_attempt_while_waiting, compactions_counted_once, reopen_fences_dependents,
     review_publication_at_most_once, review_publication_bound, review_done_is_exact,
+    receipted_never_done_without_transaction, receipted_waits_or_resumes,
 )
 from .invariants_step import (  # noqa: F401
     attempt_fencing, single_live_owner, first_terminal_wins, terminal_never_resurrects,
@@ -53,6 +54,7 @@ from .invariants_step import (  # noqa: F401
     review_nonpassing_eval_cannot_publish, review_terminal_success_inert,
     review_no_event_replaces_source, review_one_source_owner,
     review_unavailable_is_not_rejection, review_explore_publishes_without_git,
+    completion_receipt_kept,
 )
 
 

@@ -178,3 +178,27 @@ def review_done_is_exact(s: State, i: int, t: TaskState) -> Any:
     """A valve is Done only when FLIP and the evaluation both passed the exact manifest whose outputs were published once (WG's theorem done_implies_exact_universal_review)."""
     return implies(t.review_phase == ReviewPhase.DONE,
                    all_of(flip_passed(t), evaluation_passed(t), published_exactly(t)))
+
+
+# --- a completion receipted before its transaction (WG's runtime reducer) -------
+
+
+@prop("receipted-completion-never-done-without-transaction", incidents=(49,))
+def receipted_never_done_without_transaction(s: State, i: int, t: TaskState) -> Any:
+    """A receipted completion without a transaction is never Done: an attempt whose owner receipted its completion and whose transaction is absent has not succeeded (WG's receipt_no_transaction rank)."""
+    return implies(all_of(t.completion_receipt != 0, t.phase == Phase.ABSENT),
+                   all_of(t.attempt_state != AS.SUCCEEDED, status(t) != Status.DONE))
+
+
+@prop("receipted-completion-waits-or-resumes", incidents=(49,))
+def receipted_waits_or_resumes(s: State, i: int, t: TaskState) -> Any:
+    """A receipted completion without a transaction is planned as WG's reducer ranks it: its handoff is awaited while its owner may be alive, its same session resumed while its proven-dead owner's window is open, and it is never driven as a transaction nor dispatched again."""
+    on = lambda name: WAYS_BY_NAME[name].enabled(s, i)
+    pending = all_of(running(t), not_(reserved(t)), t.exit == Exit.NONE, not_(t.legacy_done),
+                     t.completion_receipt != 0)
+    may_live = one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE))
+    window = all_of(t.owner_seen == OwnerSeen.DEAD, not_(t.reopening),
+                    projections._continuation_planned(s, t))
+    return implies(pending, all_of(implies(may_live, on("await-handoff")),
+                                   implies(window, on("resume-continuation")),
+                                   not_(on("drive-transaction")), not_(on("dispatch"))))

@@ -449,3 +449,14 @@ def review_explore_publishes_without_git(s: State, r, d, s2: State) -> Any:
     t = s.tasks[i]
     return all_of(s2.target == s.target,
                   implies(t.contract != Contract.LAND, d.code != Code.MAIN_MOVED))
+
+
+# --- a completion receipted before its transaction (WG's runtime reducer) -------
+
+
+@prop("completion-receipt-never-lost-or-replaced", scope="step", incidents=(49,))
+def completion_receipt_kept(s: State, r, d, s2: State) -> Any:
+    """An attempt's completion receipt, once recorded, is neither lost nor replaced by a second one: only a new attempt (a new fence) starts without it."""
+    return all_of(*[implies(all_of(t.completion_receipt != 0, t2.fence == t.fence), t2.completion_receipt == t.completion_receipt)
+                    for _, t, t2 in pairs(s, s2)])
+

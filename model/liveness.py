@@ -41,6 +41,10 @@ DUE_WAYS = (Way.RUNNABLE, Way.SCHEDULED)
 #: The ways that are a legitimate resting place: an external wait or a named hold.
 SETTLED_WAYS = (Way.WAIT, Way.HOLD)
 
+#: The ways of a running owner that may be alive (re-probed on its deadline): the live owner,
+#: and the one whose completion is receipted and whose handoff is awaited.
+OWNER_WAYS = ("live-owner", "await-handoff")
+
 #: The request kinds that take each due way's action (drive-transaction: its next edge).
 DUE_KINDS: dict[str, frozenset[K]] = {
     "assign": frozenset({K.ASSIGN}),
@@ -64,7 +68,7 @@ def due_kinds(s: State, i: int) -> frozenset[K]:
     if finished(t) is True:
         return frozenset()
     w = the_way(s, i)
-    if w is not None and w.name == "live-owner" and owner_alive(t) is not True:
+    if w is not None and w.name in OWNER_WAYS and owner_alive(t) is not True:
         return frozenset({K.PROBE_OWNER})    # the re-probe on its deadline finds the death
     if w is None or w.way not in DUE_WAYS:
         return frozenset()
@@ -104,7 +108,8 @@ def due_for(s: State, i: int, kind: K) -> Any:
     t = s.tasks[i]
     on = lambda name: all_of(not_(finished(t)), WAYS_BY_NAME[name].enabled(s, i))
     if kind == K.PROBE_OWNER:
-        return any_of(on("probe-suspect"), all_of(on("live-owner"), not_(owner_alive(t))))
+        return any_of(on("probe-suspect"),
+                      *[all_of(on(w), not_(owner_alive(t))) for w in OWNER_WAYS])
     named = {k: n for n, ks in DUE_KINDS.items() for k in ks if k != K.PROBE_OWNER}
     if kind in named:
         return on(named[kind])

@@ -124,6 +124,7 @@ def observe_task(s: State, i: int, names: Names) -> dict[str, Any]:
         "worktree": {"present": bool(t.worktree_present), "content": c(t.worktree),
                      "origin": c(t.origin)},
         "saved-work": c(t.saved_work), "retained": c(t.retained), "imported": c(t.imported),
+        "completion-receipt": c(t.completion_receipt),
         "promotions": t.promotions, "effect-done": bool(t.effect_done), "deadline": t.deadline,
         "recovery-rank": recovery_rank(t),
         "counters": {"compactions": t.compactions, "continuations": t.continuations,

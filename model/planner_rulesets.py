@@ -92,6 +92,9 @@ def _historical_conditions() -> dict[str, Callable]:
     c["declare-lost"] = lambda s, i, t: all_of(unreserved(s, i, t), dead(t), _continuation_planned(s, t),
                                                not_(t.reopening))
     c["resume-continuation"] = lambda s, i, t: False
+    # a receipted completion is one more live owner to the old daemon (the historical
+    # live-owner above does not read the receipt)
+    c["await-handoff"] = lambda s, i, t: False
     return c
 
 

@@ -186,7 +186,10 @@ WAY_CONDITIONS = {
         _open(s, t), _dep_abandoned(s, i),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned)),
     "live-owner": lambda s, i, t: all_of(
-        running(t), not_(reserved(t)), not_(_held(t)),
+        running(t), not_(reserved(t)), not_(_held(t)), t.completion_receipt == 0,
+        one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE))),
+    "await-handoff": lambda s, i, t: all_of(
+        running(t), not_(reserved(t)), not_(_held(t)), t.completion_receipt != 0,
         one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE))),
     "probe-suspect": lambda s, i, t: all_of(
         running(t), not_(reserved(t)), not_(_held(t)), t.owner_seen == OwnerSeen.SUSPECT),
@@ -227,6 +230,10 @@ WAYS: tuple[WayRule, ...] = (
     WayRule("dependency-abandoned", Way.HOLD, Action.AWAIT_OPERATOR, "a dependency was abandoned"),
     WayRule("live-owner", Way.LIVE_OWNER, Action.PROBE_OWNER,
             "the exact owner is running; it is re-probed on its deadline"),
+    WayRule("await-handoff", Way.LIVE_OWNER, Action.AWAIT_HANDOFF,
+            "the owner receipted its completion and may be alive: its handoff (the submit that "
+            "opens the transaction) is awaited, it is re-probed on its deadline; never Done "
+            "without the transaction"),
     WayRule("probe-suspect", Way.SCHEDULED, Action.PROBE_OWNER, "evidence raised suspicion: probe once"),
     WayRule("resume-continuation", Way.WAIT, Action.RESUME,
             "the exact owner is proven dead and its session may continue: the wrapper's resume "

@@ -54,7 +54,7 @@ OPEN = frozenset({"attempt", "fence", "lease_epoch", "attempt_state", "token", "
                   "worktree_lease", "session_lease", "finish_lease", "worktree",
                   "worktree_present", "origin", "built_on", "worktree_base", "saved_work", "imported", "phase", "exit",
                   "reason", "revision", "candidate", "base", "version", "disposition",
-                  "receipts", "deadline", "effect_done"})
+                  "receipts", "deadline", "effect_done", "completion_receipt"})
 EDGE = frozenset({"phase", "revision"})
 EXIT = frozenset({"exit", "reason", "revision"})
 

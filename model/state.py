@@ -201,6 +201,10 @@ class TaskState:
     deadline: Any = 0
     promotions: Any = 0            # env: external effects performed for this task
     effect_done: Any = False       # env: this transaction's effect has happened
+    # the owner's completion receipt recorded before its transaction opened: the content id of
+    # the exact worktree bytes it receipted (0: none); kept for the attempt, the transaction a
+    # later submit opens saves exactly these bytes
+    completion_receipt: Any = 0
     # recorded evidence and the counters derived from it
     evidence: Any = Evidence()
     compactions: Any = 0

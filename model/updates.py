@@ -67,7 +67,7 @@ def open_attempt(s: State, t: TaskState, r: Request) -> TaskState:
         saved_work=0, imported=r.imports,
         phase=Phase.ABSENT, exit=Exit.NONE, reason=Reason.NONE, revision=0,
         candidate=0, base=0, version=0, disposition=Disposition.NONE,
-        receipts=NO_RECEIPTS, deadline=0, effect_done=False,
+        receipts=NO_RECEIPTS, deadline=0, effect_done=False, completion_receipt=0,
     )
 
 

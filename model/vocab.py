@@ -120,6 +120,9 @@ class Kind(Labelled):
     COMPLETE = 67
     FAIL_REVIEW = 68
     RETRY_REVIEW = 69
+    # the owner's completion receipted on its own, before the transaction opens (WG's runtime
+    # reducer: a worker's finish receipted, the transaction opened by a later submit)
+    RECEIPT_COMPLETION = 70
 
 
 class DecisionKind(Labelled):
@@ -372,6 +375,7 @@ class Action(Labelled):
     EXPIRE_WAIT = 12
     RESUME = 13
     AWAIT_NOT_BEFORE = 14
+    AWAIT_HANDOFF = 15
 
 
 # --- authority ---------------------------------------------------------------
@@ -434,6 +438,7 @@ AUTHORITY: dict[Kind, frozenset[Actor]] = {
     K.COMPLETE: frozenset({A.WORKER, A.WRAPPER}),
     K.FAIL_REVIEW: frozenset({A.WORKER, A.WRAPPER}),
     K.RETRY_REVIEW: frozenset({A.OPERATOR}),
+    K.RECEIPT_COMPLETION: frozenset({A.WORKER, A.WRAPPER}),
 }
 
 #: Kinds whose request must carry the exact capability tuple K of the current attempt.
@@ -444,7 +449,7 @@ NEEDS_CAPABILITY: frozenset[Kind] = frozenset({
     K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION, K.PREPARE_EFFECT,
     K.COMMIT_EFFECT, K.PREPARE_CLEANUP, K.COMMIT_CLEANUP, K.SAVE_GRAPH,
     K.MARK_REPAIR, K.REVISE, K.BLOCK_UPGRADE, K.PARK,
-    K.SUBMIT_MANIFEST, K.COMPLETE, K.FAIL_REVIEW,
+    K.SUBMIT_MANIFEST, K.COMPLETE, K.FAIL_REVIEW, K.RECEIPT_COMPLETION,
 })
 
 #: The review valve's kinds: each changes only the source task's review facts (never its

@@ -126,6 +126,56 @@ def test_resume_update_and_guards(one):
                                                            OwnerSeen.UNVERIFIED)
 
 
+
+def _receipt_plan(d, task="a"):
+    from wgk.model.projections import plan
+    p = plan(d.state, d.state.graph.index[task])
+    return (p.way.label, p.action.label)
+
+
+def test_receipt_completion_before_its_transaction(one):
+    """WG's exited-worker cases: a completion receipted on its own is not a transaction; a live
+    owner's handoff is awaited, a proven-dead owner's session resumed, never Done without it."""
+    dispatch(one, "a")
+    one.env(EnvKind.EDIT, "a", content=WORK)
+    rejects(one, K.RECEIPT_COMPLETION, A.WRAPPER, "candidate-mismatch", candidate=WORK + 1)
+    ok(one, K.RECEIPT_COMPLETION, A.WRAPPER, candidate=WORK)
+    t = one.task("a")
+    assert (t.completion_receipt, t.phase, t.attempt_state) == (WORK, Phase.ABSENT, AS.RUNNING)
+    assert _receipt_plan(one) == ("live-owner", "await-handoff")
+    rejects(one, K.RECEIPT_COMPLETION, A.WRAPPER, "terminal-already", candidate=WORK, key="again")
+    one.env(EnvKind.OWNER_DIES, "a")
+    ok(one, K.PROBE_OWNER, A.DAEMON, evidence="p")
+    assert _receipt_plan(one) == ("wait", "resume")
+    ok(one, K.RESUME, A.WRAPPER, owner=owner(1, 2))
+    assert one.task("a").completion_receipt == WORK
+    assert _receipt_plan(one) == ("live-owner", "await-handoff")
+    to_phase(one, "a", K.SAVE_GRAPH)
+    t = one.task("a")
+    assert (t.completion_receipt, t.attempt_state, t.saved_work) == (WORK, AS.SUCCEEDED, WORK)
+
+
+def test_receipt_completion_refused_once_the_transaction_is_open(one):
+    dispatch(one, "a")
+    one.env(EnvKind.EDIT, "a", content=WORK)
+    to_phase(one, "a", K.SUBMIT)
+    rejects(one, K.RECEIPT_COMPLETION, A.WRAPPER, "illegal-phase-edge", candidate=WORK)
+    rejects(one, K.RECEIPT_COMPLETION, A.VALIDATOR, "not-authorized", candidate=WORK)
+
+
+def test_receipt_of_a_dead_owner_past_its_window_is_declared_lost_and_cleared_by_a_new_attempt(one):
+    dispatch(one, "a")
+    one.env(EnvKind.EDIT, "a", content=WORK)
+    ok(one, K.RECEIPT_COMPLETION, A.WRAPPER, candidate=WORK)
+    one.env(EnvKind.OWNER_DIES, "a")
+    ok(one, K.PROBE_OWNER, A.DAEMON, evidence="p")
+    one.env(EnvKind.TICK)
+    assert _receipt_plan(one) == ("scheduled", "declare-lost")
+    ok(one, K.DECLARE_LOST, A.DAEMON)
+    assert (one.task("a").attempt_state, one.task("a").completion_receipt) == (AS.LOST, WORK)
+    ok(one, K.DISPATCH, A.DAEMON, owner=owner(2), expected_attempt=1)
+    assert one.task("a").completion_receipt == 0
+
 # --- evidence ------------------------------------------------------------------
 
 def test_heartbeat_and_contention_are_evidence_only(one):

@@ -84,7 +84,7 @@ def next_request(s, i: int, now: int, probed: set[str], cname) -> dict | None:
         return None
     name, t = s.graph.tasks[i], s.tasks[i]
     base = {"actor": "daemon", "task": name, "cap": capability(s.graph.graph_id, name, t)}
-    if p.action == Action.PROBE_OWNER:
+    if p.action in (Action.PROBE_OWNER, Action.AWAIT_HANDOFF):    # a live owner: its re-probe
         if name in probed:
             return None
         probed.add(name)

@@ -25,12 +25,12 @@ from wgk.model import (
 from wgk.model.actions import KEYS, Instance
 from wgk.model.kernel import Decision
 from wgk.model.requests import Request
-from wgk.model.logic import all_of, any_of, ite, not_
+from wgk.model.logic import all_of, any_of, ite, not_, one_of
 from wgk.model.rules import RULES, guarded, running
 from wgk.model.state import NO_RECEIPT, replace_task
 from wgk.model.vocab import (
-    AttemptState as AS, Code, DecisionKind as D, Kind as K, Phase, Receipt, ReviewPhase as RP,
-    ReviewVerdict as RV,
+    AttemptState as AS, Code, DecisionKind as D, Exit, Kind as K, OwnerSeen, Phase, Receipt,
+    ReviewPhase as RP, ReviewVerdict as RV,
 )
 
 from wgk.conformance.z3.kills import (  # noqa: F401  (re-exported: callers import them from here)
@@ -218,6 +218,21 @@ def _publish_named(s, i, t, r):
 
 #: A proven legacy Done reopened under its dependent (two generations of each task).
 REOPEN_INSTANCE = Instance(tasks=2, generations=2, groups=("core", "legacy", "reopen"))
+
+def _receipt_closes_as_done(t, t2, s, r):
+    """The receipted completion is taken for the completion itself: the attempt succeeds."""
+    return R.close_attempt(t2, AS.SUCCEEDED)
+
+
+def _live_owner_ignoring_receipt(s, i, t):
+    """The planner's live-owner way without its receipt test: a receipted completion is one
+    more live owner, probed and never awaited."""
+    return all_of(running(t), not_(R.reserved(t)), t.exit == Exit.NONE, not_(t.legacy_done),
+                  one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE)))
+
+
+RECEIPT_INSTANCE = Instance(tasks=1, groups=("core", "receipt", "env"))
+
 
 MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant(
@@ -529,6 +544,26 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "Explore or Report manifest is refused because git main moved.",
         "review-explore-publishes-without-git", VALVE_INSTANCE, 5,
         patches=((rules_review, "target_matches", _main_read_for_every_contract),)),
+    Mutant(
+        "receipt-taken-as-done", (49,),
+        "The owner's completion receipt closes the attempt as succeeded: a receipted completion "
+        "without a transaction is Done (the exited-worker incident's false completion).",
+        "receipted-completion-never-done-without-transaction", RECEIPT_INSTANCE, 3,
+        rules={K.RECEIPT_COMPLETION: with_update(K.RECEIPT_COMPLETION,
+                                                 task_update(_receipt_closes_as_done))}),
+    Mutant(
+        "second-receipt-replaces", (49,),
+        "A second completion receipt of the same attempt is taken: after an edit it replaces "
+        "the first, whose bytes are lost.",
+        "completion-receipt-never-lost-or-replaced", RECEIPT_INSTANCE, 4,
+        rules={K.RECEIPT_COMPLETION: without_checks(K.RECEIPT_COMPLETION, Code.TERMINAL_ALREADY)}),
+    Mutant(
+        "receipt-planned-as-live-owner", (49,),
+        "The planner does not read the completion receipt: a receipted completion whose owner "
+        "may be alive is one more live owner, re-probed, and its handoff is never awaited.",
+        "receipted-completion-waits-or-resumes", RECEIPT_INSTANCE, 3,
+        patches=((projections.WAY_CONDITIONS, "live-owner", _live_owner_ignoring_receipt),
+                 (projections.WAY_CONDITIONS, "await-handoff", lambda s, i, t: False))),
 )}
 
 

@@ -28,6 +28,7 @@ KINDS = (
     "pause", "unpause",
     "submit-manifest", "record-flip", "record-eval", "publish", "complete", "fail-review",
     "retry-review",
+    "receipt-completion",
 )
 
 _ANY = frozenset(ACTORS)
@@ -87,6 +88,7 @@ AUTHORITY: dict[str, frozenset[str]] = {
     "complete": frozenset({"worker", "wrapper"}),
     "fail-review": frozenset({"worker", "wrapper"}),
     "retry-review": frozenset({"operator"}),
+    "receipt-completion": frozenset({"worker", "wrapper"}),
 }
 
 #: Kinds that step the SaveTransaction; the request names the phase and revision it expects.
@@ -100,7 +102,7 @@ TRANSACTION_KINDS = frozenset({
 NEEDS_CAPABILITY = TRANSACTION_KINDS | frozenset({
     "resume", "heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner", "compaction",
     "ack-continuation", "provider-failure", "log", "fail", "declare-lost", "park",
-    "submit-manifest", "complete", "fail-review",
+    "submit-manifest", "complete", "fail-review", "receipt-completion",
 })
 
 #: Kinds about an external wait; their ``correlation`` field (a name) must be present.
@@ -213,7 +215,8 @@ SAVE_GRAPH_NEEDS = RECEIPTS[:-1]
 WAYS = ("runnable", "live-owner", "wait", "scheduled", "hold")
 ACTIONS = ("dispatch", "probe-owner", "declare-lost", "drive-transaction", "mark-repair",
            "await-dependencies", "await-review", "await-validation", "await-operator", "assign",
-           "await-external", "expire-wait", "resume", "await-not-before")
+           "await-external", "expire-wait", "resume", "await-not-before",
+           "await-handoff")
 
 #: Evidence kinds as recorded per task (deduplicated by (kind, id)): the kind of the request
 #: that reported it, and ``continuation`` (earned by a compaction).

@@ -250,6 +250,7 @@ def open_attempt(ctx: Ctx, t: TaskRecord, effects: list[Effect]) -> TaskRecord:
         worktree_id=wt, origin=start, base_hint=base_hint, saved_work=None, imported=r.imports,
         phase="absent", exit="none", reason="none", revision=0, candidate=None, base=None,
         version=0, disposition="none", receipts=NO_RECEIPTS, deadline=0, effect_done=False,
+        completion_receipt=None,
     )
 
 

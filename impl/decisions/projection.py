@@ -160,6 +160,7 @@ def observable_task(view, name: str, facts: TaskFacts, p: Plan | None) -> dict:
                      for name_, b in zip(RECEIPT_NAMES, t.receipts) if b.fence != 0},
         "worktree": facts.worktree,
         "saved-work": t.saved_work, "retained": t.retained, "imported": t.imported,
+        "completion-receipt": t.completion_receipt,
         "promotions": facts.promotions, "effect-done": facts.effect_done,
         "deadline": t.deadline,
         "recovery-rank": recovery_rank(t),

@@ -102,7 +102,7 @@ def next_request(kernel, name: str, p: Plan, now: int, probed: set[str]) -> dict
                 "key": f"converge:{name}:g{t.generation}:a{t.attempt}:expire-wait"}
     cap = capability(kernel, name, t)
     base = {"actor": "daemon", "task": name, "cap": cap}
-    if p.action == "probe-owner":
+    if p.action in ("probe-owner", "await-handoff"):     # a live owner: its re-probe on its deadline
         if name in probed:
             return None
         probed.add(name)

@@ -101,6 +101,7 @@ def show(k, name: str) -> dict:
         "phase": t.phase, "exit": t.exit, "reason": t.reason, "revision": t.revision,
         "candidate": t.candidate, "base": t.base, "version": t.version,
         "retained": t.retained, "saved-work": t.saved_work, "imported": t.imported,
+        "completion-receipt": t.completion_receipt,
         "paused": t.paused, "not-before": t.not_before,
         "reopening": t.reopening,
         "receipts": {r: {"fence": b.fence, "candidate": b.candidate, "base": b.base}

@@ -64,6 +64,9 @@ class TaskRow(NamedTuple):
     not_before: int = 0
     #: a reset's intent, pending while the old attempt's owner is not proven exited
     reopening: bool = False
+    #: the content the current attempt's owner receipted as its completion before any
+    #: transaction opened (None: none); kept until the next attempt opens
+    completion_receipt: str | None = None
     legacy_done: bool = False
     reconstructed: bool = False
     failure: str = "none"

@@ -28,7 +28,7 @@ from ..contract.vocabulary import (
 TASK_COLUMNS = ("generation", "attempt", "fence", "lease_epoch", "retained", "retained_base",
                 "deadline", "assigned", "legacy_done", "reconstructed", "abandoned", "failure",
                 "retries", "waiting_on", "wait_deadline", "wait_expired", "paused", "not_before",
-                "reopening")
+                "reopening", "completion_receipt")
 #: the review valve's columns, also on the tasks row
 REVIEW_COLUMNS = tuple(VALVE_COLUMNS)
 _VALVE_PARTS = {"valve": ValveRow, "submitted": ManifestRow, "flip_review": VerdictRow,
