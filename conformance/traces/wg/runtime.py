@@ -3,13 +3,17 @@ capability, seven cases of (owner proven dead, completion receipted, transaction
 the rank and pending action the reducer gives.
 
 Each mapped case becomes a trace that dispatches the attempt, drives its SaveTransaction to
-the phase the case names, and ends with the owner's death (the crash): the expected plan is
-the pending action, the expected recovery rank the reducer's rank (replay with
-``--crash-cuts`` crashes the implementation at every durable boundary on the way):
+the phase the case names (or only receipts the owner's completion, ``receipt-completion``,
+where the case has a receipt and no transaction), and ends with the owner's death (the
+crash) or, for a live owner, the daemon's probe: the expected plan is the pending action,
+the expected recovery rank the reducer's rank (replay with ``--crash-cuts`` crashes the
+implementation at every durable boundary on the way):
 
 | case (phase, receipt, owner) | situation written | rank -> recovery-rank | pending -> plan |
 | --- | --- | --- | --- |
 | crash_before_receipt (none, no, dead) | an edit, the owner dies, the daemon probes it | await_receipt -> 0 | resume_same_session -> wait resume |
+| incident_receipt_no_transaction (none, yes, dead) | an edit, the wrapper receipts the completion (receipt-completion), the owner dies, the daemon probes it | receipt_no_transaction -> 0 (completion-receipt set, phase absent) | resume_same_session -> wait resume |
+| live_wrapper_waits_for_handoff (none, yes, live) | an edit, the wrapper receipts the completion, the daemon probes the live owner | receipt_no_transaction -> 0 (completion-receipt set, phase absent) | wait_for_receipt -> live-owner await-handoff |
 | crash_after_transaction (merge-pending, yes, dead) | the disposition recorded (land) | transaction_durable -> 1 | promote -> scheduled drive-transaction |
 | crash_after_promotion (promoted, yes, dead) | the effect committed | promoted -> 2 | cleanup -> scheduled drive-transaction |
 | crash_after_cleanup (cleaned, yes, dead) | the cleanup committed | cleaned -> 2 | complete -> scheduled drive-transaction |
@@ -19,10 +23,9 @@ The capability's identity digests become the owner's session; its epochs the
 owner's. ``deadline_unix`` is the reducer's wall-clock retry deadline (``now_unix``
 + 5); the model's clock is logical, so it is kept in the description, not compared.
 
-Not mapped (reported): ``incident_receipt_no_transaction`` and
-``live_wrapper_waits_for_handoff`` (a completion receipt without a transaction:
-the model's receipt of a completion is the transaction's first edge, so a
-receipted completion always has a transaction).
+WG's two ranks before the transaction, ``await_receipt`` and ``receipt_no_transaction``,
+are both our recovery rank 0 (nothing in flight); they differ in the fact
+``completion-receipt`` (null, or the receipted content), which the traces compare too.
 """
 from __future__ import annotations
 
@@ -47,17 +50,14 @@ CASES = {
                             {"way": "scheduled", "action": "drive-transaction"}),
     "stale_unrelated_wrapper": ("promoted", True, True, "promoted", "reject_stale", "commit-effect", 2,
                                 {"way": "scheduled", "action": "drive-transaction"}),
+    "incident_receipt_no_transaction": (None, True, True, "receipt_no_transaction", "resume_same_session",
+                                        None, 0, {"way": "wait", "action": "resume"}),
+    "live_wrapper_waits_for_handoff": (None, True, False, "receipt_no_transaction", "wait_for_receipt",
+                                       None, 0, {"way": "live-owner", "action": "await-handoff"}),
 }
 #: the only field of a presented capability that may differ from the attempt's (stale_unrelated_wrapper)
 FOREIGN_FIELD = "wrapper_identity_digest"
-UNMAPPED = {
-    "incident_receipt_no_transaction": (
-        "completion_receipted", "true with transaction_phase null: the model's completion receipt is the "
-        "transaction's first edge, a receipted completion without a transaction cannot be expressed"),
-    "live_wrapper_waits_for_handoff": (
-        "completion_receipted", "true with transaction_phase null and a live owner (wait_for_receipt): the "
-        "model's completion receipt is the transaction's first edge"),
-}
+UNMAPPED: dict[str, tuple[str, str]] = {}
 
 
 class Runtime:
@@ -106,26 +106,36 @@ class Runtime:
                 unmapped.append(Unmapped(self.file, name, f"cases/{n}/{bad[0]}",
                                          f"{got[bad[0]]!r}: only {want[bad[0]]!r} is mapped for this case"))
                 continue
-            traces.append((name, self.trace(n, name, cap, phase, now, rank, pending, deadline, last, rr, plan,
-                                            presented if presented != cap else None)))
+            traces.append((name, self.trace(n, name, cap, (phase, receipted, dead), now, rank, pending,
+                                            deadline, last, rr, plan, presented if presented != cap else None)))
         s.finish()
         return traces, unmapped
 
-    def trace(self, n, name, cap, phase, now, rank, pending, deadline, last, rr, plan, foreign) -> Trace:
+    def trace(self, n, name, cap, situation, now, rank, pending, deadline, last, rr, plan, foreign) -> Trace:
+        phase, receipted, dead = situation
         task = cap["task_id"]
         sc = Scenario("wg-runtime", {"pointer": f"/cases/{n}", "event": name,
                                      "decision": {"rank": rank, "pending_action": pending}},
                       f"wg-runtime-v1:{name}")
         sc.task(task)
         sc.dispatch(task, session=cap["wrapper_identity_digest"].replace(":", "."))
+        receipt = None
         if last is None:
             sc.env("edit", task=task, content=f"{task}-half")
         else:
             sc.finish_until(task, last, f"{task}-candidate")
-        sc.env("owner-dies", task=task, note="the crash: the owner (wrapper and child) is gone")
+        if receipted and last is None:
+            receipt = f"{task}-half"
+            sc.request("receipt-completion", "wrapper", task, candidate=receipt,
+                       note="the wrapper receipts its child's finish; no transaction opens")
+        if dead:
+            sc.env("owner-dies", task=task, note="the crash: the owner (wrapper and child) is gone")
         if last is None:
-            sc.env("converge", note="the daemon probes the owner: proven dead")
-        facts = {"plan": plan, "recovery-rank": rr, "owner-seen": "dead" if last is None else "unverified"}
+            sc.env("converge", note="the daemon probes the owner: " + ("proven dead" if dead else "alive"))
+        seen = ("dead" if dead else "live") if last is None else "unverified"
+        facts = {"plan": plan, "recovery-rank": rr, "owner-seen": seen}
+        if last is None:
+            facts.update({"completion-receipt": receipt, "phase": "absent", "status": "in-progress"})
         if foreign is not None:
             step = sc.request("heartbeat", "wrapper", task, "rejected", token="tok-unrelated-wrapper",
                               note=f"an unrelated wrapper ({foreign[FOREIGN_FIELD]}) presents the attempt's K "
@@ -141,7 +151,8 @@ class Runtime:
                                   f"(production reducer, case {name}), translated by wgk import-wg"},
             description=(f"The peer's reducer case {name}: {cap['attempt_id']} fence {cap['fence']} "
                          f"(wrapper {cap['wrapper_identity_digest']}, child {cap['child_identity_digest']}), "
-                         f"transaction phase {phase}, owner proven dead, at {now}: rank {rank} (our "
+                         f"transaction phase {phase}, completion {'receipted' if receipted else 'not receipted'}, "
+                         f"owner {'proven dead' if dead else 'alive'}, at {now}: rank {rank} (our "
                          f"recovery rank {rr}), pending {pending} (our plan {plan['way']} "
                          f"{plan['action']}), retry deadline {deadline} (wall clock, not compared)."),
             graph=sc.graph(), steps=sc.steps,
