@@ -56,6 +56,8 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
         ('if planned[n] is not None and planned[n].action == "dispatch"', ""),
     ("decisions/attempts.py", 'return ctx.record.attempt != 0 and ctx.record.attempt_state in ("failed", "lost")'):
         ("ctx.record.attempt != 0 and ", ""),
+    ("decisions/receipt.py", "return ctx.record.completion_receipt is None"):
+        ("ctx.record.completion_receipt is None", "True"),
     ("decisions/planner.py", "_CONDITIONS = {"):
         ('"declare-lost": "watching = 1 AND seen = \'dead\' AND continues = 0",',
          '"declare-lost": "1 = 0",'),

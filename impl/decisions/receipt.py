@@ -15,7 +15,6 @@ from ..storage.records import evolve as replace
 
 
 def attempt_running(ctx: Ctx) -> bool:
-    # guards: completion-receipt-never-lost-or-replaced
     return ctx.record.running
 
 
@@ -38,7 +37,7 @@ def names_the_worktree(ctx: Ctx) -> bool:
 
 
 def _receipted(ctx: Ctx) -> Outcome:
-    # guards: receipted-completion-never-done-without-transaction (no transaction, no close)
+    """The receipt and nothing else: no transaction opens, the attempt is not closed."""
     return succeeded(ctx, replace(ctx.record, completion_receipt=ctx.request.candidate))
 
 
