@@ -28,7 +28,7 @@ from .properties import (  # noqa: F401  (re-exported: callers import them from 
     fairness, outside_assumptions, pairs, prop, sometimes, step_violations, terminal,
     violations,
 )
-from .vocab import AttemptState as AS, Exit, Failure, OwnerSeen, Reason
+from .vocab import AttemptState as AS, Exit, Failure, OwnerSeen, Phase, Reason
 
 # The property modules register their properties in the order imported here (the order
 # of ``REGISTRY``): the state invariants, then the step invariants.
@@ -114,6 +114,11 @@ SOMETIMES = {
         lambda s, i, t: _WAYS["dependency-reopened"].enabled(s, i)),
     "compaction-continued": ("a compaction earns a continuation that is acknowledged",
                              lambda s, i, t: t.acks >= 1),
+    "receipt-resumed-reached": (
+        "a completion receipted before its transaction is kept into its proven-dead owner's "
+        "resumed session, no transaction open",
+        lambda s, i, t: all_of(running(t), t.completion_receipt != 0, t.wrapper_epoch >= 2,
+                               t.phase == Phase.ABSENT)),
 }
 
 for _id, (_doc, _pred) in SOMETIMES.items():

@@ -45,6 +45,8 @@ WITNESSES: dict[str, tuple[Instance, int]] = {
     "compaction-continued": (Instance(tasks=1, groups=("core", "evidence")), 5),
     "dependent-reruns-after-reopen": (_REOPEN, 6),
     "dependency-reopened-held": (_REOPEN, 12),
+    # dispatch, edit, receipt-completion, owner-dies, probe-owner, resume
+    "receipt-resumed-reached": (Instance(tasks=1, groups=("core", "receipt", "env")), 7),
 }
 DEFAULT_WITNESS = (Instance(tasks=2, attempts=2, generations=2, versions=2,
                             groups=("core", "evidence", "operator", "legacy", "env")), 8)

@@ -756,6 +756,8 @@ class Kernel {
         candidate: t.candidate, base: t.base, version: t.version, disposition: t.disposition, receipts,
         worktree: Object.assign({}, t.worktree),
         'saved-work': t.savedWork, retained: t.retained, imported: t.imported, promotions: t.promotions,
+        // this kernel declares no receipt-completion: no completion is receipted apart from submit
+        'completion-receipt': null,
         'effect-done': t.effectDone, deadline: t.deadline,
         'recovery-rank': t.state === 'running' && t.phase !== 'absent' ? (after.includes(t.phase) ? 2 : 1) : 0,
         counters: Object.assign({}, t.counters),
