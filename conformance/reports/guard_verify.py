@@ -59,8 +59,11 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
     ("decisions/receipt.py", "return ctx.record.completion_receipt is None"):
         ("ctx.record.completion_receipt is None", "True"),
     ("decisions/planner.py", "_CONDITIONS = {"):
-        ('"declare-lost": "watching = 1 AND seen = \'dead\' AND continues = 0",',
+        ('"declare-lost": "watching = 1 AND seen = \'dead\' AND (continues = 0 OR reopening = 1)",',
          '"declare-lost": "1 = 0",'),
+    ("decisions/receipt.py", "return succeeded(ctx, replace(ctx.record, completion_receipt=ctx.request.candidate))"):
+        ("completion_receipt=ctx.request.candidate)",
+         'completion_receipt=ctx.request.candidate, attempt_state="succeeded")'),
     ("decisions/transaction.py", 'return {"saved_work": view.content, "candidate": ctx.request.candidate, "base": t.base_hint,'):
         ('"saved_work": view.content', '"saved_work": t.origin'),
     ("decisions/transaction.py", "if not happened:"): ("if not happened:", "if True:"),

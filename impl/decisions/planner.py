@@ -148,7 +148,7 @@ g AS (SELECT f.*,
 """
 
 #: Each way's condition over the flags of ``_FACTS`` (one column per way of ``WAYS``).
-# guards: exactly-one-way-forward, no-dead-owner-in-progress-without-action
+# guards: exactly-one-way-forward, no-dead-owner-in-progress-without-action, receipted-completion-waits-or-resumes
 _CONDITIONS = {
     "assign": "open = 1 AND needs_assignment = 1 AND assigned = 0",
     "dispatch": "open = 1 AND deps_done = 1 AND admitted = 1 AND repair = 0 AND spent = 0",

@@ -38,6 +38,7 @@ def names_the_worktree(ctx: Ctx) -> bool:
 
 def _receipted(ctx: Ctx) -> Outcome:
     """The receipt and nothing else: no transaction opens, the attempt is not closed."""
+    # guards: receipted-completion-never-done-without-transaction
     return succeeded(ctx, replace(ctx.record, completion_receipt=ctx.request.candidate))
 
 
