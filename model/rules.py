@@ -65,4 +65,4 @@ from .rules_reopen import reopen  # noqa: F401
 from .rules_review import (  # noqa: F401
     complete, fail_review, publish, record_eval, record_flip, retry_review, submit_manifest,
 )
-from .rules_receipt import receipt_completion, receipted  # noqa: F401
+from .rules_receipt import receipt_completion  # noqa: F401

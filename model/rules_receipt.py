@@ -4,8 +4,8 @@ handoff opens the transaction); the transaction is opened by a later ``submit``.
 
 A receipted completion is not Done and reserves nothing: the planner waits for the handoff
 while the owner may be alive (``await-handoff``), and resumes the same session while its
-proven-dead owner's window is open (``resume-continuation``). The receipt is the attempt's
-first terminal intent: a second one is refused, and nothing but a new attempt clears it.
+proven-dead owner's window is open (``resume-continuation``). The first receipt of an
+attempt stands: a second one is refused, and nothing but a new attempt clears it.
 
 Declared with ``@rule`` (``wgk.model.rules``).
 """
@@ -16,11 +16,6 @@ from .predicates import running
 from .ruleset import guarded, rule
 from .state import replace_task as replace
 from .vocab import Code, Exit, Kind as K, Phase
-
-
-def receipted(t):
-    """The attempt's owner receipted its completion (the bytes it names are ``t.completion_receipt``)."""
-    return t.completion_receipt != 0
 
 
 @rule(K.RECEIPT_COMPLETION, touches={"completion_receipt"}, reads={"self"})
