@@ -421,21 +421,31 @@ class GateCache:
                                   sort_keys=True, default=repr)
         #: names this gate run's tallies of the proof frames (``gate_frames``)
         self.token = os.urandom(8).hex()
+        self._mutants = None
 
     # keys
 
     def key(self, section: str, spec: dict, inputs: list) -> str:
         """The static key of a part: ``spec`` names it, ``inputs`` are what it reads."""
+        mutant = _one_mutant(section, spec)
         sources = self.full_tests if section in ("impl-mutants", "verify-guards") else \
             self.full if section in CONSERVATIVE or spec.get("mode") == "kill" else \
+            self.skeleton + self.mutants().static(mutant) if mutant is not None else \
             self.skeleton + self.model if section in MODEL_SECTIONS else self.skeleton
         return _digest(self.options, section, json.dumps(_plain(spec), sort_keys=True),
                        json.dumps(_plain(inputs), sort_keys=True, default=repr), sources)
 
     def traced(self, section: str, spec: dict) -> bool:
         """Whether the part's key holds the functions it ran (else its key is static)."""
-        return not (section in CONSERVATIVE or section in MODEL_SECTIONS
-                    or spec.get("mode") == "kill")
+        return _one_mutant(section, spec) is not None or not (
+            section in CONSERVATIVE or section in MODEL_SECTIONS or spec.get("mode") == "kill")
+
+    def mutants(self):
+        """What the keys of the model's mutants read (``gate_mutants``), found once."""
+        if self._mutants is None:
+            from wgk.conformance.reports.gate_mutants import Context
+            self._mutants = Context(self.dir)
+        return self._mutants
 
     def _folder(self, key: str) -> Path:
         return self.dir / key[:2] / key
@@ -490,6 +500,11 @@ class GateCache:
     def run(self, key: str, section: str, spec: dict, fn: Callable[[], list[Check]]
             ) -> list[Check]:
         """``fn()`` recorded (when the section is keyed by what runs), its checks stored."""
+        mutant = _one_mutant(section, spec)
+        if mutant is not None:
+            checks = fn()
+            self.store(key, checks, self.mutants().dependencies(mutant, checks))
+            return checks
         if not self.traced(section, spec):
             checks = fn()
             self.store(key, checks, None)
@@ -560,6 +575,17 @@ def _plain(o):
     if isinstance(o, (list, tuple)):
         return [_plain(x) for x in o]
     return o
+
+
+def _one_mutant(section: str, spec: dict):
+    """The model's mutant a part of the mutants section runs alone (None: not such a part),
+    keyed by what its kill read (``gate_mutants``) and not by the whole model."""
+    only = spec.get("only")
+    if section != "mutants" or not isinstance(only, (set, frozenset, list, tuple)) \
+            or len(only) != 1:
+        return None
+    from wgk.conformance.z3 import mutants
+    return mutants.MUTANTS.get(next(iter(only)))
 
 
 def _source_path(name: str) -> Path | None:
