@@ -270,3 +270,9 @@ def test_the_set_up_by_kind_is_the_set_up_of_the_prover():
         universe = {(repr(a), repr(b)) for a, b in _discover(graph, inst.ids(), MODEL)}
         assert universe == pairs | {(a, repr(e)) for a, _ in pairs for e in inst.ids()}
         assert pairs
+
+
+def test_the_keys_take_the_traces_each_mutant_replays(tmp_path):
+    ctx = gate_mutants.Context(tmp_path)
+    for m in mutants.MUTANTS.values():
+        assert ctx.incident_traces(m) == sorted(mutant_traces.incident_traces(m)), m.name

@@ -77,6 +77,11 @@ class Context:
 
     def __init__(self, cache_dir: Path):
         files = gate_cache.source_files()
+        index = cache_dir / "frames" / "scans.json"      # shared with ``gate_frames``
+        known: dict = {}
+        with contextlib.suppress(Exception):  # noqa: BLE001 -- scanned again
+            known = {str(k): dict(v) for k, v in json.loads(index.read_text(encoding="utf-8")).items()}
+            gate_frames.SCANS.update({k: v for k, v in known.items() if k not in gate_frames.SCANS})
         self.rules = [(n, p) for n, p in files if gate_frames.RULE_FILES.fullmatch(n)]
         others: dict[str, Path] = {}
         for start in STARTS:
@@ -88,9 +93,32 @@ class Context:
             used, whole = _catalogue_uses(catalogue)
             self.reach.shared |= set(self.reach.uses) if whole else self.reach.closure(
                 {k for n in used for k in self.reach.by_name.get(n, ())})
+        if set(gate_frames.SCANS) - set(known):
+            with contextlib.suppress(OSError, TypeError, ValueError):
+                gate_cache._write_atomic(index, json.dumps(gate_frames.SCANS))
         self.fixed = _digest(gate_frames._fixed(files), json.dumps([n for n, _ in self.rules]))
         self.cache_dir = cache_dir
         self._set_up: set[tuple[str, str]] | None = None
+        self._incidents: dict | None = None
+
+    def incident_traces(self, m) -> list[Path]:
+        """The traces ``trace_verdicts`` replays for the mutant (those of its incidents in the
+        corpus; a file that cannot be read is taken for every mutant), read once."""
+        if self._incidents is None:
+            from wgk.conformance.oracle.mutant_traces import corpus
+            from wgk.conformance.traces.format import trace_files
+            self._incidents = {}
+            for path in trace_files([corpus()]):
+                if "counterexamples" in path.parts:
+                    continue
+                try:
+                    incident = (json.loads(path.read_text(encoding="utf-8")).get("source")
+                                or {}).get("incident")
+                except Exception:     # noqa: BLE001 -- then every mutant's
+                    incident = "?"
+                self._incidents.setdefault(repr(incident), []).append(path)
+        return sorted({p for i in ["?", *map(repr, m.incidents)]
+                       for p in self._incidents.get(i, ())})
 
     def set_up(self) -> set[tuple[str, str]]:
         """``(file, function)`` of the rule-file functions the model's prover runs while set
@@ -142,12 +170,11 @@ class Context:
     def static(self, m) -> str:
         """What the mutant's key holds beside the gate's options and the skeleton: the other
         files whole, the mutant's traces, the set-up's value for the kinds it leaves alone."""
-        from wgk.conformance.oracle.mutant_traces import incident_traces
         from wgk.model.vocab import Kind
         affected = self.affected(m)
         setup = kind_setup(m.instance.tasks) if affected is not None else {}
         values = {k: v for k, v in setup.items() if k not in (affected or set())}
-        traces = [[str(p), _digest(p.read_bytes())] for p in incident_traces(m)]
+        traces = [[str(p), _digest(p.read_bytes())] for p in self.incident_traces(m)]
         return _digest(self.fixed, m.name, json.dumps(traces),
                        json.dumps(sorted(affected) if affected is not None else None),
                        json.dumps(values, sort_keys=True),
@@ -155,7 +182,6 @@ class Context:
 
     def dependencies(self, m, checks) -> dict[str, set[str]]:
         """Per rule file, the functions the mutant's kill can have run, from its check."""
-        from wgk.conformance.oracle.mutant_traces import incident_traces
         from wgk.model.vocab import Kind
         [check] = checks
         by = list(check.data.get("by") or [])
@@ -173,7 +199,7 @@ class Context:
                                            order[:order.index(failed) + 1])
         affected = self.affected(m)
         consulted |= set(Kind.__members__) if affected is None else affected
-        for path in incident_traces(m):
+        for path in self.incident_traces(m):
             consulted |= trace_kinds(path)
         return self.kinds_functions(consulted)
 
