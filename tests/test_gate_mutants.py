@@ -21,6 +21,9 @@ from wgk.conformance.reports import gate, gate_cache, gate_frames, gate_mutants
 from wgk.conformance.reports.gate_cache import GateCache
 from wgk.conformance.z3 import mutants
 
+from test_gate_cache import _plain
+from test_gate_frames import Frames, _clear, _edit
+
 ROOT = Path(__file__).resolve().parent.parent
 #: A rule changed (double-dispatch, archive-without-confirmation, phase-skip), the kernel
 #: patched (stale-capability-accepted: every kind), explored (second-terminal-overwrites-first).
@@ -28,42 +31,18 @@ CHOSEN = ("double-dispatch", "archive-without-confirmation", "phase-skip",
           "stale-capability-accepted", "second-terminal-overwrites-first")
 
 
-def _plain(report: dict) -> dict:
-    out = json.loads(json.dumps(report))
-    for k in ("seconds", "scratch", "cache"):
-        out.pop(k, None)
-    for s in out["sections"].values():
-        s.pop("seconds")
-        for c in s["checks"]:
-            c.pop("seconds")
-    return out
-
-
-def _clear() -> None:
-    gate_cache._functions.cache_clear()
-    gate_cache._pieces.cache_clear()
-    gate_cache.file_digest.cache_clear()
-
-
-class Runs:
-    """The mutants section of the gate on the chosen mutants over copied sources and traces,
-    with a cache, noting which mutants ran and the dependencies each was stored with."""
+class Runs(Frames):
+    """The mutants section of the gate on the chosen mutants over copied sources (``Frames``'
+    copy) and traces, with a cache, noting which mutants ran and the dependencies each was
+    stored with."""
 
     def __init__(self, tmp: Path):
-        self.cache = tmp / "cache"
-        self.sources = {}
-        for name, root in gate_cache.ROOTS.items():
-            self.sources[name] = tmp / "src" / name
-            shutil.copytree(root, self.sources[name],
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        super().__init__(tmp)
         self.traces = tmp / "traces"
         shutil.copytree(mutant_traces.corpus(), self.traces,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "counterexamples"))
         self.ran: list[str] = []
         self.deps: dict[str, dict[str, set[str]]] = {}
-
-    def path(self, name: str) -> Path:
-        return self.sources[name.split("/")[0]] / name.split("/", 1)[1]
 
     def gate(self, monkeypatch, cache: bool = True):
         monkeypatch.setitem(gate.BUDGETS, "quick", {"mutants": True})
@@ -95,28 +74,9 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cold(runs):
-    mp = pytest.MonkeyPatch()
-    try:
-        first = runs.gate(mp)
-        ran = list(runs.ran)
-        plain = runs.gate(mp, cache=False)
-    finally:
-        mp.undo()
-    return first, ran, plain
-
-
-def _edit(path: Path, qual: str) -> str:
-    """Add a statement to the body of function ``qual`` of ``path``; the text before."""
-    text = path.read_text()
-    for found, first, _last in gate_cache._functions(path)[1]:
-        if found == qual:
-            lines = text.splitlines(keepends=True)
-            body = lines[first - 1]
-            lines.insert(first - 1, body[:len(body) - len(body.lstrip())] + "_changed = 1\n")
-            path.write_text("".join(lines))
-            _clear()
-            return text
-    raise AssertionError(f"no function {qual} in {path}")
+    """The first run (every mutant run and kept), the mutants it ran, a run without cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        return runs.gate(mp), list(runs.ran), runs.gate(mp, cache=False)
 
 
 def test_every_mutant_is_kept_and_reused_and_the_report_is_the_same(runs, cold, monkeypatch):
@@ -186,9 +146,9 @@ def test_a_changed_incident_trace_reruns_the_mutants_of_its_incident_only(runs, 
     others = [n for n in CHOSEN if set(mutants.MUTANTS[n].incidents) & set(m.incidents)]
     assert others == ["archive-without-confirmation"]
     before = trace.read_text()
-    doc = json.loads(before)
-    doc["description"] = doc.get("description", "") + " (changed)"
-    trace.write_text(json.dumps(doc, indent=2))
+    changed = json.loads(before)
+    changed["description"] = f"(changed) {changed.get('description', '')}"
+    trace.write_text(json.dumps(changed))
     try:
         runs.gate(monkeypatch)
         assert runs.ran == ["archive-without-confirmation"]
