@@ -236,3 +236,19 @@ def test_the_keys_take_the_traces_each_mutant_replays(tmp_path):
     ctx = gate_mutants.Context(tmp_path)
     for m in mutants.MUTANTS.values():
         assert ctx.incident_traces(m) == sorted(mutant_traces.incident_traces(m)), m.name
+
+
+def test_the_prover_walks_the_request_kinds_in_the_order_the_keys_assume():
+    """``Context.dependencies`` takes the kinds before the failing one in ``Kind``'s order,
+    then the environment's steps: the order of the prover's transitions."""
+    from wgk.conformance.z3.prove import FAST, Prover
+    from wgk.conformance.z3.transition import MODEL
+    from wgk.model.actions import Instance
+    from wgk.model.vocab import Kind
+    for tasks in sorted({m.instance.tasks for m in mutants.MUTANTS.values()}):
+        walked = Prover(Instance.proof(tasks=tasks), MODEL, transitions=(),
+                        params=FAST).transitions
+        kinds = [gate_frames.kind_name(t) for t in walked]
+        first_env = kinds.index(None)
+        assert all(k is None for k in kinds[first_env:])
+        assert kinds[:first_env] == [k.name for k in Kind if k.name in kinds[:first_env]]
