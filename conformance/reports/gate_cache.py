@@ -82,7 +82,8 @@ NO_TRACES = frozenset({"prove", "explore", "fuzz", "races", "contract"})
 #: Sections on the model alone, keyed by the whole text of the model and of the conformance
 #: suite (the encoding, the lemmas, the explorer): tracing their hot loops would cost them
 #: two to four times their time, and they run every rule anyway (a test records one of each
-#: to hold that they run nothing of ``wgk.impl``).
+#: to hold that they run nothing of ``wgk.impl``). A part of the mutants section that runs
+#: one mutant is keyed by what its kill read instead (``gate_mutants``).
 MODEL_SECTIONS = frozenset({"prove", "mutants", "explore"})
 
 
