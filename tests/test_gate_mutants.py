@@ -20,6 +20,7 @@ from wgk.conformance.oracle import mutant_traces
 from wgk.conformance.reports import gate, gate_cache, gate_frames, gate_mutants
 from wgk.conformance.reports.gate_cache import GateCache
 from wgk.conformance.z3 import mutants
+from wgk.model.actions import Instance
 
 from test_gate_cache import _plain
 from test_gate_frames import Frames, _clear, _edit
@@ -44,8 +45,8 @@ class Runs(Frames):
         self.ran: list[str] = []
         self.deps: dict[str, dict[str, set[str]]] = {}
 
-    def gate(self, monkeypatch, cache: bool = True):
-        monkeypatch.setitem(gate.BUDGETS, "quick", {"mutants": True})
+    def gate(self, monkeypatch, cache: bool = True, budget: dict | None = None):
+        monkeypatch.setitem(gate.BUDGETS, "quick", budget or {"mutants": True})
         monkeypatch.setattr(gate_cache, "SOURCES", self.sources)
         monkeypatch.setattr(mutants, "MUTANTS", {n: mutants.MUTANTS[n] for n in CHOSEN})
         monkeypatch.setattr(mutant_traces, "corpus", lambda: self.traces)
@@ -252,3 +253,45 @@ def test_the_prover_walks_the_request_kinds_in_the_order_the_keys_assume():
         first_env = kinds.index(None)
         assert all(k is None for k in kinds[first_env:])
         assert kinds[:first_env] == [k.name for k in Kind if k.name in kinds[:first_env]]
+
+
+EXPLORED = Instance(tasks=1, groups=("core",))
+
+
+def test_an_exploration_reruns_after_a_change_to_a_rule_it_ran_only(runs, cold, monkeypatch):
+    """The core group sends no ``assign`` (a legacy request): a change to that rule reuses the
+    exploration; a change to the dispatch rule runs it again."""
+    budget = {"explore": [EXPLORED]}
+    kept = runs.cache
+    runs.cache = kept.parent / "explore-cache"
+    try:
+        first = runs.gate(monkeypatch, budget=budget)
+        assert [c.section for c in first.checks] == ["explore"] and len(runs.ran) == 1
+        deps = runs.deps[runs.ran[0]]
+        assert "assign" not in deps["model/rules_attempt.py"]
+        assert "dispatch" in deps["model/rules_attempt.py"]
+        for qual, again in (("assign", False), ("dispatch", True)):
+            before = _edit(runs.path("model/rules_attempt.py"), qual)
+            try:
+                result = runs.gate(monkeypatch, budget=budget)
+                assert bool(runs.ran) == again, qual
+                assert _plain(result.to_json()) == _plain(first.to_json())
+            finally:
+                runs.path("model/rules_attempt.py").write_text(before)
+                _clear()
+    finally:
+        runs.cache = kept
+
+
+def test_what_an_exploration_runs_of_the_rule_files_is_within_its_dependencies(tmp_path):
+    from wgk.conformance.check.explore import explore
+    ctx = gate_mutants.Context(tmp_path)
+    with gate_mutants.kinds_run(set()) as kinds, gate_cache.recording() as ran:
+        r = explore(EXPLORED)
+    assert r.complete and kinds and "ASSIGN" not in kinds
+    deps = ctx.kinds_functions(kinds)
+    outside = [(f, q) for f, quals in ran.items() if gate_frames.RULE_FILES.fullmatch(f)
+               for q in quals if q != "<module>" and _owner(q) not in deps[f]]
+    assert not outside, outside[:5]
+    from wgk.model.ruleset import RULES
+    assert all(not hasattr(fn, "__wrapped__") for fn in RULES.values())     # restored

@@ -436,13 +436,14 @@ class GateCache:
         sources = self.full_tests if section in ("impl-mutants", "verify-guards") else \
             self.full if section in CONSERVATIVE or spec.get("mode") == "kill" else \
             self.skeleton + self.mutants().static(mutant) if mutant is not None else \
+            self.skeleton + self.mutants().fixed if _one_instance(section, spec) else \
             self.skeleton + self.model if section in MODEL_SECTIONS else self.skeleton
         return _digest(self.options, section, json.dumps(_plain(spec), sort_keys=True),
                        json.dumps(_plain(inputs), sort_keys=True, default=repr), sources)
 
     def traced(self, section: str, spec: dict) -> bool:
         """Whether the part's key holds the functions it ran (else its key is static)."""
-        return _one_mutant(section, spec) is not None or not (
+        return _one_mutant(section, spec) is not None or _one_instance(section, spec) or not (
             section in CONSERVATIVE or section in MODEL_SECTIONS or spec.get("mode") == "kill")
 
     def mutants(self):
@@ -509,6 +510,12 @@ class GateCache:
         if mutant is not None:
             checks = fn()
             self.store(key, checks, self.mutants().dependencies(mutant, checks))
+            return checks
+        if _one_instance(section, spec):
+            from wgk.conformance.reports.gate_mutants import kinds_run
+            with kinds_run(set()) as kinds:
+                checks = fn()
+            self.store(key, checks, self.mutants().kinds_functions(kinds))
             return checks
         if not self.traced(section, spec):
             checks = fn()
@@ -591,6 +598,13 @@ def _one_mutant(section: str, spec: dict):
         return None
     from wgk.conformance.z3 import mutants
     return mutants.MUTANTS.get(next(iter(only)))
+
+
+def _one_instance(section: str, spec: dict) -> bool:
+    """Whether the part explores instances of the budget alone (``only``: their positions),
+    keyed by the rule-file functions the kinds its exploration ran can run
+    (``gate_mutants.kinds_run``) and not by the whole model."""
+    return section == "explore" and isinstance(spec.get("only"), (set, frozenset, list, tuple))
 
 
 def _source_path(name: str) -> Path | None:

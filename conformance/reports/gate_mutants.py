@@ -204,6 +204,29 @@ class Context:
         return self.kinds_functions(consulted)
 
 
+@contextlib.contextmanager
+def kinds_run(into: set[str]):
+    """Notes in ``into`` the member name of every kind whose rule runs while inside, through
+    the model's table of rules (``RULES``: the kernel's reducer, the explorer, the compiled
+    model and a property asking the reducer look a rule up there; a rule-file function
+    named elsewhere is ``Reach.shared``). Each rule is wrapped for the while and restored;
+    the compiled model, made per identity of the model's functions, is made again."""
+    from wgk.model.ruleset import RULES
+    saved = dict(RULES)
+
+    def noted(kind, fn):
+        @functools.wraps(fn)
+        def rule(*args, **kw):
+            into.add(kind.name)
+            return fn(*args, **kw)
+        return rule
+    try:
+        RULES.update({kind: noted(kind, fn) for kind, fn in saved.items()})
+        yield into
+    finally:
+        RULES.update(saved)
+
+
 def _catalogue_uses(path: Path) -> tuple[set[str], bool]:
     """What the catalogue uses of the rule files (``gate_frames._uses_from_outside``), a
     module named as the target of a patch ``(module, "name", new)`` left out: the patch
