@@ -508,8 +508,10 @@ class GateCache:
         """``fn()`` recorded (when the section is keyed by what runs), its checks stored."""
         mutant = _one_mutant(section, spec)
         if mutant is not None:
-            checks = fn()
-            self.store(key, checks, self.mutants().dependencies(mutant, checks))
+            from wgk.conformance.reports.gate_mutants import explored_kinds
+            with explored_kinds() as kinds:
+                checks = fn()
+            self.store(key, checks, self.mutants().dependencies(mutant, checks, kinds))
             return checks
         if _one_instance(section, spec):
             from wgk.conformance.reports.gate_mutants import kinds_run

@@ -37,8 +37,9 @@ detects it, an exploration of its instance. Every one of those is a function of:
   * for each incident trace replayed (all of the mutant's, as ``trace_verdicts`` runs
     them), the ``Reach`` of every kind its steps send; the traces' paths and contents
     are in the static key;
-  * for an exploration, and for a mutant not killed (then every means ran), every
-    function of every rule file.
+  * for an exploration, the ``Reach`` of every kind whose rule it ran, noted through the
+    model's table of rules while it runs (``explored_kinds``); for a mutant not killed
+    (then every means ran), every function of every rule file.
 
 Reusing a kill under that key is sound because each frame consulted, each replay and the
 exploration is a function of exactly those inputs: what ``gate_frames`` rests on for a
@@ -180,14 +181,17 @@ class Context:
                        json.dumps(values, sort_keys=True),
                        json.dumps([k.name for k in Kind]))
 
-    def dependencies(self, m, checks) -> dict[str, set[str]]:
-        """Per rule file, the functions the mutant's kill can have run, from its check."""
+    def dependencies(self, m, checks, explored_kinds: set[str] | None = None
+                     ) -> dict[str, set[str]]:
+        """Per rule file, the functions the mutant's kill can have run, from its check and
+        (when it was explored) the kinds whose rule its exploration ran (``explored``; None:
+        not noted, then every function)."""
         from wgk.model.vocab import Kind
         [check] = checks
         by = list(check.data.get("by") or [])
         explored = any(b.startswith("explore:") for b in by)
         proof = next((_PROOF.fullmatch(b).group(1) for b in by if _PROOF.fullmatch(b)), None)
-        if check.verdict != "pass" or explored or proof is None:
+        if check.verdict != "pass" or (explored and explored_kinds is None) or proof is None:
             return self.every_function()
         changed = [k.name for k in m.rules]
         failed = gate_frames.kind_name(proof)
@@ -201,6 +205,8 @@ class Context:
         consulted |= set(Kind.__members__) if affected is None else affected
         for path in self.incident_traces(m):
             consulted |= trace_kinds(path)
+        if explored:
+            consulted |= explored_kinds
         return self.kinds_functions(consulted)
 
 
@@ -225,6 +231,25 @@ def kinds_run(into: set[str]):
         yield into
     finally:
         RULES.update(saved)
+
+
+@contextlib.contextmanager
+def explored_kinds():
+    """Notes the kinds whose rule a mutant's exploration runs (``kinds_run`` around
+    ``kills.explore_mutant``, not around the rest of the kill: the prover's set-up runs every
+    rule, and is keyed by value)."""
+    from wgk.conformance.z3 import kills
+    kinds: set[str] = set()
+    real = kills.explore_mutant
+
+    def noted(*args, **kw):
+        with kinds_run(kinds):
+            return real(*args, **kw)
+    kills.explore_mutant = noted
+    try:
+        yield kinds
+    finally:
+        kills.explore_mutant = real
 
 
 def _catalogue_uses(path: Path) -> tuple[set[str], bool]:
