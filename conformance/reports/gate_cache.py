@@ -22,15 +22,17 @@ each function of wgk's sources that ran; the entry stores, per file, those
 functions and a digest of the file's text with every other function's body left
 out. A change to a function a part did not run leaves that part's key whole; a
 change anywhere else (a function it ran, a constant, a signature, a data file)
-re-runs it. The sections on the model alone (the proofs, the exploration) are keyed by
-the whole text of ``wgk.model`` and ``wgk.conformance`` (the rules, the properties, the
-lemmas, the encoding, the explorer) without recording: they run every rule, and tracing
-would cost them several times their time. Each of the model's mutants (a part of its
-own) is keyed by what its kill read (``gate_mutants``): every file of the model and of
-the suite but the rule files whole, its incident traces, the prover's set-up by value
-kind by kind, and as its dependencies the rule-file functions the proof frames it
-consulted, the traces it replayed and its exploration can run, found from its check
-(not recorded: the same cost). Inside a prove part run again, each proof frame is kept on its own
+re-runs it. The proofs are keyed by the whole text of ``wgk.model`` and
+``wgk.conformance`` (the rules, the properties, the lemmas, the encoding) without
+recording: tracing would cost them several times their time. Each of the model's
+mutants (a part of its own) is keyed by what its kill read (``gate_mutants``): every file
+of the model and of the suite but the rule files whole, its incident traces, the
+prover's set-up by value kind by kind, and as its dependencies the rule-file functions
+the proof frames it consulted, the traces it replayed and its exploration can run, found
+from its check and from the kinds whose rule its exploration ran (noted through the
+model's table of rules, not traced). An exploration part is keyed the same way: every
+file but the rule files whole, and the rule-file functions of the kinds whose rule it
+ran. Inside a prove part run again, each proof frame is kept on its own
 (``gate_frames``: under a key of the rule-file functions its transition can run), so
 a change to one rule re-runs that rule's frames only; the frames reused count among
 the checks reused. A section whose code runs outside the traced process (a child process: the
