@@ -295,3 +295,12 @@ def test_what_an_exploration_runs_of_the_rule_files_is_within_its_dependencies(t
     assert not outside, outside[:5]
     from wgk.model.ruleset import RULES
     assert all(not hasattr(fn, "__wrapped__") for fn in RULES.values())     # restored
+
+
+def test_the_gate_keys_mutants_and_explorations_by_what_they_read():
+    """Importing the gate is enough for its cache to key them so (``gate_cache.READS``)."""
+    import subprocess
+    p = subprocess.run([sys.executable, "-c", "import wgk.conformance.reports.gate as g; "
+                        "from wgk.conformance.reports import gate_cache as c; "
+                        "print(c.READS.__name__)"], capture_output=True, text=True, timeout=120)
+    assert p.stdout.strip() == "wgk.conformance.reports.gate_mutants", p.stderr

@@ -39,7 +39,7 @@ from wgk.conformance.check.workers import every_core
 from wgk.conformance.reports.gate_pool import (
     Done, Part, guarded, run_parts, run_parts_here, scratch,
 )
-from wgk.conformance.reports import gate_cache
+from wgk.conformance.reports import gate_cache, gate_mutants  # noqa: F401 -- sets gate_cache.READS
 from wgk.conformance.reports.gate_cache import NO_TRACES, GateCache, trace_identity
 from wgk.conformance.reports.gate_coverage import coverage_checks
 from wgk.conformance.reports.gate_probes import probe_checks

@@ -451,8 +451,7 @@ class GateCache:
     def mutants(self):
         """What the keys of the model's mutants read (``gate_mutants``), found once."""
         if self._mutants is None:
-            from wgk.conformance.reports.gate_mutants import Context
-            self._mutants = Context(self.dir)
+            self._mutants = READS.Context(self.dir)
         return self._mutants
 
     def _folder(self, key: str) -> Path:
@@ -510,14 +509,12 @@ class GateCache:
         """``fn()`` recorded (when the section is keyed by what runs), its checks stored."""
         mutant = _one_mutant(section, spec)
         if mutant is not None:
-            from wgk.conformance.reports.gate_mutants import explored_kinds
-            with explored_kinds() as kinds:
+            with READS.explored_kinds() as kinds:
                 checks = fn()
             self.store(key, checks, self.mutants().dependencies(mutant, checks, kinds))
             return checks
         if _one_instance(section, spec):
-            from wgk.conformance.reports.gate_mutants import kinds_run
-            with kinds_run(set()) as kinds:
+            with READS.kinds_run(set()) as kinds:
                 checks = fn()
             self.store(key, checks, self.mutants().kinds_functions(kinds))
             return checks
@@ -593,11 +590,17 @@ def _plain(o):
     return o
 
 
+#: What keys a mutant or an exploration by what it read: the module ``gate_mutants``, set
+#: when it is imported (it reads this one; the gate imports it). Unset, those parts are keyed
+#: as the rest of their section.
+READS = None
+
+
 def _one_mutant(section: str, spec: dict):
     """The model's mutant a part of the mutants section runs alone (None: not such a part),
     keyed by what its kill read (``gate_mutants``) and not by the whole model."""
     only = spec.get("only")
-    if section != "mutants" or not isinstance(only, (set, frozenset, list, tuple)) \
+    if READS is None or section != "mutants" or not isinstance(only, (set, frozenset, list, tuple)) \
             or len(only) != 1:
         return None
     from wgk.conformance.z3 import mutants
@@ -608,7 +611,8 @@ def _one_instance(section: str, spec: dict) -> bool:
     """Whether the part explores instances of the budget alone (``only``: their positions),
     keyed by the rule-file functions the kinds its exploration ran can run
     (``gate_mutants.kinds_run``) and not by the whole model."""
-    return section == "explore" and isinstance(spec.get("only"), (set, frozenset, list, tuple))
+    return READS is not None and section == "explore" and \
+        isinstance(spec.get("only"), (set, frozenset, list, tuple))
 
 
 def _source_path(name: str) -> Path | None:
