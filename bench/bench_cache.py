@@ -37,11 +37,13 @@ TARGETS = {"cold": 20.0, "warm": 10.0, "default cold": 60.0}
 RULE = ("model/rules_attempt.py", None)        # the first rule function of the file
 MODULE = "impl/decisions/pauses.py"
 WHY_RULE = ("the proofs re-run only the changed rule's frames and the init frames (each frame "
-            "is kept under a key of the rule-file functions its transition can run); the "
-            "model's mutants and the exploration run every rule, so their keys are the whole "
-            "model and they run again whole, the mutants most of all; the coverage and the "
-            "sections keyed conservatively (contract, races, tamper) run again whole; the "
-            "traced sections re-run only the traces whose replay ran the rule")
+            "is kept under a key of the rule-file functions its transition can run); each model "
+            "mutant re-runs only when its kill read the rule (its proof walked that rule's "
+            "frames, an incident trace it replays sends that kind, its exploration ran the rule, "
+            "or it patches the kernel or a reducer, so its set-up reads every rule); each "
+            "exploration re-runs only when it ran the rule; the coverage and the sections "
+            "keyed conservatively (contract, races, tamper) run again whole; the traced "
+            "sections re-run only the traces whose replay ran the rule")
 WHY_MODULE = ("the fuzzing and the probes run again whole: every one of their parts ran the "
               "changed module (a statement added to every function of it); the coverage and "
               "the sections keyed conservatively (contract, races, tamper) run again whole")

@@ -39,7 +39,7 @@ from wgk.conformance.check.workers import every_core
 from wgk.conformance.reports.gate_pool import (
     Done, Part, guarded, run_parts, run_parts_here, scratch,
 )
-from wgk.conformance.reports import gate_cache
+from wgk.conformance.reports import gate_cache, gate_mutants  # noqa: F401 -- sets gate_cache.READS
 from wgk.conformance.reports.gate_cache import NO_TRACES, GateCache, trace_identity
 from wgk.conformance.reports.gate_coverage import coverage_checks
 from wgk.conformance.reports.gate_probes import probe_checks
@@ -249,7 +249,9 @@ def part_inputs(name: str, budget: str, loaded: list | None, spec: dict,
     earlier sections' findings."""
     loaded = loaded or []
     by_trace = name in ("replay", "crash-cuts", "two-kernels") and spec.get("only") is not None
-    chosen = [] if name in NO_TRACES else \
+    # a mutant alone reads its incident traces, keyed with it (``gate_mutants``)
+    alone = name == "mutants" and spec.get("only") is not None
+    chosen = [] if name in NO_TRACES or alone else \
         [t for n, t in enumerate(loaded) if not by_trace or n in spec["only"]]
     real = [sorted(t.id for t in chosen if t.id in selected) if isinstance(selected, set)
             else selected for selected in _real_selections(budget, loaded)]

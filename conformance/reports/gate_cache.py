@@ -22,11 +22,17 @@ each function of wgk's sources that ran; the entry stores, per file, those
 functions and a digest of the file's text with every other function's body left
 out. A change to a function a part did not run leaves that part's key whole; a
 change anywhere else (a function it ran, a constant, a signature, a data file)
-re-runs it. The sections on the model alone (the proofs, the model's mutants, the
-exploration) are keyed by the whole text of ``wgk.model`` and ``wgk.conformance``
-(the rules, the properties, the lemmas, the encoding, the explorer) without
-recording: they run every rule, and tracing would cost them several times their
-time. Inside a prove part run again, each proof frame is kept on its own
+re-runs it. The proofs are keyed by the whole text of ``wgk.model`` and
+``wgk.conformance`` (the rules, the properties, the lemmas, the encoding) without
+recording: tracing would cost them several times their time. Each of the model's
+mutants (a part of its own) is keyed by what its kill read (``gate_mutants``): every file
+of the model and of the suite but the rule files whole, its incident traces, the
+prover's set-up by value kind by kind, and as its dependencies the rule-file functions
+the proof frames it consulted, the traces it replayed and its exploration can run, found
+from its check and from the kinds whose rule its exploration ran (noted through the
+model's table of rules, not traced). An exploration part is keyed the same way: every
+file but the rule files whole, and the rule-file functions of the kinds whose rule it
+ran. Inside a prove part run again, each proof frame is kept on its own
 (``gate_frames``: under a key of the rule-file functions its transition can run), so
 a change to one rule re-runs that rule's frames only; the frames reused count among
 the checks reused. A section whose code runs outside the traced process (a child process: the
@@ -78,7 +84,8 @@ NO_TRACES = frozenset({"prove", "explore", "fuzz", "races", "contract"})
 #: Sections on the model alone, keyed by the whole text of the model and of the conformance
 #: suite (the encoding, the lemmas, the explorer): tracing their hot loops would cost them
 #: two to four times their time, and they run every rule anyway (a test records one of each
-#: to hold that they run nothing of ``wgk.impl``).
+#: to hold that they run nothing of ``wgk.impl``). A part of the mutants section that runs
+#: one mutant is keyed by what its kill read instead (``gate_mutants``).
 MODEL_SECTIONS = frozenset({"prove", "mutants", "explore"})
 
 
@@ -421,21 +428,31 @@ class GateCache:
                                   sort_keys=True, default=repr)
         #: names this gate run's tallies of the proof frames (``gate_frames``)
         self.token = os.urandom(8).hex()
+        self._mutants = None
 
     # keys
 
     def key(self, section: str, spec: dict, inputs: list) -> str:
         """The static key of a part: ``spec`` names it, ``inputs`` are what it reads."""
+        mutant = _one_mutant(section, spec)
         sources = self.full_tests if section in ("impl-mutants", "verify-guards") else \
             self.full if section in CONSERVATIVE or spec.get("mode") == "kill" else \
+            self.skeleton + self.mutants().static(mutant) if mutant is not None else \
+            self.skeleton + self.mutants().fixed if _one_instance(section, spec) else \
             self.skeleton + self.model if section in MODEL_SECTIONS else self.skeleton
         return _digest(self.options, section, json.dumps(_plain(spec), sort_keys=True),
                        json.dumps(_plain(inputs), sort_keys=True, default=repr), sources)
 
     def traced(self, section: str, spec: dict) -> bool:
         """Whether the part's key holds the functions it ran (else its key is static)."""
-        return not (section in CONSERVATIVE or section in MODEL_SECTIONS
-                    or spec.get("mode") == "kill")
+        return _one_mutant(section, spec) is not None or _one_instance(section, spec) or not (
+            section in CONSERVATIVE or section in MODEL_SECTIONS or spec.get("mode") == "kill")
+
+    def mutants(self):
+        """What the keys of the model's mutants read (``gate_mutants``), found once."""
+        if self._mutants is None:
+            self._mutants = READS.Context(self.dir)
+        return self._mutants
 
     def _folder(self, key: str) -> Path:
         return self.dir / key[:2] / key
@@ -490,6 +507,17 @@ class GateCache:
     def run(self, key: str, section: str, spec: dict, fn: Callable[[], list[Check]]
             ) -> list[Check]:
         """``fn()`` recorded (when the section is keyed by what runs), its checks stored."""
+        mutant = _one_mutant(section, spec)
+        if mutant is not None:
+            with READS.explored_kinds() as kinds:
+                checks = fn()
+            self.store(key, checks, self.mutants().dependencies(mutant, checks, kinds))
+            return checks
+        if _one_instance(section, spec):
+            with READS.kinds_run(set()) as kinds:
+                checks = fn()
+            self.store(key, checks, self.mutants().kinds_functions(kinds))
+            return checks
         if not self.traced(section, spec):
             checks = fn()
             self.store(key, checks, None)
@@ -560,6 +588,31 @@ def _plain(o):
     if isinstance(o, (list, tuple)):
         return [_plain(x) for x in o]
     return o
+
+
+#: What keys a mutant or an exploration by what it read: the module ``gate_mutants``, set
+#: when it is imported (it reads this one; the gate imports it). Unset, those parts are keyed
+#: as the rest of their section.
+READS = None
+
+
+def _one_mutant(section: str, spec: dict):
+    """The model's mutant a part of the mutants section runs alone (None: not such a part),
+    keyed by what its kill read (``gate_mutants``) and not by the whole model."""
+    only = spec.get("only")
+    if READS is None or section != "mutants" or not isinstance(only, (set, frozenset, list, tuple)) \
+            or len(only) != 1:
+        return None
+    from wgk.conformance.z3 import mutants
+    return mutants.MUTANTS.get(next(iter(only)))
+
+
+def _one_instance(section: str, spec: dict) -> bool:
+    """Whether the part explores instances of the budget alone (``only``: their positions),
+    keyed by the rule-file functions the kinds its exploration ran can run
+    (``gate_mutants.kinds_run``) and not by the whole model."""
+    return READS is not None and section == "explore" and \
+        isinstance(spec.get("only"), (set, frozenset, list, tuple))
 
 
 def _source_path(name: str) -> Path | None:
