@@ -120,6 +120,9 @@ class Kind(Labelled):
     COMPLETE = 67
     FAIL_REVIEW = 68
     RETRY_REVIEW = 69
+    # a provider route's breaker: the daemon's health probe of the task's route, its effect
+    # acknowledged (succeeded: the breaker closes; failed: it is armed again)
+    PROBE_ROUTE = 80
 
 
 class DecisionKind(Labelled):
@@ -177,6 +180,9 @@ class Code(Labelled):
     REVIEW_NOT_PASSED = 40     # FLIP (and evaluation) have not passed the exact current manifest
     MAIN_MOVED = 41            # a Land manifest's integrated main is not the main observed
     PUBLICATION_UNVERIFIED = 42  # the publication failed, or its outputs do not match or resolve
+    ROUTE_UNAVAILABLE = 60     # the task's provider route's breaker is open: no attempt opens on it
+    ROUTE_AVAILABLE = 61       # probe-route: the task's route's breaker is not open
+    PROBE_NOT_DUE = 62         # probe-route: the breaker's next probe time has not come
 
 
 class AttemptState(Labelled):
@@ -372,6 +378,8 @@ class Action(Labelled):
     EXPIRE_WAIT = 12
     RESUME = 13
     AWAIT_NOT_BEFORE = 14
+    PROBE_ROUTE = 20
+    AWAIT_ROUTE_PROBE = 21
 
 
 # --- authority ---------------------------------------------------------------
@@ -434,6 +442,7 @@ AUTHORITY: dict[Kind, frozenset[Actor]] = {
     K.COMPLETE: frozenset({A.WORKER, A.WRAPPER}),
     K.FAIL_REVIEW: frozenset({A.WORKER, A.WRAPPER}),
     K.RETRY_REVIEW: frozenset({A.OPERATOR}),
+    K.PROBE_ROUTE: frozenset({A.DAEMON}),
 }
 
 #: Kinds whose request must carry the exact capability tuple K of the current attempt.

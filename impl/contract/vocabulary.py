@@ -28,6 +28,7 @@ KINDS = (
     "pause", "unpause",
     "submit-manifest", "record-flip", "record-eval", "publish", "complete", "fail-review",
     "retry-review",
+    "probe-route",
 )
 
 _ANY = frozenset(ACTORS)
@@ -87,6 +88,7 @@ AUTHORITY: dict[str, frozenset[str]] = {
     "complete": frozenset({"worker", "wrapper"}),
     "fail-review": frozenset({"worker", "wrapper"}),
     "retry-review": frozenset({"operator"}),
+    "probe-route": frozenset({"daemon"}),
 }
 
 #: Kinds that step the SaveTransaction; the request names the phase and revision it expects.
@@ -121,7 +123,7 @@ CODES = (
     "retry-budget-spent", "repair-required", "waiting", "not-waiting", "wait-not-due",
     "dependency-reopened", "paused", "not-due",
     "manifest-invalid", "manifest-mismatch", "review-not-passed", "main-moved",
-    "publication-unverified",
+    "publication-unverified", "route-unavailable", "route-available", "probe-not-due",
 )
 
 #: Why an attempt failed (``fail``): unclassified, nothing saved, zero progress and provider

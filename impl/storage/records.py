@@ -64,6 +64,11 @@ class TaskRow(NamedTuple):
     not_before: int = 0
     #: a reset's intent, pending while the old attempt's owner is not proven exited
     reopening: bool = False
+    #: the provider route the task's attempts run on, and its breaker: unavailable after a
+    #: provider failure on it until a probe, due at ``probe_at``, succeeds
+    route: str | None = None
+    route_unavailable: bool = False
+    probe_at: int = 0
     legacy_done: bool = False
     reconstructed: bool = False
     failure: str = "none"
