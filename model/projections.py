@@ -265,9 +265,9 @@ WAYS: tuple[WayRule, ...] = (
     WayRule("await-route-probe", Way.WAIT, Action.AWAIT_ROUTE_PROBE,
             "the task's provider route is unavailable (its breaker open): nothing opens an "
             "attempt on it, the route is probed at its next probe time"),
-    WayRule("probe-route", Way.SCHEDULED, Action.PROBE_ROUTE,
-            "the open breaker's probe is due: the daemon probes the route (succeeded: it "
-            "closes; failed: it is armed again)"),
+    WayRule("probe-route", Way.RUNNABLE, Action.PROBE_ROUTE,
+            "the open breaker's probe is due: the daemon's route prober probes the route "
+            "(succeeded: it closes; failed: it is armed again)"),
     WayRule("reopen-pending", Way.HOLD, Action.AWAIT_OPERATOR,
             "a reset's intent is pending and the old owner is released: the operator's reset "
             "opens the one new generation"),

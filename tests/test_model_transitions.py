@@ -527,7 +527,7 @@ def test_a_provider_route_breaker_opens_on_its_failure_and_closes_on_a_due_probe
     rejects(one, K.PROBE_ROUTE, A.OPERATOR, "not-authorized", succeeded=1)
     rejects(one, K.PROBE_ROUTE, A.DAEMON, "probe-not-due", succeeded=1)
     one.env(EnvKind.TICK, amount=2)
-    assert _way(one, "a") == ("scheduled", "probe-route", "probe-route")
+    assert _way(one, "a") == ("runnable", "probe-route", "probe-route")
     ok(one, K.PROBE_ROUTE, A.DAEMON)                                      # failed, no later time
     assert (one.task("a").route_unavailable, one.task("a").probe_at) == (True, 3)
     rejects(one, K.DISPATCH, A.DAEMON, "route-unavailable", owner=owner(2))

@@ -65,9 +65,9 @@ WAYS: tuple[Way, ...] = (
     Way("await-route-probe", "wait", "await-route-probe",
         "the task's provider route is unavailable (its breaker open): nothing opens an "
         "attempt on it, the route is probed at its next probe time"),
-    Way("probe-route", "scheduled", "probe-route",
-        "the open breaker's probe is due: the daemon probes the route (succeeded: it "
-        "closes; failed: it is armed again)"),
+    Way("probe-route", "runnable", "probe-route",
+        "the open breaker's probe is due: the daemon's route prober probes the route "
+        "(succeeded: it closes; failed: it is armed again)"),
     Way("reopen-pending", "hold", "await-operator",
         "a reset's intent is pending and the old owner is released: the operator's reset "
         "opens the one new generation"),
