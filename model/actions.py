@@ -63,12 +63,14 @@ PARAMS: dict[K, tuple[str, ...]] = {
     K.PUBLISH: ("candidate", "base", "succeeded", "outputs_match"),
     K.COMPLETE: ("candidate", "resolvable"),
     K.RECEIPT_COMPLETION: ("candidate",),
+    K.PROVIDER_FAILURE: ("route",),
+    K.PROBE_ROUTE: ("succeeded",),
 }
 
 #: Kinds whose evidence id is recorded.
 WITH_EVIDENCE = EVIDENCE_KINDS | {K.ACK_CONTINUATION, K.FAIL, K.LEGACY_DONE, K.DELIVER}
 WITH_DEADLINE = frozenset({K.SUBMIT, K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION, K.PARK,
-                           K.UNPAUSE})
+                           K.UNPAUSE, K.PROVIDER_FAILURE, K.PROBE_ROUTE})
 
 #: The manifests the bounded source worker submits: a Land one and an Explore one.
 LAND_MANIFEST = 1
@@ -78,6 +80,11 @@ EXPLORE_MANIFEST = 3
 WAIT_EVENT = 1
 OTHER_EVENT = 2
 WITH_IMPORTS = frozenset({K.DISPATCH, K.RETRY})
+#: The provider route the bounded attempts run on (an interned route name).
+ROUTE = 1
+#: The clock after which the bounded daemon's probes no longer fail (each failed probe arms
+#: the next one a tick later: unbounded, the clock would make the state space infinite).
+ROUTE_CLOCK = 2
 
 #: The environment steps of the group "env" (per task, then global).
 ENV_TASK_KINDS = (EnvKind.EDIT, EnvKind.OWNER_DIES, EnvKind.PID_REUSE)
@@ -235,6 +242,25 @@ def _pause_requests(c: _Caller) -> Iterator[Request]:
     yield Request(K.UNPAUSE, Actor.OPERATOR, name, deadline=c.s.now + 1)
 
 
+def _route_requests(c: _Caller) -> Iterator[Request]:
+    """A running attempt's provider failure on its route (its breaker's first probe at the next
+    tick, or due at once) and one naming no route; the daemon's probe of an open route, succeeded or failed (armed
+    again for the next tick)."""
+    if "routes" not in c.inst.groups:
+        return
+    t, name = c.t, c.name
+    if t.attempt_state == AttemptState.RUNNING:
+        yield Request(K.PROVIDER_FAILURE, Actor.DAEMON, name, cap=c.cap(), evidence="outage",
+                      route=ROUTE, deadline=c.s.now + 1)
+        yield Request(K.PROVIDER_FAILURE, Actor.DAEMON, name, cap=c.cap(), evidence="outage-2",
+                      route=ROUTE)
+        yield Request(K.PROVIDER_FAILURE, Actor.DAEMON, name, cap=c.cap(), evidence="stream")
+    if t.route_unavailable:
+        yield Request(K.PROBE_ROUTE, Actor.DAEMON, name, succeeded=1)
+        if c.s.now < ROUTE_CLOCK:          # a failed probe moves the clock: bounded
+            yield Request(K.PROBE_ROUTE, Actor.DAEMON, name, deadline=c.s.now + 1)
+
+
 def _review_requests(c: _Caller) -> Iterator[Request]:
     """The review valve of a running attempt: the source worker's Land manifest (integrated onto
     the current target) or its Explore manifest (which integrates no main), FLIP and the evaluation passing,
@@ -328,6 +354,7 @@ def requests_for(inst: Instance, s: State, i: int) -> Iterator[Request | None]:
     yield from _admission_requests(c)
     yield from _wait_requests(c)
     yield from _pause_requests(c)
+    yield from _route_requests(c)
     if c.t.attempt_state == 0:
         return
     yield from _attempt_requests(c)
@@ -431,6 +458,7 @@ def task_steps(inst: Instance, s: State, i: int) -> Iterator[Step]:
     t = s.tasks[i]
     if ("waits" in inst.groups and t.wait_deadline > s.now) or (
             "pause" in inst.groups and t.not_before > s.now) or (
+            "routes" in inst.groups and t.route_unavailable and t.probe_at > s.now) or (
             "clock" in inst.groups and t.attempt_state == AttemptState.RUNNING
             and t.deadline > s.now):
         yield EnvStep(EnvKind.TICK)        # the clock runs only toward a deadline

@@ -35,6 +35,9 @@ GROUP_KINDS: dict[str, tuple[K, ...]] = {
     "reopen": (K.REOPEN,),
     # the operator's pause and a not-before time (the clock runs toward it)
     "pause": (K.PAUSE, K.UNPAUSE),
+    # a provider route's breaker: a provider failure on the route opens it, the daemon's probe
+    # (once due: the clock runs toward it) closes it or arms it again
+    "routes": (K.PROVIDER_FAILURE, K.PROBE_ROUTE),
     # the review valve: the source worker's manifest, FLIP, the evaluation, the publication
     "valve": (K.SUBMIT_MANIFEST, K.RECORD_FLIP, K.RECORD_EVAL, K.PUBLISH, K.COMPLETE,
               K.FAIL_REVIEW, K.RETRY_REVIEW),
@@ -51,6 +54,9 @@ GROUPS = tuple(GROUP_KINDS) + ("env",)
 #: sending them concretely would grow the explored space without new behaviour).
 SYMBOLIC_ONLY: frozenset[K] = frozenset({K.HEARTBEAT, K.OBSERVE_EOF, K.PROVIDER_FAILURE,
                                          K.OWNERSHIP_CONTENTION, K.LOG})
+#: Kinds of ``SYMBOLIC_ONLY`` that a group sends concretely all the same: a provider failure
+#: on a route opens the route's breaker (more than evidence).
+CONCRETE_IN: dict[str, frozenset[K]] = {"routes": frozenset({K.PROVIDER_FAILURE})}
 
 
 #: The idempotency keys of an instance whose requests carry keys (``--keys``): the

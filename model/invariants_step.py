@@ -253,6 +253,33 @@ def no_generation_before_owner_exit(s: State, r, d, s2: State) -> Any:
     return all_of(*[ok(t, t2) for _, t, t2 in pairs(s, s2)])
 
 
+@prop("no-attempt-opens-on-unavailable-route", scope="step", incidents=(50,))
+def no_attempt_opens_on_unavailable_route(s: State, r, d, s2: State) -> Any:
+    """No path opens an attempt on a task whose provider route's breaker is open (the route unavailable)."""
+    if r.kind not in (Kind.DISPATCH, Kind.RETRY) or r.task not in s.graph.index:
+        return True
+    t = s.tasks[s.graph.index[r.task]]
+    return implies(d.kind == D.APPLIED, not_(t.route_unavailable))
+
+
+@prop("route-closes-only-on-a-due-succeeded-probe", scope="step", incidents=(50,))
+def route_closes_only_on_a_due_succeeded_probe(s: State, r, d, s2: State) -> Any:
+    """A provider route's open breaker closes only by the daemon's probe of it, acknowledged succeeded once its probe time has come."""
+    probe = all_of(r.kind == Kind.PROBE_ROUTE, d.kind == D.APPLIED, r.succeeded != 0)
+    return all_of(*[implies(all_of(t.route_unavailable, not_(t2.route_unavailable)),
+                            all_of(probe, s.now >= t.probe_at))
+                    for _, t, t2 in pairs(s, s2)])
+
+
+@prop("route-opens-only-on-its-failure", scope="step", incidents=(50,))
+def route_opens_only_on_its_failure(s: State, r, d, s2: State) -> Any:
+    """A provider route's breaker opens only on a provider failure reported on that route."""
+    return all_of(*[implies(all_of(not_(t.route_unavailable), t2.route_unavailable),
+                            all_of(r.kind == Kind.PROVIDER_FAILURE, r.route != 0,
+                                   t2.route == r.route))
+                    for _, t, t2 in pairs(s, s2)])
+
+
 @prop("semantic-failure-never-auto-retried", scope="step", incidents=(31,))
 def semantic_failure_never_auto_retried(s: State, r, d, s2: State) -> Any:
     """An attempt whose work was rejected (a semantic failure) is never followed by an automatic retry: only an operator's retry opens the next attempt."""

@@ -53,6 +53,7 @@ DUE_KINDS: dict[str, frozenset[K]] = {
     "declare-lost": frozenset({K.DECLARE_LOST}),
     "mark-repair": frozenset({K.MARK_REPAIR}),
     "expire-wait": frozenset({K.EXPIRE_WAIT}),
+    "probe-route": frozenset({K.PROBE_ROUTE}),
 }
 
 
@@ -127,14 +128,20 @@ def convergence_rank(s: State, i: int, t: TaskState) -> Any:
     """A natural number that every applied due action of task ``i`` strictly decreases:
     0 once finished, held (a wait that ran out too), or worked by a live owner; a transaction
     counts the main-line edges left; an open task ranks above every transaction, a proven-dead owner above an
-    open task, a suspect (or a live-owner plan whose process is gone) above that."""
+    open task, a suspect (or a live-owner plan whose process is gone) above that; an open task
+    whose route's breaker is open ranks above an open task and below a proven-dead owner, its
+    due probe above the wait for it."""
     held = any_of(t.exit != Exit.NONE, t.legacy_done, t.abandoned,
                   all_of(t.wait_expired, t.waiting_on == 0))
     gone = any_of(t.owner_seen == OwnerSeen.SUSPECT,
                   all_of(one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE)),
                          not_(owner_alive(t))))
-    owner_rank = ite(t.owner_seen == OwnerSeen.DEAD, _LAST + 3, ite(gone, _LAST + 4, 0))
+    owner_rank = ite(t.owner_seen == OwnerSeen.DEAD, _LAST + 5, ite(gone, _LAST + 6, 0))
     open_rank = ite(all_of(s.graph.requires_assignment[i], not_(t.assigned)), _LAST + 2, _LAST + 1)
+    # an open route's breaker: its due probe ranks above the wait for the next one, which ranks
+    # above an open task (a succeeded probe closes it; a failed one arms it for a later time),
+    # and both below a proven-dead owner (declaring it lost may leave the breaker open)
+    open_rank = ite(t.route_unavailable, ite(s.now >= t.probe_at, _LAST + 4, _LAST + 3), open_rank)
     return ite(any_of(finished(t), held), 0,
            ite(all_of(running(t), reserved(t)), 1 + int(Phase.GRAPH_SAVED) - t.phase,
            ite(running(t), owner_rank, open_rank)))

@@ -27,6 +27,7 @@ class Names:
     sessions: dict[str, int] = field(default_factory=dict)
     tokens: dict[str, int] = field(default_factory=dict)
     correlations: dict[str, int] = field(default_factory=dict)
+    routes: dict[str, int] = field(default_factory=dict)
 
     def cid(self, name: str | None) -> int:
         return _intern(self.content, name)
@@ -44,6 +45,13 @@ class Names:
 
     def corrname(self, n: int) -> str | None:
         return _name(self.correlations, n, "w")
+
+    def rid(self, name: str | None) -> int:
+        """A provider route's int (its provider/model/endpoint-digest name; 0: none)."""
+        return _intern(self.routes, name)
+
+    def rname(self, n: int) -> str | None:
+        return _name(self.routes, n, "r")
 
     def cname(self, n: int) -> str | None:
         return _name(self.content, n, "#")
@@ -135,6 +143,9 @@ def observe_task(s: State, i: int, names: Names) -> dict[str, Any]:
         "waiting-on": names.corrname(t.waiting_on), "wait-deadline": t.wait_deadline,
         "wait-expired": bool(t.wait_expired),
         "paused": bool(t.paused), "not-before": t.not_before,
+        "route": names.rname(t.route),
+        "route-breaker": "unavailable" if t.route_unavailable else "available",
+        "route-probe-at": t.probe_at,
         "reopening": bool(t.reopening),
         "review": observe_review(t, names),
         "assigned": bool(t.assigned), "legacy-done": bool(t.legacy_done),

@@ -72,7 +72,8 @@ def _historical_conditions() -> dict[str, Callable]:
         not_(running(t)), not_(held(t)), not_(t.reopening), _deps_settled(s, i),
         any_of(not_(s.graph.requires_assignment[i]), t.assigned),
         not_(WAY_CONDITIONS["repair-required"](s, i, t)), not_(WAY_CONDITIONS["retry-budget-spent"](s, i, t)),
-        not_(t.wait_expired)), spawn_early(s, i, t))
+        not_(t.wait_expired), not_(t.route_unavailable)),
+        spawn_early(s, i, t))
     c["await-dependencies"] = lambda s, i, t: all_of(
         WAY_CONDITIONS["await-dependencies"](s, i, t), not_(_deps_settled(s, i)))
     c["dependency-abandoned"] = lambda s, i, t: all_of(

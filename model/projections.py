@@ -147,8 +147,15 @@ def _due(s: State, t: TaskState) -> Any:
 
 
 def _open(s: State, t: TaskState) -> Any:
-    """Idle, not paused and due: what admits the task is up to its policy and its failures."""
-    return all_of(_idle(t), not_(t.paused), _due(s, t))
+    """Idle, not paused, due and its route available: what admits the task is up to its policy
+    and its failures."""
+    return all_of(_idle(t), not_(t.paused), _due(s, t), not_(t.route_unavailable))
+
+
+def _route_closed(s: State, t: TaskState) -> Any:
+    """Idle, not paused and due, but its provider route's breaker is open: nothing opens an
+    attempt on it until a probe closes it."""
+    return all_of(_idle(t), not_(t.paused), _due(s, t), t.route_unavailable)
 
 
 def _dependency_reopened(s: State, i: int, t: TaskState) -> Any:
@@ -160,7 +167,8 @@ def _dependency_reopened(s: State, i: int, t: TaskState) -> Any:
 
 def admitted(s: State, i: int, t: TaskState) -> Any:
     """The one admission predicate: the task is unfinished and idle (no attempt runs, no hold,
-    no wait), not paused and due (its not-before time has come), its dependencies are Done, it is assigned where that is required, and no
+    no wait), not paused and due (its not-before time has come), its provider route available
+    (no breaker open), its dependencies are Done, it is assigned where that is required, and no
     failure of this generation holds it (a semantic one, or a spent retry budget). ``ready``
     lists exactly these tasks and the plan's ``dispatch`` way is exactly this; the invariant
     ``ready-iff-dispatch-admitted`` holds the dispatch rule to it."""
@@ -213,6 +221,10 @@ WAY_CONDITIONS = {
     "paused": lambda s, i, t: all_of(not_(finished(t)), _idle(t), t.paused),
     "not-yet-due": lambda s, i, t: all_of(not_(finished(t)), _idle(t), not_(t.paused),
                                           not_(_due(s, t))),
+    "await-route-probe": lambda s, i, t: all_of(
+        not_(finished(t)), _route_closed(s, t), s.now < t.probe_at),
+    "probe-route": lambda s, i, t: all_of(
+        not_(finished(t)), _route_closed(s, t), s.now >= t.probe_at),
     "reopen-pending": lambda s, i, t: all_of(
         not_(finished(t)), not_(running(t)), not_(_held(t)), not_(_parked(t)), t.reopening),
     "hold": lambda s, i, t: _held(t),
@@ -257,6 +269,12 @@ WAYS: tuple[WayRule, ...] = (
             "the operator paused the task: nothing opens an attempt until it is unpaused"),
     WayRule("not-yet-due", Way.WAIT, Action.AWAIT_NOT_BEFORE,
             "the task's not-before time has not come: nothing opens an attempt before it"),
+    WayRule("await-route-probe", Way.WAIT, Action.AWAIT_ROUTE_PROBE,
+            "the task's provider route is unavailable (its breaker open): nothing opens an "
+            "attempt on it, the route is probed at its next probe time"),
+    WayRule("probe-route", Way.RUNNABLE, Action.PROBE_ROUTE,
+            "the open breaker's probe is due: the daemon's route prober probes the route "
+            "(succeeded: it closes; failed: it is armed again)"),
     WayRule("reopen-pending", Way.HOLD, Action.AWAIT_OPERATOR,
             "a reset's intent is pending and the old owner is released: the operator's reset "
             "opens the one new generation"),
@@ -266,8 +284,10 @@ WAYS: tuple[WayRule, ...] = (
             "operator resets the task"),
 )
 
-#: The ways whose deadline is the external wait's (the others: the attempt's).
+#: The ways whose deadline is the external wait's (the others: the attempt's, but for the ways
+#: of ``ROUTE_WAYS``: the route's next probe time).
 WAIT_WAYS = frozenset({"await-external", "expire-wait"})
+ROUTE_WAYS = frozenset({"await-route-probe", "probe-route"})
 
 
 WAYS_BY_NAME = {w.name: w for w in WAYS}
@@ -315,7 +335,8 @@ def plan(s: State, i: int, conditions: dict | None = None) -> Plan | None:
     w = ways[0]
     reason = w.name if w.name != "hold" else hold_reason(t)
     deadline = (t.wait_deadline if w.name in WAIT_WAYS
-                else t.not_before if w.name == "not-yet-due" else t.deadline)
+                else t.not_before if w.name == "not-yet-due"
+                else t.probe_at if w.name in ROUTE_WAYS else t.deadline)
     return Plan(name, w.way, w.action, reason, int(deadline))
 
 

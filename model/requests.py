@@ -91,8 +91,9 @@ class Request:
     review: Any = 0                          # record-flip, record-eval: the verdict
     resolvable: Any = 0                      # submit-manifest, complete: the outputs resolve (1)
     protected_free: Any = 0                  # submit-manifest: no protected path (1)
-    succeeded: Any = 0                       # publish: the adapter's publication succeeded (1)
+    succeeded: Any = 0                       # publish, probe-route: the publication (the probe) succeeded (1)
     outputs_match: Any = 0                   # publish: the published outputs are the manifest's (1)
+    route: Any = 0                           # provider-failure: the provider route it failed on (0: none)
 
     def __post_init__(self) -> None:
         if self.kind in TRANSACTION_KINDS and (

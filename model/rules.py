@@ -29,6 +29,8 @@ one callers import from (the rules, ``RULES``, ``TOUCHES`` and the helpers):
 - ``rules_reopen``: reopening a Done task into a new generation;
 - ``rules_review``: the review valve (the source worker's manifest, FLIP and the evaluation on
   it, its publication under the task's contract, its completion);
+- ``rules_route``: a provider route's breaker (opened by a provider failure on the route, probed
+  once due, closed or armed again);
 - ``updates``: the updates several rules share (open and close an attempt, advance).
 """
 from __future__ import annotations
@@ -66,3 +68,4 @@ from .rules_review import (  # noqa: F401
     complete, fail_review, publish, record_eval, record_flip, retry_review, submit_manifest,
 )
 from .rules_receipt import receipt_completion  # noqa: F401
+from .rules_route import probe_route  # noqa: F401

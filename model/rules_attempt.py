@@ -36,6 +36,7 @@ def _admission_checks(s, i, t, r) -> list:
         (t.waiting_on == 0, Code.WAITING),
         (not_(t.paused), Code.PAUSED),
         (s.now >= t.not_before, Code.NOT_DUE),
+        (not_(t.route_unavailable), Code.ROUTE_UNAVAILABLE),
         (r.expected_attempt == t.attempt, Code.CAS_MOVED),
     ]
 

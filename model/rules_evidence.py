@@ -9,6 +9,7 @@ from __future__ import annotations
 from .logic import all_of, ite, not_
 from .predicates import note_evidence, owner_alive, reserved, running, seen
 from .ruleset import CLOSE, guarded, rule
+from .rules_route import ROUTE, opens
 from .state import replace_task as replace
 from .updates import close_attempt, suspect
 from .vocab import AttemptState as AS, Code, DecisionKind as D, Kind as K, OwnerSeen
@@ -91,16 +92,17 @@ def ack_continuation(s, i, t, r):
     )
 
 
-@rule(K.PROVIDER_FAILURE, touches={"provider_failures", "evidence"}, reads={"self"})
+@rule(K.PROVIDER_FAILURE, touches={"provider_failures", "evidence"} | ROUTE, reads={"self"})
 def provider_failure(s, i, t, r):
-    """A provider failure event is counted once by its event id; it never terminalizes."""
+    """A provider failure event is counted once by its event id; it never terminalizes. One that
+    names the provider route it failed on opens that route's breaker for the task (``opens``)."""
     new = not_(seen(t, "provider-failure", r.evidence))
     return guarded(
         [],
-        lambda: s.put(i, replace(
+        lambda: s.put(i, opens(replace(
             t, provider_failures=ite(new, t.provider_failures + 1, t.provider_failures),
             evidence=note_evidence(t, "provider-failure", r.evidence),
-        )),
+        ), all_of(new, r.route != 0), r)),
         kind=ite(new, D.APPLIED, D.EVIDENCE_ONLY),
     )
 

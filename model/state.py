@@ -234,6 +234,12 @@ class TaskState:
     # attempt opens (0: none)
     paused: Any = False
     not_before: Any = 0
+    # the provider route the task's attempts run on (an interned provider/model/endpoint-digest
+    # name, 0: none known), and its breaker: open (unavailable) after a provider failure on it,
+    # until a probe due at ``probe_at`` is acknowledged succeeded
+    route: Any = 0
+    route_unavailable: Any = False
+    probe_at: Any = 0
     # a reset's intent, persisted while the old attempt's exact owner is not yet proven exited:
     # no generation opens over it (WG's reopen order: intent, proven exit, release, one generation)
     reopening: Any = False

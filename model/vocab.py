@@ -123,6 +123,9 @@ class Kind(Labelled):
     # the owner's completion receipted on its own, before the transaction opens (WG's runtime
     # reducer: a worker's finish receipted, the transaction opened by a later submit)
     RECEIPT_COMPLETION = 70
+    # a provider route's breaker: the daemon's health probe of the task's route, its effect
+    # acknowledged (succeeded: the breaker closes; failed: it is armed again)
+    PROBE_ROUTE = 80
 
 
 class DecisionKind(Labelled):
@@ -180,6 +183,9 @@ class Code(Labelled):
     REVIEW_NOT_PASSED = 40     # FLIP (and evaluation) have not passed the exact current manifest
     MAIN_MOVED = 41            # a Land manifest's integrated main is not the main observed
     PUBLICATION_UNVERIFIED = 42  # the publication failed, or its outputs do not match or resolve
+    ROUTE_UNAVAILABLE = 60     # the task's provider route's breaker is open: no attempt opens on it
+    ROUTE_AVAILABLE = 61       # probe-route: the task's route's breaker is not open
+    PROBE_NOT_DUE = 62         # probe-route: the breaker's next probe time has not come
 
 
 class AttemptState(Labelled):
@@ -376,6 +382,8 @@ class Action(Labelled):
     RESUME = 13
     AWAIT_NOT_BEFORE = 14
     AWAIT_HANDOFF = 15
+    PROBE_ROUTE = 20
+    AWAIT_ROUTE_PROBE = 21
 
 
 # --- authority ---------------------------------------------------------------
@@ -439,6 +447,7 @@ AUTHORITY: dict[Kind, frozenset[Actor]] = {
     K.FAIL_REVIEW: frozenset({A.WORKER, A.WRAPPER}),
     K.RETRY_REVIEW: frozenset({A.OPERATOR}),
     K.RECEIPT_COMPLETION: frozenset({A.WORKER, A.WRAPPER}),
+    K.PROBE_ROUTE: frozenset({A.DAEMON}),
 }
 
 #: Kinds whose request must carry the exact capability tuple K of the current attempt.

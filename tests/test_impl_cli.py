@@ -261,3 +261,47 @@ def test_pause_and_resume_with_a_not_before_time(setup, capsys, sleeper):
     code, out, _ = run(capsys, db, "status", "--json")
     assert json.loads(out)["ready"] == ["a", "b"]
     assert run(capsys, db, "dispatch", "a", "--pid", str(sleeper.pid))[0] == 0
+
+
+def test_an_open_provider_route_holds_its_task_until_a_due_probe_succeeds(setup, capsys, sleeper, monkeypatch):
+    import time
+    db, tmp = setup
+    run(capsys, db, "task", "add", "a")
+    run(capsys, db, "task", "add", "b")
+    assert run(capsys, db, "dispatch", "a", "--pid", str(sleeper.pid),
+               "--token-file", str(tmp / "a.token"))[0] == 0
+    worker = str(tmp / "w1.credential")
+    assert run(capsys, db, "principal", "add", "w1", "--role", "worker", "--out", worker)[0] == 0
+    cap = {"graph": "g", "task": "a", "generation": 0, "attempt": 1, "fence": 1, "lease-epoch": 1}
+    route = "pi|openrouter|b3:endpoint"
+
+    def send(name, **body):
+        (tmp / f"{name}.jsonl").write_text(json.dumps({"actor": "daemon", "task": "a", "key": name,
+                                                        **body}) + "\n")
+        return run(capsys, db, "send", "--lines", str(tmp / f"{name}.jsonl"))
+    assert send("outage", kind="provider-failure", cap=cap, route=route, evidence="o1",
+                deadline=1)[0] == 0                      # the probe due at once (1 s after the epoch)
+    operator = os.environ["WGK_CREDENTIAL_FILE"]
+    monkeypatch.setenv("WGK_CREDENTIAL_FILE", worker)    # the attempt's process reports its failure
+    assert send("fail", kind="fail", actor="worker", cap=cap, failure="provider", evidence="exit",
+                token=(tmp / "a.token").read_text().strip())[0] == 0
+    monkeypatch.setenv("WGK_CREDENTIAL_FILE", operator)
+    shown = json.loads(run(capsys, db, "show", "a", "--json")[1])
+    assert (shown["route"], shown["route-breaker"], shown["attempt-state"]) == \
+        (route, "unavailable", "failed")
+    assert (shown["plan"]["way"], shown["plan"]["action"]) == ("runnable", "probe-route")
+    assert f"provider route: {route}, breaker unavailable, next probe at 1" in \
+        run(capsys, db, "show", "a")[1]
+    assert json.loads(run(capsys, db, "status", "--json")[1])["ready"] == ["b"]
+    code, out, _ = run(capsys, db, "dispatch", "a", "--pid", str(os.getpid()))
+    assert code == 1 and "route-unavailable" in out
+    later = int(time.time()) + 2
+    code, out, _ = send("probe-1", kind="probe-route", deadline=later)   # failed: armed again
+    assert code == 0 and json.loads(run(capsys, db, "show", "a", "--json")[1])["route-probe-at"] == later
+    code, out, _ = send("probe-2", kind="probe-route", succeeded=True)
+    assert code == 1 and "probe-not-due" in out
+    time.sleep(max(0.0, later - time.time()) + 0.1)
+    assert send("probe-3", kind="probe-route", succeeded=True)[0] == 0
+    shown = json.loads(run(capsys, db, "show", "a", "--json")[1])
+    assert (shown["route-breaker"], shown["plan"]["action"]) == ("available", "dispatch")
+    assert json.loads(run(capsys, db, "status", "--json")[1])["ready"] == ["a", "b"]

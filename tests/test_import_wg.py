@@ -103,6 +103,54 @@ def test_an_unmapped_field_is_an_error_naming_it(tmp_path):
     assert str(e.value) == f"{p}: /events/1/colour: field 'colour' cannot be mapped"
 
 
+def test_a_route_breaker_is_its_leased_goals_open_route(tmp_path):
+    src = SHARED / "planner-runtime" / "convergence-state-v1.json"
+    (item,), _ = import_cases(src)
+    facts = item.trace.expect["tasks"]["legacy-goal"]
+    # 04:07:06.222333444 - 04:00:00.999999999, in nanoseconds; the wake time comes first
+    assert (facts["route"], facts["route-breaker"], facts["route-probe-at"]) == \
+        ("pi|openrouter|b3:endpoint", "unavailable", 425_222_333_445)
+    assert facts["plan"]["action"] == "await-not-before"
+    outages = [s for s in item.trace.steps if s.get("request", {}).get("kind") == "provider-failure"]
+    assert len(outages) == 4 and {s["request"]["route"] for s in outages} == {facts["route"]}
+    for field, edit in (("state", lambda b: b.update(state="half-open")),
+                        ("probe_lease/task_id", lambda b: b["probe_lease"].update(task_id="other"))):
+        p = _copy(tmp_path, "planner-runtime", "convergence-state-v1.json",
+                  lambda d: edit(d["route_breakers"]["pi|openrouter|b3:endpoint"]))
+        (item,), unmapped = import_cases(p)
+        assert [u.field for u in unmapped] == [f"route_breakers/pi|openrouter|b3:endpoint/{field}"]
+        assert "route" not in item.trace.expect["tasks"]["legacy-goal"]
+
+
+def test_a_scheduled_route_probe_and_its_acknowledged_effect(tmp_path):
+    src = SHARED / "planner-runtime" / "planner-state-v1.json"
+    (item,), unmapped = import_cases(src)
+    assert unmapped == []
+    facts = item.trace.expect["tasks"]["settled-task"]
+    assert facts["plan"] == {"way": "runnable", "action": "dispatch"}
+    assert facts["route-breaker"] == "available"
+    due = [s for s in item.trace.steps if "expect-facts" in s]
+    assert due[0]["expect-facts"]["tasks"]["settled-task"]["plan"] == \
+        {"way": "runnable", "action": "probe-route"}
+    probes = [s["request"] for s in item.trace.steps if s.get("request", {}).get("kind") == "probe-route"]
+    assert probes and probes[0].get("succeeded") is True
+    effect = "effect:" + "d" * 64
+    p = _copy(tmp_path, "planner-runtime", "planner-state-v1.json",
+              lambda d: d["effects"][effect]["status"].update(acknowledged="failed"))
+    (item,), _ = import_cases(p)
+    assert item.trace.expect["tasks"]["settled-task"]["plan"] == \
+        {"way": "wait", "action": "await-route-probe"}
+    p = _copy(tmp_path, "planner-runtime", "planner-state-v1.json",
+              lambda d: d["effects"][effect].update(status={"issued": True}))
+    (item,), unmapped = import_cases(p)
+    assert [u.field for u in unmapped] == [f"effects/{effect}/status"]
+    assert "settled-task" not in item.trace.expect["tasks"]
+    p = _copy(tmp_path, "planner-runtime", "planner-state-v1.json", lambda d: d.update(effects={}))
+    (item,), _ = import_cases(p)
+    assert item.trace.expect["tasks"]["settled-task"]["plan"] == \
+        {"way": "runnable", "action": "probe-route"}
+
+
 @pytest.mark.parametrize("family,name,edit,message", [
     ("v1", "happy_land.json", lambda d: d["events"][0].update(type="teleport"),
      "/events/0/type: event type 'teleport' cannot be mapped"),
@@ -195,10 +243,11 @@ def test_import_json_reports_an_error_per_file_and_writes_nothing(tmp_path, caps
 NEW_DIRS = ("daemon", "runtime", "simple-land", "planner-runtime")
 NEW_SOURCES = sorted(p for d in NEW_DIRS for p in (SHARED / d).rglob("*.json"))
 #: traces written: daemon v1 7 of 9, daemon v2 4 of 4, daemon v3 1 of 1, runtime 7 of 7,
-#: simple-land 6 of 6, planner state 2 files (1 of 2 tasks; the goal behind its backoff)
+#: simple-land 6 of 6, planner state 2 files (both tasks; the goal behind its backoff and its
+#: route's open breaker)
 NEW_TRACES = 7 + 4 + 1 + 7 + 6 + 2
-#: reported: daemon v1 2, planner state 1 task + 1 route breaker
-NOT_MAPPED = 2 + 2
+#: reported: daemon v1 2
+NOT_MAPPED = 2
 
 
 def _cases(path: Path) -> set[str]:
@@ -288,7 +337,7 @@ def test_a_goal_behind_its_dispatch_backoff_is_a_not_before_time(tmp_path):
     facts = item.trace.expect["tasks"]["legacy-goal"]
     # 04:05:06.123456789 - 04:00:00.999999999, in nanoseconds
     assert facts["not-before"] == facts["plan"]["deadline"] == 305_123_456_790
-    assert [u.field for u in unmapped] == ["route_breakers/pi|openrouter|b3:endpoint"]
+    assert unmapped == []
     p = _copy(tmp_path, "planner-runtime", "convergence-state-v1.json",
               lambda d: d["goals"]["legacy-goal#3"].update(stage="await-review"))
     traces, unmapped = import_cases(p)

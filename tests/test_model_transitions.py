@@ -563,6 +563,32 @@ def test_a_paused_or_early_task_opens_no_attempt_on_any_path(one):
     assert one.task("a").attempt_state == AS.RUNNING
 
 
+def test_a_provider_route_breaker_opens_on_its_failure_and_closes_on_a_due_probe(one):
+    dispatch(one, "a")
+    ok(one, K.PROVIDER_FAILURE, A.DAEMON, evidence="stream")              # no route: no breaker
+    assert not one.task("a").route_unavailable
+    ok(one, K.PROVIDER_FAILURE, A.DAEMON, evidence="outage", route=3, deadline=2)
+    t = one.task("a")
+    assert (t.route, t.route_unavailable, t.probe_at, t.provider_failures) == (3, True, 2, 2)
+    ok(one, K.FAIL, A.WORKER, evidence="exit")
+    assert _way(one, "a") == ("wait", "await-route-probe", "await-route-probe")
+    rejects(one, K.DISPATCH, A.DAEMON, "route-unavailable", owner=owner(2))
+    rejects(one, K.RETRY, A.OPERATOR, "route-unavailable", owner=owner(2))
+    rejects(one, K.PROBE_ROUTE, A.OPERATOR, "not-authorized", succeeded=1)
+    rejects(one, K.PROBE_ROUTE, A.DAEMON, "probe-not-due", succeeded=1)
+    one.env(EnvKind.TICK, amount=2)
+    assert _way(one, "a") == ("runnable", "probe-route", "probe-route")
+    ok(one, K.PROBE_ROUTE, A.DAEMON)                                      # failed, no later time
+    assert (one.task("a").route_unavailable, one.task("a").probe_at) == (True, 3)
+    rejects(one, K.DISPATCH, A.DAEMON, "route-unavailable", owner=owner(2))
+    one.env(EnvKind.TICK, amount=1)
+    ok(one, K.PROBE_ROUTE, A.DAEMON, succeeded=1)
+    assert (one.task("a").route_unavailable, one.task("a").probe_at) == (False, 0)
+    rejects(one, K.PROBE_ROUTE, A.DAEMON, "route-available", succeeded=1)
+    assert _way(one, "a") == ("runnable", "dispatch", "dispatch")
+    ok(one, K.DISPATCH, A.DAEMON, owner=owner(2))
+
+
 # --- the review valve -------------------------------------------------------------
 
 def _manifest(mid=11, contract=None, main=55, **kw):

@@ -67,7 +67,7 @@ UNBOUNDED = 99
 #: The request groups of the enumeration the machine draws from: all but the environment's
 #: (the machine's own rule takes environment steps) and the intruder's (the machine varies
 #: the actor of any request itself).
-FUZZ_GROUPS = ("core", "evidence", "operator", "legacy", "waits", "pause", "receipt")
+FUZZ_GROUPS = ("core", "evidence", "operator", "legacy", "waits", "pause", "receipt", "routes")
 
 
 def fuzz_instance(config: FuzzConfig) -> Instance:

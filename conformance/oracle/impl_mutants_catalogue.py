@@ -32,6 +32,7 @@ FILED = {
     "database-umask-mode": "file-system", "secret-file-world-readable": "file-system",
     "loose-credential-file-read": "file-system", "retries-counted-across-generations": "evidence",
     "ready-by-index": "dependency-aggregation", "dispatch-ignores-pause": "dependency-aggregation",
+    "dispatch-onto-open-route": "dependency-aggregation", "failed-probe-closes-route": "evidence",
     "receipt-delete-skipped": "stored-history", "evidence-replaced": "evidence",
     "pg-no-row-locks": "postgresql-concurrency", "pg-dependencies-unlocked": "postgresql-concurrency",
     "pg-deadlock-not-retried": "postgresql-concurrency",
@@ -212,6 +213,14 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "a dispatch does not look at the operator's pause: a paused task is dispatched",
        "no-attempt-opens-paused-or-early",
        ("decisions/attempts.py", "    return not ctx.record.paused", "    return True")),
+    _m("dispatch-onto-open-route", "rules",
+       "a dispatch does not look at the task's provider route: an attempt opens on a route "
+       "whose breaker is open", "no-attempt-opens-on-unavailable-route",
+       ("decisions/attempts.py", "    return not ctx.record.route_unavailable", "    return True")),
+    _m("failed-probe-closes-route", "rules",
+       "a route probe's acknowledgment closes the breaker whatever the probe found: a failed "
+       "probe makes the route available again", "route-closes-only-on-a-due-succeeded-probe",
+       ("decisions/routes.py", "    if r.succeeded:", "    if True:")),
     _m("delivery-ignores-correlation", "rules",
        "any delivery releases a wait, whatever event it names", "wait-left-only-by-its-evidence",
        ("decisions/waits.py", "    if t.waiting_on is None or r.correlation != t.waiting_on:",

@@ -36,7 +36,7 @@ REQUEST_FIELDS = {
     "kind", "actor", "task", "key", "cap", "expected-phase", "expected-revision",
     "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
     "verdict", "disposition", "evidence", "deadline", "reason", "principal", "token", "mint",
-    "failure", "correlation",
+    "failure", "correlation", "route",
 } | set(REVIEW_FIELDS) | set(REVIEW_FLAGS) | {"contract", "review"}
 CAP_FIELDS = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
 OWNER_FIELDS = ("pid", "birth", "session", "wrapper-epoch", "child-epoch")
@@ -136,6 +136,10 @@ def request_from_wire(d: Any, names: Names, pointer: str = "") -> Request:
         if not isinstance(d["correlation"], str) or not d["correlation"]:
             raise WireError(f"{pointer}/correlation", "expected a correlation id (a name)")
         kw["correlation"] = names.corr(d["correlation"])
+    if "route" in d:
+        if not isinstance(d["route"], str) or not d["route"]:
+            raise WireError(f"{pointer}/route", "expected a provider route (a name)")
+        kw["route"] = names.rid(d["route"])
     if kind in WAIT_NAMING_KINDS and "correlation" not in kw:
         raise WireError(f"{pointer}/correlation",
                         f"missing: {kind.label} names the event an external wait waits for")
@@ -232,6 +236,8 @@ def request_to_wire(r: Request, names: Names) -> dict[str, Any]:
         out["mint"] = names.tname(r.mint)
     if r.correlation:
         out["correlation"] = names.corrname(r.correlation)
+    if r.route:
+        out["route"] = names.rname(r.route)
     return out
 
 

@@ -67,6 +67,8 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
     ("decisions/transaction.py", 'return {"saved_work": view.content, "candidate": ctx.request.candidate, "base": t.base_hint,'):
         ('"saved_work": view.content', '"saved_work": t.origin'),
     ("decisions/transaction.py", "if not happened:"): ("if not happened:", "if True:"),
+    ("decisions/routes.py", 'return {"route": r.route, "route_unavailable": True, "probe_at": r.deadline}'):
+        ('"route_unavailable": True', '"route_unavailable": ctx.record.route_unavailable'),
     ("decisions/transaction.py", 'return SideExit("needs-repair", "target-moved",'):
         ('"needs-repair", "target-moved"', "ctx.record.exit, ctx.record.reason"),
     ("decisions/evidence.py", 'return {"owner_seen": suspect(t)} if t.running else {}'):
@@ -219,7 +221,7 @@ def disabling_patch(g: Guard, root: Path | None = None) -> tuple[Patch | None, s
 #: write may be made (``transaction.Condition``).
 CONDITION_MODULES = frozenset({"decisions/attempts.py", "decisions/evidence.py", "decisions/transaction.py", "decisions/holds.py",
                                "decisions/archive.py", "decisions/waits.py", "decisions/generations.py",
-                               "decisions/review.py"})
+                               "decisions/review.py", "decisions/routes.py"})
 
 
 def _condition(tree: ast.AST, node: ast.Return) -> bool:

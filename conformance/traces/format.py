@@ -224,7 +224,7 @@ STEP_ORDER = ("request", "env", "task", "principal", "content", "onto", "paths",
 REQUEST_ORDER = ("kind", "actor", "task", "key", "cap", "token", "expected-phase",
                  "expected-revision", "expected-attempt", "expected-generation", "owner", "mint",
                  "imports", "candidate", "base", "verdict", "disposition", "reason", "failure",
-                 "correlation", "evidence", "deadline")
+                 "correlation", "route", "evidence", "deadline")
 CAP_ORDER = ("graph", "task", "generation", "attempt", "fence", "lease-epoch")
 OWNER_ORDER = ("pid", "birth", "session", "wrapper-epoch", "child-epoch")
 DECISION_ORDER = ("decision", "code", "original")

@@ -53,7 +53,8 @@ def request_templates(kinds: Iterable[K], tasks: Iterable[str], evidence_ids: tu
                     for ev in (evidence_ids if kind in WITH_EVIDENCE else ("",)):
                         for imports in ((False, True) if kind in WITH_IMPORTS else (False,)):
                             for deadline in ((False, True) if kind in WITH_DEADLINE and (
-                                    deadlines or kind in (K.PARK, K.UNPAUSE)) else (False,)):
+                                    deadlines or kind in (K.PARK, K.UNPAUSE, K.PROVIDER_FAILURE,
+                                                          K.PROBE_ROUTE)) else (False,)):
                                 for actors in ([(a,) for a in allowed] if kind in by_actor
                                                else [allowed] if allowed else []):
                                     out.append(Template(kind, task, actors, params, verdict,
@@ -183,7 +184,8 @@ class Catalogue:
                           requirements=r.requirements, output=r.output, validation=r.validation,
                           contract=int(r.contract), review=int(r.review),
                           resolvable=int(r.resolvable), protected_free=int(r.protected_free),
-                          succeeded=int(r.succeeded), outputs_match=int(r.outputs_match))
+                          succeeded=int(r.succeeded), outputs_match=int(r.outputs_match),
+                          route=r.route)
             shape = tpl.shapes[tpl.actors.index(r.actor)]
             return n, shape, values
         raise KeyError(f"no template covers {r.kind.label} on {r.task}")

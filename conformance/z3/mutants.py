@@ -20,7 +20,7 @@ from typing import Callable
 
 from wgk.model import (
     kernel, projections, rules as R, rules_attempt, rules_evidence, rules_operator, rules_review,
-    rules_save,
+    rules_route, rules_save,
 )
 from wgk.model.actions import KEYS, Instance
 from wgk.model.kernel import Decision
@@ -160,6 +160,23 @@ def _effect_after_redone_dependency(s, i, t, r):
     """prepare-effect guarded by ``deps_done`` alone, not by the generation it opened on."""
     g = RULES[K.PREPARE_EFFECT](s, i, t, r)
     return guarded([(R.deps_done(s, i), Code.DEPENDENCY_REOPENED)], g.update, g.kind)
+
+
+# --- a provider route's breaker ----------------------------------------------------------
+
+ROUTES_INSTANCE = Instance(tasks=1, groups=("core", "routes"))
+
+
+def _probe_closing_anyway(s, i, t, r):
+    """A probe whose acknowledgment closes the breaker whatever the probe found."""
+    g = RULES[K.PROBE_ROUTE](s, i, t, r)
+    return guarded(g.checks, lambda: s.put(i, replace_task(t, route_unavailable=False, probe_at=0)),
+                   g.kind)
+
+
+def _opening_on_any_route(t, when, r):
+    """The breaker opens on every new provider failure, whether it names a route or not."""
+    return rules_route.opens(t, any_of(when, r.route == 0), r)
 
 
 # --- the review valve's mutants ---------------------------------------------------------
@@ -422,6 +439,31 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "released (the order WG's agent-949 incident broke).",
         "no-generation-before-owner-exit", Instance(tasks=1, generations=2, groups=("core", "operator")), 2,
         patches=((rules_operator, "owner_held", lambda t: False),)),
+    Mutant(
+        "dispatch-onto-unavailable-route", (50,),
+        "Dispatch does not look at the task's provider route: an attempt opens on a route whose "
+        "breaker is open.",
+        "no-attempt-opens-on-unavailable-route",
+        Instance(tasks=1, attempts=2, groups=("core", "routes")), 4,
+        rules={K.DISPATCH: without_checks(K.DISPATCH, Code.ROUTE_UNAVAILABLE)}),
+    Mutant(
+        "route-probed-before-due", (50,),
+        "The route's probe does not wait for its probe time: an open breaker is closed before "
+        "the probe is due.",
+        "route-closes-only-on-a-due-succeeded-probe", ROUTES_INSTANCE, 3,
+        rules={K.PROBE_ROUTE: without_checks(K.PROBE_ROUTE, Code.PROBE_NOT_DUE)}),
+    Mutant(
+        "failed-probe-closes-route", (50,),
+        "A probe's acknowledgment closes the breaker whatever it found: a failed probe makes "
+        "the route available again.",
+        "route-closes-only-on-a-due-succeeded-probe", ROUTES_INSTANCE, 3,
+        rules={K.PROBE_ROUTE: _probe_closing_anyway}),
+    Mutant(
+        "breaker-opens-without-route", (50,),
+        "A provider failure that names no route opens a breaker anyway: the task's route is "
+        "held unavailable for a failure that was not on it.",
+        "route-opens-only-on-its-failure", ROUTES_INSTANCE, 2,
+        patches=((rules_evidence, "opens", _opening_on_any_route),)),
     Mutant(
         "semantic-failure-auto-retried", (31,),
         "Dispatch after a semantic failure: work the validator rejected is retried "

@@ -39,11 +39,11 @@ CAS = ("expected_phase", "expected_revision")
 POOL: tuple[str, ...] = CAP + CAS + ("expected_attempt", "expected_generation") + OWNER + (
     "imports", "candidate", "base", "deadline", "token", "mint", "failure", "correlation") + (
     "requirements", "output", "validation", "contract", "review", "resolvable",
-    "protected_free", "succeeded", "outputs_match")
+    "protected_free", "succeeded", "outputs_match", "route")
 #: The fields a template copies from the pool when its kind's parameters name them.
 PLAIN = ("expected_attempt", "expected_generation", "candidate", "base", "correlation",
          "requirements", "output", "validation", "resolvable", "protected_free", "succeeded",
-         "outputs_match")
+         "outputs_match", "route")
 #: The review valve's flags (1: holds) and labelled fields.
 FLAGS = ("resolvable", "protected_free", "succeeded", "outputs_match")
 LABELLED = {"contract": Contract, "review": ReviewVerdict}

@@ -50,7 +50,7 @@ def instance_templates(inst: Instance, ids: tuple[str, ...], sem: Semantics = MO
         out += intruder_templates(instance_kinds(inst), names, ids)
     if "env" in inst.groups:
         out += env_templates(names, ENV_TASK_KINDS + ENV_GLOBAL_KINDS)
-    if any(g in inst.groups for g in ("waits", "clock", "pause")):   # the clock runs toward deadlines
+    if any(g in inst.groups for g in ("waits", "clock", "pause", "routes")):   # the clock runs toward deadlines
         out += env_templates(names, (EnvKind.TICK,))
     return out
 

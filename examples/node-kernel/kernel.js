@@ -764,6 +764,8 @@ class Kernel {
         evidence: t.evidence.slice().sort(byPair), failure: t.failure, retries: t.retries, 'waiting-on': null,
         'wait-deadline': 0, 'wait-expired': false, assigned: false, 'legacy-done': false,
         reconstructed: false, abandoned: false, paused: false, 'not-before': 0, reopening: false,
+        // provider routes: this kernel declares no probe-route, so no breaker is ever open
+        route: null, 'route-breaker': 'available', 'route-probe-at': 0,
         // the review valve: this kernel declares none of its kinds, so every task's valve is
         // the initial one
         review: {phase: 'working', manifest: null, flip: 'absent', evaluation: 'absent',

@@ -45,6 +45,10 @@ def do_show(k: Kernel, args) -> int:
           f"{shown['not-before'] or '-'}"
           + (", a reset's intent pending (the old owner's exit not yet proven or released)"
              if shown["reopening"] else ""))
+    if shown["route"]:
+        print(f"  provider route: {shown['route']}, breaker {shown['route-breaker']}"
+              + (f", next probe at {shown['route-probe-at']}"
+                 if shown["route-breaker"] == "unavailable" else ""))
     if shown["plan"]:
         pl = shown["plan"]
         print(f"  way forward: {pl['way']} / {pl['action']} ({pl['reason']}, due {pl['deadline']})")

@@ -29,6 +29,7 @@ KINDS = (
     "submit-manifest", "record-flip", "record-eval", "publish", "complete", "fail-review",
     "retry-review",
     "receipt-completion",
+    "probe-route",
 )
 
 _ANY = frozenset(ACTORS)
@@ -89,6 +90,7 @@ AUTHORITY: dict[str, frozenset[str]] = {
     "fail-review": frozenset({"worker", "wrapper"}),
     "retry-review": frozenset({"operator"}),
     "receipt-completion": frozenset({"worker", "wrapper"}),
+    "probe-route": frozenset({"daemon"}),
 }
 
 #: Kinds that step the SaveTransaction; the request names the phase and revision it expects.
@@ -123,7 +125,7 @@ CODES = (
     "retry-budget-spent", "repair-required", "waiting", "not-waiting", "wait-not-due",
     "dependency-reopened", "paused", "not-due",
     "manifest-invalid", "manifest-mismatch", "review-not-passed", "main-moved",
-    "publication-unverified",
+    "publication-unverified", "route-unavailable", "route-available", "probe-not-due",
 )
 
 #: Why an attempt failed (``fail``): unclassified, nothing saved, zero progress and provider

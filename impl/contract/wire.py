@@ -103,6 +103,7 @@ class Request:
     protected_free: bool = False
     succeeded: bool = False
     outputs_match: bool = False
+    route: str | None = None     # provider-failure: the provider route it failed on
     digest: str = ""             # sha256 of ``canonical``
     canonical: str = ""          # canonical JSON of the request without its key
 
@@ -126,7 +127,7 @@ _FIELDS = frozenset({
     "expected-attempt", "expected-generation", "owner", "imports", "candidate", "base",
     "verdict", "disposition", "evidence", "deadline", "reason", "token", "mint", "failure",
     "correlation", "requirements", "output", "validation", "contract", "review", "resolvable",
-    "protected-free", "succeeded", "outputs-match",
+    "protected-free", "succeeded", "outputs-match", "route",
 })
 #: The review valve's flags: true or false on the wire (false is left out).
 _FLAGS = ("resolvable", "protected-free", "succeeded", "outputs-match")
@@ -296,6 +297,14 @@ def _correlation(body: Mapping, kind: str) -> str | None:
     return v
 
 
+def _route(body: Mapping, kind: str) -> str | None:
+    """The provider route a provider failure was reported on (a name; only that kind names one)."""
+    v = _content(body, "route")
+    if v is not None and kind != "provider-failure":
+        raise BadRequest(f"request field '/route': {kind} names no provider route")
+    return v
+
+
 def _flag(body: Mapping, name: str) -> bool:
     v = body.get(name)
     if v is None:
@@ -336,7 +345,7 @@ def parse(body: Any) -> Request:
         mint=_mint(body, kind), correlation=_correlation(body, kind),
         requirements=_content(body, "requirements"), output=_content(body, "output"),
         validation=_content(body, "validation"), contract=_label(body, "contract"),
-        review=_label(body, "review"),
+        review=_label(body, "review"), route=_route(body, kind),
         **{f.replace("-", "_"): _flag(body, f) for f in _FLAGS})
     if kind in TRANSACTION_KINDS and (r.expected_phase is None or r.expected_revision is None):
         raise BadRequest(f"{kind} moves the SaveTransaction and must carry "
@@ -382,7 +391,7 @@ def to_wire(r: Request) -> dict[str, Any]:
                         ("mint", r.mint), ("correlation", r.correlation),
                         ("requirements", r.requirements), ("output", r.output),
                         ("validation", r.validation), ("contract", r.contract),
-                        ("review", r.review)):
+                        ("review", r.review), ("route", r.route)):
         if value is not None:
             out[name] = value
     for name in _FLAGS:

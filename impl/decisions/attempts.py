@@ -61,6 +61,11 @@ def due(ctx: Ctx) -> bool:
     return ctx.observe.now() >= ctx.record.not_before
 
 
+def route_available(ctx: Ctx) -> bool:
+    # guards: no-attempt-opens-on-unavailable-route
+    return not ctx.record.route_unavailable
+
+
 def the_expected_attempt(ctx: Ctx) -> bool:
     return ctx.request.expected_attempt == ctx.record.attempt
 
@@ -203,7 +208,7 @@ ADMISSION = (
     C(not_abandoned, "held"), C(not_succeeded, "terminal-already"),
     C(not_held_for_the_operator, "held"), C(assigned_where_required, "assignment-required"),
     C(dependencies_done, "dependency-not-done"), C(not_waiting, "waiting"),
-    C(not_paused, "paused"), C(due, "not-due"),
+    C(not_paused, "paused"), C(due, "not-due"), C(route_available, "route-unavailable"),
     C(the_expected_attempt, "cas-moved"),
 )
 IMPORTS = (C(work_retained, "nothing-retained"), C(imports_the_retained_work, "candidate-mismatch"))

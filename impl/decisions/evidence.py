@@ -17,6 +17,7 @@ from typing import Any, Callable
 from .decision import Condition as C, Ctx, Outcome, Rule, evidence_fact, succeeded, suspect
 from ..storage.records import evolve as replace
 from ..contract.vocabulary import APPLIED, EVIDENCE_ONLY
+from .routes import outage
 
 
 def _never(ctx: Ctx) -> bool:
@@ -33,6 +34,7 @@ class Report:
     owner: Callable[[Ctx], dict[str, Any]] = _nothing  # the owner columns it writes
     held: Callable[[Ctx], bool] = _never               # its row is counted for the attempt
     earns: str | None = None                           # a further row it records when applied
+    writes: Callable[[Ctx], dict[str, Any]] = _nothing  # other task columns it writes
 
 
 def report(ctx: Ctx) -> Outcome:
@@ -42,7 +44,7 @@ def report(ctx: Ctx) -> Outcome:
     facts = [evidence_fact(r.kind, r.evidence, counted=spec.held(ctx))]
     if spec.earns is not None and applied and ctx.record.running and not ctx.record.reserved:
         facts.append(evidence_fact(spec.earns, r.evidence))
-    owner = spec.owner(ctx)
+    owner = {**spec.owner(ctx), **spec.writes(ctx)}
     new = replace(ctx.record, **owner) if owner else ctx.record
     return succeeded(ctx, new, kind=APPLIED if applied else EVIDENCE_ONLY, facts=facts)
 
@@ -104,7 +106,7 @@ REPORTS: dict[str, Report] = {
     "probe-owner": Report(applied=_proves_death, owner=_probed),
     "compaction": Report(applied=first_compaction_occurrence, earns="continuation"),
     "ack-continuation": Report(applied=first_of_its_id),
-    "provider-failure": Report(applied=first_of_its_id),
+    "provider-failure": Report(applied=first_of_its_id, writes=outage),
     "message": Report(held=_held_message),
     "ownership-contention": Report(),
 }

@@ -65,6 +65,12 @@ WAYS: tuple[Way, ...] = (
         "the operator paused the task: nothing opens an attempt until it is unpaused"),
     Way("not-yet-due", "wait", "await-not-before",
         "the task's not-before time has not come: nothing opens an attempt before it"),
+    Way("await-route-probe", "wait", "await-route-probe",
+        "the task's provider route is unavailable (its breaker open): nothing opens an "
+        "attempt on it, the route is probed at its next probe time"),
+    Way("probe-route", "runnable", "probe-route",
+        "the open breaker's probe is due: the daemon's route prober probes the route "
+        "(succeeded: it closes; failed: it is armed again)"),
     Way("reopen-pending", "hold", "await-operator",
         "a reset's intent is pending and the old owner is released: the operator's reset "
         "opens the one new generation"),
@@ -76,6 +82,8 @@ WAYS: tuple[Way, ...] = (
 
 #: Ways timed by the wait's deadline column; every other way uses the attempt's.
 WAIT_WAYS = frozenset({"await-external", "expire-wait"})
+#: The ways whose deadline is the route's next probe time.
+ROUTE_WAYS = frozenset({"await-route-probe", "probe-route"})
 
 
 def _flag(condition: str) -> str:
@@ -103,6 +111,8 @@ f AS MATERIALIZED (SELECT seen.task AS task,
     t.paused AS paused, t.not_before AS not_before, t.reopening AS reopening,
     {_flag("t.completion_receipt IS NOT NULL")} AS receipted,
     {_flag("env.now < t.not_before")} AS early,
+    t.route_unavailable AS breaker_open, t.probe_at AS probe_at,
+    {_flag("t.route_unavailable = 1 AND env.now >= t.probe_at")} AS probe_due,
     t.requires_assignment AS needs_assignment, t.assigned AS assigned,
     {_flag("t.requires_assignment = 0 OR t.assigned = 1")} AS admitted,
     {_flag("NOT EXISTS (SELECT 1 FROM edges e JOIN tasks d ON d.id = e.dep "
@@ -138,7 +148,10 @@ f AS MATERIALIZED (SELECT seen.task AS task,
 g AS (SELECT f.*,
     {_flag("f.running = 0 AND f.held = 0 AND f.parked = 0 AND f.reopening = 0")} AS idle,
     {_flag("f.running = 0 AND f.held = 0 AND f.parked = 0 AND f.reopening = 0 "
-           "AND f.paused = 0 AND f.early = 0")} AS open,
+           "AND f.paused = 0 AND f.early = 0 AND f.breaker_open = 0")} AS open,
+    {_flag("f.finished = 0 AND f.running = 0 AND f.held = 0 AND f.parked = 0 "
+           "AND f.reopening = 0 AND f.paused = 0 AND f.early = 0 AND f.breaker_open = 1")}
+        AS route_closed,
     {_flag("f.running = 0 AND f.held = 0")} AS stopped,
     {_flag("f.running = 1 AND f.reserved = 0 AND f.held = 0")} AS watching,
     {_flag("f.running = 1 AND f.held = 0 AND f.target_moved = 1")} AS moved,
@@ -170,6 +183,8 @@ _CONDITIONS = {
     "wait-expired": "stopped = 1 AND waiting = 0 AND expired = 1",
     "paused": "idle = 1 AND paused = 1",
     "not-yet-due": "idle = 1 AND paused = 0 AND early = 1",
+    "await-route-probe": "route_closed = 1 AND probe_due = 0",
+    "probe-route": "route_closed = 1 AND probe_due = 1",
     "reopen-pending": "finished = 0 AND running = 0 AND held = 0 AND parked = 0 AND reopening = 1",
     "hold": "held = 1",
     "dependency-reopened": "reopened = 1",
@@ -177,7 +192,7 @@ _CONDITIONS = {
 
 #: 1 where the way's condition holds, in the order of ``WAYS``, after what a plan reports.
 WAYS_SQL = _FACTS + "SELECT task, finished, exit, reason, legacy, deadline, wait_deadline, " \
-    "not_before, " + \
+    "not_before, probe_at, " + \
     ", ".join(_flag(_CONDITIONS[w.name]) for w in WAYS) + " FROM g"
 
 
@@ -237,10 +252,10 @@ def plan(k, name: str, observe: Observe) -> Plan | None:
 
 
 def _plan(name: str, row: tuple) -> Plan | None:
-    finished, exit_, reason, legacy, deadline, wait_deadline, not_before = row[1:8]
+    finished, exit_, reason, legacy, deadline, wait_deadline, not_before, probe_at = row[1:9]
     if finished:
         return None
-    ways = [w for w, on in zip(WAYS, row[8:]) if on]
+    ways = [w for w, on in zip(WAYS, row[9:]) if on]
     # guards: exactly-one-way-forward
     if len(ways) != 1:
         why = "no way forward" if not ways else "several ways: " + ", ".join(w.name for w in ways)
@@ -249,7 +264,8 @@ def _plan(name: str, row: tuple) -> Plan | None:
     reason = hold_reason(exit_, reason, legacy) if w.name == "hold" else w.name
     return Plan(name, w.way, w.action, reason,
                 wait_deadline if w.name in WAIT_WAYS
-                else not_before if w.name == "not-yet-due" else deadline)
+                else not_before if w.name == "not-yet-due"
+                else probe_at if w.name in ROUTE_WAYS else deadline)
 
 
 def hold_reason(exit_: str, reason: str, legacy: int) -> str:

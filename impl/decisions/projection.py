@@ -170,6 +170,8 @@ def observable_task(view, name: str, facts: TaskFacts, p: Plan | None) -> dict:
         "waiting-on": t.waiting_on, "wait-deadline": t.wait_deadline,
         "wait-expired": t.wait_expired,
         "paused": t.paused, "not-before": t.not_before,
+        "route": t.route, "route-breaker": "unavailable" if t.route_unavailable else "available",
+        "route-probe-at": t.probe_at,
         "reopening": t.reopening,
         "review": {"phase": t.review_phase, "manifest": t.manifest, "flip": t.flip,
                    "evaluation": t.evaluation, "publication": t.publication,

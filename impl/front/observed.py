@@ -103,6 +103,8 @@ def show(k, name: str) -> dict:
         "retained": t.retained, "saved-work": t.saved_work, "imported": t.imported,
         "completion-receipt": t.completion_receipt,
         "paused": t.paused, "not-before": t.not_before,
+        "route": t.route, "route-breaker": "unavailable" if t.route_unavailable else "available",
+        "route-probe-at": t.probe_at,
         "reopening": t.reopening,
         "receipts": {r: {"fence": b.fence, "candidate": b.candidate, "base": b.base}
                      for r, b in zip(RECEIPTS, t.receipts) if b.exists},

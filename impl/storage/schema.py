@@ -221,11 +221,20 @@ SCHEMA_V14 = """
 ALTER TABLE tasks ADD COLUMN completion_receipt TEXT
 """
 
+#: Three task columns: the provider route the task's attempts run on (its name), whether that
+#: route's breaker is open (unavailable) and the time its next probe is due.
+SCHEMA_V15 = """
+ALTER TABLE tasks ADD COLUMN route TEXT;
+ALTER TABLE tasks ADD COLUMN route_unavailable INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN probe_at INTEGER NOT NULL DEFAULT 0
+"""
+
 #: version -> the SQL that takes a database from version - 1 to version.
 MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4,
                               5: SCHEMA_V5, 6: SCHEMA_V6, 7: SCHEMA_V7,
                               8: SCHEMA_V8, 9: SCHEMA_V9, 10: SCHEMA_V10, 11: SCHEMA_V11,
-                              12: SCHEMA_V12, 13: SCHEMA_V13, 14: SCHEMA_V14}
+                              12: SCHEMA_V12, 13: SCHEMA_V13, 14: SCHEMA_V14,
+                              15: SCHEMA_V15}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Tables that hold no fact, only this database's concurrency control: the stamps the writes

@@ -28,7 +28,8 @@ from ..contract.vocabulary import (
 TASK_COLUMNS = ("generation", "attempt", "fence", "lease_epoch", "retained", "retained_base",
                 "deadline", "assigned", "legacy_done", "reconstructed", "abandoned", "failure",
                 "retries", "waiting_on", "wait_deadline", "wait_expired", "paused", "not_before",
-                "reopening", "completion_receipt")
+                "reopening", "completion_receipt",
+                "route", "route_unavailable", "probe_at")
 #: the review valve's columns, also on the tasks row
 REVIEW_COLUMNS = tuple(VALVE_COLUMNS)
 _VALVE_PARTS = {"valve": ValveRow, "submitted": ManifestRow, "flip_review": VerdictRow,
@@ -45,7 +46,7 @@ _LABELS = {"attempt_state": frozenset(ATTEMPT_STATES), "owner_seen": frozenset(O
            "review_phase": frozenset(REVIEW_PHASES), "flip": frozenset(REVIEW_VERDICTS),
            "evaluation": frozenset(REVIEW_VERDICTS), "review_failure": frozenset(FAILURES)}
 _BOOLS = {"assigned", "legacy_done", "reconstructed", "abandoned", "effect_done", "wait_expired",
-          "paused", "reopening",
+          "paused", "reopening", "route_unavailable",
           "worktree_lease", "session_lease", "finish_lease"}
 
 _TASK_BOOLS = _BOOLS & set(TASK_COLUMNS)
