@@ -32,7 +32,7 @@ from typing import Any
 
 from .logic import all_of, any_of, ite, not_, one_of
 from .predicates import owner_alive, reserved, running
-from .projections import WAYS, WAYS_BY_NAME, finished, next_edge
+from .projections import WAYS, WAYS_BY_NAME, _chat_pending, finished, next_edge
 from .state import State, TaskState
 from .vocab import Exit, Kind as K, OwnerSeen, Phase, Way, EDGES
 
@@ -49,6 +49,7 @@ DUE_KINDS: dict[str, frozenset[K]] = {
     "declare-lost": frozenset({K.DECLARE_LOST}),
     "mark-repair": frozenset({K.MARK_REPAIR}),
     "expire-wait": frozenset({K.EXPIRE_WAIT}),
+    "reconcile-chat-request": frozenset({K.RECONCILE_CHAT}),
 }
 
 
@@ -122,13 +123,15 @@ def convergence_rank(s: State, i: int, t: TaskState) -> Any:
     """A natural number that every applied due action of task ``i`` strictly decreases:
     0 once finished, held (a wait that ran out too), or worked by a live owner; a transaction
     counts the main-line edges left; an open task ranks above every transaction, a proven-dead owner above an
-    open task, a suspect (or a live-owner plan whose process is gone) above that."""
+    open task, a suspect (or a live-owner plan whose process is gone) above that; a running
+    attempt's unreconciled chat creation request adds one."""
     held = any_of(t.exit != Exit.NONE, t.legacy_done, t.abandoned,
                   all_of(t.wait_expired, t.waiting_on == 0))
     gone = any_of(t.owner_seen == OwnerSeen.SUSPECT,
                   all_of(one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE)),
                          not_(owner_alive(t))))
-    owner_rank = ite(t.owner_seen == OwnerSeen.DEAD, _LAST + 3, ite(gone, _LAST + 4, 0))
+    owner_rank = ite(t.owner_seen == OwnerSeen.DEAD, _LAST + 3, ite(gone, _LAST + 4, 0)) \
+        + ite(_chat_pending(t), 1, 0)
     open_rank = ite(all_of(s.graph.requires_assignment[i], not_(t.assigned)), _LAST + 2, _LAST + 1)
     return ite(any_of(finished(t), held), 0,
            ite(all_of(running(t), reserved(t)), 1 + int(Phase.GRAPH_SAVED) - t.phase,

@@ -120,6 +120,11 @@ class Kind(Labelled):
     COMPLETE = 67
     FAIL_REVIEW = 68
     RETRY_REVIEW = 69
+    # the daemon's archive backlog: a Done task proposed for archiving, by its result's digest
+    PROPOSE_ARCHIVE = 76
+    # the attempt's chat: one creation request under its attempt-opening key, then reconciled
+    REQUEST_CHAT = 77
+    RECONCILE_CHAT = 78
 
 
 class DecisionKind(Labelled):
@@ -177,6 +182,8 @@ class Code(Labelled):
     REVIEW_NOT_PASSED = 40     # FLIP (and evaluation) have not passed the exact current manifest
     MAIN_MOVED = 41            # a Land manifest's integrated main is not the main observed
     PUBLICATION_UNVERIFIED = 42  # the publication failed, or its outputs do not match or resolve
+    CHAT_REQUESTED = 56        # a chat creation request was made under this attempt's key already
+    CHAT_UNREQUESTED = 57      # no chat creation request was made under this attempt's key
 
 
 class AttemptState(Labelled):
@@ -372,6 +379,10 @@ class Action(Labelled):
     EXPIRE_WAIT = 12
     RESUME = 13
     AWAIT_NOT_BEFORE = 14
+    AWAIT_ARCHIVE_CONFIRMATION = 26
+    ARCHIVE = 27
+    RECONCILE_CHAT = 28
+    REQUEST_CHAT = 29
 
 
 # --- authority ---------------------------------------------------------------
@@ -434,6 +445,9 @@ AUTHORITY: dict[Kind, frozenset[Actor]] = {
     K.COMPLETE: frozenset({A.WORKER, A.WRAPPER}),
     K.FAIL_REVIEW: frozenset({A.WORKER, A.WRAPPER}),
     K.RETRY_REVIEW: frozenset({A.OPERATOR}),
+    K.PROPOSE_ARCHIVE: frozenset({A.DAEMON, A.CLEANUP}),
+    K.REQUEST_CHAT: frozenset({A.DAEMON}),
+    K.RECONCILE_CHAT: frozenset({A.DAEMON}),
 }
 
 #: Kinds whose request must carry the exact capability tuple K of the current attempt.
@@ -444,7 +458,7 @@ NEEDS_CAPABILITY: frozenset[Kind] = frozenset({
     K.REQUEST_REVIEW, K.ACCEPT, K.RECORD_DISPOSITION, K.PREPARE_EFFECT,
     K.COMMIT_EFFECT, K.PREPARE_CLEANUP, K.COMMIT_CLEANUP, K.SAVE_GRAPH,
     K.MARK_REPAIR, K.REVISE, K.BLOCK_UPGRADE, K.PARK,
-    K.SUBMIT_MANIFEST, K.COMPLETE, K.FAIL_REVIEW,
+    K.SUBMIT_MANIFEST, K.COMPLETE, K.FAIL_REVIEW, K.REQUEST_CHAT, K.RECONCILE_CHAT,
 })
 
 #: The review valve's kinds: each changes only the source task's review facts (never its

@@ -28,6 +28,7 @@ KINDS = (
     "pause", "unpause",
     "submit-manifest", "record-flip", "record-eval", "publish", "complete", "fail-review",
     "retry-review",
+    "propose-archive", "request-chat", "reconcile-chat",
 )
 
 _ANY = frozenset(ACTORS)
@@ -87,6 +88,9 @@ AUTHORITY: dict[str, frozenset[str]] = {
     "complete": frozenset({"worker", "wrapper"}),
     "fail-review": frozenset({"worker", "wrapper"}),
     "retry-review": frozenset({"operator"}),
+    "propose-archive": frozenset({"daemon", "cleanup"}),
+    "request-chat": frozenset({"daemon"}),
+    "reconcile-chat": frozenset({"daemon"}),
 }
 
 #: Kinds that step the SaveTransaction; the request names the phase and revision it expects.
@@ -100,7 +104,7 @@ TRANSACTION_KINDS = frozenset({
 NEEDS_CAPABILITY = TRANSACTION_KINDS | frozenset({
     "resume", "heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner", "compaction",
     "ack-continuation", "provider-failure", "log", "fail", "declare-lost", "park",
-    "submit-manifest", "complete", "fail-review",
+    "submit-manifest", "complete", "fail-review", "request-chat", "reconcile-chat",
 })
 
 #: Kinds about an external wait; their ``correlation`` field (a name) must be present.
@@ -121,7 +125,7 @@ CODES = (
     "retry-budget-spent", "repair-required", "waiting", "not-waiting", "wait-not-due",
     "dependency-reopened", "paused", "not-due",
     "manifest-invalid", "manifest-mismatch", "review-not-passed", "main-moved",
-    "publication-unverified",
+    "publication-unverified", "chat-requested", "chat-unrequested",
 )
 
 #: Why an attempt failed (``fail``): unclassified, nothing saved, zero progress and provider
@@ -213,14 +217,15 @@ SAVE_GRAPH_NEEDS = RECEIPTS[:-1]
 WAYS = ("runnable", "live-owner", "wait", "scheduled", "hold")
 ACTIONS = ("dispatch", "probe-owner", "declare-lost", "drive-transaction", "mark-repair",
            "await-dependencies", "await-review", "await-validation", "await-operator", "assign",
-           "await-external", "expire-wait", "resume", "await-not-before")
+           "await-external", "expire-wait", "resume", "await-not-before",
+           "await-archive-confirmation", "archive", "reconcile-chat", "request-chat")
 
 #: Evidence kinds as recorded per task (deduplicated by (kind, id)): the kind of the request
 #: that reported it, and ``continuation`` (earned by a compaction).
 EVIDENCE_LABELS = ("heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner", "compaction",
                    "continuation", "ack-continuation", "provider-failure", "message",
                    "ownership-contention", "fail", "legacy-done", "confirm-archive", "archive",
-                   "deliver")
+                   "deliver", "propose-archive", "request-chat", "reconcile-chat")
 
 #: Evidence kinds recorded under another name before schema version 4: the ledger keeps
 #: them as written (its hash chain), and they are read as the request kind's name.

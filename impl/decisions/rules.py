@@ -7,7 +7,8 @@ rules live by what they write: ``attempts`` (the attempt and its owner: assign, 
 retry, resume, log, fail, declare-lost), ``evidence`` (the evidence rows of a report and
 what they know of the owner), ``transaction`` (the SaveTransaction as one table of steps),
 ``holds`` (abandon, legacy-done, reconcile, reconstruct), ``archive``, ``waits`` and
-``generations`` (reset, reopen), ``pauses`` (pause, unpause), ``review`` (the review valve). This module holds the table ``RULES`` and the entry point.
+``generations`` (reset, reopen), ``pauses`` (pause, unpause), ``review`` (the review valve),
+``chat`` (the attempt's chat: its one creation request, its reconciliation). This module holds the table ``RULES`` and the entry point.
 Every write a rule's outcome makes is conditional on the record it was decided on
 (``tables.STAMP``).
 
@@ -30,13 +31,13 @@ import hmac
 from .decision import (  # noqa: F401
     Condition, Ctx, Effect, Observe, Outcome, Rule, close_attempt, reject, succeeded,
 )
-from . import archive, attempts, evidence, generations, holds, pauses, review, transaction, waits
+from . import archive, attempts, chat, evidence, generations, holds, pauses, review, transaction, waits
 from ..contract.vocabulary import APPLIED, EDGES, EVIDENCE_ONLY, KINDS, REJECTED, TRANSACTION_KINDS  # noqa: F401
 
 #: kind -> its rule: the conditions of its write in the contract's order, then the write.
 RULES: dict[str, Rule] = {
     **attempts.RULES, **evidence.RULES, **transaction.RULES, **holds.RULES, **archive.RULES,
-    **waits.RULES, **generations.RULES, **pauses.RULES, **review.RULES,
+    **waits.RULES, **generations.RULES, **pauses.RULES, **review.RULES, **chat.RULES,
 }
 assert sorted(RULES) == sorted(KINDS), sorted(set(RULES) ^ set(KINDS))
 
