@@ -78,7 +78,7 @@ WAYS: tuple[Way, ...] = (
         "own word)"),
 )
 
-#: The ways of a finished task: its Done result proposed for an archive.
+#: The one way a Done row can still have: the backlog's proposal awaiting the operator.
 ARCHIVE_WAYS = frozenset({"await-archive-confirmation"})
 
 #: Ways timed by the wait's deadline column; every other way uses the attempt's.
@@ -251,8 +251,8 @@ def plans(k, names: list[str], observe_of: Callable[[str], Observe]) -> dict[str
 
 
 def plan(k, name: str, observe: Observe) -> Plan | None:
-    """The one way forward for an unfinished task, or a named hold (None when finished, unless
-    the archive of its Done result is proposed)."""
+    """The one way forward for an unfinished task, or a named hold (None when finished, except
+    a Done row whose archive proposal awaits the operator's confirmation)."""
     return plans(k, [name], lambda _: observe)[name]
 
 

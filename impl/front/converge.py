@@ -9,8 +9,8 @@ by a crash is resumed, never repeated:
 - ``probe-owner`` for a live owner on its deadline and for a suspect one (once
   per run): a live owner (pid and birth match) is recorded as evidence, a proven death as a write;
 - ``declare-lost`` once a proven death's deadline has come;
-- ``reconcile-chat`` for a chat creation request made under the attempt's key and not yet
-  reconciled (applied once per key: the chat is looked up, never created again);
+- ``reconcile-chat`` when the chat requested for the current fence has no reconciliation
+  row yet (sent once per fence: the chat is found by that fence, not created twice);
 - the next SaveTransaction edge the daemon is authorised for (resuming an
   interrupted completion; an effect that already happened is re-observed);
 - ``mark-repair`` when a land's target moved before the CAS.
