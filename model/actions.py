@@ -53,6 +53,7 @@ PARAMS: dict[K, tuple[str, ...]] = {
     K.RECONSTRUCT: ("candidate", "base"),
     K.CONFIRM_ARCHIVE: ("candidate",),
     K.ARCHIVE: ("candidate",),
+    K.PROPOSE_ARCHIVE: ("candidate",),
     K.PARK: ("correlation",),
     K.DELIVER: ("correlation",),
     K.REOPEN: ("expected_generation",),
@@ -208,13 +209,26 @@ def _quiet_requests(c: _Caller) -> Iterator[Request]:
 
 def _archive_requests(c: _Caller) -> Iterator[Request]:
     """A Done task archived: the operator's confirmation of its result's digest, the archive
-    naming it (sent before the confirmation too), and one naming another digest."""
-    if "archive" not in c.inst.groups or c.t.attempt_state != AttemptState.SUCCEEDED:
+    naming it (sent before the confirmation too), and one naming another digest; the daemon's
+    backlog proposing it."""
+    if c.t.attempt_state != AttemptState.SUCCEEDED:
         return
     t, name = c.t, c.name
-    yield Request(K.CONFIRM_ARCHIVE, Actor.OPERATOR, name, candidate=t.candidate)
-    yield Request(K.ARCHIVE, Actor.CLEANUP, name, candidate=t.candidate)
-    yield Request(K.ARCHIVE, Actor.CLEANUP, name, candidate=FOREIGN_COMMIT)
+    if "archive" in c.inst.groups:
+        yield Request(K.CONFIRM_ARCHIVE, Actor.OPERATOR, name, candidate=t.candidate)
+        yield Request(K.ARCHIVE, Actor.CLEANUP, name, candidate=t.candidate)
+        yield Request(K.ARCHIVE, Actor.CLEANUP, name, candidate=FOREIGN_COMMIT)
+    if "backlog" in c.inst.groups:     # the daemon's backlog proposes; it never archives alone
+        yield Request(K.PROPOSE_ARCHIVE, Actor.DAEMON, name, candidate=t.candidate)
+
+
+def _chat_requests(c: _Caller) -> Iterator[Request]:
+    """The running attempt's chat: the daemon's creation request under the attempt's key
+    (sent again too: refused), and its reconciliation."""
+    if "chat" not in c.inst.groups:
+        return
+    yield Request(K.REQUEST_CHAT, Actor.DAEMON, c.name, cap=c.cap())
+    yield Request(K.RECONCILE_CHAT, Actor.DAEMON, c.name, cap=c.cap())
 
 
 def _wait_requests(c: _Caller) -> Iterator[Request]:
@@ -368,6 +382,7 @@ def _attempt_requests(c: _Caller) -> Iterator[Request | None]:
     if c.t.attempt_state != AttemptState.RUNNING:
         return  # a closed attempt only hears late reports and messages
     yield from _liveness_requests(c)
+    yield from _chat_requests(c)
     yield from _quiet_requests(c)
     yield from _receipt_requests(c)
     yield from _transaction_requests(c)

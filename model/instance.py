@@ -29,6 +29,10 @@ GROUP_KINDS: dict[str, tuple[K, ...]] = {
     "operator": (K.RETRY, K.RESET, K.ABANDON, K.RECONCILE, K.BLOCK_UPGRADE),
     "legacy": (K.ASSIGN, K.LEGACY_DONE, K.RECONCILE, K.RECONSTRUCT),
     "archive": (K.CONFIRM_ARCHIVE, K.ARCHIVE),
+    # the daemon's archive backlog: a proposal the planner holds for the operator's confirmation
+    "backlog": (K.PROPOSE_ARCHIVE,),
+    # the running attempt's chat: one creation request under its opening key, reconciled
+    "chat": (K.REQUEST_CHAT, K.RECONCILE_CHAT),
     "waits": (K.PARK, K.DELIVER, K.EXPIRE_WAIT),
     # the clock runs toward a proven-dead owner's deadline (its continuation's window)
     "clock": (),

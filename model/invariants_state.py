@@ -92,6 +92,12 @@ def protected_path_holds(s: State, i: int, t: TaskState) -> Any:
                                     Phase.WORK_SAVED)))
 
 
+@prop("one-chat-request-per-opening-key", incidents=(51,))
+def one_chat_request_per_opening_key(s: State, i: int, t: TaskState) -> Any:
+    """A chat creation request is made at most once under one attempt-opening key: an unanswered one is reconciled, never made again."""
+    return t.chat_requests <= 1
+
+
 @prop("archive-needs-confirmed-digest", incidents=(30,))
 def archive_needs_confirmed_digest(s: State, i: int, t: TaskState) -> Any:
     """A task is archived only as a Done task, by the exact digest of its result that an operator's confirmation receipt names."""

@@ -32,7 +32,7 @@ from typing import Any
 
 from .logic import all_of, any_of, ite, not_, one_of
 from .predicates import owner_alive, reserved, running
-from .projections import WAYS, WAYS_BY_NAME, finished, next_edge
+from .projections import WAYS, WAYS_BY_NAME, _chat_pending, finished, next_edge
 from .state import State, TaskState
 from .vocab import Exit, Kind as K, OwnerSeen, Phase, Way, EDGES
 
@@ -54,6 +54,7 @@ DUE_KINDS: dict[str, frozenset[K]] = {
     "mark-repair": frozenset({K.MARK_REPAIR}),
     "expire-wait": frozenset({K.EXPIRE_WAIT}),
     "probe-route": frozenset({K.PROBE_ROUTE}),
+    "reconcile-chat-request": frozenset({K.RECONCILE_CHAT}),
 }
 
 
@@ -130,13 +131,14 @@ def convergence_rank(s: State, i: int, t: TaskState) -> Any:
     counts the main-line edges left; an open task ranks above every transaction, a proven-dead owner above an
     open task, a suspect (or a live-owner plan whose process is gone) above that; an open task
     whose route's breaker is open ranks above an open task and below a proven-dead owner, its
-    due probe above the wait for it."""
+    due probe above the wait for it; a running attempt's unreconciled chat creation request adds one."""
     held = any_of(t.exit != Exit.NONE, t.legacy_done, t.abandoned,
                   all_of(t.wait_expired, t.waiting_on == 0))
     gone = any_of(t.owner_seen == OwnerSeen.SUSPECT,
                   all_of(one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE)),
                          not_(owner_alive(t))))
-    owner_rank = ite(t.owner_seen == OwnerSeen.DEAD, _LAST + 5, ite(gone, _LAST + 6, 0))
+    owner_rank = ite(t.owner_seen == OwnerSeen.DEAD, _LAST + 5, ite(gone, _LAST + 6, 0)) \
+        + ite(_chat_pending(t), 1, 0)
     open_rank = ite(all_of(s.graph.requires_assignment[i], not_(t.assigned)), _LAST + 2, _LAST + 1)
     # an open route's breaker: its due probe ranks above the wait for the next one, which ranks
     # above an open task (a succeeded probe closes it; a failed one arms it for a later time),

@@ -90,14 +90,20 @@ def _owner(t: TaskState, names: Names) -> dict | None:
 
 
 #: The archive's receipts, projected as evidence of the task (kind, digest).
-ARCHIVE_RECEIPTS = ("confirm-archive", "archive")
+ARCHIVE_RECEIPTS = ("confirm-archive", "archive", "propose-archive")
+#: The current attempt's chat, projected as evidence of the task (kind, its opening key).
+CHAT_RECEIPTS = ("request-chat", "reconcile-chat")
 
 
 def archive_evidence(t, names: Names) -> list[list]:
-    """The archive's receipts as the evidence they are recorded as: the confirmation and the
-    archive, each by the digest it names."""
-    return [[kind, names.cname(v)] for kind, v in zip(ARCHIVE_RECEIPTS,
-                                                      (t.archive_confirmed, t.archived)) if v != 0]
+    """The archive's receipts as the evidence they are recorded as: the confirmation, the
+    archive and the backlog's proposal, each by the digest it names; and the current
+    attempt's chat creation request and its reconciliation, by the attempt's opening key
+    (its fence)."""
+    chat = [[kind, str(t.fence)] for kind, v in zip(CHAT_RECEIPTS, (t.chat_request, t.chat_reconciled))
+            if v != 0 and v == t.fence]
+    return chat + [[kind, names.cname(v)] for kind, v in zip(
+        ARCHIVE_RECEIPTS, (t.archive_confirmed, t.archived, t.archive_proposed)) if v != 0]
 
 
 def observe_review(t: TaskState, names: Names) -> dict[str, Any]:

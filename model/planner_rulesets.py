@@ -23,9 +23,17 @@ back, one per incident it is named after:
   was proven exited but not yet released was dispatched at once (a new attempt
   beside the old owner's ownership) instead of releasing that owner first;
 - ``target_moved_during_finish``: an effect whose target moved under it was
-  driven on (promoted) instead of being replanned as a repair.
+  driven on (promoted) instead of being replanned as a repair;
+- ``obsolete_daemon_chat_creation_lost_response``: a chat creation request
+  made under the attempt's opening key whose answer was lost was taken for one
+  never made, and made again (the historical table's own way ``request-chat``)
+  instead of being reconciled;
+- ``surprise_archival_backlog``: a Done task its archive backlog proposed was
+  archived on the daemon's own word (the historical table's own way
+  ``archive``) instead of waiting for the operator's confirmation of its digest.
 
-``plan_under(ruleset, s, i)`` is ``projections.plan`` under the named ruleset.
+``plan_under(ruleset, s, i)`` is ``projections.plan`` under the named ruleset
+(its conditions and its ways: ``RULESET_WAYS``).
 """
 from __future__ import annotations
 
@@ -33,9 +41,12 @@ from typing import Any, Callable
 
 from .logic import all_of, any_of, not_, one_of
 from .predicates import graph_saved, reserved as _reserved, running
-from .projections import WAY_CONDITIONS, Plan, _continuation_planned, plan
+from .projections import (
+    WAY_CONDITIONS, WAYS, Plan, WayRule, _archive_proposed, _chat_pending, _continuation_planned,
+    plan,
+)
 from .state import State, TaskState
-from .vocab import AttemptState, Exit, OwnerSeen, Reason
+from .vocab import Action, AttemptState, Exit, OwnerSeen, Reason, Way
 
 CORRECTED = "corrected"
 HISTORICAL = "historical"
@@ -87,9 +98,17 @@ def _historical_conditions() -> dict[str, Callable]:
     c["mark-repair"] = lambda s, i, t: False
     # a dead owner: kept as the live owner once its window closed, rejected while it was open
     c["live-owner"] = lambda s, i, t: all_of(
-        unreserved(s, i, t), any_of(one_of(t.owner_seen, (_UNVERIFIED, _LIVE)),
+        unreserved(s, i, t), any_of(all_of(one_of(t.owner_seen, (_UNVERIFIED, _LIVE)),
+                                           not_(_chat_pending(t))),
                                     all_of(dead(t), not_(_continuation_planned(s, t)),
                                            not_(t.reopening))))
+    # an unreconciled chat creation request: taken for one never made, made again
+    c["reconcile-chat-request"] = lambda s, i, t: False
+    c["request-chat"] = lambda s, i, t: all_of(
+        unreserved(s, i, t), one_of(t.owner_seen, (_UNVERIFIED, _LIVE)), _chat_pending(t))
+    # the archive backlog: archived on the daemon's own word
+    c["await-archive-confirmation"] = lambda s, i, t: False
+    c["archive"] = lambda s, i, t: _archive_proposed(t)
     c["declare-lost"] = lambda s, i, t: all_of(unreserved(s, i, t), dead(t), _continuation_planned(s, t),
                                                not_(t.reopening))
     c["resume-continuation"] = lambda s, i, t: False
@@ -101,10 +120,17 @@ def _historical_conditions() -> dict[str, Callable]:
 
 HISTORICAL_CONDITIONS = _historical_conditions()
 RULESETS: dict[str, dict[str, Callable]] = {CORRECTED: WAY_CONDITIONS, HISTORICAL: HISTORICAL_CONDITIONS}
+#: The historical daemon's own ways: a chat creation request made again under the same key,
+#: and an archive of a proposed Done task on the daemon's own word.
+HISTORICAL_WAYS = WAYS + (WayRule("request-chat", Way.RUNNABLE, Action.REQUEST_CHAT,
+                                  "an unanswered chat creation request is made again"),
+                          WayRule("archive", Way.SCHEDULED, Action.ARCHIVE,
+                                  "the archive backlog is archived on the daemon's own word"))
+RULESET_WAYS: dict[str, tuple[WayRule, ...]] = {CORRECTED: WAYS, HISTORICAL: HISTORICAL_WAYS}
 
 
 def plan_under(ruleset: str, s: State, i: int) -> Plan | None:
     """The plan of task ``i`` under the named ruleset (``corrected`` is ``projections.plan``)."""
     if ruleset not in RULESETS:
         raise KeyError(f"unknown planner ruleset {ruleset!r} (known: {', '.join(RULESETS)})")
-    return plan(s, i, RULESETS[ruleset])
+    return plan(s, i, RULESETS[ruleset], RULESET_WAYS[ruleset])

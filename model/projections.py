@@ -158,6 +158,19 @@ def _route_closed(s: State, t: TaskState) -> Any:
     return all_of(_idle(t), not_(t.paused), _due(s, t), t.route_unavailable)
 
 
+def _chat_pending(t: TaskState) -> Any:
+    """A chat creation request was made under the running attempt's opening key (its fence)
+    and not yet reconciled: whether or not its answer arrived, the chat it created is looked
+    up by that key, never created again."""
+    return all_of(t.chat_request != 0, t.chat_request == t.fence, t.chat_reconciled != t.fence)
+
+
+def _archive_proposed(t: TaskState) -> Any:
+    """A Done, unarchived task the daemon's archive backlog proposed, by its result's digest."""
+    return all_of(graph_saved(t), t.archived == 0, t.candidate != 0,
+                  t.archive_proposed == t.candidate)
+
+
 def _dependency_reopened(s: State, i: int, t: TaskState) -> Any:
     """The next edge is the effect's and a dependency was reopened since the attempt opened:
     the effect is refused on the old generation."""
@@ -195,10 +208,13 @@ WAY_CONDITIONS = {
         any_of(not_(s.graph.requires_assignment[i]), t.assigned)),
     "live-owner": lambda s, i, t: all_of(
         running(t), not_(reserved(t)), not_(_held(t)), t.completion_receipt == 0,
-        one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE))),
+        one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE)), not_(_chat_pending(t))),
     "await-handoff": lambda s, i, t: all_of(
         running(t), not_(reserved(t)), not_(_held(t)), t.completion_receipt != 0,
-        one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE))),
+        one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE)), not_(_chat_pending(t))),
+    "reconcile-chat-request": lambda s, i, t: all_of(
+        running(t), not_(reserved(t)), not_(_held(t)),
+        one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE)), _chat_pending(t)),
     "probe-suspect": lambda s, i, t: all_of(
         running(t), not_(reserved(t)), not_(_held(t)), t.owner_seen == OwnerSeen.SUSPECT),
     "resume-continuation": lambda s, i, t: all_of(
@@ -229,6 +245,8 @@ WAY_CONDITIONS = {
         not_(finished(t)), not_(running(t)), not_(_held(t)), not_(_parked(t)), t.reopening),
     "hold": lambda s, i, t: _held(t),
     "dependency-reopened": _dependency_reopened,
+    "await-archive-confirmation": lambda s, i, t: all_of(
+        _archive_proposed(t), t.archive_confirmed != t.candidate),
 }
 
 WAYS: tuple[WayRule, ...] = (
@@ -246,6 +264,10 @@ WAYS: tuple[WayRule, ...] = (
             "the owner receipted its completion and may be alive: its handoff (the submit that "
             "opens the transaction) is awaited, it is re-probed on its deadline; never Done "
             "without the transaction"),
+    WayRule("reconcile-chat-request", Way.SCHEDULED, Action.RECONCILE_CHAT,
+            "the exact owner is running and the chat creation request made under its attempt's "
+            "key is not reconciled: the chat it created is looked up by that key, never created "
+            "again"),
     WayRule("probe-suspect", Way.SCHEDULED, Action.PROBE_OWNER, "evidence raised suspicion: probe once"),
     WayRule("resume-continuation", Way.WAIT, Action.RESUME,
             "the exact owner is proven dead and its session may continue: the wrapper's resume "
@@ -282,7 +304,15 @@ WAYS: tuple[WayRule, ...] = (
     WayRule("dependency-reopened", Way.HOLD, Action.AWAIT_OPERATOR,
             "a dependency was reopened under the running attempt: its effect is refused, an "
             "operator resets the task"),
+    WayRule("await-archive-confirmation", Way.WAIT, Action.AWAIT_ARCHIVE_CONFIRMATION,
+            "the daemon's archive backlog proposed the Done task: the operator's confirmation of "
+            "the same digest comes first (then the archive names it; the daemon never archives "
+            "on its own word)"),
 )
+
+#: The ways of a finished task: its Done result proposed for an archive (every other way is of
+#: an unfinished task; ``archive`` is the historical ruleset's own).
+ARCHIVE_WAYS = frozenset({"await-archive-confirmation", "archive"})
 
 #: The ways whose deadline is the external wait's (the others: the attempt's, but for the ways
 #: of ``ROUTE_WAYS``: the route's next probe time).
@@ -293,12 +323,13 @@ ROUTE_WAYS = frozenset({"await-route-probe", "probe-route"})
 WAYS_BY_NAME = {w.name: w for w in WAYS}
 
 
-def ways_forward(s: State, i: int, conditions: dict | None = None) -> list[WayRule]:
-    """Every way whose condition holds (concrete states only); ``conditions``: another ruleset's
-    (``planner_rulesets``), the corrected planner's by default."""
+def ways_forward(s: State, i: int, conditions: dict | None = None,
+                 ways: tuple[WayRule, ...] = WAYS) -> list[WayRule]:
+    """Every way of ``ways`` whose condition holds (concrete states only); ``conditions``:
+    another ruleset's (``planner_rulesets``), the corrected planner's by default."""
     if conditions is None:
-        return [w for w in WAYS if w.enabled(s, i) is True]
-    return [w for w in WAYS if conditions[w.name](s, i, s.tasks[i]) is True]
+        return [w for w in ways if w.enabled(s, i) is True]
+    return [w for w in ways if conditions[w.name](s, i, s.tasks[i]) is True]
 
 
 @dataclass(frozen=True)
@@ -321,14 +352,18 @@ def hold_reason(t: TaskState) -> str:
     return f"{Exit(t.exit).label}: {Reason(t.reason).label}"
 
 
-def plan(s: State, i: int, conditions: dict | None = None) -> Plan | None:
-    """The planner's verdict for task ``i`` (None for a finished task); ``conditions`` as in
+def plan(s: State, i: int, conditions: dict | None = None,
+         table: tuple[WayRule, ...] = WAYS) -> Plan | None:
+    """The planner's verdict for task ``i`` (None for a finished task, unless the archive of
+    its Done result is proposed); ``conditions`` and the ways ``table`` as in
     ``ways_forward``."""
     t = s.tasks[i]
     name = s.graph.tasks[i]
-    if finished(t) is True:
+    done = finished(t) is True
+    ways = ways_forward(s, i, conditions, tuple(w for w in table if w.name in ARCHIVE_WAYS)
+                        if done else table)
+    if done and not ways:
         return None
-    ways = ways_forward(s, i, conditions)
     if len(ways) != 1:
         why = "no way forward" if not ways else "several ways: " + ", ".join(w.name for w in ways)
         return Plan(name, Way.HOLD, Action.AWAIT_OPERATOR, why, 0)

@@ -23,7 +23,9 @@ one callers import from (the rules, ``RULES``, ``TOUCHES`` and the helpers):
 - ``rules_evidence``: evidence about a running attempt, terminal reports and convergence;
 - ``rules_save``: the SaveTransaction, one rule per edge, and its ways off the main line;
 - ``rules_operator``: the operator and migration (reset, abandon, reconcile, legacy Done);
-- ``rules_archive``: archiving a Done task after the confirmation of its exact digest;
+- ``rules_archive``: archiving a Done task after the confirmation of its exact digest (the
+  daemon's backlog only proposes);
+- ``rules_chat``: an attempt's chat, requested once under its opening key, then reconciled;
 - ``rules_pause``: the operator's pause and a task's not-before time;
 - ``rules_wait``: external waits (park on a named event, its delivery, an expired deadline);
 - ``rules_reopen``: reopening a Done task into a new generation;
@@ -60,7 +62,7 @@ from .rules_save import (  # noqa: F401
     commit_cleanup, save_graph, revise, block_upgrade,
 )
 from .rules_operator import abandon, legacy_done, reconcile, reconstruct, reset  # noqa: F401
-from .rules_archive import archive, confirm_archive  # noqa: F401
+from .rules_archive import archive, confirm_archive, propose_archive  # noqa: F401
 from .rules_wait import deliver, expire_wait, park  # noqa: F401
 from .rules_pause import pause, unpause  # noqa: F401
 from .rules_reopen import reopen  # noqa: F401
@@ -69,3 +71,4 @@ from .rules_review import (  # noqa: F401
 )
 from .rules_receipt import receipt_completion  # noqa: F401
 from .rules_route import probe_route  # noqa: F401
+from .rules_chat import reconcile_chat, request_chat  # noqa: F401

@@ -225,6 +225,15 @@ class TaskState:
     # and the digest archived (0: none)
     archive_confirmed: Any = 0
     archived: Any = 0
+    # the daemon's archive backlog: the digest it proposed for archiving (0: none); no archive
+    # is planned on that word alone, only after the operator's confirmation of the same digest
+    archive_proposed: Any = 0
+    # the attempt's chat: the attempt-opening key (the attempt's fence) the daemon's creation
+    # request was made under (0: none), how many were made under that key, and the key whose
+    # request was reconciled (the chat it created looked up and recorded; 0: none)
+    chat_request: Any = 0
+    chat_requests: Any = 0
+    chat_reconciled: Any = 0
     # an external wait: the correlation id the parked task waits for (0: none), its deadline
     # (0: none), and whether a wait ran out (a named hold until the operator acts)
     waiting_on: Any = 0

@@ -126,6 +126,11 @@ class Kind(Labelled):
     # a provider route's breaker: the daemon's health probe of the task's route, its effect
     # acknowledged (succeeded: the breaker closes; failed: it is armed again)
     PROBE_ROUTE = 80
+    # the daemon's archive backlog: a Done task proposed for archiving, by its result's digest
+    PROPOSE_ARCHIVE = 76
+    # the attempt's chat: one creation request under its attempt-opening key, then reconciled
+    REQUEST_CHAT = 77
+    RECONCILE_CHAT = 78
 
 
 class DecisionKind(Labelled):
@@ -186,6 +191,8 @@ class Code(Labelled):
     ROUTE_UNAVAILABLE = 60     # the task's provider route's breaker is open: no attempt opens on it
     ROUTE_AVAILABLE = 61       # probe-route: the task's route's breaker is not open
     PROBE_NOT_DUE = 62         # probe-route: the breaker's next probe time has not come
+    CHAT_REQUESTED = 56        # a chat creation request was made under this attempt's key already
+    CHAT_UNREQUESTED = 57      # no chat creation request was made under this attempt's key
 
 
 class AttemptState(Labelled):
@@ -384,6 +391,10 @@ class Action(Labelled):
     AWAIT_HANDOFF = 15
     PROBE_ROUTE = 20
     AWAIT_ROUTE_PROBE = 21
+    AWAIT_ARCHIVE_CONFIRMATION = 26
+    ARCHIVE = 27
+    RECONCILE_CHAT = 28
+    REQUEST_CHAT = 29
 
 
 # --- authority ---------------------------------------------------------------
@@ -448,6 +459,9 @@ AUTHORITY: dict[Kind, frozenset[Actor]] = {
     K.RETRY_REVIEW: frozenset({A.OPERATOR}),
     K.RECEIPT_COMPLETION: frozenset({A.WORKER, A.WRAPPER}),
     K.PROBE_ROUTE: frozenset({A.DAEMON}),
+    K.PROPOSE_ARCHIVE: frozenset({A.DAEMON, A.CLEANUP}),
+    K.REQUEST_CHAT: frozenset({A.DAEMON}),
+    K.RECONCILE_CHAT: frozenset({A.DAEMON}),
 }
 
 #: Kinds whose request must carry the exact capability tuple K of the current attempt.
@@ -459,6 +473,7 @@ NEEDS_CAPABILITY: frozenset[Kind] = frozenset({
     K.COMMIT_EFFECT, K.PREPARE_CLEANUP, K.COMMIT_CLEANUP, K.SAVE_GRAPH,
     K.MARK_REPAIR, K.REVISE, K.BLOCK_UPGRADE, K.PARK,
     K.SUBMIT_MANIFEST, K.COMPLETE, K.FAIL_REVIEW, K.RECEIPT_COMPLETION,
+    K.REQUEST_CHAT, K.RECONCILE_CHAT,
 })
 
 #: The review valve's kinds: each changes only the source task's review facts (never its

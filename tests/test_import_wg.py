@@ -242,12 +242,12 @@ def test_import_json_reports_an_error_per_file_and_writes_nothing(tmp_path, caps
 
 NEW_DIRS = ("daemon", "runtime", "simple-land", "planner-runtime")
 NEW_SOURCES = sorted(p for d in NEW_DIRS for p in (SHARED / d).rglob("*.json"))
-#: traces written: daemon v1 7 of 9, daemon v2 4 of 4, daemon v3 1 of 1, runtime 7 of 7,
+#: traces written: daemon v1 9 of 9, daemon v2 4 of 4, daemon v3 1 of 1, runtime 7 of 7,
 #: simple-land 6 of 6, planner state 2 files (both tasks; the goal behind its backoff and its
 #: route's open breaker)
-NEW_TRACES = 7 + 4 + 1 + 7 + 6 + 2
-#: reported: daemon v1 2
-NOT_MAPPED = 2
+NEW_TRACES = 9 + 4 + 1 + 7 + 6 + 2
+#: reported: none
+NOT_MAPPED = 0
 
 
 def _cases(path: Path) -> set[str]:

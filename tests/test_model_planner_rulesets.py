@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from wgk.model.planner_rulesets import CORRECTED, HISTORICAL, RULESETS, plan_under
+from wgk.model.planner_rulesets import CORRECTED, HISTORICAL, RULESET_WAYS, RULESETS, plan_under
 from wgk.model.projections import WAYS, plan
 from wgk.conformance.oracle.systems import ModelSystem
 from wgk.conformance.traces.format import load_trace, trace_files
@@ -25,9 +25,14 @@ def _states(path):
 
 
 def test_every_ruleset_names_a_condition_for_every_way():
-    assert set(RULESETS) == {CORRECTED, HISTORICAL}
-    for conditions in RULESETS.values():
-        assert set(conditions) == {w.name for w in WAYS}
+    assert set(RULESETS) == {CORRECTED, HISTORICAL} == set(RULESET_WAYS)
+    assert RULESET_WAYS[CORRECTED] == WAYS
+    for name, conditions in RULESETS.items():
+        assert set(conditions) == {w.name for w in RULESET_WAYS[name]}
+    # the historical table's own ways: the chat creation request made again, the archive on
+    # the daemon's own word
+    assert {w.name for w in RULESET_WAYS[HISTORICAL]} - {w.name for w in WAYS} == {
+        "request-chat", "archive"}
 
 
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: p.stem)

@@ -714,6 +714,43 @@ def test_an_archived_task_is_not_reopened(one):
     rejects(one, K.REOPEN, A.OPERATOR, "held")
 
 
+def test_a_chat_request_is_made_once_under_its_opening_key_then_reconciled(one):
+    dispatch(one, "a")
+    rejects(one, K.REQUEST_CHAT, A.WORKER, "not-authorized")
+    rejects(one, K.RECONCILE_CHAT, A.DAEMON, "chat-unrequested")     # nothing to reconcile
+    assert _way(one, "a") == ("live-owner", "probe-owner", "live-owner")
+    ok(one, K.REQUEST_CHAT, A.DAEMON)
+    assert (one.task("a").chat_request, one.task("a").chat_requests) == (1, 1)
+    assert _way(one, "a") == ("scheduled", "reconcile-chat", "reconcile-chat-request")
+    rejects(one, K.REQUEST_CHAT, A.DAEMON, "chat-requested")         # its answer lost or not
+    assert one.task("a").chat_requests == 1
+    assert ok(one, K.RECONCILE_CHAT, A.DAEMON).label == "applied"
+    assert _way(one, "a") == ("live-owner", "probe-owner", "live-owner")
+    assert ok(one, K.RECONCILE_CHAT, A.DAEMON).label == "evidence-only"
+    rejects(one, K.REQUEST_CHAT, A.DAEMON, "chat-requested")
+    assert one.task("a").chat_requests == 1
+
+
+def test_the_archive_backlog_proposes_and_the_plan_waits_for_the_confirmation(one):
+    from wgk.model.projections import plan
+    dispatch(one, "a")
+    rejects(one, K.PROPOSE_ARCHIVE, A.DAEMON, "illegal-phase-edge", candidate=WORK)  # not Done
+    to_phase(one, "a", K.SAVE_GRAPH)
+    result = one.task("a").candidate
+    assert plan(one.state, 0) is None                                # Done: nothing planned
+    rejects(one, K.PROPOSE_ARCHIVE, A.DAEMON, "candidate-mismatch", candidate=BASE)
+    rejects(one, K.PROPOSE_ARCHIVE, A.OPERATOR, "not-authorized", candidate=result)
+    assert ok(one, K.PROPOSE_ARCHIVE, A.DAEMON, candidate=result).label == "applied"
+    assert _way(one, "a") == ("wait", "await-archive-confirmation", "await-archive-confirmation")
+    assert ok(one, K.PROPOSE_ARCHIVE, A.CLEANUP, candidate=result).label == "evidence-only"
+    rejects(one, K.ARCHIVE, A.DAEMON, "archive-unconfirmed", candidate=result)   # its own word
+    ok(one, K.CONFIRM_ARCHIVE, A.OPERATOR, candidate=result)
+    assert plan(one.state, 0) is None                                # confirmed: no wait
+    ok(one, K.ARCHIVE, A.CLEANUP, candidate=result)
+    rejects(one, K.PROPOSE_ARCHIVE, A.DAEMON, "terminal-already", candidate=result)
+    assert plan(one.state, 0) is None
+
+
 def test_every_kind_is_exercised_and_declares_its_touches():
     """Runs last in this module (pytest keeps file order)."""
     from wgk.model.vocab import Kind

@@ -62,9 +62,10 @@ def test_the_implementation_speaks_the_models_codes_and_evidence_kinds():
     noted = {n.args[1].value for p in (ROOT / "model").glob("rules_*.py")
              for n in ast.walk(ast.parse(p.read_text()))
              if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "note_evidence"}
-    # besides, the archive's receipts: model fields projected as evidence pairs
-    from wgk.model.observe import ARCHIVE_RECEIPTS
-    assert noted | {"continuation"} | set(ARCHIVE_RECEIPTS) == set(EVIDENCE_LABELS)
+    # besides, the archive's and the chat's receipts: model fields projected as evidence pairs
+    from wgk.model.observe import ARCHIVE_RECEIPTS, CHAT_RECEIPTS
+    assert noted | {"continuation"} | set(ARCHIVE_RECEIPTS) | set(CHAT_RECEIPTS) == \
+        set(EVIDENCE_LABELS)
     # evidence is recorded under the kind of the request that reported it
     assert set(EVIDENCE_LABELS) - {"continuation"} <= set(Kind.labels())
 

@@ -10,6 +10,7 @@ the daemon request that takes it, until a round makes no progress:
   naming the owner's pid and the birth of the process now holding it
   (``pid:<pid>:birth:<birth|none>``);
 - a proven-dead owner is declared lost;
+- a chat creation request made under the attempt's key is reconciled (never made again);
 - a target that moved before the compare-and-swap marks the task for repair;
 - a transaction in flight takes its next main-line edge (the daemon's edges).
 
@@ -92,6 +93,8 @@ def next_request(s, i: int, now: int, probed: set[str], cname) -> dict | None:
     if p.action == Action.DECLARE_LOST:
         return dict(base, kind="declare-lost",
                     key=f"converge:{name}:g{t.generation}:f{t.fence}:declare-lost")
+    if p.action == Action.RECONCILE_CHAT:
+        return dict(base, kind="reconcile-chat", key=f"converge:{name}:f{t.fence}:reconcile-chat")
     tx = dict(base, **{"expected-phase": visible_phase(t), "expected-revision": t.revision})
     if p.action == Action.MARK_REPAIR:
         return dict(tx, kind="mark-repair", key=f"converge:{name}:f{t.fence}:r{t.revision}:mark-repair")

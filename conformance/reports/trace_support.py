@@ -46,6 +46,7 @@ def _changed_a_task(s, r, d, s2) -> bool:
 ANTECEDENTS: dict[str, Callable[..., bool]] = {
     "receipts-fenced": _any_receipt,
     "promotion-at-most-once": lambda s, i, t: t.promotions >= 1,
+    "one-chat-request-per-opening-key": lambda s, i, t: t.chat_requests >= 1,
     "compaction-occurrences-counted-once": lambda s, i, t: (
         t.compactions + t.continuations + t.acks + t.provider_failures) > 0,
     "review-publication-at-most-once": lambda s, i, t: t.publications >= 1,

@@ -581,6 +581,13 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "review-unavailable-is-not-rejection", VALVE_INSTANCE, 3,
         patches=((rules_review, "review_phase_of", _unavailable_blocks),)),
     Mutant(
+        "chat-request-made-again", (51,),
+        "The chat creation request does not look for one made under the attempt's key: a "
+        "request whose answer was lost is made again instead of being reconciled (the old "
+        "daemon's second chat).",
+        "one-chat-request-per-opening-key", Instance(tasks=1, groups=("core", "chat")), 3,
+        rules={K.REQUEST_CHAT: without_checks(K.REQUEST_CHAT, Code.CHAT_REQUESTED)}),
+    Mutant(
         "explore-reads-main", (46,),
         "Every contract's publication compares the observed main with the integrated one: an "
         "Explore or Report manifest is refused because git main moved.",

@@ -30,6 +30,7 @@ KINDS = (
     "retry-review",
     "receipt-completion",
     "probe-route",
+    "propose-archive", "request-chat", "reconcile-chat",
 )
 
 _ANY = frozenset(ACTORS)
@@ -91,6 +92,9 @@ AUTHORITY: dict[str, frozenset[str]] = {
     "retry-review": frozenset({"operator"}),
     "receipt-completion": frozenset({"worker", "wrapper"}),
     "probe-route": frozenset({"daemon"}),
+    "propose-archive": frozenset({"daemon", "cleanup"}),
+    "request-chat": frozenset({"daemon"}),
+    "reconcile-chat": frozenset({"daemon"}),
 }
 
 #: Kinds that step the SaveTransaction; the request names the phase and revision it expects.
@@ -105,6 +109,7 @@ NEEDS_CAPABILITY = TRANSACTION_KINDS | frozenset({
     "resume", "heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner", "compaction",
     "ack-continuation", "provider-failure", "log", "fail", "declare-lost", "park",
     "submit-manifest", "complete", "fail-review", "receipt-completion",
+    "request-chat", "reconcile-chat",
 })
 
 #: Kinds about an external wait; their ``correlation`` field (a name) must be present.
@@ -126,6 +131,7 @@ CODES = (
     "dependency-reopened", "paused", "not-due",
     "manifest-invalid", "manifest-mismatch", "review-not-passed", "main-moved",
     "publication-unverified", "route-unavailable", "route-available", "probe-not-due",
+    "publication-unverified", "chat-requested", "chat-unrequested",
 )
 
 #: Why an attempt failed (``fail``): unclassified, nothing saved, zero progress and provider
@@ -219,13 +225,14 @@ ACTIONS = ("dispatch", "probe-owner", "declare-lost", "drive-transaction", "mark
            "await-dependencies", "await-review", "await-validation", "await-operator", "assign",
            "await-external", "expire-wait", "resume", "await-not-before",
            "await-handoff")
+           "await-archive-confirmation", "archive", "reconcile-chat", "request-chat")
 
 #: Evidence kinds as recorded per task (deduplicated by (kind, id)): the kind of the request
 #: that reported it, and ``continuation`` (earned by a compaction).
 EVIDENCE_LABELS = ("heartbeat", "heartbeat-timeout", "observe-eof", "probe-owner", "compaction",
                    "continuation", "ack-continuation", "provider-failure", "message",
                    "ownership-contention", "fail", "legacy-done", "confirm-archive", "archive",
-                   "deliver")
+                   "deliver", "propose-archive", "request-chat", "reconcile-chat")
 
 #: Evidence kinds recorded under another name before schema version 4: the ledger keeps
 #: them as written (its hash chain), and they are read as the request kind's name.

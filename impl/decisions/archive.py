@@ -1,5 +1,7 @@
 """Archiving a finished task: first the operator confirms one digest (an evidence row), then
-the archive names it again.
+the archive names it again. The daemon's backlog only proposes a task for archiving
+(``propose-archive``, an evidence row of the digest): the planner then waits for the
+operator's confirmation of that digest before it plans the archive.
 
 The digest is the content id of the candidate that made the task Done (a commit id, so
 it covers the tree and the history). Both are rows in the task's evidence table
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 from .decision import Condition as C, Ctx, Outcome, Rule, evidence_fact, succeeded
 from .generations import done, not_archived
+from ..contract.vocabulary import APPLIED, EVIDENCE_ONLY
 
 
 def confirmed(ctx: Ctx) -> bool:
@@ -28,6 +31,12 @@ def _recorded(ctx: Ctx) -> Outcome:
     return succeeded(ctx, ctx.record, facts=[evidence_fact(ctx.request.kind, ctx.request.candidate)])
 
 
+def _proposed(ctx: Ctx) -> Outcome:
+    again = ctx.seen("propose-archive", ctx.request.candidate)
+    return succeeded(ctx, ctx.record, kind=EVIDENCE_ONLY if again else APPLIED,
+                     facts=[evidence_fact("propose-archive", ctx.request.candidate)])
+
+
 _DONE_AND_NOT_ARCHIVED = (C(done, "illegal-phase-edge"), C(not_archived, "terminal-already"))
 
 RULES: dict[str, Rule] = {
@@ -36,4 +45,6 @@ RULES: dict[str, Rule] = {
     "archive": Rule(_DONE_AND_NOT_ARCHIVED + (C(confirmed, "archive-unconfirmed"),
                                               C(names_the_result, "candidate-mismatch")),
                     _recorded),
+    "propose-archive": Rule(_DONE_AND_NOT_ARCHIVED + (C(names_the_result, "candidate-mismatch"),),
+                            _proposed),
 }

@@ -44,6 +44,9 @@ WAYS: tuple[Way, ...] = (
     Way("await-handoff", "live-owner", "await-handoff",
         "the owner receipted its completion and may be alive: its handoff (the submit that "
         "opens the transaction) is awaited, it is re-probed on its deadline"),
+    Way("reconcile-chat-request", "scheduled", "reconcile-chat",
+        "the exact owner is running and the chat creation request made under its attempt's key "
+        "is not reconciled: the chat it created is looked up by that key, never created again"),
     Way("probe-suspect", "scheduled", "probe-owner", "evidence raised suspicion: probe once"),
     Way("resume-continuation", "wait", "resume",
         "the exact owner is proven dead and its session may continue: the wrapper's resume "
@@ -78,7 +81,14 @@ WAYS: tuple[Way, ...] = (
     Way("dependency-reopened", "hold", "await-operator",
         "a dependency was reopened under the running attempt: its effect is refused, an "
         "operator resets the task"),
+    Way("await-archive-confirmation", "wait", "await-archive-confirmation",
+        "the daemon's archive backlog proposed the Done task: the operator's confirmation of the "
+        "same digest comes first (then the archive names it; the daemon never archives on its "
+        "own word)"),
 )
+
+#: The one way a Done row can still have: the backlog's proposal awaiting the operator.
+ARCHIVE_WAYS = frozenset({"await-archive-confirmation"})
 
 #: Ways timed by the wait's deadline column; every other way uses the attempt's.
 WAIT_WAYS = frozenset({"await-external", "expire-wait"})
@@ -90,6 +100,11 @@ def _flag(condition: str) -> str:
     """A condition as 0 or 1 (SQLite has no booleans, PostgreSQL compares them strictly)."""
     return f"CASE WHEN {condition} THEN 1 ELSE 0 END"
 
+
+#: An evidence row of the task (``t``) of a kind, by its id: a chat creation request or its
+#: reconciliation under the attempt's fence, an archive's proposal, confirmation or archive.
+_HAS = "EXISTS (SELECT 1 FROM evidence ev WHERE ev.task = t.id AND ev.kind = '{kind}' " \
+    "AND ev.ident = {ident})"
 
 #: The stored facts of some tasks, each a 0/1 flag, with the observed ones bound: the clock
 #: and the target in ``env``, each task's worktree and effect in ``seen`` (``_ROW`` a task).
@@ -137,7 +152,14 @@ f AS MATERIALIZED (SELECT seen.task AS task,
            "OR (t.review_required = 1 AND x.phase = 'awaiting-acceptance')")} AS waits,
     {_flag("x.phase = 'effect-prepared' AND x.disposition = 'land' AND seen.happened = 0 "
            "AND COALESCE(env.target, '') <> COALESCE(x.base, '')")} AS target_moved,
-    {_flag("x.phase = 'disposition-recorded'")} AS effect_next
+    {_flag("x.phase = 'disposition-recorded'")} AS effect_next,
+    {_flag(_HAS.format(kind="request-chat", ident="CAST(t.fence AS TEXT)") + " AND NOT "
+           + _HAS.format(kind="reconcile-chat", ident="CAST(t.fence AS TEXT)"))} AS chat,
+    {_flag("x.phase = 'graph-saved' AND x.exit = 'none' AND t.fence <> 0 AND gs.fence IS NOT NULL "
+           "AND x.candidate IS NOT NULL AND "
+           + _HAS.format(kind="propose-archive", ident="x.candidate") + " AND NOT "
+           + _HAS.format(kind="archive", ident="x.candidate"))} AS proposed,
+    {_flag(_HAS.format(kind="confirm-archive", ident="x.candidate"))} AS confirmed
   FROM seen JOIN tasks t ON t.id = seen.task CROSS JOIN env
   JOIN transactions x ON x.task = t.id
   LEFT JOIN attempts a ON a.task = t.id AND a.fence = t.fence
@@ -169,8 +191,9 @@ _CONDITIONS = {
     "retry-budget-spent": "open = 1 AND deps_done = 1 AND admitted = 1 AND spent = 1",
     "await-dependencies": "open = 1 AND deps_done = 0 AND dep_abandoned = 0 AND admitted = 1",
     "dependency-abandoned": "open = 1 AND dep_abandoned = 1 AND admitted = 1",
-    "live-owner": "watching = 1 AND receipted = 0 AND seen IN ('unverified', 'live')",
-    "await-handoff": "watching = 1 AND receipted = 1 AND seen IN ('unverified', 'live')",
+    "live-owner": "watching = 1 AND receipted = 0 AND seen IN ('unverified', 'live') AND chat = 0",
+    "await-handoff": "watching = 1 AND receipted = 1 AND seen IN ('unverified', 'live') AND chat = 0",
+    "reconcile-chat-request": "watching = 1 AND seen IN ('unverified', 'live') AND chat = 1",
     "probe-suspect": "watching = 1 AND seen = 'suspect'",
     "resume-continuation": "watching = 1 AND seen = 'dead' AND continues = 1 AND reopening = 0",
     "declare-lost": "watching = 1 AND seen = 'dead' AND (continues = 0 OR reopening = 1)",
@@ -188,6 +211,7 @@ _CONDITIONS = {
     "reopen-pending": "finished = 0 AND running = 0 AND held = 0 AND parked = 0 AND reopening = 1",
     "hold": "held = 1",
     "dependency-reopened": "reopened = 1",
+    "await-archive-confirmation": "proposed = 1 AND confirmed = 0",
 }
 
 #: 1 where the way's condition holds, in the order of ``WAYS``, after what a plan reports.
@@ -247,15 +271,16 @@ def plans(k, names: list[str], observe_of: Callable[[str], Observe]) -> dict[str
 
 
 def plan(k, name: str, observe: Observe) -> Plan | None:
-    """The one way forward for an unfinished task, or a named hold (None when finished)."""
+    """The one way forward for an unfinished task, or a named hold (None when finished, except
+    a Done row whose archive proposal awaits the operator's confirmation)."""
     return plans(k, [name], lambda _: observe)[name]
 
 
 def _plan(name: str, row: tuple) -> Plan | None:
     finished, exit_, reason, legacy, deadline, wait_deadline, not_before, probe_at = row[1:9]
-    if finished:
+    ways = [w for w, on in zip(WAYS, row[9:]) if on and (not finished or w.name in ARCHIVE_WAYS)]
+    if finished and not ways:
         return None
-    ways = [w for w, on in zip(WAYS, row[9:]) if on]
     # guards: exactly-one-way-forward
     if len(ways) != 1:
         why = "no way forward" if not ways else "several ways: " + ", ".join(w.name for w in ways)

@@ -8,7 +8,7 @@ retry, resume, log, fail, declare-lost), ``evidence`` (the evidence rows of a re
 what they know of the owner), ``transaction`` (the SaveTransaction as one table of steps),
 ``holds`` (abandon, legacy-done, reconcile, reconstruct), ``archive``, ``waits`` and
 ``generations`` (reset, reopen), ``pauses`` (pause, unpause), ``review`` (the review valve),
-``receipt`` (a completion receipted before its transaction), ``routes`` (a provider route's breaker and its probe). This module holds the table ``RULES`` and the entry point.
+``receipt`` (a completion receipted before its transaction), ``routes`` (a provider route's breaker and its probe), ``chat`` (the attempt's chat: its one creation request, its reconciliation). This module holds the table ``RULES`` and the entry point.
 Every write a rule's outcome makes is conditional on the record it was decided on
 (``tables.STAMP``).
 
@@ -32,14 +32,14 @@ from .decision import (  # noqa: F401
     Condition, Ctx, Effect, Observe, Outcome, Rule, close_attempt, reject, succeeded,
 )
 from . import (
-    archive, attempts, evidence, generations, holds, pauses, receipt, review, routes, transaction, waits,
+    archive, attempts, chat, evidence, generations, holds, pauses, receipt, review, routes, transaction, waits,
 )
 from ..contract.vocabulary import APPLIED, EDGES, EVIDENCE_ONLY, KINDS, REJECTED, TRANSACTION_KINDS  # noqa: F401
 
 #: kind -> its rule: the conditions of its write in the contract's order, then the write.
 RULES: dict[str, Rule] = {
     **attempts.RULES, **evidence.RULES, **transaction.RULES, **holds.RULES, **archive.RULES,
-    **waits.RULES, **generations.RULES, **pauses.RULES, **review.RULES, **receipt.RULES, **routes.RULES,
+    **waits.RULES, **generations.RULES, **pauses.RULES, **review.RULES, **receipt.RULES, **routes.RULES, **chat.RULES,
 }
 assert sorted(RULES) == sorted(KINDS), sorted(set(RULES) ^ set(KINDS))
 

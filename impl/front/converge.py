@@ -9,12 +9,14 @@ by a crash is resumed, never repeated:
 - ``probe-owner`` for a live owner on its deadline and for a suspect one (once
   per run): a live owner (pid and birth match) is recorded as evidence, a proven death as a write;
 - ``declare-lost`` once a proven death's deadline has come;
+- ``reconcile-chat`` when the chat requested for the current fence has no reconciliation
+  row yet (sent once per fence: the chat is found by that fence, not created twice);
 - the next SaveTransaction edge the daemon is authorised for (resuming an
   interrupted completion; an effect that already happened is re-observed);
 - ``mark-repair`` when a land's target moved before the CAS.
 
-Every applied action other than a probe must lower its task's
-``convergence_rank``; a task whose action did not is reported ``stalled`` and
+Every applied action other than a probe and a chat's reconciliation (applied once per
+key) must lower its task's ``convergence_rank``; a task whose action did not is reported ``stalled`` and
 not acted on again in the run, so convergence never cycles without progress.
 
 One task never stops the rest: an action whose effect fails (the repository or
@@ -114,6 +116,8 @@ def next_request(kernel, name: str, p: Plan, now: int, probed: set[str]) -> dict
     if p.action == "declare-lost":
         return dict(base, kind="declare-lost",
                     key=f"converge:{name}:g{t.generation}:f{t.fence}:declare-lost")
+    if p.action == "reconcile-chat":
+        return dict(base, kind="reconcile-chat", key=f"converge:{name}:f{t.fence}:reconcile-chat")
     tx = dict(base, **{"expected-phase": t.visible_phase, "expected-revision": t.revision})
     if p.action == "mark-repair":
         return dict(tx, kind="mark-repair",
@@ -179,7 +183,9 @@ def converge(kernel, *, max_rounds: int = 64, credential: str | None = None) -> 
                 report.failed[name] = (request, one_line(e))     # decided nothing: parked
                 continue
             report.sent.append(Sent(request, response))
-            if response["decision"] == APPLIED and request["kind"] != "probe-owner":
+            if response["decision"] == APPLIED and request["kind"] == "reconcile-chat":
+                progressed = True                 # applied once per key: it cannot cycle
+            elif response["decision"] == APPLIED and request["kind"] != "probe-owner":
                 if convergence_rank(kernel.record(name)) < rank:
                     progressed = True
                 else:

@@ -26,13 +26,14 @@ the plan of the model's named historical ruleset (``wgk.model.planner_rulesets``
 | park_resume_overlap | the attempt parked on ``external_wait.wait_id`` | wait correlated_message -> wait await-external | runnable dispatch (resume_same_session: a new attempt) |
 | reopen_before_owner_release | the owner probed (authenticated) live, the reset's intent persisted over it, then its exit proven | release_dead_owner -> scheduled declare-lost (the release; the reset then opens one generation) | runnable dispatch (spawn_attempt before the release) |
 | target_moved_during_finish | the effect prepared, then the target moved | replan_finish -> scheduled mark-repair | scheduled drive-transaction (promote_candidate) |
+| obsolete_daemon_chat_creation_lost_response | the daemon's chat creation request under the attempt's opening key, its answer lost; made again, refused ``chat-requested`` | reconcile_chat_request -> scheduled reconcile-chat | runnable request-chat (the creation made again) |
+| surprise_archival_backlog | the task Done, proposed by the archive backlog (``propose-archive``); an archive on the daemon's word refused ``archive-unconfirmed`` | archive_confirmation -> wait await-archive-confirmation | scheduled archive (archive_batch) |
 
-Not mapped (reported): ``obsolete_daemon_chat_creation_lost_response``
-(``reconcile_chat_request``: the model has no chat creation; a lost response is
-answered by re-sending the same key, a duplicate, not by a planner action),
-``surprise_archival_backlog``
-(``archive_batch`` / ``archive_confirmation``: the model's archive is an operator
-request with a confirmed digest, no planner way).
+Every v1 incident maps; an incident the importer does not know, or a case whose corrected
+way, owner or runnable differs from the table's, is reported with its field. WG's
+observation of the archive backlog calls its task unfinished (its archive is not done); in
+the model the task is Done (a GraphSave) and not archived, and only a Done task's result
+can be proposed, confirmed and archived.
 
 **v2** (trace schema 2, ruleset ``corrected``): the observed task is blocked on a
 failed prerequisite (``failed_prerequisite.source``, a dependency in our graph,
@@ -146,6 +147,30 @@ def _reopen_before_release(sc: Scenario, task: str) -> dict:
                    "reopening": True, "leases": {"worktree": True, "session": True}}}
 
 
+def _chat_lost_response(sc: Scenario, task: str) -> dict:
+    sc.task(task)
+    sc.dispatch(task)
+    sc.request("request-chat", "daemon", task,
+               note="the chat creation request, made under the attempt's opening key (its fence)")
+    sc.env("lost-response", note="the creation's answer never reached the daemon")
+    sc.request("request-chat", "daemon", task, expect="rejected",
+               note="made again under a fresh key, the request names the same attempt's key: refused")
+    sc.steps[-1]["expect"]["code"] = "chat-requested"
+    return {task: {"attempt-state": "running", "evidence": [["request-chat", "1"]]}}
+
+
+def _archive_backlog(sc: Scenario, task: str) -> dict:
+    sc.task(task)
+    sc.dispatch(task)
+    sc.finish_until(task, "save-graph", f"{task}-result")
+    sc.request("propose-archive", "daemon", task, cap=False, candidate=f"{task}-result",
+               note="the daemon's archive backlog proposes the Done task by its result's digest")
+    sc.request("archive", "daemon", task, expect="rejected", cap=False, candidate=f"{task}-result",
+               note="an archive on the daemon's own word: no confirmation names the digest")
+    sc.steps[-1]["expect"]["code"] = "archive-unconfirmed"
+    return {task: {"status": "done", "evidence": [["propose-archive", f"{task}-result"]]}}
+
+
 def _target_moved(sc: Scenario, task: str) -> dict:
     sc.task(task)
     sc.dispatch(task)
@@ -178,17 +203,18 @@ V1_CASES: dict[str, tuple] = {
     "target_moved_during_finish": (
         "none", "promote_candidate", ("expected_corrected_action", "replan_finish"), _target_moved,
         plan("scheduled", "mark-repair"), plan("scheduled", "drive-transaction")),
+    "obsolete_daemon_chat_creation_lost_response": (
+        "none", None, ("expected_corrected_action", "reconcile_chat_request"), _chat_lost_response,
+        plan("scheduled", "reconcile-chat", "reconcile-chat-request"),
+        plan("runnable", "request-chat", "request-chat")),
+    "surprise_archival_backlog": (
+        "none", "archive_batch", ("expected_corrected_wait", "archive_confirmation"), _archive_backlog,
+        plan("wait", "await-archive-confirmation", "await-archive-confirmation"),
+        plan("scheduled", "archive", "archive")),
 }
 
-#: incident -> (the field that cannot be mapped, why)
-V1_UNMAPPED = {
-    "obsolete_daemon_chat_creation_lost_response": (
-        "expected_corrected_action", "'reconcile_chat_request': the model has no chat creation request; "
-        "a lost response is answered by re-sending the same key (a duplicate), not by a planner action"),
-    "surprise_archival_backlog": (
-        "observations/0/observation/runnable", "'archive_batch' (corrected wait 'archive_confirmation'): "
-        "the model's archive is an operator request with a confirmed digest, not a planner way"),
-}
+#: incident -> (the field that cannot be mapped, why): every v1 incident is mapped.
+V1_UNMAPPED: dict[str, tuple[str, str]] = {}
 
 #: WG's two actions for a proven-dead stale owner's worktree the current attempt needs.
 V3_ACTIONS = ("reclaim_retain_worktree", "spawn_attempt")
