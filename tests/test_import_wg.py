@@ -80,8 +80,8 @@ def test_every_source_decision_and_final_fact_is_kept(src):
 
 
 def test_import_cli_writes_identical_bytes(tmp_path, capsys):
-    # some published cases cannot be mapped (reported, exit 1); every trace written is the committed one
-    assert main(["import-wg", str(SHARED), "--out", str(tmp_path), "--json"]) == 1
+    # every published case maps (exit 0); every trace written is the committed one
+    assert main(["import-wg", str(SHARED), "--out", str(tmp_path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["count"] == 28 + NEW_TRACES and doc["not-mapped"] == NOT_MAPPED
     for f in trace_files([tmp_path]):

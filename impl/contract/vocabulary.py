@@ -131,7 +131,7 @@ CODES = (
     "dependency-reopened", "paused", "not-due",
     "manifest-invalid", "manifest-mismatch", "review-not-passed", "main-moved",
     "publication-unverified", "route-unavailable", "route-available", "probe-not-due",
-    "publication-unverified", "chat-requested", "chat-unrequested",
+    "chat-requested", "chat-unrequested",
 )
 
 #: Why an attempt failed (``fail``): unclassified, nothing saved, zero progress and provider
@@ -224,7 +224,7 @@ WAYS = ("runnable", "live-owner", "wait", "scheduled", "hold")
 ACTIONS = ("dispatch", "probe-owner", "declare-lost", "drive-transaction", "mark-repair",
            "await-dependencies", "await-review", "await-validation", "await-operator", "assign",
            "await-external", "expire-wait", "resume", "await-not-before",
-           "await-handoff")
+           "await-handoff", "probe-route", "await-route-probe",
            "await-archive-confirmation", "archive", "reconcile-chat", "request-chat")
 
 #: Evidence kinds as recorded per task (deduplicated by (kind, id)): the kind of the request

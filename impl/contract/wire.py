@@ -103,7 +103,7 @@ class Request:
     protected_free: bool = False
     succeeded: bool = False
     outputs_match: bool = False
-    route: str | None = None     # provider-failure: the provider route it failed on
+    route: str | None = None     # provider-failure: the route named by the failure
     digest: str = ""             # sha256 of ``canonical``
     canonical: str = ""          # canonical JSON of the request without its key
 

@@ -4,7 +4,7 @@ as WG's reducer does), written from the contract.
 
 ``receipt-completion`` stores the content of the attempt's worktree, exactly as the request
 names it, on the task's row; the transaction stays absent and is opened by a later
-``submit``. The first receipt of an attempt stands: a second one is refused
+``submit``. An attempt keeps its first receipt; any later one is refused
 (``terminal-already``), and only the next attempt starts without one. The rule is a ``Rule``:
 the conditions of its write in the contract's order ("Conditions, kind by kind"), then the write.
 """

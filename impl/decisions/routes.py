@@ -2,7 +2,7 @@
 
 A provider failure that names the route it failed on (a new occurrence) opens that route's
 breaker for the task whose attempt reported it: the task's ``route`` is that name, the route
-is unavailable and its first probe is due at the request's ``deadline`` (0: at once). While
+is unavailable, with its first probe at the request's ``deadline`` (0: at once). While
 the breaker is open no attempt opens on the task (``dispatch`` and ``retry`` are refused
 ``route-unavailable``, ``attempts.ADMISSION``). Once the probe is due the daemon probes the
 route and sends what it found (``probe-route``): succeeded, the breaker closes; failed, it

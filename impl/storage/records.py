@@ -67,8 +67,8 @@ class TaskRow(NamedTuple):
     #: the content the current attempt's owner receipted as its completion before any
     #: transaction opened (None: none); kept until the next attempt opens
     completion_receipt: str | None = None
-    #: the provider route the task's attempts run on, and its breaker: unavailable after a
-    #: provider failure on it until a probe, due at ``probe_at``, succeeds
+    #: which provider route this task's attempts use, and whether its breaker is open (after a
+    #: provider failure on it, until a due probe at ``probe_at`` succeeds)
     route: str | None = None
     route_unavailable: bool = False
     probe_at: int = 0

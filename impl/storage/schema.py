@@ -221,7 +221,7 @@ SCHEMA_V14 = """
 ALTER TABLE tasks ADD COLUMN completion_receipt TEXT
 """
 
-#: Three task columns: the provider route the task's attempts run on (its name), whether that
+#: Three task columns: the name of the task's provider route, whether that
 #: route's breaker is open (unavailable) and the time its next probe is due.
 SCHEMA_V15 = """
 ALTER TABLE tasks ADD COLUMN route TEXT;
