@@ -52,10 +52,10 @@ from ..storage.ledger import LedgerVerdict
 from .principals import DENIED, Principal, Principals, scoped_key, sendable, well_formed
 from ..decisions.planner import Plan, plan, plans
 from ..decisions.projection import StatusProjection, observable_task, status
-from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, evolve, record_to_json
+from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, record_to_json
 from ..decisions.decision import Ctx, Observe, Outcome
 from ..decisions.rules import EDGES, decide, k_failure, transaction_failure
-from ..decisions.transaction import PLAIN_STEPS, STEPS
+from ..decisions.transaction import STEPS, WRITTEN_STEPS, write
 from ..decisions.decision import evidence_fact
 from ..decisions.seeding import Initial, check_initial, seeded
 from ..storage.backends import open_store
@@ -462,13 +462,15 @@ class Kernel:
     def _decide_and_record(self, rc: RequestContext, may_perform: bool = True) -> dict:
         """Decide, perform the effects, append the event and apply it (inside the caller's unit)."""
         r = rc.request
-        if rc.bad_name is None and rc.role_held and r.authorized \
-                and (r.kind in PLAIN_STEPS or r.kind in WRITTEN_UNDER_CONDITIONS and r.needs_token):
-            seq = self.ledger.seq_ahead()       # (known ahead: the store decides by row counts)
-            if seq is not None:
-                if r.kind in PLAIN_STEPS:
-                    return self._step_under_conditions(rc)
-                return self._report_under_conditions(rc, seq)
+        if rc.bad_name is None and rc.role_held and r.authorized:
+            admits = WRITTEN_STEPS.get(r.kind)
+            if admits is not None and admits(r) \
+                    and (r.kind != "seal-candidate" or not self.protected_paths()):
+                return self._step_under_conditions(rc)
+            if r.kind in WRITTEN_UNDER_CONDITIONS and r.needs_token:
+                seq = self.ledger.seq_ahead()   # (known ahead: the store decides by row counts)
+                if seq is not None:
+                    return self._report_under_conditions(rc, seq)
         outcome, observe = self._decide_request(rc)
         facts = list(outcome.facts)
         # guards: rejection-changes-nothing
@@ -533,29 +535,37 @@ class Kernel:
         return response
 
     def _step_under_conditions(self, rc: RequestContext) -> dict:
-        """A plain step of the SaveTransaction decided by its write: the transaction row moves
-        only under the request's conditions (``tables.STEP_IF_CURRENT``); when it did not,
-        the refusal is read from the stored facts (K, then the running attempt, CAS, edge)."""
+        """A step of the SaveTransaction decided by its write: the transaction row moves only
+        under the request's conditions and the step's own (``tables.STEP_IF_CURRENT``); when
+        it did not, the refusal is read from the stored facts (K, then the running attempt,
+        CAS and edge, then the step's own conditions in the contract's order). When it moved,
+        the step's other columns and its receipt follow under the record's stamp."""
         r = rc.request
         tid = self.task_id(r.task)
         if tid is None:
             return self._refused(r, "unknown-task")
         old = self.record(r.task)                 # read before the write moves the row
-        to = STEPS[r.kind].to
-        if r.cap is None or not self.tables.step_if_current(tid, r, to, EDGES[r.kind][0]):
-            stored = _Stored(old, r)
-            code = k_failure(self.graph_id or "", stored) or transaction_failure(stored)
+        step = STEPS[r.kind]
+        ctx = self._context(r, old)
+        if r.cap is None or not self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0]):
+            code = k_failure(self.graph_id or "", ctx) or transaction_failure(ctx) \
+                or next((c.code for c in step.when if not c.holds(ctx)), None)
             if code is None:
                 raise StoreError(f"task {r.task!r}: a {r.kind} did not move the transaction "
                                  "although the stored facts admit it")
             return self._refused(r, code)
-        new = evolve(old, phase=to, revision=old.revision + 1)
+        outcome = write(ctx)                      # its columns and receipt (no effect, no fact)
+        new = outcome.record
         changes = changed(old, new)
         response = decision(APPLIED)
         body = {"digest": r.digest, "response": response, "changes": record_to_json(changes),
                 "facts": []}
         seq = self._append_request(r, body)
-        self.tables.stamp(tid)
+        rest = {f: v for f, v in changes.items() if f not in ("phase", "revision")}
+        if rest:
+            self.tables.save(tid, old, new, rest, seq)
+        else:
+            self.tables.stamp(tid)
         self.view.refresh(tid, new)
         self.cache.put_record(r.task, new)
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
@@ -587,17 +597,21 @@ class Kernel:
             return Outcome(REJECTED, "not-authorized", EMPTY), None
         if self.task_id(r.task) is None:
             return Outcome(REJECTED, "unknown-task", EMPTY), None
-        policy = self.policy(r.task)
         observe = self.observe(r.task)
-        ctx = Ctx(
-            graph_id=self.graph_id or "", policy=policy, record=self.record(r.task), request=r,
+        return decide(self._context(r, self.record(r.task), observe)), observe
+
+    def _context(self, r: Request, record: TaskRecord, observe: Observe | None = None) -> Ctx:
+        """What a rule reads of request ``r`` on ``record``, the task's stored record."""
+        policy = self.policy(r.task)
+        return Ctx(
+            graph_id=self.graph_id or "", policy=policy, record=record, request=r,
             deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps),
             seen=lambda kind, ident: self._seen(r.task, kind, ident),
-            observe=observe, protected_paths=self.protected_paths,
+            observe=self.observe(r.task) if observe is None else observe,
+            protected_paths=self.protected_paths,
             deps_reopened=lambda: reopen.deps_reopened(self, r.task),
             dependents_committed=lambda: reopen.dependents_committed(self, r.task),
         )
-        return decide(ctx), observe
 
     def _seen(self, task: str, kind: str, ident: str) -> bool:
         return self.conn.execute(
