@@ -21,14 +21,32 @@ from wgk.impl.front import kernel as kernel_module
 from wgk.impl.decisions.transaction import WRITTEN_STEPS
 from wgk.impl.storage import tables
 
+from pg_support import server
+
 TOKEN = "the-token"
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def where(request, tmp_path):
+    """A SQLite file, or a fresh schema on the PostgreSQL server (``WGK_TEST_POSTGRES``)."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "kernel.db")
+        return
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(server(), "wgk_written") as dsn:
+        yield dsn
+
+
+def unbound(n: int) -> str:
+    """``n`` parameters bound and compared with nothing (of any type, on either store)."""
+    return " AND ".join(["(CAST(? AS TEXT) IS NULL OR 1 = 1)"] * n) or "1 = 1"
+
+
 @pytest.fixture
-def k(tmp_path):
+def k(where):
     world = MemoryWorld.create(target="main-0")
-    k = Kernel(str(tmp_path / "kernel.db"), world.environment())
+    k = Kernel(where, world.environment())
     k.create_graph("g", [TaskPolicy("a"), TaskPolicy("b")])
     assert k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d",
                      "expected-attempt": 0, "owner": OWNER,
@@ -82,7 +100,7 @@ def test_an_accepted_heartbeat_runs_no_guard_list(k, monkeypatch):
 
 def test_without_the_statements_conditions_a_stale_heartbeat_is_written(k, monkeypatch):
     unconditional = (tables.REPORT_IF_CURRENT.split(" WHERE ")[0]     # the task's name only
-                     + " WHERE t.name = ? AND coalesce(?, ?, ?, ?, ?, ?, ?, 1) IS NOT NULL")
+                     + " WHERE t.name = ? AND " + unbound(7) + " ON CONFLICT DO NOTHING")
     monkeypatch.setattr(tables, "REPORT_IF_CURRENT", unconditional)
     answer = k.handle(beat(1, **{"lease-epoch": 2}))
     assert answer == {"decision": "evidence-only"}   # the refusal came from the statement
@@ -144,7 +162,7 @@ def test_a_plain_step_moves_its_row_under_its_conditions_and_only_then(k, monkey
 def test_without_the_steps_conditions_a_stale_step_moves_the_row(k, monkeypatch):
     assert k.handle(step(1, "submit", "worker", "absent", 0))["decision"] == "applied"
     unconditional = ("UPDATE transactions SET phase = ?, revision = revision + 1 WHERE task = ? "
-                     "AND coalesce(?, ?, {}, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) IS NOT NULL")
+                     "AND " + unbound(2) + " AND phase IN ({}) AND " + unbound(9))
     monkeypatch.setattr(tables, "STEP_IF_CURRENT", unconditional)
     answer = k.handle(step(2, "quiesce", "wrapper", "prepared", 1, **{"lease-epoch": 2}))
     assert answer == {"decision": "applied"}          # the refusal came from the statement
@@ -158,11 +176,11 @@ WORK = "work-1"
 
 
 @pytest.fixture
-def kw(tmp_path):
+def kw(where):
     """A kernel with a plain task ``a`` and a task ``r`` whose policy requires a review, each
     with a running attempt, and its world."""
     world = MemoryWorld.create(target="main-0")
-    k = Kernel(str(tmp_path / "kernel.db"), world.environment())
+    k = Kernel(where, world.environment())
     k.create_graph("g", [TaskPolicy("a"), TaskPolicy("r", review_required=True)])
     for task in ("a", "r"):
         assert k.handle({"kind": "dispatch", "actor": "daemon", "task": task, "key": f"d-{task}",
@@ -312,8 +330,7 @@ def test_without_a_steps_own_conditions_a_stale_step_moves_the_row(kw, monkeypat
     kind, actor, fields = request_
     _, values = tables.STEP_CONDITIONS[kind]
     compared = len(values(type("R", (), fields)()))     # the request's values, still bound
-    monkeypatch.setitem(tables.STEP_CONDITIONS, kind,
-                        (" AND coalesce(" + "?, " * compared + "1, 1) IS NOT NULL", values))
+    monkeypatch.setitem(tables.STEP_CONDITIONS, kind, (" AND " + unbound(compared), values))
     assert send(k, kind, actor, task, key="stale", **fields) == {"decision": "applied"}
     assert k.record(task).phase == to
 

@@ -468,9 +468,7 @@ class Kernel:
                     and (r.kind != "seal-candidate" or not self.protected_paths()):
                 return self._step_under_conditions(rc)
             if r.kind in WRITTEN_UNDER_CONDITIONS and r.needs_token:
-                seq = self.ledger.seq_ahead()   # (known ahead: the store decides by row counts)
-                if seq is not None:
-                    return self._report_under_conditions(rc, seq)
+                return self._report_under_conditions(rc, self.ledger.seq_ahead())
         outcome, observe = self._decide_request(rc)
         facts = list(outcome.facts)
         # guards: rejection-changes-nothing
@@ -501,15 +499,17 @@ class Kernel:
                     record=outcome.record if changes is not None else None, changes=changes)
         return response
 
-    def _report_under_conditions(self, rc: RequestContext, seq: int) -> dict:
+    def _report_under_conditions(self, rc: RequestContext, seq: int | None) -> dict:
         """A report decided by its write: its evidence row is written only while the
         request's K and token are the current attempt's (``tables.REPORT_IF_CURRENT``), and
         when no row was written the answer is read from the stored facts: the refusal the
-        record gives the request, else (its id seen before) evidence-only."""
+        record gives the request, else (its id seen before) evidence-only. ``seq``: the
+        ledger's next number where it is known ahead (SQLite); where it is not (PostgreSQL's
+        sequence), the row is written with none and given the append's number after it."""
         r = rc.request
-        answer = EVIDENCE_ONLY
-        if r.cap is not None and self.facts.report_if_current(r, seq):
-            code, answer = None, WRITTEN_UNDER_CONDITIONS[r.kind]
+        answer, written = EVIDENCE_ONLY, False
+        if r.cap is not None and self.facts.report_if_current(r, 0 if seq is None else seq):
+            code, answer, written = None, WRITTEN_UNDER_CONDITIONS[r.kind], True
         else:
             tid = self.task_id(r.task)
             if tid is None:
@@ -528,10 +528,13 @@ class Kernel:
                     "facts": [evidence_fact(r.kind, r.evidence)]}
         text = '{"request":' + r.canonical + "," + dumps(body)[1:]
         appended = self.ledger.append("request", text, task=r.task, key=r.key)
-        if appended != seq:
+        if seq is None:
+            if written:
+                self.facts.date_evidence(self.task_id(r.task), r.kind, r.evidence, appended)
+        elif appended != seq:
             raise StoreError(f"ledger event {appended}, where {seq} was written ahead")
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
-                          (r.key, r.digest, response_text(response), seq))
+                          (r.key, r.digest, response_text(response), appended))
         return response
 
     def _step_under_conditions(self, rc: RequestContext) -> dict:

@@ -236,11 +236,11 @@ class TaskTables:
 #: attempt's: the request's conditions are the conditions of its one write. No row is
 #: written when one of them does not hold, nor when the row is there already (its id seen).
 REPORT_IF_CURRENT = (
-    "INSERT OR IGNORE INTO evidence (task, kind, ident, counted, seq) "
+    "INSERT INTO evidence (task, kind, ident, counted, seq) "
     "SELECT t.id, ?, ?, 0, ? FROM tasks t JOIN attempts a ON a.task = t.id AND a.fence = t.fence "
     "WHERE t.name = ? AND t.name = ? AND t.generation = ? AND t.attempt = ? AND t.fence = ? "
     "AND t.lease_epoch = ? AND a.state != 'none' AND a.token_hash = ? "
-    "AND (SELECT value FROM meta WHERE key = 'graph-id') = ?")
+    "AND (SELECT value FROM meta WHERE key = 'graph-id') = ? ON CONFLICT DO NOTHING")
 
 
 #: A step of the SaveTransaction decided by its write: the row moves only while it holds the
@@ -280,7 +280,7 @@ _REVIEW_AS_REQUIRED = (
     _NAMES_THE_CANDIDATE
     + " AND (t.review_required = 0 OR transactions.phase = 'awaiting-acceptance')"
     " AND (t.review_required = 1 OR transactions.phase != 'awaiting-acceptance')"
-    " AND (t.review_required = 0 OR ? = 'pass')")
+    " AND (t.review_required = 0 OR CAST(? AS TEXT) = 'pass')")
 
 #: Each step the store decides by its write: the conditions of its own that read the stored
 #: rows, in SQL (inside ``STEP_IF_CURRENT``'s ``EXISTS``), and the request's values they
@@ -320,6 +320,11 @@ class FactTables:
         # guards: attempt-fencing, token-required
         written = self.conn.execute(REPORT_IF_CURRENT, params).rowcount == 1
         return written
+
+    def date_evidence(self, task_id: int, kind: str, ident: str, seq) -> None:
+        """Give the evidence row written ahead of its event (with none) the event's number."""
+        self.conn.execute("UPDATE evidence SET seq = ? WHERE task = ? AND kind = ? AND ident = ? "
+                          "AND seq = 0", (seq, task_id, kind, ident))
 
     def has_evidence(self, task_id: int, kind: str, ident: str) -> bool:
         return self.conn.execute("SELECT 1 FROM evidence WHERE task = ? AND kind = ? AND ident = ?",
