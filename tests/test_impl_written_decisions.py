@@ -21,7 +21,7 @@ from wgk.impl.front import kernel as kernel_module
 from wgk.impl.decisions.transaction import WRITTEN_STEPS
 from wgk.impl.storage import tables
 
-from pg_support import server
+from pg_support import pg_server, server  # noqa: F401  (a fixture)
 
 TOKEN = "the-token"
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
@@ -343,3 +343,40 @@ def test_without_its_receipt_condition_a_graph_save_missing_one_is_written(kw, m
     monkeypatch.setitem(tables.STEP_CONDITIONS, "save-graph", ("", lambda r: ()))
     assert send(k, "save-graph", "daemon") == {"decision": "applied"}
     assert k.record("a").phase == "graph-saved"
+
+
+# --- the write sent ahead with the request's locks (PostgreSQL) --------------------------------
+
+
+def test_a_heartbeat_on_postgresql_sends_its_write_with_its_locks(pg_server):
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(pg_server, "wgk_written") as dsn:
+        world = MemoryWorld.create(target="main-0")
+        k = Kernel(dsn, world.environment())
+        k.create_graph("g", [TaskPolicy("a")])
+        k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d",
+                  "expected-attempt": 0, "owner": OWNER,
+                  "mint": hashlib.sha256(TOKEN.encode()).hexdigest()})
+        k.handle(beat(0))
+        trips = k.store.conn.round_trips
+        assert k.handle(beat(1)) == {"decision": "evidence-only"}
+        assert k.store.conn.round_trips - trips == 2     # locks and write; the rest and COMMIT
+        trips = k.store.conn.round_trips
+        assert k.handle(beat(2, **{"lease-epoch": 2})) == {"decision": "rejected",
+                                                            "code": "stale-capability"}
+        assert k.store.conn.round_trips - trips == 2
+        assert [r[2] for r in rows(k)] == ["beat-0", "beat-1"]
+        assert k.rebuild().ok and k.verify_ledger().ok
+        k.close()
+
+
+def test_a_write_sent_ahead_for_a_request_that_does_not_take_it_up_is_rolled_back(k):
+    assert k.handle(beat(0)) == {"decision": "evidence-only"}
+    reused = {**beat(1), "key": "hb0"}                # the key of beat 0, another evidence id
+    assert k.handle(reused) == {"decision": "rejected", "code": "idempotency-conflict"}
+    assert k.handle(beat(0))["decision"] == "duplicate"
+    assert [r[2] for r in rows(k)] == ["beat-0"]
+    k.principals.add("w", ["worker"])                 # the kernel is closed from now on
+    assert k.handle(beat(3)) == {"decision": "rejected", "code": "not-authenticated"}
+    assert [r[2] for r in rows(k)] == ["beat-0"]
+    assert k.rebuild().ok and k.verify_ledger().ok

@@ -306,9 +306,9 @@ class Kernel:
     def handle(self, wire: Any, credential: str | None = None) -> dict:
         """Decide one wire request sent with ``credential``; returns the wire decision
         (``BadRequest`` if malformed). A closed kernel authenticates before it reads."""
-        self._read_ahead(wire, credential)
+        parsed = self._read_ahead(wire, credential)
         try:
-            rc = self._admit(credential, wire)
+            rc = self._admit(credential, wire, parsed)
             if rc is None:
                 return decision(REJECTED, "not-authenticated")  # nothing read, nothing written
             return self._retrying(lambda: self._handle(rc))
@@ -362,14 +362,16 @@ class Kernel:
             raise
         return answers
 
-    def _admit(self, credential: str | None, wire: Any) -> RequestContext | None:
+    def _admit(self, credential: str | None, wire: Any,
+               parsed: Request | None = None) -> RequestContext | None:
         """The request's context, or None when the credential does not authenticate (nothing
-        read); a malformed request raises ``BadRequest`` (nothing written)."""
+        read); a malformed request raises ``BadRequest`` (nothing written). ``parsed``: the
+        wire request parsed already (``_read_ahead``)."""
         self.cache.sync()                  # another connection's commit: check the principals again
         who = self.principals.authenticate(credential)
         if who is DENIED:
             return None
-        return context(who, parse(wire))
+        return context(who, parse(wire) if parsed is None else parsed)
 
     def _handle(self, rc: RequestContext) -> dict:
         r = rc.request
@@ -444,11 +446,15 @@ class Kernel:
     def _journal(self, key: str) -> tuple[str, str] | None:
         return self.conn.execute(JOURNAL, (key,)).fetchone()
 
-    def _read_ahead(self, wire: Any, credential: str | None) -> None:
+    def _read_ahead(self, wire: Any, credential: str | None) -> Request | None:
         """The request's journal entry (under its key as sent, in the namespace its credential
         names) and, for a task the caches know, its row lock: the store sends them ahead
-        where a round trip can be saved (PostgreSQL), and asks for them only then."""
-        def ahead() -> tuple[str, int | None] | None:
+        where a round trip can be saved (PostgreSQL), and asks for them only then. A report
+        decided by its write, sent without a credential, sends that write with them
+        (``_write_ahead``); the request parsed for it is returned (else None)."""
+        parsed: list[Request] = []
+
+        def ahead() -> tuple[str, int | None, tuple | None] | None:
             key = wire.get("key") if isinstance(wire, dict) else None
             # a key no store can hold (not UTF-8, a NUL) is read by nobody: parse refuses it
             if not sendable(key):
@@ -456,8 +462,27 @@ class Kernel:
             name = credential.partition(".")[0] if well_formed(credential) else None
             task = wire.get("task")
             tid = self.cache.known_id(task) if isinstance(task, str) else None
-            return (key if name is None else f"{name}/{key}"), tid
+            write = None
+            if tid is not None and credential is None and wire.get("kind") in WRITTEN_UNDER_CONDITIONS:
+                write = self._write_ahead(wire, parsed)
+            return (key if name is None else f"{name}/{key}"), tid, write
         self.store.read_ahead(JOURNAL, ahead)
+        return parsed[0] if parsed else None
+
+    def _write_ahead(self, wire: dict, parsed: list[Request]) -> tuple[str, tuple] | None:
+        """The write that decides report ``wire`` (its evidence row written with no number:
+        ``_report_under_conditions`` on a store that does not know it ahead), when nothing
+        before the write can refuse the request: it parses, names nothing refused, is
+        authorized and carries K and a token. Sent with the request's locks, it is rolled
+        back with them when the request does not take them up (a used key, a closed kernel)."""
+        try:
+            r = parse(wire)
+        except BadRequest:
+            return None                           # (parsed again, and refused, in its turn)
+        parsed.append(r)
+        if r.cap is None or not r.needs_token or not r.authorized or refused_name(r) is not None:
+            return None
+        return self.facts.report_statement(r, 0)
 
     def _decide_and_record(self, rc: RequestContext, may_perform: bool = True) -> dict:
         """Decide, perform the effects, append the event and apply it (inside the caller's unit)."""

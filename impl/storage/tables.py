@@ -311,12 +311,17 @@ class FactTables:
                 writer = self._writers[name] = getattr(self, "_" + name.replace("-", "_"))
             writer(task_id, f, seq)
 
+    @staticmethod
+    def report_statement(r, seq: int) -> tuple[str, tuple]:
+        """``REPORT_IF_CURRENT`` and its parameters for report ``r`` (its row given ``seq``)."""
+        c = r.cap
+        return REPORT_IF_CURRENT, (r.kind, r.evidence, seq, r.task, c.task, c.generation,
+                                   c.attempt, c.fence, c.lease_epoch, r.token_hash, c.graph)
+
     def report_if_current(self, r, seq: int) -> bool:
         """Write ``r``'s evidence row under its conditions (``REPORT_IF_CURRENT``); whether
         a row was written (False: a condition failed, or the row was there already)."""
-        c = r.cap
-        params = (r.kind, r.evidence, seq, r.task, c.task, c.generation, c.attempt, c.fence,
-                  c.lease_epoch, r.token_hash, c.graph)
+        _, params = self.report_statement(r, seq)
         # guards: attempt-fencing, token-required
         written = self.conn.execute(REPORT_IF_CURRENT, params).rowcount == 1
         return written
