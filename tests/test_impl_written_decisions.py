@@ -380,3 +380,38 @@ def test_a_write_sent_ahead_for_a_request_that_does_not_take_it_up_is_rolled_bac
     assert k.handle(beat(3)) == {"decision": "rejected", "code": "not-authenticated"}
     assert [r[2] for r in rows(k)] == ["beat-0"]
     assert k.rebuild().ok and k.verify_ledger().ok
+
+
+def test_a_written_step_on_postgresql_sends_its_write_with_its_locks_even_over_a_stale_cache(
+        pg_server):
+    """The step's write goes with the locks; a kernel whose cache another kernel's commit
+    made stale reads the record after the write moved it, and applies the step to the
+    record as it was before."""
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(pg_server, "wgk_written") as dsn:
+        world = MemoryWorld.create(target="main-0")
+        k = Kernel(dsn, world.environment())
+        k.create_graph("g", [TaskPolicy("a")])
+        k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d",
+                  "expected-attempt": 0, "owner": OWNER,
+                  "mint": hashlib.sha256(TOKEN.encode()).hexdigest()})
+        world.repository.write(k.record("a").worktree_id, WORK)
+        assert k.record("a").phase == "absent"           # (k's cache, stale from now on)
+        other = Kernel(dsn, world.environment())
+        assert send(other, "submit", "worker") == {"decision": "applied"}
+        assert k.handle({**edge("quiesce", "wrapper"), "expected-phase": "prepared",
+                         "expected-revision": 1}) == {"decision": "applied"}
+        assert (k.record("a").phase, k.record("a").revision) == ("quiescing", 2)
+        other._forget()
+        assert other.record("a") == k.record("a")
+        assert send(k, "save-work", "wrapper", candidate=WORK, base="main-0") == {
+            "decision": "applied"}
+        assert send(k, "seal-candidate", "daemon", candidate=WORK) == {"decision": "applied"}
+        trips = k.store.conn.round_trips
+        assert send(k, "validate", "validator", candidate=WORK, verdict="pass") == {
+            "decision": "applied"}
+        assert k.store.conn.round_trips - trips == 2     # locks and write; the rest and COMMIT
+        assert k.record("a").receipt("validation") == k.record("a").binding
+        assert k.rebuild().ok and k.audit().findings == [] and k.verify_ledger().ok
+        other.close()
+        k.close()

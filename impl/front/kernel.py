@@ -52,7 +52,7 @@ from ..storage.ledger import LedgerVerdict
 from .principals import DENIED, Principal, Principals, scoped_key, sendable, well_formed
 from ..decisions.planner import Plan, plan, plans
 from ..decisions.projection import StatusProjection, observable_task, status
-from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, record_to_json
+from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, evolve, record_to_json
 from ..decisions.decision import Ctx, Observe, Outcome
 from ..decisions.rules import EDGES, decide, k_failure, transaction_failure
 from ..decisions.transaction import STEPS, WRITTEN_STEPS, write
@@ -463,26 +463,34 @@ class Kernel:
             task = wire.get("task")
             tid = self.cache.known_id(task) if isinstance(task, str) else None
             write = None
-            if tid is not None and credential is None and wire.get("kind") in WRITTEN_UNDER_CONDITIONS:
-                write = self._write_ahead(wire, parsed)
+            if tid is not None and credential is None and (
+                    wire.get("kind") in WRITTEN_UNDER_CONDITIONS or wire.get("kind") in WRITTEN_STEPS):
+                write = self._write_ahead(wire, tid, parsed)
             return (key if name is None else f"{name}/{key}"), tid, write
         self.store.read_ahead(JOURNAL, ahead)
         return parsed[0] if parsed else None
 
-    def _write_ahead(self, wire: dict, parsed: list[Request]) -> tuple[str, tuple] | None:
-        """The write that decides report ``wire`` (its evidence row written with no number:
-        ``_report_under_conditions`` on a store that does not know it ahead), when nothing
-        before the write can refuse the request: it parses, names nothing refused, is
-        authorized and carries K and a token. Sent with the request's locks, it is rolled
-        back with them when the request does not take them up (a used key, a closed kernel)."""
+    def _write_ahead(self, wire: dict, tid: int, parsed: list[Request]) -> tuple[str, tuple] | None:
+        """The write that decides ``wire``, a report (its evidence row written with no
+        number: ``_report_under_conditions`` on a store that does not know it ahead) or a
+        written step of task ``tid`` (``_step_under_conditions``), when nothing before the
+        write can refuse the request: it parses, names nothing refused, is authorized and
+        carries K (a report, a token too; a step, what the request alone must hold). Sent
+        with the request's locks, it is rolled back with them when the request does not take
+        them up (a used key, a closed kernel)."""
         try:
             r = parse(wire)
         except BadRequest:
             return None                           # (parsed again, and refused, in its turn)
         parsed.append(r)
-        if r.cap is None or not r.needs_token or not r.authorized or refused_name(r) is not None:
+        if r.cap is None or not r.authorized or refused_name(r) is not None:
             return None
-        return self.facts.report_statement(r, 0)
+        if r.kind in WRITTEN_UNDER_CONDITIONS:
+            return self.facts.report_statement(r, 0) if r.needs_token else None
+        if not WRITTEN_STEPS[r.kind](r) or (
+                r.kind == "seal-candidate" and self.cache.known_protected_paths() != ()):
+            return None
+        return self.tables.step_statement(tid, r, STEPS[r.kind].to, EDGES[r.kind][0])
 
     def _decide_and_record(self, rc: RequestContext, may_perform: bool = True) -> dict:
         """Decide, perform the effects, append the event and apply it (inside the caller's unit)."""
@@ -572,16 +580,22 @@ class Kernel:
         tid = self.task_id(r.task)
         if tid is None:
             return self._refused(r, "unknown-task")
-        old = self.record(r.task)                 # read before the write moves the row
+        old = self.record(r.task)                 # read before the write moves the row ...
         step = STEPS[r.kind]
-        ctx = self._context(r, old)
         if r.cap is None or not self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0]):
+            ctx = self._context(r, old)
             code = k_failure(self.graph_id or "", ctx) or transaction_failure(ctx) \
                 or next((c.code for c in step.when if not c.holds(ctx)), None)
             if code is None:
                 raise StoreError(f"task {r.task!r}: a {r.kind} did not move the transaction "
                                  "although the stored facts admit it")
             return self._refused(r, code)
+        if old.revision != r.expected_revision:
+            # ... or after, where the write went ahead with the locks (PostgreSQL) and what
+            # was read before was dropped: it moved the phase and revision alone, from those
+            # the request names
+            old = evolve(old, phase=r.expected_phase, revision=r.expected_revision)
+        ctx = self._context(r, old)
         outcome = write(ctx)                      # its columns and receipt (no effect, no fact)
         new = outcome.record
         changes = changed(old, new)

@@ -196,18 +196,24 @@ class TaskTables:
                     c.execute("INSERT OR REPLACE INTO receipts VALUES (?, ?, ?, ?, ?)",
                               (task_id, name, *after))
 
-    def step_if_current(self, task_id: int, r, to: str, edge_from) -> bool:
-        """Move the transaction row to ``to`` under the request's conditions
-        (``STEP_IF_CURRENT`` with the step's own, ``STEP_CONDITIONS``); whether it moved."""
+    @staticmethod
+    def step_statement(task_id: int, r, to: str, edge_from) -> tuple[str, tuple]:
+        """``STEP_IF_CURRENT`` with the step's own conditions (``STEP_CONDITIONS``) and its
+        parameters, for request ``r`` moving task ``task_id``'s row to ``to``."""
         c = r.cap
         own, values = STEP_CONDITIONS[r.kind]
         key = (STEP_IF_CURRENT, own, len(edge_from))
         sql = _SQL.get(key)
         if sql is None:
             sql = _SQL[key] = STEP_IF_CURRENT.format(", ".join("?" * len(edge_from)), own)
-        params = (to, task_id, r.expected_phase, r.expected_revision, *sorted(edge_from), r.task, c.task,
-                  c.generation, c.attempt, c.fence, c.lease_epoch, int(r.needs_token),
-                  r.token_hash, *values(r), c.graph)
+        return sql, (to, task_id, r.expected_phase, r.expected_revision, *sorted(edge_from), r.task,
+                     c.task, c.generation, c.attempt, c.fence, c.lease_epoch, int(r.needs_token),
+                     r.token_hash, *values(r), c.graph)
+
+    def step_if_current(self, task_id: int, r, to: str, edge_from) -> bool:
+        """Move the transaction row to ``to`` under the request's conditions
+        (``STEP_IF_CURRENT`` with the step's own, ``STEP_CONDITIONS``); whether it moved."""
+        sql, params = self.step_statement(task_id, r, to, edge_from)
         # guards: attempt-fencing, token-required, first-terminal-wins, no-phase-skip
         moved = self.conn.execute(sql, params).rowcount == 1
         return moved
