@@ -1,5 +1,7 @@
 """A heartbeat and a provider failure are decided by the statement that writes them
-(``tables.REPORT_IF_CURRENT``).
+(``tables.REPORT_IF_CURRENT``), and so are the steps of the SaveTransaction that read no
+environment (``tables.STEP_IF_CURRENT`` with each step's own conditions,
+``tables.STEP_CONDITIONS``).
 
 Its evidence row is written only while the request's K and token are the current
 attempt's; when no row was written, the answer is read from the stored facts afterwards.
@@ -16,16 +18,35 @@ import pytest
 from wgk.impl import Kernel, MemoryWorld, TaskPolicy
 from wgk.impl.decisions import rules
 from wgk.impl.front import kernel as kernel_module
+from wgk.impl.decisions.transaction import WRITTEN_STEPS
 from wgk.impl.storage import tables
+
+from pg_support import pg_server, server  # noqa: F401  (a fixture)
 
 TOKEN = "the-token"
 OWNER = {"pid": 4001, "birth": 911, "session": "s1"}
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def where(request, tmp_path):
+    """A SQLite file, or a fresh schema on the PostgreSQL server (``WGK_TEST_POSTGRES``)."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "kernel.db")
+        return
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(server(), "wgk_written") as dsn:
+        yield dsn
+
+
+def unbound(n: int) -> str:
+    """``n`` parameters bound and compared with nothing (of any type, on either store)."""
+    return " AND ".join(["(CAST(? AS TEXT) IS NULL OR 1 = 1)"] * n) or "1 = 1"
+
+
 @pytest.fixture
-def k(tmp_path):
+def k(where):
     world = MemoryWorld.create(target="main-0")
-    k = Kernel(str(tmp_path / "kernel.db"), world.environment())
+    k = Kernel(where, world.environment())
     k.create_graph("g", [TaskPolicy("a"), TaskPolicy("b")])
     assert k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d",
                      "expected-attempt": 0, "owner": OWNER,
@@ -79,7 +100,7 @@ def test_an_accepted_heartbeat_runs_no_guard_list(k, monkeypatch):
 
 def test_without_the_statements_conditions_a_stale_heartbeat_is_written(k, monkeypatch):
     unconditional = (tables.REPORT_IF_CURRENT.split(" WHERE ")[0]     # the task's name only
-                     + " WHERE t.name = ? AND coalesce(?, ?, ?, ?, ?, ?, ?, 1) IS NOT NULL")
+                     + " WHERE t.name = ? AND " + unbound(7) + " ON CONFLICT DO NOTHING")
     monkeypatch.setattr(tables, "REPORT_IF_CURRENT", unconditional)
     answer = k.handle(beat(1, **{"lease-epoch": 2}))
     assert answer == {"decision": "evidence-only"}   # the refusal came from the statement
@@ -141,8 +162,256 @@ def test_a_plain_step_moves_its_row_under_its_conditions_and_only_then(k, monkey
 def test_without_the_steps_conditions_a_stale_step_moves_the_row(k, monkeypatch):
     assert k.handle(step(1, "submit", "worker", "absent", 0))["decision"] == "applied"
     unconditional = ("UPDATE transactions SET phase = ?, revision = revision + 1 WHERE task = ? "
-                     "AND coalesce(?, ?, {}, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) IS NOT NULL")
+                     "AND " + unbound(2) + " AND phase IN ({}) AND " + unbound(9))
     monkeypatch.setattr(tables, "STEP_IF_CURRENT", unconditional)
     answer = k.handle(step(2, "quiesce", "wrapper", "prepared", 1, **{"lease-epoch": 2}))
     assert answer == {"decision": "applied"}          # the refusal came from the statement
     assert phase_of(k) == ("quiescing", 2)
+
+
+# --- the steps of a completion ----------------------------------------------------------------
+
+BEARERS = ("worker", "wrapper", "broker")
+WORK = "work-1"
+
+
+@pytest.fixture
+def kw(where):
+    """A kernel with a plain task ``a`` and a task ``r`` whose policy requires a review, each
+    with a running attempt, and its world."""
+    world = MemoryWorld.create(target="main-0")
+    k = Kernel(where, world.environment())
+    k.create_graph("g", [TaskPolicy("a"), TaskPolicy("r", review_required=True)])
+    for task in ("a", "r"):
+        assert k.handle({"kind": "dispatch", "actor": "daemon", "task": task, "key": f"d-{task}",
+                         "expected-attempt": 0, "owner": OWNER,
+                         "mint": hashlib.sha256(TOKEN.encode()).hexdigest()})["decision"] == "applied"
+        world.repository.write(k.record(task).worktree_id, WORK)
+    yield k, world
+    k.close()
+
+
+def edge(kind: str, actor: str, task: str = "a", key: str = "", **fields) -> dict:
+    """``kind`` from the phase and revision task ``task`` holds now (``expected``)."""
+    r = {"kind": kind, "actor": actor, "task": task, "key": key or f"{kind}-{task}",
+         "cap": {"graph": "g", "task": task, "generation": 0, "attempt": 1, "fence": 1,
+                 "lease-epoch": 1}, **fields}
+    if actor in BEARERS:
+        r["token"] = TOKEN
+    return r
+
+
+def send(k: Kernel, kind: str, actor: str, task: str = "a", **fields) -> dict:
+    t = k.record(task)
+    phase = t.phase if t.exit == "none" else t.exit
+    return k.handle({"expected-phase": phase, "expected-revision": t.revision,
+                     **edge(kind, actor, task, **fields)})
+
+
+def to_phase(k: Kernel, task: str, upto: str) -> None:
+    """Drive ``task``'s transaction along the main line until it holds ``upto``."""
+    review = k.policy(task).review_required
+    script = [("submit", "worker", {}), ("quiesce", "wrapper", {}),
+              ("save-work", "wrapper", {"candidate": WORK, "base": "main-0"}),
+              ("seal-candidate", "daemon", {"candidate": WORK}),
+              ("validate", "validator", {"candidate": WORK, "verdict": "pass"})]
+    script += [("request-review", "daemon", {}),
+               ("accept", "evaluator", {"candidate": WORK, "verdict": "pass"})] if review else \
+        [("accept", "daemon", {"candidate": WORK, "verdict": "not-required"})]
+    script += [("record-disposition", "wrapper", {"disposition": "land"}),
+               ("prepare-effect", "promoter", {}),
+               ("commit-effect", "promoter", {"candidate": WORK, "base": "main-0"}),
+               ("prepare-cleanup", "cleanup", {}), ("commit-cleanup", "cleanup", {}),
+               ("save-graph", "daemon", {})]
+    for kind, actor, fields in script:
+        if k.record(task).phase == upto:
+            return
+        assert send(k, kind, actor, task, **fields) == {"decision": "applied"}, (kind, task)
+    assert k.record(task).phase == upto
+
+
+def test_a_whole_completion_decides_its_written_steps_without_a_guard_list(kw, monkeypatch):
+    k, world = kw
+    guarded: list[str] = []
+
+    def recorded(ctx):
+        guarded.append(ctx.request.kind)
+        return rules.decide(ctx)
+    monkeypatch.setattr(kernel_module, "decide", recorded)
+    to_phase(k, "a", "graph-saved")
+    to_phase(k, "r", "accepted")                  # (a's land moved the target r was built on)
+    assert set(guarded) == {"submit", "save-work", "prepare-effect", "commit-effect",
+                            "prepare-cleanup", "commit-cleanup"}
+    assert not set(guarded) & set(WRITTEN_STEPS)
+    assert k.status("a") == "done" and k.record("r").receipt("review") == k.record("r").binding
+    assert k.audit().findings == [] and k.rebuild().ok and k.verify_ledger().ok
+    k._forget()
+    assert k.record("a").graph_saved and k.record("r").phase == "accepted"
+
+
+#: (task, the phase it holds, the request, its refusal): each is refused by a condition of
+#: the step's own, read from the stored facts after its write did not happen.
+OWN_REFUSALS = [
+    ("a", "work-saved", ("seal-candidate", "daemon", {"candidate": "other"}), "candidate-mismatch"),
+    ("a", "candidate-sealed", ("validate", "validator", {"candidate": "other", "verdict": "pass"}),
+     "candidate-mismatch"),
+    ("a", "validated", ("request-review", "daemon", {}), "illegal-phase-edge"),
+    ("a", "validated", ("accept", "daemon", {"candidate": "other", "verdict": "not-required"}),
+     "candidate-mismatch"),
+    ("a", "validated", ("accept", "evaluator", {"candidate": WORK, "verdict": "pass"}), None),
+    ("r", "validated", ("accept", "daemon", {"candidate": WORK, "verdict": "not-required"}),
+     "review-required"),
+    ("r", "awaiting-acceptance", ("accept", "daemon", {"candidate": WORK,
+                                                       "verdict": "not-required"}),
+     "review-required"),
+]
+
+
+@pytest.mark.parametrize("task,phase,request_,code", OWN_REFUSALS)
+def test_a_written_step_is_refused_by_its_own_conditions_from_the_stored_facts(
+        kw, monkeypatch, task, phase, request_, code):
+    k, _ = kw
+    to_phase(k, task, phase)
+    kind, actor, fields = request_
+    monkeypatch.setattr(kernel_module, "decide",
+                        lambda ctx: (_ for _ in ()).throw(AssertionError("the guard list ran")))
+    before = (k.record(task).phase, k.record(task).revision)
+    answer = send(k, kind, actor, task, key="own", **fields)
+    if code is None:                         # the contract admits it: applied by its write
+        assert answer == {"decision": "applied"}
+        return
+    assert answer == {"decision": "rejected", "code": code}
+    assert (k.record(task).phase, k.record(task).revision) == before
+    k._forget()
+    assert (k.record(task).phase, k.record(task).revision) == before
+    assert k.rebuild().ok and k.audit().findings == []
+
+
+def test_a_step_refused_by_the_request_alone_takes_the_guard_list(kw, monkeypatch):
+    k, _ = kw
+    to_phase(k, "a", "validated")
+    guarded: list[str] = []
+    monkeypatch.setattr(kernel_module, "decide",
+                        lambda ctx: guarded.append(ctx.request.kind) or rules.decide(ctx))
+    # the evaluator does not speak for not-required: the request alone refuses it
+    assert send(k, "accept", "evaluator", candidate=WORK, verdict="not-required") == {
+        "decision": "rejected", "code": "not-authorized"}
+    assert guarded == ["accept"]
+
+
+def test_a_graph_save_is_refused_from_the_stored_receipts_when_one_is_missing(kw):
+    k, _ = kw
+    to_phase(k, "a", "cleanup-committed")
+    k.conn.execute("DELETE FROM receipts WHERE kind = 'validation'")     # a receipt lost
+    k._forget()
+    assert send(k, "save-graph", "daemon") == {"decision": "rejected", "code": "evidence-missing"}
+    assert k.record("a").phase == "cleanup-committed"
+
+
+#: (task, phase, a request its own conditions refuse, the step): with the step's own
+#: conditions taken out of its statement, the stale request is written.
+STALE = [
+    ("a", "work-saved", ("seal-candidate", "daemon", {"candidate": "other"}), "candidate-sealed"),
+    ("a", "candidate-sealed", ("validate", "validator", {"candidate": "other", "verdict": "pass"}),
+     "validated"),
+    ("a", "validated", ("request-review", "daemon", {}), "awaiting-acceptance"),
+    ("r", "validated", ("accept", "daemon", {"candidate": WORK, "verdict": "not-required"}),
+     "accepted"),
+    ("a", "validated", ("accept", "daemon", {"candidate": "other", "verdict": "not-required"}),
+     "accepted"),
+]
+
+
+@pytest.mark.parametrize("task,phase,request_,to", STALE)
+def test_without_a_steps_own_conditions_a_stale_step_moves_the_row(kw, monkeypatch, task, phase,
+                                                                    request_, to):
+    k, _ = kw
+    to_phase(k, task, phase)
+    kind, actor, fields = request_
+    _, values = tables.STEP_CONDITIONS[kind]
+    compared = len(values(type("R", (), fields)()))     # the request's values, still bound
+    monkeypatch.setitem(tables.STEP_CONDITIONS, kind, (" AND " + unbound(compared), values))
+    assert send(k, kind, actor, task, key="stale", **fields) == {"decision": "applied"}
+    assert k.record(task).phase == to
+
+
+def test_without_its_receipt_condition_a_graph_save_missing_one_is_written(kw, monkeypatch):
+    k, _ = kw
+    to_phase(k, "a", "cleanup-committed")
+    k.conn.execute("DELETE FROM receipts WHERE kind = 'validation'")
+    k._forget()
+    monkeypatch.setitem(tables.STEP_CONDITIONS, "save-graph", ("", lambda r: ()))
+    assert send(k, "save-graph", "daemon") == {"decision": "applied"}
+    assert k.record("a").phase == "graph-saved"
+
+
+# --- the write sent ahead with the request's locks (PostgreSQL) --------------------------------
+
+
+def test_a_heartbeat_on_postgresql_sends_its_write_with_its_locks(pg_server):
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(pg_server, "wgk_written") as dsn:
+        world = MemoryWorld.create(target="main-0")
+        k = Kernel(dsn, world.environment())
+        k.create_graph("g", [TaskPolicy("a")])
+        k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d",
+                  "expected-attempt": 0, "owner": OWNER,
+                  "mint": hashlib.sha256(TOKEN.encode()).hexdigest()})
+        k.handle(beat(0))
+        trips = k.store.conn.round_trips
+        assert k.handle(beat(1)) == {"decision": "evidence-only"}
+        assert k.store.conn.round_trips - trips == 2     # locks and write; the rest and COMMIT
+        trips = k.store.conn.round_trips
+        assert k.handle(beat(2, **{"lease-epoch": 2})) == {"decision": "rejected",
+                                                            "code": "stale-capability"}
+        assert k.store.conn.round_trips - trips == 2
+        assert [r[2] for r in rows(k)] == ["beat-0", "beat-1"]
+        assert k.rebuild().ok and k.verify_ledger().ok
+        k.close()
+
+
+def test_a_write_sent_ahead_for_a_request_that_does_not_take_it_up_is_rolled_back(k):
+    assert k.handle(beat(0)) == {"decision": "evidence-only"}
+    reused = {**beat(1), "key": "hb0"}                # the key of beat 0, another evidence id
+    assert k.handle(reused) == {"decision": "rejected", "code": "idempotency-conflict"}
+    assert k.handle(beat(0))["decision"] == "duplicate"
+    assert [r[2] for r in rows(k)] == ["beat-0"]
+    k.principals.add("w", ["worker"])                 # the kernel is closed from now on
+    assert k.handle(beat(3)) == {"decision": "rejected", "code": "not-authenticated"}
+    assert [r[2] for r in rows(k)] == ["beat-0"]
+    assert k.rebuild().ok and k.verify_ledger().ok
+
+
+def test_a_written_step_on_postgresql_sends_its_write_with_its_locks_even_over_a_stale_cache(
+        pg_server):
+    """The step's write goes with the locks; a kernel whose cache another kernel's commit
+    made stale reads the record after the write moved it, and applies the step to the
+    record as it was before."""
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(pg_server, "wgk_written") as dsn:
+        world = MemoryWorld.create(target="main-0")
+        k = Kernel(dsn, world.environment())
+        k.create_graph("g", [TaskPolicy("a")])
+        k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d",
+                  "expected-attempt": 0, "owner": OWNER,
+                  "mint": hashlib.sha256(TOKEN.encode()).hexdigest()})
+        world.repository.write(k.record("a").worktree_id, WORK)
+        assert k.record("a").phase == "absent"           # (k's cache, stale from now on)
+        other = Kernel(dsn, world.environment())
+        assert send(other, "submit", "worker") == {"decision": "applied"}
+        assert k.handle({**edge("quiesce", "wrapper"), "expected-phase": "prepared",
+                         "expected-revision": 1}) == {"decision": "applied"}
+        assert (k.record("a").phase, k.record("a").revision) == ("quiescing", 2)
+        other._forget()
+        assert other.record("a") == k.record("a")
+        assert send(k, "save-work", "wrapper", candidate=WORK, base="main-0") == {
+            "decision": "applied"}
+        assert send(k, "seal-candidate", "daemon", candidate=WORK) == {"decision": "applied"}
+        trips = k.store.conn.round_trips
+        assert send(k, "validate", "validator", candidate=WORK, verdict="pass") == {
+            "decision": "applied"}
+        assert k.store.conn.round_trips - trips == 2     # locks and write; the rest and COMMIT
+        assert k.record("a").receipt("validation") == k.record("a").binding
+        assert k.rebuild().ok and k.audit().findings == [] and k.verify_ledger().ok
+        other.close()
+        k.close()

@@ -378,10 +378,22 @@ STEPS: dict[str, Step] = {
 RULES: dict[str, Rule] = {kind: Rule(step.when, write) for kind, step in STEPS.items()}
 
 
-#: Steps whose write is their phase and revision alone (no condition of their own, no
-#: receipt, no side exit, no other column, nothing recorded beside): the conditions every
-#: step shares are then all of theirs, and the store's statement can carry them.
-PLAIN_STEPS = frozenset(
-    kind for kind, step in STEPS.items()
-    if step.to is not None and step.receipt is None and not step.when and step.exit is _never
-    and step.sets is _nothing and step.notes is _no_notes)
+def _any_request(r: Any) -> bool:
+    return True
+
+
+#: Steps the store decides by their write (``tables.STEP_CONDITIONS`` carries the conditions
+#: of theirs that read stored rows), each with the conditions that read the request alone:
+#: a request they admit has its row moved, or refused, by the statement; one they refuse
+#: takes the guard list, which names the first condition that fails in the contract's order.
+#: None of these steps reads the environment, performs an effect or records a fact; a seal
+#: is written so only while the graph protects no path (its side exit reads the diff).
+WRITTEN_STEPS: dict[str, Callable[[Any], bool]] = {
+    "quiesce": _any_request,
+    "seal-candidate": _any_request,
+    "validate": lambda r: r.verdict == "pass",
+    "request-review": _any_request,
+    "accept": lambda r: (r.actor, r.verdict) in (("evaluator", "pass"), ("daemon", "not-required")),
+    "record-disposition": lambda r: r.disposition in ("land", "deliver", "report"),
+    "save-graph": _any_request,
+}

@@ -55,7 +55,7 @@ from ..decisions.projection import StatusProjection, observable_task, status
 from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, evolve, record_to_json
 from ..decisions.decision import Ctx, Observe, Outcome
 from ..decisions.rules import EDGES, decide, k_failure, transaction_failure
-from ..decisions.transaction import PLAIN_STEPS, STEPS
+from ..decisions.transaction import STEPS, WRITTEN_STEPS, write
 from ..decisions.decision import evidence_fact
 from ..decisions.seeding import Initial, check_initial, seeded
 from ..storage.backends import open_store
@@ -306,9 +306,9 @@ class Kernel:
     def handle(self, wire: Any, credential: str | None = None) -> dict:
         """Decide one wire request sent with ``credential``; returns the wire decision
         (``BadRequest`` if malformed). A closed kernel authenticates before it reads."""
-        self._read_ahead(wire, credential)
+        parsed = self._read_ahead(wire, credential)
         try:
-            rc = self._admit(credential, wire)
+            rc = self._admit(credential, wire, parsed)
             if rc is None:
                 return decision(REJECTED, "not-authenticated")  # nothing read, nothing written
             return self._retrying(lambda: self._handle(rc))
@@ -362,14 +362,16 @@ class Kernel:
             raise
         return answers
 
-    def _admit(self, credential: str | None, wire: Any) -> RequestContext | None:
+    def _admit(self, credential: str | None, wire: Any,
+               parsed: Request | None = None) -> RequestContext | None:
         """The request's context, or None when the credential does not authenticate (nothing
-        read); a malformed request raises ``BadRequest`` (nothing written)."""
+        read); a malformed request raises ``BadRequest`` (nothing written). ``parsed``: the
+        wire request parsed already (``_read_ahead``)."""
         self.cache.sync()                  # another connection's commit: check the principals again
         who = self.principals.authenticate(credential)
         if who is DENIED:
             return None
-        return context(who, parse(wire))
+        return context(who, parse(wire) if parsed is None else parsed)
 
     def _handle(self, rc: RequestContext) -> dict:
         r = rc.request
@@ -444,11 +446,15 @@ class Kernel:
     def _journal(self, key: str) -> tuple[str, str] | None:
         return self.conn.execute(JOURNAL, (key,)).fetchone()
 
-    def _read_ahead(self, wire: Any, credential: str | None) -> None:
+    def _read_ahead(self, wire: Any, credential: str | None) -> Request | None:
         """The request's journal entry (under its key as sent, in the namespace its credential
         names) and, for a task the caches know, its row lock: the store sends them ahead
-        where a round trip can be saved (PostgreSQL), and asks for them only then."""
-        def ahead() -> tuple[str, int | None] | None:
+        where a round trip can be saved (PostgreSQL), and asks for them only then. A report
+        decided by its write, sent without a credential, sends that write with them
+        (``_write_ahead``); the request parsed for it is returned (else None)."""
+        parsed: list[Request] = []
+
+        def ahead() -> tuple[str, int | None, tuple | None] | None:
             key = wire.get("key") if isinstance(wire, dict) else None
             # a key no store can hold (not UTF-8, a NUL) is read by nobody: parse refuses it
             if not sendable(key):
@@ -456,19 +462,46 @@ class Kernel:
             name = credential.partition(".")[0] if well_formed(credential) else None
             task = wire.get("task")
             tid = self.cache.known_id(task) if isinstance(task, str) else None
-            return (key if name is None else f"{name}/{key}"), tid
+            write = None
+            if tid is not None and credential is None and (
+                    wire.get("kind") in WRITTEN_UNDER_CONDITIONS or wire.get("kind") in WRITTEN_STEPS):
+                write = self._write_ahead(wire, tid, parsed)
+            return (key if name is None else f"{name}/{key}"), tid, write
         self.store.read_ahead(JOURNAL, ahead)
+        return parsed[0] if parsed else None
+
+    def _write_ahead(self, wire: dict, tid: int, parsed: list[Request]) -> tuple[str, tuple] | None:
+        """The write that decides ``wire``, a report (its evidence row written with no
+        number: ``_report_under_conditions`` on a store that does not know it ahead) or a
+        written step of task ``tid`` (``_step_under_conditions``), when nothing before the
+        write can refuse the request: it parses, names nothing refused, is authorized and
+        carries K (a report, a token too; a step, what the request alone must hold). Sent
+        with the request's locks, it is rolled back with them when the request does not take
+        them up (a used key, a closed kernel)."""
+        try:
+            r = parse(wire)
+        except BadRequest:
+            return None                           # (parsed again, and refused, in its turn)
+        parsed.append(r)
+        if r.cap is None or not r.authorized or refused_name(r) is not None:
+            return None
+        if r.kind in WRITTEN_UNDER_CONDITIONS:
+            return self.facts.report_statement(r, 0) if r.needs_token else None
+        if not WRITTEN_STEPS[r.kind](r) or (
+                r.kind == "seal-candidate" and self.cache.known_protected_paths() != ()):
+            return None
+        return self.tables.step_statement(tid, r, STEPS[r.kind].to, EDGES[r.kind][0])
 
     def _decide_and_record(self, rc: RequestContext, may_perform: bool = True) -> dict:
         """Decide, perform the effects, append the event and apply it (inside the caller's unit)."""
         r = rc.request
-        if rc.bad_name is None and rc.role_held and r.authorized \
-                and (r.kind in PLAIN_STEPS or r.kind in WRITTEN_UNDER_CONDITIONS and r.needs_token):
-            seq = self.ledger.seq_ahead()       # (known ahead: the store decides by row counts)
-            if seq is not None:
-                if r.kind in PLAIN_STEPS:
-                    return self._step_under_conditions(rc)
-                return self._report_under_conditions(rc, seq)
+        if rc.bad_name is None and rc.role_held and r.authorized:
+            admits = WRITTEN_STEPS.get(r.kind)
+            if admits is not None and admits(r) \
+                    and (r.kind != "seal-candidate" or not self.protected_paths()):
+                return self._step_under_conditions(rc)
+            if r.kind in WRITTEN_UNDER_CONDITIONS and r.needs_token:
+                return self._report_under_conditions(rc, self.ledger.seq_ahead())
         outcome, observe = self._decide_request(rc)
         facts = list(outcome.facts)
         # guards: rejection-changes-nothing
@@ -499,15 +532,17 @@ class Kernel:
                     record=outcome.record if changes is not None else None, changes=changes)
         return response
 
-    def _report_under_conditions(self, rc: RequestContext, seq: int) -> dict:
+    def _report_under_conditions(self, rc: RequestContext, seq: int | None) -> dict:
         """A report decided by its write: its evidence row is written only while the
         request's K and token are the current attempt's (``tables.REPORT_IF_CURRENT``), and
         when no row was written the answer is read from the stored facts: the refusal the
-        record gives the request, else (its id seen before) evidence-only."""
+        record gives the request, else (its id seen before) evidence-only. ``seq``: the
+        ledger's next number where it is known ahead (SQLite); where it is not (PostgreSQL's
+        sequence), the row is written with none and given the append's number after it."""
         r = rc.request
-        answer = EVIDENCE_ONLY
-        if r.cap is not None and self.facts.report_if_current(r, seq):
-            code, answer = None, WRITTEN_UNDER_CONDITIONS[r.kind]
+        answer, written = EVIDENCE_ONLY, False
+        if r.cap is not None and self.facts.report_if_current(r, 0 if seq is None else seq):
+            code, answer, written = None, WRITTEN_UNDER_CONDITIONS[r.kind], True
         else:
             tid = self.task_id(r.task)
             if tid is None:
@@ -526,36 +561,53 @@ class Kernel:
                     "facts": [evidence_fact(r.kind, r.evidence)]}
         text = '{"request":' + r.canonical + "," + dumps(body)[1:]
         appended = self.ledger.append("request", text, task=r.task, key=r.key)
-        if appended != seq:
+        if seq is None:
+            if written:
+                self.facts.date_evidence(self.task_id(r.task), r.kind, r.evidence, appended)
+        elif appended != seq:
             raise StoreError(f"ledger event {appended}, where {seq} was written ahead")
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
-                          (r.key, r.digest, response_text(response), seq))
+                          (r.key, r.digest, response_text(response), appended))
         return response
 
     def _step_under_conditions(self, rc: RequestContext) -> dict:
-        """A plain step of the SaveTransaction decided by its write: the transaction row moves
-        only under the request's conditions (``tables.STEP_IF_CURRENT``); when it did not,
-        the refusal is read from the stored facts (K, then the running attempt, CAS, edge)."""
+        """A step of the SaveTransaction decided by its write: the transaction row moves only
+        under the request's conditions and the step's own (``tables.STEP_IF_CURRENT``); when
+        it did not, the refusal is read from the stored facts (K, then the running attempt,
+        CAS and edge, then the step's own conditions in the contract's order). When it moved,
+        the step's other columns and its receipt follow under the record's stamp."""
         r = rc.request
         tid = self.task_id(r.task)
         if tid is None:
             return self._refused(r, "unknown-task")
-        old = self.record(r.task)                 # read before the write moves the row
-        to = STEPS[r.kind].to
-        if r.cap is None or not self.tables.step_if_current(tid, r, to, EDGES[r.kind][0]):
-            stored = _Stored(old, r)
-            code = k_failure(self.graph_id or "", stored) or transaction_failure(stored)
+        old = self.record(r.task)                 # read before the write moves the row ...
+        step = STEPS[r.kind]
+        if r.cap is None or not self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0]):
+            ctx = self._context(r, old)
+            code = k_failure(self.graph_id or "", ctx) or transaction_failure(ctx) \
+                or next((c.code for c in step.when if not c.holds(ctx)), None)
             if code is None:
                 raise StoreError(f"task {r.task!r}: a {r.kind} did not move the transaction "
                                  "although the stored facts admit it")
             return self._refused(r, code)
-        new = evolve(old, phase=to, revision=old.revision + 1)
+        if old.revision != r.expected_revision:
+            # ... or after, where the write went ahead with the locks (PostgreSQL) and what
+            # was read before was dropped: it moved the phase and revision alone, from those
+            # the request names
+            old = evolve(old, phase=r.expected_phase, revision=r.expected_revision)
+        ctx = self._context(r, old)
+        outcome = write(ctx)                      # its columns and receipt (no effect, no fact)
+        new = outcome.record
         changes = changed(old, new)
         response = decision(APPLIED)
         body = {"digest": r.digest, "response": response, "changes": record_to_json(changes),
                 "facts": []}
         seq = self._append_request(r, body)
-        self.tables.stamp(tid)
+        rest = {f: v for f, v in changes.items() if f not in ("phase", "revision")}
+        if rest:
+            self.tables.save(tid, old, new, rest, seq)
+        else:
+            self.tables.stamp(tid)
         self.view.refresh(tid, new)
         self.cache.put_record(r.task, new)
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
@@ -587,17 +639,21 @@ class Kernel:
             return Outcome(REJECTED, "not-authorized", EMPTY), None
         if self.task_id(r.task) is None:
             return Outcome(REJECTED, "unknown-task", EMPTY), None
-        policy = self.policy(r.task)
         observe = self.observe(r.task)
-        ctx = Ctx(
-            graph_id=self.graph_id or "", policy=policy, record=self.record(r.task), request=r,
+        return decide(self._context(r, self.record(r.task), observe)), observe
+
+    def _context(self, r: Request, record: TaskRecord, observe: Observe | None = None) -> Ctx:
+        """What a rule reads of request ``r`` on ``record``, the task's stored record."""
+        policy = self.policy(r.task)
+        return Ctx(
+            graph_id=self.graph_id or "", policy=policy, record=record, request=r,
             deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps),
             seen=lambda kind, ident: self._seen(r.task, kind, ident),
-            observe=observe, protected_paths=self.protected_paths,
+            observe=self.observe(r.task) if observe is None else observe,
+            protected_paths=self.protected_paths,
             deps_reopened=lambda: reopen.deps_reopened(self, r.task),
             dependents_committed=lambda: reopen.dependents_committed(self, r.task),
         )
-        return decide(ctx), observe
 
     def _seen(self, task: str, kind: str, ident: str) -> bool:
         return self.conn.execute(

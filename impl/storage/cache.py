@@ -73,6 +73,10 @@ class ReadCache:
     def graph_created(self, graph_id: str) -> None:
         self.graph_id_ = graph_id
 
+    def known_protected_paths(self) -> tuple[str, ...] | None:
+        """The protected path patterns if this cache already holds them (no read)."""
+        return self.protected
+
     def protected_paths(self) -> tuple[str, ...]:
         if self.protected is None:
             self.protected = protect.decode(self.store.meta(f"config:{protect.CONFIG_KEY}"))

@@ -219,14 +219,15 @@ class PgStore(Store):
 
     def read_ahead(self, journal: str, ahead) -> None:
         """The request's journal lookup and, for a known task, BEGIN and its locks unless the
-        key is used: sent with the next round trip (the credential check's)."""
+        key is used, and the request's own write where it is known ahead (``ahead()``: key,
+        task id, write): sent with the next round trip (the credential check's)."""
         found = ahead() if self.row_locks else None
         if found is None:
             return
-        key, task_id = found
+        key, task_id, write = found
         self.conn.prefetch(journal, (key,))
         if task_id is not None and not self.depth:
-            self.conn.begin_early([task_id], key)
+            self.conn.begin_early([task_id], key, write)
 
     def settle(self) -> None:
         self.conn.end_early()

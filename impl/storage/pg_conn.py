@@ -44,10 +44,12 @@ def driver():
 class Early:
     """A transaction begun ahead of its request (``PgConnection.begin_early``)."""
 
-    __slots__ = ("ids", "locks")
+    __slots__ = ("ids", "locks", "write")
 
     def __init__(self, ids: list[int], locks: Queued):
         self.ids, self.locks = ids, locks
+        #: a write sent after the locks, ((its text, its parameters), its queued statement)
+        self.write: tuple[tuple, Queued] | None = None
 
 
 class PgConnection:
@@ -88,6 +90,7 @@ class PgConnection:
         self._last: PendingSeq | None = None
         self._ahead: tuple[tuple, Queued] | None = None     # a prefetched read
         self.early: Early | None = None         # a transaction begun ahead, not yet taken up
+        self._written: tuple[tuple, Queued] | None = None    # its write, taken up with it
         self._taken: Early | None = None        # ... taken up: its locks for ``lock_tasks``
         self._statements: dict[str, sql.Statement] = {}
         self._marked: dict[tuple[str, tuple[int, ...]], str] = {}
@@ -155,21 +158,29 @@ class PgConnection:
     def begin(self) -> None:
         """BEGIN (queued), or take up the transaction begun ahead."""
         self._taken, self.early = self.early, None
+        self._written = None if self._taken is None else self._taken.write
         self.open, self.graph_lock, self._ahead = True, None, None
         self.appends, self._savepoints, self._last = [], [], None
         self._next_ids, self._added = {}, 0
         if self._taken is None:
             self._put(sql.BEGIN)
 
-    def begin_early(self, ids: list[int], key: str) -> None:
+    def begin_early(self, ids: list[int], key: str, write: tuple[str, tuple] | None = None) -> None:
         """Queue BEGIN and, unless ``key`` is journaled already, the graph lock (shared) and
         the rows of ``ids`` locked ``FOR UPDATE``, with their stamps: the request's
-        transaction takes them up (``begin``), else ``end_early`` rolls them back."""
+        transaction takes them up (``begin``), else ``end_early`` rolls them back. ``write``
+        (a statement and its parameters): the request's own write, sent after the locks;
+        the first ``execute`` of the same statement with the same parameters in the
+        transaction that takes them up is answered by it (else it is rolled back with them)."""
         if self.open or self.early is not None or self._started():
             return
         ids = sorted(int(i) for i in ids)
         self._put(sql.BEGIN)
         self.early = Early(ids, self._put(sql.LOCK, (ids, False, True, key)))
+        if write is not None:
+            text, params = write
+            self.early.write = ((text, tuple(params)),
+                                self._put(*self._bind(self._statement(text).sql, params)))
 
     def end_early(self) -> None:
         """A transaction begun ahead and not taken up: dropped, rolled back if begun."""
@@ -211,6 +222,9 @@ class PgConnection:
         if self._ahead is not None and not self.open and self._ahead[0] == (text, tuple(params)):
             ahead, self._ahead = self._ahead[1], None
             return PgCursor(self, ahead)
+        if self._written is not None and self.open and self._written[0] == (text, tuple(params)):
+            written, self._written = self._written[1], None
+            return PgCursor(self, written)
         st = self._statement(text)
         rowid = None
         if st.assigns is not None:
@@ -283,7 +297,7 @@ class PgConnection:
 
     def _end(self, verb: str) -> None:
         """COMMIT sends the queue with it; ROLLBACK drops it (and ends what the server began)."""
-        self.open = False
+        self.open, self._written = False, None
         if verb == "COMMIT" and (self._started() or any(q.sql != sql.BEGIN for q in self.queue)):
             self._unsealed += len(self.appends)
             if self._unsealed >= SEAL_EVERY:        # chain what can be chained, this once

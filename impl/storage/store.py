@@ -134,10 +134,11 @@ class Store:
         (BEGIN IMMEDIATE) already covers every row: only the caches are checked."""
         return sync()
 
-    def read_ahead(self, journal: str, ahead: Callable[[], tuple[str, int | None] | None]) -> None:
+    def read_ahead(self, journal: str, ahead: Callable[[], tuple | None]) -> None:
         """Send a request's first reads (and locks) ahead (PostgreSQL: they travel with the
-        credential check's round trip; ``ahead()``: its key and known task id, None for a
-        key no store can hold); SQLite has no round trip to save."""
+        credential check's round trip; ``ahead()``: its key, known task id and the write that
+        decides it where known ahead, None for a key no store can hold); SQLite has no round
+        trip to save."""
 
     def settle(self) -> None:
         """End whatever ``read_ahead`` began that the request did not take up."""

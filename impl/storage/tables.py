@@ -19,7 +19,7 @@ from .records import (
 from ..contract.vocabulary import (
     ATTEMPT_STATES, CONTRACTS, DISPOSITIONS, REVIEW_PHASES, REVIEW_VERDICTS, EXITS, FAILURES, FORMER_EVIDENCE_LABELS, OWNER_SEEN, PHASES,
     REASONS,
-    RECEIPTS,
+    RECEIPTS, SAVE_GRAPH_NEEDS,
 )
 
 
@@ -197,17 +197,24 @@ class TaskTables:
                     c.execute("INSERT OR REPLACE INTO receipts VALUES (?, ?, ?, ?, ?)",
                               (task_id, name, *after))
 
-    def step_if_current(self, task_id: int, r, to: str, edge_from) -> bool:
-        """Move the transaction row to ``to`` under the request's conditions
-        (``STEP_IF_CURRENT``); whether it moved."""
+    @staticmethod
+    def step_statement(task_id: int, r, to: str, edge_from) -> tuple[str, tuple]:
+        """``STEP_IF_CURRENT`` with the step's own conditions (``STEP_CONDITIONS``) and its
+        parameters, for request ``r`` moving task ``task_id``'s row to ``to``."""
         c = r.cap
-        key = (STEP_IF_CURRENT, len(edge_from))
+        own, values = STEP_CONDITIONS[r.kind]
+        key = (STEP_IF_CURRENT, own, len(edge_from))
         sql = _SQL.get(key)
         if sql is None:
-            sql = _SQL[key] = STEP_IF_CURRENT.format(", ".join("?" * len(edge_from)))
-        params = (to, task_id, r.expected_phase, r.expected_revision, *sorted(edge_from), r.task, c.task,
-                  c.generation, c.attempt, c.fence, c.lease_epoch, int(r.needs_token),
-                  r.token_hash, c.graph)
+            sql = _SQL[key] = STEP_IF_CURRENT.format(", ".join("?" * len(edge_from)), own)
+        return sql, (to, task_id, r.expected_phase, r.expected_revision, *sorted(edge_from), r.task,
+                     c.task, c.generation, c.attempt, c.fence, c.lease_epoch, int(r.needs_token),
+                     r.token_hash, *values(r), c.graph)
+
+    def step_if_current(self, task_id: int, r, to: str, edge_from) -> bool:
+        """Move the transaction row to ``to`` under the request's conditions
+        (``STEP_IF_CURRENT`` with the step's own, ``STEP_CONDITIONS``); whether it moved."""
+        sql, params = self.step_statement(task_id, r, to, edge_from)
         # guards: attempt-fencing, token-required, first-terminal-wins, no-phase-skip
         moved = self.conn.execute(sql, params).rowcount == 1
         return moved
@@ -236,25 +243,65 @@ class TaskTables:
 #: attempt's: the request's conditions are the conditions of its one write. No row is
 #: written when one of them does not hold, nor when the row is there already (its id seen).
 REPORT_IF_CURRENT = (
-    "INSERT OR IGNORE INTO evidence (task, kind, ident, counted, seq) "
+    "INSERT INTO evidence (task, kind, ident, counted, seq) "
     "SELECT t.id, ?, ?, 0, ? FROM tasks t JOIN attempts a ON a.task = t.id AND a.fence = t.fence "
     "WHERE t.name = ? AND t.name = ? AND t.generation = ? AND t.attempt = ? AND t.fence = ? "
     "AND t.lease_epoch = ? AND a.state != 'none' AND a.token_hash = ? "
-    "AND (SELECT value FROM meta WHERE key = 'graph-id') = ?")
+    "AND (SELECT value FROM meta WHERE key = 'graph-id') = ? ON CONFLICT DO NOTHING")
 
 
-#: A plain step of the SaveTransaction (it writes its phase and revision alone): the row
-#: moves only while it holds the phase and revision the request expects on the main line,
-#: from a phase the edge leaves (``{}``: one ``?`` each), and the request's K and token are the
-#: running attempt's (the token only where the sender must present it).
+#: A step of the SaveTransaction decided by its write: the row moves only while it holds the
+#: phase and revision the request expects on the main line, from a phase the edge leaves
+#: (the first ``{}``: one ``?`` each), the request's K and token are the running attempt's
+#: (the token only where the sender must present it), and the step's own conditions hold
+#: (the second ``{}``: ``STEP_CONDITIONS``, over the task row ``t`` and the row moved).
 STEP_IF_CURRENT = (
     "UPDATE transactions SET phase = ?, revision = revision + 1 "
     "WHERE task = ? AND phase = ? AND revision = ? AND exit = 'none' AND phase IN ({}) "
     "AND EXISTS (SELECT 1 FROM tasks t JOIN attempts a ON a.task = t.id AND a.fence = t.fence "
     "WHERE t.id = transactions.task AND t.name = ? AND t.name = ? AND t.generation = ? AND t.attempt = ? "
     "AND t.fence = ? AND t.lease_epoch = ? AND a.state = 'running' "
-    "AND (? = 0 OR a.token_hash = ?)) "
+    "AND (? = 0 OR a.token_hash = ?){}) "
     "AND (SELECT value FROM meta WHERE key = 'graph-id') = ?")
+
+
+def _no_values(r) -> tuple:
+    return ()
+
+
+def _candidate(r) -> tuple:
+    return (r.candidate,)
+
+
+#: The request names the candidate the row holds (NULL equal to NULL, as in the record).
+_NAMES_THE_CANDIDATE = " AND transactions.candidate IS NOT DISTINCT FROM ?"
+#: Every receipt a graph save needs is bound to the attempt's (fence, candidate, base).
+_EVERY_RECEIPT_BOUND = (
+    " AND (SELECT count(*) FROM receipts g WHERE g.task = t.id AND g.kind IN ({}) "
+    "AND g.fence = t.fence AND g.candidate IS NOT DISTINCT FROM transactions.candidate "
+    "AND g.base IS NOT DISTINCT FROM transactions.base) = {}").format(
+        ", ".join(f"'{k}'" for k in SAVE_GRAPH_NEEDS), len(SAVE_GRAPH_NEEDS))
+#: An accept whose verdict is pass or not-required: a review is awaited exactly where the
+#: policy requires one, and where it does, the verdict passes.
+_REVIEW_AS_REQUIRED = (
+    _NAMES_THE_CANDIDATE
+    + " AND (t.review_required = 0 OR transactions.phase = 'awaiting-acceptance')"
+    " AND (t.review_required = 1 OR transactions.phase != 'awaiting-acceptance')"
+    " AND (t.review_required = 0 OR CAST(? AS TEXT) = 'pass')")
+
+#: Each step the store decides by its write: the conditions of its own that read the stored
+#: rows, in SQL (inside ``STEP_IF_CURRENT``'s ``EXISTS``), and the request's values they
+#: compare, in order. The conditions that read the request alone are checked before
+#: (``transaction.WRITTEN_STEPS``); a request they refuse takes the guard list.
+STEP_CONDITIONS: dict[str, tuple[str, Any]] = {
+    "quiesce": ("", _no_values),
+    "seal-candidate": (_NAMES_THE_CANDIDATE, _candidate),
+    "validate": (_NAMES_THE_CANDIDATE, _candidate),
+    "request-review": (" AND t.review_required = 1", _no_values),
+    "accept": (_REVIEW_AS_REQUIRED, lambda r: (r.candidate, r.verdict)),
+    "record-disposition": ("", _no_values),
+    "save-graph": (_EVERY_RECEIPT_BOUND, _no_values),
+}
 
 
 class FactTables:
@@ -271,15 +318,25 @@ class FactTables:
                 writer = self._writers[name] = getattr(self, "_" + name.replace("-", "_"))
             writer(task_id, f, seq)
 
+    @staticmethod
+    def report_statement(r, seq: int) -> tuple[str, tuple]:
+        """``REPORT_IF_CURRENT`` and its parameters for report ``r`` (its row given ``seq``)."""
+        c = r.cap
+        return REPORT_IF_CURRENT, (r.kind, r.evidence, seq, r.task, c.task, c.generation,
+                                   c.attempt, c.fence, c.lease_epoch, r.token_hash, c.graph)
+
     def report_if_current(self, r, seq: int) -> bool:
         """Write ``r``'s evidence row under its conditions (``REPORT_IF_CURRENT``); whether
         a row was written (False: a condition failed, or the row was there already)."""
-        c = r.cap
-        params = (r.kind, r.evidence, seq, r.task, c.task, c.generation, c.attempt, c.fence,
-                  c.lease_epoch, r.token_hash, c.graph)
+        _, params = self.report_statement(r, seq)
         # guards: attempt-fencing, token-required
         written = self.conn.execute(REPORT_IF_CURRENT, params).rowcount == 1
         return written
+
+    def date_evidence(self, task_id: int, kind: str, ident: str, seq) -> None:
+        """Give the evidence row written ahead of its event (with none) the event's number."""
+        self.conn.execute("UPDATE evidence SET seq = ? WHERE task = ? AND kind = ? AND ident = ? "
+                          "AND seq = 0", (seq, task_id, kind, ident))
 
     def has_evidence(self, task_id: int, kind: str, ident: str) -> bool:
         return self.conn.execute("SELECT 1 FROM evidence WHERE task = ? AND kind = ? AND ident = ?",
