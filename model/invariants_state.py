@@ -198,13 +198,14 @@ def receipted_never_done_without_transaction(s: State, i: int, t: TaskState) -> 
 
 @prop("receipted-completion-waits-or-resumes", incidents=(49,))
 def receipted_waits_or_resumes(s: State, i: int, t: TaskState) -> Any:
-    """A receipted completion without a transaction is planned as WG's reducer ranks it: its handoff is awaited while its owner may be alive, its same session resumed while its proven-dead owner's window is open, and it is never driven as a transaction nor dispatched again."""
+    """A receipted completion without a transaction is planned as WG's reducer ranks it: its handoff is awaited while its owner may be alive (once the attempt's chat request is reconciled), its same session resumed while its proven-dead owner's window is open, and it is never driven as a transaction nor dispatched again."""
     on = lambda name: WAYS_BY_NAME[name].enabled(s, i)
     pending = all_of(running(t), not_(reserved(t)), t.exit == Exit.NONE, not_(t.legacy_done),
                      t.completion_receipt != 0)
     may_live = one_of(t.owner_seen, (OwnerSeen.UNVERIFIED, OwnerSeen.LIVE))
     window = all_of(t.owner_seen == OwnerSeen.DEAD, not_(t.reopening),
                     projections._continuation_planned(s, t))
-    return implies(pending, all_of(implies(may_live, on("await-handoff")),
+    handoff = any_of(on("await-handoff"), on("reconcile-chat-request"))
+    return implies(pending, all_of(implies(may_live, handoff),
                                    implies(window, on("resume-continuation")),
                                    not_(on("drive-transaction")), not_(on("dispatch"))))
