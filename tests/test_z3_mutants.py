@@ -111,6 +111,18 @@ def test_traces_and_exploration_can_miss_and_then_the_mutant_is_not_killed():
     assert Kill(m, proof, None, 0.0, traces=trace_verdicts(m)).killed is True
 
 
+def test_a_first_kill_by_exploration_stops_at_the_violation_the_whole_search_finds():
+    """The gate's kill (``first_kill``) of a mutant no incident trace detects explores only
+    until the named invariant breaks: the same path as the whole exploration, fewer states."""
+    from wgk.conformance.z3.kills import explore_mutant, first_kill
+    m = MUTANTS["complete-before-publication"]
+    k = first_kill(m, traces=trace_verdicts)
+    whole = explore_mutant(m)
+    assert k.killed and k.means() == ["proof", "explore"], k.summary()
+    assert whole.detected and k.explored.path == whole.path
+    assert k.explored.states < whole.states / 4 and not k.explored.complete
+
+
 def _frame(r):
     return None if r is None else (r.invariant, r.transition, r.status)
 
