@@ -160,10 +160,48 @@ def _probe(graph: Graph, evidence_ids: tuple[str, ...], by_actor: frozenset
 
 
 def _discover(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics) -> tuple:
-    cat, s, log = _probe(graph, evidence_ids, actor_sensitive(graph, sem))
-    branches(cat, s, Pool("probe.r", 1), sem)
+    changed = changed_kinds(sem)
+    if changed is None or sem is MODEL:
+        return _universe(set().union(*_logs_by_kind(graph, evidence_ids, sem).values()),
+                         evidence_ids)
+    # Only some kinds' rules are replaced: a request runs its own kind's rule alone
+    # (``kernel.decide_fresh``: ``rules[r.kind]``), so every other kind asks about and adds
+    # the pairs it does in the model, and only the replaced kinds are run again.
+    model = _cached(MODEL, ("logs-by-kind", evidence_ids, repr(graph)),
+                    lambda: _logs_by_kind(graph, evidence_ids, MODEL))
+    if actor_sensitive(graph, sem) - changed != actor_sensitive(graph, MODEL) - changed:
+        return _universe(set().union(*_logs_by_kind(graph, evidence_ids, sem).values()),
+                         evidence_ids)
+    ran = _logs_by_kind(graph, evidence_ids, sem, changed)
+    return _universe(set().union(*ran.values(), *(log for k, log in model.items()
+                                                 if k not in changed)), evidence_ids)
+
+
+def _universe(log: set, evidence_ids: tuple[str, ...]) -> tuple:
     kinds = sorted({k for k, _ in log})
     return tuple(sorted({(k, e) for k in kinds for e in evidence_ids} | log))
+
+
+def changed_kinds(sem: Semantics) -> frozenset | None:
+    """The kinds whose rule ``sem`` replaces, when replacing rules is all it does (None: it
+    replaces the reducer or patches functions, which any kind may reach)."""
+    if sem.decide is not None or sem.context is not None or set(sem.rules) != set(RULES):
+        return None
+    return frozenset(k for k in RULES if sem.rules[k] is not RULES[k])
+
+
+def _logs_by_kind(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics,
+                  kinds: frozenset | None = None) -> dict:
+    """Per kind (``kinds``: of those only), the evidence pairs its templates on the probe
+    task ask about or add."""
+    cat, s, log = _probe(graph, evidence_ids, actor_sensitive(graph, sem))
+    pool, out = Pool("probe.r", 1), {}
+    for n, tpl in enumerate(cat.templates):
+        if kinds is None or tpl.kind in kinds:
+            log.clear()
+            branches(cat, s, pool, sem, indices=[n])
+            out.setdefault(tpl.kind, set()).update(log)
+    return out
 
 
 class _AskedWho(Exception):
