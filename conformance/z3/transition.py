@@ -160,24 +160,16 @@ def _probe(graph: Graph, evidence_ids: tuple[str, ...], by_actor: frozenset
 
 
 def _discover(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics) -> tuple:
-    changed = changed_kinds(sem)
-    if changed is None or sem is MODEL:
-        return _universe(set().union(*_logs_by_kind(graph, evidence_ids, sem).values()),
-                         evidence_ids)
-    # Only some kinds' rules are replaced: a request runs its own kind's rule alone
-    # (``kernel.decide_fresh``: ``rules[r.kind]``), so every other kind asks about and adds
-    # the pairs it does in the model, and only the replaced kinds are run again.
-    model = _cached(MODEL, ("logs-by-kind", evidence_ids, repr(graph)),
-                    lambda: _logs_by_kind(graph, evidence_ids, MODEL))
-    if actor_sensitive(graph, sem) - changed != actor_sensitive(graph, MODEL) - changed:
-        return _universe(set().union(*_logs_by_kind(graph, evidence_ids, sem).values()),
-                         evidence_ids)
-    ran = _logs_by_kind(graph, evidence_ids, sem, changed)
-    return _universe(set().union(*ran.values(), *(log for k, log in model.items()
-                                                 if k not in changed)), evidence_ids)
-
-
-def _universe(log: set, evidence_ids: tuple[str, ...]) -> tuple:
+    # A request runs its own kind's rule alone (``rules[r.kind]``): when a semantics only
+    # replaces some kinds' rules (and who is asked stays the same elsewhere), every other
+    # kind asks about and adds the pairs it does in the model; only the replaced kinds run.
+    changed, logs = changed_kinds(sem), {}
+    if changed and actor_sensitive(graph, sem) - changed == actor_sensitive(graph, MODEL) - changed:
+        logs = {k: log for k, log in _cached(MODEL, ("logs-by-kind", evidence_ids, repr(graph)),
+                                             lambda: _logs_by_kind(graph, evidence_ids, MODEL)
+                                             ).items() if k not in changed}
+    logs.update(_logs_by_kind(graph, evidence_ids, sem, changed if logs else None))
+    log = set().union(*logs.values())
     kinds = sorted({k for k, _ in log})
     return tuple(sorted({(k, e) for k in kinds for e in evidence_ids} | log))
 
