@@ -73,6 +73,11 @@ def test_oracle_accepts_a_faithful_system_and_names_divergences():
 
 def test_diff_and_select():
     assert [d.path for d in diff_values({"a": {"b": 1, "c": 2}}, {"a": {"b": 2, "c": 2}})] == ["a.b"]
+    same = {"a": {"b": [1, {"x": None}], "c": 2}}
+    assert diff_values(same, json.loads(json.dumps(same))) == []
+    assert [d.path for d in diff_values(same, {"a": {"b": [1, {"x": 0}], "c": 2}})] == ["a.b"]
+    assert [d.path for d in diff_values({"a": 1}, {"a": 1, "z": None})] == ["z"]
+    assert diff_values({"a": 1}, {"a": True}) == [] and diff_values(1, True) == []
     assert select({"tasks": {"a": {"x": 1, "evidence": []}}}, ["tasks.*.evidence"]) == \
         {"tasks": {"a": {"x": 1}}}
 
@@ -146,3 +151,29 @@ def test_external_system_over_json_lines_survives_kill_9():
             ext.apply({"env": "edit", "task": "b", "content": "x"})
     finally:
         ext.close()
+
+
+@pytest.mark.parametrize("name", ["04-dead-worker-converges", "46-review-valve-land"])
+def test_a_model_run_without_checks_decides_and_projects_alike_and_refuses_check(name, monkeypatch):
+    """``checking=False`` (the crash cuts' run of the model): the same decisions and projections
+    at every step, no invariant evaluated, and ``check`` refuses instead of answering."""
+    from wgk.conformance.traces.format import load_trace
+    trace = load_trace(f"traces/incidents/{name}.json")
+    checked, unchecked = ModelSystem(trace), ModelSystem(trace, checking=False)
+
+    def evaluated(*_):
+        raise AssertionError("an invariant was evaluated")
+    monkeypatch.setattr(unchecked, "_state_violations", evaluated)
+    monkeypatch.setattr(unchecked, "_step_violations", evaluated)
+    for step in trace.steps:
+        outcomes = []
+        for system in (checked, unchecked):
+            try:
+                outcomes.append(system.apply(step))
+            except StepError as e:
+                outcomes.append(str(e))
+        assert outcomes[0] == outcomes[1]
+        assert checked.project() == unchecked.project()
+        assert checked.check() == []
+        with pytest.raises(RuntimeError, match="checks no invariant"):
+            unchecked.check()

@@ -50,6 +50,24 @@ def test_a_planted_bug_is_found_with_the_same_shortest_path(every_job_shared):
     assert v.steps and len(v.steps) == len(v.path)      # the steps came back from the workers
 
 
+def test_a_search_until_violated_stops_early_with_the_whole_searchs_violation(every_job_shared):
+    """``until_violated`` stops once a violation is found, on one worker or several: that
+    violation (invariant, path, steps) is the whole search's, found in fewer states; without
+    a violation the search is the whole search."""
+    bad = dict(RULES)
+    bad[Kind.DISPATCH] = dispatch_without_dependencies
+    inst = Instance(tasks=2, groups=("core", "operator"))
+    whole = explore(inst, rules=bad)
+    for n in (1, 2):
+        early = explore(inst, rules=bad, until_violated=True, workers=n)
+        assert not early.complete and early.distinct_states < whole.distinct_states / 2, n
+        first = whole.violations[0]
+        assert [(v.invariant, v.path, v.steps) for v in early.violations] == \
+            [(first.invariant, first.path, first.steps)], n
+    clean = Instance(tasks=1)
+    assert summary(explore(clean, until_violated=True)) == summary(explore(clean))
+
+
 def test_the_liveness_graph_is_the_same(every_job_shared):
     inst = Instance(tasks=1)
     one, two = explore(inst, liveness=True), explore(inst, liveness=True, workers=2)

@@ -111,6 +111,36 @@ def test_traces_and_exploration_can_miss_and_then_the_mutant_is_not_killed():
     assert Kill(m, proof, None, 0.0, traces=trace_verdicts(m)).killed is True
 
 
+def test_a_first_kill_by_exploration_stops_at_the_violation_the_whole_search_finds():
+    """The gate's kill (``first_kill``) of a mutant no incident trace detects explores only
+    until the named invariant breaks: the same path as the whole exploration, fewer states."""
+    from wgk.conformance.z3.kills import explore_mutant, first_kill
+    m = MUTANTS["complete-before-publication"]
+    k = first_kill(m, traces=trace_verdicts)
+    whole = explore_mutant(m)
+    assert k.killed and k.means() == ["proof", "explore"], k.summary()
+    assert whole.detected and k.explored.path == whole.path
+    assert k.explored.states < whole.states / 4 and not k.explored.complete
+
+
+def test_a_mutant_of_some_rules_discovers_the_universe_every_kind_run_again_discovers():
+    """A mutant replacing some kinds' rules runs only those kinds on the probe task (the others'
+    pairs are the model's): its evidence universe is the one running every kind gives."""
+    from wgk.conformance.z3 import transition as T
+    from wgk.conformance.z3.prove import chain_deps
+    from wgk.conformance.z3.sym_state import symbolic_graph
+    partial = 0
+    for m in MUTANTS.values():
+        sem, inst = m.semantics(), Instance.proof(tasks=m.instance.tasks)
+        graph = symbolic_graph(inst.task_names(), chain_deps(inst.tasks))
+        cat, s, log = T._probe(graph, inst.ids(), T.actor_sensitive(graph, sem))
+        T.branches(cat, s, T.Pool("probe.r", 1), sem)
+        whole = tuple(sorted({(k, e) for k in {k for k, _ in log} for e in inst.ids()} | log))
+        assert T.discover_universe(graph, inst.ids(), sem) == whole, m.name
+        partial += T.changed_kinds(sem) not in (None, frozenset())
+    assert partial >= 20
+
+
 def _frame(r):
     return None if r is None else (r.invariant, r.transition, r.status)
 

@@ -155,8 +155,11 @@ class _Search:
     def __init__(self, inst: Instance, rules: Rules, props: dict[str, Property],
                  check_steps: bool, max_states: int | None, keep_graph: bool,
                  progress: Callable[[int, int], None] | None, deadline: float | None = None,
-                 compiled: bool = True):
+                 compiled: bool = True, until_violated: bool = False):
         self.props = props
+        #: stop (incomplete) once a violation is found: the first of each invariant is kept,
+        #: so that one's path is the one a whole search finds
+        self.until_violated = until_violated
         self.deadline = deadline       # perf_counter() at which to stop, incomplete
         self.queued = 0
         self.state_props, self.step_props, self.goals = _split(props, check_steps)
@@ -332,11 +335,15 @@ class _Search:
         popped = 0
         while queue:
             popped += 1
-            if self.out_of_time(popped) or self.expand(*queue.popleft()):
+            if self.out_of_time(popped) or self.expand(*queue.popleft()) or self.violated_now():
                 self.queued = len(queue)
                 queue.clear()
                 return False
         return True
+
+    def violated_now(self) -> bool:
+        """Whether the search stops here, a violation found (``until_violated``)."""
+        return self.until_violated and bool(self.found)
 
     def out_of_time(self, popped: int) -> bool:
         """The deadline has passed (read every 256 states)."""
@@ -373,7 +380,8 @@ class _Search:
                     self.queued = len(level) - popped + 1 + len(self.queue)
                     break
             self.settle_checks(pool)
-            if stop:
+            if stop or self.violated_now():
+                self.queued = self.queued if stop else len(self.queue)
                 self.queue.clear()
                 return False
         return True
@@ -410,7 +418,8 @@ def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = No
             properties: dict[str, Property] | None = None,
             progress: Callable[[int, int], None] | None = None,
             liveness: bool = False, workers: int = 1,
-            max_seconds: float | None = None, compiled: bool = True) -> ExploreResult:
+            max_seconds: float | None = None, compiled: bool = True,
+            until_violated: bool = False) -> ExploreResult:
     """Breadth-first search; the first violation of each invariant is its shortest path.
     With ``liveness``, a complete search's graph is checked for the ``eventually``
     properties under the fairness assumptions (``wgk.conformance.check.liveness``).
@@ -419,11 +428,13 @@ def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = No
     search stops once that time has passed, incomplete, saying how many of the states it
     found wait unexpanded (``queued``). The rules and properties are evaluated by the compiled
     model (``wgk.conformance.check.compiled``) unless ``compiled`` is False (the interpreter);
-    the result is the same."""
+    the result is the same. With ``until_violated`` the search stops, incomplete, once it has
+    found a violation: each violation it reports is the one a whole search reports (a first
+    violation is kept and breadth-first search meets the shortest first)."""
     t0 = time.perf_counter()
     search = _Search(inst, rules, properties or REGISTRY, check_steps, max_states,
                      keep_graph or liveness, progress,
-                     None if max_seconds is None else t0 + max_seconds, compiled)
+                     None if max_seconds is None else t0 + max_seconds, compiled, until_violated)
     if workers == 1:
         complete = search.run()
     else:

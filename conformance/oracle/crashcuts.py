@@ -170,7 +170,7 @@ def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, chec
                 progress: Callable[[str], None] | None, world: str, images: bool
                 ) -> CrashCutResult:
     wanted = steps if steps is not None else range(len(trace.steps))
-    model = ModelSystem(trace)
+    model = ModelSystem(trace, checking=False)   # no cut reads its invariants
     recorder = Recorder()
     snapdir = tempfile.TemporaryDirectory(prefix="wgk-snap-")
     impl = ImplSystem(trace, hook=recorder, world=real_world(world, trace, snapdir.name))
@@ -366,7 +366,7 @@ def _resend_answer(decision: dict | None, *, landed: bool) -> dict | None:
 
 def _finish(trace: Trace, k: int, impl: ImplSystem, where: str) -> list[Divergence]:
     """The rest of the trace after the cut: the final projection equals the crash-free model's."""
-    model = ModelSystem(trace)
+    model = ModelSystem(trace, checking=False)
     for s in trace.steps:
         try:
             model.apply(s)

@@ -86,6 +86,8 @@ def match_facts(expected: Any, actual: Any, path: str = "") -> list[FieldDiff]:
 
 def diff_values(a: Any, b: Any, path: str = "") -> list[FieldDiff]:
     """Every leaf where two projections differ (``a`` is taken as the reference)."""
+    if type(a) is type(b) and a == b:          # equal (as most are): no leaf differs
+        return []
     if isinstance(a, dict) and isinstance(b, dict):
         out: list[FieldDiff] = []
         for key in list(a) + [k for k in b if k not in a]:

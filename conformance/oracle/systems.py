@@ -255,8 +255,11 @@ class ModelSystem:
     name = "model"
 
     def __init__(self, source: Any, initial: dict | None = None, *, rules: Rules = RULES,
-                 compiled: bool | None = None):
-        """``source`` is a Trace, or a trace's ``graph`` section (then ``initial`` may seed it)."""
+                 compiled: bool | None = None, checking: bool = True):
+        """``source`` is a Trace, or a trace's ``graph`` section (then ``initial`` may seed it).
+        ``checking`` False: the run only decides and projects (a caller that never asks
+        ``check``, as the crash cuts): no invariant is evaluated, and ``check`` raises."""
+        self.checking = checking
         graph = getattr(source, "graph", source)
         initial = getattr(source, "initial", initial)
         self.names = Names()
@@ -270,7 +273,7 @@ class ModelSystem:
         if COMPILED["default"] if compiled is None else compiled:
             from wgk.conformance.check.compiled import Compiled
             self.compiled = Compiled(self.state, rules, always("state"), (), always("step"))
-        self._violations = self._state_violations(self.state)
+        self._violations = self._state_violations(self.state) if checking else None
 
     def apply(self, step: dict) -> dict | None:
         before = self.state
@@ -281,21 +284,22 @@ class ModelSystem:
                 raise StepError(str(e)) from None
             d, self.state = decide_wire(before, r, step["request"], self.rules, self.compiled)
             self.last = (before, r, d, self.state)
-            self._violations = self._state_violations(self.state) + self._step_violations(*self.last)
+            self._violations = (self._state_violations(self.state)
+                                + self._step_violations(*self.last)) if self.checking else None
             return d.to_json()
         if step.get("env") == CONVERGE:
             return self._converge()
         if step.get("env") == REVOKE:
             self.state = self._revoked(before, step)
             self.last = None
-            self._violations = self._state_violations(self.state)
+            self._violations = self._state_violations(self.state) if self.checking else None
             return None
         try:
             self.state = apply_env(before, env_from_wire(env_part(step), self.names))
         except (EnvError, WireError) as e:
             raise StepError(str(e)) from None
         self.last = None
-        self._violations = self._state_violations(self.state)
+        self._violations = self._state_violations(self.state) if self.checking else None
         return None
 
     @staticmethod
@@ -309,10 +313,11 @@ class ModelSystem:
         """The daemon converges: every due scheduled action (``daemon.converge``)."""
         from wgk.conformance.oracle.daemon import converge
         broken: list[str] = []
-        converge(self, after_each=lambda: broken.extend(v for v in self.check() if v not in broken))
+        converge(self, after_each=lambda: broken.extend(v for v in self.check() if v not in broken)
+                 if self.checking else None)
         self.last = None
         self._violations = broken + [v for v in self._state_violations(self.state)
-                                     if v not in broken]
+                                     if v not in broken] if self.checking else None
         return None
 
     def _state_violations(self, s: State) -> list[str]:
@@ -338,6 +343,8 @@ class ModelSystem:
         return with_ready(observe(state, self.names), ready_tasks(state))
 
     def check(self) -> list[str]:
+        if self._violations is None:
+            raise RuntimeError("this run of the model checks no invariant (checking=False)")
         return list(self._violations)
 
 

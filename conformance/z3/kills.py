@@ -179,8 +179,11 @@ def _first_failure(m: Mutant, prover: Prover, props: list, only_changed: bool = 
 EXPLORE_STATES = 5000
 
 
-def explore_mutant(m: Mutant, max_states: int = EXPLORE_STATES) -> Explored:
-    """Explore the mutant's instance with the mutant's rules, checking the named invariant."""
+def explore_mutant(m: Mutant, max_states: int = EXPLORE_STATES,
+                   until_violated: bool = False) -> Explored:
+    """Explore the mutant's instance with the mutant's rules, checking the named invariant
+    (``until_violated``: stop once it breaks; the path found is the whole search's, the
+    states counted are those met until then)."""
     from contextlib import ExitStack
     from wgk.conformance.check import interning
     from wgk.conformance.check.explore import explore
@@ -191,7 +194,7 @@ def explore_mutant(m: Mutant, max_states: int = EXPLORE_STATES) -> Explored:
         if m.decide is not None:
             stack.enter_context(patched(((interning, "decide", _reducer(m.decide)),)))
         r = explore(m.instance, rules=sem.rules, properties={m.kills: REGISTRY[m.kills]},
-                    max_states=max_states)
+                    max_states=max_states, until_violated=until_violated)
     hit = next((v for v in r.violations if v.invariant == m.kills), None)
     return Explored(r.distinct_states, r.complete, list(hit.path) if hit else None)
 
@@ -238,7 +241,7 @@ def first_kill(m: Mutant, traces: Callable[[Mutant], list[dict]] | None = None,
     if proof is not None:
         k = Kill(m, proof, None, 0.0, traces=traces(m) if traces is not None else None)
         if not k.by_trace:
-            k.explored = explore_mutant(m)
+            k.explored = explore_mutant(m, until_violated=True)
         if k.killed:
             k.seconds = time.perf_counter() - t0
             return k

@@ -160,10 +160,40 @@ def _probe(graph: Graph, evidence_ids: tuple[str, ...], by_actor: frozenset
 
 
 def _discover(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics) -> tuple:
-    cat, s, log = _probe(graph, evidence_ids, actor_sensitive(graph, sem))
-    branches(cat, s, Pool("probe.r", 1), sem)
+    # A request runs its own kind's rule alone (``rules[r.kind]``): when a semantics only
+    # replaces some kinds' rules (and who is asked stays the same elsewhere), every other
+    # kind asks about and adds the pairs it does in the model; only the replaced kinds run.
+    changed, logs = changed_kinds(sem), {}
+    if changed and actor_sensitive(graph, sem) - changed == actor_sensitive(graph, MODEL) - changed:
+        logs = {k: log for k, log in _cached(MODEL, ("logs-by-kind", evidence_ids, repr(graph)),
+                                             lambda: _logs_by_kind(graph, evidence_ids, MODEL)
+                                             ).items() if k not in changed}
+    logs.update(_logs_by_kind(graph, evidence_ids, sem, changed if logs else None))
+    log = set().union(*logs.values())
     kinds = sorted({k for k, _ in log})
     return tuple(sorted({(k, e) for k in kinds for e in evidence_ids} | log))
+
+
+def changed_kinds(sem: Semantics) -> frozenset | None:
+    """The kinds whose rule ``sem`` replaces, when replacing rules is all it does (None: it
+    replaces the reducer or patches functions, which any kind may reach)."""
+    if sem.decide is not None or sem.context is not None or set(sem.rules) != set(RULES):
+        return None
+    return frozenset(k for k in RULES if sem.rules[k] is not RULES[k])
+
+
+def _logs_by_kind(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics,
+                  kinds: frozenset | None = None) -> dict:
+    """Per kind (``kinds``: of those only), the evidence pairs its templates on the probe
+    task ask about or add."""
+    cat, s, log = _probe(graph, evidence_ids, actor_sensitive(graph, sem))
+    pool, out = Pool("probe.r", 1), {}
+    for n, tpl in enumerate(cat.templates):
+        if kinds is None or tpl.kind in kinds:
+            log.clear()
+            branches(cat, s, pool, sem, indices=[n])
+            out.setdefault(tpl.kind, set()).update(log)
+    return out
 
 
 class _AskedWho(Exception):
