@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from wgk.conformance.oracle.impl_mutants import CATEGORIES, PER_CATEGORY, ImplMutant, Patch
+from wgk.conformance.oracle.impl_mutants_kills import KILLED_IN_PROCESS
 
 
 def _m(name, area, doc, breaks, *patches, survives="", tests=()):
@@ -566,7 +567,8 @@ IN_PROCESS_ONLY = {
 
 IMPL_MUTANTS: tuple[ImplMutant, ...] = tuple(
     replace(m, category=FILED.get(m.name) or BY_AREA[m.area],
-            in_process=IN_PROCESS_ONLY.get(m.name, "")) for m in _PLANTED)
+            in_process=IN_PROCESS_ONLY.get(m.name, ""),
+            killed_in_process=KILLED_IN_PROCESS.get(m.name, ())) for m in _PLANTED)
 MUTANTS_BY_NAME: dict[str, ImplMutant] = {m.name: m for m in IMPL_MUTANTS}
 
 
@@ -586,6 +588,7 @@ ISSUE_33 = ("lease-epoch-lower-bound", "suspect-twice-is-dead", "batch-commits-e
             "pg-dependencies-unlocked")
 assert not set(ISSUE_33) - set(MUTANTS_BY_NAME)
 assert not set(IN_PROCESS_ONLY) - set(MUTANTS_BY_NAME)
+assert not set(KILLED_IN_PROCESS) - set(MUTANTS_BY_NAME)
 assert all(len(ms) >= PER_CATEGORY for ms in by_category().values()), \
     {c: len(ms) for c, ms in by_category().items()}
 
