@@ -116,7 +116,10 @@ def summary(result: CatalogueRun) -> str:
                f"in {result.seconds:.0f}s")
     if result.external:
         both = result.both_ways()
-        out.append(f"through the protocol: {len(both['through-protocol'])} killed over it, "
+        sections = ", ".join(f"{k} {v}" for k, v in both["by-section"].items())
+        out.append(f"through the protocol: {len(both['through-protocol'])} killed over it"
+                   + (f" ({sections}; {both['first-pass']} by the check that killed it in "
+                      f"process)" if sections else "") + ", "
                    f"{len(both['inside-the-process'])} only inside the process, "
                    f"{len(both['listed-in-process'])} survivors listed as needing access "
                    f"inside the process")

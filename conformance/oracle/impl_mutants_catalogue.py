@@ -527,7 +527,7 @@ _CLI = ("the connection the command line (`wgk kernel`) opens: the served kernel
 IN_PROCESS_ONLY = {
     "batch-effect-behind-uncommitted": _GROUP, "batch-skips-journal": _GROUP,
     "batch-commits-each": _GROUP,
-    "ledger-head-cached": _LEDGER, "ledger-links-genesis": _LEDGER,
+    "ledger-links-genesis": _LEDGER,
     "ledger-events-reversed": _LEDGER, "rebuild-drops-facts": _LEDGER,
     "receipt-delete-skipped": _LEDGER,
     "land-without-cas": ("the land's compare-and-swap matters only when the target moves inside "

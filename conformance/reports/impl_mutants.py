@@ -148,7 +148,15 @@ class CatalogueRun:
         """Through the protocol: the mutants killed over it, those killed only inside the
         gate's process (a named test, an in-process section), and the survivors listed as
         needing access inside the process."""
+        over: dict[str, int] = {}
+        for r in self.runs:
+            if r.through_protocol:
+                over[r.section] = over.get(r.section, 0) + 1
         return {"through-protocol": sorted(r.mutant.name for r in self.runs if r.through_protocol),
+                "by-section": dict(sorted(over.items(), key=lambda kv: (-kv[1], kv[0]))),
+                "first-pass": sum(bool(r.first.get("killed")) for r in self.runs
+                                  if r.through_protocol),
+                "survived": sorted(r.mutant.name for r in self.runs if r.verdict == "survived"),
                 "inside-the-process": sorted(r.mutant.name for r in self.runs
                                              if r.killed and not r.through_protocol),
                 "listed-in-process": {r.mutant.name: r.mutant.in_process for r in self.runs
