@@ -77,3 +77,21 @@ def test_a_planted_survivor_whose_first_pass_passes_is_reported_as_a_survivor_an
     assert [s["name"] for s in r.sections] == ["replay", "replay", "probes"]
     run = CatalogueRun("quick", None, [r], r.seconds, external=True)
     assert run.surprises() == [r] and run.killed == 0
+
+
+def test_the_report_through_the_protocol_counts_the_kills_by_section_and_by_the_first_pass():
+    from wgk.conformance.cli.impl_mutants_view import summary
+    from wgk.conformance.reports.impl_mutants import MutantRun
+    a, b, c = (MUTANTS_BY_NAME[n] for n in ("token-not-checked", "begin-deferred",
+                                            "deliver-role-unchecked"))
+    runs = [MutantRun(a, "killed", 1.0, "replay", "t", "d", external=True,
+                      first={"section": "replay", "check": "t", "trace": "t", "killed": True}),
+            MutantRun(b, "killed", 1.0, "races", "run", "d", external=True,
+                      first={"section": "races", "check": "r", "trace": None, "killed": True}),
+            MutantRun(c, "killed", 1.0, "replay", "u", "d", external=True,
+                      first={"section": "coverage", "check": "w", "trace": None, "killed": False})]
+    both = CatalogueRun("quick", None, runs, 3.0, external=True).to_json()["external"]
+    assert both["by-section"] == {"replay": 2, "races": 1} and both["first-pass"] == 2
+    assert runs[2].to_json()["first-pass"]["killed"] is False
+    text = summary(CatalogueRun("quick", None, runs, 3.0, external=True))
+    assert "3 killed over it (replay 2, races 1; 2 by the check that killed it in process)" in text

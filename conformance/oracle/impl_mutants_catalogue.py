@@ -528,7 +528,7 @@ IN_PROCESS_ONLY = {
     "batch-effect-behind-uncommitted": _GROUP, "batch-skips-journal": _GROUP,
     "batch-commits-each": _GROUP,
     "ledger-links-genesis": _LEDGER,
-    "ledger-events-reversed": _LEDGER, "rebuild-drops-facts": _LEDGER,
+    "ledger-events-reversed": _LEDGER,
     "receipt-delete-skipped": _LEDGER,
     "land-without-cas": ("the land's compare-and-swap matters only when the target moves inside "
                          "one request, between the kernel's check and its update-ref: the "

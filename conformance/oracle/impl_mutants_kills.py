@@ -77,7 +77,7 @@ KILLED_IN_PROCESS: dict[str, tuple[str, str]] = {
     'batch-commits-each': ('batches', 'incident-27-nested-and-clashing-names-refused batch at step 14 (3 requests) after commit [batch:submit:a:1]'),
     'admission-first-dependency': ('replay', 'incident-37-fan-in-every-order'),
     'broker-without-token': ('probes', 'incident-30-archive-needs-confirmed-digest'),
-    'deliver-role-unchecked': ('coverage', 'witnesses'),
+    'deliver-role-unchecked': ('replay', 'incident-33b-deliver-needs-the-operators-role'),
     'revoked-still-authenticates': ('replay', 'incident-revoked-credential-refused'),
     'ledger-key-unhashed': ('tamper', 'recorded-demo-run: edit ledger.key where seq = (SELECT min(seq) FROM ledger)'),
     'ledger-task-unhashed': ('tamper', 'recorded-demo-run: edit ledger.task where seq = (SELECT min(seq) FROM ledger)'),
@@ -89,4 +89,67 @@ KILLED_IN_PROCESS: dict[str, tuple[str, str]] = {
     'pg-deadlock-not-retried': ('races', 'two-dispatchers (postgresql, no row locks)'),
 }
 
-__all__ = ["KILLED_IN_PROCESS"]
+#: Killed through the protocol (``wgk mutants --impl --external 'python -m wgk.impl.serve'``, the
+#: PostgreSQL mutants with ``'python -m wgk.impl.serve --postgres DSN'``; quick budget): the section.
+KILLED_OVER_PROTOCOL: dict[str, str] = {
+    'begin-deferred': 'races',
+    'evidence-replaced': 'replay',
+    'caches-never-dropped': 'races',
+    'pg-no-row-locks': 'races',
+    'ledger-head-cached': 'races',
+    'rebuild-drops-facts': 'replay',
+    'conflict-answered-as-duplicate': 'replay',
+    'duplicate-decided-again': 'replay',
+    'hold-journaled': 'replay',
+    'keys-not-scoped': 'replay',
+    'role-label-trusted': 'replay',
+    'token-not-checked': 'replay',
+    'continuation-keeps-token': 'replay',
+    'retry-budget-ignored': 'replay',
+    'semantic-failure-retried': 'replay',
+    'dispatch-ignores-wait': 'replay',
+    'retries-counted-across-generations': 'replay',
+    'ready-by-index': 'replay',
+    'dispatch-ignores-pause': 'replay',
+    'delivery-ignores-correlation': 'replay',
+    'reopen-ignores-dependents': 'replay',
+    'effect-on-reopened-dependency': 'replay',
+    'effect-after-redone-dependency': 'replay',
+    'digest-omits-candidate': 'replay',
+    'snapshot-ignores-untracked': 'replay',
+    'zombie-is-live': 'replay',
+    'pid-only-liveness': 'replay',
+    'readiness-last-dependency': 'replay',
+    'admission-last-dependency': 'replay',
+    'validator-may-accept': 'probes',
+    'seal-skips-work-save': 'probes',
+    'planner-dead-owner-live': 'replay',
+    'planner-ignores-moved-target': 'replay',
+    'daemon-never-declares-lost': 'replay',
+    'continuation-never-planned': 'replay',
+    'converge-one-round': 'replay',
+    'terminal-report-during-completion': 'replay',
+    'fence-ignores-lease-epoch': 'replay',
+    'compaction-counted-twice': 'replay',
+    'seal-ignores-protected-paths': 'replay',
+    'archive-without-confirmation': 'replay',
+    'lease-epoch-lower-bound': 'probes',
+    'fence-lower-bound': 'replay',
+    'capability-task-unchecked': 'probes',
+    'suspect-twice-is-dead': 'replay',
+    'admission-first-dependency': 'replay',
+    'broker-without-token': 'probes',
+    'deliver-role-unchecked': 'replay',
+    'revoked-still-authenticates': 'replay',
+    'glob-doublestar-needs-a-segment': 'replay',
+    'archive-on-the-daemons-word': 'probes',
+    'reopen-under-prepared-dependent': 'probes',
+}
+#: Measured through the protocol, and not killed there (each explained by its entry: ``in-process``
+#: or ``survives``).
+SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
+    'receipt-delete-skipped',
+    'ledger-events-reversed',
+})
+
+__all__ = ["KILLED_IN_PROCESS", "KILLED_OVER_PROTOCOL", "SURVIVED_OVER_PROTOCOL"]
