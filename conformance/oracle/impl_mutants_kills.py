@@ -150,6 +150,7 @@ KILLED_OVER_PROTOCOL: dict[str, str] = {
 SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
     'receipt-delete-skipped',
     'ledger-events-reversed',
+    'pg-dependencies-unlocked',
 })
 
 __all__ = ["KILLED_IN_PROCESS", "KILLED_OVER_PROTOCOL", "SURVIVED_OVER_PROTOCOL"]
