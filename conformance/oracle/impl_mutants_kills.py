@@ -116,6 +116,7 @@ KILLED_OVER_PROTOCOL: dict[str, str] = {
     'effect-on-reopened-dependency': 'replay',
     'effect-after-redone-dependency': 'replay',
     'digest-omits-candidate': 'replay',
+    'surrogate-credential-crashes': 'probes',
     'snapshot-ignores-untracked': 'replay',
     'zombie-is-live': 'replay',
     'pid-only-liveness': 'replay',
