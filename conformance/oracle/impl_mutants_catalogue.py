@@ -572,6 +572,12 @@ IN_PROCESS_ONLY = {
                                  "(measured: it survives the quick sections through the protocol "
                                  "on PostgreSQL; a race over the protocol judging the admissions "
                                  "from the answers and the projection would be needed)"),
+    "pg-deadlock-not-retried": ("the checks that see it need the process: two-dispatchers with "
+                                "the store's row locks turned off inside it (no request turns "
+                                "them off), and crossed-batches, whose two tasks are dispatched "
+                                "in one batch (group commit is not part of the protocol); "
+                                "measured: the races over the protocol on PostgreSQL do not "
+                                "kill it"),
 }
 
 IMPL_MUTANTS: tuple[ImplMutant, ...] = tuple(
