@@ -36,10 +36,9 @@ def named_trace(check: str, loaded: list):
     return max(ids, key=lambda t: len(t.id)) if ids else None
 
 
-def run_first(spec: dict, out: dict, run) -> bool:
-    """The check ``spec["first"]`` names (the one that killed the mutant in process), its
-    section on the one trace it names or whole: True when it killed the mutant."""
-    first, loaded = spec["first"], spec["_loaded"]
+def run_first(first: dict, loaded: list, out: dict, run) -> bool:
+    """The check ``first`` names (the one that killed the mutant in process), its section on
+    the one trace of ``loaded`` it names, or on all of them: True when it killed the mutant."""
     trace = named_trace(first["check"], loaded)
     subset = [trace] if trace is not None else loaded
     section = run(first["section"], subset)
@@ -78,7 +77,7 @@ def run_sections(spec: dict, out: dict | None = None) -> dict:
         return gate.run_section(name, spec["budget"], None, loaded=traces, sources=sources,
                                 counterexamples=spec["counterexamples"], external=external,
                                 backend=backend)
-    if spec.get("first") and run_first({**spec, "_loaded": loaded}, out, run) \
+    if spec.get("first") and run_first(spec["first"], loaded, out, run) \
             and spec.get("stop_at_first", True):
         return out
     for name in spec["sections"]:
