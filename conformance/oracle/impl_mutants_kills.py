@@ -151,6 +151,7 @@ KILLED_OVER_PROTOCOL: dict[str, str] = {
 #: or ``survives``).
 SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
     'receipt-delete-skipped',
+    'ledger-links-genesis',
     'ledger-events-reversed',
     'pg-dependencies-unlocked',
 })
