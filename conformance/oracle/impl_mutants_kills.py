@@ -153,6 +153,7 @@ SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
     'receipt-delete-skipped',
     'ledger-links-genesis',
     'ledger-events-reversed',
+    'ledger-task-unhashed',
     'pg-dependencies-unlocked',
 })
 
