@@ -150,9 +150,11 @@ KILLED_OVER_PROTOCOL: dict[str, str] = {
 #: Measured through the protocol, and not killed there (each explained by its entry: ``in-process``
 #: or ``survives``).
 SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
+    'synchronous-off',
     'receipt-delete-skipped',
     'ledger-links-genesis',
     'ledger-events-reversed',
+    'worktree-through-symlink',
     'ledger-task-unhashed',
     'pg-dependencies-unlocked',
 })
