@@ -152,8 +152,12 @@ KILLED_OVER_PROTOCOL: dict[str, str] = {
 SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
     'synchronous-off',
     'receipt-delete-skipped',
+    'cli-kernel-synchronous-normal',
     'ledger-links-genesis',
     'ledger-events-reversed',
+    'secret-file-adopted',
+    'loose-credential-file-read',
+    'batch-skips-journal',
     'worktree-through-symlink',
     'ledger-task-unhashed',
     'pg-dependencies-unlocked',
