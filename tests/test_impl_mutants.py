@@ -201,8 +201,8 @@ def test_through_the_protocol_a_survivor_listed_in_process_is_explained_and_kill
     from wgk.conformance.cli.impl_mutants_view import exit_code, summary
     from wgk.conformance.oracle.impl_mutants_catalogue import IN_PROCESS_ONLY
     from wgk.conformance.reports.impl_mutants import CatalogueRun, MutantRun
-    listed = MUTANTS_BY_NAME["ledger-head-cached"]
-    assert listed.in_process == IN_PROCESS_ONLY["ledger-head-cached"] and not listed.survives
+    listed = MUTANTS_BY_NAME["ledger-links-genesis"]
+    assert listed.in_process == IN_PROCESS_ONLY["ledger-links-genesis"] and not listed.survives
     over = MUTANTS_BY_NAME["pid-only-liveness"]
     inside = MUTANTS_BY_NAME["token-not-checked"]
     runs = [MutantRun(over, "killed", 1.0, "replay", "t", "d", external=True),
@@ -214,10 +214,10 @@ def test_through_the_protocol_a_survivor_listed_in_process_is_explained_and_kill
     both = ext.to_json()["external"]
     assert "pid-only-liveness" in both["through-protocol"]
     assert both["inside-the-process"] == ["token-not-checked"]
-    assert both["listed-in-process"] == {"ledger-head-cached": listed.in_process}
+    assert both["listed-in-process"] == {"ledger-links-genesis": listed.in_process}
     assert "1 survivors listed as needing access inside the process" in summary(ext)
     # in process, the same survivor is a surprise: the field explains only the protocol's runs
     inproc = CatalogueRun("quick", None, [MutantRun(r.mutant, r.verdict, 1.0, r.section)
                                           for r in runs], 3.0)
-    assert [r.mutant.name for r in inproc.surprises()] == ["ledger-head-cached"]
+    assert [r.mutant.name for r in inproc.surprises()] == ["ledger-links-genesis"]
     assert exit_code(inproc) == 1

@@ -25,6 +25,7 @@ EXAMPLES = """  wgk mutants
   wgk mutants --impl --only zombie-is-live --budget quick
   wgk mutants --impl --json > impl-mutants.json
   wgk mutants --impl --only zombie-is-live --external 'python -m wgk.impl.serve'
+  wgk mutants --impl --external 'python -m wgk.impl.serve' --record runs.jsonl --json
   wgk mutants --impl --only pg-dependencies-unlocked --backend postgresql://wgk@localhost/wgk
 Exit codes: 0 every mutant killed (and the model itself proved), 1 a mutant survived, 2 bad usage.
 With --impl: 0 the kill rate reaches 90% and every survivor is one the catalogue explains,
@@ -54,6 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --impl: trace files or folders (default: the bundled traces)")
     p.add_argument("--progress", action="store_true",
                    help="with --impl: a line per mutant on stderr even when it is not a terminal")
+    p.add_argument("--record", metavar="FILE",
+                   help="with --impl: append each mutant's result to FILE as a JSON line as soon "
+                        "as it is known (a long run keeps what it measured)")
     p.add_argument("--no-baseline", action="store_true",
                    help="with --impl: skip the run of the unmutated copy (its kills are then unchecked)")
     add_external_arguments(p)
@@ -69,9 +73,9 @@ def _run(args: argparse.Namespace) -> int:
         from wgk.conformance.cli.impl_mutants_view import run_impl
         return run_impl(args)
     if args.only or args.no_baseline or args.traces or args.progress or args.external or \
-            args.backend != "sqlite":
-        raise UsageError("--only, --traces, --progress, --no-baseline, --external and --backend "
-                         "go with --impl")
+            args.backend != "sqlite" or args.record:
+        raise UsageError("--only, --traces, --progress, --no-baseline, --record, --external and "
+                         "--backend go with --impl")
     names = args.name or list(MUTANTS)
     unknown = [n for n in names if n not in MUTANTS]
     if unknown:

@@ -3,6 +3,7 @@ with progress on a terminal and a report per mutant (see ``reports.impl_mutants`
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 
@@ -47,7 +48,13 @@ def run_impl(args: argparse.Namespace) -> int:
     tty = sys.stderr.isatty()
     t0 = time.perf_counter()
 
+    record = open_record(args.record)
+
     def show(n: int, total: int, r: MutantRun) -> None:
+        if record is not None:
+            record.write(json.dumps(r.to_json() | {"baseline": r.mutant.name == "identity"})
+                         + "\n")
+            record.flush()
         if not (tty or args.progress):
             return
         rate = n / max(time.perf_counter() - t0, 1e-9) * 60
@@ -61,6 +68,9 @@ def run_impl(args: argparse.Namespace) -> int:
                                external=_external(args), backend=backend_dsn(args))
     except (AnchorError, TraceError) as e:
         raise UsageError(str(e)) from None
+    finally:
+        if record is not None:
+            record.close()
     if tty:
         sys.stderr.write("\n")
     if args.json:
@@ -68,6 +78,17 @@ def run_impl(args: argparse.Namespace) -> int:
     else:
         print(summary(result))
     return exit_code(result)
+
+
+def open_record(path: str | None):
+    """The file ``--record`` appends to (None without it); a path that cannot be written is
+    bad usage, said before any mutant runs."""
+    if path is None:
+        return None
+    try:
+        return open(path, "a", encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"--record {path}: {e.strerror or e}") from None
 
 
 def exit_code(result: CatalogueRun) -> int:
@@ -95,7 +116,10 @@ def summary(result: CatalogueRun) -> str:
                f"in {result.seconds:.0f}s")
     if result.external:
         both = result.both_ways()
-        out.append(f"through the protocol: {len(both['through-protocol'])} killed over it, "
+        sections = ", ".join(f"{k} {v}" for k, v in both["by-section"].items())
+        out.append(f"through the protocol: {len(both['through-protocol'])} killed over it"
+                   + (f" ({sections}; {both['first-pass']} by the check that killed it in "
+                      f"process)" if sections else "") + ", "
                    f"{len(both['inside-the-process'])} only inside the process, "
                    f"{len(both['listed-in-process'])} survivors listed as needing access "
                    f"inside the process")

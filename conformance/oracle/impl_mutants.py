@@ -73,6 +73,10 @@ class ImplMutant:
     #: why only access inside the gate's process shows it (through the conformance protocol,
     #: ``--external``, it survives for that reason; "" where the protocol shows it too)
     in_process: str = ""
+    #: the section and the check that killed it in process on the quick budget (measured by
+    #: ``wgk mutants --impl``; () for a mutant the sections do not kill): a run through the
+    #: protocol tries that check first (``reports.impl_mutants.first_pass``)
+    killed_in_process: tuple[str, str] | tuple = ()
 
     def explained(self, external: bool = False) -> str:
         """Why it may survive a run (through the protocol when ``external``), or ""."""
@@ -89,6 +93,9 @@ class ImplMutant:
             out["tests"] = list(self.tests)
         if self.in_process:
             out["in-process"] = self.in_process
+        if self.killed_in_process:
+            out["killed-in-process"] = {"section": self.killed_in_process[0],
+                                        "check": self.killed_in_process[1]}
         return out
 
 

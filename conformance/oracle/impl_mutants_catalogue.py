@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from wgk.conformance.oracle.impl_mutants import CATEGORIES, PER_CATEGORY, ImplMutant, Patch
+from wgk.conformance.oracle.impl_mutants_kills import KILLED_IN_PROCESS
 
 
 def _m(name, area, doc, breaks, *patches, survives="", tests=()):
@@ -546,8 +547,8 @@ _CLI = ("the connection the command line (`wgk kernel`) opens: the served kernel
 IN_PROCESS_ONLY = {
     "batch-effect-behind-uncommitted": _GROUP, "batch-skips-journal": _GROUP,
     "batch-commits-each": _GROUP,
-    "ledger-head-cached": _LEDGER, "ledger-links-genesis": _LEDGER,
-    "ledger-events-reversed": _LEDGER, "rebuild-drops-facts": _LEDGER,
+    "ledger-links-genesis": _LEDGER,
+    "ledger-events-reversed": _LEDGER,
     "receipt-delete-skipped": _LEDGER,
     "land-without-cas": ("the land's compare-and-swap matters only when the target moves inside "
                          "one request, between the kernel's check and its update-ref: the "
@@ -582,11 +583,27 @@ IN_PROCESS_ONLY = {
     "ledger-task-unhashed": _LEDGER + " (the tamper section edits each column of the file)",
     "synchronous-off": ("a power loss, not a process death: only the in-process crash cuts drop "
                         "what the database had not synced"),
+    "pg-dependencies-unlocked": ("the race reopen-racing-admission judges the order of commits in "
+                                 "the kernel's own ledger (a dependent admitted after its "
+                                 "dependency's reopen), read from its database inside the gate's "
+                                 "process; the races over the protocol (two-dispatchers, "
+                                 "reset-racing-completion, two-terminal-reports) send no reopen "
+                                 "against admissions, and the protocol shows no order of commits "
+                                 "(measured: it survives the quick sections through the protocol "
+                                 "on PostgreSQL; a race over the protocol judging the admissions "
+                                 "from the answers and the projection would be needed)"),
+    "pg-deadlock-not-retried": ("the checks that see it need the process: two-dispatchers with "
+                                "the store's row locks turned off inside it (no request turns "
+                                "them off), and crossed-batches, whose two tasks are dispatched "
+                                "in one batch (group commit is not part of the protocol); "
+                                "measured: the races over the protocol on PostgreSQL do not "
+                                "kill it"),
 }
 
 IMPL_MUTANTS: tuple[ImplMutant, ...] = tuple(
     replace(m, category=FILED.get(m.name) or BY_AREA[m.area],
-            in_process=IN_PROCESS_ONLY.get(m.name, "")) for m in _PLANTED)
+            in_process=IN_PROCESS_ONLY.get(m.name, ""),
+            killed_in_process=KILLED_IN_PROCESS.get(m.name, ())) for m in _PLANTED)
 MUTANTS_BY_NAME: dict[str, ImplMutant] = {m.name: m for m in IMPL_MUTANTS}
 
 
@@ -606,6 +623,7 @@ ISSUE_33 = ("lease-epoch-lower-bound", "suspect-twice-is-dead", "batch-commits-e
             "pg-dependencies-unlocked")
 assert not set(ISSUE_33) - set(MUTANTS_BY_NAME)
 assert not set(IN_PROCESS_ONLY) - set(MUTANTS_BY_NAME)
+assert not set(KILLED_IN_PROCESS) - set(MUTANTS_BY_NAME)
 assert all(len(ms) >= PER_CATEGORY for ms in by_category().values()), \
     {c: len(ms) for c, ms in by_category().items()}
 

@@ -29,9 +29,35 @@ def fresh() -> dict:
     return {"verdict": "survived", "sections": []}
 
 
+def named_trace(check: str, loaded: list):
+    """The loaded trace a check names (its id, or its id followed by a space or a colon and
+    what was checked on it), or None."""
+    ids = [t for t in loaded if check == t.id or check.startswith((t.id + " ", t.id + ":"))]
+    return max(ids, key=lambda t: len(t.id)) if ids else None
+
+
+def run_first(first: dict, loaded: list, out: dict, run) -> bool:
+    """The check ``first`` names (the one that killed the mutant in process), its section on
+    the one trace of ``loaded`` it names, or on all of them: True when it killed the mutant."""
+    trace = named_trace(first["check"], loaded)
+    subset = [trace] if trace is not None else loaded
+    section = run(first["section"], subset)
+    out["first"] = {"section": first["section"], "check": first["check"],
+                    "trace": trace.id if trace is not None else None,
+                    "killed": section.verdict not in ("pass", "skipped")}
+    out["sections"].append({"name": first["section"], "first": True, "verdict": section.verdict,
+                            "checks": len(section.checks), "seconds": round(section.seconds, 2)})
+    if out["first"]["killed"]:
+        check, detail = _first_bad(section)
+        out.update({"verdict": "killed", "section": first["section"], "check": check,
+                    "detail": detail})
+    return out["first"]["killed"]
+
+
 def run_sections(spec: dict, out: dict | None = None) -> dict:
     """The named sections, after what ``out`` already says (the named tests, when they run
-    first): nothing more once it is a kill and the run stops at the first."""
+    first): nothing more once it is a kill and the run stops at the first. With
+    ``spec["first"]``, that check first, and the rest of the gate only if it does not kill."""
     out = out or fresh()
     if not spec["sections"] or (out["verdict"] == "killed" and spec.get("stop_at_first", True)):
         return out
@@ -46,10 +72,16 @@ def run_sections(spec: dict, out: dict | None = None) -> dict:
     backend = spec.get("backend")               # a PostgreSQL DSN: the sections run there too
     from wgk.conformance.oracle import impl_system
     impl_system.use_backend(backend)
+
+    def run(name: str, traces: list):
+        return gate.run_section(name, spec["budget"], None, loaded=traces, sources=sources,
+                                counterexamples=spec["counterexamples"], external=external,
+                                backend=backend)
+    if spec.get("first") and run_first(spec["first"], loaded, out, run) \
+            and spec.get("stop_at_first", True):
+        return out
     for name in spec["sections"]:
-        section = gate.run_section(name, spec["budget"], None, loaded=loaded, sources=sources,
-                                   counterexamples=spec["counterexamples"], external=external,
-                                   backend=backend)
+        section = run(name, loaded)
         row = {"name": name, "verdict": section.verdict, "checks": len(section.checks),
                "seconds": round(section.seconds, 2)}
         out["sections"].append(row)

@@ -60,6 +60,8 @@ class MutantRun:
     detail: str = ""
     sections: list[dict] = field(default_factory=list)
     external: bool = False          # the sections ran against the kernel over the protocol
+    #: the check tried first (``first_pass``): {"section", "check", "trace", "killed"}, or {}
+    first: dict = field(default_factory=dict)
 
     @property
     def killed(self) -> bool:
@@ -95,6 +97,11 @@ class MutantRun:
             out["note"] = "the catalogue says it survives: update its reason"
         if self.external and self.killed:
             out["through"] = "protocol" if self.through_protocol else "inside the process"
+        if self.mutant.killed_in_process:
+            out["killed-in-process"] = {"section": self.mutant.killed_in_process[0],
+                                        "check": self.mutant.killed_in_process[1]}
+        if self.first:
+            out["first-pass"] = self.first
         return out
 
 
@@ -141,7 +148,15 @@ class CatalogueRun:
         """Through the protocol: the mutants killed over it, those killed only inside the
         gate's process (a named test, an in-process section), and the survivors listed as
         needing access inside the process."""
+        over: dict[str, int] = {}
+        for r in self.runs:
+            if r.through_protocol:
+                over[r.section] = over.get(r.section, 0) + 1
         return {"through-protocol": sorted(r.mutant.name for r in self.runs if r.through_protocol),
+                "by-section": dict(sorted(over.items(), key=lambda kv: (-kv[1], kv[0]))),
+                "first-pass": sum(bool(r.first.get("killed")) for r in self.runs
+                                  if r.through_protocol),
+                "survived": sorted(r.mutant.name for r in self.runs if r.verdict == "survived"),
                 "inside-the-process": sorted(r.mutant.name for r in self.runs
                                              if r.killed and not r.through_protocol),
                 "listed-in-process": {r.mutant.name: r.mutant.in_process for r in self.runs
@@ -166,20 +181,36 @@ def impl_sections(names: Iterable[str]) -> list[str]:
     return [n for n in FIRST if n in rest] + middle + [n for n in LAST if n in rest]
 
 
+def first_pass(m: ImplMutant, sections: list[str], external: dict | None) -> dict | None:
+    """Through the protocol, the check that killed ``m`` in process, tried before the rest of
+    the gate: its section (on the one trace the check names, when it names one), if that
+    section is among ``sections`` and runs over the protocol; None otherwise (in process the
+    sections run in their usual order)."""
+    if external is None or not m.killed_in_process:
+        return None
+    from wgk.conformance.reports.gate_external import OVER_PROTOCOL
+    section, check = m.killed_in_process
+    if section not in sections or section not in OVER_PROTOCOL:
+        return None
+    return {"section": section, "check": check}
+
+
 def run_patches(name: str, patches: tuple[Patch, ...], *, budget: str, sections: list[str],
                 traces: list[str] | None = None, tests: list[str] | None = None,
                 stop_at_first: bool = True, timeout: float = 1800.0,
                 cwd: str | None = None, tests_first: bool = False,
-                external: dict | None = None, backend: str | None = None) -> dict:
+                external: dict | None = None, backend: str | None = None,
+                first: dict | None = None) -> dict:
     """Plant ``patches`` in a copy of wgk.impl and run ``sections`` (and pytest ``tests``)
-    on it in a child process; the child's report (see ``impl_mutant_child``)."""
+    on it in a child process, after the ``first`` check when given (``first_pass``); the
+    child's report (see ``impl_mutant_child``)."""
     with tempfile.TemporaryDirectory(prefix="wgk-mutant-") as tmp:
         copy = materialize(patches, Path(tmp) / "copy", name)
         out = Path(tmp) / "result.json"
         spec = {"name": name, "copy": str(copy), "budget": budget, "sections": sections,
                 "traces": [str(Path(t).resolve()) for t in traces] if traces else None, "tests": tests or [], "stop_at_first": stop_at_first, "tests_first": tests_first,
                 "counterexamples": str(Path(tmp) / "counterexamples"), "external": external,
-                "backend": backend}
+                "backend": backend, "first": first}
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", CHILD, json.dumps(spec), str(out)],
                                 env=child_env(copy), cwd=cwd or tmp, start_new_session=True,
@@ -214,10 +245,11 @@ def run_mutant(m: ImplMutant, budget: str, sections: list[str], *,
                          "from the project's source tree)")
     r = run_patches(m.name, m.patches, budget=budget, sections=sections, traces=traces,
                     timeout=timeout, tests=tests, tests_first=bool(tests),
-                    cwd=str(PROJECT) if tests else None, external=external, backend=backend)
+                    cwd=str(PROJECT) if tests else None, external=external, backend=backend,
+                    first=first_pass(m, sections, external))
     return MutantRun(m, r["verdict"], time.perf_counter() - t0, r.get("section", ""),
                      r.get("check", ""), r.get("detail", ""), r.get("sections", []),
-                     external=external is not None)
+                     external=external is not None, first=r.get("first", {}))
 
 
 Progress = Callable[[int, int, MutantRun], None]
@@ -313,4 +345,4 @@ def _reasons() -> dict[str, str]:
 MUTANT_REASONS = _reasons()
 
 __all__ = ["CatalogueRun", "MODEL_SECTIONS", "MUTANT_BUDGETS", "MutantRun", "TARGET_RATE",
-           "catalogue_checks", "impl_sections", "section_checks", "mutant_budget", "run_catalogue", "run_mutant", "run_patches"]
+           "catalogue_checks", "first_pass", "impl_sections", "section_checks", "mutant_budget", "run_catalogue", "run_mutant", "run_patches"]
