@@ -265,6 +265,10 @@ class _KernelMachine(_Drawing, RuleBasedStateMachine):
             if request is not None:           # the model is asked too: both must refuse it
                 self._model_refuses(step, refused)
             return
+        except Exception as crashed:          # the system under test failed on the step: a
+            # divergence to shrink like any other (a broken protocol aborts: a BaseException)
+            raise AssertionError(f"the system raised {type(crashed).__name__} on this step: "
+                                 f"{crashed}") from crashed
         verdict = self.oracle.is_valid_step(step, observed)     # steps self.model too
         assert verdict.valid, "\n".join(d.describe() for d in verdict.divergences)
 

@@ -137,6 +137,12 @@ def worktree_present_mid_transaction(s: State, i: int, t: TaskState) -> Any:
                 all_of(t.phase >= Phase.WORK_SAVED, t.phase <= Phase.EFFECT_PREPARED)))
 
 
+@lemma("worktree-present-before-submit")
+def worktree_present_before_submit(s: State, i: int, t: TaskState) -> Any:
+    """A running attempt whose transaction has not opened has its worktree."""
+    return implies(all_of(running(t), t.phase == Phase.ABSENT), t.worktree_present)
+
+
 @lemma("review-accepted-means-both-passed")
 def review_accepted_means_both_passed(s: State, i: int, t: TaskState) -> Any:
     """An accepted or published valve holds FLIP's and the evaluation's passes of its exact current manifest."""
