@@ -140,9 +140,10 @@ def test_a_changed_rule_reruns_the_frames_of_its_kind_only(frames, cold, monkeyp
 
 
 def test_a_changed_helper_reruns_the_frames_of_the_rules_that_name_it(frames, cold, monkeypatch):
-    """``_done_and_unarchived`` is named by the archive and the confirm-archive rules."""
+    """``_done_and_unarchived`` is named by the archive, confirm-archive and propose-archive
+    rules."""
     _one_kind(frames, monkeypatch, "model/rules_archive.py", "_done_and_unarchived",
-              {"archive", "confirm-archive"})
+              {"archive", "confirm-archive", "propose-archive"})
 
 
 def test_a_helper_of_a_rule_a_property_runs_reruns_every_frame(frames, cold, monkeypatch):

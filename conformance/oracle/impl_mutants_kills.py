@@ -10,6 +10,10 @@ A mutant missing here is one the sections do not kill in process (its entry says
 from __future__ import annotations
 
 KILLED_IN_PROCESS: dict[str, tuple[str, str]] = {
+    'dispatch-onto-open-route': ('replay', 'incident-provider-route-breaker'),
+    'failed-probe-closes-route': ('replay', 'incident-provider-route-breaker'),
+    'second-completion-receipt-taken': ('replay', 'incident-49-receipt-without-transaction'),
+    'receipt-planned-as-live-owner': ('replay', 'incident-49-receipt-without-transaction'),
     'begin-deferred': ('races', 'two-dispatchers (sqlite)'),
     'synchronous-off': ('contract', 'store: a commit reaches the disk before it is acknowledged [sqlite]'),
     'receipt-delete-skipped': ('races', 'reopen-racing-admission (sqlite)'),
