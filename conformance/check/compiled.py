@@ -805,13 +805,7 @@ class Compiled:
             entry = self.deciders.get(key)
             if entry is None:
                 entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
-        f = entry[1]
-        if f is None:
-            entry[3] += 1
-            if entry[3] <= self.warm:
-                return self.interpreted_steps(s, r, d, s2)
-            f = entry[1] = self.compile_step(r)
-        return f(s, r, d, s2)
+        return self.step_entry_verdict(s, r, d, s2, entry)
 
     # ---- the steps of a task, kept per what the enumeration read
 
