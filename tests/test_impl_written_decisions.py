@@ -348,15 +348,21 @@ def test_without_its_receipt_condition_a_graph_save_missing_one_is_written(kw, m
 # --- the write sent ahead with the request's locks (PostgreSQL) --------------------------------
 
 
+def dispatched_on(dsn: str) -> tuple[MemoryWorld, Kernel]:
+    """A kernel on ``dsn`` whose one task ``a`` has its attempt dispatched."""
+    world = MemoryWorld.create(target="main-0")
+    k = Kernel(dsn, world.environment())
+    k.create_graph("g", [TaskPolicy("a")])
+    k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d",
+              "expected-attempt": 0, "owner": OWNER,
+              "mint": hashlib.sha256(TOKEN.encode()).hexdigest()})
+    return world, k
+
+
 def test_a_heartbeat_on_postgresql_sends_its_write_with_its_locks(pg_server):
     from wgk.impl.storage import pg
     with pg.scratch_schema(pg_server, "wgk_written") as dsn:
-        world = MemoryWorld.create(target="main-0")
-        k = Kernel(dsn, world.environment())
-        k.create_graph("g", [TaskPolicy("a")])
-        k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d",
-                  "expected-attempt": 0, "owner": OWNER,
-                  "mint": hashlib.sha256(TOKEN.encode()).hexdigest()})
+        world, k = dispatched_on(dsn)
         k.handle(beat(0))
         trips = k.store.conn.round_trips
         assert k.handle(beat(1)) == {"decision": "evidence-only"}
@@ -389,12 +395,7 @@ def test_a_written_step_on_postgresql_sends_its_write_with_its_locks_even_over_a
     record as it was before."""
     from wgk.impl.storage import pg
     with pg.scratch_schema(pg_server, "wgk_written") as dsn:
-        world = MemoryWorld.create(target="main-0")
-        k = Kernel(dsn, world.environment())
-        k.create_graph("g", [TaskPolicy("a")])
-        k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d",
-                  "expected-attempt": 0, "owner": OWNER,
-                  "mint": hashlib.sha256(TOKEN.encode()).hexdigest()})
+        world, k = dispatched_on(dsn)
         world.repository.write(k.record("a").worktree_id, WORK)
         assert k.record("a").phase == "absent"           # (k's cache, stale from now on)
         other = Kernel(dsn, world.environment())
