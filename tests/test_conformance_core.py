@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -158,7 +159,7 @@ def test_a_model_run_without_checks_decides_and_projects_alike_and_refuses_check
     """``checking=False`` (the crash cuts' run of the model): the same decisions and projections
     at every step, no invariant evaluated, and ``check`` refuses instead of answering."""
     from wgk.conformance.traces.format import load_trace
-    trace = load_trace(f"traces/incidents/{name}.json")
+    trace = load_trace(Path(__file__).resolve().parents[1] / "traces" / "incidents" / f"{name}.json")
     checked, unchecked = ModelSystem(trace), ModelSystem(trace, checking=False)
 
     def evaluated(*_):
