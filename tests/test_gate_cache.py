@@ -338,3 +338,100 @@ def test_the_command_refuses_a_cache_it_cannot_write_and_one_with_external(tmp_p
         p = subprocess.run([sys.executable, "-m", "wgk.conformance", "gate", "--quick", *args],
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 2 and "--cache" in p.stderr and "Traceback" not in p.stderr
+
+
+# --- what a section's child processes run ----------------------------------------------------
+
+CHILD = ("import sys\nfrom wgk.conformance.reports.gate_cache import _digest\n_digest('x')\n"
+         "print('ran', flush=True)\nif sys.argv[1:] == ['wait']:\n    import time\n"
+         "    time.sleep(60)\n")
+
+
+def _python_child(*flags: str, env: dict | None = None, check: bool = True) -> None:
+    subprocess.run([sys.executable, *flags, "-c", CHILD], check=check, env=env,
+                   capture_output=True, timeout=120)
+
+
+def _killed_child() -> None:
+    p = subprocess.Popen([sys.executable, "-c", CHILD, "wait"], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ran"
+    p.kill()                                  # SIGKILL: no exit handler runs
+    p.wait()
+
+
+def _forked_child() -> None:
+    import multiprocessing
+    p = multiprocessing.get_context("fork").Process(target=gate_cache._digest, args=("x",))
+    p.start()
+    p.join()
+
+
+def _forked_then_killed() -> None:
+    import os
+    import signal
+    pid = os.fork()
+    if pid == 0:
+        gate_cache._digest("x")
+        os.kill(os.getpid(), signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+@pytest.mark.parametrize("start", [_python_child, _killed_child, _forked_child, _forked_then_killed])
+def test_the_functions_children_run_are_recorded(start):
+    """A ``python -c`` child, one killed by SIGKILL once it ran, a forked one, a forked one
+    killed: each one's functions are noted, none of this process's."""
+    with gate_cache.recording_children() as found:
+        start()
+    assert found["sure"]
+    assert "_digest" in found["ran"].get("conformance/reports/gate_cache.py", set())
+    assert "test_the_functions_children_run_are_recorded" not in str(found["ran"])
+
+
+@pytest.mark.parametrize("flags, env", [(("-I",), None), (("-E",), None), (("-S",), None),
+                                        ((), {"PATH": "/usr/bin:/bin"})])
+def test_a_python_child_that_may_not_load_the_hook_makes_the_recording_unsure(flags, env):
+    with gate_cache.recording_children() as found:
+        _python_child(*flags, env=env, check=False)
+    assert not found["sure"]
+
+
+def test_a_child_that_is_not_python_and_no_child_leave_the_recording_sure():
+    with gate_cache.recording_children() as found:
+        subprocess.run(["git", "--version"], check=True, capture_output=True)
+    assert found["sure"] and found["ran"] == {}
+
+
+def test_a_section_with_children_reruns_exactly_when_a_function_its_child_ran_changed(
+        tmp_path, monkeypatch):
+    """Kept under what its child ran: a change to the function the child ran runs it again,
+    a change to one nobody ran does not; a child that may not load the hook makes the part
+    depend on every function."""
+    sources = {}
+    for name, root in gate_cache.ROOTS.items():
+        sources[name] = tmp_path / "src" / name
+        shutil.copytree(root, sources[name], ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    monkeypatch.setattr(gate_cache, "SOURCES", sources)
+    path = sources["conformance"] / "reports" / "gate_cache.py"
+
+    def fresh() -> GateCache:
+        gate_cache._functions.cache_clear()
+        gate_cache._pieces.cache_clear()
+        gate_cache.file_digest.cache_clear()
+        return GateCache(tmp_path / "cache", {"budget": "test"})
+
+    from wgk.conformance.reports.gate_report import Check
+    for spec, start in (({"child": "python"}, _python_child), ({"child": "fork"}, _forked_child),
+                        ({"child": "unsure"}, lambda: _python_child("-E"))):
+        c = fresh()
+        assert "contract" in gate_cache.CHILDREN and c.traced("contract", spec)
+        key = c.key("contract", spec, [])
+        made = [Check("contract", "case", "pass", 0.0, "")]
+        c.run(key, "contract", spec, lambda: (start(), made)[1])
+        assert fresh().lookup(key, "contract") == made
+        for qual, reruns in (("kept_text", spec["child"] == "unsure"), ("_digest", True)):
+            before = _edit(path, qual)
+            try:
+                assert (fresh().lookup(key, "contract") is None) == reruns, (spec, qual)
+            finally:
+                path.write_text(before)
+        assert fresh().lookup(key, "contract") == made

@@ -77,8 +77,13 @@ from wgk.conformance.reports.gate_report import Check
 FORMAT = "wgk-gate-cache/1"
 
 #: Sections keyed conservatively (their code runs in child processes or reads sources as text).
-CONSERVATIVE = frozenset({"contract", "races", "tamper", "trace-matrix", "coverage",
-                          "impl-mutants", "verify-guards"})
+CONSERVATIVE = frozenset({"trace-matrix", "coverage", "impl-mutants", "verify-guards"})
+#: Sections whose code runs in child processes too, keyed by what they and their children ran
+#: (``recording_children``): the environment contract (a child process table), the races
+#: (forked writers), the tamper section's file modes and hostile inputs (``python -c``
+#: children running wgk's command line). Sound while every Python child loads the recording
+#: hook; when one may not, the part depends on every function of every source file.
+CHILDREN = frozenset({"contract", "races", "tamper"})
 #: Sections that read no trace (their keys leave the loaded traces out).
 NO_TRACES = frozenset({"prove", "explore", "fuzz", "races", "contract"})
 #: Sections on the model alone, keyed by the whole text of the model and of the conformance
@@ -348,6 +353,85 @@ def recording() -> Iterator[dict[str, set[str]]]:
                 ran.setdefault(name, set()).add(code.co_qualname)
 
 
+#: The output folder of the children's recording in progress in this process (None: none).
+_CHILDREN_OUT: str | None = None
+_FORKS = [0]
+
+
+def _forked_child() -> None:
+    if _CHILDREN_OUT is not None:
+        from wgk.conformance.reports import gate_record_hook
+        gate_record_hook.start(_CHILDREN_OUT, [str(r) + os.sep for r in ROOTS.values()])
+
+
+def _forked_parent() -> None:
+    if _CHILDREN_OUT is not None:
+        _FORKS[0] += 1
+
+
+os.register_at_fork(after_in_child=_forked_child, after_in_parent=_forked_parent)
+
+
+@contextmanager
+def recording_children() -> Iterator[dict]:
+    """Notes every function of wgk's sources that the child processes started while inside
+    run (``gate_record_hook``: Python children load it as ``sitecustomize``, forked ones
+    start it from a fork hook; each writes what it runs as it goes, so a child killed by
+    ``SIGKILL`` has written what it ran). Yields ``{"ran": {file name: {qualified name}},
+    "sure": bool}``, filled on leaving. ``sure`` is False when a child may have run wgk's code
+    without the hook: a Python child started through ``subprocess`` with an environment
+    without it or with ``-I``, ``-E`` or ``-S`` (the hook, watching ``Popen`` in this process
+    and in every child, says so), or a fork that wrote no file (a fork writes its file before
+    it returns to any code). A Python child that loads the hook does so before it runs any
+    code of its own, so one killed before its file exists ran nothing of wgk."""
+    global _CHILDREN_OUT
+    from wgk.conformance.reports import gate_record_hook as hook
+    found: dict = {"ran": {}, "sure": True}
+    with tempfile.TemporaryDirectory(prefix="wgk-gate-record-") as tmp:
+        site, out = Path(tmp) / "site", Path(tmp) / "out"
+        site.mkdir()
+        out.mkdir()
+        (site / "sitecustomize.py").write_bytes(Path(hook.__file__).read_bytes())
+        names = ("PYTHONPATH", hook.OUT, hook.ROOTS, hook.HOOK)
+        saved = {k: os.environ.get(k) for k in names}
+        os.environ.update({
+            "PYTHONPATH": os.pathsep.join([str(site)] + ([saved["PYTHONPATH"]]
+                                                         if saved["PYTHONPATH"] else [])),
+            hook.OUT: str(out), hook.ROOTS: json.dumps([str(r) + os.sep for r in ROOTS.values()]),
+            hook.HOOK: str(site)})
+        hook.watch()
+        _FORKS[0], _CHILDREN_OUT = 0, str(out)
+        try:
+            yield found
+        finally:
+            _CHILDREN_OUT = None
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            files = sorted(out.glob("*.rec"))
+            if (out / "!unsure").exists() or len(files) < _FORKS[0]:
+                found["sure"] = False
+            for f in files:
+                for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+                    filename, _, qual = line.partition("\0")
+                    name = relative(filename)
+                    if name is not None and qual:
+                        found["ran"].setdefault(name, set()).add(qual)
+
+
+def every_function() -> dict[str, set[str]]:
+    """Every function of every source file, by file name: a part that depends on them all
+    (any change to a source file runs it again)."""
+    out: dict[str, set[str]] = {}
+    for name, path in source_files():
+        if path.suffix == ".py":
+            parsed = _functions(path)
+            out[name] = {q for q, _, _ in parsed[1]} if parsed else {"<unparsed>"}
+    return out
+
+
 # --- the store ----------------------------------------------------------------------------
 
 
@@ -521,6 +605,15 @@ class GateCache:
         if not self.traced(section, spec):
             checks = fn()
             self.store(key, checks, None)
+            return checks
+        if section in CHILDREN:
+            with recording() as ran, recording_children() as children:
+                checks = fn()
+            if not children["sure"]:
+                ran = every_function()
+            for name, quals in children["ran"].items():
+                ran.setdefault(name, set()).update(quals)
+            self.store(key, checks, ran)
             return checks
         with recording() as ran:
             checks = fn()
