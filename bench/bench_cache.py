@@ -41,12 +41,14 @@ WHY_RULE = ("the proofs re-run only the changed rule's frames and the init frame
             "mutant re-runs only when its kill read the rule (its proof walked that rule's "
             "frames, an incident trace it replays sends that kind, its exploration ran the rule, "
             "or it patches the kernel or a reducer, so its set-up reads every rule); each "
-            "exploration re-runs only when it ran the rule; the coverage and the sections "
-            "keyed conservatively (contract, races, tamper) run again whole; the traced "
-            "sections re-run only the traces whose replay ran the rule")
+            "exploration re-runs only when it ran the rule; the coverage (its witnesses are "
+            "keyed by a digest of the model) runs again whole; the traced sections, the "
+            "contract, the races and the tamper section (with what their child processes ran) "
+            "re-run only the parts that ran the rule")
 WHY_MODULE = ("the fuzzing and the probes run again whole: every one of their parts ran the "
-              "changed module (a statement added to every function of it); the coverage and "
-              "the sections keyed conservatively (contract, races, tamper) run again whole")
+              "changed module (a statement added to every function of it); the coverage, "
+              "keyed conservatively, runs again whole; the contract, the races and the tamper "
+              "section re-run only if they or their child processes ran the module")
 WHY_COLD = ("every check is run: see the gate benchmark for where the cold gate's time goes "
             "(the proofs, the crash cuts, the exploration, the fuzzing); the cache adds the "
             "recording of the functions each traced part runs")

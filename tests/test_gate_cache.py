@@ -435,3 +435,57 @@ def test_a_section_with_children_reruns_exactly_when_a_function_its_child_ran_ch
             finally:
                 path.write_text(before)
         assert fresh().lookup(key, "contract") == made
+
+
+# --- what a warm run does not do again -------------------------------------------------------
+
+
+def test_a_trace_text_the_schema_passed_is_not_checked_again_and_any_other_is(tmp_path,
+                                                                             monkeypatch):
+    """Kept in the cache by its text's digest: the same text skips the schema (nothing is
+    validated), a changed text is validated and a bad one still refused; a damaged file of
+    kept verdicts is read as none."""
+    from wgk.conformance.traces import format as trace_format
+    good = INCIDENTS / NAMES[0]
+    bad = tmp_path / "bad.json"
+    doc = json.loads(good.read_text())
+    doc["steps"][0]["no-such-field"] = 1
+    bad.write_text(json.dumps(doc))
+    c = GateCache(tmp_path / "cache", {"budget": "test"})
+    calls = []
+    real = trace_format.schema_errors
+    monkeypatch.setattr(trace_format, "schema_errors", lambda d: calls.append(1) or real(d))
+    for expected in (1, 0):
+        with c.schema_verdicts():
+            trace_format.load_trace(good)
+        assert len(calls) == expected
+        calls.clear()
+    with c.schema_verdicts():
+        with pytest.raises(trace_format.TraceError):
+            trace_format.load_trace(bad)
+        assert calls
+    assert trace_format.SCHEMA_PASSED is None            # only while inside
+    assert trace_format.schema_digest(good.read_bytes()) != trace_format.schema_digest(
+        good.read_bytes() + b" ")
+    (tmp_path / "cache" / "schema-passed.json").write_text("{not json")
+    calls.clear()
+    with c.schema_verdicts():
+        trace_format.load_trace(good)
+    assert calls
+
+
+def test_the_set_up_by_kind_is_kept_under_the_whole_model_and_found_again(tmp_path, monkeypatch):
+    """``Context.kind_setup`` is ``kind_setup``'s value, read back from the cache in a later
+    run without setting a prover up; a changed rule file or a damaged file finds it again."""
+    from wgk.conformance.reports import gate_mutants
+    first = gate_mutants.Context(tmp_path).kind_setup(1)
+    assert first == json.loads(json.dumps(gate_mutants.kind_setup(1)))
+    found = []
+    monkeypatch.setattr(gate_mutants, "kind_setup", lambda t: found.append(t) or {"x": [t]})
+    assert gate_mutants.Context(tmp_path).kind_setup(1) == first and found == []
+    kept = next((tmp_path / "mutants").glob("kind-setup-*.json"))
+    kept.write_text("[damaged")
+    assert gate_mutants.Context(tmp_path).kind_setup(1) == {"x": [1]} and found == [1]
+    ctx = gate_mutants.Context(tmp_path)
+    ctx.whole = "another model"
+    assert ctx.kind_setup(1) == {"x": [1]} and found == [1, 1]

@@ -12,6 +12,7 @@ gate itself never prints.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from typing import Callable
@@ -190,7 +191,11 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
         raise ValueError(f"unknown budget {budget!r} (known: {', '.join(BUDGETS)})")
     t0 = time.perf_counter()
     sources = [str(p) for p in (traces or [bundled_traces()])]
-    loaded = load_traces(sources)          # TraceError: bad input
+    store = None if cache is None or external is not None else GateCache(cache, {
+        "budget": budget, "value": BUDGETS[budget], "backend": backend,
+        "counterexamples": str(counterexamples)})
+    with store.schema_verdicts() if store is not None else contextlib.nullcontext():
+        loaded = load_traces(sources)      # TraceError: bad input
     mutant_traces.remember(loaded)         # the mutants look through the same files
     kw = dict(loaded=loaded, sources=sources, counterexamples=counterexamples, backend=backend)
     workers = every_core() if workers is None else workers
@@ -205,9 +210,6 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
                 sections = _on_workers(budget, progress, kw, workers, external)
         return GateResult(budget, sections, time.perf_counter() - t0, where,
                           external=external_summary(external, loaded))
-    store = None if cache is None else GateCache(cache, {
-        "budget": budget, "value": BUDGETS[budget], "backend": backend,
-        "counterexamples": str(counterexamples)})
     with scratch() as where:
         impl_system.use_backend(backend)
         gate_cache.ACTIVE = store

@@ -467,9 +467,18 @@ def _versions() -> dict:
             "git": git, "platform": sys.platform}
 
 
+_IDENTITIES: dict[int, tuple[object, list]] = {}
+
+
 def trace_identity(trace) -> list:
-    """What a check reads of a trace: its path and its content."""
-    return [str(trace.path), _digest(json.dumps(trace.to_json(), sort_keys=True, default=str))]
+    """What a check reads of a trace: its path and its content (found once per trace object
+    of a gate run: every part of a section over all traces reads them all)."""
+    kept = _IDENTITIES.get(id(trace))
+    if kept is not None and kept[0] is trace:
+        return kept[1]
+    found = [str(trace.path), _digest(json.dumps(trace.to_json(), sort_keys=True, default=str))]
+    _IDENTITIES[id(trace)] = (trace, found)
+    return found
 
 
 class GateCache:
@@ -513,6 +522,7 @@ class GateCache:
         #: names this gate run's tallies of the proof frames (``gate_frames``)
         self.token = os.urandom(8).hex()
         self._mutants = None
+        self._held: dict[tuple[str, frozenset, str], bool] = {}
 
     # keys
 
@@ -561,11 +571,40 @@ class GateCache:
                 why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
                 self.warnings.append(f"cache entry {path} ({label}) ignored: {why}")
                 continue
-            if all((p := _source_path(name)) is not None and file_digest(p, ran) == digest
-                   for name, (ran, digest) in deps.items()):
+            if all(self._holds(name, ran, digest) for name, (ran, digest) in deps.items()):
                 self.reused += len(checks)
                 return checks
         return None
+
+    @contextmanager
+    def schema_verdicts(self) -> Iterator[None]:
+        """While inside, a trace text the schema passed in an earlier run (kept in the cache
+        by ``traces.format.schema_digest``: the text, the schema, the validator) is not
+        checked against the schema again; those passed now are kept on leaving."""
+        from wgk.conformance.traces import format as trace_format
+        where = self.dir / "schema-passed.json"
+        try:
+            passed = {str(d) for d in json.loads(where.read_text(encoding="utf-8"))}
+        except Exception:             # noqa: BLE001 -- a missing or damaged file: none kept
+            passed = set()
+        before = set(passed)
+        trace_format.SCHEMA_PASSED = passed
+        try:
+            yield
+        finally:
+            trace_format.SCHEMA_PASSED = None
+            if passed != before:
+                with contextlib.suppress(OSError):
+                    _write_atomic(where, json.dumps(sorted(passed)))
+
+    def _holds(self, name: str, ran: frozenset, digest: str) -> bool:
+        """Whether the file's text without the bodies of the functions not in ``ran`` still
+        has ``digest`` (each answer kept for the run: many entries share their dependencies)."""
+        known = self._held.get((name, ran, digest))
+        if known is None:
+            p = _source_path(name)
+            known = self._held[(name, ran, digest)] = p is not None and file_digest(p, ran) == digest
+        return known
 
     # writing
 
@@ -711,4 +750,9 @@ def _one_instance(section: str, spec: dict) -> bool:
 def _source_path(name: str) -> Path | None:
     head, _, rest = name.partition("/")
     root = SOURCES.get(head)
-    return None if root is None else root / rest
+    return None if root is None else _joined(root, rest)
+
+
+@functools.lru_cache(maxsize=None)
+def _joined(root: Path, rest: str) -> Path:
+    return root / rest

@@ -99,7 +99,11 @@ class Context:
             with contextlib.suppress(OSError, TypeError, ValueError):
                 gate_cache._write_atomic(index, json.dumps(gate_frames.SCANS))
         self.fixed = _digest(gate_frames._fixed(files), json.dumps([n for n, _ in self.rules]))
+        #: every file of the model and of the suite whole, rule files included: what the
+        #: prover's set-up under the model (``kind_setup``) is a function of
+        self.whole = _digest(self.fixed, *(x for n, p in self.rules for x in (n, p.read_bytes())))
         self.cache_dir = cache_dir
+        self._kind_setup: dict[int, dict] = {}
         self._set_up: set[tuple[str, str]] | None = None
         self._incidents: dict | None = None
 
@@ -169,12 +173,30 @@ class Context:
                     if hit in self.reach.closure(start)}
         return out
 
+    def kind_setup(self, tasks: int) -> dict[str, list]:
+        """``kind_setup(tasks)``, kept in the cache under every file of the model and of the
+        suite whole (it is a function of those: the set-up under the model runs the
+        model's rules through the suite's encoding, nothing of the implementation), so a
+        gate run in which none of them changed does not set a prover up again."""
+        if tasks not in self._kind_setup:
+            where = self.cache_dir / "mutants" / f"kind-setup-{_digest(self.whole, str(tasks))}.json"
+            try:
+                value = json.loads(where.read_text(encoding="utf-8"))
+                if not isinstance(value, dict):
+                    raise ValueError("not a mapping")
+            except Exception:         # noqa: BLE001 -- found again (a damaged file too)
+                value = kind_setup(tasks)
+                with contextlib.suppress(OSError, TypeError, ValueError):
+                    gate_cache._write_atomic(where, json.dumps(value, sort_keys=True))
+            self._kind_setup[tasks] = value
+        return self._kind_setup[tasks]
+
     def static(self, m) -> str:
         """What the mutant's key holds beside the gate's options and the skeleton: the other
         files whole, the mutant's traces, the set-up's value for the kinds it leaves alone."""
         from wgk.model.vocab import Kind
         affected = self.affected(m)
-        setup = kind_setup(m.instance.tasks) if affected is not None else {}
+        setup = self.kind_setup(m.instance.tasks) if affected is not None else {}
         values = {k: v for k, v in setup.items() if k not in (affected or set())}
         traces = [[str(p), _digest(p.read_bytes())] for p in self.incident_traces(m)]
         return _digest(self.fixed, m.name, json.dumps(traces),

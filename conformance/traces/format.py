@@ -24,6 +24,7 @@ JSON, values no store can hold and names outside the grammar included
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,13 +147,42 @@ def schema_errors(doc: Any) -> list[tuple[str, str]]:
             for e in ordered]
 
 
-def validate(doc: Any, path: str = "<trace>") -> None:
+#: Digests of trace texts found to satisfy the schema (``schema_digest``), kept between runs
+#: by the gate's cache (``gate_cache``); None: none kept, every text is checked.
+SCHEMA_PASSED: set[str] | None = None
+
+
+@functools.lru_cache(maxsize=1)
+def _schema_basis() -> bytes:
+    import importlib.metadata
+    try:
+        version = importlib.metadata.version("jsonschema")
+    except importlib.metadata.PackageNotFoundError:
+        version = "?"
+    return hashlib.sha256(b"\0".join([SCHEMA_PATH.read_bytes(), version.encode(),
+                                       Path(__file__).read_bytes()])).digest()
+
+
+def schema_digest(raw: bytes) -> str:
+    """What the schema's verdict on a trace text is a function of: the text, the schema, the
+    validator's version and this module (which builds the validator)."""
+    return hashlib.sha256(_schema_basis() + raw).hexdigest()
+
+
+def validate(doc: Any, path: str = "<trace>", raw: bytes | None = None) -> None:
     """Raise ``TraceError`` for the first problem of a parsed document: a value no store
-    holds, then the schema, the names (``inputs``), the graph and its references."""
+    holds, then the schema, the names (``inputs``), the graph and its references (``raw``:
+    the text it was parsed from, whose schema verdict may be kept in ``SCHEMA_PASSED``)."""
     bad = inputs.value_problem(doc)
     if bad is not None:
         raise TraceError(path, inputs.short(pointer(bad[0]), 120), bad[1])
-    errs = schema_errors(doc)
+    known = None if SCHEMA_PASSED is None or raw is None else schema_digest(raw)
+    if known is not None and known in SCHEMA_PASSED:
+        errs = []
+    else:
+        errs = schema_errors(doc)
+        if not errs and known is not None:
+            SCHEMA_PASSED.add(known)
     if not errs:
         errs = [(pointer(at), message) for at, message in inputs.name_problems(doc)]
     if not errs:
@@ -169,7 +199,7 @@ def parse_trace(text: str | bytes, path: str = "<trace>") -> Trace:
                                                                                   "surrogatepass"))
     if problem is not None:
         raise TraceError(path, "", problem)
-    validate(doc, path)
+    validate(doc, path, text if isinstance(text, bytes) else None)
     return Trace.from_json(doc, path)
 
 
