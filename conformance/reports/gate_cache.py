@@ -35,11 +35,23 @@ file but the rule files whole, and the rule-file functions of the kinds whose ru
 ran. Inside a prove part run again, each proof frame is kept on its own
 (``gate_frames``: under a key of the rule-file functions its transition can run), so
 a change to one rule re-runs that rule's frames only; the frames reused count among
-the checks reused. A section whose code runs outside the traced process (a child process: the
-environment contract's subprocess, the kill-mode crash cuts, the races, the file
-modes' children, the implementation's mutants, the guards) or reads the sources as
-text (the trace matrix, the coverage's model digest) is keyed *conservatively*:
-every source file whole, nothing recorded.
+the checks reused. The sections whose code also runs in child processes they start (the
+environment contract's, the races' forked writers, the tamper section's file modes and
+hostile inputs) are recorded with their children (``recording_children``): every Python
+child loads a recording hook (``gate_record_hook``, as ``sitecustomize``) and every fork
+starts it from a fork hook, each writing what it runs as it goes; a child that may not
+load it (an environment of its own, ``-I``, ``-E``, ``-S``) or a fork that wrote nothing
+makes the part depend on every function of every source file. A section whose children
+are killed mid-write by design or run whole gates of their own (the kill-mode crash cuts,
+the implementation's mutants, the guards) or that reads the sources as text (the trace
+matrix, the coverage's model digest) is keyed *conservatively*: every source file whole,
+nothing recorded.
+
+Two things a warm run would otherwise do again are kept beside the entries: the schema's
+verdict on each trace text (``traces.format.schema_digest``: the text, the schema, the
+validator's version and the module building it) and the prover's set-up by kind under the
+model (``gate_mutants.Context.kind_setup``: every file of the model and of the suite
+whole).
 
 The key is of the sources on disk: a function replaced in memory (a test's
 monkeypatch) is not seen, so a gate with such a patch is run without the cache.
