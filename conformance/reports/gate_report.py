@@ -50,9 +50,17 @@ class Section:
     def count(self, verdict: str) -> int:
         return sum(c.verdict == verdict for c in self.checks)
 
+    @property
+    def by_equivalence(self) -> int:
+        """The checks decided (in part) by an equivalent check's run (crash cuts: ``Tails``)."""
+        return sum(bool(isinstance(c.data, dict) and c.data.get("by-equivalence"))
+                   for c in self.checks)
+
     def to_json(self) -> dict:
         out = {"verdict": self.verdict, "seconds": round(self.seconds, 3),
                **{v: self.count(v) for v in VERDICTS}, "checks": [c.to_json() for c in self.checks]}
+        if self.by_equivalence:
+            out["by-equivalence"] = self.by_equivalence
         if self.skipped:
             out["skipped"] = self.skipped
         return out
@@ -112,6 +120,8 @@ class GateResult:
                 continue
             ran = len(s.checks) - s.count("error") - s.count("skip")
             skips = f" ({s.count('skip')} skipped)" if s.count("skip") else ""
+            if s.by_equivalence:
+                skips += f" ({s.by_equivalence} decided by equivalence)"
             lines.append(f"{s.name:12} {s.verdict.upper():6} {s.count('pass'):>5}/{ran:<5} "
                          f"{s.seconds:7.1f}s{skips}")
             worlds = world_counts(s)
