@@ -120,13 +120,13 @@ class GateResult:
                 continue
             ran = len(s.checks) - s.count("error") - s.count("skip")
             skips = f" ({s.count('skip')} skipped)" if s.count("skip") else ""
-            if s.by_equivalence:
-                skips += f" ({s.by_equivalence} decided by equivalence)"
             lines.append(f"{s.name:12} {s.verdict.upper():6} {s.count('pass'):>5}/{ran:<5} "
                          f"{s.seconds:7.1f}s{skips}")
             worlds = world_counts(s)
             if worlds:
                 lines.append("  on " + "; ".join(f"{w}: {n}" for w, n in worlds.items()))
+            if s.by_equivalence:
+                lines.append(f"  {s.by_equivalence} of them decided by an equivalent check's run")
             for c in s.checks:
                 if c.verdict not in ("pass", "skip"):
                     lines.append(f"  {c.verdict.upper()} {c.name}: {c.detail}")
