@@ -22,7 +22,10 @@ one hook just before and just after each. For every such call during a trace:
 6. optionally (``finish``) the rest of the trace runs and its final projection
    must equal the crash-free model run's.
 
-Each cut is a reported case with its own verdict.
+Each cut is a reported case with its own verdict. The thorough checks of step 5 read the
+state after the re-send; a cut that reaches the very state (database pages, world,
+projection, rebuild start) of an earlier passing cut of the same trace takes that cut's
+verdict for them and is counted as decided by equivalence (``Tails``).
 """
 from __future__ import annotations
 
