@@ -22,12 +22,17 @@ one hook just before and just after each. For every such call during a trace:
 6. optionally (``finish``) the rest of the trace runs and its final projection
    must equal the crash-free model run's.
 
-Each cut is a reported case with its own verdict.
+Each cut is a reported case with its own verdict. The thorough checks of step 5 read the
+state after the re-send; a cut that reaches the very state (database pages, world,
+projection, rebuild start) of an earlier passing cut of the same trace takes that cut's
+verdict for them and is counted as decided by equivalence (``Tails``).
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import json
 import os
 import pickle
 import signal
@@ -60,6 +65,8 @@ class Cut:
     boundary: str              # e.g. "after commit [submit:a:5]"
     divergences: list[Divergence] = field(default_factory=list)
     seconds: float = 0.0
+    #: the checks after the re-send were decided by an equivalent earlier cut (``Tails``)
+    equivalent: bool = False
 
     @property
     def verdict(self) -> str:
@@ -71,7 +78,8 @@ class Cut:
 
     def to_json(self) -> dict:
         return {"step": self.step, "boundary": self.boundary, "verdict": self.verdict,
-                "seconds": round(self.seconds, 4), "divergences": [d.to_json() for d in self.divergences]}
+                "seconds": round(self.seconds, 4), "equivalent": self.equivalent,
+                "divergences": [d.to_json() for d in self.divergences]}
 
 
 @dataclass
@@ -80,6 +88,7 @@ class CrashCutResult:
     path: str | None
     cuts: list[Cut]
     mode: str
+    equivalent: int = 0        # cuts whose checks after the re-send were decided by equivalence
 
     @property
     def passed(self) -> bool:
@@ -108,7 +117,7 @@ def _snapshot(impl: ImplSystem, path: str, replay: bool = False, start=None) -> 
     if not on_file:
         impl.kernel.store.snapshot(path)         # every table's rows
     image = impl.kernel.conn.serialize() if on_file else b""   # its committed pages
-    world = snapshot_world(impl.world, path + ".world")
+    world = _keep_world(impl.world, path + ".world")
     replayed = audit.replayed(impl.kernel, start) if replay else None
     return _Snapshot(path, world, impl.kernel.ledger_head(), impl.daemon, replayed, image=image)
 
@@ -118,13 +127,35 @@ def _restore(snap: _Snapshot, path: str, hook) -> ImplSystem:
         store = open_store(path)
         store.restore(snap.db)
         store.close()
-        return ImplSystem.reopen(path, restore_world(snap.world), hook=hook, daemon=snap.daemon)
+        return ImplSystem.reopen(path, _world_of(snap.world), hook=hook, daemon=snap.daemon)
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
     with open(path, "wb") as f:
         f.write(snap.image)
-    return ImplSystem.reopen(path, restore_world(snap.world), hook=hook, daemon=snap.daemon)
+    return ImplSystem.reopen(path, _world_of(snap.world), hook=hook, daemon=snap.daemon)
+
+
+@dataclass(frozen=True)
+class _Pickled:
+    """An in-memory world kept as its pickle (as a killed cut's child keeps it): restored by
+    unpickling, a fresh copy each time, at a fraction of a deep copy's cost."""
+
+    data: bytes
+
+
+def _keep_world(world, path: str):
+    """A restorable copy of ``world`` (``_world_of``): a real one on disk, else its pickle."""
+    if isinstance(world, RealWorld):
+        return snapshot_world(world, path)
+    try:
+        return _Pickled(pickle.dumps(world, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:                  # noqa: BLE001 -- a world that cannot be pickled: copied
+        return snapshot_world(world, path)
+
+
+def _world_of(saved):
+    return pickle.loads(saved.data) if isinstance(saved, _Pickled) else restore_world(saved)
 
 
 #: The model's task fields that are the world's, not the kernel's: an external effect (ref
@@ -156,19 +187,22 @@ def _divergence(trace: Trace, step: int, what: str, request, expected, actual, d
 def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
                steps: range | None = None, checks: str = "thorough",
                progress: Callable[[str], None] | None = None, world: str = "memory",
-               images: bool = True) -> CrashCutResult:
+               images: bool = True, equivalence: bool = True) -> CrashCutResult:
     """Every crash cut of one trace: ``mode`` "in-process" (fast) or "kill" (a real kill -9);
     ``world`` "memory" or "real" (``real_world``). ``steps`` restricts the cuts to those steps
     (snapshots are taken only there). ``images``: a thorough cut's rebuilds start from the
     ledger as replayed before its step in the crash-free run (False: from an empty database).
+    ``equivalence``: a cut whose state after the re-send is an earlier cut's, whose checks
+    passed, is decided by that one (``Tails``; False: every cut checks its own).
     On PostgreSQL the cuts' scratch schemas are recycled (``pg.recycling``)."""
     with pg.recycling():
-        return _crash_cuts(trace, mode, finish, steps, checks, progress, world, images)
+        return _crash_cuts(trace, mode, finish, steps, checks, progress, world, images,
+                           equivalence)
 
 
 def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, checks: str,
-                progress: Callable[[str], None] | None, world: str, images: bool
-                ) -> CrashCutResult:
+                progress: Callable[[str], None] | None, world: str, images: bool,
+                equivalence: bool = True) -> CrashCutResult:
     wanted = steps if steps is not None else range(len(trace.steps))
     model = ModelSystem(trace, checking=False)   # no cut reads its invariants
     recorder = Recorder()
@@ -197,12 +231,13 @@ def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, chec
     finally:
         impl.close()
     cuts: list[Cut] = []
+    tails = Tails() if equivalence else None
     with tempfile.TemporaryDirectory(prefix="wgk-cut-") as tmp, database(tmp) as db:
         for k, step in enumerate(trace.steps):
             if "request" not in step or snapshots[k] is None:
                 continue
             snap = snapshots[k]
-            effected = with_effects(model, states[k], states[k + 1])
+            effected = _Lazy(lambda k=k: with_effects(model, states[k], states[k + 1]))
             with contextlib.closing(audit.Scratch(snap.replayed)) if snap.replayed else \
                     contextlib.nullcontext() as snap.scratch:
                 for j, boundary in enumerate(calls[k]):
@@ -210,14 +245,15 @@ def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, chec
                     cut = Cut(k, j, boundary.describe())
                     cut.divergences = _one_cut(trace, k, j, step, snap, db, decisions[k],
                                                projections, effected, finish, cut.boundary,
-                                               mode, _scope(trace, step, checks))
+                                               mode, _scope(trace, step, checks), tails)
                     cut.seconds = time.perf_counter() - t0
+                    cut.equivalent = tails is not None and tails.last
                     cuts.append(cut)
                     if progress:
                         progress(f"  cut {len(cuts)}: {cut.name} {cut.verdict}")
     getattr(impl.world, "close", lambda: None)()
     snapdir.cleanup()
-    return CrashCutResult(trace.id, trace.path, cuts, mode)
+    return CrashCutResult(trace.id, trace.path, cuts, mode, tails.reused if tails else 0)
 
 
 def durable_boundaries(trace: Trace) -> list[tuple[int, str]]:
@@ -292,11 +328,14 @@ def _save_world(world, path: str) -> None:
 
 
 def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, db: str,
-             decision: dict | None, projections: list[dict], effected: dict, finish: bool,
-             where: str, mode: str, scope: _Scope) -> list[Divergence]:
+             decision: dict | None, projections: list[dict], effected: Callable[[], dict],
+             finish: bool, where: str, mode: str, scope: _Scope,
+             tails: "Tails | None" = None) -> list[Divergence]:
     request = step["request"]
     crash = _crash_by_kill if mode == "kill" else _crash_in_process
     impl = crash(snap, db, j, step)
+    if tails is not None:
+        tails.last = False
     if impl is None:
         return [_divergence(trace, k, "boundary-not-reached", request, where, "no crash",
                             boundary=where)]
@@ -305,13 +344,14 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, db: str,
         recovered = scope.of_impl(impl)
         at_prefix = not diff_values(prefix, recovered)
         at_landed = not diff_values(landed, recovered)
-        if not (at_prefix or at_landed or not diff_values(scope.of_model(effected), recovered)):
+        if not (at_prefix or at_landed or not diff_values(scope.of_model(effected()), recovered)):
             return [_divergence(trace, k, "recovered-state", request,
                                 "prefix, prefix + 1, or prefix with the step's external effect",
                                 "none of them", diff_values(prefix, recovered), boundary=where)]
         want = _resend_answer(decision, landed=at_landed and not at_prefix)
         answer = impl.apply(step)                     # the client re-sends, same key
-        out = is_valid_step(Observed(want, landed), Observed(answer, scope.of_impl(impl)),
+        after = scope.of_impl(impl)
+        out = is_valid_step(Observed(want, landed), Observed(answer, after),
                             trace=trace.id, step=k, system="impl", request=request, boundary=where,
                             what=("resend-decision", "after-resend")).divergences
         if scope.tasks is not None:                   # scoped: the ledger since the snapshot
@@ -320,26 +360,104 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, db: str,
                 out.append(_divergence(trace, k, "ledger", request, "hash links verify",
                                        ledger.to_json(), boundary=where))
             return out
-        consistent = _consistent(trace, k, request, impl.kernel, where, snap.replayed,
-                                 snap.scratch)
-        out += consistent
-        if finish and not out:
-            out += _finish(trace, k, impl, where)
-        else:
-            before = _fingerprint(impl)
-            report = impl.converge()
-            if before is not None and _fingerprint(impl) == before:
-                # convergence changed no row and no part of the world: the checks would read
-                # exactly what they just read, so they find exactly what they just found
-                out += [dataclasses.replace(d, boundary=where + " + converge")
-                        for d in consistent]
-            else:
-                out += _consistent(trace, k, request, impl.kernel, where + " + converge",
-                                   snap.replayed, snap.scratch)
-            out += _fixpoint(trace, k, request, impl.kernel, report, where + " + converge")
+        key = tails.key(impl, after, snap) if tails is not None and not finish else None
+        if key is not None and tails.passed(key):
+            return out                                # an equivalent cut's checks all passed
+        tail = _after_resend(trace, k, request, impl, snap, where, finish and not out)
+        if key is not None and not tail:
+            tails.add(key)
+        return out + tail
     finally:
         impl.close()
-    return out
+
+
+def _after_resend(trace: Trace, k: int, request: dict, impl: ImplSystem, snap: _Snapshot,
+                  where: str, finish: bool) -> list[Divergence]:
+    """The thorough checks after the re-send: the ledger, the rebuild and the audit; then
+    (``finish``) the rest of the trace, or convergence, the same checks again and its
+    fixpoint."""
+    consistent = _consistent(trace, k, request, impl.kernel, where, snap.replayed, snap.scratch)
+    out = list(consistent)
+    if finish:
+        return out + _finish(trace, k, impl, where)
+    before = _fingerprint(impl)
+    report = impl.converge()
+    if before is not None and _fingerprint(impl) == before:
+        # convergence changed no row and no part of the world: the checks would read
+        # exactly what they just read, so they find exactly what they just found
+        out += [dataclasses.replace(d, boundary=where + " + converge") for d in consistent]
+    else:
+        out += _consistent(trace, k, request, impl.kernel, where + " + converge",
+                           snap.replayed, snap.scratch)
+    return out + _fixpoint(trace, k, request, impl.kernel, report, where + " + converge")
+
+
+#: The bytes of a SQLite database's first page that count its writes, not its contents: the
+#: file change counter (24-27) and the version-valid-for number and library version (92-99).
+_COUNTERS = ((24, 28), (92, 100))
+
+
+def _content(image: bytes) -> bytes:
+    """A serialized SQLite database without its write counters: equal for equal pages."""
+    out = bytearray(image)
+    for a, b in _COUNTERS:
+        out[a:b] = bytes(b - a)
+    return bytes(out)
+
+
+class Tails:
+    """The thorough checks after a cut's re-send (``_after_resend``), decided once per state.
+
+    Those checks read the database, the world, the kernel's answers (the projection it
+    gives, already compared with the model's by the cut itself) and the replayed ledger
+    the step's rebuilds start from. The cuts of one step mostly end in the same state (the
+    step applied once, whether the crash came before or after its commit), so a cut whose
+    database pages (write counters aside), pickled world, projection and rebuild start are
+    byte for byte those of an earlier cut of the same trace whose checks all passed is
+    decided by that one: counted in ``reused``. A failing state is never reused (each cut
+    reports its own divergences); the equivalence is not used for PostgreSQL or a real
+    world (no image), nor with ``finish`` (the rest of the trace depends on the step)."""
+
+    def __init__(self) -> None:
+        self.seen: set[bytes] = set()
+        self.reused = 0
+        self.last = False
+
+    def key(self, impl: ImplSystem, projection: dict, snap: _Snapshot) -> bytes | None:
+        if not backend_of(impl.path).file or isinstance(impl.world, RealWorld):
+            return None
+        try:
+            world = pickle.dumps(impl.world)
+            shown = json.dumps(projection, sort_keys=True, default=repr)
+        except Exception:              # noqa: BLE001 -- a state that cannot be written: no key
+            return None
+        start = (snap.replayed.seq, snap.replayed.head) if snap.replayed is not None else None
+        h = hashlib.sha256(_content(impl.kernel.conn.serialize()))
+        for part in (world, shown.encode(), repr((start, snap.head, impl.daemon)).encode()):
+            h.update(len(part).to_bytes(8, "big"))
+            h.update(part)
+        return h.digest()
+
+    def passed(self, key: bytes) -> bool:
+        if key in self.seen:
+            self.reused += 1
+            self.last = True
+        return self.last
+
+    def add(self, key: bytes) -> None:
+        self.seen.add(key)
+
+
+class _Lazy:
+    """A value computed when first asked for (then kept)."""
+
+    def __init__(self, make: Callable[[], object]):
+        self.make, self.value, self.done = make, None, False
+
+    def __call__(self):
+        if not self.done:
+            self.value, self.done = self.make(), True
+        return self.value
 
 
 def _fingerprint(impl: ImplSystem) -> tuple | None:

@@ -50,9 +50,17 @@ class Section:
     def count(self, verdict: str) -> int:
         return sum(c.verdict == verdict for c in self.checks)
 
+    @property
+    def by_equivalence(self) -> int:
+        """The checks decided (in part) by an equivalent check's run (crash cuts: ``Tails``)."""
+        return sum(bool(isinstance(c.data, dict) and c.data.get("by-equivalence"))
+                   for c in self.checks)
+
     def to_json(self) -> dict:
         out = {"verdict": self.verdict, "seconds": round(self.seconds, 3),
                **{v: self.count(v) for v in VERDICTS}, "checks": [c.to_json() for c in self.checks]}
+        if self.by_equivalence:
+            out["by-equivalence"] = self.by_equivalence
         if self.skipped:
             out["skipped"] = self.skipped
         return out
@@ -117,6 +125,8 @@ class GateResult:
             worlds = world_counts(s)
             if worlds:
                 lines.append("  on " + "; ".join(f"{w}: {n}" for w, n in worlds.items()))
+            if s.by_equivalence:
+                lines.append(f"  {s.by_equivalence} of them decided by an equivalent check's run")
             for c in s.checks:
                 if c.verdict not in ("pass", "skip"):
                     lines.append(f"  {c.verdict.upper()} {c.name}: {c.detail}")

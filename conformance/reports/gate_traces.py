@@ -121,12 +121,15 @@ def crash_cut_checks(budget: str, progress: Progress | None, loaded: list,
             flag = (" --kill" if mode == "kill" else "") + (" --world real" if world == "real" else "")
             for cut in result.cuts:
                 data = {"world": described}
+                if cut.equivalent:         # its checks after the re-send: an equivalent cut's
+                    data["by-equivalence"] = True
                 if cut.divergences:
                     data.update(reproduce=f"wgk replay {trace.path} --system impl --crash-cuts{flag}",
                                 trace=str(trace.path))
                 out.append(Check("crash-cuts", f"{trace.id} {cut.name} ({mode})", cut.verdict,
                                  cut.seconds, first_lines(cut.divergences), data, group=trace.id))
-            meter.step(f"{trace.id} ({len(result.cuts)} cuts, {mode}, {world})")
+            meter.step(f"{trace.id} ({len(result.cuts)} cuts, {result.equivalent} of them "
+                       f"decided by equivalence, {mode}, {world})")
     return out
 
 
