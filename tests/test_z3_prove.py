@@ -223,3 +223,33 @@ def test_a_proof_shared_among_processes_reports_what_one_process_does():
     assert key(alone) == key(shared) and shared.failed()
     for r in shared.failed():
         assert r.status == "counterexample" and r.counterexample.step_label.startswith(r.transition)
+
+
+def test_a_frame_the_type_domain_alone_cannot_refute_is_asked_under_every_assumption():
+    """The solver holding only the type domain proves a frame only when it refutes it; a frame
+    that needs an invariant or a lemma goes to the solver holding them all, and is proved
+    there, or found a counterexample there."""
+    import z3
+    from wgk.conformance.z3.prove import _ask
+    prover = Prover(Instance.proof(tasks=1))
+    assert prover.run(base_case=False).ok
+    assert prover.needs_assumptions, "every frame refuted by the type domain alone"
+    assert prover.needs_assumptions < {p.id for p in prover.properties}
+    pid = sorted(prover.needs_assumptions)[0]
+    p = next(q for q in prover.properties if q.id == pid)
+    needing = []
+    for transition in prover.groups:
+        goal = prover.goal(p, transition)
+        if goal:
+            disjunction = z3.Or([d for _, d, _ in goal])
+            if _ask(prover.bare, disjunction)[0] != z3.unsat:
+                needing.append((transition, _ask(prover.solver, disjunction)[0]))
+    assert needing and all(v == z3.unsat for _, v in needing)
+    # the same frame is proved whether or not it is first asked of the type domain alone
+    transition = needing[0][0]
+    prover.needs_assumptions.clear()
+    assert prover.check(p, transition).status == "proved"
+    # without the lemmas, the frames the invariants alone do not prove are counterexamples
+    bare = Prover(Instance.proof(tasks=1), lemmas={})
+    found = [bare.check(REGISTRY["done-iff-graphsave"], t) for t in bare.groups]
+    assert any(r.status == "counterexample" for r in found)

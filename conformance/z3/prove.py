@@ -122,11 +122,19 @@ class Prover:
         self.step_props = [p for p in REGISTRY.values() if p.kind == "always" and p.scope == "step"]
         # The plain incremental core (no tactic preprocessing) is the fastest on these frames.
         self.solver = z3.SimpleSolver()
-        self.solver.set("timeout", timeout_ms)
-        for name, v in (params or {}).items():
-            self.solver.set(name, v)
+        # ``bare`` holds the type domain alone: a frame it refutes is refuted with every
+        # assumption too (fewer assumptions, the same goal), and most frames need none of the
+        # invariants, which make every query search over every task
+        self.bare = z3.SimpleSolver()
+        for solver in (self.solver, self.bare):
+            solver.set("timeout", timeout_ms)
+            for name, v in (params or {}).items():
+                solver.set(name, v)
+        #: the properties with a frame the bare solver did not refute: asked of ``solver`` alone
+        self.needs_assumptions: set[str] = set()
         with symbolic(), sem.active():
             self.solver.add(*domain(self.space, self.s), *self.pool.domain())
+            self.bare.add(*self.solver.assertions())
             self.assumed: dict[str, list] = {}
             self.reads: dict[str, list[set[str]]] = {}
             for p in self.state_props[1:]:
@@ -198,13 +206,12 @@ class Prover:
         disjuncts = self.goal(p, transition)
         if not disjuncts:
             return ProofResult(p.id, transition, "proved", time.perf_counter() - t0, solved=False)
-        self.solver.push()
-        try:
-            self.solver.add(z3.Or([d for _, d, _ in disjuncts]))
-            verdict = self.solver.check()
-            model = self.solver.model() if verdict == z3.sat else None
-        finally:
-            self.solver.pop()
+        goal = z3.Or([d for _, d, _ in disjuncts])
+        if p.id not in self.needs_assumptions:
+            if _ask(self.bare, goal)[0] == z3.unsat:
+                return ProofResult(p.id, transition, "proved", time.perf_counter() - t0)
+            self.needs_assumptions.add(p.id)
+        verdict, model = _ask(self.solver, goal)
         seconds = time.perf_counter() - t0
         if verdict == z3.unsat:
             return ProofResult(p.id, transition, "proved", seconds)
@@ -273,6 +280,17 @@ class Prover:
         return ProofReport(self.inst, self.sem.name, results, time.perf_counter() - t0
                            + self.build_seconds, self.build_seconds, list(self.lemmas),
                            init, enabled)
+
+
+def _ask(solver: z3.Solver, goal: Any) -> tuple[Any, z3.ModelRef | None]:
+    """The verdict of ``goal`` under ``solver``'s assertions (and its model when SAT)."""
+    solver.push()
+    try:
+        solver.add(goal)
+        verdict = solver.check()
+        return verdict, (solver.model() if verdict == z3.sat else None)
+    finally:
+        solver.pop()
 
 
 #: z3 settings of ``prove``'s solver: no relevancy filter and the simplex arithmetic solver

@@ -50,6 +50,14 @@ class Z3Backend:
     def or_(self, xs: list) -> Any:
         return z3.BoolRef(z3core.Z3_mk_or(self.ctx.ref(), len(xs), _asts(xs)), self.ctx)
 
+    def eq(self, a: Any, b: Any) -> Any:
+        """``a == b`` as a z3 Bool (``True`` when both are the same term)."""
+        a, b = self.term(a), self.term(b)
+        ctx = self.ctx.ref()
+        if z3core.Z3_get_ast_id(ctx, a.as_ast()) == z3core.Z3_get_ast_id(ctx, b.as_ast()):
+            return True
+        return z3.BoolRef(z3core.Z3_mk_eq(ctx, a.as_ast(), b.as_ast()), self.ctx)
+
     def not_(self, x: Any) -> Any:
         return z3.BoolRef(z3core.Z3_mk_not(self.ctx.ref(), x.as_ast()), self.ctx)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import z3
+
 from wgk.model.logic import all_of, count, ite
 from wgk.model.symbolic_eq import value_eq
 
@@ -118,4 +120,23 @@ class SymJournal:
                                                              strict=True)))
 
     def __sym_eq__(self, other: "SymJournal") -> Any:
-        return all_of(*[value_eq(a, b) for a, b in zip(self.entries, other.entries, strict=True)])
+        out = []
+        for a, b in zip(self.entries, other.entries, strict=True):
+            if a is b:
+                continue
+            out += [_leaf_eq(a.used, b.used), _leaf_eq(a.shape, b.shape),
+                    *[_leaf_eq(x, y) for x, y in zip(a.slots, b.slots, strict=True)],
+                    _leaf_eq(a.kind, b.kind), _leaf_eq(a.code, b.code)]
+        return all_of(*out)
+
+
+def _leaf_eq(a: Any, b: Any) -> Any:
+    """``a == b`` of two leaves (a Python value or a z3 term): ``True`` when they are the same
+    term, else the equation built with z3's C API (the journal's entries hold many leaves a
+    step leaves as they were)."""
+    if a is b:
+        return True
+    if not isinstance(a, z3.ExprRef) and not isinstance(b, z3.ExprRef):
+        return a == b
+    from wgk.conformance.z3.sym_backend import BACKEND
+    return BACKEND.eq(a, b)

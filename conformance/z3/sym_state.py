@@ -6,6 +6,7 @@ from enum import IntEnum
 from typing import Any, Callable
 
 import z3
+from z3 import z3core
 
 from wgk.model.state import TASK_FIELDS, Binding, Graph, State, TaskState
 from wgk.model.vocab import (
@@ -165,28 +166,50 @@ def within_type(tp: Any, x: Any, var_types: dict[str, Any], memo: dict | None = 
         return True
     if isinstance(x, bool):
         return False
-    if isinstance(x, int) or z3.is_int_value(x):
-        v = x if isinstance(x, int) else x.as_long()
-        if tp is int:
-            return v >= 0
-        if isinstance(tp, tuple):
-            return 0 <= v < tp[1]
-        return v in {int(m) for m in tp}
+    if isinstance(x, int):
+        return _value_within(tp, x)
     memo = {} if memo is None else memo
-    key = (tp, x.get_id())
-    if key not in memo:
-        memo[key] = _within(tp, x, var_types, memo)
-    return memo[key]
+    ctx = x.ctx.ref()
+    return _within_ast(tp, x.as_ast(), ctx, var_types, memo)
 
 
-def _within(tp: Any, x: Any, var_types: dict[str, Any], memo: dict) -> bool:
-    if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-        return var_types.get(x.decl().name()) == tp
-    if z3.is_app_of(x, z3.Z3_OP_ITE):
-        return (within_type(tp, x.arg(1), var_types, memo)
-                and within_type(tp, x.arg(2), var_types, memo))
-    if tp is int and z3.is_app_of(x, z3.Z3_OP_ADD):
-        return all(within_type(int, c, var_types, memo) for c in x.children())
+def _value_within(tp: Any, v: int) -> bool:
+    if tp is int:
+        return v >= 0
+    if isinstance(tp, tuple):
+        return 0 <= v < tp[1]
+    return v in {int(m) for m in tp}
+
+
+def _within_ast(tp: Any, a: Any, ctx: Any, var_types: dict[str, Any], memo: dict) -> bool:
+    """``within_type`` of one AST, walked with z3's C API (memoised by AST id: the
+    post-states of one prover share most of their subterms)."""
+    key = (tp, z3core.Z3_get_ast_id(ctx, a))
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    memo[key] = out = _within(tp, a, ctx, var_types, memo)
+    return out
+
+
+def _within(tp: Any, a: Any, ctx: Any, var_types: dict[str, Any], memo: dict) -> bool:
+    if z3core.Z3_get_ast_kind(ctx, a) == z3.Z3_NUMERAL_AST:
+        return _value_within(tp, int(z3core.Z3_get_numeral_string(ctx, a)))
+    if z3core.Z3_get_ast_kind(ctx, a) != z3.Z3_APP_AST:
+        return False
+    app = z3core.Z3_to_app(ctx, a)
+    decl = z3core.Z3_get_app_decl(ctx, app)
+    op = z3core.Z3_get_decl_kind(ctx, decl)
+    n = z3core.Z3_get_app_num_args(ctx, app)
+    if op == z3.Z3_OP_UNINTERPRETED and n == 0:
+        name = z3core.Z3_get_symbol_string(ctx, z3core.Z3_get_decl_name(ctx, decl))
+        return var_types.get(name) == tp
+    if op == z3.Z3_OP_ITE:
+        return (_within_ast(tp, z3core.Z3_get_app_arg(ctx, app, 1), ctx, var_types, memo)
+                and _within_ast(tp, z3core.Z3_get_app_arg(ctx, app, 2), ctx, var_types, memo))
+    if tp is int and op == z3.Z3_OP_ADD:
+        return all(_within_ast(int, z3core.Z3_get_app_arg(ctx, app, k), ctx, var_types, memo)
+                   for k in range(n))
     return False
 
 
