@@ -54,8 +54,8 @@ from ..decisions.planner import Plan, plan, plans
 from ..decisions.projection import StatusProjection, observable_task, status
 from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, evolve, record_to_json
 from ..decisions.decision import Ctx, Observe, Outcome
-from ..decisions.rules import EDGES, decide, k_failure, transaction_failure
-from ..decisions.transaction import STEPS, WRITTEN_STEPS, write
+from ..decisions.rules import EDGES, RULES, decide, k_failure, transaction_failure
+from ..decisions.transaction import OBSERVING_STEPS, STEPS, WRITTEN_STEPS, write
 from ..decisions.decision import evidence_fact
 from ..decisions.seeding import Initial, check_initial, seeded
 from ..storage.backends import open_store
@@ -115,6 +115,10 @@ JOURNAL = "SELECT digest, response FROM journal WHERE key = ?"
 #: nothing else (docs/vocabulary.md: no condition of their own beyond K and the token), with
 #: the answer when the row is written; a row already there (its id seen) is evidence-only.
 WRITTEN_UNDER_CONDITIONS = {"heartbeat": EVIDENCE_ONLY, "provider-failure": APPLIED}
+
+
+#: The admission of a new attempt and the opening it writes (``_dispatch_under_conditions``).
+OPENING = RULES["dispatch"]
 
 
 class _Stored(NamedTuple):
@@ -487,6 +491,8 @@ class Kernel:
             return None
         if r.kind in WRITTEN_UNDER_CONDITIONS:
             return self.facts.report_statement(r, 0) if r.needs_token else None
+        if r.kind in OBSERVING_STEPS:
+            return None                           # (its write follows what it observes)
         if not WRITTEN_STEPS[r.kind](r) or (
                 r.kind == "seal-candidate" and self.cache.known_protected_paths() != ()):
             return None
@@ -499,9 +505,11 @@ class Kernel:
             admits = WRITTEN_STEPS.get(r.kind)
             if admits is not None and admits(r) \
                     and (r.kind != "seal-candidate" or not self.protected_paths()):
-                return self._step_under_conditions(rc)
+                return self._step_under_conditions(rc, may_perform)
             if r.kind in WRITTEN_UNDER_CONDITIONS and r.needs_token:
                 return self._report_under_conditions(rc, self.ledger.seq_ahead())
+            if r.kind == "dispatch":
+                return self._dispatch_under_conditions(rc, may_perform)
         outcome, observe = self._decide_request(rc)
         facts = list(outcome.facts)
         # guards: rejection-changes-nothing
@@ -570,53 +578,115 @@ class Kernel:
                           (r.key, r.digest, response_text(response), appended))
         return response
 
-    def _step_under_conditions(self, rc: RequestContext) -> dict:
+    def _step_under_conditions(self, rc: RequestContext, may_perform: bool = True) -> dict:
         """A step of the SaveTransaction decided by its write: the transaction row moves only
-        under the request's conditions and the step's own (``tables.STEP_IF_CURRENT``); when
-        it did not, the refusal is read from the stored facts (K, then the running attempt,
-        CAS and edge, then the step's own conditions in the contract's order). When it moved,
-        the step's other columns and its receipt follow under the record's stamp."""
+        under the request's conditions and the step's own (``tables.STEP_IF_CURRENT``), with
+        what a step of ``OBSERVING_STEPS`` observed of the attempt's worktree just before; when
+        it did not, the refusal is read from the stored facts and that same observation (K,
+        then the running attempt, CAS and edge, then the step's own conditions in the
+        contract's order). When it moved, the step's other columns and its receipt follow under
+        the record's stamp, and its effect (a WorkSave's pin) is performed."""
         r = rc.request
         tid = self.task_id(r.task)
         if tid is None:
             return self._refused(r, "unknown-task")
         old = self.record(r.task)                 # read before the write moves the row ...
         step = STEPS[r.kind]
-        if r.cap is None or not self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0]):
-            ctx = self._context(r, old)
+        observe, seen = None, (None, None)
+        if r.kind in OBSERVING_STEPS:
+            observe = self.observe(r.task)
+            view = observe.worktree(old)
+            seen = (old.worktree_id if view.present else None, view.content)
+        if r.cap is None or not self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0],
+                                                            seen):
+            ctx = self._context(r, old, observe)
             code = k_failure(self.graph_id or "", ctx) or transaction_failure(ctx) \
                 or next((c.code for c in step.when if not c.holds(ctx)), None)
             if code is None:
                 raise StoreError(f"task {r.task!r}: a {r.kind} did not move the transaction "
                                  "although the stored facts admit it")
-            return self._refused(r, code)
+            return self._refused(r, code, observe)
         if old.revision != r.expected_revision:
             # ... or after, where the write went ahead with the locks (PostgreSQL) and what
             # was read before was dropped: it moved the phase and revision alone, from those
             # the request names
             old = evolve(old, phase=r.expected_phase, revision=r.expected_revision)
-        ctx = self._context(r, old)
-        outcome = write(ctx)                      # its columns and receipt (no effect, no fact)
+        ctx = self._context(r, old, observe)
+        outcome = write(ctx)                      # its columns, its receipt and its effects
         new = outcome.record
+        facts: list = []
+        if outcome.effects:
+            if not may_perform:
+                raise CommitFirst()               # (the savepoint takes the write back)
+            facts = perform(self.env, self.hook, outcome.effects, r.key, new)
         changes = changed(old, new)
         response = decision(APPLIED)
         body = {"digest": r.digest, "response": response, "changes": record_to_json(changes),
-                "facts": []}
+                "facts": facts}
+        if observe is not None and observe.log:
+            body["observed"] = observe.log
         seq = self._append_request(r, body)
         rest = {f: v for f, v in changes.items() if f not in ("phase", "revision")}
         if rest:
             self.tables.save(tid, old, new, rest, seq)
         else:
             self.tables.stamp(tid)
+        if facts:
+            self.facts.write(tid, facts, seq)
         self.view.refresh(tid, new)
         self.cache.put_record(r.task, new)
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
                           (r.key, r.digest, response_text(response), seq))
         return response
 
-    def _refused(self, r: Request, code: str) -> dict:
+    def _dispatch_under_conditions(self, rc: RequestContext, may_perform: bool) -> dict:
+        """A dispatch decided by its write: the task's attempt counters move on only while the
+        admission holds on the stored rows at the time observed just before
+        (``tables.OPEN_IF_ADMITTED``); when they did not, the refusal is read from the stored
+        facts and that observation, in the contract's order (a hold writes nothing: the key
+        stays free). When they moved, the new attempt's rows follow under the record's stamp
+        and its worktree is created and its owner adopted."""
+        r = rc.request
+        tid = self.task_id(r.task)
+        if tid is None:
+            return self._refused(r, "unknown-task")
+        old = self.record(r.task)
+        observe = self.observe(r.task)
+        if not self.tables.open_if_admitted(tid, r, observe.now()):
+            ctx = self._context(r, old, observe)
+            code = next((c.code for c in OPENING.when if not c.holds(ctx)), None)
+            if code is None:
+                raise StoreError(f"task {r.task!r}: a dispatch did not open an attempt "
+                                 "although the stored facts admit it")
+            if code in HOLD_CODES:
+                return decision(REJECTED, code)   # not an answer yet: nothing written
+            return self._refused(r, code, observe)
+        outcome = OPENING.then(self._context(r, old, observe))
+        if not may_perform:
+            raise CommitFirst()                   # (the savepoint takes the write back)
+        new = outcome.record
+        facts = list(outcome.facts) + perform(self.env, self.hook, outcome.effects, r.key, new)
+        changes = changed(old, new)
+        response = decision(APPLIED)
+        body = {"digest": r.digest, "response": response, "changes": record_to_json(changes),
+                "facts": facts}
+        if observe.log:
+            body["observed"] = observe.log
+        seq = self._append_request(r, body)
+        self.tables.save(tid, old, new, changes, seq)    # (the counters again: as written)
+        self.facts.write(tid, facts, seq)
+        self.view.refresh(tid, new)
+        self.cache.put_record(r.task, new)
+        self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
+                          (r.key, r.digest, response_text(response), seq))
+        return response
+
+    def _refused(self, r: Request, code: str, observe: Observe | None = None) -> dict:
         response = decision(REJECTED, code)
-        seq = self._append_request(r, {"digest": r.digest, "response": response})
+        body: dict[str, Any] = {"digest": r.digest, "response": response}
+        if observe is not None and observe.log:
+            body["observed"] = observe.log
+        seq = self._append_request(r, body)
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
                           (r.key, r.digest, response_text(response), seq))
         return response
