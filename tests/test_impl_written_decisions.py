@@ -1,7 +1,8 @@
 """A heartbeat and a provider failure are decided by the statement that writes them
-(``tables.REPORT_IF_CURRENT``), and so are the steps of the SaveTransaction that read no
-environment (``tables.STEP_IF_CURRENT`` with each step's own conditions,
-``tables.STEP_CONDITIONS``).
+(``tables.REPORT_IF_CURRENT``), and so are the steps of the SaveTransaction in
+``transaction.WRITTEN_STEPS`` (``tables.STEP_IF_CURRENT`` with each step's own conditions,
+``tables.STEP_CONDITIONS``; a submit and a WorkSave with what was observed of the worktree)
+and a dispatch (``tables.OPEN_IF_ADMITTED``).
 
 Its evidence row is written only while the request's K and token are the current
 attempt's; when no row was written, the answer is read from the stored facts afterwards.
@@ -596,3 +597,24 @@ def test_without_the_statements_conditions_a_stale_dispatch_opens_a_second_attem
     monkeypatch.setattr(tables, "OPEN_IF_ADMITTED", unconditional)
     assert k.handle(dispatch("a", "d2", 0)) == {"decision": "applied"}   # stale, and live
     assert k.record("a").fence == 2
+
+
+def events(k: Kernel) -> list[dict]:
+    import json
+    return [json.loads(b) for (b,) in k.conn.execute(
+        "SELECT body FROM ledger WHERE event = 'request' ORDER BY seq")]
+
+
+def test_a_written_refusal_records_what_the_guard_list_would_have_observed(kd):
+    """A refusal records the observations the contract's conditions read up to the one that
+    refuses, not what the statement was given: a dispatch refused cas-moved records the time
+    it was due at, a submit refused by its K records nothing of its worktree."""
+    k, world = kd
+    assert k.handle(dispatch("a", "d1", 1)) == {"decision": "rejected", "code": "cas-moved"}
+    assert "now" in events(k)[-1]["observed"]
+    assert k.handle(dispatch("a", "d2", 0)) == {"decision": "applied"}
+    assert set(events(k)[-1]["observed"]) == {"now", "target"}
+    stale = {**edge("submit", "worker"), "expected-phase": "absent", "expected-revision": 0}
+    stale["cap"] = {**stale["cap"], "fence": 9}
+    assert k.handle(stale) == {"decision": "rejected", "code": "stale-capability"}
+    assert "observed" not in events(k)[-1]

@@ -599,6 +599,8 @@ class Kernel:
             seen = (old.worktree_id if view.present else None, view.content)
         if r.cap is None or not self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0],
                                                             seen):
+            if observe is not None:
+                observe.log.clear()               # (logged again as the refusal reads it)
             ctx = self._context(r, old, observe)
             code = k_failure(self.graph_id or "", ctx) or transaction_failure(ctx) \
                 or next((c.code for c in step.when if not c.holds(ctx)), None)
@@ -653,6 +655,7 @@ class Kernel:
         old = self.record(r.task)
         observe = self.observe(r.task)
         if not self.tables.open_if_admitted(tid, r, observe.now()):
+            observe.log.clear()                   # (logged again as the refusal reads it)
             ctx = self._context(r, old, observe)
             code = next((c.code for c in OPENING.when if not c.holds(ctx)), None)
             if code is None:
