@@ -618,3 +618,54 @@ def test_a_written_refusal_records_what_the_guard_list_would_have_observed(kd):
     stale["cap"] = {**stale["cap"], "fence": 9}
     assert k.handle(stale) == {"decision": "rejected", "code": "stale-capability"}
     assert "observed" not in events(k)[-1]
+
+
+def test_a_submit_and_a_work_save_on_postgresql_send_their_write_with_their_locks(pg_server):
+    """What a submit or a WorkSave observed of the worktree goes with its statement in the
+    round trip of the request's locks; the request takes that statement's answer up."""
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(pg_server, "wgk_written") as dsn:
+        world, k = dispatched_on(dsn)
+        world.repository.write(k.record("a").worktree_id, WORK)
+        k.record("a")                                    # (the record in the cache)
+        trips = k.store.conn.round_trips
+        assert send(k, "submit", "worker") == {"decision": "applied"}
+        assert k.store.conn.round_trips - trips == 2     # locks and write; the rest and COMMIT
+        assert send(k, "quiesce", "wrapper") == {"decision": "applied"}
+        trips = k.store.conn.round_trips
+        assert send(k, "save-work", "wrapper", key="w0", candidate="other", base="main-0") == {
+            "decision": "rejected", "code": "candidate-mismatch"}
+        assert k.store.conn.round_trips - trips == 2
+        trips = k.store.conn.round_trips
+        assert send(k, "save-work", "wrapper", candidate=WORK, base="main-0") == {
+            "decision": "applied"}
+        assert k.store.conn.round_trips - trips == 2
+        assert k.record("a").saved_work == WORK
+        assert k.rebuild().ok and k.audit().findings == [] and k.verify_ledger().ok
+        k.close()
+
+
+def test_a_submit_sent_ahead_over_a_stale_cache_looks_at_the_attempts_worktree_again(pg_server):
+    """Another kernel failed the attempt and dispatched the next: this kernel's cache still
+    names the old attempt's worktree, which its write sent ahead compared; the write did not
+    happen, and the submit is decided again on the worktree the stored record names."""
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(pg_server, "wgk_written") as dsn:
+        world, k = dispatched_on(dsn)
+        assert k.record("a").worktree_id == "a/f1"       # (k's cache, stale from now on)
+        other = Kernel(dsn, world.environment())
+        assert other.handle({**edge("fail", "worker"), "failure": "provider",
+                             "evidence": "x"})["decision"] == "applied"
+        assert other.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d2",
+                             "expected-attempt": 1, "owner": OWNER,
+                             "mint": hashlib.sha256(TOKEN.encode()).hexdigest()}) == {
+            "decision": "applied"}
+        second = {"graph": "g", "task": "a", "generation": 0, "attempt": 2, "fence": 2,
+                  "lease-epoch": 2}
+        answer = k.handle({**edge("submit", "worker"), "cap": second, "expected-phase": "absent",
+                           "expected-revision": 0})
+        assert answer == {"decision": "applied"}
+        assert (k.record("a").fence, k.record("a").phase) == (2, "prepared")
+        assert k.rebuild().ok and k.audit().findings == []
+        other.close()
+        k.close()

@@ -86,11 +86,14 @@ class CommitFirst(Exception):
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     """One admitted request: its sender (None: an open kernel), the request parsed once with
-    its key in the sender's namespace, and why its names are refused (None: they are not)."""
+    its key in the sender's namespace, why its names are refused (None: they are not), and
+    what was observed for the write sent ahead with its locks (``Kernel._write_ahead``:
+    the observations, what its statement was given, the worktree looked at; None: none)."""
 
     sender: Principal | None
     request: Request
     bad_name: str | None = field(default=None)
+    ahead: tuple | None = field(default=None)
 
     @property
     def key(self) -> str:
@@ -102,10 +105,10 @@ class RequestContext:
         return self.sender is None or self.request.actor in self.sender.roles
 
 
-def context(who: Principal | None, r: Request) -> RequestContext:
+def context(who: Principal | None, r: Request, ahead: tuple | None = None) -> RequestContext:
     if who is not None:
         r = replace(r, key=scoped_key(who, r.key))
-    return RequestContext(who, r, refused_name(r))
+    return RequestContext(who, r, refused_name(r), ahead if who is None else None)
 
 
 JOURNAL = "SELECT digest, response FROM journal WHERE key = ?"
@@ -310,9 +313,9 @@ class Kernel:
     def handle(self, wire: Any, credential: str | None = None) -> dict:
         """Decide one wire request sent with ``credential``; returns the wire decision
         (``BadRequest`` if malformed). A closed kernel authenticates before it reads."""
-        parsed = self._read_ahead(wire, credential)
+        parsed, ahead = self._read_ahead(wire, credential)
         try:
-            rc = self._admit(credential, wire, parsed)
+            rc = self._admit(credential, wire, parsed, ahead)
             if rc is None:
                 return decision(REJECTED, "not-authenticated")  # nothing read, nothing written
             return self._retrying(lambda: self._handle(rc))
@@ -366,8 +369,8 @@ class Kernel:
             raise
         return answers
 
-    def _admit(self, credential: str | None, wire: Any,
-               parsed: Request | None = None) -> RequestContext | None:
+    def _admit(self, credential: str | None, wire: Any, parsed: Request | None = None,
+               ahead: tuple | None = None) -> RequestContext | None:
         """The request's context, or None when the credential does not authenticate (nothing
         read); a malformed request raises ``BadRequest`` (nothing written). ``parsed``: the
         wire request parsed already (``_read_ahead``)."""
@@ -375,7 +378,7 @@ class Kernel:
         who = self.principals.authenticate(credential)
         if who is DENIED:
             return None
-        return context(who, parse(wire) if parsed is None else parsed)
+        return context(who, parse(wire) if parsed is None else parsed, ahead)
 
     def _handle(self, rc: RequestContext) -> dict:
         r = rc.request
@@ -450,13 +453,14 @@ class Kernel:
     def _journal(self, key: str) -> tuple[str, str] | None:
         return self.conn.execute(JOURNAL, (key,)).fetchone()
 
-    def _read_ahead(self, wire: Any, credential: str | None) -> Request | None:
+    def _read_ahead(self, wire: Any, credential: str | None) -> tuple[Request | None, tuple | None]:
         """The request's journal entry (under its key as sent, in the namespace its credential
         names) and, for a task the caches know, its row lock: the store sends them ahead
         where a round trip can be saved (PostgreSQL), and asks for them only then. A report
         decided by its write, sent without a credential, sends that write with them
-        (``_write_ahead``); the request parsed for it is returned (else None)."""
-        parsed: list[Request] = []
+        (``_write_ahead``); the request parsed for it is returned (else None), with what
+        was observed for that write (``RequestContext.ahead``)."""
+        parsed: list = []
 
         def ahead() -> tuple[str, int | None, tuple | None] | None:
             key = wire.get("key") if isinstance(wire, dict) else None
@@ -472,16 +476,19 @@ class Kernel:
                 write = self._write_ahead(wire, tid, parsed)
             return (key if name is None else f"{name}/{key}"), tid, write
         self.store.read_ahead(JOURNAL, ahead)
-        return parsed[0] if parsed else None
+        return (parsed[0], parsed[1] if len(parsed) > 1 else None) if parsed else (None, None)
 
-    def _write_ahead(self, wire: dict, tid: int, parsed: list[Request]) -> tuple[str, tuple] | None:
+    def _write_ahead(self, wire: dict, tid: int, parsed: list) -> tuple[str, tuple] | None:
         """The write that decides ``wire``, a report (its evidence row written with no
         number: ``_report_under_conditions`` on a store that does not know it ahead) or a
         written step of task ``tid`` (``_step_under_conditions``), when nothing before the
         write can refuse the request: it parses, names nothing refused, is authorized and
         carries K (a report, a token too; a step, what the request alone must hold). Sent
         with the request's locks, it is rolled back with them when the request does not take
-        them up (a used key, a closed kernel)."""
+        them up (a used key, a closed kernel). A step of ``OBSERVING_STEPS`` on a record the
+        cache holds is sent too, with what it observed of the worktree just before, which the
+        request then takes up (``parsed``' second item). (A dispatch is not: it reads its
+        dependencies' rows, which are locked only after the task's.)"""
         try:
             r = parse(wire)
         except BadRequest:
@@ -492,7 +499,13 @@ class Kernel:
         if r.kind in WRITTEN_UNDER_CONDITIONS:
             return self.facts.report_statement(r, 0) if r.needs_token else None
         if r.kind in OBSERVING_STEPS:
-            return None                           # (its write follows what it observes)
+            record = self.cache.records.get(r.task)
+            if record is None:
+                return None
+            observe = self.observe(r.task)
+            seen = self._worktree_seen(observe, record)
+            parsed.append((observe, seen, record.worktree_id))
+            return self.tables.step_statement(tid, r, STEPS[r.kind].to, EDGES[r.kind][0], seen)
         if not WRITTEN_STEPS[r.kind](r) or (
                 r.kind == "seal-candidate" and self.cache.known_protected_paths() != ()):
             return None
@@ -594,11 +607,19 @@ class Kernel:
         step = STEPS[r.kind]
         observe, seen = None, (None, None)
         if r.kind in OBSERVING_STEPS:
+            observe, seen, looked_at = rc.ahead or (None, None, None)
+            if observe is None:
+                observe = self.observe(r.task)
+                seen = self._worktree_seen(observe, old)
+        moved = r.cap is not None and self.tables.step_if_current(
+            tid, r, step.to, EDGES[r.kind][0], seen)
+        if not moved and r.kind in OBSERVING_STEPS and rc.ahead is not None \
+                and looked_at != old.worktree_id:
+            # the write sent ahead looked at a worktree the stored record no longer names
             observe = self.observe(r.task)
-            view = observe.worktree(old)
-            seen = (old.worktree_id if view.present else None, view.content)
-        if r.cap is None or not self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0],
-                                                            seen):
+            seen = self._worktree_seen(observe, old)
+            moved = self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0], seen)
+        if not moved:
             if observe is not None:
                 observe.log.clear()               # (logged again as the refusal reads it)
             ctx = self._context(r, old, observe)
@@ -683,6 +704,13 @@ class Kernel:
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
                           (r.key, r.digest, response_text(response), seq))
         return response
+
+    @staticmethod
+    def _worktree_seen(observe: Observe, record: TaskRecord) -> tuple:
+        """What a step of ``OBSERVING_STEPS`` gives its statement: the worktree of ``record``
+        observed present (its id; None when absent) and the content observed in it."""
+        view = observe.worktree(record)
+        return (record.worktree_id if view.present else None, view.content)
 
     def _refused(self, r: Request, code: str, observe: Observe | None = None) -> dict:
         response = decision(REJECTED, code)

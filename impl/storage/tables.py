@@ -222,11 +222,17 @@ class TaskTables:
         moved = self.conn.execute(sql, params).rowcount == 1
         return moved
 
+    @staticmethod
+    def open_statement(task_id: int, r, now: int) -> tuple[str, tuple]:
+        """``OPEN_IF_ADMITTED`` and its parameters for dispatch ``r`` of task ``task_id`` at
+        time ``now``."""
+        return OPEN_IF_ADMITTED, (task_id, now, r.expected_attempt, r.imports, r.imports)
+
     def open_if_admitted(self, task_id: int, r, now: int) -> bool:
         """Move task ``task_id``'s attempt counters on for dispatch ``r`` while its admission
         holds at time ``now`` (``OPEN_IF_ADMITTED``); whether they moved."""
-        moved = self.conn.execute(OPEN_IF_ADMITTED, (
-            task_id, now, r.expected_attempt, r.imports, r.imports)).rowcount == 1
+        sql, params = self.open_statement(task_id, r, now)
+        moved = self.conn.execute(sql, params).rowcount == 1
         return moved
 
     def stamp(self, task_id: int) -> None:
