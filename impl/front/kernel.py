@@ -569,7 +569,8 @@ class Kernel:
             if tid is None:
                 code = "unknown-task"
             else:
-                code = k_failure(self.graph_id or "", _Stored(self.record(r.task), r))
+                code = k_failure(self.graph_id or "", _Stored(self.record(r.task), r)) \
+                    or k_failure(self.graph_id or "", _Stored(self._stored(r.task), r))
                 if code is None and not self.facts.has_evidence(tid, r.kind, r.evidence):
                     raise StoreError(f"task {r.task!r}: a {r.kind} was not written although "
                                      "the stored facts admit it")
@@ -605,26 +606,31 @@ class Kernel:
             return self._refused(r, "unknown-task")
         old = self.record(r.task)                 # read before the write moves the row ...
         step = STEPS[r.kind]
-        observe, seen = None, (None, None)
+        observe, seen, looked_at = None, (None, None), None
         if r.kind in OBSERVING_STEPS:
             observe, seen, looked_at = rc.ahead or (None, None, None)
             if observe is None:
-                observe = self.observe(r.task)
+                observe, looked_at = self.observe(r.task), old.worktree_id
                 seen = self._worktree_seen(observe, old)
         moved = r.cap is not None and self.tables.step_if_current(
             tid, r, step.to, EDGES[r.kind][0], seen)
-        if not moved and r.kind in OBSERVING_STEPS and rc.ahead is not None \
+        if not moved and r.cap is not None and r.kind in OBSERVING_STEPS \
                 and looked_at != old.worktree_id:
             # the write sent ahead looked at a worktree the stored record no longer names
             observe = self.observe(r.task)
             seen = self._worktree_seen(observe, old)
             moved = self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0], seen)
         if not moved:
-            if observe is not None:
-                observe.log.clear()               # (logged again as the refusal reads it)
-            ctx = self._context(r, old, observe)
-            code = k_failure(self.graph_id or "", ctx) or transaction_failure(ctx) \
-                or next((c.code for c in step.when if not c.holds(ctx)), None)
+
+            def refusal(record: TaskRecord) -> str | None:
+                if observe is not None:
+                    observe.log.clear()           # (logged again as the refusal reads it)
+                ctx = self._context(r, record, observe)
+                return k_failure(self.graph_id or "", ctx) or transaction_failure(ctx) \
+                    or next((c.code for c in step.when if not c.holds(ctx)), None)
+            code = refusal(old)
+            if code is None:
+                code = refusal(self._stored(r.task))
             if code is None:
                 raise StoreError(f"task {r.task!r}: a {r.kind} did not move the transaction "
                                  "although the stored facts admit it")
@@ -676,9 +682,14 @@ class Kernel:
         old = self.record(r.task)
         observe = self.observe(r.task)
         if not self.tables.open_if_admitted(tid, r, observe.now()):
-            observe.log.clear()                   # (logged again as the refusal reads it)
-            ctx = self._context(r, old, observe)
-            code = next((c.code for c in OPENING.when if not c.holds(ctx)), None)
+
+            def refusal(record: TaskRecord) -> str | None:
+                observe.log.clear()               # (logged again as the refusal reads it)
+                ctx = self._context(r, record, observe)
+                return next((c.code for c in OPENING.when if not c.holds(ctx)), None)
+            code = refusal(old)
+            if code is None:
+                code = refusal(self._stored(r.task))
             if code is None:
                 raise StoreError(f"task {r.task!r}: a dispatch did not open an attempt "
                                  "although the stored facts admit it")
@@ -704,6 +715,13 @@ class Kernel:
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
                           (r.key, r.digest, response_text(response), seq))
         return response
+
+    def _stored(self, task: str) -> TaskRecord:
+        """Task ``task``'s record as the database holds it now, and its dependencies' (read
+        again where the cached ones admit a request whose write did not happen: a cache that
+        another connection's commit made stale, where no lock kept it valid)."""
+        self.cache.records.clear()
+        return self.record(task)
 
     @staticmethod
     def _worktree_seen(observe: Observe, record: TaskRecord) -> tuple:
