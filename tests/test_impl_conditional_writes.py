@@ -15,7 +15,7 @@ import pytest
 
 from wgk.conformance.oracle import races
 from wgk.impl import Kernel, MemoryWorld, TaskPolicy
-from wgk.impl.storage import pg
+from wgk.impl.storage import pg, tables
 from wgk.impl.storage.records import changed, evolve
 
 from pg_support import NO_CONDITIONS, pg_server  # noqa: F401  (fixture)
@@ -25,7 +25,18 @@ def dispatch(i: int) -> dict:
     return races.request("two-dispatchers", "a", i)
 
 
-def stale_second_dispatch(tmp_path, condition: bool) -> tuple[dict, dict, Kernel]:
+#: A dispatch's statement without the admission it carries (``tables.OPEN_IF_ADMITTED``): its
+#: parameters bound, compared with nothing; with it, a stale dispatch is refused by the
+#: statement before the stamp's condition is reached.
+UNCONDITIONAL_DISPATCH = (tables.OPEN_IF_ADMITTED.split(" WHERE ")[0] + " WHERE id = ? AND "
+                          + " AND ".join(["(CAST(? AS TEXT) IS NULL OR 1 = 1)"] * 4))
+
+
+def without_the_dispatch_statements_conditions(monkeypatch) -> None:
+    monkeypatch.setattr(tables, "OPEN_IF_ADMITTED", UNCONDITIONAL_DISPATCH)
+
+
+def stale_second_dispatch(tmp_path, condition: bool, monkeypatch=None) -> tuple[dict, dict, Kernel]:
     """Two kernels on one SQLite file; the second never notices the first's commit (its
     cache check is switched off) and dispatches the task the first already dispatched."""
     db = str(tmp_path / "kernel.db")
@@ -37,6 +48,7 @@ def stale_second_dispatch(tmp_path, condition: bool) -> tuple[dict, dict, Kernel
     second.cache.sync = lambda: False                          # it never sees other commits
     if not condition:
         second.store.conn.create_function("wgk_expect", 1, lambda held: 1)
+        without_the_dispatch_statements_conditions(monkeypatch)
     won = first.handle(dispatch(1))
     late = second.handle(dispatch(2))
     return won, late, first
@@ -51,8 +63,8 @@ def test_a_decision_on_stale_facts_is_made_again_on_the_stored_ones(tmp_path):
     assert k.audit().findings == [] and k.rebuild().ok
 
 
-def test_without_the_condition_the_stale_decision_overwrites_the_winner(tmp_path):
-    won, late, k = stale_second_dispatch(tmp_path, condition=False)
+def test_without_the_condition_the_stale_decision_overwrites_the_winner(tmp_path, monkeypatch):
+    won, late, k = stale_second_dispatch(tmp_path, condition=False, monkeypatch=monkeypatch)
     assert won["decision"] == "applied" and late["decision"] == "applied"   # two winners
     k._forget()
     assert k.record("a").owner_pid == races._owner(2)["pid"]   # the first attempt is gone
@@ -91,6 +103,7 @@ def test_races_without_row_locks_keep_one_winner_by_the_writes_conditions(pg_ser
 
 def test_races_without_row_locks_or_conditions_give_several_winners(pg_server, monkeypatch):
     monkeypatch.setattr(pg.sql, "PG_MIGRATIONS", {**pg.sql.PG_MIGRATIONS, 2: [NO_CONDITIONS]})
+    without_the_dispatch_statements_conditions(monkeypatch)
     result = races.race(pg_server, "two-dispatchers", processes=8, rounds=30, row_locks=False)
     assert not result.ok
     assert any("winners" in p for p in result.problems), result.problems[:5]
@@ -113,6 +126,7 @@ def test_the_gates_races_on_postgresql_run_with_and_without_row_locks(pg_server,
                                         "crossed-batches (postgresql)",
                                         "reopen-racing-admission (sqlite)"}
     monkeypatch.setattr(pg.sql, "PG_MIGRATIONS", {**pg.sql.PG_MIGRATIONS, 2: [NO_CONDITIONS]})
+    without_the_dispatch_statements_conditions(monkeypatch)
     unguarded = gate_real.race_checks("quick", None, backend=pg_server)
     assert "fail" in {c.verdict for c in unguarded if c.group == "postgresql, no row locks"}
 

@@ -124,3 +124,86 @@ json_values = st.recursive(
 @given(json_values)
 def test_canonical_json_is_json_dumps_with_sorted_keys_and_no_spaces(value):
     assert canonical_json(value) == json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def checked(body):
+    """What the field-by-field reading makes of a body (``wire._parse_checked``)."""
+    try:
+        return wire._parse_checked(body)
+    except BadRequest as e:
+        return str(e)
+
+
+@settings(max_examples=1500, deadline=None, database=None)
+@given(bodies)
+def test_the_one_pass_reads_every_body_as_the_field_by_field_checks_do(body):
+    """Whatever the one pass takes, it takes as the checks do (the same request, the same
+    canonical text and digest); whatever it leaves, the checks read."""
+    one = wire._one_pass(body)
+    whole = checked(body)
+    if one is not None:
+        assert isinstance(whole, wire.Request), (body, whole)
+        assert (one, one.canonical, one.digest) == (whole, whole.canonical, whole.digest)
+    assert outcome(body) == whole
+    event("one pass" if one is not None else "field by field")
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(valid)
+def test_a_request_in_its_plain_form_is_read_in_one_pass(body):
+    """Every valid body of ASCII text and plain objects is taken by the one pass (the
+    field-by-field reading is for what is wrong, or unusual)."""
+    plain = all(v.isascii() for v in body.values() if isinstance(v, str)) and not (
+        isinstance(body.get("owner"), dict) and type(body["owner"].get("session")) is int)
+    whole = checked(body)
+    if plain and isinstance(whole, wire.Request):
+        assert wire._one_pass(body) == whole
+
+
+def test_the_kinds_tables_say_what_a_kind_must_carry_and_may_not():
+    must, never = wire._KIND_FIELDS["dispatch"]
+    assert {"mint", "owner", "kind", "key"} <= must and {"correlation", "route"} <= never
+    must, never = wire._KIND_FIELDS["provider-failure"]
+    assert "route" not in never and "mint" in never
+    must, never = wire._KIND_FIELDS["submit"]
+    assert {"expected-phase", "expected-revision"} <= must
+    body = {"kind": "submit", "actor": "worker", "task": "t1", "key": "k", "expected-phase": "absent"}
+    assert wire._one_pass(body) is None
+    with pytest.raises(BadRequest, match="expected-revision"):
+        wire.parse(body)
+
+
+BAD_VALUES = ["", "a\x00b", "\ud800", "é", 2 ** 63, -2 ** 63 - 1, 0, -1, True, False, None, 1.5,
+              [], {}, HEX.upper(), HEX[:-1], "x" * 513, 7]
+PLAIN = [
+    {"kind": "dispatch", "actor": "daemon", "task": "t1", "key": "d", "expected-attempt": 0,
+     "owner": {"pid": 4001, "birth": 911, "session": "s", "wrapper-epoch": 2, "child-epoch": 3},
+     "mint": HEX, "imports": "w1"},
+    {"kind": "heartbeat", "actor": "worker", "task": "t1", "key": "k", "evidence": "e",
+     "cap": {"graph": "g", "task": "t1", "generation": 0, "attempt": 1, "fence": 1,
+             "lease-epoch": 1}, "token": "secret"},
+    {"kind": "accept", "actor": "evaluator", "task": "t1", "key": "a", "expected-phase": "validated",
+     "expected-revision": 5, "candidate": "c", "verdict": "pass", "deadline": 9, "resolvable": True},
+    {"kind": "park", "actor": "worker", "task": "t1", "key": "p", "correlation": "ev"},
+    {"kind": "provider-failure", "actor": "wrapper", "task": "t1", "key": "f", "route": "r1",
+     "reason": "none", "failure": "none"},
+]
+
+
+@pytest.mark.parametrize("base", PLAIN, ids=lambda b: b["kind"])
+def test_every_field_spoiled_in_every_way_is_read_as_the_checks_read_it(base):
+    assert wire._one_pass(base) == checked(base)
+    for field in list(_FIELDS_OF_WIRE) + [f"{o}.{k}" for o in ("cap", "owner") if o in base
+                                             for k in list(base[o]) + ["x"]]:
+        for value in BAD_VALUES:
+            body = spoiled((base, field, value))
+            one, whole = wire._one_pass(body), checked(body)
+            assert one is None or (isinstance(whole, wire.Request) and one == whole
+                                   and one.digest == whole.digest), (field, value, whole)
+            if one is None and isinstance(whole, wire.Request) and field not in ("owner.session",):
+                # what the checks take in its plain form, the one pass takes too
+                assert not isinstance(value, str) or not value.isascii() or "\0" in value, (
+                    field, value)
+
+
+_FIELDS_OF_WIRE = sorted(wire._FIELDS)

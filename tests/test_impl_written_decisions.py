@@ -1,7 +1,8 @@
 """A heartbeat and a provider failure are decided by the statement that writes them
-(``tables.REPORT_IF_CURRENT``), and so are the steps of the SaveTransaction that read no
-environment (``tables.STEP_IF_CURRENT`` with each step's own conditions,
-``tables.STEP_CONDITIONS``).
+(``tables.REPORT_IF_CURRENT``), and so are the steps of the SaveTransaction in
+``transaction.WRITTEN_STEPS`` (``tables.STEP_IF_CURRENT`` with each step's own conditions,
+``tables.STEP_CONDITIONS``; a submit and a WorkSave with what was observed of the worktree)
+and a dispatch (``tables.OPEN_IF_ADMITTED``).
 
 Its evidence row is written only while the request's K and token are the current
 attempt's; when no row was written, the answer is read from the stored facts afterwards.
@@ -240,8 +241,8 @@ def test_a_whole_completion_decides_its_written_steps_without_a_guard_list(kw, m
     monkeypatch.setattr(kernel_module, "decide", recorded)
     to_phase(k, "a", "graph-saved")
     to_phase(k, "r", "accepted")                  # (a's land moved the target r was built on)
-    assert set(guarded) == {"submit", "save-work", "prepare-effect", "commit-effect",
-                            "prepare-cleanup", "commit-cleanup"}
+    assert set(guarded) == {"prepare-effect", "commit-effect", "prepare-cleanup",
+                            "commit-cleanup"}
     assert not set(guarded) & set(WRITTEN_STEPS)
     assert k.status("a") == "done" and k.record("r").receipt("review") == k.record("r").binding
     assert k.audit().findings == [] and k.rebuild().ok and k.verify_ledger().ok
@@ -264,6 +265,11 @@ OWN_REFUSALS = [
     ("r", "awaiting-acceptance", ("accept", "daemon", {"candidate": WORK,
                                                        "verdict": "not-required"}),
      "review-required"),
+    ("a", "quiescing", ("save-work", "wrapper", {"candidate": "other", "base": "main-0"}),
+     "candidate-mismatch"),
+    ("a", "quiescing", ("save-work", "wrapper", {"candidate": WORK, "base": "main-9"}),
+     "base-mismatch"),
+    ("a", "quiescing", ("save-work", "daemon", {"candidate": WORK, "base": "main-0"}), None),
 ]
 
 
@@ -319,6 +325,10 @@ STALE = [
      "accepted"),
     ("a", "validated", ("accept", "daemon", {"candidate": "other", "verdict": "not-required"}),
      "accepted"),
+    ("a", "quiescing", ("save-work", "wrapper", {"candidate": "other", "base": "main-0"}),
+     "work-saved"),
+    ("a", "quiescing", ("save-work", "wrapper", {"candidate": WORK, "base": "main-9"}),
+     "work-saved"),
 ]
 
 
@@ -340,7 +350,7 @@ def test_without_its_receipt_condition_a_graph_save_missing_one_is_written(kw, m
     to_phase(k, "a", "cleanup-committed")
     k.conn.execute("DELETE FROM receipts WHERE kind = 'validation'")
     k._forget()
-    monkeypatch.setitem(tables.STEP_CONDITIONS, "save-graph", ("", lambda r: ()))
+    monkeypatch.setitem(tables.STEP_CONDITIONS, "save-graph", ("", lambda r, seen=None: ()))
     assert send(k, "save-graph", "daemon") == {"decision": "applied"}
     assert k.record("a").phase == "graph-saved"
 
@@ -414,5 +424,248 @@ def test_a_written_step_on_postgresql_sends_its_write_with_its_locks_even_over_a
         assert k.store.conn.round_trips - trips == 2     # locks and write; the rest and COMMIT
         assert k.record("a").receipt("validation") == k.record("a").binding
         assert k.rebuild().ok and k.audit().findings == [] and k.verify_ledger().ok
+        other.close()
+        k.close()
+
+
+# --- the steps that observe the attempt's worktree before their write -------------------------
+
+
+def test_a_submit_and_a_work_save_are_written_under_what_was_observed_of_the_worktree(
+        kw, monkeypatch):
+    """Without their worktree a submit is stale and a WorkSave finds nothing to capture: each
+    refusal is read from the stored facts and the observation its statement compared; with
+    it, the row moves, the WorkSave's pin is made and its facts are recorded, and neither
+    runs the guard list."""
+    k, world = kw
+    monkeypatch.setattr(kernel_module, "decide",
+                        lambda ctx: (_ for _ in ()).throw(AssertionError("the guard list ran")))
+    wt = k.record("a").worktree_id
+    world.repository.remove_worktree(wt)
+    assert send(k, "submit", "worker", key="s1") == {"decision": "rejected",
+                                                    "code": "stale-capability"}
+    assert phase_of(k) == ("absent", 0)
+    world.repository.create_worktree(wt, WORK, "main-0")
+    world.repository.write(wt, WORK)
+    assert send(k, "submit", "worker", key="s2", deadline=77) == {"decision": "applied"}
+    assert phase_of(k) == ("prepared", 1) and k.record("a").deadline == 77
+    assert send(k, "quiesce", "wrapper") == {"decision": "applied"}
+    world.repository.remove_worktree(wt)
+    assert send(k, "save-work", "wrapper", key="w1", candidate=WORK, base="main-0") == {
+        "decision": "rejected", "code": "worktree-missing"}
+    world.repository.create_worktree(wt, WORK, "main-0")
+    world.repository.write(wt, WORK)
+    assert send(k, "save-work", "wrapper", key="w2", candidate=WORK, base="main-0") == {
+        "decision": "applied"}
+    t = k.record("a")
+    assert (t.phase, t.saved_work, t.candidate, t.base, t.version) == (
+        "work-saved", WORK, WORK, "main-0", 1)
+    assert t.receipt("work-save") == t.binding
+    pins = k.conn.execute("SELECT ref, content FROM pins").fetchall()
+    assert ("worksave/a/f1-v1", WORK) in pins
+    assert k.audit().findings == [] and k.rebuild().ok and k.verify_ledger().ok
+    k._forget()
+    assert k.record("a") == t
+
+
+def test_a_work_save_in_a_batch_behind_another_request_commits_that_one_first(kw):
+    k, world = kw
+    to_phase(k, "a", "quiescing")
+    t = k.record("a")
+    answers = k.handle_batch([
+        {**edge("heartbeat", "worker", key="hb"), "evidence": "b1"},
+        {**edge("save-work", "wrapper", candidate=WORK, base="main-0"),
+         "expected-phase": t.phase, "expected-revision": t.revision}])
+    assert answers == [{"decision": "evidence-only"}, {"decision": "applied"}]
+    assert k.record("a").phase == "work-saved" and k.rebuild().ok and k.audit().findings == []
+
+
+def test_without_its_worktree_condition_a_submit_without_a_worktree_is_written(kw, monkeypatch):
+    k, world = kw
+    world.repository.remove_worktree(k.record("a").worktree_id)
+    monkeypatch.setitem(tables.STEP_CONDITIONS, "submit",
+                        (" AND " + unbound(1), tables.STEP_CONDITIONS["submit"][1]))
+    assert send(k, "submit", "worker") == {"decision": "applied"}
+    assert k.record("a").phase == "prepared"
+
+
+def test_without_its_worktree_condition_a_work_save_seen_without_a_worktree_moves_the_row(
+        kw, monkeypatch):
+    """The statement is what refuses a WorkSave whose worktree was observed absent: with that
+    observation bound it moves nothing; without its conditions it moves the row."""
+    from wgk.impl.contract.wire import parse
+    k, world = kw
+    to_phase(k, "a", "quiescing")
+    t = k.record("a")
+    r = parse({**edge("save-work", "wrapper", candidate=WORK, base="main-0"),
+               "expected-phase": t.phase, "expected-revision": t.revision})
+    tid = k.task_id("a")
+
+    def moved() -> bool:
+        with k.store.atomic("probe") as unit:
+            done = k.tables.step_if_current(tid, r, "work-saved", {"quiescing"}, (None, None))
+            unit.abandon()
+        return done
+    assert moved() is False
+    monkeypatch.setitem(tables.STEP_CONDITIONS, "save-work",
+                        (" AND " + unbound(4), tables.STEP_CONDITIONS["save-work"][1]))
+    assert moved() is True
+    k._forget()
+    assert k.record("a").phase == "quiescing"            # (the unit was abandoned)
+
+
+# --- a dispatch, decided by the write that opens its attempt ----------------------------------
+
+MINT = hashlib.sha256(TOKEN.encode()).hexdigest()
+
+
+def dispatch(task: str, key: str, expected: int, **fields) -> dict:
+    return {"kind": "dispatch", "actor": "daemon", "task": task, "key": key,
+            "expected-attempt": expected, "owner": OWNER, "mint": MINT, **fields}
+
+
+@pytest.fixture
+def kd(where):
+    """A kernel whose task ``b`` depends on ``a`` and whose task ``s`` requires an assignment;
+    nothing dispatched yet; the guard list is not expected to run."""
+    world = MemoryWorld.create(target="main-0")
+    k = Kernel(where, world.environment())
+    k.create_graph("g", [TaskPolicy("a"), TaskPolicy("b", deps=("a",)),
+                         TaskPolicy("s", requires_assignment=True)])
+    yield k, world
+    k.close()
+
+
+def journaled(k: Kernel, key: str) -> bool:
+    return k.conn.execute("SELECT 1 FROM journal WHERE key = ?", (key,)).fetchone() is not None
+
+
+def test_a_dispatch_opens_its_attempt_by_its_write_and_is_refused_from_the_stored_facts(
+        kd, monkeypatch):
+    k, world = kd
+    monkeypatch.setattr(kernel_module, "decide",
+                        lambda ctx: (_ for _ in ()).throw(AssertionError("the guard list ran")))
+    assert k.handle(dispatch("a", "d1", 1)) == {"decision": "rejected", "code": "cas-moved"}
+    assert k.record("a").attempt == 0 and journaled(k, "d1")
+    assert k.handle(dispatch("b", "d2", 0)) == {"decision": "rejected",
+                                                "code": "dependency-not-done"}
+    assert k.handle(dispatch("s", "d3", 0)) == {"decision": "rejected",
+                                                "code": "assignment-required"}
+    assert not journaled(k, "d2") and not journaled(k, "d3")     # holds: the keys stay free
+    assert k.handle(dispatch("a", "d4", 0, imports="w9")) == {"decision": "rejected",
+                                                              "code": "nothing-retained"}
+    assert k.handle(dispatch("a", "d5", 0)) == {"decision": "applied"}
+    t = k.record("a")
+    assert (t.attempt, t.fence, t.lease_epoch, t.attempt_state, t.worktree_id) == (
+        1, 1, 1, "running", "a/f1")
+    assert world.repository.observe_worktree("a/f1").present
+    assert k.handle(dispatch("a", "d6", 1)) == {"decision": "rejected", "code": "attempt-live"}
+    assert k.handle(dispatch("a", "d5", 0))["decision"] == "duplicate"
+    assert k.audit().findings == [] and k.rebuild().ok and k.verify_ledger().ok
+    k._forget()
+    assert k.record("a") == t
+
+
+def test_a_dispatch_once_its_dependency_is_done_opens_by_its_write(kd, monkeypatch):
+    k, world = kd
+    assert k.handle(dispatch("a", "d-a", 0)) == {"decision": "applied"}
+    world.repository.write(k.record("a").worktree_id, WORK)
+    to_phase(k, "a", "graph-saved")
+    monkeypatch.setattr(kernel_module, "decide",
+                        lambda ctx: (_ for _ in ()).throw(AssertionError("the guard list ran")))
+    assert k.handle(dispatch("b", "d-b", 0)) == {"decision": "applied"}
+    assert k.record("b").running and k.rebuild().ok and k.audit().findings == []
+
+
+def test_a_dispatch_in_a_batch_behind_another_request_commits_that_one_first(kd):
+    k, world = kd
+    answers = k.handle_batch([dispatch("a", "d-a", 0), dispatch("s", "d-s", 0),
+                              {"kind": "assign", "actor": "daemon", "task": "s", "key": "as"},
+                              dispatch("s", "d-s2", 0)])
+    assert answers == [{"decision": "applied"},
+                       {"decision": "rejected", "code": "assignment-required"},
+                       {"decision": "applied"}, {"decision": "applied"}]
+    assert k.record("s").running and k.record("a").running and k.rebuild().ok
+
+
+def test_without_the_statements_conditions_a_stale_dispatch_opens_a_second_attempt(
+        kd, monkeypatch):
+    k, world = kd
+    assert k.handle(dispatch("a", "d1", 0)) == {"decision": "applied"}
+    unconditional = (tables.OPEN_IF_ADMITTED.split(" WHERE ")[0] + " WHERE id = ? AND "
+                     + unbound(4))
+    monkeypatch.setattr(tables, "OPEN_IF_ADMITTED", unconditional)
+    assert k.handle(dispatch("a", "d2", 0)) == {"decision": "applied"}   # stale, and live
+    assert k.record("a").fence == 2
+
+
+def events(k: Kernel) -> list[dict]:
+    import json
+    return [json.loads(b) for (b,) in k.conn.execute(
+        "SELECT body FROM ledger WHERE event = 'request' ORDER BY seq")]
+
+
+def test_a_written_refusal_records_what_the_guard_list_would_have_observed(kd):
+    """A refusal records the observations the contract's conditions read up to the one that
+    refuses, not what the statement was given: a dispatch refused cas-moved records the time
+    it was due at, a submit refused by its K records nothing of its worktree."""
+    k, world = kd
+    assert k.handle(dispatch("a", "d1", 1)) == {"decision": "rejected", "code": "cas-moved"}
+    assert "now" in events(k)[-1]["observed"]
+    assert k.handle(dispatch("a", "d2", 0)) == {"decision": "applied"}
+    assert set(events(k)[-1]["observed"]) == {"now", "target"}
+    stale = {**edge("submit", "worker"), "expected-phase": "absent", "expected-revision": 0}
+    stale["cap"] = {**stale["cap"], "fence": 9}
+    assert k.handle(stale) == {"decision": "rejected", "code": "stale-capability"}
+    assert "observed" not in events(k)[-1]
+
+
+def test_a_submit_and_a_work_save_on_postgresql_send_their_write_with_their_locks(pg_server):
+    """What a submit or a WorkSave observed of the worktree goes with its statement in the
+    round trip of the request's locks; the request takes that statement's answer up."""
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(pg_server, "wgk_written") as dsn:
+        world, k = dispatched_on(dsn)
+        world.repository.write(k.record("a").worktree_id, WORK)
+        k.record("a")                                    # (the record in the cache)
+        trips = k.store.conn.round_trips
+        assert send(k, "submit", "worker") == {"decision": "applied"}
+        assert k.store.conn.round_trips - trips == 2     # locks and write; the rest and COMMIT
+        assert send(k, "quiesce", "wrapper") == {"decision": "applied"}
+        trips = k.store.conn.round_trips
+        assert send(k, "save-work", "wrapper", key="w0", candidate="other", base="main-0") == {
+            "decision": "rejected", "code": "candidate-mismatch"}
+        assert k.store.conn.round_trips - trips == 2
+        trips = k.store.conn.round_trips
+        assert send(k, "save-work", "wrapper", candidate=WORK, base="main-0") == {
+            "decision": "applied"}
+        assert k.store.conn.round_trips - trips == 2
+        assert k.record("a").saved_work == WORK
+        assert k.rebuild().ok and k.audit().findings == [] and k.verify_ledger().ok
+        k.close()
+
+
+def test_a_submit_sent_ahead_over_a_stale_cache_looks_at_the_attempts_worktree_again(pg_server):
+    """Another kernel failed the attempt and dispatched the next: this kernel's cache still
+    names the old attempt's worktree, which its write sent ahead compared; the write did not
+    happen, and the submit is decided again on the worktree the stored record names."""
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(pg_server, "wgk_written") as dsn:
+        world, k = dispatched_on(dsn)
+        assert k.record("a").worktree_id == "a/f1"       # (k's cache, stale from now on)
+        other = Kernel(dsn, world.environment())
+        assert other.handle({**edge("fail", "worker"), "failure": "provider",
+                             "evidence": "x"})["decision"] == "applied"
+        assert other.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d2",
+                             "expected-attempt": 1, "owner": OWNER,
+                             "mint": hashlib.sha256(TOKEN.encode()).hexdigest()}) == {
+            "decision": "applied"}
+        second = {"graph": "g", "task": "a", "generation": 0, "attempt": 2, "fence": 2,
+                  "lease-epoch": 2}
+        answer = k.handle({**edge("submit", "worker"), "cap": second, "expected-phase": "absent",
+                           "expected-revision": 0})
+        assert answer == {"decision": "applied"}
+        assert (k.record("a").fence, k.record("a").phase) == (2, "prepared")
+        assert k.rebuild().ok and k.audit().findings == []
         other.close()
         k.close()

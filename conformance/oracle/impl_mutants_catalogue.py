@@ -20,6 +20,12 @@ def _m(name, area, doc, breaks, *patches, survives="", tests=()):
 
 
 SECRETS = "tests/test_impl_secrets.py::"
+#: A dispatch's statement reads every dependency (``tables.OPEN_IF_ADMITTED``); the planted
+#: admission bugs read one, the last or the first by name, as the decision's condition does.
+_EACH_DEPENDENCY = '"JOIN transactions dx ON dx.task = d.id WHERE e.task = tasks.id AND NOT ("'
+_ONE_DEPENDENCY = ('"JOIN transactions dx ON dx.task = d.id WHERE e.task = tasks.id AND d.name = '
+                   '(SELECT {}(n.name) FROM edges ne JOIN tasks n ON n.id = ne.dep '
+                   'WHERE ne.task = tasks.id) AND NOT ("')
 
 
 #: Where a bug lives files it under a category by default; ``FILED`` overrides per mutant.
@@ -189,22 +195,28 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "a dispatch after a failed or lost attempt never checks the task's retry budget, so a "
        "failing task is retried automatically without limit", "retries-within-budget",
        ("decisions/attempts.py", "    return not _after_failure(ctx) or ctx.record.retries < ctx.policy.retry_budget",
-        "    return True")),
+        "    return True"),
+       ("storage/tables.py", "OR (failure != 'semantic' AND retries < retry_budget)) ",
+        "OR (failure != 'semantic')) ")),
     _m("semantic-failure-retried", "rules",
        "a dispatch after a semantic failure is an automatic retry like any other",
        "semantic-failure-never-auto-retried",
        ("decisions/attempts.py", '    return not _after_failure(ctx) or ctx.record.failure != "semantic"',
-        "    return True")),
+        "    return True"),
+       ("storage/tables.py", "OR (failure != 'semantic' AND retries < retry_budget)) ",
+        "OR (retries < retry_budget)) ")),
     _m("dispatch-ignores-wait", "rules",
        "a dispatch does not look at an external wait: a task parked on human input is "
        "dispatched again before the answer arrives", "no-attempt-while-waiting",
-       ("decisions/attempts.py", "    return ctx.record.waiting_on is None", "    return True")),
+       ("decisions/attempts.py", "    return ctx.record.waiting_on is None", "    return True"),
+       ("storage/tables.py", '"AND waiting_on IS NULL AND paused = 0 ', '"AND paused = 0 ')),
     _m("retries-counted-across-generations", "rules",
        "a dispatch after a reset counts the old generation's failed attempt as its own: the new "
        "generation's first dispatch is an automatic retry and can be refused retry-budget-spent",
        "retries-per-generation",
        ("decisions/attempts.py", '    return ctx.record.attempt != 0 and ctx.record.attempt_state in ("failed", "lost")',
-        '    return ctx.record.attempt_state in ("failed", "lost")')),
+        '    return ctx.record.attempt_state in ("failed", "lost")'),
+       ("storage/tables.py", '"AND (attempt = 0 OR NOT EXISTS ', '"AND (NOT EXISTS ')),
     _m("ready-by-index", "rules",
        "ready lists every open task whose dependencies are Done: an unassigned, parked, "
        "paused or held task is listed while every dispatch refuses it", "ready-iff-dispatch-admitted",
@@ -213,11 +225,14 @@ _PLANTED: tuple[ImplMutant, ...] = (
     _m("dispatch-ignores-pause", "rules",
        "a dispatch does not look at the operator's pause: a paused task is dispatched",
        "no-attempt-opens-paused-or-early",
-       ("decisions/attempts.py", "    return not ctx.record.paused", "    return True")),
+       ("decisions/attempts.py", "    return not ctx.record.paused", "    return True"),
+       ("storage/tables.py", "AND paused = 0 AND ? >= not_before", "AND ? >= not_before")),
     _m("dispatch-onto-open-route", "rules",
        "a dispatch does not look at the task's provider route: an attempt opens on a route "
        "whose breaker is open", "no-attempt-opens-on-unavailable-route",
-       ("decisions/attempts.py", "    return not ctx.record.route_unavailable", "    return True")),
+       ("decisions/attempts.py", "    return not ctx.record.route_unavailable", "    return True"),
+       ("storage/tables.py", "AND ? >= not_before AND route_unavailable = 0 ",
+        "AND ? >= not_before ")),
     _m("failed-probe-closes-route", "rules",
        "a route probe's acknowledgment closes the breaker whatever the probe found: a failed "
        "probe makes the route available again", "route-closes-only-on-a-due-succeeded-probe",
@@ -352,7 +367,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "dispatch admits a task when its last dependency is Done, whatever the others",
        "dependency-needs-done",
        ("front/kernel.py", "deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps),",
-        "deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps[-1:]),")),
+        "deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps[-1:]),"),
+       ("storage/tables.py", _EACH_DEPENDENCY, _ONE_DEPENDENCY.format("max"))),
     _m("validator-may-accept", "rules",
        "the implementation's own authority table lets the validator send accept, so a "
        "candidate validated by one role is accepted by the same role",
@@ -468,7 +484,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "dispatch admits a task when its first dependency is Done, whatever the others",
        "dependency-needs-done",
        ("front/kernel.py", "deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps),",
-        "deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps[:1]),")),
+        "deps_done=lambda: all(self.record(d).graph_saved for d in policy.deps[:1]),"),
+       ("storage/tables.py", _EACH_DEPENDENCY, _ONE_DEPENDENCY.format("min"))),
     _m("broker-without-token", "authority",
        "a broker's K-requests are accepted without the attempt's capability token",
        "token-required",

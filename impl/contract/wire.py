@@ -24,8 +24,11 @@ the journal and the opener still holds its secret.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, fields
-from typing import Any, Mapping
+from collections import deque
+from itertools import repeat
+from typing import Any, Iterable, Mapping
 
 from . import names
 from .canonical import canonical_json  # noqa: F401  (re-exported)
@@ -315,7 +318,155 @@ def _flag(body: Mapping, name: str) -> bool:
 
 
 def parse(body: Any) -> Request:
-    """The typed, normalised request for a wire object (``BadRequest`` if malformed)."""
+    """The typed, normalised request for a wire object (``BadRequest`` if malformed).
+
+    A plain ``dict`` is read in one pass over its fields (``_FIELD_KINDS``: each field's
+    check by its type of value), checked against its kind's table (``_KIND_FIELDS``: the
+    fields it must carry and those it may not) and normalised on the way into the wire form
+    whose canonical text is its digest; anything that pass does not take (a value outside
+    its field's plain form, a refusal) is read again field by field (``_parse_checked``),
+    which names what is wrong exactly as it always did."""
+    if type(body) is dict:
+        r = _one_pass(body)
+        if r is not None:
+            return r
+    return _parse_checked(body)
+
+
+# the kinds of value a field holds (``_FIELD_KINDS``), checked in ``_one_pass``
+_LABEL, _TEXT, _INT, _CONTENT, _FLAG, _CAP, _OWNER, _TOKEN, _MINT = range(9)
+#: Each wire field: its kind of value and the ``Request`` slot it fills.
+_FIELD_KINDS: dict[str, tuple[int, str]] = {
+    **{f: (_LABEL, f.replace("-", "_")) for f in _LABELS},
+    **{f: (_TEXT, f) for f in ("task", "key", "evidence")},
+    **{f: (_INT, f.replace("-", "_")) for f in (
+        "expected-revision", "expected-attempt", "expected-generation", "deadline")},
+    **{f: (_CONTENT, f) for f in (
+        "imports", "candidate", "base", "correlation", "requirements", "output", "validation",
+        "route")},
+    **{f: (_FLAG, f.replace("-", "_")) for f in _FLAGS},
+    "cap": (_CAP, "cap"), "owner": (_OWNER, "owner"), "token": (_TOKEN, "token_hash"),
+    "mint": (_MINT, "mint"),
+}
+assert set(_FIELD_KINDS) == _FIELDS, sorted(set(_FIELD_KINDS) ^ _FIELDS)
+#: The values the wire form leaves out (a default, or an empty content id).
+_ABSENT: dict[str, Any] = {"evidence": "", "deadline": 0, "reason": "none", "failure": "none"}
+_MINT_TEXT = re.compile(r"[0-9a-f]{64}")
+
+
+def _kind_fields(kind: str) -> tuple[frozenset, frozenset]:
+    """The wire fields a request of ``kind`` must carry (with a value), and those it may not."""
+    must = {"kind", "actor", "task", "key"}
+    never = set()
+    (must if kind in MINTING_KINDS else never).add("mint")
+    (must if kind in WAIT_NAMING_KINDS else never).add("correlation")
+    if kind != "provider-failure":
+        never.add("route")
+    if kind in TRANSACTION_KINDS:
+        must |= {"expected-phase", "expected-revision"}
+    if kind in _OWNED:
+        must.add("owner")
+    return frozenset(must), frozenset(never)
+
+
+def _one_pass(body: dict) -> Request | None:
+    """The request ``body`` is when every field holds its plain form and the kind's table
+    admits the fields it carries; None when it does not (read it field by field)."""
+    slots = dict(_DEFAULTS)
+    out: dict[str, Any] = {}
+    for name, v in body.items():
+        spec = _FIELD_KINDS.get(name)
+        if spec is None:
+            return None
+        kind, slot = spec
+        if v is None:
+            continue
+        if kind == _LABEL:
+            if type(v) is not str or v not in _LABELS[name]:
+                return None
+        elif kind == _TEXT or kind == _CONTENT:
+            if type(v) is not str or not v.isascii() or "\0" in v:
+                return None
+            if not v and kind == _CONTENT:
+                continue
+        elif kind == _INT:
+            if type(v) is not int or not INT_MIN <= v <= INT_MAX:
+                return None
+        elif kind == _FLAG:
+            if type(v) is not bool:
+                return None
+            if not v:
+                continue
+        elif kind == _CAP:
+            if type(v) is not dict or v.keys() != _CAP_KEYS:
+                return None
+            g, t = v["graph"], v["task"]
+            if type(g) is not str or type(t) is not str or not (g + t).isascii() \
+                    or "\0" in g or "\0" in t:
+                return None
+            nums = (v["generation"], v["attempt"], v["fence"], v["lease-epoch"])
+            for n in nums:
+                if type(n) is not int or not INT_MIN <= n <= INT_MAX:
+                    return None
+            slots["cap"] = Capability(g, t, *nums)
+            out["cap"] = v
+            continue
+        elif kind == _OWNER:
+            owner = _plain_owner(v)
+            if owner is None:
+                return None
+            slots["owner"] = owner
+            out["owner"] = owner.to_wire()
+            continue
+        elif kind == _TOKEN:
+            if type(v) is not str or not v.isascii() or "\0" in v or not 1 <= len(v) <= TOKEN_MAX:
+                return None
+            slots["token_hash"] = hashlib.sha256(v.encode()).hexdigest()
+            out["token-hash"] = slots["token_hash"]
+            continue
+        else:                                             # _MINT
+            if type(v) is not str or not _MINT_TEXT.fullmatch(v):
+                return None
+        slots[slot] = v
+        if v != _ABSENT.get(name):
+            out[name] = v
+    kind = out.get("kind")
+    if kind is None:
+        return None
+    must, never = _KIND_FIELDS[kind]
+    if not must <= out.keys() or not never.isdisjoint(out.keys()) or not out["key"]:
+        return None
+    return _sealed(_filled(slots.values()), out)
+
+
+_OWNER_PLAIN = frozenset({"pid", "birth"})
+
+
+def _plain_owner(v: Any) -> Owner | None:
+    """The owner ``v`` names in its plain form (positive pid and birth, a session that is
+    ASCII text or none, epochs or none), else None."""
+    if type(v) is not dict or not _OWNER_PLAIN <= v.keys() or not v.keys() <= _OWNER_FIELDS:
+        return None
+    pid, birth = v["pid"], v["birth"]
+    if type(pid) is not int or type(birth) is not int or not 0 < pid <= INT_MAX \
+            or not 0 < birth <= INT_MAX:
+        return None
+    session = v.get("session")
+    if session == "":
+        session = None
+    elif session is not None and (type(session) is not str or not session.isascii()
+                                  or "\0" in session):
+        return None
+    we, ce = v.get("wrapper-epoch"), v.get("child-epoch")
+    for n in (we, ce):
+        if n is not None and (type(n) is not int or not INT_MIN <= n <= INT_MAX):
+            return None
+    return Owner(pid, birth, session, 1 if we is None else we, 1 if ce is None else ce)
+
+
+def _parse_checked(body: Any) -> Request:
+    """``parse`` field by field in the contract's order: what a body the one pass does not
+    take is read with, and what names the first thing wrong with it."""
     if type(body) is not dict:
         if not isinstance(body, Mapping):
             raise BadRequest(f"a request is a JSON object, got {type(body).__name__}")
@@ -352,7 +503,12 @@ def parse(body: Any) -> Request:
                          "'expected-phase' and 'expected-revision'")
     if kind in _OWNED and r.owner is None:
         raise BadRequest(f"{kind} must name its exact 'owner'")
-    canonical = to_wire(r)
+    return _sealed(r, to_wire(r))
+
+
+def _sealed(r: Request, canonical: dict) -> Request:
+    """``r`` with the canonical text of its normalised wire form ``canonical`` (the key
+    left out) and that text's digest."""
     del canonical["key"]
     text = canonical_json(canonical)
     object.__setattr__(r, "canonical", text)
@@ -363,7 +519,20 @@ def parse(body: Any) -> Request:
 _OWNED = frozenset({"dispatch", "retry", "resume"})
 #: Request's fields in order, with their defaults and their slots' setters (``_request``).
 _DEFAULTS = {f.name: f.default for f in fields(Request)}
-_SETTERS = tuple(Request.__dict__[name].__set__ for name in _DEFAULTS)
+_SLOTS = tuple(Request.__dict__[name] for name in _DEFAULTS)
+_SET_SLOT = type(_SLOTS[0]).__set__
+
+
+def _filled(values: Iterable[Any]) -> Request:
+    """A ``Request`` whose slots hold ``values`` in field order, set in one ``map`` (no
+    call per field in Python, which the frozen dataclass's ``__init__`` makes)."""
+    r = object.__new__(Request)
+    deque(map(_SET_SLOT, _SLOTS, repeat(r), values), maxlen=0)
+    return r
+
+
+#: Each kind's table: the fields it must carry and those it may not (``_one_pass``).
+_KIND_FIELDS = {kind: _kind_fields(kind) for kind in KINDS}
 
 
 def _request(**given: Any) -> Request:
@@ -371,10 +540,7 @@ def _request(**given: Any) -> Request:
     values = {**_DEFAULTS, **given}
     if len(values) != len(_DEFAULTS):
         raise TypeError(f"Request has no field {sorted(set(given) - set(_DEFAULTS))[0]!r}")
-    r = object.__new__(Request)
-    for put, value in zip(_SETTERS, values.values()):
-        put(r, value)
-    return r
+    return _filled(values.values())
 
 
 def to_wire(r: Request) -> dict[str, Any]:

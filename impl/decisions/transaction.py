@@ -386,9 +386,14 @@ def _any_request(r: Any) -> bool:
 #: of theirs that read stored rows), each with the conditions that read the request alone:
 #: a request they admit has its row moved, or refused, by the statement; one they refuse
 #: takes the guard list, which names the first condition that fails in the contract's order.
-#: None of these steps reads the environment, performs an effect or records a fact; a seal
-#: is written so only while the graph protects no path (its side exit reads the diff).
+#: A submit and a WorkSave observe the attempt's worktree before their write
+#: (``OBSERVING_STEPS``) and the statement compares what was seen; a WorkSave's pin is
+#: performed once its row moved. No other of these steps reads the environment, performs an
+#: effect or records a fact; a seal is written so only while the graph protects no path (its
+#: side exit reads the diff).
 WRITTEN_STEPS: dict[str, Callable[[Any], bool]] = {
+    "submit": _any_request,
+    "save-work": _any_request,
     "quiesce": _any_request,
     "seal-candidate": _any_request,
     "validate": lambda r: r.verdict == "pass",
@@ -397,3 +402,6 @@ WRITTEN_STEPS: dict[str, Callable[[Any], bool]] = {
     "record-disposition": lambda r: r.disposition in ("land", "deliver", "report"),
     "save-graph": _any_request,
 }
+#: The written steps whose statement compares what was observed of the attempt's worktree
+#: (present, and the content it holds), observed before the write.
+OBSERVING_STEPS = frozenset({"submit", "save-work"})

@@ -54,8 +54,8 @@ from ..decisions.planner import Plan, plan, plans
 from ..decisions.projection import StatusProjection, observable_task, status
 from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, evolve, record_to_json
 from ..decisions.decision import Ctx, Observe, Outcome
-from ..decisions.rules import EDGES, decide, k_failure, transaction_failure
-from ..decisions.transaction import STEPS, WRITTEN_STEPS, write
+from ..decisions.rules import EDGES, RULES, decide, k_failure, transaction_failure
+from ..decisions.transaction import OBSERVING_STEPS, STEPS, WRITTEN_STEPS, write
 from ..decisions.decision import evidence_fact
 from ..decisions.seeding import Initial, check_initial, seeded
 from ..storage.backends import open_store
@@ -86,11 +86,14 @@ class CommitFirst(Exception):
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     """One admitted request: its sender (None: an open kernel), the request parsed once with
-    its key in the sender's namespace, and why its names are refused (None: they are not)."""
+    its key in the sender's namespace, why its names are refused (None: they are not), and
+    what was observed for the write sent ahead with its locks (``Kernel._write_ahead``:
+    the observations, what its statement was given, the worktree looked at; None: none)."""
 
     sender: Principal | None
     request: Request
     bad_name: str | None = field(default=None)
+    ahead: tuple | None = field(default=None)
 
     @property
     def key(self) -> str:
@@ -102,10 +105,10 @@ class RequestContext:
         return self.sender is None or self.request.actor in self.sender.roles
 
 
-def context(who: Principal | None, r: Request) -> RequestContext:
+def context(who: Principal | None, r: Request, ahead: tuple | None = None) -> RequestContext:
     if who is not None:
         r = replace(r, key=scoped_key(who, r.key))
-    return RequestContext(who, r, refused_name(r))
+    return RequestContext(who, r, refused_name(r), ahead if who is None else None)
 
 
 JOURNAL = "SELECT digest, response FROM journal WHERE key = ?"
@@ -115,6 +118,10 @@ JOURNAL = "SELECT digest, response FROM journal WHERE key = ?"
 #: nothing else (docs/vocabulary.md: no condition of their own beyond K and the token), with
 #: the answer when the row is written; a row already there (its id seen) is evidence-only.
 WRITTEN_UNDER_CONDITIONS = {"heartbeat": EVIDENCE_ONLY, "provider-failure": APPLIED}
+
+
+#: The admission of a new attempt and the opening it writes (``_dispatch_under_conditions``).
+OPENING = RULES["dispatch"]
 
 
 class _Stored(NamedTuple):
@@ -306,9 +313,9 @@ class Kernel:
     def handle(self, wire: Any, credential: str | None = None) -> dict:
         """Decide one wire request sent with ``credential``; returns the wire decision
         (``BadRequest`` if malformed). A closed kernel authenticates before it reads."""
-        parsed = self._read_ahead(wire, credential)
+        parsed, ahead = self._read_ahead(wire, credential)
         try:
-            rc = self._admit(credential, wire, parsed)
+            rc = self._admit(credential, wire, parsed, ahead)
             if rc is None:
                 return decision(REJECTED, "not-authenticated")  # nothing read, nothing written
             return self._retrying(lambda: self._handle(rc))
@@ -362,8 +369,8 @@ class Kernel:
             raise
         return answers
 
-    def _admit(self, credential: str | None, wire: Any,
-               parsed: Request | None = None) -> RequestContext | None:
+    def _admit(self, credential: str | None, wire: Any, parsed: Request | None = None,
+               ahead: tuple | None = None) -> RequestContext | None:
         """The request's context, or None when the credential does not authenticate (nothing
         read); a malformed request raises ``BadRequest`` (nothing written). ``parsed``: the
         wire request parsed already (``_read_ahead``)."""
@@ -371,7 +378,7 @@ class Kernel:
         who = self.principals.authenticate(credential)
         if who is DENIED:
             return None
-        return context(who, parse(wire) if parsed is None else parsed)
+        return context(who, parse(wire) if parsed is None else parsed, ahead)
 
     def _handle(self, rc: RequestContext) -> dict:
         r = rc.request
@@ -446,13 +453,14 @@ class Kernel:
     def _journal(self, key: str) -> tuple[str, str] | None:
         return self.conn.execute(JOURNAL, (key,)).fetchone()
 
-    def _read_ahead(self, wire: Any, credential: str | None) -> Request | None:
+    def _read_ahead(self, wire: Any, credential: str | None) -> tuple[Request | None, tuple | None]:
         """The request's journal entry (under its key as sent, in the namespace its credential
         names) and, for a task the caches know, its row lock: the store sends them ahead
         where a round trip can be saved (PostgreSQL), and asks for them only then. A report
         decided by its write, sent without a credential, sends that write with them
-        (``_write_ahead``); the request parsed for it is returned (else None)."""
-        parsed: list[Request] = []
+        (``_write_ahead``); the request parsed for it is returned (else None), with what
+        was observed for that write (``RequestContext.ahead``)."""
+        parsed: list = []
 
         def ahead() -> tuple[str, int | None, tuple | None] | None:
             key = wire.get("key") if isinstance(wire, dict) else None
@@ -468,16 +476,19 @@ class Kernel:
                 write = self._write_ahead(wire, tid, parsed)
             return (key if name is None else f"{name}/{key}"), tid, write
         self.store.read_ahead(JOURNAL, ahead)
-        return parsed[0] if parsed else None
+        return (parsed[0], parsed[1] if len(parsed) > 1 else None) if parsed else (None, None)
 
-    def _write_ahead(self, wire: dict, tid: int, parsed: list[Request]) -> tuple[str, tuple] | None:
+    def _write_ahead(self, wire: dict, tid: int, parsed: list) -> tuple[str, tuple] | None:
         """The write that decides ``wire``, a report (its evidence row written with no
         number: ``_report_under_conditions`` on a store that does not know it ahead) or a
         written step of task ``tid`` (``_step_under_conditions``), when nothing before the
         write can refuse the request: it parses, names nothing refused, is authorized and
         carries K (a report, a token too; a step, what the request alone must hold). Sent
         with the request's locks, it is rolled back with them when the request does not take
-        them up (a used key, a closed kernel)."""
+        them up (a used key, a closed kernel). A step of ``OBSERVING_STEPS`` on a record the
+        cache holds is sent too, with what it observed of the worktree just before, which the
+        request then takes up (``parsed``' second item). (A dispatch is not: it reads its
+        dependencies' rows, which are locked only after the task's.)"""
         try:
             r = parse(wire)
         except BadRequest:
@@ -487,6 +498,14 @@ class Kernel:
             return None
         if r.kind in WRITTEN_UNDER_CONDITIONS:
             return self.facts.report_statement(r, 0) if r.needs_token else None
+        if r.kind in OBSERVING_STEPS:
+            record = self.cache.records.get(r.task)
+            if record is None:
+                return None
+            observe = self.observe(r.task)
+            seen = self._worktree_seen(observe, record)
+            parsed.append((observe, seen, record.worktree_id))
+            return self.tables.step_statement(tid, r, STEPS[r.kind].to, EDGES[r.kind][0], seen)
         if not WRITTEN_STEPS[r.kind](r) or (
                 r.kind == "seal-candidate" and self.cache.known_protected_paths() != ()):
             return None
@@ -499,9 +518,11 @@ class Kernel:
             admits = WRITTEN_STEPS.get(r.kind)
             if admits is not None and admits(r) \
                     and (r.kind != "seal-candidate" or not self.protected_paths()):
-                return self._step_under_conditions(rc)
+                return self._step_under_conditions(rc, may_perform)
             if r.kind in WRITTEN_UNDER_CONDITIONS and r.needs_token:
                 return self._report_under_conditions(rc, self.ledger.seq_ahead())
+            if r.kind == "dispatch":
+                return self._dispatch_under_conditions(rc, may_perform)
         outcome, observe = self._decide_request(rc)
         facts = list(outcome.facts)
         # guards: rejection-changes-nothing
@@ -548,7 +569,8 @@ class Kernel:
             if tid is None:
                 code = "unknown-task"
             else:
-                code = k_failure(self.graph_id or "", _Stored(self.record(r.task), r))
+                code = k_failure(self.graph_id or "", _Stored(self.record(r.task), r)) \
+                    or k_failure(self.graph_id or "", _Stored(self._stored(r.task), r))
                 if code is None and not self.facts.has_evidence(tid, r.kind, r.evidence):
                     raise StoreError(f"task {r.task!r}: a {r.kind} was not written although "
                                      "the stored facts admit it")
@@ -570,53 +592,150 @@ class Kernel:
                           (r.key, r.digest, response_text(response), appended))
         return response
 
-    def _step_under_conditions(self, rc: RequestContext) -> dict:
+    def _step_under_conditions(self, rc: RequestContext, may_perform: bool = True) -> dict:
         """A step of the SaveTransaction decided by its write: the transaction row moves only
-        under the request's conditions and the step's own (``tables.STEP_IF_CURRENT``); when
-        it did not, the refusal is read from the stored facts (K, then the running attempt,
-        CAS and edge, then the step's own conditions in the contract's order). When it moved,
-        the step's other columns and its receipt follow under the record's stamp."""
+        under the request's conditions and the step's own (``tables.STEP_IF_CURRENT``), with
+        what a step of ``OBSERVING_STEPS`` observed of the attempt's worktree just before; when
+        it did not, the refusal is read from the stored facts and that same observation (K,
+        then the running attempt, CAS and edge, then the step's own conditions in the
+        contract's order). When it moved, the step's other columns and its receipt follow under
+        the record's stamp, and its effect (a WorkSave's pin) is performed."""
         r = rc.request
         tid = self.task_id(r.task)
         if tid is None:
             return self._refused(r, "unknown-task")
         old = self.record(r.task)                 # read before the write moves the row ...
         step = STEPS[r.kind]
-        if r.cap is None or not self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0]):
-            ctx = self._context(r, old)
-            code = k_failure(self.graph_id or "", ctx) or transaction_failure(ctx) \
-                or next((c.code for c in step.when if not c.holds(ctx)), None)
+        observe, seen, looked_at = None, (None, None), None
+        if r.kind in OBSERVING_STEPS:
+            observe, seen, looked_at = rc.ahead or (None, None, None)
+            if observe is None:
+                observe, looked_at = self.observe(r.task), old.worktree_id
+                seen = self._worktree_seen(observe, old)
+        moved = r.cap is not None and self.tables.step_if_current(
+            tid, r, step.to, EDGES[r.kind][0], seen)
+        if not moved and r.cap is not None and r.kind in OBSERVING_STEPS \
+                and looked_at != old.worktree_id:
+            # the write sent ahead looked at a worktree the stored record no longer names
+            observe = self.observe(r.task)
+            seen = self._worktree_seen(observe, old)
+            moved = self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0], seen)
+        if not moved:
+
+            def refusal(record: TaskRecord) -> str | None:
+                if observe is not None:
+                    observe.log.clear()           # (logged again as the refusal reads it)
+                ctx = self._context(r, record, observe)
+                return k_failure(self.graph_id or "", ctx) or transaction_failure(ctx) \
+                    or next((c.code for c in step.when if not c.holds(ctx)), None)
+            code = refusal(old)
+            if code is None:
+                code = refusal(self._stored(r.task))
             if code is None:
                 raise StoreError(f"task {r.task!r}: a {r.kind} did not move the transaction "
                                  "although the stored facts admit it")
-            return self._refused(r, code)
+            return self._refused(r, code, observe)
         if old.revision != r.expected_revision:
             # ... or after, where the write went ahead with the locks (PostgreSQL) and what
             # was read before was dropped: it moved the phase and revision alone, from those
             # the request names
             old = evolve(old, phase=r.expected_phase, revision=r.expected_revision)
-        ctx = self._context(r, old)
-        outcome = write(ctx)                      # its columns and receipt (no effect, no fact)
+        ctx = self._context(r, old, observe)
+        outcome = write(ctx)                      # its columns, its receipt and its effects
         new = outcome.record
+        facts: list = []
+        if outcome.effects:
+            if not may_perform:
+                raise CommitFirst()               # (the savepoint takes the write back)
+            facts = perform(self.env, self.hook, outcome.effects, r.key, new)
         changes = changed(old, new)
         response = decision(APPLIED)
         body = {"digest": r.digest, "response": response, "changes": record_to_json(changes),
-                "facts": []}
+                "facts": facts}
+        if observe is not None and observe.log:
+            body["observed"] = observe.log
         seq = self._append_request(r, body)
         rest = {f: v for f, v in changes.items() if f not in ("phase", "revision")}
         if rest:
             self.tables.save(tid, old, new, rest, seq)
         else:
             self.tables.stamp(tid)
+        if facts:
+            self.facts.write(tid, facts, seq)
         self.view.refresh(tid, new)
         self.cache.put_record(r.task, new)
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
                           (r.key, r.digest, response_text(response), seq))
         return response
 
-    def _refused(self, r: Request, code: str) -> dict:
+    def _dispatch_under_conditions(self, rc: RequestContext, may_perform: bool) -> dict:
+        """A dispatch decided by its write: the task's attempt counters move on only while the
+        admission holds on the stored rows at the time observed just before
+        (``tables.OPEN_IF_ADMITTED``); when they did not, the refusal is read from the stored
+        facts and that observation, in the contract's order (a hold writes nothing: the key
+        stays free). When they moved, the new attempt's rows follow under the record's stamp
+        and its worktree is created and its owner adopted."""
+        r = rc.request
+        tid = self.task_id(r.task)
+        if tid is None:
+            return self._refused(r, "unknown-task")
+        old = self.record(r.task)
+        observe = self.observe(r.task)
+        if not self.tables.open_if_admitted(tid, r, observe.now()):
+
+            def refusal(record: TaskRecord) -> str | None:
+                observe.log.clear()               # (logged again as the refusal reads it)
+                ctx = self._context(r, record, observe)
+                return next((c.code for c in OPENING.when if not c.holds(ctx)), None)
+            code = refusal(old)
+            if code is None:
+                code = refusal(self._stored(r.task))
+            if code is None:
+                raise StoreError(f"task {r.task!r}: a dispatch did not open an attempt "
+                                 "although the stored facts admit it")
+            if code in HOLD_CODES:
+                return decision(REJECTED, code)   # not an answer yet: nothing written
+            return self._refused(r, code, observe)
+        outcome = OPENING.then(self._context(r, old, observe))
+        if not may_perform:
+            raise CommitFirst()                   # (the savepoint takes the write back)
+        new = outcome.record
+        facts = list(outcome.facts) + perform(self.env, self.hook, outcome.effects, r.key, new)
+        changes = changed(old, new)
+        response = decision(APPLIED)
+        body = {"digest": r.digest, "response": response, "changes": record_to_json(changes),
+                "facts": facts}
+        if observe.log:
+            body["observed"] = observe.log
+        seq = self._append_request(r, body)
+        self.tables.save(tid, old, new, changes, seq)    # (the counters again: as written)
+        self.facts.write(tid, facts, seq)
+        self.view.refresh(tid, new)
+        self.cache.put_record(r.task, new)
+        self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
+                          (r.key, r.digest, response_text(response), seq))
+        return response
+
+    def _stored(self, task: str) -> TaskRecord:
+        """Task ``task``'s record as the database holds it now, and its dependencies' (read
+        again where the cached ones admit a request whose write did not happen: a cache that
+        another connection's commit made stale, where no lock kept it valid)."""
+        self.cache.records.clear()
+        return self.record(task)
+
+    @staticmethod
+    def _worktree_seen(observe: Observe, record: TaskRecord) -> tuple:
+        """What a step of ``OBSERVING_STEPS`` gives its statement: the worktree of ``record``
+        observed present (its id; None when absent) and the content observed in it."""
+        view = observe.worktree(record)
+        return (record.worktree_id if view.present else None, view.content)
+
+    def _refused(self, r: Request, code: str, observe: Observe | None = None) -> dict:
         response = decision(REJECTED, code)
-        seq = self._append_request(r, {"digest": r.digest, "response": response})
+        body: dict[str, Any] = {"digest": r.digest, "response": response}
+        if observe is not None and observe.log:
+            body["observed"] = observe.log
+        seq = self._append_request(r, body)
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
                           (r.key, r.digest, response_text(response), seq))
         return response

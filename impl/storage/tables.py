@@ -198,9 +198,11 @@ class TaskTables:
                               (task_id, name, *after))
 
     @staticmethod
-    def step_statement(task_id: int, r, to: str, edge_from) -> tuple[str, tuple]:
+    def step_statement(task_id: int, r, to: str, edge_from, seen: tuple = (None, None)
+                       ) -> tuple[str, tuple]:
         """``STEP_IF_CURRENT`` with the step's own conditions (``STEP_CONDITIONS``) and its
-        parameters, for request ``r`` moving task ``task_id``'s row to ``to``."""
+        parameters, for request ``r`` moving task ``task_id``'s row to ``to``; ``seen``: what
+        was observed of the environment before the write (``STEP_CONDITIONS``)."""
         c = r.cap
         own, values = STEP_CONDITIONS[r.kind]
         key = (STEP_IF_CURRENT, own, len(edge_from))
@@ -209,13 +211,27 @@ class TaskTables:
             sql = _SQL[key] = STEP_IF_CURRENT.format(", ".join("?" * len(edge_from)), own)
         return sql, (to, task_id, r.expected_phase, r.expected_revision, *sorted(edge_from), r.task,
                      c.task, c.generation, c.attempt, c.fence, c.lease_epoch, int(r.needs_token),
-                     r.token_hash, *values(r), c.graph)
+                     r.token_hash, *values(r, seen), c.graph)
 
-    def step_if_current(self, task_id: int, r, to: str, edge_from) -> bool:
+    def step_if_current(self, task_id: int, r, to: str, edge_from,
+                        seen: tuple = (None, None)) -> bool:
         """Move the transaction row to ``to`` under the request's conditions
         (``STEP_IF_CURRENT`` with the step's own, ``STEP_CONDITIONS``); whether it moved."""
-        sql, params = self.step_statement(task_id, r, to, edge_from)
+        sql, params = self.step_statement(task_id, r, to, edge_from, seen)
         # guards: attempt-fencing, token-required, first-terminal-wins, no-phase-skip
+        moved = self.conn.execute(sql, params).rowcount == 1
+        return moved
+
+    @staticmethod
+    def open_statement(task_id: int, r, now: int) -> tuple[str, tuple]:
+        """``OPEN_IF_ADMITTED`` and its parameters for dispatch ``r`` of task ``task_id`` at
+        time ``now``."""
+        return OPEN_IF_ADMITTED, (task_id, now, r.expected_attempt, r.imports, r.imports)
+
+    def open_if_admitted(self, task_id: int, r, now: int) -> bool:
+        """Move task ``task_id``'s attempt counters on for dispatch ``r`` while its admission
+        holds at time ``now`` (``OPEN_IF_ADMITTED``); whether they moved."""
+        sql, params = self.open_statement(task_id, r, now)
         moved = self.conn.execute(sql, params).rowcount == 1
         return moved
 
@@ -265,12 +281,22 @@ STEP_IF_CURRENT = (
     "AND (SELECT value FROM meta WHERE key = 'graph-id') = ?")
 
 
-def _no_values(r) -> tuple:
+def _no_values(r, seen=None) -> tuple:
     return ()
 
 
-def _candidate(r) -> tuple:
+def _candidate(r, seen=None) -> tuple:
     return (r.candidate,)
+
+
+def _worktree_seen(r, seen=(None, None)) -> tuple:
+    """The worktree observed present (its id; None when it is absent)."""
+    return (seen[0],)
+
+
+def _saved_as_seen(r, seen=(None, None)) -> tuple:
+    """The worktree observed present and its content, the request's candidate and base."""
+    return (seen[0], seen[1], r.candidate, r.base)
 
 
 #: The request names the candidate the row holds (NULL equal to NULL, as in the record).
@@ -289,19 +315,62 @@ _REVIEW_AS_REQUIRED = (
     " AND (t.review_required = 1 OR transactions.phase != 'awaiting-acceptance')"
     " AND (t.review_required = 0 OR CAST(? AS TEXT) = 'pass')")
 
+#: The attempt's worktree lease is held, and its worktree is the one observed present.
+_WORKTREE_LEASED_AND_PRESENT = (
+    " AND EXISTS (SELECT 1 FROM leases l WHERE l.task = t.id AND l.kind = 'worktree' "
+    "AND l.held = 1) AND a.worktree = ?")
+#: The attempt's worktree is the one observed present, the content observed in it is the
+#: candidate the request names, and the request's base is the attempt's own.
+_WORKTREE_HOLDS_THE_CANDIDATE_ON_ITS_BASE = (
+    " AND a.worktree = ? AND CAST(? AS TEXT) IS NOT DISTINCT FROM CAST(? AS TEXT)"
+    " AND a.base_hint IS NOT DISTINCT FROM ?")
+
 #: Each step the store decides by its write: the conditions of its own that read the stored
-#: rows, in SQL (inside ``STEP_IF_CURRENT``'s ``EXISTS``), and the request's values they
-#: compare, in order. The conditions that read the request alone are checked before
-#: (``transaction.WRITTEN_STEPS``); a request they refuse takes the guard list.
+#: rows, in SQL (inside ``STEP_IF_CURRENT``'s ``EXISTS``), and the values they compare, in
+#: order: the request's, and what was observed of the environment before the write
+#: (``seen``: the worktree observed present, or None, and its content; only the steps of
+#: ``transaction.OBSERVING_STEPS`` look). The conditions that read the request alone are
+#: checked before (``transaction.WRITTEN_STEPS``); a request they refuse takes the guard list.
 STEP_CONDITIONS: dict[str, tuple[str, Any]] = {
+    "submit": (_WORKTREE_LEASED_AND_PRESENT, _worktree_seen),
+    "save-work": (_WORKTREE_HOLDS_THE_CANDIDATE_ON_ITS_BASE, _saved_as_seen),
     "quiesce": ("", _no_values),
     "seal-candidate": (_NAMES_THE_CANDIDATE, _candidate),
     "validate": (_NAMES_THE_CANDIDATE, _candidate),
     "request-review": (" AND t.review_required = 1", _no_values),
-    "accept": (_REVIEW_AS_REQUIRED, lambda r: (r.candidate, r.verdict)),
+    "accept": (_REVIEW_AS_REQUIRED, lambda r, seen=None: (r.candidate, r.verdict)),
     "record-disposition": ("", _no_values),
     "save-graph": (_EVERY_RECEIPT_BOUND, _no_values),
 }
+
+
+#: A dispatch decided by its write: the task's attempt counters move on only while the
+#: admission holds on the stored rows (docs/vocabulary.md, "Conditions, kind by kind", in its
+#: order): the task is not abandoned, its current attempt did not succeed, no operator's hold
+#: (a reconciliation, a blocked upgrade, a reset's pending intent), assigned where its policy
+#: requires it, every dependency graph-saved on its own fence, not waiting, not paused, due at
+#: the time observed before the write (the ``?`` compared with ``not_before``), its route
+#: available, the attempt count the request expects, no attempt running, no wait that ran
+#: out, and after a failed or lost attempt no semantic failure and a retry left in the budget;
+#: a request that imports retained work names the work retained.
+OPEN_IF_ADMITTED = (
+    "UPDATE tasks SET attempt = attempt + 1, fence = fence + 1, lease_epoch = lease_epoch + 1 "
+    "WHERE id = ? AND abandoned = 0 "
+    "AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.task = tasks.id AND a.fence = tasks.fence "
+    "AND a.state IN ('succeeded', 'running')) "
+    "AND (SELECT x.exit FROM transactions x WHERE x.task = tasks.id) "
+    "NOT IN ('needs-reconciliation', 'upgrade-blocked') AND reopening = 0 "
+    "AND (assigned = 1 OR requires_assignment = 0) "
+    "AND NOT EXISTS (SELECT 1 FROM edges e JOIN tasks d ON d.id = e.dep "
+    "JOIN transactions dx ON dx.task = d.id WHERE e.task = tasks.id AND NOT ("
+    "dx.phase = 'graph-saved' AND dx.exit = 'none' AND d.fence != 0 AND EXISTS (SELECT 1 FROM "
+    "receipts g WHERE g.task = d.id AND g.kind = 'graph-save' AND g.fence = d.fence))) "
+    "AND waiting_on IS NULL AND paused = 0 AND ? >= not_before AND route_unavailable = 0 "
+    "AND attempt = ? AND wait_expired = 0 "
+    "AND (attempt = 0 OR NOT EXISTS (SELECT 1 FROM attempts a WHERE a.task = tasks.id "
+    "AND a.fence = tasks.fence AND a.state IN ('failed', 'lost')) "
+    "OR (failure != 'semantic' AND retries < retry_budget)) "
+    "AND (CAST(? AS TEXT) IS NULL OR retained = ?)")
 
 
 class FactTables:
