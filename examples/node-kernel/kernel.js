@@ -7,8 +7,10 @@
 // It declares a subset of the kinds: admission of an attempt (a retry after a failed or lost one
 // within the task's retry budget, none after a semantic failure), its capability token, the
 // evidence kinds, the first terminal report, the SaveTransaction from submit through
-// graph-saved (with its side exits), declare-lost, the journal, and the environment steps of
-// its own world, convergence included. Everything it must not lose is one append-only log in
+// graph-saved (with its side exits), declare-lost, the operator's retry, reset, pause and
+// unpause, the legacy claims, the same-session resume, the completion receipt, the provider
+// routes' breakers, the journal, and the environment steps of its own world, convergence
+// included. Everything it must not lose is one append-only log in
 // the storage directory, fsynced before each answer; recover replays the log. Each appended
 // record is a durable boundary (crash-after): one per decided request, so every phase of a
 // transaction is its own durable step.
@@ -40,7 +42,10 @@ const EDGES = {
   'save-graph': [['cleanup-committed'], 'graph-saved'],
 };
 const CAS_KINDS = [...Object.keys(EDGES), 'mark-repair', 'revise', 'block-upgrade'];
-const KINDS = ['dispatch', 'fail', 'declare-lost', ...EVIDENCE_KINDS, ...CAS_KINDS];
+const OPERATOR_KINDS = ['retry', 'reset', 'reconcile', 'reconstruct', 'legacy-done', 'assign', 'pause',
+  'unpause', 'probe-route'];
+const KINDS = ['dispatch', 'fail', 'declare-lost', 'resume', 'log', 'receipt-completion', ...OPERATOR_KINDS,
+  ...EVIDENCE_KINDS, ...CAS_KINDS];
 const ENV = ['tick', 'owner-dies', 'pid-reuse', 'edit', 'move-target', 'converge'];
 const OWN = ['worker', 'wrapper'];
 const AUTHORITY = {
@@ -55,10 +60,13 @@ const AUTHORITY = {
   'prepare-cleanup': ['cleanup', 'daemon'], 'commit-cleanup': ['cleanup', 'daemon'],
   'save-graph': ['daemon'], 'mark-repair': ['daemon'], revise: ['operator', 'worker'],
   'block-upgrade': ['daemon'],
+  resume: ['daemon', 'wrapper'], log: OWN, 'receipt-completion': OWN, retry: ['operator'], reset: ['operator'],
+  reconcile: ['operator'], reconstruct: ['operator'], 'legacy-done': ['legacy-import'], assign: ['daemon'],
+  pause: ['operator'], unpause: ['operator'], 'probe-route': ['daemon'],
 };
 const OWN_PROCESS = ['worker', 'wrapper', 'broker'];
-// the kinds marked K: every kind of this kernel but dispatch, message and ownership-contention
-const NOT_K = ['dispatch', 'message', 'ownership-contention'];
+// the kinds marked K: every kind of this kernel but these
+const NOT_K = ['dispatch', 'message', 'ownership-contention', ...OPERATOR_KINDS];
 const FAILURES = ['none', 'nothing-saved', 'zero-progress', 'provider', 'semantic'];
 const DEFAULT_RETRY_BUDGET = 2;
 const HOLDS = ['assignment-required', 'dependency-not-done'];
@@ -154,6 +162,8 @@ class Kernel {
         retainedBase: null, imported: null, promotions: 0, effectDone: false, deadline: 0,
         counters: {compactions: 0, continuations: 0, acks: 0, 'provider-failures': 0, messages: 0, logs: 0},
         evidence: [],
+        assigned: false, legacyDone: false, reconstructed: false, reopening: false, completionReceipt: null,
+        depsGeneration: 0, paused: false, notBefore: 0, route: null, routeOpen: false, probeAt: 0,
       };
     }
     for (const [name, seed] of Object.entries(head.initial || {})) this.seed(this.tasks[name], seed);
@@ -272,7 +282,8 @@ class Kernel {
       if (t.state === 'none') return reject('unknown-attempt');
       if (cap.generation !== t.generation || cap.attempt !== t.attempt || cap.fence !== t.fence ||
           cap['lease-epoch'] !== t.leaseEpoch) return reject('stale-capability');
-      if (OWN_PROCESS.includes(r.actor) && !(t.tokenHash && same(r['token-hash'], t.tokenHash))) {
+      const presents = OWN_PROCESS.includes(r.actor) || r.kind === 'resume';
+      if (presents && !(t.tokenHash && same(r['token-hash'], t.tokenHash))) {
         return reject('token-mismatch');
       }
     }
@@ -287,6 +298,12 @@ class Kernel {
     if (r.kind === 'dispatch') return this.dispatch(t, r);
     if (r.kind === 'fail') return this.fail(t, r);
     if (r.kind === 'declare-lost') return this.declareLost(t);
+    if (r.kind === 'resume') return this.resume(t, r);
+    if (r.kind === 'retry') return this.retry(t, r);
+    if (r.kind === 'reset') return this.reset(t, r);
+    if (OPERATOR_KINDS.includes(r.kind) || r.kind === 'log' || r.kind === 'receipt-completion') {
+      return this.operator(t, r);
+    }
     return this.report(t, r);
   }
 
@@ -337,6 +354,9 @@ class Kernel {
       case 'provider-failure':
         this.note(t, r.kind, r.evidence);
         if (fresh) t.counters['provider-failures'] += 1;
+        if (fresh && r.route) {                       // the route's breaker opens for this task
+          Object.assign(t, {route: r.route, routeOpen: true, probeAt: r.deadline ? r.deadline : 0});
+        }
         return fresh ? {decision: 'applied'} : evidenceOnly;
       case 'message':
         if (this.note(t, r.kind, r.evidence) && running) t.counters.messages += 1;
@@ -405,22 +425,73 @@ class Kernel {
 
   depsDone(t) { return t.deps.every((d) => this.graphSaved(this.tasks[d])); }
 
+  // the conditions `dispatch` and `retry` share, before the attempt's CAS ("Conditions, kind by kind")
+  admission(t) {
+    if (t.state === 'succeeded') return 'terminal-already';
+    if (t.exit === 'needs-reconciliation' || t.exit === 'upgrade-blocked' || t.reopening) return 'held';
+    if (t.requiresAssignment && !t.assigned) return 'assignment-required';
+    if (!this.depsDone(t)) return 'dependency-not-done';
+    if (t.paused) return 'paused';
+    if (this.now < t.notBefore) return 'not-due';
+    if (t.routeOpen) return 'route-unavailable';
+    return null;
+  }
+
+  // what closing the attempt now would retain, and the base it was built on
+  retainable(t) {
+    if (this.dirty(t)) return [t.worktree.content, t.builtOn];
+    if (t.savedWork !== null) return [t.savedWork, t.base];
+    return [t.retained, t.retainedBase];
+  }
+
+  imports(r, retained) {
+    if (!r.imports) return null;
+    if (retained === null) return 'nothing-retained';
+    if (r.imports !== retained) return 'candidate-mismatch';
+    return null;
+  }
+
+  depsGeneration(t) { return t.deps.reduce((n, d) => n + this.tasks[d].generation, 0); }
+
+  depsCurrent(t) { return this.depsDone(t) && t.depsGeneration === this.depsGeneration(t); }
+
   dispatch(t, r) {
     const reject = (code) => ({decision: 'rejected', code});
-    if (this.graphSaved(t)) return reject('terminal-already');
-    if (t.exit !== 'none') return reject('held');
-    if (t.requiresAssignment) return reject('assignment-required');
-    if (!this.depsDone(t)) return reject('dependency-not-done');
+    const refused = this.admission(t);
+    if (refused) return reject(refused);
     if (r['expected-attempt'] !== t.attempt) return reject('cas-moved');
     if (t.state === 'running') return reject('attempt-live');
     const held = this.held(t);
     if (held) return reject(held);
-    if (r.imports) {
-      if (t.retained === null) return reject('nothing-retained');
-      if (r.imports !== t.retained) return reject('candidate-mismatch');
-    }
-    const o = r.owner || {};
+    const bad = this.imports(r, t.retained);
+    if (bad) return reject(bad);
     if (this.afterFailure(t)) t.retries += 1;       // an automatic retry of this generation
+    this.open(t, r);
+    return {decision: 'applied'};
+  }
+
+  // the operator's override: a stuck attempt closed (abandoned, its work retained), a new one
+  // opened, and the automatic retries start again
+  retry(t, r) {
+    const reject = (code) => ({decision: 'rejected', code});
+    const refused = this.admission(t);
+    if (refused) return reject(refused);
+    if (r['expected-attempt'] !== t.attempt) return reject('cas-moved');
+    const running = t.state === 'running';
+    const stuck = !running || (t.ownerSeen === 'dead' && t.phase === 'absent') ||
+      t.exit === 'needs-repair' || t.exit === 'aborted-preserved';
+    if (!stuck) return reject('attempt-live');
+    const bad = this.imports(r, running ? this.retainable(t)[0] : t.retained);
+    if (bad) return reject(bad);
+    if (running) this.close(t, 'abandoned');
+    this.open(t, r);
+    t.retries = 0;
+    return {decision: 'applied'};
+  }
+
+  // opening an attempt (docs/vocabulary.md, "How the facts are kept")
+  open(t, r) {
+    const o = r.owner || {};
     const start = r.imports ? r.imports : this.target;
     const builtOn = r.imports ? (t.retainedBase !== null ? t.retainedBase : this.target) : this.target;
     Object.assign(t, {
@@ -433,8 +504,136 @@ class Kernel {
       savedWork: null, imported: r.imports || null,
       phase: 'absent', exit: 'none', reason: 'none', revision: 0, candidate: null, base: null,
       version: 0, disposition: 'none', receipts: {}, deadline: 0, effectDone: false,
+      completionReceipt: null, depsGeneration: this.depsGeneration(t),
+    });
+  }
+
+  // the owner is not proven exited: the attempt runs and its owner is not known dead
+  ownerHeld(t) { return t.state === 'running' && t.ownerSeen !== 'dead'; }
+
+  reset(t, r) {
+    const reject = (code) => ({decision: 'rejected', code});
+    if (r['expected-generation'] !== t.generation) return reject('cas-moved');
+    if (t.state === 'succeeded') return reject('terminal-already');
+    if (t.state === 'running' && t.phase !== 'absent' && t.exit === 'none' && this.depsCurrent(t)) {
+      return reject('terminal-already');             // a reserved completion wins the race
+    }
+    if (t.effectDone) return reject('terminal-already');
+    if (t.exit === 'needs-reconciliation') return reject('held');
+    const held = this.ownerHeld(t);
+    if (t.reopening && held) return reject('owner-not-proven-dead');
+    if (held) {                                      // only the intent; the old K is fenced
+      t.reopening = true;
+      t.leaseEpoch += 1;
+      return {decision: 'applied'};
+    }
+    const [retained, retainedBase] = this.retainable(t);
+    if (t.state === 'running') this.close(t, 'superseded');
+    Object.assign(t, {
+      generation: t.generation + 1, attempt: 0, phase: 'absent', exit: 'none', reason: 'none', revision: 0,
+      candidate: null, base: null, version: 0, disposition: 'none', receipts: {}, effectDone: false,
+      retries: 0, failure: 'none', reopening: false, retained, retainedBase,
     });
     return {decision: 'applied'};
+  }
+
+  // same-attempt continuation (docs/vocabulary.md, "Planned continuation")
+  resume(t, r) {
+    const reject = (code) => ({decision: 'rejected', code});
+    const o = r.owner || {};
+    if (t.state !== 'running') return reject('terminal-already');
+    if (t.ownerSeen !== 'dead') return reject('owner-not-proven-dead');
+    if (t.phase !== 'absent') return reject('terminal-already');
+    const session = o.session === undefined ? null : o.session;
+    if (!(session === t.owner.session && t.leases.session && t.leases.worktree && t.worktree.present)) {
+      return reject('continuation-unproven');
+    }
+    if (!(o['wrapper-epoch'] > t.owner['wrapper-epoch'] && o['child-epoch'] > t.owner['child-epoch'])) {
+      return reject('continuation-unproven');
+    }
+    t.owner = {pid: o.pid, birth: o.birth, session: t.owner.session, 'wrapper-epoch': o['wrapper-epoch'],
+      'child-epoch': o['child-epoch']};
+    Object.assign(t, {procBirth: o.birth, ownerSeen: 'unverified', deadline: 0, tokenHash: r.mint || null});
+    return {decision: 'applied'};
+  }
+
+  // the operator's and the legacy import's kinds, log and receipt-completion
+  operator(t, r) {
+    const reject = (code) => ({decision: 'rejected', code});
+    const applied = {decision: 'applied'};
+    const evidenceOnly = {decision: 'evidence-only'};
+    const done = this.graphSaved(t);
+    switch (r.kind) {
+      case 'log':
+        if (t.state !== 'running') return reject('terminal-already');
+        t.counters.logs += 1;
+        return applied;
+      case 'receipt-completion':
+        if (t.state !== 'running') return reject('terminal-already');
+        if (!(t.phase === 'absent' && t.exit === 'none')) return reject('illegal-phase-edge');
+        if (t.completionReceipt !== null) return reject('terminal-already');
+        if (!t.worktree.present) return reject('worktree-missing');
+        if (t.worktree.content !== r.candidate) return reject('candidate-mismatch');
+        t.completionReceipt = r.candidate;
+        return applied;
+      case 'probe-route': {
+        if (!t.routeOpen) return reject('route-available');
+        if (this.now < t.probeAt) return reject('probe-not-due');
+        const later = r.deadline > this.now ? r.deadline : this.now + 1;
+        Object.assign(t, r.succeeded ? {routeOpen: false, probeAt: 0} : {probeAt: later});
+        return applied;
+      }
+      case 'assign':
+        if (t.assigned) return evidenceOnly;
+        t.assigned = true;
+        return applied;
+      case 'pause':
+        if (done) return reject('terminal-already');
+        if (t.paused) return evidenceOnly;
+        t.paused = true;
+        return applied;
+      case 'unpause': {
+        if (done) return reject('terminal-already');
+        const notBefore = r.deadline ? r.deadline : 0;
+        if (!t.paused && t.notBefore === notBefore) return evidenceOnly;
+        t.paused = false;
+        t.notBefore = notBefore;
+        return applied;
+      }
+      case 'legacy-done': {
+        const inert = done || t.phase !== 'absent' || t.exit !== 'none';
+        this.note(t, 'legacy-done', r.evidence);
+        if (inert) return evidenceOnly;
+        Object.assign(t, {exit: 'needs-reconciliation', reason: 'legacy-unproven', revision: t.revision + 1,
+          legacyDone: true});
+        return applied;
+      }
+      case 'reconcile': {
+        const legacy = t.exit === 'needs-reconciliation';
+        if (!legacy && t.exit !== 'upgrade-blocked') return reject('illegal-phase-edge');
+        Object.assign(t, {exit: 'none', reason: 'none', revision: t.revision + 1});
+        if (legacy) Object.assign(t, {phase: 'absent', legacyDone: false});
+        return applied;
+      }
+      case 'reconstruct': {
+        if (!(t.exit === 'needs-reconciliation' && t.legacyDone)) return reject('illegal-phase-edge');
+        if (t.state === 'running') return reject('attempt-live');
+        if (!this.depsDone(t)) return reject('dependency-not-done');
+        if (this.target !== r.candidate) return reject('evidence-missing');
+        const fence = t.fence + 1;
+        const receipts = {};
+        const base = r.base === undefined ? null : r.base;
+        for (const k of RECEIPTS) receipts[k] = {fence, candidate: r.candidate, base};
+        Object.assign(t, {fence, attempt: t.attempt + 1, leaseEpoch: t.leaseEpoch + 1, state: 'succeeded',
+          phase: 'graph-saved', exit: 'none', reason: 'none', revision: t.revision + 1,
+          candidate: r.candidate, base, receipts, reconstructed: true,
+          effectDone: true, legacyDone: false, imported: null, depsGeneration: this.depsGeneration(t),
+          leases: {worktree: false, session: false, finish: false}});
+        return applied;
+      }
+      default:
+        return reject('not-authorized');
+    }
   }
 
   // --- the SaveTransaction (docs/vocabulary.md, "The transaction's steps") -----------------
@@ -511,8 +710,8 @@ class Kernel {
         return this.advance(t, r.kind, Object.assign(withDeadline(), {disposition: r.disposition,
           leases: Object.assign({}, t.leases, {finish: true})}));
       case 'prepare-effect':
-        // no reopen in this kernel: the dependencies stay Done on the generation they had
-        if (!this.depsDone(t)) return reject('dependency-reopened');
+        // every dependency Done on the generation it had when the attempt opened
+        if (!this.depsCurrent(t)) return reject('dependency-reopened');
         return this.advance(t, r.kind);
       case 'commit-effect': {
         const land = t.disposition === 'land';
@@ -611,14 +810,14 @@ class Kernel {
   // --- convergence (docs/vocabulary.md, "Convergence") -------------------------------------
   rank(t) {
     const last = PHASES.length;
-    if (this.graphSaved(t) || t.exit !== 'none') return 0;
+    if (this.graphSaved(t) || t.exit !== 'none' || t.legacyDone) return 0;
     if (t.state === 'running' && t.phase !== 'absent') return 1 + (last - 1) - PHASES.indexOf(t.phase);
     if (t.state === 'running') {
       if (t.ownerSeen === 'dead') return last + 3;
       const gone = t.ownerSeen === 'suspect' || !this.alive(t);
       return gone ? last + 4 : 0;
     }
-    return t.requiresAssignment ? last + 2 : last + 1;
+    return t.requiresAssignment && !t.assigned ? last + 2 : last + 1;
   }
 
   nextEdge(t) {
@@ -635,7 +834,7 @@ class Kernel {
     if (!p || !['live-owner', 'scheduled'].includes(p.way) || p.deadline > this.now) return null;
     const base = {actor: 'daemon', task: name, cap: {graph: this.graph.id, task: name, generation: t.generation,
       attempt: t.attempt, fence: t.fence, 'lease-epoch': t.leaseEpoch}};
-    if (p.action === 'probe-owner') {
+    if (p.action === 'probe-owner' || p.action === 'await-handoff') {
       if (probed.has(name)) return null;
       probed.add(name);
       const evidence = `pid:${t.owner.pid}:birth:${t.procBirth ? t.procBirth : 'none'}`;
@@ -693,6 +892,7 @@ class Kernel {
   // --- the observable projection -------------------------------------------------------------
   status(t) {
     if (this.graphSaved(t)) return 'done';
+    if (t.legacyDone) return 'needs-reconciliation';
     if (t.exit !== 'none') return t.exit;
     if (t.state === 'running') return t.phase !== 'absent' ? 'completing' : 'in-progress';
     return 'open';
@@ -703,37 +903,52 @@ class Kernel {
     if (this.graphSaved(t)) return null;
     const running = t.state === 'running';
     const reserved = t.phase !== 'absent';
-    const held = t.exit !== 'none';
-    const open = !running && !held;
+    const held = t.exit !== 'none' || t.legacyDone;
+    const idle = !running && !held && !t.reopening;
+    const due = this.now >= t.notBefore;
+    const open = idle && !t.paused && due && !t.routeOpen;
+    const routeClosed = idle && !t.paused && due && t.routeOpen;
     const deps = this.depsDone(t);
-    const assigned = !t.requiresAssignment;
+    const assigned = !t.requiresAssignment || t.assigned;
     const h = this.held(t);
     const waitsOnOther = t.phase === 'candidate-sealed' || (t.reviewRequired && t.phase === 'awaiting-acceptance');
     const continuation = t.leases.session && t.leases.worktree && t.worktree.present && this.now < t.deadline;
     const owned = running && !reserved && !held;
+    const ownerLive = t.ownerSeen === 'unverified' || t.ownerSeen === 'live';
+    const dead = t.ownerSeen === 'dead';
+    const depReopened = running && reserved && !held && t.phase === 'disposition-recorded' && !this.depsCurrent(t);
     const ways = [
       ['assign', 'runnable', 'assign', open && !assigned],
       ['dispatch', 'runnable', 'dispatch', open && deps && assigned && !h],
       ['repair-required', 'hold', 'await-operator', open && deps && assigned && h === 'repair-required'],
       ['retry-budget-spent', 'hold', 'await-operator', open && deps && assigned && h === 'retry-budget-spent'],
       ['await-dependencies', 'wait', 'await-dependencies', open && !deps && assigned],
-      ['live-owner', 'live-owner', 'probe-owner', owned && (t.ownerSeen === 'unverified' || t.ownerSeen === 'live')],
+      ['live-owner', 'live-owner', 'probe-owner', owned && ownerLive && t.completionReceipt === null],
+      ['await-handoff', 'live-owner', 'await-handoff', owned && ownerLive && t.completionReceipt !== null],
       ['probe-suspect', 'scheduled', 'probe-owner', owned && t.ownerSeen === 'suspect'],
-      ['resume-continuation', 'wait', 'resume', owned && t.ownerSeen === 'dead' && continuation],
-      ['declare-lost', 'scheduled', 'declare-lost', owned && t.ownerSeen === 'dead' && !continuation],
+      ['resume-continuation', 'wait', 'resume', owned && dead && continuation && !t.reopening],
+      ['declare-lost', 'scheduled', 'declare-lost', owned && dead && (!continuation || t.reopening)],
       ['drive-transaction', 'scheduled', 'drive-transaction',
-        running && reserved && !held && !this.targetMoved(t) && !waitsOnOther],
+        running && reserved && !held && !this.targetMoved(t) && !waitsOnOther && !depReopened],
       ['await-review', 'wait', 'await-review', running && !held && waitsOnOther],
       ['mark-repair', 'scheduled', 'mark-repair', running && !held && this.targetMoved(t)],
+      ['paused', 'hold', 'await-operator', idle && t.paused],
+      ['not-yet-due', 'wait', 'await-not-before', idle && !t.paused && !due],
+      ['await-route-probe', 'wait', 'await-route-probe', routeClosed && this.now < t.probeAt],
+      ['probe-route', 'runnable', 'probe-route', routeClosed && this.now >= t.probeAt],
+      ['reopen-pending', 'hold', 'await-operator', !running && !held && t.reopening],
       ['hold', 'hold', 'await-operator', held],
+      ['dependency-reopened', 'hold', 'await-operator', depReopened],
     ].filter((w) => w[3]);
     if (ways.length !== 1) {
       const why = ways.length ? 'several ways: ' + ways.map((w) => w[0]).join(', ') : 'no way forward';
       return {task: name, way: 'hold', action: 'await-operator', reason: why, deadline: 0};
     }
     const [reason, way, action] = ways[0];
-    return {task: name, way, action, reason: reason === 'hold' ? `${t.exit}: ${t.reason}` : reason,
-      deadline: t.deadline};
+    const hold = t.exit === 'none' ? 'needs-reconciliation: legacy-unproven' : `${t.exit}: ${t.reason}`;
+    return {task: name, way, action, reason: reason === 'hold' ? hold : reason,
+      deadline: reason === 'not-yet-due' ? t.notBefore : reason === 'await-route-probe' || reason === 'probe-route'
+        ? t.probeAt : t.deadline};
   }
 
   project() {
@@ -756,16 +971,15 @@ class Kernel {
         candidate: t.candidate, base: t.base, version: t.version, disposition: t.disposition, receipts,
         worktree: Object.assign({}, t.worktree),
         'saved-work': t.savedWork, retained: t.retained, imported: t.imported, promotions: t.promotions,
-        // this kernel declares no receipt-completion: no completion is receipted apart from submit
-        'completion-receipt': null,
+        'completion-receipt': t.completionReceipt,
         'effect-done': t.effectDone, deadline: t.deadline,
         'recovery-rank': t.state === 'running' && t.phase !== 'absent' ? (after.includes(t.phase) ? 2 : 1) : 0,
         counters: Object.assign({}, t.counters),
         evidence: t.evidence.slice().sort(byPair), failure: t.failure, retries: t.retries, 'waiting-on': null,
-        'wait-deadline': 0, 'wait-expired': false, assigned: false, 'legacy-done': false,
-        reconstructed: false, abandoned: false, paused: false, 'not-before': 0, reopening: false,
-        // provider routes: this kernel declares no probe-route, so no breaker is ever open
-        route: null, 'route-breaker': 'available', 'route-probe-at': 0,
+        'wait-deadline': 0, 'wait-expired': false, assigned: t.assigned, 'legacy-done': t.legacyDone,
+        reconstructed: t.reconstructed, abandoned: false, paused: t.paused, 'not-before': t.notBefore,
+        reopening: t.reopening,
+        route: t.route, 'route-breaker': t.routeOpen ? 'unavailable' : 'available', 'route-probe-at': t.probeAt,
         // the review valve: this kernel declares none of its kinds, so every task's valve is
         // the initial one
         review: {phase: 'working', manifest: null, flip: 'absent', evaluation: 'absent',
