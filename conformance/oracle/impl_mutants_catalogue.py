@@ -583,15 +583,6 @@ IN_PROCESS_ONLY = {
     "ledger-task-unhashed": _LEDGER + " (the tamper section edits each column of the file)",
     "synchronous-off": ("a power loss, not a process death: only the in-process crash cuts drop "
                         "what the database had not synced"),
-    "pg-dependencies-unlocked": ("the race reopen-racing-admission judges the order of commits in "
-                                 "the kernel's own ledger (a dependent admitted after its "
-                                 "dependency's reopen), read from its database inside the gate's "
-                                 "process; the races over the protocol (two-dispatchers, "
-                                 "reset-racing-completion, two-terminal-reports) send no reopen "
-                                 "against admissions, and the protocol shows no order of commits "
-                                 "(measured: it survives the quick sections through the protocol "
-                                 "on PostgreSQL; a race over the protocol judging the admissions "
-                                 "from the answers and the projection would be needed)"),
     "pg-deadlock-not-retried": ("the checks that see it need the process: two-dispatchers with "
                                 "the store's row locks turned off inside it (no request turns "
                                 "them off), and crossed-batches, whose two tasks are dispatched "
