@@ -170,6 +170,9 @@ SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
     'worktree-through-symlink',
     'ledger-task-unhashed',
     'secret-file-umask-mode',
+    'ledger-key-unhashed',
+    'land-without-cas',
+    'land-skips-ancestry',
 })
 
 __all__ = ["KILLED_IN_PROCESS", "KILLED_OVER_PROTOCOL", "SURVIVED_OVER_PROTOCOL"]
