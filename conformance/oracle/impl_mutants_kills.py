@@ -173,6 +173,8 @@ SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
     'ledger-key-unhashed',
     'land-without-cas',
     'land-skips-ancestry',
+    'pin-overwrites',
+    'effect-not-reobserved',
 })
 
 __all__ = ["KILLED_IN_PROCESS", "KILLED_OVER_PROTOCOL", "SURVIVED_OVER_PROTOCOL"]
