@@ -175,6 +175,8 @@ SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
     'land-skips-ancestry',
     'pin-overwrites',
     'effect-not-reobserved',
+    'batch-effect-behind-uncommitted',
+    'batch-commits-each',
 })
 
 __all__ = ["KILLED_IN_PROCESS", "KILLED_OVER_PROTOCOL", "SURVIVED_OVER_PROTOCOL"]
