@@ -589,8 +589,8 @@ IN_PROCESS_ONLY = {
                                 "the store's row locks turned off inside it (no request turns "
                                 "them off), and crossed-batches, whose two tasks are dispatched "
                                 "in one batch (group commit is not part of the protocol); "
-                                "measured: the races over the protocol on PostgreSQL do not "
-                                "kill it"),
+                                "measured: the quick gate over the protocol on PostgreSQL, "
+                                "races included, does not kill it"),
 }
 
 IMPL_MUTANTS: tuple[ImplMutant, ...] = tuple(

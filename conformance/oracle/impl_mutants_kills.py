@@ -177,6 +177,7 @@ SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
     'effect-not-reobserved',
     'batch-effect-behind-uncommitted',
     'batch-commits-each',
+    'pg-deadlock-not-retried',
 })
 
 __all__ = ["KILLED_IN_PROCESS", "KILLED_OVER_PROTOCOL", "SURVIVED_OVER_PROTOCOL"]
