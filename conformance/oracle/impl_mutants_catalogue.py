@@ -585,6 +585,12 @@ IN_PROCESS_ONLY = {
     "ledger-task-unhashed": _LEDGER + " (the tamper section edits each column of the file)",
     "synchronous-off": ("a power loss, not a process death: only the in-process crash cuts drop "
                         "what the database had not synced"),
+    "pg-synchronous-commit-off": ("a power loss, not a process death: PostgreSQL's "
+                                  "synchronous_commit off loses only what the server had not "
+                                  "flushed when the server itself stops, which no kill of the "
+                                  "kernel's process does; the in-process contract section reads "
+                                  "the setting of every connection the kernel opens (measured: "
+                                  "it survives the quick gate over the protocol on PostgreSQL)"),
     "pg-deadlock-not-retried": ("the checks that see it need the process: two-dispatchers with "
                                 "the store's row locks turned off inside it (no request turns "
                                 "them off), and crossed-batches, whose two tasks are dispatched "

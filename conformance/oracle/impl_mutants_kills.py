@@ -178,6 +178,9 @@ SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
     'batch-effect-behind-uncommitted',
     'batch-commits-each',
     'pg-deadlock-not-retried',
+    'pg-synchronous-commit-off',
+    'database-umask-mode',
+    'secret-file-world-readable',
 })
 
 __all__ = ["KILLED_IN_PROCESS", "KILLED_OVER_PROTOCOL", "SURVIVED_OVER_PROTOCOL"]
