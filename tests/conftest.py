@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from honest_tokens import honest_tokens  # noqa: F401  (autouse: raw API tests hold tokens)
+from no_leaked_children import no_leaked_children  # noqa: F401  (autouse: protocol tests)
 
 from wgk.conformance.check.driver import Driver
 from wgk.model.env import EnvKind

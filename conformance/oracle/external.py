@@ -121,6 +121,22 @@ class ExternalSystem:
         #: the model beside the kernel while coverage is recorded: the cells of what it is sent
         self.shadow = Shadow.of(graph, self.initial) if join is None else None
         self._spawn()
+        try:
+            self._open(join, world)
+        except BaseException:           # refused at start (or recover): stopped, not left behind
+            self._kill()
+            if self._tmp is not None:
+                self._tmp.cleanup()
+            raise
+        #: the operator's revocation of a principal crosses as the env step ``revoke``, which
+        #: a kernel takes only when it lists it (the probes then revoke through it)
+        self.revocation_undeclared = "revoke" not in self.capabilities.get("env", ())
+        if not self.revocation_undeclared:
+            self.revoke = self._revoke
+
+    def _open(self, join: "ExternalSystem | None", world: dict | None) -> None:
+        """``start`` (or, joining another instance, ``recover``) and the capabilities."""
+        graph = self.graph
         if join is not None:
             self._call({"op": "recover", "protocol": PROTOCOL, "storage": self.storage,
                         "graph": graph}, "recovered")
@@ -134,11 +150,6 @@ class ExternalSystem:
                 start["world"] = world
             reply = self._call(start, "started")
             self.capabilities = check_capabilities(reply.get("capabilities"))
-        #: the operator's revocation of a principal crosses as the env step ``revoke``, which
-        #: a kernel takes only when it lists it (the probes then revoke through it)
-        self.revocation_undeclared = "revoke" not in self.capabilities.get("env", ())
-        if not self.revocation_undeclared:
-            self.revoke = self._revoke
 
     def _revoke(self, principal: str) -> None:
         self._call({"op": "env", "step": {"env": "revoke", "principal": principal}}, "ok")

@@ -592,29 +592,28 @@ IN_PROCESS_ONLY = {
     "cli-kernel-synchronous-normal": _CLI,
     "effect-not-reobserved": ("a land re-observed from the target's reflog after a crash between "
                               "the ref update and the commit of its decision: over the protocol "
-                              "the crash cuts run on the memory world, not on the real one "
-                              "(measured: it survives the quick sections through the protocol); "
-                              "the in-process contract section lands, then asks the git backend "
-                              "again"),
+                              "the quick gate cuts one trace on the real world "
+                              "(wg-daemon-v1-abandoned-dependency-satisfied-readiness), which "
+                              "lands nothing, and the other cuts on the memory world, which has "
+                              "no reflog (measured: it survives the quick sections through the "
+                              "protocol); the in-process contract section lands, then asks the "
+                              "git backend again"),
     "ledger-key-unhashed": _LEDGER + " (the tamper section edits each column of the file)",
     "ledger-task-unhashed": _LEDGER + " (the tamper section edits each column of the file)",
     "synchronous-off": ("a power loss, not a process death: only the in-process crash cuts drop "
                         "what the database had not synced"),
-    "pg-dependencies-unlocked": ("the race reopen-racing-admission judges the order of commits in "
-                                 "the kernel's own ledger (a dependent admitted after its "
-                                 "dependency's reopen), read from its database inside the gate's "
-                                 "process; the races over the protocol (two-dispatchers, "
-                                 "reset-racing-completion, two-terminal-reports) send no reopen "
-                                 "against admissions, and the protocol shows no order of commits "
-                                 "(measured: it survives the quick sections through the protocol "
-                                 "on PostgreSQL; a race over the protocol judging the admissions "
-                                 "from the answers and the projection would be needed)"),
+    "pg-synchronous-commit-off": ("a power loss, not a process death: PostgreSQL's "
+                                  "synchronous_commit off loses only what the server had not "
+                                  "flushed when the server itself stops, which no kill of the "
+                                  "kernel's process does; the in-process contract section reads "
+                                  "the setting of every connection the kernel opens (measured: "
+                                  "it survives the quick gate over the protocol on PostgreSQL)"),
     "pg-deadlock-not-retried": ("the checks that see it need the process: two-dispatchers with "
                                 "the store's row locks turned off inside it (no request turns "
                                 "them off), and crossed-batches, whose two tasks are dispatched "
                                 "in one batch (group commit is not part of the protocol); "
-                                "measured: the races over the protocol on PostgreSQL do not "
-                                "kill it"),
+                                "measured: the quick gate over the protocol on PostgreSQL, "
+                                "races included, does not kill it"),
 }
 
 IMPL_MUTANTS: tuple[ImplMutant, ...] = tuple(

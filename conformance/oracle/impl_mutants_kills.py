@@ -150,6 +150,11 @@ KILLED_OVER_PROTOCOL: dict[str, str] = {
     'glob-doublestar-needs-a-segment': 'replay',
     'archive-on-the-daemons-word': 'probes',
     'reopen-under-prepared-dependent': 'probes',
+    'dispatch-onto-open-route': 'replay',
+    'failed-probe-closes-route': 'replay',
+    'second-completion-receipt-taken': 'replay',
+    'receipt-planned-as-live-owner': 'replay',
+    'pg-dependencies-unlocked': 'races',
 }
 #: Measured through the protocol, and not killed there (each explained by its entry: ``in-process``
 #: or ``survives``).
@@ -164,7 +169,18 @@ SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
     'batch-skips-journal',
     'worktree-through-symlink',
     'ledger-task-unhashed',
-    'pg-dependencies-unlocked',
+    'secret-file-umask-mode',
+    'ledger-key-unhashed',
+    'land-without-cas',
+    'land-skips-ancestry',
+    'pin-overwrites',
+    'effect-not-reobserved',
+    'batch-effect-behind-uncommitted',
+    'batch-commits-each',
+    'pg-deadlock-not-retried',
+    'pg-synchronous-commit-off',
+    'database-umask-mode',
+    'secret-file-world-readable',
 })
 
 __all__ = ["KILLED_IN_PROCESS", "KILLED_OVER_PROTOCOL", "SURVIVED_OVER_PROTOCOL"]

@@ -35,6 +35,9 @@ from wgk.conformance.oracle.external_runs import (
 from wgk.conformance.oracle.external_several import (
     race_external, race_missing, two_kernels_external,
 )
+from wgk.conformance.oracle.external_reopen_race import NAME as REOPEN_RACE
+from wgk.conformance.oracle.external_reopen_race import missing as reopen_race_missing
+from wgk.conformance.oracle.external_reopen_race import reopen_race_external
 from wgk.conformance.oracle.fuzz import FuzzConfig, run_fuzz
 from wgk.conformance.oracle.coverage import recording
 from wgk.conformance.oracle.races import RACES
@@ -354,7 +357,7 @@ def race_checks(budget: str, progress: Progress | None, loaded: list, kernel: Ke
     kernel declares, when that is fewer)."""
     processes, rounds = race_settings(budget)
     processes = min(processes, kernel.capabilities["processes"])
-    meter = Meter("races", len(RACES), progress)
+    meter = Meter("races", len(RACES) + 1, progress)
     out = []
     for name in RACES:
         why = race_missing(name, kernel.capabilities)
@@ -382,7 +385,23 @@ def race_checks(budget: str, progress: Progress | None, loaded: list, kernel: Ke
                              dict(r.to_json(), world=f"external, real processes on one storage, "
                                                      f"{WORLDS['real']}"), group="external"))
         meter.step(name)
-    return out
+    return out + [_reopen_race(kernel, processes, rounds, meter)]
+
+
+def _reopen_race(kernel: Kernel, processes: int, rounds: int, meter: Meter) -> Check:
+    """A reopen racing its dependents' effects, judged from the answers (``external_reopen_race``)."""
+    name = f"{REOPEN_RACE} (external)"
+    why = reopen_race_missing(kernel.capabilities)
+    if why:
+        check = Check("races", name, "skip", 0.0, why, group="external")
+    else:
+        r = reopen_race_external(kernel, processes=processes, rounds=rounds)
+        check = Check("races", name, "pass" if r.ok else "fail", r.seconds,
+                      "" if r.ok else r.problems[0],
+                      dict(r.to_json(), world="external, real processes on one storage"),
+                      group="external")
+    meter.step(REOPEN_RACE)
+    return check
 
 
 def coverage_external(budget: str, progress: Progress | None, loaded: list, kernel: Kernel,
