@@ -423,6 +423,72 @@ def compiled_for(inst: Any, rules: Rules = RULES, state_props: list = (), goals:
     return c
 
 
+#: the compiled models of graphs (``for_graph``), per graph by value, the initial state's
+#: revoked principals, rules, properties and model functions, each with the model functions it
+#: was made under (kept alive, so that no identity in its key can be another object's)
+_BY_GRAPH: dict = {}
+
+
+def _model_functions() -> tuple:
+    """The objects ``model_fingerprint`` names by identity."""
+    out = []
+    for name, mod in sorted(sys.modules.items()):
+        if not name.startswith("wgk.model.") or mod is None:
+            continue
+        for attr, v in sorted(vars(mod).items()):
+            if callable(v) and not isinstance(v, type):
+                out.append(v)
+            elif isinstance(v, dict):
+                out.append(tuple(x for x in v.values() if callable(x)))
+    return tuple(out)
+
+
+def graph_value(g: Any) -> tuple | None:
+    """Every field of the graph ``g`` by value (its mappings as sorted items; the index, made
+    from its tasks, left out); None when a field cannot be a key."""
+    out = []
+    for f in fields(g):
+        if f.name == "index":
+            continue
+        v = getattr(g, f.name)
+        if isinstance(v, dict) or (hasattr(v, "items") and not isinstance(v, (str, bytes))):
+            try:
+                v = ("mapping", tuple(sorted(v.items())))
+            except TypeError:
+                return None
+        out.append(v)
+    key = tuple(out)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def for_graph(s0: State, rules: Rules = RULES, state_props: list = (), goals: list = (),
+              step_props: list = ()) -> "Compiled":
+    """The compiled model of the graph of ``s0``, shared by every run of a graph equal to it in
+    every field, with the same revoked principals at the start, rules, properties and model
+    functions (a model per trace, per fuzzed run, per probe: the same graph compiled once per
+    process, not once per run). The compiled code reads the graph and the revoked principals
+    as constants and every other field of a state as a variable, so it is the same code for
+    each of them; a graph that cannot be keyed gets a model of its own."""
+    g = graph_value(s0.graph)
+    if g is None:
+        return Compiled(s0, rules, state_props, goals, step_props)
+    props = (tuple(state_props), tuple(goals), tuple(step_props))
+    functions = _model_functions()
+    key = (g, s0.revoked, id(rules), tuple(tuple(id(p.pred) for p in ps) for ps in props),
+           tuple(id(v) if not isinstance(v, tuple) else tuple(map(id, v)) for v in functions))
+    hit = _BY_GRAPH.get(key)
+    if hit is None or hit[0].rules is not rules:
+        if len(_BY_GRAPH) > 64:
+            _BY_GRAPH.clear()
+        hit = _BY_GRAPH[key] = (Compiled(s0, rules, state_props, goals, step_props), functions,
+                                props)
+    return hit[0]
+
+
 class Compiled:
     """The compiled model of one graph: ``decide``, the state verdict of a task and the step
     properties, each compiled on first use and kept."""

@@ -271,8 +271,8 @@ class ModelSystem:
         self.last: tuple | None = None
         self.compiled = None
         if COMPILED["default"] if compiled is None else compiled:
-            from wgk.conformance.check.compiled import Compiled
-            self.compiled = Compiled(self.state, rules, always("state"), (), always("step"))
+            from wgk.conformance.check.compiled import for_graph
+            self.compiled = for_graph(self.state, rules, always("state"), (), always("step"))
         self._violations = self._state_violations(self.state) if checking else None
 
     def apply(self, step: dict) -> dict | None:
