@@ -429,17 +429,25 @@ def compiled_for(inst: Any, rules: Rules = RULES, state_props: list = (), goals:
 _BY_GRAPH: dict = {}
 
 
+#: the model's modules loaded, found again when a module is loaded or unloaded
+_MODULES: list = [-1, ()]
+
+
 def _model_functions() -> tuple:
-    """The objects ``model_fingerprint`` names by identity."""
+    """The objects ``model_fingerprint`` names by identity (each module's in the order of its
+    namespace, not sorted: a patched attribute keeps its place, so the same functions give the
+    same tuple)."""
+    if _MODULES[0] != len(sys.modules) or any(sys.modules.get(name) is not mod
+                                              for name, mod in _MODULES[1]):
+        _MODULES[:] = [len(sys.modules), tuple((name, mod) for name, mod in sorted(sys.modules.items())
+                                               if name.startswith("wgk.model.") and mod is not None)]
     out = []
-    for name, mod in sorted(sys.modules.items()):
-        if not name.startswith("wgk.model.") or mod is None:
-            continue
-        for attr, v in sorted(vars(mod).items()):
-            if callable(v) and not isinstance(v, type):
-                out.append(v)
-            elif isinstance(v, dict):
+    for _, mod in _MODULES[1]:
+        for v in vars(mod).values():
+            if isinstance(v, dict):
                 out.append(tuple(x for x in v.values() if callable(x)))
+            elif callable(v) and not isinstance(v, type):
+                out.append(v)
     return tuple(out)
 
 

@@ -53,6 +53,20 @@ def remember(traces: list) -> None:
             _READ[path] = ((st.st_size, st.st_mtime_ns), trace)
 
 
+def unchanged(trace) -> bool:
+    """``trace`` was read from its file as it is now: the file's size and time of change are
+    those recorded when it was read (``remember``, or read here); False for one not recorded."""
+    if not trace.path:
+        return False
+    path = Path(trace.path)
+    hit = _READ.get(path)
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return hit is not None and hit[1] is trace and hit[0] == (st.st_size, st.st_mtime_ns)
+
+
 def incident_traces(m: Any, root: Path | None = None) -> list[Path]:
     """The traces of the mutant's incidents (counterexample traces are not incidents)."""
     out = []

@@ -12,15 +12,17 @@ Stale witnesses (the model changed since they were searched) fail the section wi
 command that searches them again."""
 from __future__ import annotations
 
+import contextlib
 import time
+from pathlib import Path
 from typing import Callable
 
-from wgk.conformance.oracle import witnesses
+from wgk.conformance.oracle import mutant_traces, witnesses
 from wgk.conformance.oracle.coverage import cells, per_kind
 from wgk.conformance.oracle.impl_system import ImplSystem
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, bundled_traces, flag_of
 from wgk.conformance.reports.gate_report import Check
-from wgk.conformance.traces.format import load_traces
+from wgk.conformance.traces.format import load_trace, trace_files
 
 #: The sections whose checks carry the cells they sent (``data["cells"]``).
 MEASURED = ("replay", "probes", "fuzz")
@@ -38,6 +40,22 @@ def sent_cells(sections: dict) -> set | None:
     return found if ran else None
 
 
+def bundled_as_loaded(loaded: list) -> list:
+    """The bundled traces, each taken from ``loaded`` when a trace there was read from the same
+    file (the gate read them once; the file unchanged since, by size and time of change) and
+    read from its file otherwise."""
+    by_path = {}
+    for t in loaded:
+        if t.path:
+            with contextlib.suppress(OSError):
+                by_path[Path(t.path).resolve()] = t
+    out = []
+    for f in trace_files([str(bundled_traces())]):
+        t = by_path.get(f.resolve())
+        out.append(t if t is not None and mutant_traces.unchanged(t) else load_trace(f))
+    return out
+
+
 def measure(loaded: list, earlier: set | None, doc: dict | None = None,
             make_impl: Callable = ImplSystem) -> dict:
     """The coverage of the checks that sent ``earlier`` (the traces alone, by the model, when
@@ -48,7 +66,7 @@ def measure(loaded: list, earlier: set | None, doc: dict | None = None,
     doc = witnesses.load() if doc is None else doc
     t0 = time.perf_counter()
     base = witnesses.trace_cells(loaded) if earlier is None else set(earlier)
-    bundled = load_traces([str(bundled_traces())])       # where the witnesses start
+    bundled = bundled_as_loaded(loaded)                    # where the witnesses start
     sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], make_impl)
     covered = base | sent
     unreached = {c: why for c, why in doc.get("unreached", {}).items() if c not in covered}
