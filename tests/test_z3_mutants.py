@@ -186,3 +186,14 @@ def test_a_mutant_whose_changed_kinds_prove_goes_on_to_every_kind_in_order():
     staged = Prover(Instance.proof(tasks=1), survivor.semantics(), transitions=())
     assert refute(survivor, prover=staged) is None
     assert set(staged.groups) == set(staged.transitions)
+
+
+@pytest.mark.parametrize("name", [m.name for m in MUTANTS.values() if m.decide is not None])
+def test_a_mutant_reducer_is_what_its_incident_traces_replay(name):
+    """A mutant with a reducer of its own is replayed through its incident traces by that
+    reducer, with the compiled model the default of every other run (which compiles the
+    kernel's ``decide``, not the mutant's): some trace detects it by a decision."""
+    from wgk.conformance.oracle import systems
+    assert systems.COMPILED["default"] is True
+    verdicts = trace_verdicts(MUTANTS[name])
+    assert verdicts and any(v["detects"] and "decision" in v["why"] for v in verdicts), verdicts

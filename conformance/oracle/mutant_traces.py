@@ -2,7 +2,8 @@
 
 Every trace whose ``source.incident`` is one of the mutant's incidents is run
 through the executable model with the mutant's rules (its reducer and patched
-functions installed). The trace's expectations are the correct model's
+functions installed; a mutant with a reducer of its own is run by the interpreter, which
+calls it, not by the compiled model, which compiles the kernel's). The trace's expectations are the correct model's
 answers, so a divergence (a decision, a fact, a broken invariant, a step the
 mutant cannot take) means the trace detects the bug it is for.
 """
@@ -90,7 +91,10 @@ def trace_verdicts(m: Any, root: Path | None = None) -> list[dict]:
             if m.decide is not None:
                 stack.enter_context(patched(((systems, "decide", m.decide),)))
             try:
-                result = replay(trace, [ModelSystem(trace, rules=sem.rules)])
+                # a reducer of its own is not the kernel's ``decide`` the compiled model
+                # compiles: its runs are interpreted, so that they decide by the reducer
+                result = replay(trace, [ModelSystem(trace, rules=sem.rules,
+                                                    compiled=False if m.decide is not None else None)])
             except StepError as e:
                 out.append({"trace": path.stem, "detects": True, "why": f"step refused: {e}"})
                 continue
