@@ -375,3 +375,23 @@ def test_a_graph_differing_in_its_dependencies_gives_its_own_answers():
             assert m._state_violations(s) == violations(s)
         assert 1 in m.compiled.verdicts
     assert ModelSystem(free).compiled is not ModelSystem(chain).compiled
+
+
+def test_a_run_restored_to_another_runs_state_of_an_equal_graph_stays_compiled(monkeypatch):
+    """A snapshot of one run restored into another of an equal graph (as the batches' re-sent
+    requests are decided) is evaluated by the shared compiled model, not the interpreter; a
+    snapshot of a graph that differs is left to the interpreter."""
+    from wgk.conformance.oracle import systems
+    trace = load_trace(TRACES[0])
+    first = ModelSystem(trace)
+    for step in trace.steps[:3]:
+        first.apply(step)
+    other = ModelSystem(trace)
+    other.restore(first.snapshot())
+    interpreted = []
+    monkeypatch.setattr(systems, "violations", lambda s: interpreted.append(s) or [])
+    assert other._state_violations(other.state) == first.check()
+    assert interpreted == []
+    apart = ModelSystem({"tasks": [{"name": "x"}]})
+    apart.restore(first.snapshot())
+    assert apart._state_violations(apart.state) == [] and len(interpreted) == 1
