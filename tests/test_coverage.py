@@ -326,3 +326,42 @@ def test_the_witnesses_start_from_the_traces_the_gate_read_unless_their_file_cha
     again = gate_coverage.bundled_as_loaded(first)
     assert again[0] is not first[0] and again[0].title.startswith("changed: ")
     assert again[1] is first[1]
+
+
+class _Contrary:
+    """An implementation answering every step with a decision no model gives."""
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def apply(self, step):
+        return {"decision": "contrary", "trace": self.trace.id}
+
+    def close(self):
+        pass
+
+
+def test_the_witnesses_replayed_on_two_processes_give_one_processs_cells_and_problems(loaded):
+    """Shared among forked processes, the witnesses reach the same cells and report the same
+    problems in the same order; an implementation answering everything wrongly gives a
+    problem per run, in the order of the traces."""
+    doc = witnesses.load()
+    one = witnesses.replay_witnesses(loaded, doc["witnesses"], ImplSystem)
+    two = witnesses.replay_witnesses(loaded, doc["witnesses"], ImplSystem, workers=2)
+    assert one[0] and two == one
+    with recording() as outer:
+        witnesses.replay_witnesses(loaded, doc["witnesses"], ImplSystem, workers=2)
+    assert outer == one[0]
+    wrong = witnesses.replay_witnesses(loaded, doc["witnesses"], _Contrary, workers=3)
+    assert len(wrong[1]) > 10 and wrong == witnesses.replay_witnesses(loaded, doc["witnesses"],
+                                                                      _Contrary)
+
+
+def test_the_witnesses_share_out_in_consecutive_runs_of_about_as_many_steps():
+    jobs = [(n, [{"at": n % 7, "steps": [{}] * (n % 3)}]) for n in range(40)]
+    for workers in (1, 2, 3, 8):
+        chunks = witnesses._chunks(jobs, workers)
+        assert [j for c in chunks for j in c] == jobs
+        assert 1 <= len(chunks) <= workers and all(chunks)
+    assert len(witnesses._chunks(jobs, 2)) == 2
+    assert witnesses._chunks(jobs[:1], 4) == [jobs[:1]]

@@ -57,17 +57,17 @@ def bundled_as_loaded(loaded: list) -> list:
 
 
 def measure(loaded: list, earlier: set | None, doc: dict | None = None,
-            make_impl: Callable = ImplSystem) -> dict:
+            make_impl: Callable = ImplSystem, workers: int = 1) -> dict:
     """The coverage of the checks that sent ``earlier`` (the traces alone, by the model, when
     None) plus the witnesses of ``doc`` (the stored ones by default) replayed against the
     implementation from the bundled traces' states (``make_impl``: trace -> the system under
     test, wgk's own kernel in process by default): per kind, the stale flag, the witnesses'
-    problems."""
+    problems. ``workers``: the processes the witnesses are replayed on."""
     doc = witnesses.load() if doc is None else doc
     t0 = time.perf_counter()
     base = witnesses.trace_cells(loaded) if earlier is None else set(earlier)
     bundled = bundled_as_loaded(loaded)                    # where the witnesses start
-    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], make_impl)
+    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], make_impl, workers)
     covered = base | sent
     unreached = {c: why for c, why in doc.get("unreached", {}).items() if c not in covered}
     return {"stale": witnesses.stale(doc, bundled), "witnesses": len(doc["witnesses"]),
@@ -80,12 +80,12 @@ def measure(loaded: list, earlier: set | None, doc: dict | None = None,
 
 def coverage_checks(budget: str, progress: Progress | None, loaded: list,
                     earlier: set | None = None, doc: dict | None = None,
-                    make_impl: Callable = ImplSystem) -> list[Check]:
+                    make_impl: Callable = ImplSystem, workers: int = 1) -> list[Check]:
     """One check for the witnesses (current, answered alike), one per kind (every reachable
-    cell sent; ``make_impl``: as ``measure``'s)."""
+    cell sent; ``make_impl``, ``workers``: as ``measure``'s)."""
     flag_of(budget, "coverage", BUDGETS[budget]["coverage"])
     meter = Meter("coverage", None, progress)
-    m = measure(loaded, earlier, doc, make_impl)
+    m = measure(loaded, earlier, doc, make_impl, workers)
     out = [Check("coverage", "witnesses", "fail" if m["stale"] or m["problems"] else "pass",
                  m["seconds"],
                  "stale: run wgk coverage --write" if m["stale"] else
