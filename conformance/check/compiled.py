@@ -492,9 +492,17 @@ def for_graph(s0: State, rules: Rules = RULES, state_props: list = (), goals: li
     if hit is None or hit[0].rules is not rules:
         if len(_BY_GRAPH) > 64:
             _BY_GRAPH.clear()
-        hit = _BY_GRAPH[key] = (Compiled(s0, rules, state_props, goals, step_props), functions,
-                                props)
+        c = Compiled(s0, rules, state_props, goals, step_props)
+        c.step_warm = REPLAY_STEP_WARM
+        hit = _BY_GRAPH[key] = (c, functions, props)
     return hit[0]
+
+
+#: how many times a run of a graph (``for_graph``) interprets a request's step properties
+#: before they are compiled: a request of a trace (its key its own) is sent again only when
+#: the same trace is run again, a few times in a gate process, and compiling its step
+#: properties costs about as much as interpreting them 25 times
+REPLAY_STEP_WARM = 25
 
 
 class Compiled:
@@ -505,6 +513,8 @@ class Compiled:
                  step_props: list = (), warm: int | None = None):
         self.graph = s0.graph
         self.warm = WARM if warm is None else warm
+        #: how many times a request's step properties are interpreted before they are compiled
+        self.step_warm = self.warm
         self.n = len(s0.tasks)
         self.rules = rules
         self.state_props = list(state_props)
@@ -958,7 +968,7 @@ class Compiled:
         f = entry[1]
         if f is None:
             entry[3] += 1
-            if entry[3] <= self.warm:
+            if entry[3] <= self.step_warm:
                 return self.interpreted_steps(s, r, d, s2)
             f = entry[1] = self.compile_step(r)
         return f(s, r, d, s2)
