@@ -498,6 +498,13 @@ def for_graph(s0: State, rules: Rules = RULES, state_props: list = (), goals: li
     return hit[0]
 
 
+def forget_graphs() -> None:
+    """Drop the models ``for_graph`` keeps: each part of the gate starts with none, so that
+    what its runs evaluate by compiled code is traced, and recorded by the gate's cache as
+    what the part ran, within the part."""
+    _BY_GRAPH.clear()
+
+
 #: how many times a run of a graph (``for_graph``) interprets a request's step properties
 #: before they are compiled: a request of a trace (its key its own) is sent again only when
 #: the same trace is run again, a few times in a gate process, and compiling its step
