@@ -314,3 +314,84 @@ def test_the_kept_graph_is_networkx_graph_of_the_steps_in_the_order_taken():
     assert list(g.predecessors(5)) == [u for u in g.nodes if g.has_edge(u, 5)]
     assert any(d.get("expanded") for _, d in g.nodes(data=True))
     assert all(len(d["steps"]) >= 1 for _, _, d in g.edges(data=True))
+
+
+def _run(trace, compiled: bool) -> list:
+    """Every step of ``trace`` on a fresh model: its decision, broken invariants, projection."""
+    m = ModelSystem(trace, compiled=compiled)
+    out = [m.check()]
+    for step in trace.steps:
+        try:
+            out.append((m.apply(step), m.check(), m.project()))
+        except StepError as e:
+            out.append(("step refused", str(e)))
+    return out
+
+
+def test_runs_of_equal_graphs_share_one_compiled_model_and_give_the_interpreters_answers():
+    """Every bundled trace replayed twice over, each run's model shared with the runs of an equal
+    graph before it (compiled by then): every decision, verdict and projection the
+    interpreter's. Graphs that differ in one field, or runs under a patched rule, do not share."""
+    traces = [load_trace(p) for p in TRACES]
+    compiled_mod._BY_GRAPH.clear()
+    for _ in range(2):
+        for trace in traces:
+            assert _run(trace, True) == _run(trace, False), trace.id
+    models = {id(ModelSystem(t).compiled) for t in traces}
+    assert 1 < len(models) < len(traces)     # shared, but not one for all
+    graph = {"tasks": [{"name": "a"}, {"name": "b", "deps": ["a"]}]}
+    a, b = ModelSystem(graph), ModelSystem(dict(graph))
+    assert a.compiled is b.compiled and a.graph is not b.graph
+    apart = {"tasks": [{"name": "a"}, {"name": "b"}]}
+    assert ModelSystem(apart).compiled is not a.compiled
+    rules = dict(RULES)
+    assert ModelSystem(graph, rules=rules).compiled is not a.compiled
+    assert ModelSystem(graph, rules=rules).compiled is ModelSystem(graph, rules=rules).compiled
+
+
+def test_a_shared_compiled_model_is_remade_under_a_patched_model_function(monkeypatch):
+    from wgk.model import kernel
+    graph = {"tasks": [{"name": "a"}]}
+    before = ModelSystem(graph).compiled
+    monkeypatch.setattr(kernel, "token_presented", lambda t, r: True)
+    assert ModelSystem(graph).compiled is not before
+
+
+def test_a_graph_differing_in_its_dependencies_gives_its_own_answers():
+    """Two graphs of the same tasks, one with an edge, each state with ``b``'s attempt
+    succeeded while ``a`` is open: only the chain breaks ``dependency-needs-done``. A model
+    shared between them (a key without the edges) would answer the chain as the free graph."""
+    from dataclasses import replace
+    from wgk.model.vocab import AttemptState
+    free = {"tasks": [{"name": "a"}, {"name": "b"}]}
+    chain = {"tasks": [{"name": "a"}, {"name": "b", "deps": ["a"]}]}
+    compiled_mod._BY_GRAPH.clear()
+    from wgk.model.invariants import violations
+    for graph, chained in ((free, False), (chain, True), (free, False)):
+        m = ModelSystem(graph)
+        s = m.state.put(1, replace(m.state.tasks[1], attempt_state=AttemptState.SUCCEEDED))
+        assert ("dependency-needs-done" in violations(s)) == chained
+        for _ in range(compiled_mod.WARM + 2):    # interpreted, then compiled
+            assert m._state_violations(s) == violations(s)
+        assert 1 in m.compiled.verdicts
+    assert ModelSystem(free).compiled is not ModelSystem(chain).compiled
+
+
+def test_a_run_restored_to_another_runs_state_of_an_equal_graph_stays_compiled(monkeypatch):
+    """A snapshot of one run restored into another of an equal graph (as the batches' re-sent
+    requests are decided) is evaluated by the shared compiled model, not the interpreter; a
+    snapshot of a graph that differs is left to the interpreter."""
+    from wgk.conformance.oracle import systems
+    trace = load_trace(TRACES[0])
+    first = ModelSystem(trace)
+    for step in trace.steps[:3]:
+        first.apply(step)
+    other = ModelSystem(trace)
+    other.restore(first.snapshot())
+    interpreted = []
+    monkeypatch.setattr(systems, "violations", lambda s: interpreted.append(s) or [])
+    assert other._state_violations(other.state) == first.check()
+    assert interpreted == []
+    apart = ModelSystem({"tasks": [{"name": "x"}]})
+    apart.restore(first.snapshot())
+    assert apart._state_violations(apart.state) == [] and len(interpreted) == 1

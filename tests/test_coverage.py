@@ -302,3 +302,66 @@ def test_the_written_witness_reaches_its_cell_on_the_model_and_the_implementatio
     assert witnesses.add_written(found, ["archive/outcome/rejected:candidate-mismatch"],
                                  loaded) == []
     assert [w["cells"] for w in found] == [["archive/outcome/rejected:candidate-mismatch"]]
+
+
+def test_the_witnesses_start_from_the_traces_the_gate_read_unless_their_file_changed(
+        tmp_path, monkeypatch):
+    """The section takes the bundled traces the gate read at its start (``remember``) rather
+    than reading and validating every file again; a file changed since is read again, and a
+    trace the gate did not record is read from its file."""
+    import os
+    from wgk.conformance.oracle import mutant_traces
+    from wgk.conformance.reports import gate_coverage
+    for p in sorted(Path(bundled_traces()).rglob("*.json"))[:2]:
+        (tmp_path / p.name).write_bytes(p.read_bytes())
+    monkeypatch.setattr(gate_coverage, "bundled_traces", lambda: tmp_path)
+    first = load_traces([str(tmp_path)])
+    assert [t.id for t in gate_coverage.bundled_as_loaded(first)] == [t.id for t in first]
+    assert not any(a is b for a, b in zip(gate_coverage.bundled_as_loaded(first), first))
+    mutant_traces.remember(first)
+    assert all(a is b for a, b in zip(gate_coverage.bundled_as_loaded(first), first))
+    changed = Path(first[0].path)
+    changed.write_text(changed.read_text().replace('"title": "', '"title": "changed: ', 1))
+    os.utime(changed, ns=(1, 1))
+    again = gate_coverage.bundled_as_loaded(first)
+    assert again[0] is not first[0] and again[0].title.startswith("changed: ")
+    assert again[1] is first[1]
+
+
+class _Contrary:
+    """An implementation answering every step with a decision no model gives."""
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def apply(self, step):
+        return {"decision": "contrary", "trace": self.trace.id}
+
+    def close(self):
+        pass
+
+
+def test_the_witnesses_replayed_on_two_processes_give_one_processs_cells_and_problems(loaded):
+    """Shared among forked processes, the witnesses reach the same cells and report the same
+    problems in the same order; an implementation answering everything wrongly gives a
+    problem per run, in the order of the traces."""
+    doc = witnesses.load()
+    one = witnesses.replay_witnesses(loaded, doc["witnesses"], ImplSystem)
+    two = witnesses.replay_witnesses(loaded, doc["witnesses"], ImplSystem, workers=2)
+    assert one[0] and two == one
+    with recording() as outer:
+        witnesses.replay_witnesses(loaded, doc["witnesses"], ImplSystem, workers=2)
+    assert outer == one[0]
+    wrong = witnesses.replay_witnesses(loaded, doc["witnesses"], _Contrary, workers=3)
+    assert len(wrong[1]) > 10 and wrong == witnesses.replay_witnesses(loaded, doc["witnesses"],
+                                                                      _Contrary)
+
+
+def test_the_witnesses_share_out_in_consecutive_runs_of_about_as_many_steps():
+    jobs = [(n, [{"at": n % 7, "steps": [{}] * (n % 3)}]) for n in range(40)]
+    for workers in (1, 2, 3, 8):
+        chunks = witnesses._chunks(jobs, workers)
+        assert [j for c in chunks for j in c] == jobs
+        assert 1 <= len(chunks) <= workers and all(chunks)
+    assert len(witnesses._chunks(jobs, 2)) == 2
+    assert witnesses._chunks(jobs[:1], 4) == [jobs[:1]]

@@ -74,3 +74,21 @@ def test_the_scratch_directory_is_chosen_and_restored(monkeypatch, tmp_path):
         assert where == str(tmp_path) == tempfile.gettempdir()
     assert tempfile.tempdir == before
 
+
+
+def test_the_coverage_after_the_workers_reports_on_two_what_it_does_on_one(monkeypatch):
+    """The late coverage section shares its witnesses among the gate's workers (the others
+    done by then): the same checks, verdicts and details as in one process."""
+    from wgk.conformance.oracle import witnesses
+    monkeypatch.setitem(gate.BUDGETS, "quick", {"replay": True, "coverage": True})
+    shared = []
+    real = witnesses.replay_witnesses
+    monkeypatch.setattr(witnesses, "replay_witnesses",
+                        lambda *a, **k: shared.append(a[3] if len(a) > 3 else k.get("workers", 1))
+                        or real(*a, **k))
+    one = gate.run_gate("quick", traces=TRACES, workers=1)
+    two = gate.run_gate("quick", traces=TRACES, workers=2)
+    assert shared == [1, 2]
+    assert _shape(one) == _shape(two)
+    [coverage] = [s for s in two.sections_run if s.name == "coverage"]
+    assert len(coverage.checks) > 10

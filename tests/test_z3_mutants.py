@@ -186,3 +186,42 @@ def test_a_mutant_whose_changed_kinds_prove_goes_on_to_every_kind_in_order():
     staged = Prover(Instance.proof(tasks=1), survivor.semantics(), transitions=())
     assert refute(survivor, prover=staged) is None
     assert set(staged.groups) == set(staged.transitions)
+
+
+@pytest.mark.parametrize("name", [m.name for m in MUTANTS.values() if m.decide is not None])
+def test_a_mutant_reducer_is_what_its_incident_traces_replay(name):
+    """A mutant with a reducer of its own is replayed through its incident traces by that
+    reducer, with the compiled model the default of every other run (which compiles the
+    kernel's ``decide``, not the mutant's): some trace detects it by a decision."""
+    from wgk.conformance.oracle import systems
+    assert systems.COMPILED["default"] is True
+    verdicts = trace_verdicts(MUTANTS[name])
+    assert verdicts and any(v["detects"] and "decision" in v["why"] for v in verdicts), verdicts
+
+
+def test_a_trace_replayed_on_a_mutant_stops_at_the_divergence_replay_lists_first():
+    """``first_divergence`` is ``replay``'s first divergence on every incident trace of every
+    mutant of the catalogue (and None where replay finds none)."""
+    from contextlib import ExitStack
+    from wgk.conformance.oracle import mutant_traces, systems
+    from wgk.conformance.oracle.replay import replay
+    from wgk.conformance.oracle.systems import ModelSystem, StepError
+    compared = 0
+    for m in MUTANTS.values():
+        sem = m.semantics()
+        for path in mutant_traces.incident_traces(m):
+            trace = mutant_traces._read(path)
+            with ExitStack() as stack:
+                stack.enter_context(sem.active())
+                if m.decide is not None:
+                    stack.enter_context(patched(((systems, "decide", m.decide),)))
+                make = lambda: ModelSystem(trace, rules=sem.rules,             # noqa: E731
+                                           compiled=False if m.decide is not None else None)
+                try:
+                    whole = replay(trace, [make()]).divergences
+                except StepError:
+                    continue
+                first = mutant_traces.first_divergence(trace, make())
+            assert first == (whole[0] if whole else None), (m.name, path.name)
+            compared += first is not None
+    assert compared > 50

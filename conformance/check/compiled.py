@@ -423,6 +423,95 @@ def compiled_for(inst: Any, rules: Rules = RULES, state_props: list = (), goals:
     return c
 
 
+#: the compiled models of graphs (``for_graph``), per graph by value, the initial state's
+#: revoked principals, rules, properties and model functions, each with the model functions it
+#: was made under (kept alive, so that no identity in its key can be another object's)
+_BY_GRAPH: dict = {}
+
+
+#: the model's modules loaded, found again when a module is loaded or unloaded
+_MODULES: list = [-1, ()]
+
+
+def _model_functions() -> tuple:
+    """The objects ``model_fingerprint`` names by identity (each module's in the order of its
+    namespace, not sorted: a patched attribute keeps its place, so the same functions give the
+    same tuple)."""
+    if _MODULES[0] != len(sys.modules) or any(sys.modules.get(name) is not mod
+                                              for name, mod in _MODULES[1]):
+        _MODULES[:] = [len(sys.modules), tuple((name, mod) for name, mod in sorted(sys.modules.items())
+                                               if name.startswith("wgk.model.") and mod is not None)]
+    out = []
+    for _, mod in _MODULES[1]:
+        for v in vars(mod).values():
+            if isinstance(v, dict):
+                out.append(tuple(x for x in v.values() if callable(x)))
+            elif callable(v) and not isinstance(v, type):
+                out.append(v)
+    return tuple(out)
+
+
+def graph_value(g: Any) -> tuple | None:
+    """Every field of the graph ``g`` by value (its mappings as sorted items; the index, made
+    from its tasks, left out); None when a field cannot be a key."""
+    out = []
+    for f in fields(g):
+        if f.name == "index":
+            continue
+        v = getattr(g, f.name)
+        if isinstance(v, dict) or (hasattr(v, "items") and not isinstance(v, (str, bytes))):
+            try:
+                v = ("mapping", tuple(sorted(v.items())))
+            except TypeError:
+                return None
+        out.append(v)
+    key = tuple(out)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def for_graph(s0: State, rules: Rules = RULES, state_props: list = (), goals: list = (),
+              step_props: list = ()) -> "Compiled":
+    """The compiled model of the graph of ``s0``, shared by every run of a graph equal to it in
+    every field, with the same revoked principals at the start, rules, properties and model
+    functions (a model per trace, per fuzzed run, per probe: the same graph compiled once per
+    process, not once per run). The compiled code reads the graph and the revoked principals
+    as constants and every other field of a state as a variable, so it is the same code for
+    each of them; a graph that cannot be keyed gets a model of its own."""
+    g = graph_value(s0.graph)
+    if g is None:
+        return Compiled(s0, rules, state_props, goals, step_props)
+    props = (tuple(state_props), tuple(goals), tuple(step_props))
+    functions = _model_functions()
+    key = (g, s0.revoked, id(rules), tuple(tuple(id(p.pred) for p in ps) for ps in props),
+           tuple(id(v) if not isinstance(v, tuple) else tuple(map(id, v)) for v in functions))
+    hit = _BY_GRAPH.get(key)
+    if hit is None or hit[0].rules is not rules:
+        if len(_BY_GRAPH) > 64:
+            _BY_GRAPH.clear()
+        c = Compiled(s0, rules, state_props, goals, step_props)
+        c.step_warm = REPLAY_STEP_WARM
+        hit = _BY_GRAPH[key] = (c, functions, props)
+    return hit[0]
+
+
+def forget_graphs() -> None:
+    """Drop the models ``for_graph`` keeps: each part of the gate starts with none, so that
+    what its runs evaluate by compiled code is traced, and recorded by the gate's cache as
+    what the part ran, within the part."""
+    _BY_GRAPH.clear()
+
+
+#: how many times a run of a graph (``for_graph``) interprets a request's step properties
+#: before they are compiled: a request of a trace (its key its own) is sent again only when
+#: the same trace is run again, a few times in a gate process, and compiling its step
+#: properties costs about as much as interpreting them 25 times
+REPLAY_STEP_WARM = 25
+
+
 class Compiled:
     """The compiled model of one graph: ``decide``, the state verdict of a task and the step
     properties, each compiled on first use and kept."""
@@ -431,6 +520,8 @@ class Compiled:
                  step_props: list = (), warm: int | None = None):
         self.graph = s0.graph
         self.warm = WARM if warm is None else warm
+        #: how many times a request's step properties are interpreted before they are compiled
+        self.step_warm = self.warm
         self.n = len(s0.tasks)
         self.rules = rules
         self.state_props = list(state_props)
@@ -884,7 +975,7 @@ class Compiled:
         f = entry[1]
         if f is None:
             entry[3] += 1
-            if entry[3] <= self.warm:
+            if entry[3] <= self.step_warm:
                 return self.interpreted_steps(s, r, d, s2)
             f = entry[1] = self.compile_step(r)
         return f(s, r, d, s2)

@@ -2,7 +2,8 @@
 
 Every trace whose ``source.incident`` is one of the mutant's incidents is run
 through the executable model with the mutant's rules (its reducer and patched
-functions installed). The trace's expectations are the correct model's
+functions installed; a mutant with a reducer of its own is run by the interpreter, which
+calls it, not by the compiled model, which compiles the kernel's). The trace's expectations are the correct model's
 answers, so a divergence (a decision, a fact, a broken invariant, a step the
 mutant cannot take) means the trace detects the bug it is for.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from wgk.conformance.oracle import systems
-from wgk.conformance.oracle.replay import replay
+from wgk.conformance.oracle.lockstep import Divergence, Oracle, match_facts, meets_expectations
 from wgk.conformance.oracle.systems import ModelSystem, StepError
 from wgk.conformance.traces.format import load_trace, trace_files
 from wgk.conformance.z3.mutants import patched
@@ -53,6 +54,20 @@ def remember(traces: list) -> None:
             _READ[path] = ((st.st_size, st.st_mtime_ns), trace)
 
 
+def unchanged(trace) -> bool:
+    """``trace`` was read from its file as it is now: the file's size and time of change are
+    those recorded when it was read (``remember``, or read here); False for one not recorded."""
+    if not trace.path:
+        return False
+    path = Path(trace.path)
+    hit = _READ.get(path)
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return hit is not None and hit[1] is trace and hit[0] == (st.st_size, st.st_mtime_ns)
+
+
 def incident_traces(m: Any, root: Path | None = None) -> list[Path]:
     """The traces of the mutant's incidents (counterexample traces are not incidents)."""
     out = []
@@ -66,7 +81,8 @@ def incident_traces(m: Any, root: Path | None = None) -> list[Path]:
 
 
 def trace_verdicts(m: Any, root: Path | None = None) -> list[dict]:
-    """``[{"trace", "detects", "why"}]``: each incident trace replayed on the mutated model."""
+    """``[{"trace", "detects", "why"}]``: each incident trace replayed on the mutated model, up
+    to its first divergence (the one ``replay`` would list first)."""
     out = []
     sem = m.semantics()
     for path in incident_traces(m, root):
@@ -76,11 +92,39 @@ def trace_verdicts(m: Any, root: Path | None = None) -> list[dict]:
             if m.decide is not None:
                 stack.enter_context(patched(((systems, "decide", m.decide),)))
             try:
-                result = replay(trace, [ModelSystem(trace, rules=sem.rules)])
+                # a reducer of its own is not the kernel's ``decide`` the compiled model
+                # compiles: its runs are interpreted, so that they decide by the reducer
+                first = first_divergence(trace, ModelSystem(
+                    trace, rules=sem.rules, compiled=False if m.decide is not None else None))
             except StepError as e:
                 out.append({"trace": path.stem, "detects": True, "why": f"step refused: {e}"})
                 continue
-        first = result.divergences[0] if result.divergences else None
         why = "" if first is None else f"step {first.step}: {first.what}"
         out.append({"trace": path.stem, "detects": first is not None, "why": why})
     return out
+
+
+def first_divergence(trace, model: ModelSystem) -> Divergence | None:
+    """The first divergence of ``replay(trace, [model])``, the trace run no further than the
+    step where it is found: the model's invariants before the first step, then each step's
+    decision, invariants and facts against the trace (a step the model cannot take is one),
+    then the trace's final facts."""
+    bad = model.check()
+    if bad:
+        return Divergence(trace.id, None, model.name, "invariant", None, [], bad)
+    oracle = Oracle(model, trace=trace.id)
+    for n, step in enumerate(trace.steps):
+        oracle.n = n - 1
+        try:
+            decision = oracle.advance(step)
+        except StepError as e:
+            return Divergence(trace.id, n, model.name, "step-error", step, None, str(e))
+        found = meets_expectations(trace.id, n, step, model, decision)
+        if found:
+            return found[0]
+    if trace.expect:
+        diffs = match_facts(trace.expect, model.project())
+        if diffs:
+            return Divergence(trace.id, None, model.name, "final-facts", None, trace.expect,
+                              None, tuple(diffs))
+    return None

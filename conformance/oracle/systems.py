@@ -271,8 +271,8 @@ class ModelSystem:
         self.last: tuple | None = None
         self.compiled = None
         if COMPILED["default"] if compiled is None else compiled:
-            from wgk.conformance.check.compiled import Compiled
-            self.compiled = Compiled(self.state, rules, always("state"), (), always("step"))
+            from wgk.conformance.check.compiled import for_graph
+            self.compiled = for_graph(self.state, rules, always("state"), (), always("step"))
         self._violations = self._state_violations(self.state) if checking else None
 
     def apply(self, step: dict) -> dict | None:
@@ -371,9 +371,18 @@ class ModelSystem:
                 dict(self.names.tokens))
 
     def restore(self, snap: Any) -> None:
+        """Back to ``snap`` (this run's, or another run's of an equal graph: that graph is
+        then this run's, so that its states are still evaluated by the compiled model, which
+        is one for equal graphs)."""
         self.state, content, sessions, tokens = snap
         self.names.content, self.names.sessions = dict(content), dict(sessions)
         self.names.tokens = dict(tokens)
+        g = self.state.graph
+        if g is not self.graph and self.compiled is not None:
+            from wgk.conformance.check.compiled import graph_value
+            mine = graph_value(self.graph)
+            if mine is not None and graph_value(g) == mine:
+                self.graph = g
 
     def close(self) -> None:
         pass

@@ -422,20 +422,76 @@ def stale(doc: dict, traces: Iterable = ()) -> bool:
 # --- replaying them -------------------------------------------------------------------------
 
 
-def replay_witnesses(traces: list, witnesses: list[dict], make_impl: Callable
-                     ) -> tuple[set, list[str]]:
+def replay_witnesses(traces: list, witnesses: list[dict], make_impl: Callable,
+                     workers: int = 1) -> tuple[set, list[str]]:
     """Send every witness to the model and the implementation (inline ones along their
     trace, forks each on fresh systems after the trace's prefix), recording the cells the
-    implementation is sent; the problems found (a differing answer, a step the trace no longer allows)."""
+    implementation is sent; the problems found (a differing answer, a step the trace no longer allows).
+    ``workers`` > 1: the traces' witnesses shared among that many processes (forked, this one
+    among them), the cells and the problems the same as in one."""
     by_id = {t.id: t for t in traces}
+    groups: dict[str, list[dict]] = {}
+    for w in witnesses:                # one of a trace not loaded: its cells stay uncovered
+        if w["trace"] in by_id:
+            groups.setdefault(w["trace"], []).append(w)
+    jobs = [(by_id[tid], ws) for tid, ws in groups.items()]
+    chunks = _chunks(jobs, workers)
+    if len(chunks) < 2:
+        return _replay_groups(jobs, make_impl)
+    import multiprocessing
+    _FORKED["job"] = (chunks, make_impl)
+    try:
+        with multiprocessing.get_context("fork").Pool(len(chunks) - 1) as pool:
+            later = pool.map_async(_replay_chunk, range(1, len(chunks)))
+            first = _replay_chunk(0)
+            done = [first] + later.get()
+    finally:
+        _FORKED.pop("job", None)
+    cells: set = set()
+    problems: list[str] = []
+    for found, trouble in done:
+        cells |= found
+        problems += trouble
+    _record_here(cells)
+    return cells, problems
+
+
+#: what the forked processes of ``replay_witnesses`` run (inherited, never pickled)
+_FORKED: dict = {}
+
+
+def _record_here(cells: set) -> None:
+    """Cells found in other processes, recorded where this process records (as when sent here)."""
+    from wgk.conformance.oracle import coverage
+    if coverage._SINK["cells"] is not None:
+        coverage._SINK["cells"].update(cells)
+
+
+def _replay_chunk(n: int) -> tuple[set, list[str]]:
+    chunks, make_impl = _FORKED["job"]
+    return _replay_groups(chunks[n], make_impl)
+
+
+def _chunks(jobs: list, workers: int) -> list[list]:
+    """``jobs`` in at most ``workers`` runs of consecutive ones, of about as many steps each."""
+    if workers < 2 or len(jobs) < 2:
+        return [jobs]
+    cost = [sum(max(1, w.get("at", 0)) + len(w.get("steps", [])) for w in ws) for _, ws in jobs]
+    share, out, current, acc = sum(cost) / workers, [], [], 0.0
+    for job, c in zip(jobs, cost):
+        if current and acc + c / 2 > share * (len(out) + 1) and len(out) < workers - 1:
+            out.append(current)
+            current = []
+        current.append(job)
+        acc += c
+    out.append(current)
+    return out
+
+
+def _replay_groups(jobs: list, make_impl: Callable) -> tuple[set, list[str]]:
     problems: list[str] = []
     with recording() as cells:
-        groups: dict[str, list[dict]] = {}
-        for w in witnesses:            # one of a trace not loaded: its cells stay uncovered
-            if w["trace"] in by_id:
-                groups.setdefault(w["trace"], []).append(w)
-        for tid, ws in groups.items():
-            trace = by_id[tid]
+        for trace, ws in jobs:
             inline = [w for w in ws if not w["fork"]]
             if inline:
                 problems += _run(trace, inline, make_impl)

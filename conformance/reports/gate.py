@@ -95,8 +95,11 @@ SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mut
 
 def _call(name: str, budget: str, progress: Progress | None, *, loaded: list | None = None,
           sources: list[str] | None = None, counterexamples: str = COUNTEREXAMPLES,
-          backend: str | None = None, earlier: Earlier | None = None, **part) -> list[Check]:
-    """The section's checks (``part``: which of its traces or mutants, when it is split)."""
+          backend: str | None = None, earlier: Earlier | None = None, workers: int = 1,
+          **part) -> list[Check]:
+    """The section's checks (``part``: which of its traces or mutants, when it is split;
+    ``workers``: the processes the coverage's witnesses may use, the late sections running
+    when the others are done)."""
     fn = dict(SECTIONS)[name]
     if name in TRACE_SECTIONS:
         if not loaded:
@@ -111,7 +114,8 @@ def _call(name: str, budget: str, progress: Progress | None, *, loaded: list | N
     if name == "coverage":
         if not loaded:
             raise Nothing(f"no traces to measure coverage on in {', '.join(sources or ['?'])}")
-        return fn(budget, progress, loaded, earlier.cells if earlier is not None else None)
+        return fn(budget, progress, loaded, earlier.cells if earlier is not None else None,
+                  workers=workers)
     return fn(budget, progress, **part)
 
 
@@ -153,7 +157,8 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
             return section
     def call() -> list[Check]:
         return _nonempty(_call(name, budget, progress, loaded=loaded, sources=sources,
-                               counterexamples=counterexamples, backend=backend, earlier=earlier))
+                               counterexamples=counterexamples, backend=backend, earlier=earlier,
+                               workers=workers))
     if cache is not None:
         key = cache.key(name, {}, part_inputs(name, budget, loaded, {}, earlier))
         checks = cache.lookup(key, name)
@@ -262,13 +267,14 @@ def part_inputs(name: str, budget: str, loaded: list | None, spec: dict,
 
 
 def _in_turn(budget: str, progress: Progress | None, kw: dict,
-             sections: list[Section] | None = None, cache: GateCache | None = None
-             ) -> list[Section]:
-    """The sections not yet in ``sections``, one after another in this process."""
+             sections: list[Section] | None = None, cache: GateCache | None = None,
+             workers: int = 1) -> list[Section]:
+    """The sections not yet in ``sections``, one after another in this process (``workers``:
+    the processes a section may share its work with, the others being done)."""
     sections = list(sections or [])
     for name, _ in SECTIONS[len(sections):]:
         sections.append(run_section(name, budget, progress, **kw, cache=cache,
-                                    earlier=earlier_results(sections)))
+                                    earlier=earlier_results(sections), workers=workers))
     return sections
 
 
@@ -314,7 +320,7 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
         run_parts(parts, workers, progress, on_done)
     done = [sections[n] for n in early]
     if external is None:
-        return _in_turn(budget, progress, dict(kw), done, cache)
+        return _in_turn(budget, progress, dict(kw), done, cache, workers)
     for name, _ in SECTIONS[len(done):]:
         done.append(run_section(name, budget, progress, **kw, external=external,
                                 earlier=earlier_results(done)))

@@ -12,15 +12,17 @@ Stale witnesses (the model changed since they were searched) fail the section wi
 command that searches them again."""
 from __future__ import annotations
 
+import contextlib
 import time
+from pathlib import Path
 from typing import Callable
 
-from wgk.conformance.oracle import witnesses
+from wgk.conformance.oracle import mutant_traces, witnesses
 from wgk.conformance.oracle.coverage import cells, per_kind
 from wgk.conformance.oracle.impl_system import ImplSystem
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, bundled_traces, flag_of
 from wgk.conformance.reports.gate_report import Check
-from wgk.conformance.traces.format import load_traces
+from wgk.conformance.traces.format import load_trace, trace_files
 
 #: The sections whose checks carry the cells they sent (``data["cells"]``).
 MEASURED = ("replay", "probes", "fuzz")
@@ -38,18 +40,34 @@ def sent_cells(sections: dict) -> set | None:
     return found if ran else None
 
 
+def bundled_as_loaded(loaded: list) -> list:
+    """The bundled traces, each taken from ``loaded`` when a trace there was read from the same
+    file (the gate read them once; the file unchanged since, by size and time of change) and
+    read from its file otherwise."""
+    by_path = {}
+    for t in loaded:
+        if t.path:
+            with contextlib.suppress(OSError):
+                by_path[Path(t.path).resolve()] = t
+    out = []
+    for f in trace_files([str(bundled_traces())]):
+        t = by_path.get(f.resolve())
+        out.append(t if t is not None and mutant_traces.unchanged(t) else load_trace(f))
+    return out
+
+
 def measure(loaded: list, earlier: set | None, doc: dict | None = None,
-            make_impl: Callable = ImplSystem) -> dict:
+            make_impl: Callable = ImplSystem, workers: int = 1) -> dict:
     """The coverage of the checks that sent ``earlier`` (the traces alone, by the model, when
     None) plus the witnesses of ``doc`` (the stored ones by default) replayed against the
     implementation from the bundled traces' states (``make_impl``: trace -> the system under
     test, wgk's own kernel in process by default): per kind, the stale flag, the witnesses'
-    problems."""
+    problems. ``workers``: the processes the witnesses are replayed on."""
     doc = witnesses.load() if doc is None else doc
     t0 = time.perf_counter()
     base = witnesses.trace_cells(loaded) if earlier is None else set(earlier)
-    bundled = load_traces([str(bundled_traces())])       # where the witnesses start
-    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], make_impl)
+    bundled = bundled_as_loaded(loaded)                    # where the witnesses start
+    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], make_impl, workers)
     covered = base | sent
     unreached = {c: why for c, why in doc.get("unreached", {}).items() if c not in covered}
     return {"stale": witnesses.stale(doc, bundled), "witnesses": len(doc["witnesses"]),
@@ -62,12 +80,12 @@ def measure(loaded: list, earlier: set | None, doc: dict | None = None,
 
 def coverage_checks(budget: str, progress: Progress | None, loaded: list,
                     earlier: set | None = None, doc: dict | None = None,
-                    make_impl: Callable = ImplSystem) -> list[Check]:
+                    make_impl: Callable = ImplSystem, workers: int = 1) -> list[Check]:
     """One check for the witnesses (current, answered alike), one per kind (every reachable
-    cell sent; ``make_impl``: as ``measure``'s)."""
+    cell sent; ``make_impl``, ``workers``: as ``measure``'s)."""
     flag_of(budget, "coverage", BUDGETS[budget]["coverage"])
     meter = Meter("coverage", None, progress)
-    m = measure(loaded, earlier, doc, make_impl)
+    m = measure(loaded, earlier, doc, make_impl, workers)
     out = [Check("coverage", "witnesses", "fail" if m["stale"] or m["problems"] else "pass",
                  m["seconds"],
                  "stale: run wgk coverage --write" if m["stale"] else
