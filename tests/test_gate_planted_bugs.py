@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dataclasses
+
 import pytest
 
 import wgk.impl.decisions.rules as rules
-from wgk.impl.storage.records import evolve as replace
+import wgk.impl.decisions.transaction as transaction
 from wgk.conformance.reports import gate
 from wgk.conformance.check.explore import Instance
 
@@ -56,10 +58,11 @@ def test_skipping_the_fence_check_is_reported(monkeypatch):
 
 
 def test_writing_done_on_submit_is_reported(monkeypatch):
-    def done_on_submit(ctx):
-        t = ctx.record
-        return rules.succeeded(ctx, replace(t, phase="graph-saved", attempt_state="succeeded"))
-    monkeypatch.setitem(rules.RULES, "submit", rules.Rule((), done_on_submit))
+    # a submit is decided by the write its row of the steps' table names: that row writes the
+    # GraphSave's phase and a succeeded attempt
+    done = dataclasses.replace(transaction.STEPS["submit"], to="graph-saved",
+                               sets=lambda ctx: {"attempt_state": "succeeded"})
+    monkeypatch.setitem(transaction.STEPS, "submit", done)
     r = gate.run_gate("quick", traces=[str(INCIDENTS / "14-message-does-not-resurrect-done.json")])
     assert r.verdict == "fail" and failing(r, "replay")
     assert failing(r, "fuzz"), "generated runs see it too"
