@@ -140,3 +140,18 @@ def test_only_the_owners_this_test_started_are_counted(owners_left):
     finally:
         foreign.kill()
         foreign.wait()
+
+
+def test_every_budget_cuts_a_landing_trace_on_the_real_world_first():
+    """A cut between a land's ref update in the real repository and the commit of its decision
+    exists only in a trace that commits an effect: each budget's real-world cuts start there."""
+    from wgk.conformance.reports.gate_traces import real_selection
+    from wgk.conformance.traces.format import load_traces
+    loaded = load_traces([Path(__file__).resolve().parents[1] / "traces"])
+    by_id = {t.id: t for t in loaded}
+    for budget in ("quick", "default"):
+        chosen = real_selection(budget, loaded, "cuts")
+        assert chosen, budget
+        assert all(any(s.get("request", {}).get("kind") == "commit-effect" for s in by_id[i].steps)
+                   for i in chosen), (budget, chosen)
+    assert real_selection("quick", loaded, "cuts") == {"wg-runtime-v1-crash-after-promotion"}

@@ -590,14 +590,6 @@ IN_PROCESS_ONLY = {
                                  "(one that does would be needed); the in-process tamper section "
                                  "plants it"),
     "cli-kernel-synchronous-normal": _CLI,
-    "effect-not-reobserved": ("a land re-observed from the target's reflog after a crash between "
-                              "the ref update and the commit of its decision: over the protocol "
-                              "the quick gate cuts one trace on the real world "
-                              "(wg-daemon-v1-abandoned-dependency-satisfied-readiness), which "
-                              "lands nothing, and the other cuts on the memory world, which has "
-                              "no reflog (measured: it survives the quick sections through the "
-                              "protocol); the in-process contract section lands, then asks the "
-                              "git backend again"),
     "ledger-key-unhashed": _LEDGER + " (the tamper section edits each column of the file)",
     "ledger-task-unhashed": _LEDGER + " (the tamper section edits each column of the file)",
     "synchronous-off": ("a power loss, not a process death: only the in-process crash cuts drop "

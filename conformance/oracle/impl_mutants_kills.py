@@ -155,6 +155,7 @@ KILLED_OVER_PROTOCOL: dict[str, str] = {
     'second-completion-receipt-taken': 'replay',
     'receipt-planned-as-live-owner': 'replay',
     'pg-dependencies-unlocked': 'races',
+    'effect-not-reobserved': 'crash-cuts',
 }
 #: Measured through the protocol, and not killed there (each explained by its entry: ``in-process``
 #: or ``survives``).
@@ -174,7 +175,6 @@ SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
     'land-without-cas',
     'land-skips-ancestry',
     'pin-overwrites',
-    'effect-not-reobserved',
     'batch-effect-behind-uncommitted',
     'batch-commits-each',
     'pg-deadlock-not-retried',

@@ -40,12 +40,20 @@ def real_selection(budget: str, loaded: list, key: str) -> set[str]:
     if not b.get(key):
         return set()
     n = count_of(budget, "real-world", b[key], key)
-    if key == "cuts":              # a cut costs a restore of the real world: the shortest first
+    if key == "cuts":
+        # A cut costs a restore of the real world: the shortest first, after those that land
+        # (only there does a cut fall between a land's ref update and the commit of its decision).
         able = [t for t in able if _real_score(t) >= 2]
-        ranked = sorted(able, key=lambda t: (sum("request" in s for s in t.steps), t.id))
+        ranked = sorted(able, key=lambda t: (not _lands(t), sum("request" in s for s in t.steps), t.id))
     else:
         ranked = sorted(able, key=lambda t: (-_real_score(t), len(t.steps), t.id))
     return {t.id for t in ranked[:n]}
+
+
+def _lands(trace) -> bool:
+    """Whether the trace commits an effect: only there does a cut fall between a land's ref update
+    in the real repository and the commit of its decision."""
+    return any(s.get("request", {}).get("kind") == "commit-effect" for s in trace.steps)
 
 
 def _world(trace, selected: set[str]) -> tuple[str, str]:
