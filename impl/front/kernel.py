@@ -693,8 +693,9 @@ class Kernel:
             if code is None:
                 raise StoreError(f"task {r.task!r}: a dispatch did not open an attempt "
                                  "although the stored facts admit it")
-            if code in HOLD_CODES:
-                return decision(REJECTED, code)   # not an answer yet: nothing written
+            response = decision(REJECTED, code)
+            if is_hold(response):
+                return response                   # not an answer yet: nothing written
             return self._refused(r, code, observe)
         outcome = OPENING.then(self._context(r, old, observe))
         if not may_perform:
