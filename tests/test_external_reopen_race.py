@@ -32,9 +32,12 @@ def test_dependency_rows_left_unlocked_on_postgresql_are_seen_from_the_answers(t
     m = MUTANTS_BY_NAME["pg-dependencies-unlocked"]
     copy = materialize(m.patches, tmp_path / "copy", m.name)
     kernel = Kernel(f"env PYTHONPATH={copy} {SERVED} --postgres {server()}")
-    r = reopen_race_external(kernel, processes=3, rounds=12)
+    for _ in range(5):    # a race: most runs of 12 rounds see it, and five runs make a miss rare
+        r = reopen_race_external(kernel, processes=3, rounds=12)
+        if not r.ok:
+            break
     assert not r.ok
-    assert "were both answered applied" in r.problems[0], r.problems
+    assert any("were both answered applied" in p for p in r.problems), r.problems
 
 
 def _answer(task: str, wire: dict, decision: str, code: str = "", at: float = 0.0) -> dict:

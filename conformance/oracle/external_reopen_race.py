@@ -34,6 +34,7 @@ import time
 from wgk.conformance.oracle.dependency_races import _EDGES, _BEARERS
 from wgk.conformance.oracle.external import ExternalSystem, ProtocolError
 from wgk.conformance.oracle.external_runs import Kernel, Unusable
+from wgk.conformance.oracle.external_several import run_threads
 from wgk.conformance.oracle.races import RaceResult, _owner, _token
 
 NAME = "reopen-racing-effect"
@@ -177,13 +178,7 @@ def _run(instances: list[ExternalSystem], rounds: int) -> dict:
             barrier.abort()
             for event in answered:
                 event.set()
-    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if broken:
-        raise broken[0]
+    run_threads(n, worker, broken)
     return answers
 
 

@@ -203,6 +203,13 @@ def _run(instances: list[ExternalSystem], name: str, rounds: int) -> dict:
         except BaseException as e:                 # reported below, never swallowed
             broken.append(e)
             barrier.abort()
+    run_threads(n, worker, broken)
+    return answers
+
+
+def run_threads(n: int, worker, broken: list[BaseException]) -> None:
+    """``worker(i)`` for each of ``n`` instances on a thread of its own, all waited for; the
+    first exception a worker recorded in ``broken`` is raised."""
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n)]
     for t in threads:
         t.start()
@@ -210,7 +217,6 @@ def _run(instances: list[ExternalSystem], name: str, rounds: int) -> dict:
         t.join()
     if broken:
         raise broken[0]
-    return answers
 
 
 def _check_after(result: RaceResult, projection: dict, answers: dict,
