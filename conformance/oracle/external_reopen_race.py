@@ -34,7 +34,7 @@ import time
 from wgk.conformance.oracle.dependency_races import _EDGES, _BEARERS
 from wgk.conformance.oracle.external import ExternalSystem, ProtocolError
 from wgk.conformance.oracle.external_runs import Kernel, Unusable
-from wgk.conformance.oracle.external_several import run_threads
+from wgk.conformance.oracle.external_several import racing, run_threads
 from wgk.conformance.oracle.races import RaceResult, _owner, _token
 
 NAME = "reopen-racing-effect"
@@ -113,7 +113,7 @@ def reopen_race_external(kernel: Kernel, *, processes: int, rounds: int) -> Race
     result = RaceResult(NAME, processes, rounds)
     first = kernel.system(graph(processes, rounds), where=f"race {NAME}")
     others: list[ExternalSystem] = []
-    try:
+    with racing(NAME, first, others):
         try:
             for r in range(rounds):
                 _advance(first, f"d{r}", len(_EDGES))
@@ -122,19 +122,13 @@ def reopen_race_external(kernel: Kernel, *, processes: int, rounds: int) -> Race
         except SetupRefused as e:
             result.problems.append(str(e))
             return result
-        others = [ExternalSystem(kernel.command, graph(processes, rounds), join=first,
-                                 timeout=kernel.timeout) for _ in range(processes - 1)]
+        others.extend(ExternalSystem(kernel.command, graph(processes, rounds), join=first,
+                                     timeout=kernel.timeout) for _ in range(processes - 1))
         t0 = time.perf_counter()
         answers = _run([first] + others, rounds)
         result.seconds = time.perf_counter() - t0
         judge(result, answers)
         _check_journal(result, first.project(), answers)
-    except ProtocolError as e:
-        raise Unusable(f"race {NAME}: {e}") from None
-    finally:
-        for ext in others:
-            ext.close()
-        first.close()
     return result
 
 

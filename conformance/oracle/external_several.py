@@ -21,6 +21,8 @@ from __future__ import annotations
 import threading
 import time
 
+from contextlib import contextmanager
+
 from dataclasses import replace
 
 from wgk.conformance.oracle.external import ExternalSystem, ProtocolError
@@ -160,9 +162,9 @@ def race_external(kernel: Kernel, name: str, *, processes: int, rounds: int,
     result = RaceResult(name, processes, rounds)
     first = kernel.system(graph, where=f"race {name}", real=real)
     others: list[ExternalSystem] = []
-    try:
+    with racing(name, first, others):
         _prepare(first, name, rounds)
-        others = [_join(kernel, graph, first) for _ in range(processes - 1)]
+        others.extend(_join(kernel, graph, first) for _ in range(processes - 1))
         instances = [first] + others
         if real:                       # every owner started before the race, not in it
             for r in range(rounds):
@@ -176,13 +178,21 @@ def race_external(kernel: Kernel, name: str, *, processes: int, rounds: int,
         _check_after(result, projection, answers, winners)
         if real and not result.problems:
             _check_repository(result, first, projection)
+    return result
+
+
+@contextmanager
+def racing(name: str, first: ExternalSystem, others: list[ExternalSystem]):
+    """The life of a race's instances: a protocol error in it makes the race unusable,
+    and every instance (``others`` as it stands at the end) is closed, the first last."""
+    try:
+        yield
     except ProtocolError as e:
         raise Unusable(f"race {name}: {e}") from None
     finally:
         for ext in others:
             ext.close()
         first.close()
-    return result
 
 
 def _run(instances: list[ExternalSystem], name: str, rounds: int) -> dict:
