@@ -184,3 +184,32 @@ def test_a_recovered_states_projection_is_computed_once_and_only_for_that_state(
         assert tails.projection(impl) == impl.project() != shown and tails.projected == 1
     finally:
         impl.close()
+
+
+def test_the_rebuild_compares_with_the_projection_the_cut_observed_while_nothing_was_written():
+    """The live projection given to the rebuild is the one compared: the same as projecting
+    again when it is the kernel's; a different one is a difference. A cut hands it over only
+    while no row and nothing of the world changed since it observed it."""
+    trace = load_trace(TRACE)
+    impl = ImplSystem(trace)
+    try:
+        for step in trace.steps:
+            impl.apply(step)
+        kernel = impl.kernel
+        shown = kernel.project()
+        assert kernel.rebuild(live=shown).ok and kernel.rebuild().ok
+        name = sorted(shown["tasks"])[0]
+        wrong = dict(shown, tasks=dict(shown["tasks"], **{name: {"planted": True}}))
+        assert kernel.rebuild(live=wrong).differences == \
+            [f"the observable projection of task {name!r} differs"]
+        assert kernel.rebuild(live=dict(shown, journal={})).differences == \
+            ["the observable projection's globals differ: journal"]
+        observed = crashcuts._Shown(impl, impl.project())
+        assert observed.live(impl) == shown
+        impl.world.clock.advance(1)                                   # the world moved
+        assert observed.live(impl) is None
+        observed = crashcuts._Shown(impl, impl.project())
+        kernel.store.set_meta("unread", "by the projection")           # a row written
+        assert observed.live(impl) is None
+    finally:
+        impl.close()

@@ -381,6 +381,7 @@ def _recovered(trace: Trace, k: int, step: dict, snap: _Snapshot, impl: ImplSyst
     want = _resend_answer(decision, landed=at_landed and not at_prefix)
     answer = impl.apply(step)                     # the client re-sends, same key
     after = scope.of_impl(impl)
+    shown = _Shown(impl, after)
     out = is_valid_step(Observed(want, landed), Observed(answer, after),
                         trace=trace.id, step=k, system="impl", request=request, boundary=where,
                         what=("resend-decision", "after-resend")).divergences
@@ -393,18 +394,20 @@ def _recovered(trace: Trace, k: int, step: dict, snap: _Snapshot, impl: ImplSyst
     key = tails.key(impl, after, snap) if tails is not None and not finish else None
     if key is not None and tails.passed(key):
         return out                                # an equivalent cut's checks all passed
-    tail = _after_resend(trace, k, request, impl, snap, where, finish and not out)
+    tail = _after_resend(trace, k, request, impl, snap, where, finish and not out, shown)
     if key is not None and not tail:
         tails.add(key)
     return out + tail
 
 
 def _after_resend(trace: Trace, k: int, request: dict, impl: ImplSystem, snap: _Snapshot,
-                  where: str, finish: bool) -> list[Divergence]:
+                  where: str, finish: bool, shown: "_Shown | None" = None) -> list[Divergence]:
     """The thorough checks after the re-send: the ledger, the rebuild and the audit; then
     (``finish``) the rest of the trace, or convergence, the same checks again and its
-    fixpoint."""
-    consistent = _consistent(trace, k, request, impl.kernel, where, snap.replayed, snap.scratch)
+    fixpoint (``shown``: the kernel's projection after the re-send, which the rebuild
+    compares with while nothing was written since)."""
+    consistent = _consistent(trace, k, request, impl.kernel, where, snap.replayed, snap.scratch,
+                             (lambda: shown.live(impl)) if shown is not None else None)
     out = list(consistent)
     if finish:
         return out + _finish(trace, k, impl, where)
@@ -523,6 +526,32 @@ class Tails:
         self.seen.add(key)
 
 
+class _Shown:
+    """The kernel's projection as a cut observed it, with the rows its connection had changed
+    then: still the live projection while no row was changed since (``live``)."""
+
+    def __init__(self, impl: ImplSystem, projection: dict):
+        self.projection = {k: v for k, v in projection.items() if k != "ready"}
+        self.changes = getattr(impl.kernel.conn, "total_changes", None)
+        self.world = _world_bytes(impl.world)
+
+    def live(self, impl: ImplSystem) -> dict | None:
+        if self.changes is None or self.world is None or \
+                impl.kernel.conn.total_changes != self.changes or \
+                _world_bytes(impl.world) != self.world:
+            return None
+        return self.projection
+
+
+def _world_bytes(world) -> bytes | None:
+    if isinstance(world, RealWorld):
+        return None
+    try:
+        return pickle.dumps(world)
+    except Exception:                  # noqa: BLE001 -- a world that cannot be pickled: not known
+        return None
+
+
 class _Lazy:
     """A value computed when first asked for (then kept)."""
 
@@ -586,17 +615,20 @@ def _fixpoint(trace: Trace, k: int, request: dict, kernel: Kernel, report,
 
 
 def _consistent(trace: Trace, k: int, request: dict, kernel: Kernel, where: str,
-                start=None, scratch=None) -> list[Divergence]:
+                start=None, scratch=None,
+                live: Callable[[], dict | None] | None = None) -> list[Divergence]:
     """The ledger verifies, rebuilds to the live projection (the replay of the whole ledger:
     from ``start``, the events before the step as replayed in the crash-free run, when the
     verified ledger still holds them; on ``scratch``, a scratch kernel kept open on it for
-    the step's cuts), and the audit finds nothing."""
+    the step's cuts), and the audit finds nothing. ``live``: the kernel's projection as the
+    cut observed it, when nothing was written since (the rebuild compares with it rather than
+    projecting the live kernel again)."""
     out = []
     ledger = kernel.verify_ledger()
     if not ledger.ok:
         out.append(_divergence(trace, k, "ledger", request, "hash links verify", ledger.to_json(),
                                boundary=where))
-    rebuilt = kernel.rebuild(start=start, scratch=scratch)
+    rebuilt = kernel.rebuild(start=start, scratch=scratch, live=live() if live else None)
     if not rebuilt.ok:
         out.append(_divergence(trace, k, "rebuild", request, "rebuild equals the live projection",
                                rebuilt.differences[:5], boundary=where))
