@@ -105,3 +105,111 @@ def test_the_gate_reports_how_many_cuts_were_decided_by_equivalence():
     assert section.by_equivalence == shared.equivalent > 0
     assert section.to_json()["by-equivalence"] == shared.equivalent
     assert "by-equivalence" not in Section("replay", [], 0.0).to_json()
+
+
+FAN_IN = ROOT / "traces" / "incidents" / "01b-fan-in-waits-for-every-dependency.json"
+
+
+def test_a_cut_recovered_to_an_earlier_passing_cuts_state_is_that_cut_and_gives_its_own_verdict():
+    """The same step re-sent on the same recovered state: decided whole by the earlier cut;
+    the verdicts are every cut's own."""
+    trace = load_trace(FAN_IN)
+    alone, shared = crash_cuts(trace, equivalence=False), crash_cuts(trace)
+    whole = [c for c in shared.cuts if c.recovered_equivalent]
+    assert whole and all(c.equivalent for c in whole)
+    assert not any(c.recovered_equivalent for c in alone.cuts)
+    assert _verdicts(shared) == _verdicts(alone) and shared.passed
+    # each is decided by an earlier cut of its own step
+    for c in whole:
+        assert any(e.step == c.step and e.index < c.index and not e.recovered_equivalent
+                   for e in shared.cuts)
+
+
+@pytest.mark.parametrize("parity", [0, 1])
+def test_a_recovered_state_that_fails_is_never_reused(monkeypatch, parity):
+    """The recovered projection wrong in some states (by the ledger's length): each cut
+    recovered to such a state fails, exactly as when each cut checks its own."""
+    real = ImplSystem.project
+
+    def project(self):
+        shown = real(self)
+        if self.kernel.ledger_head() % 2 == parity:
+            shown = dict(shown, target="planted")
+        return shown
+    monkeypatch.setattr(ImplSystem, "project", project)
+    trace = load_trace(FAN_IN)
+    alone, shared = crash_cuts(trace, equivalence=False), crash_cuts(trace)
+    assert {v for _, v, _ in _verdicts(alone)} == {"pass", "fail"}
+    assert _verdicts(shared) == _verdicts(alone)
+    assert not any(c.recovered_equivalent for c in shared.cuts if c.verdict == "fail")
+
+
+def test_the_recovery_key_covers_the_database_the_world_the_daemon_and_the_step():
+    """Two recovered states that differ in the database, the world or the daemon, or the
+    same state recovered in two steps, are not the same cut; the projection's key is the
+    state alone, whatever the step."""
+    trace = load_trace(TRACE)
+    impl = ImplSystem(trace)
+    try:
+        tails = crashcuts.Tails()
+        first = tails.recovery(impl, 3)
+        state = tails.state
+        assert first is not None and tails.recovery(impl, 3) == first
+        assert tails.recovery(impl, 4) != first and tails.state == state   # the step
+        impl.world.clock.advance(1)                                   # the world
+        assert tails.recovery(impl, 3) != first and tails.state != state
+        impl.world.clock.value -= 1
+        assert tails.recovery(impl, 3) == first
+        daemon, impl.daemon = impl.daemon, "someone-else"            # the daemon
+        assert tails.recovery(impl, 3) != first and tails.state != state
+        impl.daemon = daemon
+        assert tails.recovery(impl, 3) == first
+        impl.kernel.store.set_meta("unread", "by the projection")      # the database alone
+        assert tails.recovery(impl, 3) != first and tails.state != state
+    finally:
+        impl.close()
+
+
+def test_a_recovered_states_projection_is_computed_once_and_only_for_that_state():
+    trace = load_trace(TRACE)
+    impl = ImplSystem(trace)
+    try:
+        tails = crashcuts.Tails()
+        tails.recovery(impl, 0)
+        shown = tails.projection(impl)
+        assert shown == impl.project() and tails.projected == 0
+        assert tails.projection(impl) is shown and tails.projected == 1
+        impl.world.clock.advance(1)
+        tails.recovery(impl, 0)
+        assert tails.projection(impl) == impl.project() != shown and tails.projected == 1
+    finally:
+        impl.close()
+
+
+def test_the_rebuild_compares_with_the_projection_the_cut_observed_while_nothing_was_written():
+    """The live projection given to the rebuild is the one compared: the same as projecting
+    again when it is the kernel's; a different one is a difference. A cut hands it over only
+    while no row and nothing of the world changed since it observed it."""
+    trace = load_trace(TRACE)
+    impl = ImplSystem(trace)
+    try:
+        for step in trace.steps:
+            impl.apply(step)
+        kernel = impl.kernel
+        shown = kernel.project()
+        assert kernel.rebuild(live=shown).ok and kernel.rebuild().ok
+        name = sorted(shown["tasks"])[0]
+        wrong = dict(shown, tasks=dict(shown["tasks"], **{name: {"planted": True}}))
+        assert kernel.rebuild(live=wrong).differences == \
+            [f"the observable projection of task {name!r} differs"]
+        assert kernel.rebuild(live=dict(shown, journal={})).differences == \
+            ["the observable projection's globals differ: journal"]
+        observed = crashcuts._Shown(impl, impl.project())
+        assert observed.live(impl) == shown
+        impl.world.clock.advance(1)                                   # the world moved
+        assert observed.live(impl) is None
+        observed = crashcuts._Shown(impl, impl.project())
+        kernel.store.set_meta("unread", "by the projection")           # a row written
+        assert observed.live(impl) is None
+    finally:
+        impl.close()

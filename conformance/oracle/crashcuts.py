@@ -25,7 +25,10 @@ one hook just before and just after each. For every such call during a trace:
 Each cut is a reported case with its own verdict. The thorough checks of step 5 read the
 state after the re-send; a cut that reaches the very state (database pages, world,
 projection, rebuild start) of an earlier passing cut of the same trace takes that cut's
-verdict for them and is counted as decided by equivalence (``Tails``).
+verdict for them and is counted as decided by equivalence (``Tails``). Recovery reopens the
+kernel from the database and the world alone: a cut of a step whose recovered state (database
+pages and world) is an earlier passing cut's of the same step is that cut from there on (the
+same re-send on the same state), and a recovered state's projection is computed once.
 """
 from __future__ import annotations
 
@@ -67,6 +70,9 @@ class Cut:
     seconds: float = 0.0
     #: the checks after the re-send were decided by an equivalent earlier cut (``Tails``)
     equivalent: bool = False
+    #: of those, the whole cut from its recovered state on (the same step re-sent on the
+    #: same recovered state as an earlier passing cut's)
+    recovered_equivalent: bool = False
 
     @property
     def verdict(self) -> str:
@@ -79,6 +85,7 @@ class Cut:
     def to_json(self) -> dict:
         return {"step": self.step, "boundary": self.boundary, "verdict": self.verdict,
                 "seconds": round(self.seconds, 4), "equivalent": self.equivalent,
+                "recovered-equivalent": self.recovered_equivalent,
                 "divergences": [d.to_json() for d in self.divergences]}
 
 
@@ -248,6 +255,7 @@ def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, chec
                                                mode, _scope(trace, step, checks), tails)
                     cut.seconds = time.perf_counter() - t0
                     cut.equivalent = tails is not None and tails.last
+                    cut.recovered_equivalent = tails is not None and tails.last_whole
                     cuts.append(cut)
                     if progress:
                         progress(f"  cut {len(cuts)}: {cut.name} {cut.verdict}")
@@ -335,48 +343,71 @@ def _one_cut(trace: Trace, k: int, j: int, step: dict, snap: _Snapshot, db: str,
     crash = _crash_by_kill if mode == "kill" else _crash_in_process
     impl = crash(snap, db, j, step)
     if tails is not None:
-        tails.last = False
+        tails.last = tails.last_whole = False
     if impl is None:
         return [_divergence(trace, k, "boundary-not-reached", request, where, "no crash",
                             boundary=where)]
     try:
-        prefix, landed = scope.of_model(projections[k]), scope.of_model(projections[k + 1])
-        recovered = scope.of_impl(impl)
-        at_prefix = not diff_values(prefix, recovered)
-        at_landed = not diff_values(landed, recovered)
-        if not (at_prefix or at_landed or not diff_values(scope.of_model(effected()), recovered)):
-            return [_divergence(trace, k, "recovered-state", request,
-                                "prefix, prefix + 1, or prefix with the step's external effect",
-                                "none of them", diff_values(prefix, recovered), boundary=where)]
-        want = _resend_answer(decision, landed=at_landed and not at_prefix)
-        answer = impl.apply(step)                     # the client re-sends, same key
-        after = scope.of_impl(impl)
-        out = is_valid_step(Observed(want, landed), Observed(answer, after),
-                            trace=trace.id, step=k, system="impl", request=request, boundary=where,
-                            what=("resend-decision", "after-resend")).divergences
-        if scope.tasks is not None:                   # scoped: the ledger since the snapshot
-            ledger = impl.kernel.verify_ledger(since=snap.head + 1)
-            if not ledger.ok:
-                out.append(_divergence(trace, k, "ledger", request, "hash links verify",
-                                       ledger.to_json(), boundary=where))
-            return out
-        key = tails.key(impl, after, snap) if tails is not None and not finish else None
-        if key is not None and tails.passed(key):
-            return out                                # an equivalent cut's checks all passed
-        tail = _after_resend(trace, k, request, impl, snap, where, finish and not out)
-        if key is not None and not tail:
-            tails.add(key)
-        return out + tail
+        # the same step re-sent on the same recovered state as an earlier passing cut's
+        key = tails.recovery(impl, k) if tails is not None and scope.tasks is None else None
+        if finish:                                    # the rest of the trace: run by each cut
+            key = None
+        if key is not None and tails.recovered_before(key):
+            return []
+        out = _recovered(trace, k, step, snap, impl, decision, projections, effected,
+                         finish, where, scope, tails)
+        if key is not None and not out:
+            tails.recovered.add(key)
+        return out
     finally:
         impl.close()
 
 
+def _recovered(trace: Trace, k: int, step: dict, snap: _Snapshot, impl: ImplSystem,
+               decision: dict | None, projections: list[dict], effected: Callable[[], dict],
+               finish: bool, where: str, scope: _Scope,
+               tails: "Tails | None") -> list[Divergence]:
+    """A cut from its recovered state on: that state, the re-send, then the checks after it."""
+    request = step["request"]
+    prefix, landed = scope.of_model(projections[k]), scope.of_model(projections[k + 1])
+    recovered = tails.projection(impl) if tails is not None and scope.tasks is None \
+        else scope.of_impl(impl)                  # a fresh kernel's: once per recovered state
+    at_prefix = not diff_values(prefix, recovered)
+    at_landed = not diff_values(landed, recovered)
+    if not (at_prefix or at_landed or not diff_values(scope.of_model(effected()), recovered)):
+        return [_divergence(trace, k, "recovered-state", request,
+                            "prefix, prefix + 1, or prefix with the step's external effect",
+                            "none of them", diff_values(prefix, recovered), boundary=where)]
+    want = _resend_answer(decision, landed=at_landed and not at_prefix)
+    answer = impl.apply(step)                     # the client re-sends, same key
+    after = scope.of_impl(impl)
+    shown = _Shown(impl, after)
+    out = is_valid_step(Observed(want, landed), Observed(answer, after),
+                        trace=trace.id, step=k, system="impl", request=request, boundary=where,
+                        what=("resend-decision", "after-resend")).divergences
+    if scope.tasks is not None:                   # scoped: the ledger since the snapshot
+        ledger = impl.kernel.verify_ledger(since=snap.head + 1)
+        if not ledger.ok:
+            out.append(_divergence(trace, k, "ledger", request, "hash links verify",
+                                   ledger.to_json(), boundary=where))
+        return out
+    key = tails.key(impl, after, snap) if tails is not None and not finish else None
+    if key is not None and tails.passed(key):
+        return out                                # an equivalent cut's checks all passed
+    tail = _after_resend(trace, k, request, impl, snap, where, finish and not out, shown)
+    if key is not None and not tail:
+        tails.add(key)
+    return out + tail
+
+
 def _after_resend(trace: Trace, k: int, request: dict, impl: ImplSystem, snap: _Snapshot,
-                  where: str, finish: bool) -> list[Divergence]:
+                  where: str, finish: bool, shown: "_Shown | None" = None) -> list[Divergence]:
     """The thorough checks after the re-send: the ledger, the rebuild and the audit; then
     (``finish``) the rest of the trace, or convergence, the same checks again and its
-    fixpoint."""
-    consistent = _consistent(trace, k, request, impl.kernel, where, snap.replayed, snap.scratch)
+    fixpoint (``shown``: the kernel's projection after the re-send, which the rebuild
+    compares with while nothing was written since)."""
+    consistent = _consistent(trace, k, request, impl.kernel, where, snap.replayed, snap.scratch,
+                             (lambda: shown.live(impl)) if shown is not None else None)
     out = list(consistent)
     if finish:
         return out + _finish(trace, k, impl, where)
@@ -420,8 +451,55 @@ class Tails:
 
     def __init__(self) -> None:
         self.seen: set[bytes] = set()
+        self.recovered: set[bytes] = set()
+        self.projections: dict[bytes, dict] = {}   # recovered state -> its projection
+        self.projected = 0     # recovered projections taken from an earlier cut's
+        self.state: bytes | None = None
         self.reused = 0
-        self.last = False
+        self.whole = 0         # of ``reused``: decided from the recovered state on
+        self.last = self.last_whole = False
+
+    def recovery(self, impl: ImplSystem, k: int) -> bytes | None:
+        """The recovered state of a cut of step ``k``: its database pages (write counters
+        aside) and pickled world, with the trace principal the daemon converges as (None:
+        not known, for PostgreSQL and a real world). Recovery reopened the kernel from
+        exactly these, so the same step re-sent on them answers the same, reaches the same
+        state and finds the same there: the same cut from its recovery on. Sets ``state``,
+        the key of the recovered state alone (any step's), for ``projection``."""
+        self.state = None
+        if not backend_of(impl.path).file or isinstance(impl.world, RealWorld):
+            return None
+        try:
+            world = pickle.dumps(impl.world)
+        except Exception:              # noqa: BLE001 -- a world that cannot be pickled: no key
+            return None
+        h = hashlib.sha256(_content(impl.kernel.conn.serialize()))
+        for part in (world, repr(impl.daemon).encode()):
+            h.update(len(part).to_bytes(8, "big"))
+            h.update(part)
+        self.state = h.digest()
+        return hashlib.sha256(self.state + repr(k).encode()).digest()
+
+    def projection(self, impl: ImplSystem) -> dict:
+        """The projection of the kernel just reopened from the recovered state (``recovery``):
+        computed once per such state; a kernel opened from the same pages and world projects
+        the same (it reads nothing else)."""
+        if self.state is None:
+            return impl.project()
+        shown = self.projections.get(self.state)
+        if shown is None:
+            shown = self.projections[self.state] = impl.project()
+        else:
+            self.projected += 1
+        return shown
+
+    def recovered_before(self, key: bytes) -> bool:
+        """Whether an earlier cut of the same step recovered to this state and passed."""
+        if key in self.recovered:
+            self.reused += 1
+            self.whole += 1
+            self.last = self.last_whole = True
+        return self.last
 
     def key(self, impl: ImplSystem, projection: dict, snap: _Snapshot) -> bytes | None:
         if not backend_of(impl.path).file or isinstance(impl.world, RealWorld):
@@ -446,6 +524,32 @@ class Tails:
 
     def add(self, key: bytes) -> None:
         self.seen.add(key)
+
+
+class _Shown:
+    """The kernel's projection as a cut observed it, with the rows its connection had changed
+    then: still the live projection while no row was changed since (``live``)."""
+
+    def __init__(self, impl: ImplSystem, projection: dict):
+        self.projection = {k: v for k, v in projection.items() if k != "ready"}
+        self.changes = getattr(impl.kernel.conn, "total_changes", None)
+        self.world = _world_bytes(impl.world)
+
+    def live(self, impl: ImplSystem) -> dict | None:
+        if self.changes is None or self.world is None or \
+                impl.kernel.conn.total_changes != self.changes or \
+                _world_bytes(impl.world) != self.world:
+            return None
+        return self.projection
+
+
+def _world_bytes(world) -> bytes | None:
+    if isinstance(world, RealWorld):
+        return None
+    try:
+        return pickle.dumps(world)
+    except Exception:                  # noqa: BLE001 -- a world that cannot be pickled: not known
+        return None
 
 
 class _Lazy:
@@ -511,17 +615,20 @@ def _fixpoint(trace: Trace, k: int, request: dict, kernel: Kernel, report,
 
 
 def _consistent(trace: Trace, k: int, request: dict, kernel: Kernel, where: str,
-                start=None, scratch=None) -> list[Divergence]:
+                start=None, scratch=None,
+                live: Callable[[], dict | None] | None = None) -> list[Divergence]:
     """The ledger verifies, rebuilds to the live projection (the replay of the whole ledger:
     from ``start``, the events before the step as replayed in the crash-free run, when the
     verified ledger still holds them; on ``scratch``, a scratch kernel kept open on it for
-    the step's cuts), and the audit finds nothing."""
+    the step's cuts), and the audit finds nothing. ``live``: the kernel's projection as the
+    cut observed it, when nothing was written since (the rebuild compares with it rather than
+    projecting the live kernel again)."""
     out = []
     ledger = kernel.verify_ledger()
     if not ledger.ok:
         out.append(_divergence(trace, k, "ledger", request, "hash links verify", ledger.to_json(),
                                boundary=where))
-    rebuilt = kernel.rebuild(start=start, scratch=scratch)
+    rebuilt = kernel.rebuild(start=start, scratch=scratch, live=live() if live else None)
     if not rebuilt.ok:
         out.append(_divergence(trace, k, "rebuild", request, "rebuild equals the live projection",
                                rebuilt.differences[:5], boundary=where))

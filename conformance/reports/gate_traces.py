@@ -131,6 +131,8 @@ def crash_cut_checks(budget: str, progress: Progress | None, loaded: list,
                 data = {"world": described}
                 if cut.equivalent:         # its checks after the re-send: an equivalent cut's
                     data["by-equivalence"] = True
+                if cut.recovered_equivalent:   # and the whole cut from its recovered state on
+                    data["from-recovered-state"] = True
                 if cut.divergences:
                     data.update(reproduce=f"wgk replay {trace.path} --system impl --crash-cuts{flag}",
                                 trace=str(trace.path))

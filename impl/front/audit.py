@@ -111,12 +111,14 @@ def _replay_events(kernel, fresh, since: int) -> int:
 
 
 def rebuild(kernel, *, apply: bool = False, start: Replayed | None = None,
-            scratch: Scratch | None = None) -> RebuildReport:
+            scratch: Scratch | None = None, live: dict | None = None) -> RebuildReport:
     """Replay the ledger and compare (``apply``: then replace the live tables with it). A
     ledger that does not replay (a corrupt event) is a difference of one line, never an
     exception: nothing is replaced then. ``start``: an earlier replay of this ledger's first
     events (``replayed``), used when the verified ledger still holds its head; ``scratch``:
-    one kept open on such a replay, used then (not with ``apply``)."""
+    one kept open on such a replay, used then (not with ``apply``); ``live``: the live
+    kernel's projection (``project()``) as it stands, already computed by the caller, compared
+    instead of projecting the live kernel again."""
     kernel.cache.sync()
     verdict = kernel.ledger.verify()
     report = RebuildReport(verdict)
@@ -124,7 +126,7 @@ def rebuild(kernel, *, apply: bool = False, start: Replayed | None = None,
         report.differences.append(f"ledger broken at seq {verdict.broken_at}: {verdict.problem}")
         return report
     if scratch is not None and not apply and _holds(kernel, scratch.start):
-        return _rebuild_on(kernel, scratch, report)
+        return _rebuild_on(kernel, scratch, report, live)
     with kernel.store.scratch() as path:
         image, since = _start(kernel, start)
         try:
@@ -134,7 +136,7 @@ def rebuild(kernel, *, apply: bool = False, start: Replayed | None = None,
             report.differences.append(str(e))
             return report
         try:
-            _compare(kernel, fresh, report)
+            _compare(kernel, fresh, report, live)
             if apply and report.differences:
                 _replace_tables(kernel, fresh)
                 report.applied = True
@@ -143,14 +145,15 @@ def rebuild(kernel, *, apply: bool = False, start: Replayed | None = None,
     return report
 
 
-def _rebuild_on(kernel, scratch: Scratch, report: RebuildReport) -> RebuildReport:
+def _rebuild_on(kernel, scratch: Scratch, report: RebuildReport,
+                live: dict | None = None) -> RebuildReport:
     """``rebuild`` on the scratch kernel, in a transaction rolled back afterwards."""
     fresh = scratch.open(kernel)
     try:
         with fresh.store.atomic() as unit:
             unit.abandon()                # the next rebuild starts from the image again
             report.events = scratch.start.seq + _replay_events(kernel, fresh, scratch.start.seq)
-            _compare(kernel, fresh, report)
+            _compare(kernel, fresh, report, live)
     except Corrupt as e:
         report.differences.append(str(e))
     finally:
@@ -158,10 +161,10 @@ def _rebuild_on(kernel, scratch: Scratch, report: RebuildReport) -> RebuildRepor
     return report
 
 
-def _compare(kernel, fresh, report: RebuildReport) -> None:
+def _compare(kernel, fresh, report: RebuildReport, live: dict | None = None) -> None:
     report.differences += compare_tables(kernel, fresh.store)
     if not report.differences:
-        report.differences += compare_projections(kernel, fresh)
+        report.differences += compare_projections(kernel, fresh, live=live)
 
 
 def _holds(kernel, start: Replayed) -> bool:
@@ -256,16 +259,20 @@ def _differing(c, main: str, rebuilt: str) -> list[str]:
     return [row[0] for row in c.execute(" UNION ALL ".join(parts)).fetchall()]
 
 
-def compare_projections(kernel, fresh, chunk: int = 2000) -> list[str]:
-    """The observable projection, task by task (in chunks), then the globals."""
+def compare_projections(kernel, fresh, chunk: int = 2000, live: dict | None = None) -> list[str]:
+    """The observable projection, task by task (in chunks), then the globals (``live``: the
+    live kernel's whole projection as it stands, used when it shows every task)."""
     names = kernel.names()
+    given = live if live is not None and set(live.get("tasks", ())) == set(names) else None
     for i in range(0, len(names), chunk):
         part = names[i:i + chunk]
-        live, rebuilt = kernel.project_tasks(part), fresh.project_tasks(part)
+        shown = given["tasks"] if given is not None else kernel.project_tasks(part)
+        rebuilt = fresh.project_tasks(part)
         for name in part:
-            if live[name] != rebuilt[name]:
+            if shown[name] != rebuilt[name]:
                 return [f"the observable projection of task {name!r} differs"]
-    live, rebuilt = kernel.project(tasks=False), fresh.project(tasks=False)
+    live = dict(given, tasks={}) if given is not None else kernel.project(tasks=False)
+    rebuilt = fresh.project(tasks=False)
     # "now" is the clock, read at two instants, not a fact the ledger determines
     live.pop("now", None)
     rebuilt.pop("now", None)

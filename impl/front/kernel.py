@@ -812,12 +812,13 @@ class Kernel:
         return converge_.converge(self, max_rounds=max_rounds, credential=credential)
 
     def rebuild(self, *, apply: bool = False, start: "audit_.Replayed | None" = None,
-                scratch: "audit_.Scratch | None" = None):
+                scratch: "audit_.Scratch | None" = None, live: dict | None = None):
         """Replay the ledger into a fresh database and compare (see ``audit.rebuild``;
         ``start``: an earlier replay of the ledger's first events, see ``audit.replayed``;
-        ``scratch``: one kept open on such a replay, ``audit.Scratch``)."""
+        ``scratch``: one kept open on such a replay, ``audit.Scratch``; ``live``: this
+        kernel's ``project()`` as it stands, not projected again)."""
         from . import audit as audit_                         # lazy: not on the request path
-        return audit_.rebuild(self, apply=apply, start=start, scratch=scratch)
+        return audit_.rebuild(self, apply=apply, start=start, scratch=scratch, live=live)
 
     def audit(self, anchors: Iterable[tuple[int, str]] = ()):
         """Check the stored state against the invariants, and the ledger against ``anchors``
