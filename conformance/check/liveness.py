@@ -203,17 +203,71 @@ def _cycle(G: _Graph, comp: set[int], start: int, takes: list, visits: list) -> 
     return out
 
 
+def strongly_connected(succ: dict, nodes: list[int], total: int):
+    """``networkx.strongly_connected_components(G.subgraph(nodes))`` of the graph whose successor
+    dicts are ``succ`` (``total`` nodes), on the plain dicts: the same components, as sets built
+    in the same order (networkx's nonrecursive Tarjan with Nuutila's changes, the subgraph
+    view's order: its nodes as the set of ``nodes`` when that is under half the graph, else the
+    graph's order; each node's successors in the graph's order, those in the set)."""
+    inside = set(n for n in nodes if n in succ)
+    order = inside if 2 * len(inside) < total else [n for n in succ if n in inside]
+    adj = {v: [w for w in succ[v] if w in inside] for v in order}
+    preorder: dict = {}
+    lowlink: dict = {}
+    scc_found: set = set()
+    scc_queue: list = []
+    i = 0
+    neighbors = {v: iter(adj[v]) for v in order}
+    for source in order:
+        if source in scc_found:
+            continue
+        queue = [source]
+        while queue:
+            v = queue[-1]
+            if v not in preorder:
+                i += 1
+                preorder[v] = i
+            done = True
+            for w in neighbors[v]:
+                if w not in preorder:
+                    queue.append(w)
+                    done = False
+                    break
+            if done:
+                low = preorder[v]
+                pv = low
+                for w in adj[v]:
+                    if w not in scc_found:
+                        pw = preorder[w]
+                        if pw > pv:
+                            lw = lowlink[w]
+                            if lw < low:
+                                low = lw
+                        elif pw < low:
+                            low = pw
+                lowlink[v] = low
+                queue.pop()
+                if low == pv:
+                    scc = {v}
+                    while scc_queue and preorder[scc_queue[-1]] > pv:
+                        scc.add(scc_queue.pop())
+                    scc_found.update(scc)
+                    yield scc
+                else:
+                    scc_queue.append(v)
+
+
 def _components(G: _Graph, nodes: list[int], loops: Callable[[int], bool]) -> list[set[int]]:
-    """Components of the subgraph on ``nodes`` that an infinite run can stay in."""
-    sub = G.g.subgraph(nodes)
+    """Components of the subgraph on ``nodes`` that an infinite run can stay in (found on the
+    plain adjacency, ``strongly_connected``)."""
+    succ = G.g._succ
     out = []
-    for comp in nx.strongly_connected_components(sub):
+    for comp in strongly_connected(succ, nodes, len(succ)):
         if len(comp) > 1:
             out.append(comp)
             continue
         (u,) = comp
-        if sub.has_edge(u, u) or loops(u) or (
-                G.g.out_degree(u) == 0 and G.g.nodes[u].get("expanded")):
+        if u in succ[u] or loops(u) or (not succ[u] and G.g.nodes[u].get("expanded")):
             out.append(comp)
     return out
 
@@ -247,9 +301,17 @@ def _settles(G: _Graph, prop, prefix) -> tuple[list[Lasso], int]:
 def _progress(G: _Graph, prop, prefix) -> tuple[list[Lasso], int]:
     """Cycles made of due actions only (including a due action that changes nothing)."""
     h = nx.DiGraph()
-    for u, v in G.g.edges:
-        if any(G.discharges(u, v, j) is not None for j in range(G.n)):
-            h.add_edge(u, v)
+    # the edges in the graph's order, asked only of a state where some task has a due action
+    # (``discharges`` is None for every other)
+    for u, out in G.g._succ.items():
+        if not out:
+            continue
+        due = [j for j, f in enumerate(G.facts(u)) if f[1]]
+        if not due:
+            continue
+        for v in out:
+            if any(G.discharges(u, v, j) is not None for j in due):
+                h.add_edge(u, v)
     for u in G.g.nodes:
         if G.due_loops(u):
             h.add_edge(u, u)
