@@ -27,6 +27,8 @@ from wgk.model.actions import label
 from wgk.model.env import EnvStep, guard_and_update
 from wgk.model.invariants import REGISTRY
 from wgk.model.kernel import decide
+from wgk.model.liveness import the_way
+from wgk.model.projections import WAYS
 from wgk.model.rules import RULES
 
 TRACES = sorted(p for d in ("incidents", "recorded")
@@ -96,6 +98,19 @@ def step_differences(c: Compiled, inst: Instance, s) -> list[str]:
         facts = _KEPT_FACTS.setdefault(id(c), ByReads(_task_facts))
         if facts(s, i) != _task_facts(s, i):
             out.append(f"the liveness facts of task {i}: {_task_facts(s, i)}, kept {facts(s, i)}")
+        if c.the_way(s, i) != the_way(s, i):
+            out.append(f"ways: the way of task {i}: interpreted {the_way(s, i)}, "
+                       f"compiled {c.the_way(s, i)}")
+        f = c.ways[i]
+        enabled = tuple(w.enabled(s, i) is True for w in WAYS)
+        if f(s) != enabled:
+            out.append(f"ways: the ways enabled of task {i}: interpreted {enabled}, "
+                       f"compiled {f(s)}")
+        kept_compiled = _KEPT_FACTS.setdefault((id(c), "compiled"),
+                                               ByReads(lambda s, i: _task_facts(s, i, c.the_way)))
+        if kept_compiled(s, i) != _task_facts(s, i):
+            out.append(f"the liveness facts of task {i} by the compiled ways: "
+                       f"{_task_facts(s, i)}, kept {kept_compiled(s, i)}")
     return out
 
 
@@ -195,6 +210,7 @@ def test_nothing_falls_back_to_the_interpreter_on_the_full_model():
     s = inst.initial()
     for i in range(len(s.tasks)):
         c.verdict(s, i)
+        c.the_way(s, i)
         for r in task_steps(inst, s, i):
             if not isinstance(r, EnvStep):
                 c.decide(s, r)
@@ -278,8 +294,9 @@ def test_a_result_kept_per_reads_widens_its_key_and_refuses_what_it_cannot_follo
 
 
 def test_a_planted_divergence_in_a_move_or_an_environment_step_is_caught():
-    """A move whose step properties are read inverted, and an environment step compiled to
-    change nothing, differ from the interpreter on the walks."""
+    """A move whose step properties are read inverted, an environment step compiled to
+    change nothing, and a way's condition (the liveness facts' ``the_way``) compiled inverted,
+    differ from the interpreter on the walks."""
     inst = Instance(tasks=1, attempts=1, generations=1, versions=1, groups=("core", "env"))
 
     class NoSteps(Compiled):        # a move's step properties read inverted
@@ -293,7 +310,13 @@ def test_a_planted_divergence_in_a_move_or_an_environment_step_is_caught():
             f = super().compile_env(e)
             return None if f is None else (lambda s: None if f(s) is None else s)
 
-    for cls, what in ((NoSteps, "move "), (StillEnv, "env:")):
+    class OneWayOff(Compiled):      # the condition of the first way that can hold, inverted
+        def _exec(self, em, name, src, what):
+            if what.startswith("ways "):
+                src = src.replace("return (False, (", "return (False, not (", 1)
+            return super()._exec(em, name, src, what)
+
+    for cls, what in ((NoSteps, "move "), (StillEnv, "env:"), (OneWayOff, "ways: ")):
         _, diffs = walk_differences(inst, walks=5, length=25, cls=cls)
         assert any(d.startswith(what) for d in diffs), cls.__name__
 

@@ -41,6 +41,8 @@ from wgk.model import logic
 from wgk.model import kernel
 from wgk.model.env import EnvStep, guard_and_update
 from wgk.model.kernel import Decision, Rules
+from wgk.model.liveness import one_way
+from wgk.model.projections import WAYS
 from wgk.model.requests import Request
 from wgk.model.rules import RULES
 from wgk.model.state import Binding, Evidence, State, TaskState, TASK_FIELDS
@@ -547,6 +549,8 @@ class Compiled:
         self._dlabels: dict = {}
         #: per environment step of a task: [its compiled function (None: interpreted), its uses]
         self.envs: dict = {}
+        #: per task index: the compiled conditions of the ways forward (``compile_ways``)
+        self.ways: dict = {}
 
     # ---- the pieces
 
@@ -762,6 +766,44 @@ class Compiled:
                     out.append((p.id, None))
         return self._emit_verdicts(f"verdict_{i}", f"s, _i={i}", ("t",), [("bad", bad), ("good", good)],
                                    f"verdict task {i}")
+
+    def compile_ways(self, i: int) -> Callable:
+        """``f(s) -> (enabled, ...)``: per way of ``wgk.model.projections.WAYS``, in order,
+        whether its condition holds (``is True``) for task ``i`` of ``s``; a condition that
+        cannot be traced is asked of the interpreter."""
+        _tracer.reset()
+        s = _traced_state(self.template, "t", "s")
+        conds = []
+        for w in WAYS:
+            try:
+                v = _traced(lambda: w.enabled(s, i))
+            except Exception as e:      # noqa: BLE001  (untraceable: left to the interpreter)
+                self.fallbacks.append(f"way {w.name} task {i}: {e}")
+                v = None
+            conds.append(v)
+        em = self._new_emitter()
+        for v in conds:
+            em.count(v)
+        name = f"ways_{i}"
+        fn = _Function(em, name, f"s, _i={i}", self.n, ("t",))
+        ind = "    "
+        parts = []
+        for w, v in zip(WAYS, conds):
+            if v is None:
+                parts.append(f"{em.const(w.enabled)}(s, _i) is True")
+            elif v is True or v is False:
+                parts.append(repr(v))
+            else:
+                parts.append(f"({em.expr(v, ind)}) is True")
+        em.lines.append(f"{ind}return (" + "".join(p + ", " for p in parts) + ")")
+        return self._exec(em, name, fn.source(), f"ways task {i}")
+
+    def the_way(self, s: State, i: int):
+        """``wgk.model.liveness.the_way``: the enabled ways found by the compiled conditions."""
+        f = self.ways.get(i)
+        if f is None:
+            f = self.ways[i] = self.compile_ways(i)
+        return one_way([w for w, on in zip(WAYS, f(s)) if on])
 
     def _emit_verdicts(self, name: str, args: str, prefixes: tuple, groups: list,
                        what: str, guard: list = ()) -> Callable:

@@ -28,12 +28,14 @@ from typing import Any, Callable
 
 import networkx as nx
 
+from wgk.conformance.check import interning
+from wgk.conformance.check.compiled import _REQUEST
 from wgk.conformance.check.interning import successor
 from wgk.conformance.check.reads import ByReads
 from wgk.model.actions import Instance, label, task_steps
 from wgk.model.kernel import Rules
 from wgk.model.invariants import eventually, fairness
-from wgk.model.liveness import due_kinds, owner_working, settled
+from wgk.model.liveness import due_kinds, owner_working, settled, the_way
 from wgk.model.vocab import INTRUDER
 
 
@@ -72,10 +74,15 @@ class LivenessResult:
                 "violations": [v.to_json() for v in self.violations]}
 
 
-def _task_facts(s, i: int) -> tuple:
-    """Task ``i``'s facts: (settled, due kinds, owner working)."""
+def _task_facts(s, i: int, way_of=None) -> tuple:
+    """Task ``i``'s facts: (settled, due kinds, owner working); the way forward found once, by
+    ``way_of`` (``the_way``'s conditions compiled, ``Compiled.the_way``) when given."""
     t = s.tasks[i]
-    return settled(s, i, t), due_kinds(s, i), owner_working(s, i, t) is True
+    if way_of is None:
+        way_of = the_way
+    w = way_of(s, i)
+    once = lambda s, i: w       # noqa: E731  (the way, found above, read twice)
+    return settled(s, i, t, once), due_kinds(s, i, once), owner_working(s, i, t) is True
 
 
 class _Graph:
@@ -90,8 +97,15 @@ class _Graph:
         self._by_ctx: dict[tuple, tuple] = {}
         self._loops: dict[int, list] = {}
         self._loops_ctx: dict[tuple, list] = {}
-        #: a context's facts, kept per the values of what they read (many contexts share them)
-        self._task_facts = ByReads(_task_facts)
+        #: a context's facts, kept per the values of what they read (many contexts share them);
+        #: the ways' conditions by the compiled model when the search used it
+        compiled = space.compiled
+        way_of = None if compiled is None else compiled.the_way
+        self._task_facts = ByReads(lambda s, i: _task_facts(s, i, way_of))
+        #: the steps of a context by the compiled model's kept enumeration (an instance without
+        #: keys whose reducer is the kernel's, as the explorer's own steps)
+        self._kept_steps = compiled is not None and not inst.keys and \
+            interning.decide is interning.KERNEL_DECIDE
 
     def state(self, node: int):
         return self.space.state(self.g.nodes[node]["key"])
@@ -132,6 +146,14 @@ class _Graph:
         if out is None:
             out = self._loops_ctx[ctx] = []
             s = self.space.state(key)
+            if self._kept_steps:
+                c = self.space.compiled
+                for kind, step, _, entry in c.steps_of(self.inst, s, i, task_steps, label):
+                    if kind is _REQUEST and step.kind in kinds and not _intruder(step):
+                        s2 = c.decide_entry(s, step, entry)[1]
+                        if s2 is s or s2 == s:
+                            out.append(step)
+                return out
             for step in task_steps(self.inst, s, i):
                 if isinstance(step, Request) and step.kind in kinds and not _intruder(step):
                     d, s2, r = successor(self.inst, s, step, self.rules,
