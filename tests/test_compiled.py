@@ -418,3 +418,43 @@ def test_a_run_restored_to_another_runs_state_of_an_equal_graph_stays_compiled(m
     apart = ModelSystem({"tasks": [{"name": "x"}]})
     apart.restore(first.snapshot())
     assert apart._state_violations(apart.state) == [] and len(interpreted) == 1
+
+
+def test_a_task_state_built_from_its_values_is_the_task_state_set_field_by_field():
+    """The compiled code builds a new task state as a plain object of the same slots, then
+    makes it a TaskState: every field, the type, equality, hash and frozenness are those of one
+    set field by field; a builder that stores one field in another's slot is told apart."""
+    import dataclasses
+    from wgk.model.state import TaskState, TASK_FIELDS
+    make, by_setters = compiled_mod._make_task, compiled_mod._make_task_by_setters
+    assert make is not by_setters        # the fast builder is the one in use here
+    inst = Instance(tasks=1, attempts=2, generations=2, versions=1, groups=EVERY_GROUP)
+    s, rng, seen = inst.initial(), random.Random(3), []
+    for _ in range(60):
+        seen.append(s.tasks[0])
+        nxt = [s2 for r in task_steps(inst, s, 0) if not isinstance(r, EnvStep)
+               for s2 in [decide(s, r, RULES)[1]] if s2 is not s]
+        if not nxt:
+            break
+        s = rng.choice(nxt)
+    assert len({t for t in seen}) > 10
+
+    def same(build) -> bool:
+        for t in seen:
+            vals = tuple(getattr(t, f) for f in TASK_FIELDS)
+            a, b = build(vals), by_setters(vals)
+            if type(a) is not TaskState or a != b or hash(a) != hash(b) or a != t or any(
+                    getattr(a, f) is not getattr(t, f) for f in TASK_FIELDS):
+                return False
+            try:
+                a.phase = t.phase
+                return False        # not frozen
+            except dataclasses.FrozenInstanceError:
+                pass
+        return True
+
+    assert same(make)
+    f0, f1 = TASK_FIELDS[0], TASK_FIELDS[1]
+    swapped = lambda v: make((v[1], v[0]) + v[2:])     # noqa: E731  (a planted divergence)
+    assert any(getattr(t, f0) != getattr(t, f1) for t in seen)
+    assert not same(swapped)

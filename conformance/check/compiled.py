@@ -328,12 +328,6 @@ def _task_src(em: _Emitter, new: TaskState, old: TaskState, oldname: str, indent
     return "_task((" + ", ".join(vals) + ",))"
 
 
-def _make_task(vals: tuple) -> TaskState:
-    t = _new(TaskState)
-    _setstate(t, vals)
-    return t
-
-
 def _task_setstate() -> Callable:
     """A function setting every field of a new TaskState from a tuple, in field order."""
     lines = ["def setstate(t, v):"]
@@ -345,6 +339,41 @@ def _task_setstate() -> Callable:
 
 _new = object.__new__
 _setstate = _task_setstate()
+
+
+def _make_task_by_setters(vals: tuple) -> TaskState:
+    t = _new(TaskState)
+    _setstate(t, vals)
+    return t
+
+
+def _task_builder() -> Callable:
+    """``make(vals) -> TaskState`` with every field from ``vals``, in field order: filled as an
+    object of a plain class of the same slots (a plain attribute store each, where the frozen
+    class's slot setters cost a call each, three to four times the time), then made a TaskState
+    (the same layout, so Python allows it). Where the interpreter refuses that, or the result
+    is not a TaskState equal to one set field by field, the setters are used."""
+    blank = type("_TaskFields", (), {"__slots__": TaskState.__slots__})
+    lines = ["def make(v):", "    t = _new(_Blank)"]
+    lines += [f"    t.{f} = v[{k}]" for k, f in enumerate(TASK_FIELDS)]
+    lines += ["    t.__class__ = _TaskState", "    return t"]
+    ns = {"_new": object.__new__, "_Blank": blank, "_TaskState": TaskState}
+    try:
+        if tuple(TaskState.__slots__) != tuple(TASK_FIELDS):
+            return _make_task_by_setters
+        exec("\n".join(lines), ns)
+        make = ns["make"]
+        probe = TaskState()
+        vals = tuple(getattr(probe, f) for f in TASK_FIELDS)
+        made = make(vals)
+        if type(made) is not TaskState or made != probe or hash(made) != hash(probe):
+            return _make_task_by_setters
+    except (TypeError, AttributeError):
+        return _make_task_by_setters
+    return make
+
+
+_make_task = _task_builder()
 
 
 _TASK_SETTERS = tuple(getattr(TaskState, f).__set__ for f in TASK_FIELDS)
