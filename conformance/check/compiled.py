@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import fields
+from itertools import islice
 from typing import Any, Callable
 
 from wgk.conformance.check.reads import ByReads, Untraceable  # noqa: F401  (re-exported)
@@ -561,6 +562,7 @@ class Compiled:
         self.template = s0
         self.props = (self.state_props, self.goals, self.step_props)
         self.consts: dict = {}
+        self._consts_copied = 0     # how many of ``consts`` are in the namespace already
         self.namespace: dict = dict(_BASE_NAMESPACE)
         #: per request (an Exit as the expected phase is told from the Phase of the same number,
         #: which a Request compares equal to): [its compiled decide (0: not compiled yet, None: interpreted), its
@@ -585,9 +587,15 @@ class Compiled:
 
     def _exec(self, em: _Emitter, name: str, src: str, what: str) -> Callable:
         ns = self.namespace
-        for k, v in em.consts.items():
+        consts = em.consts
+        # the constants are shared by every function of the model, in the order named: only
+        # those named since the last function are new to the namespace
+        start = self._consts_copied if consts is self.consts else 0
+        for k, v in islice(consts.items(), start, None):
             if isinstance(k, str):
                 ns[k] = v
+        if consts is self.consts:
+            self._consts_copied = len(consts)
         code = compile(src, f"<compiled {what}>", "exec")
         exec(code, ns)
         self.sources[what] = src
