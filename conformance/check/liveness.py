@@ -167,12 +167,16 @@ class _Graph:
         kinds = self.facts(u)[j][1]
         if not kinds:
             return None
-        name = self.space.graph.tasks[j]
-        for step in self.g.edges[u, v]["steps"]:
-            if isinstance(step, Request) and step.task == name and step.kind in kinds \
-                    and not _intruder(step):
-                return step
-        return None
+        return _discharge(self.g._succ[u][v]["steps"], self.space.graph.tasks[j], kinds)
+
+
+def _discharge(steps: list, name: str, kinds: frozenset) -> Any:
+    """The first of an edge's ``steps`` that takes task ``name``'s due action (of ``kinds``)."""
+    for step in steps:
+        if isinstance(step, Request) and step.task == name and step.kind in kinds \
+                and not _intruder(step):
+            return step
+    return None
 
 
 def _fairness(G: _Graph, comp: set[int]) -> tuple[bool, list, list]:
@@ -323,16 +327,18 @@ def _settles(G: _Graph, prop, prefix) -> tuple[list[Lasso], int]:
 def _progress(G: _Graph, prop, prefix) -> tuple[list[Lasso], int]:
     """Cycles made of due actions only (including a due action that changes nothing)."""
     h = nx.DiGraph()
+    names = G.space.graph.tasks
     # the edges in the graph's order, asked only of a state where some task has a due action
     # (``discharges`` is None for every other)
     for u, out in G.g._succ.items():
         if not out:
             continue
-        due = [j for j, f in enumerate(G.facts(u)) if f[1]]
+        due = [(names[j], f[1]) for j, f in enumerate(G.facts(u)) if f[1]]
         if not due:
             continue
-        for v in out:
-            if any(G.discharges(u, v, j) is not None for j in due):
+        for v, data in out.items():
+            steps = data["steps"]
+            if any(_discharge(steps, name, kinds) is not None for name, kinds in due):
                 h.add_edge(u, v)
     for u in G.g.nodes:
         if G.due_loops(u):
