@@ -60,16 +60,22 @@ DUE_KINDS: dict[str, frozenset[K]] = {
 
 def the_way(s: State, i: int):
     """The one enabled way of task ``i`` (None when finished, or none or several are enabled)."""
-    ways = [w for w in WAYS if w.enabled(s, i) is True]
-    return ways[0] if len(ways) == 1 else None
+    return one_way([w for w in WAYS if w.enabled(s, i) is True])
 
 
-def due_kinds(s: State, i: int) -> frozenset[K]:
-    """The request kinds that take task ``i``'s due action (empty when nothing is due)."""
+def one_way(enabled: list):
+    """Of the ways enabled (in ``WAYS``' order), the way when exactly one is, else None."""
+    return enabled[0] if len(enabled) == 1 else None
+
+
+def due_kinds(s: State, i: int, way_of=None) -> frozenset[K]:
+    """The request kinds that take task ``i``'s due action (empty when nothing is due).
+    ``way_of(s, i)`` finds the way, ``the_way`` when not given (another reading of the same
+    conditions, e.g. compiled, may be given)."""
     t = s.tasks[i]
     if finished(t) is True:
         return frozenset()
-    w = the_way(s, i)
+    w = (way_of or the_way)(s, i)
     if w is not None and w.name in OWNER_WAYS and owner_alive(t) is not True:
         return frozenset({K.PROBE_OWNER})    # the re-probe on its deadline finds the death
     if w is None or w.way not in DUE_WAYS:
@@ -80,11 +86,12 @@ def due_kinds(s: State, i: int) -> frozenset[K]:
     return DUE_KINDS.get(w.name, frozenset())
 
 
-def settled(s: State, i: int, t: TaskState) -> bool:
-    """Done or abandoned, or the one way forward is an external wait or a named hold."""
+def settled(s: State, i: int, t: TaskState, way_of=None) -> bool:
+    """Done or abandoned, or the one way forward is an external wait or a named hold
+    (``way_of`` as for ``due_kinds``)."""
     if finished(t) is True:
         return True
-    w = the_way(s, i)
+    w = (way_of or the_way)(s, i)
     return w is not None and w.way in SETTLED_WAYS
 
 

@@ -27,6 +27,8 @@ from wgk.model.actions import label
 from wgk.model.env import EnvStep, guard_and_update
 from wgk.model.invariants import REGISTRY
 from wgk.model.kernel import decide
+from wgk.model.liveness import the_way
+from wgk.model.projections import WAYS
 from wgk.model.rules import RULES
 
 TRACES = sorted(p for d in ("incidents", "recorded")
@@ -96,6 +98,19 @@ def step_differences(c: Compiled, inst: Instance, s) -> list[str]:
         facts = _KEPT_FACTS.setdefault(id(c), ByReads(_task_facts))
         if facts(s, i) != _task_facts(s, i):
             out.append(f"the liveness facts of task {i}: {_task_facts(s, i)}, kept {facts(s, i)}")
+        if c.the_way(s, i) != the_way(s, i):
+            out.append(f"ways: the way of task {i}: interpreted {the_way(s, i)}, "
+                       f"compiled {c.the_way(s, i)}")
+        f = c.ways[i]
+        enabled = tuple(w.enabled(s, i) is True for w in WAYS)
+        if f(s) != enabled:
+            out.append(f"ways: the ways enabled of task {i}: interpreted {enabled}, "
+                       f"compiled {f(s)}")
+        kept_compiled = _KEPT_FACTS.setdefault((id(c), "compiled"),
+                                               ByReads(lambda s, i: _task_facts(s, i, c.the_way)))
+        if kept_compiled(s, i) != _task_facts(s, i):
+            out.append(f"the liveness facts of task {i} by the compiled ways: "
+                       f"{_task_facts(s, i)}, kept {kept_compiled(s, i)}")
     return out
 
 
@@ -195,6 +210,7 @@ def test_nothing_falls_back_to_the_interpreter_on_the_full_model():
     s = inst.initial()
     for i in range(len(s.tasks)):
         c.verdict(s, i)
+        c.the_way(s, i)
         for r in task_steps(inst, s, i):
             if not isinstance(r, EnvStep):
                 c.decide(s, r)
@@ -278,8 +294,9 @@ def test_a_result_kept_per_reads_widens_its_key_and_refuses_what_it_cannot_follo
 
 
 def test_a_planted_divergence_in_a_move_or_an_environment_step_is_caught():
-    """A move whose step properties are read inverted, and an environment step compiled to
-    change nothing, differ from the interpreter on the walks."""
+    """A move whose step properties are read inverted, an environment step compiled to
+    change nothing, and a way's condition (the liveness facts' ``the_way``) compiled inverted,
+    differ from the interpreter on the walks."""
     inst = Instance(tasks=1, attempts=1, generations=1, versions=1, groups=("core", "env"))
 
     class NoSteps(Compiled):        # a move's step properties read inverted
@@ -293,7 +310,13 @@ def test_a_planted_divergence_in_a_move_or_an_environment_step_is_caught():
             f = super().compile_env(e)
             return None if f is None else (lambda s: None if f(s) is None else s)
 
-    for cls, what in ((NoSteps, "move "), (StillEnv, "env:")):
+    class OneWayOff(Compiled):      # the condition of the first way that can hold, inverted
+        def _exec(self, em, name, src, what):
+            if what.startswith("ways "):
+                src = src.replace("return (False, (", "return (False, not (", 1)
+            return super()._exec(em, name, src, what)
+
+    for cls, what in ((NoSteps, "move "), (StillEnv, "env:"), (OneWayOff, "ways: ")):
         _, diffs = walk_differences(inst, walks=5, length=25, cls=cls)
         assert any(d.startswith(what) for d in diffs), cls.__name__
 
@@ -395,3 +418,43 @@ def test_a_run_restored_to_another_runs_state_of_an_equal_graph_stays_compiled(m
     apart = ModelSystem({"tasks": [{"name": "x"}]})
     apart.restore(first.snapshot())
     assert apart._state_violations(apart.state) == [] and len(interpreted) == 1
+
+
+def test_a_task_state_built_from_its_values_is_the_task_state_set_field_by_field():
+    """The compiled code builds a new task state as a plain object of the same slots, then
+    makes it a TaskState: every field, the type, equality, hash and frozenness are those of one
+    set field by field; a builder that stores one field in another's slot is told apart."""
+    import dataclasses
+    from wgk.model.state import TaskState, TASK_FIELDS
+    make, by_setters = compiled_mod._make_task, compiled_mod._make_task_by_setters
+    assert make is not by_setters        # the fast builder is the one in use here
+    inst = Instance(tasks=1, attempts=2, generations=2, versions=1, groups=EVERY_GROUP)
+    s, rng, seen = inst.initial(), random.Random(3), []
+    for _ in range(60):
+        seen.append(s.tasks[0])
+        nxt = [s2 for r in task_steps(inst, s, 0) if not isinstance(r, EnvStep)
+               for s2 in [decide(s, r, RULES)[1]] if s2 is not s]
+        if not nxt:
+            break
+        s = rng.choice(nxt)
+    assert len({t for t in seen}) > 10
+
+    def same(build) -> bool:
+        for t in seen:
+            vals = tuple(getattr(t, f) for f in TASK_FIELDS)
+            a, b = build(vals), by_setters(vals)
+            if type(a) is not TaskState or a != b or hash(a) != hash(b) or a != t or any(
+                    getattr(a, f) is not getattr(t, f) for f in TASK_FIELDS):
+                return False
+            try:
+                a.phase = t.phase
+                return False        # not frozen
+            except dataclasses.FrozenInstanceError:
+                pass
+        return True
+
+    assert same(make)
+    f0, f1 = TASK_FIELDS[0], TASK_FIELDS[1]
+    swapped = lambda v: make((v[1], v[0]) + v[2:])     # noqa: E731  (a planted divergence)
+    assert any(getattr(t, f0) != getattr(t, f1) for t in seen)
+    assert not same(swapped)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import fields
+from itertools import islice
 from typing import Any, Callable
 
 from wgk.conformance.check.reads import ByReads, Untraceable  # noqa: F401  (re-exported)
@@ -41,6 +42,8 @@ from wgk.model import logic
 from wgk.model import kernel
 from wgk.model.env import EnvStep, guard_and_update
 from wgk.model.kernel import Decision, Rules
+from wgk.model.liveness import one_way
+from wgk.model.projections import WAYS
 from wgk.model.requests import Request
 from wgk.model.rules import RULES
 from wgk.model.state import Binding, Evidence, State, TaskState, TASK_FIELDS
@@ -326,12 +329,6 @@ def _task_src(em: _Emitter, new: TaskState, old: TaskState, oldname: str, indent
     return "_task((" + ", ".join(vals) + ",))"
 
 
-def _make_task(vals: tuple) -> TaskState:
-    t = _new(TaskState)
-    _setstate(t, vals)
-    return t
-
-
 def _task_setstate() -> Callable:
     """A function setting every field of a new TaskState from a tuple, in field order."""
     lines = ["def setstate(t, v):"]
@@ -343,6 +340,41 @@ def _task_setstate() -> Callable:
 
 _new = object.__new__
 _setstate = _task_setstate()
+
+
+def _make_task_by_setters(vals: tuple) -> TaskState:
+    t = _new(TaskState)
+    _setstate(t, vals)
+    return t
+
+
+def _task_builder() -> Callable:
+    """``make(vals) -> TaskState`` with every field from ``vals``, in field order: filled as an
+    object of a plain class of the same slots (a plain attribute store each, where the frozen
+    class's slot setters cost a call each, three to four times the time), then made a TaskState
+    (the same layout, so Python allows it). Where the interpreter refuses that, or the result
+    is not a TaskState equal to one set field by field, the setters are used."""
+    blank = type("_TaskFields", (), {"__slots__": TaskState.__slots__})
+    lines = ["def make(v):", "    t = _new(_Blank)"]
+    lines += [f"    t.{f} = v[{k}]" for k, f in enumerate(TASK_FIELDS)]
+    lines += ["    t.__class__ = _TaskState", "    return t"]
+    ns = {"_new": object.__new__, "_Blank": blank, "_TaskState": TaskState}
+    try:
+        if tuple(TaskState.__slots__) != tuple(TASK_FIELDS):
+            return _make_task_by_setters
+        exec("\n".join(lines), ns)
+        make = ns["make"]
+        probe = TaskState()
+        vals = tuple(getattr(probe, f) for f in TASK_FIELDS)
+        made = make(vals)
+        if type(made) is not TaskState or made != probe or hash(made) != hash(probe):
+            return _make_task_by_setters
+    except (TypeError, AttributeError):
+        return _make_task_by_setters
+    return make
+
+
+_make_task = _task_builder()
 
 
 _TASK_SETTERS = tuple(getattr(TaskState, f).__set__ for f in TASK_FIELDS)
@@ -530,6 +562,7 @@ class Compiled:
         self.template = s0
         self.props = (self.state_props, self.goals, self.step_props)
         self.consts: dict = {}
+        self._consts_copied = 0     # how many of ``consts`` are in the namespace already
         self.namespace: dict = dict(_BASE_NAMESPACE)
         #: per request (an Exit as the expected phase is told from the Phase of the same number,
         #: which a Request compares equal to): [its compiled decide (0: not compiled yet, None: interpreted), its
@@ -547,14 +580,22 @@ class Compiled:
         self._dlabels: dict = {}
         #: per environment step of a task: [its compiled function (None: interpreted), its uses]
         self.envs: dict = {}
+        #: per task index: the compiled conditions of the ways forward (``compile_ways``)
+        self.ways: dict = {}
 
     # ---- the pieces
 
     def _exec(self, em: _Emitter, name: str, src: str, what: str) -> Callable:
         ns = self.namespace
-        for k, v in em.consts.items():
+        consts = em.consts
+        # the constants are shared by every function of the model, in the order named: only
+        # those named since the last function are new to the namespace
+        start = self._consts_copied if consts is self.consts else 0
+        for k, v in islice(consts.items(), start, None):
             if isinstance(k, str):
                 ns[k] = v
+        if consts is self.consts:
+            self._consts_copied = len(consts)
         code = compile(src, f"<compiled {what}>", "exec")
         exec(code, ns)
         self.sources[what] = src
@@ -762,6 +803,44 @@ class Compiled:
                     out.append((p.id, None))
         return self._emit_verdicts(f"verdict_{i}", f"s, _i={i}", ("t",), [("bad", bad), ("good", good)],
                                    f"verdict task {i}")
+
+    def compile_ways(self, i: int) -> Callable:
+        """``f(s) -> (enabled, ...)``: per way of ``wgk.model.projections.WAYS``, in order,
+        whether its condition holds (``is True``) for task ``i`` of ``s``; a condition that
+        cannot be traced is asked of the interpreter."""
+        _tracer.reset()
+        s = _traced_state(self.template, "t", "s")
+        conds = []
+        for w in WAYS:
+            try:
+                v = _traced(lambda: w.enabled(s, i))
+            except Exception as e:      # noqa: BLE001  (untraceable: left to the interpreter)
+                self.fallbacks.append(f"way {w.name} task {i}: {e}")
+                v = None
+            conds.append(v)
+        em = self._new_emitter()
+        for v in conds:
+            em.count(v)
+        name = f"ways_{i}"
+        fn = _Function(em, name, f"s, _i={i}", self.n, ("t",))
+        ind = "    "
+        parts = []
+        for w, v in zip(WAYS, conds):
+            if v is None:
+                parts.append(f"{em.const(w.enabled)}(s, _i) is True")
+            elif v is True or v is False:
+                parts.append(repr(v))
+            else:
+                parts.append(f"({em.expr(v, ind)}) is True")
+        em.lines.append(f"{ind}return (" + "".join(p + ", " for p in parts) + ")")
+        return self._exec(em, name, fn.source(), f"ways task {i}")
+
+    def the_way(self, s: State, i: int):
+        """``wgk.model.liveness.the_way``: the enabled ways found by the compiled conditions."""
+        f = self.ways.get(i)
+        if f is None:
+            f = self.ways[i] = self.compile_ways(i)
+        return one_way([w for w, on in zip(WAYS, f(s)) if on])
 
     def _emit_verdicts(self, name: str, args: str, prefixes: tuple, groups: list,
                        what: str, guard: list = ()) -> Callable:

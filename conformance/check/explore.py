@@ -11,8 +11,10 @@ reached, and optionally the state graph (networkx) for Graphviz export.
 """
 from __future__ import annotations
 
+import gc
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -413,6 +415,26 @@ class _Search:
             self.apply_verdict(key, self.task_verdicts[ctx])
 
 
+#: the collector's thresholds while searching: every state, interned task state and verdict the
+#: search makes is kept to its end, so the young generation's collections (every 700
+#: allocations by default) find nothing to free and traverse the survivors again and again;
+#: at 2 tasks with every property they were a quarter to a third of the CPU
+SEARCH_GC_THRESHOLD = (200_000, 50, 100)
+
+
+@contextmanager
+def rare_collections():
+    """The cyclic collector runs rarely (``SEARCH_GC_THRESHOLD``) inside; the thresholds as
+    they were are restored on the way out. What the search keeps is acyclic (tuples, dicts of
+    ints and task states), so nothing is held longer than the search holds it anyway."""
+    before = gc.get_threshold()
+    gc.set_threshold(*SEARCH_GC_THRESHOLD)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = None,
             keep_graph: bool = False, check_steps: bool = True,
             properties: dict[str, Property] | None = None,
@@ -430,7 +452,15 @@ def explore(inst: Instance, *, rules: Rules = RULES, max_states: int | None = No
     model (``wgk.conformance.check.compiled``) unless ``compiled`` is False (the interpreter);
     the result is the same. With ``until_violated`` the search stops, incomplete, once it has
     found a violation: each violation it reports is the one a whole search reports (a first
-    violation is kept and breadth-first search meets the shortest first)."""
+    violation is kept and breadth-first search meets the shortest first). The cyclic collector
+    runs rarely while it searches (``rare_collections``)."""
+    with rare_collections():
+        return _explore(inst, rules, max_states, keep_graph, check_steps, properties, progress,
+                        liveness, workers, max_seconds, compiled, until_violated)
+
+
+def _explore(inst, rules, max_states, keep_graph, check_steps, properties, progress, liveness,
+             workers, max_seconds, compiled, until_violated) -> ExploreResult:
     t0 = time.perf_counter()
     search = _Search(inst, rules, properties or REGISTRY, check_steps, max_states,
                      keep_graph or liveness, progress,

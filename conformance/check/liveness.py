@@ -28,12 +28,14 @@ from typing import Any, Callable
 
 import networkx as nx
 
+from wgk.conformance.check import interning
+from wgk.conformance.check.compiled import _REQUEST
 from wgk.conformance.check.interning import successor
 from wgk.conformance.check.reads import ByReads
 from wgk.model.actions import Instance, label, task_steps
 from wgk.model.kernel import Rules
 from wgk.model.invariants import eventually, fairness
-from wgk.model.liveness import due_kinds, owner_working, settled
+from wgk.model.liveness import due_kinds, owner_working, settled, the_way
 from wgk.model.vocab import INTRUDER
 
 
@@ -72,10 +74,15 @@ class LivenessResult:
                 "violations": [v.to_json() for v in self.violations]}
 
 
-def _task_facts(s, i: int) -> tuple:
-    """Task ``i``'s facts: (settled, due kinds, owner working)."""
+def _task_facts(s, i: int, way_of=None) -> tuple:
+    """Task ``i``'s facts: (settled, due kinds, owner working); the way forward found once, by
+    ``way_of`` (``the_way``'s conditions compiled, ``Compiled.the_way``) when given."""
     t = s.tasks[i]
-    return settled(s, i, t), due_kinds(s, i), owner_working(s, i, t) is True
+    if way_of is None:
+        way_of = the_way
+    w = way_of(s, i)
+    once = lambda s, i: w       # noqa: E731  (the way, found above, read twice)
+    return settled(s, i, t, once), due_kinds(s, i, once), owner_working(s, i, t) is True
 
 
 class _Graph:
@@ -90,8 +97,15 @@ class _Graph:
         self._by_ctx: dict[tuple, tuple] = {}
         self._loops: dict[int, list] = {}
         self._loops_ctx: dict[tuple, list] = {}
-        #: a context's facts, kept per the values of what they read (many contexts share them)
-        self._task_facts = ByReads(_task_facts)
+        #: a context's facts, kept per the values of what they read (many contexts share them);
+        #: the ways' conditions by the compiled model when the search used it
+        compiled = space.compiled
+        way_of = None if compiled is None else compiled.the_way
+        self._task_facts = ByReads(lambda s, i: _task_facts(s, i, way_of))
+        #: the steps of a context by the compiled model's kept enumeration (an instance without
+        #: keys whose reducer is the kernel's, as the explorer's own steps)
+        self._kept_steps = compiled is not None and not inst.keys and \
+            interning.decide is interning.KERNEL_DECIDE
 
     def state(self, node: int):
         return self.space.state(self.g.nodes[node]["key"])
@@ -132,6 +146,14 @@ class _Graph:
         if out is None:
             out = self._loops_ctx[ctx] = []
             s = self.space.state(key)
+            if self._kept_steps:
+                c = self.space.compiled
+                for kind, step, _, entry in c.steps_of(self.inst, s, i, task_steps, label):
+                    if kind is _REQUEST and step.kind in kinds and not _intruder(step):
+                        s2 = c.decide_entry(s, step, entry)[1]
+                        if s2 is s or s2 == s:
+                            out.append(step)
+                return out
             for step in task_steps(self.inst, s, i):
                 if isinstance(step, Request) and step.kind in kinds and not _intruder(step):
                     d, s2, r = successor(self.inst, s, step, self.rules,
@@ -145,12 +167,16 @@ class _Graph:
         kinds = self.facts(u)[j][1]
         if not kinds:
             return None
-        name = self.space.graph.tasks[j]
-        for step in self.g.edges[u, v]["steps"]:
-            if isinstance(step, Request) and step.task == name and step.kind in kinds \
-                    and not _intruder(step):
-                return step
-        return None
+        return _discharge(self.g._succ[u][v]["steps"], self.space.graph.tasks[j], kinds)
+
+
+def _discharge(steps: list, name: str, kinds: frozenset) -> Any:
+    """The first of an edge's ``steps`` that takes task ``name``'s due action (of ``kinds``)."""
+    for step in steps:
+        if isinstance(step, Request) and step.task == name and step.kind in kinds \
+                and not _intruder(step):
+            return step
+    return None
 
 
 def _fairness(G: _Graph, comp: set[int]) -> tuple[bool, list, list]:
@@ -203,17 +229,71 @@ def _cycle(G: _Graph, comp: set[int], start: int, takes: list, visits: list) -> 
     return out
 
 
+def strongly_connected(succ: dict, nodes: list[int], total: int):
+    """``networkx.strongly_connected_components(G.subgraph(nodes))`` of the graph whose successor
+    dicts are ``succ`` (``total`` nodes), on the plain dicts: the same components, as sets built
+    in the same order (networkx's nonrecursive Tarjan with Nuutila's changes, the subgraph
+    view's order: its nodes as the set of ``nodes`` when that is under half the graph, else the
+    graph's order; each node's successors in the graph's order, those in the set)."""
+    inside = set(n for n in nodes if n in succ)
+    order = inside if 2 * len(inside) < total else [n for n in succ if n in inside]
+    adj = {v: [w for w in succ[v] if w in inside] for v in order}
+    preorder: dict = {}
+    lowlink: dict = {}
+    scc_found: set = set()
+    scc_queue: list = []
+    i = 0
+    neighbors = {v: iter(adj[v]) for v in order}
+    for source in order:
+        if source in scc_found:
+            continue
+        queue = [source]
+        while queue:
+            v = queue[-1]
+            if v not in preorder:
+                i += 1
+                preorder[v] = i
+            done = True
+            for w in neighbors[v]:
+                if w not in preorder:
+                    queue.append(w)
+                    done = False
+                    break
+            if done:
+                low = preorder[v]
+                pv = low
+                for w in adj[v]:
+                    if w not in scc_found:
+                        pw = preorder[w]
+                        if pw > pv:
+                            lw = lowlink[w]
+                            if lw < low:
+                                low = lw
+                        elif pw < low:
+                            low = pw
+                lowlink[v] = low
+                queue.pop()
+                if low == pv:
+                    scc = {v}
+                    while scc_queue and preorder[scc_queue[-1]] > pv:
+                        scc.add(scc_queue.pop())
+                    scc_found.update(scc)
+                    yield scc
+                else:
+                    scc_queue.append(v)
+
+
 def _components(G: _Graph, nodes: list[int], loops: Callable[[int], bool]) -> list[set[int]]:
-    """Components of the subgraph on ``nodes`` that an infinite run can stay in."""
-    sub = G.g.subgraph(nodes)
+    """Components of the subgraph on ``nodes`` that an infinite run can stay in (found on the
+    plain adjacency, ``strongly_connected``)."""
+    succ = G.g._succ
     out = []
-    for comp in nx.strongly_connected_components(sub):
+    for comp in strongly_connected(succ, nodes, len(succ)):
         if len(comp) > 1:
             out.append(comp)
             continue
         (u,) = comp
-        if sub.has_edge(u, u) or loops(u) or (
-                G.g.out_degree(u) == 0 and G.g.nodes[u].get("expanded")):
+        if u in succ[u] or loops(u) or (not succ[u] and G.g.nodes[u].get("expanded")):
             out.append(comp)
     return out
 
@@ -247,9 +327,19 @@ def _settles(G: _Graph, prop, prefix) -> tuple[list[Lasso], int]:
 def _progress(G: _Graph, prop, prefix) -> tuple[list[Lasso], int]:
     """Cycles made of due actions only (including a due action that changes nothing)."""
     h = nx.DiGraph()
-    for u, v in G.g.edges:
-        if any(G.discharges(u, v, j) is not None for j in range(G.n)):
-            h.add_edge(u, v)
+    names = G.space.graph.tasks
+    # the edges in the graph's order, asked only of a state where some task has a due action
+    # (``discharges`` is None for every other)
+    for u, out in G.g._succ.items():
+        if not out:
+            continue
+        due = [(names[j], f[1]) for j, f in enumerate(G.facts(u)) if f[1]]
+        if not due:
+            continue
+        for v, data in out.items():
+            steps = data["steps"]
+            if any(_discharge(steps, name, kinds) is not None for name, kinds in due):
+                h.add_edge(u, v)
     for u in G.g.nodes:
         if G.due_loops(u):
             h.add_edge(u, u)
