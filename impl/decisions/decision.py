@@ -53,6 +53,10 @@ class Observe:
         self._cache: dict[Any, Any] = {}
         self.log: dict[str, Any] = {}
 
+    @property
+    def task(self) -> str:
+        return self._task
+
     def _once(self, key, thunk):
         if key not in self._cache:
             self._cache[key] = thunk()
