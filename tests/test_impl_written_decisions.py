@@ -914,3 +914,76 @@ def test_a_submit_sent_ahead_over_a_stale_cache_looks_at_the_attempts_worktree_a
         assert k.rebuild().ok and k.audit().findings == []
         other.close()
         k.close()
+
+
+def test_a_new_tasks_policy_is_known_without_a_read_and_equals_the_stored_one(where):
+    world = MemoryWorld.create(target="main-0")
+    k = Kernel(where, world.environment())
+    k.create_graph("g", [TaskPolicy("a-b"), TaskPolicy("ab"), TaskPolicy("a_c")])
+    k.add_tasks([TaskPolicy("x", deps=("ab", "a_c", "a-b"), review_required=True,
+                            requires_assignment=True, disposition="report")])
+    known = {n: k.cache.known_policy(n) for n in ("a-b", "ab", "a_c", "x")}
+    assert known["x"].deps == ("a-b", "a_c", "ab")
+    k._forget()
+    assert {n: k.policy(n) for n in known} == known      # as the tables give it back
+    k.close()
+
+
+def test_a_dispatch_and_a_prepare_effect_on_postgresql_send_their_write_with_their_locks(
+        pg_server):
+    """Both read their dependencies' rows: those are locked shared ahead of the request
+    too, then the write; one round trip for the locks and the write, one for the rest and
+    COMMIT."""
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(pg_server, "wgk_written") as dsn:
+        world = MemoryWorld.create(target="main-0")
+        k = Kernel(dsn, world.environment())
+        k.create_graph("g", [TaskPolicy("d"), TaskPolicy("x", deps=("d",))])
+        assert k.handle(dispatch("d", "dd", 0))["decision"] == "applied"
+        world.repository.write(k.record("d").worktree_id, WORK)
+        to_phase(k, "d", "graph-saved")
+        trips = k.store.conn.round_trips
+        assert k.handle(dispatch("x", "dx", 0)) == {"decision": "applied"}
+        assert k.store.conn.round_trips - trips == 2
+        world.repository.write(k.record("x").worktree_id, "work-x")
+        to_phase(k, "x", "disposition-recorded", "work-x")
+        trips = k.store.conn.round_trips
+        assert send(k, "prepare-effect", "promoter", "x") == {"decision": "applied"}
+        assert k.store.conn.round_trips - trips == 2
+        t = k.record("x")
+        k._forget()
+        assert k.record("x") == t and k.rebuild().ok and k.audit().findings == []
+        k.close()
+
+
+def test_a_dispatch_sent_ahead_over_a_stale_cache_is_decided_again_on_the_stored_rows(
+        pg_server):
+    """Another kernel's commit makes the cache stale after the dispatch's write went ahead:
+    the counters it moved are taken back, the record is read, and the dispatch decided
+    again, once; a dispatch the stored rows refuse is refused and writes nothing."""
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(pg_server, "wgk_written") as dsn:
+        world = MemoryWorld.create(target="main-0")
+        k = Kernel(dsn, world.environment())
+        k.create_graph("g", [TaskPolicy("a"), TaskPolicy("b")])
+        assert k.record("a").attempt == 0                 # (cached: stale from now on)
+        taken_back: list[int] = []
+        open_back = k.tables.open_back
+        k.tables.open_back = lambda tid: taken_back.append(tid) or open_back(tid)
+        other = Kernel(dsn, world.environment())
+        assert other.handle(dispatch("b", "db", 0)) == {"decision": "applied"}
+        trips = k.store.conn.round_trips
+        assert k.handle(dispatch("a", "da", 0)) == {"decision": "applied"}
+        assert taken_back == [k.task_id("a")] and k.store.conn.round_trips - trips > 2
+        t = k.record("a")
+        assert (t.attempt, t.fence, t.lease_epoch) == (1, 1, 1)
+        k._forget()
+        assert k.record("a") == t
+        assert other.handle(dispatch("b", "db2", 0))["decision"] == "rejected"
+        assert k.handle(dispatch("a", "da2", 0)) == {"decision": "rejected", "code": "cas-moved"}
+        assert taken_back == [k.task_id("a")]             # (nothing moved: nothing taken back)
+        k._forget()
+        assert k.record("a") == t
+        assert k.rebuild().ok and k.audit().findings == [] and k.verify_ledger().ok
+        other.close()
+        k.close()

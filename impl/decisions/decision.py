@@ -124,7 +124,7 @@ class Observe:
         if t.effect_done:
             return True
         effect = effect_name(self._task, t)
-        if self._intent(effect) is None:
+        if self._once(("intent", effect), lambda: self._intent(effect)) is None:
             return False
         value = self._once(("effect", effect),
                            lambda: self._env.repository.effect_observed(effect))

@@ -457,7 +457,9 @@ OBSERVING_STEPS: dict[str, Looking] = {
     "commit-effect": Looking(_the_effect, effect_seen),
     "commit-cleanup": Looking(_the_worktree, cleanup_seen),
 }
-#: Written steps never sent ahead of their locks (``Kernel._write_ahead``): a prepare-effect's
-#: statement reads its dependencies' rows (locked only after the task's), and what a
-#: commit-effect observes reads the effect's intent from the database.
-NOT_AHEAD = frozenset({"prepare-effect", "commit-effect"})
+#: Written steps whose statement reads the dependencies' rows: sent ahead of the request
+#: (``Kernel._write_ahead``) only with those rows' locks before it.
+LOCKS_DEPENDENCIES = frozenset({"prepare-effect"})
+#: Written steps never sent ahead: what a commit-effect observes reads the effect's intent
+#: from the database.
+NOT_AHEAD = frozenset({"commit-effect"})

@@ -55,7 +55,9 @@ from ..decisions.projection import StatusProjection, observable_task, status
 from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, evolve, record_to_json
 from ..decisions.decision import Ctx, Observe, Outcome
 from ..decisions.rules import EDGES, RULES, decide, k_failure, transaction_failure
-from ..decisions.transaction import NOT_AHEAD, OBSERVING_STEPS, STEPS, WRITTEN_STEPS, write
+from ..decisions.transaction import (
+    LOCKS_DEPENDENCIES, NOT_AHEAD, OBSERVING_STEPS, STEPS, WRITTEN_STEPS, write,
+)
 from ..decisions.decision import evidence_fact
 from ..decisions.seeding import Initial, check_initial, seeded
 from ..storage.backends import open_store
@@ -462,7 +464,7 @@ class Kernel:
         was observed for that write (``RequestContext.ahead``)."""
         parsed: list = []
 
-        def ahead() -> tuple[str, int | None, tuple | None] | None:
+        def ahead() -> tuple[str, int | None, tuple | None, list[int]] | None:
             key = wire.get("key") if isinstance(wire, dict) else None
             # a key no store can hold (not UTF-8, a NUL) is read by nobody: parse refuses it
             if not sendable(key):
@@ -470,35 +472,50 @@ class Kernel:
             name = credential.partition(".")[0] if well_formed(credential) else None
             task = wire.get("task")
             tid = self.cache.known_id(task) if isinstance(task, str) else None
-            write = None
+            write, deps = None, []
+            kind = wire.get("kind")
             if tid is not None and credential is None and (
-                    wire.get("kind") in WRITTEN_UNDER_CONDITIONS or wire.get("kind") in WRITTEN_STEPS):
-                write = self._write_ahead(wire, tid, parsed)
-            return (key if name is None else f"{name}/{key}"), tid, write
+                    kind in WRITTEN_UNDER_CONDITIONS or kind in WRITTEN_STEPS or kind == "dispatch"):
+                write, deps = self._write_ahead(wire, tid, parsed) or (None, [])
+            return (key if name is None else f"{name}/{key}"), tid, write, deps
         self.store.read_ahead(JOURNAL, ahead)
         return (parsed[0], parsed[1] if len(parsed) > 1 else None) if parsed else (None, None)
 
-    def _write_ahead(self, wire: dict, tid: int, parsed: list) -> tuple[str, tuple] | None:
-        """The write that decides ``wire``, a report (its evidence row written with no
-        number: ``_report_under_conditions`` on a store that does not know it ahead) or a
-        written step of task ``tid`` (``_step_under_conditions``), when nothing before the
-        write can refuse the request: it parses, names nothing refused, is authorized and
-        carries K (a report, a token too; a step, what the request alone must hold). Sent
-        with the request's locks, it is rolled back with them when the request does not take
-        them up (a used key, a closed kernel). A step of ``OBSERVING_STEPS`` on a record the
-        cache holds is sent too, with what it observed of the worktree just before, which the
-        request then takes up (``parsed``' second item). (A dispatch is not: it reads its
-        dependencies' rows, which are locked only after the task's; nor are the steps of
-        ``NOT_AHEAD``.)"""
+    def _write_ahead(self, wire: dict, tid: int, parsed: list) -> tuple[tuple, list[int]] | None:
+        """The write that decides ``wire`` and the dependencies it reads (their ids, to be
+        locked shared before it, as ``_lock_and_sync`` locks them): a report (its evidence
+        row written with no number: ``_report_under_conditions`` on a store that does not
+        know it ahead), a written step of task ``tid`` (``_step_under_conditions``) or a
+        dispatch (``_dispatch_under_conditions``), when nothing before the write can refuse
+        the request: it parses, names nothing refused, is authorized and carries K (a report,
+        a token too; a step, what the request alone must hold). Sent with the request's locks,
+        it is rolled back with them when the request does not take them up (a used key, a
+        closed kernel). A step of ``OBSERVING_STEPS`` on a record the cache holds is sent too,
+        with what it observed just before, and a dispatch with the time it read, which the
+        request then takes up (``parsed``' second item). A write that reads the dependencies'
+        rows (a dispatch, a step of ``LOCKS_DEPENDENCIES``) goes only where the cache knows
+        them; the steps of ``NOT_AHEAD`` never do."""
         try:
             r = parse(wire)
         except BadRequest:
             return None                           # (parsed again, and refused, in its turn)
         parsed.append(r)
-        if r.cap is None or not r.authorized or refused_name(r) is not None:
+        if not r.authorized or refused_name(r) is not None:
+            return None
+        if r.kind == "dispatch" or r.kind in LOCKS_DEPENDENCIES:
+            deps = self._known_dependencies(r.task)
+            if deps is None:
+                return None
+            if r.kind == "dispatch":
+                observe = self.observe(r.task)
+                parsed.append((observe, (), None))
+                return self.tables.open_statement(tid, r, observe.now()), deps
+        else:
+            deps = []
+        if r.cap is None:
             return None
         if r.kind in WRITTEN_UNDER_CONDITIONS:
-            return self.facts.report_statement(r, 0) if r.needs_token else None
+            return (self.facts.report_statement(r, 0), deps) if r.needs_token else None
         if r.kind in NOT_AHEAD:
             return None
         looking = OBSERVING_STEPS.get(r.kind)
@@ -509,11 +526,20 @@ class Kernel:
             observe = self.observe(r.task)
             seen = looking.seen(observe, record)
             parsed.append((observe, seen, looking.at(record)))
-            return self.tables.step_statement(tid, r, STEPS[r.kind].to, EDGES[r.kind][0], seen)
+            return self.tables.step_statement(tid, r, STEPS[r.kind].to, EDGES[r.kind][0],
+                                              seen), deps
         if not WRITTEN_STEPS[r.kind](r) or (
                 r.kind == "seal-candidate" and self.cache.known_protected_paths() != ()):
             return None
-        return self.tables.step_statement(tid, r, STEPS[r.kind].to, EDGES[r.kind][0])
+        return self.tables.step_statement(tid, r, STEPS[r.kind].to, EDGES[r.kind][0]), deps
+
+    def _known_dependencies(self, task: str) -> list[int] | None:
+        """The ids of ``task``'s dependencies where the cache knows them all (no read)."""
+        policy = self.cache.known_policy(task)
+        if policy is None:
+            return None
+        ids = [self.cache.known_id(d) for d in policy.deps]
+        return None if None in ids else ids
 
     def _decide_and_record(self, rc: RequestContext, may_perform: bool = True) -> dict:
         """Decide, perform the effects, append the event and apply it (inside the caller's unit)."""
@@ -696,9 +722,19 @@ class Kernel:
         tid = self.task_id(r.task)
         if tid is None:
             return self._refused(r, "unknown-task")
-        old = self.record(r.task)
-        observe = self.observe(r.task)
-        if not self.tables.open_if_admitted(tid, r, observe.now()):
+        observe = rc.ahead[0] if rc.ahead is not None else self.observe(r.task)
+        old = self.cache.records.get(r.task)
+        if old is None and rc.ahead is None:
+            old = self.record(r.task)             # read before the write moves the row
+        moved = self.tables.open_if_admitted(tid, r, observe.now())
+        if old is None:
+            # the write went ahead with the locks (PostgreSQL) over a record the cache no longer
+            # holds (another connection committed): taken back, read, and decided again
+            if moved:
+                self.tables.open_back(tid)
+            old = self.record(r.task)
+            moved = moved and self.tables.open_if_admitted(tid, r, observe.now())
+        if not moved:
             code = self._refusal(r, old, observe, lambda ctx: next(
                 (c.code for c in OPENING.when if not c.holds(ctx)), None))
             response = decision(REJECTED, code)

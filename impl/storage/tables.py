@@ -241,6 +241,11 @@ class TaskTables:
         moved = self.conn.execute(sql, params).rowcount == 1
         return moved
 
+    def open_back(self, task_id: int) -> None:
+        """Take back what ``OPEN_IF_ADMITTED`` moved on (the counters, one each)."""
+        self.conn.execute("UPDATE tasks SET attempt = attempt - 1, fence = fence - 1, "
+                          "lease_epoch = lease_epoch - 1 WHERE id = ?", (task_id,))
+
     def stamp(self, task_id: int) -> None:
         """Move the task's stamp on from the one its record was read with (``STAMP``)."""
         stamp = self.stamps[task_id]
