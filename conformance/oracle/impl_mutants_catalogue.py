@@ -544,6 +544,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "dependency-needs-done on PostgreSQL (the rows a decision reads are locked)",
        ("storage/pg.py", "            self.lock_tasks(dep_ids, share=True)\n",
         "            pass\n"),
+       ("storage/pg.py", "self.conn.begin_early([task_id], key, write, deps)",
+        "self.conn.begin_early([task_id], key, write, [])"),
        survives=PG_ONLY + " (there the race reopen-racing-admission finds a dependent "
                           "admitted after its dependency's reopen in the ledger's order)"),
     _m("pg-deadlock-not-retried", "concurrency",
