@@ -987,3 +987,58 @@ def test_a_dispatch_sent_ahead_over_a_stale_cache_is_decided_again_on_the_stored
         assert k.rebuild().ok and k.audit().findings == [] and k.verify_ledger().ok
         other.close()
         k.close()
+
+
+EFFECT_AND_CLEANUP = ("prepare-effect", "commit-effect", "prepare-cleanup", "commit-cleanup")
+
+
+def effect_and_cleanup_story(where: str, tmp: str) -> list[str]:
+    """A completion whose effect and cleanup edges are refused once each on the way (a moved
+    target, unsaved bytes, a stale K) and then applied; the ledger's request bodies."""
+    world = MemoryWorld.create(target="main-0")
+    k = Kernel(where if where.startswith("postgresql") else tmp, world.environment())
+    k.create_graph("g", [TaskPolicy("a")])
+    assert k.handle(dispatch("a", "d", 0))["decision"] == "applied"
+    wt = k.record("a").worktree_id
+    world.repository.write(wt, WORK)
+    to_phase(k, "a", "effect-prepared")
+    world.repository.move_target("main-1")
+    assert send(k, "commit-effect", "promoter", key="c1", candidate=WORK,
+                base="main-0")["code"] == "cas-moved"
+    world.repository.move_target("main-0")
+    stale = edge("prepare-cleanup", "cleanup", key="p1")
+    stale["cap"]["fence"] = 2
+    for request, code in [
+            (edge("commit-effect", "promoter", key="c2", candidate=WORK, base="main-0"), None),
+            (stale, "stale-capability"), (edge("prepare-cleanup", "cleanup", key="p2"), None),
+            (edge("commit-cleanup", "cleanup", key="x1"), "worktree-unsaved"),
+            (edge("commit-cleanup", "cleanup", key="x2"), None),
+            (edge("save-graph", "daemon", key="g"), None)]:
+        if request["key"] == "x1":
+            world.repository.write(wt, "unsaved")
+        if request["key"] == "x2":
+            world.repository.write(wt, WORK)
+        t = k.record("a")
+        answer = k.handle({**request, "expected-phase": t.phase, "expected-revision": t.revision})
+        assert answer.get("code") == code, (request, answer)
+    assert k.record("a").graph_saved
+    bodies = [b for (b,) in k.conn.execute(
+        "SELECT body FROM ledger WHERE event = 'request' ORDER BY seq")]
+    k.close()
+    return bodies
+
+
+def test_the_effect_and_cleanup_edges_write_the_ledger_the_guard_list_writes(
+        where, tmp_path, monkeypatch):
+    """Decided by their writes or by the guard list, the same requests leave the same ledger
+    bodies, byte for byte: the changes, the facts and what was observed."""
+    written = effect_and_cleanup_story(where, str(tmp_path / "written.db"))
+    for kind in EFFECT_AND_CLEANUP:
+        monkeypatch.delitem(WRITTEN_STEPS, kind)
+    if where.startswith("postgresql"):
+        from wgk.impl.storage import pg
+        with pg.scratch_schema(server(), "wgk_written") as dsn:
+            guarded = effect_and_cleanup_story(dsn, "")
+    else:
+        guarded = effect_and_cleanup_story(where, str(tmp_path / "guarded.db"))
+    assert len(written) == len(guarded) and written == guarded
