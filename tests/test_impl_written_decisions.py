@@ -1,8 +1,9 @@
 """A heartbeat and a provider failure are decided by the statement that writes them
 (``tables.REPORT_IF_CURRENT``), and so are the steps of the SaveTransaction in
 ``transaction.WRITTEN_STEPS`` (``tables.STEP_IF_CURRENT`` with each step's own conditions,
-``tables.STEP_CONDITIONS``; a submit and a WorkSave with what was observed of the worktree)
-and a dispatch (``tables.OPEN_IF_ADMITTED``).
+``tables.STEP_CONDITIONS``; a submit, a WorkSave and a commit-cleanup with what was observed
+of the worktree, a commit-effect with the target and the effect observed, a prepare-effect
+over its dependencies' rows) and a dispatch (``tables.OPEN_IF_ADMITTED``).
 
 Its evidence row is written only while the request's K and token are the current
 attempt's; when no row was written, the answer is read from the stored facts afterwards.
@@ -209,19 +210,21 @@ def send(k: Kernel, kind: str, actor: str, task: str = "a", **fields) -> dict:
                      **edge(kind, actor, task, **fields)})
 
 
-def to_phase(k: Kernel, task: str, upto: str) -> None:
-    """Drive ``task``'s transaction along the main line until it holds ``upto``."""
+def to_phase(k: Kernel, task: str, upto: str, work: str = WORK) -> None:
+    """Drive ``task``'s transaction along the main line until it holds ``upto`` (its worktree
+    holding ``work``, built on the attempt's base)."""
     review = k.policy(task).review_required
+    base = k.record(task).base_hint
     script = [("submit", "worker", {}), ("quiesce", "wrapper", {}),
-              ("save-work", "wrapper", {"candidate": WORK, "base": "main-0"}),
-              ("seal-candidate", "daemon", {"candidate": WORK}),
-              ("validate", "validator", {"candidate": WORK, "verdict": "pass"})]
+              ("save-work", "wrapper", {"candidate": work, "base": base}),
+              ("seal-candidate", "daemon", {"candidate": work}),
+              ("validate", "validator", {"candidate": work, "verdict": "pass"})]
     script += [("request-review", "daemon", {}),
-               ("accept", "evaluator", {"candidate": WORK, "verdict": "pass"})] if review else \
-        [("accept", "daemon", {"candidate": WORK, "verdict": "not-required"})]
+               ("accept", "evaluator", {"candidate": work, "verdict": "pass"})] if review else \
+        [("accept", "daemon", {"candidate": work, "verdict": "not-required"})]
     script += [("record-disposition", "wrapper", {"disposition": "land"}),
                ("prepare-effect", "promoter", {}),
-               ("commit-effect", "promoter", {"candidate": WORK, "base": "main-0"}),
+               ("commit-effect", "promoter", {"candidate": work, "base": base}),
                ("prepare-cleanup", "cleanup", {}), ("commit-cleanup", "cleanup", {}),
                ("save-graph", "daemon", {})]
     for kind, actor, fields in script:
@@ -241,9 +244,9 @@ def test_a_whole_completion_decides_its_written_steps_without_a_guard_list(kw, m
     monkeypatch.setattr(kernel_module, "decide", recorded)
     to_phase(k, "a", "graph-saved")
     to_phase(k, "r", "accepted")                  # (a's land moved the target r was built on)
-    assert set(guarded) == {"prepare-effect", "commit-effect", "prepare-cleanup",
-                            "commit-cleanup"}
-    assert not set(guarded) & set(WRITTEN_STEPS)
+    assert guarded == []                          # every step of a completion: by its write
+    assert {"prepare-effect", "commit-effect", "prepare-cleanup", "commit-cleanup"} \
+        <= set(WRITTEN_STEPS)
     assert k.status("a") == "done" and k.record("r").receipt("review") == k.record("r").binding
     assert k.audit().findings == [] and k.rebuild().ok and k.verify_ledger().ok
     k._forget()
@@ -353,6 +356,248 @@ def test_without_its_receipt_condition_a_graph_save_missing_one_is_written(kw, m
     monkeypatch.setitem(tables.STEP_CONDITIONS, "save-graph", ("", lambda r, seen=None: ()))
     assert send(k, "save-graph", "daemon") == {"decision": "applied"}
     assert k.record("a").phase == "graph-saved"
+
+
+# --- the effect and cleanup edges ---------------------------------------------------------
+
+
+def no_guard_list(monkeypatch) -> None:
+    monkeypatch.setattr(kernel_module, "decide",
+                        lambda ctx: (_ for _ in ()).throw(AssertionError("the guard list ran")))
+
+
+def unmoved(k: Kernel, task: str, before: tuple, rebuilds: bool = True) -> None:
+    """The refused step left the row as it was, in the cache and in the database, and the
+    ledger still rebuilds the tables (unless a test took a row away behind its back)."""
+    assert (k.record(task).phase, k.record(task).revision) == before
+    k._forget()
+    assert (k.record(task).phase, k.record(task).revision) == before
+    assert k.verify_ledger(since=2).ok
+    if not rebuilds:
+        return
+    assert k.rebuild().ok and k.audit().findings == [] and k.verify_ledger().ok
+
+
+def effect_state(k: Kernel) -> list[tuple]:
+    return k.conn.execute("SELECT state, re_observed FROM effects").fetchall()
+
+
+@pytest.mark.parametrize("fields,code", [
+    ({"candidate": "other", "base": "main-0"}, "candidate-mismatch"),
+    ({"candidate": WORK, "base": "main-9"}, "candidate-mismatch"),
+])
+def test_a_commit_effect_naming_another_candidate_is_refused_from_the_stored_row(
+        kw, monkeypatch, fields, code):
+    k, world = kw
+    to_phase(k, "a", "effect-prepared")
+    no_guard_list(monkeypatch)
+    before = (k.record("a").phase, k.record("a").revision)
+    assert send(k, "commit-effect", "promoter", **fields) == {"decision": "rejected", "code": code}
+    assert world.repository.target() == "main-0" and effect_state(k) == [("prepared", 0)]
+    unmoved(k, "a", before)
+
+
+def test_a_commit_effect_whose_review_receipt_is_gone_is_refused_review_required(kw, monkeypatch):
+    k, world = kw
+    to_phase(k, "a", "effect-prepared")
+    k.conn.execute("DELETE FROM receipts WHERE kind = 'review'")      # a receipt lost
+    k._forget()
+    no_guard_list(monkeypatch)
+    before = (k.record("a").phase, k.record("a").revision)
+    assert send(k, "commit-effect", "promoter", candidate=WORK, base="main-0") == {
+        "decision": "rejected", "code": "review-required"}
+    assert world.repository.target() == "main-0"
+    unmoved(k, "a", before, rebuilds=False)
+
+
+def test_a_commit_effect_is_written_under_the_target_it_observed(kw, monkeypatch):
+    """A target moved before the request is seen by the statement (cas-moved, no land); one
+    moved between the write and the land makes the compare-and-swap fail, and the row goes
+    back; with the target at the base, the land is made and recorded, by the write."""
+    from wgk.impl.world.hooks import REF_UPDATE
+    k, world = kw
+    to_phase(k, "a", "effect-prepared")
+    no_guard_list(monkeypatch)
+    before = (k.record("a").phase, k.record("a").revision)
+    world.repository.move_target("main-1")
+    assert send(k, "commit-effect", "promoter", key="c1", candidate=WORK, base="main-0") == {
+        "decision": "rejected", "code": "cas-moved"}
+    assert world.repository.target() == "main-1"
+    unmoved(k, "a", before)
+    world.repository.move_target("main-0")
+
+    def moves_the_target(b):
+        if b.kind == REF_UPDATE and b.when == "before":
+            world.repository.move_target("main-2")
+    k.hook = moves_the_target
+    assert send(k, "commit-effect", "promoter", key="c2", candidate=WORK, base="main-0") == {
+        "decision": "rejected", "code": "cas-moved"}
+    assert world.repository.target() == "main-2" and effect_state(k) == [("prepared", 0)]
+    unmoved(k, "a", before)
+    k.hook = lambda b: None
+    world.repository.move_target("main-0")
+    assert send(k, "commit-effect", "promoter", key="c3", candidate=WORK, base="main-0") == {
+        "decision": "applied"}
+    t = k.record("a")
+    assert (t.phase, t.effect_done, t.receipt("effect")) == ("effect-committed", True, t.binding)
+    assert world.repository.target() == WORK and effect_state(k) == [("committed", 0)]
+    assert k.rebuild().ok and k.audit().findings == [] and k.verify_ledger().ok
+    k._forget()
+    assert k.record("a") == t
+
+
+def test_a_commit_effect_after_its_land_was_made_records_it_without_making_it_again(
+        kw, monkeypatch):
+    k, world = kw
+    to_phase(k, "a", "effect-prepared")
+    effect = k.conn.execute("SELECT id FROM effects").fetchone()[0]
+    assert world.repository.land(effect, WORK, "main-0")       # made before a crash
+    no_guard_list(monkeypatch)
+    assert send(k, "commit-effect", "promoter", candidate=WORK, base="main-0") == {
+        "decision": "applied"}
+    assert effect_state(k) == [("committed", 1)] and k.record("a").effect_done
+    assert k.rebuild().ok and k.audit().findings == []
+
+
+def test_without_its_conditions_a_commit_effect_naming_another_candidate_moves_the_row(
+        kw, monkeypatch):
+    k, world = kw
+    to_phase(k, "a", "effect-prepared")
+    sql, values = tables.STEP_CONDITIONS["commit-effect"]
+    monkeypatch.setitem(tables.STEP_CONDITIONS, "commit-effect", (" AND " + unbound(5), values))
+    assert send(k, "commit-effect", "promoter", candidate="other", base="main-9") == {
+        "decision": "applied"}
+    assert k.record("a").phase == "effect-committed"
+
+
+def test_a_commit_cleanup_is_refused_while_the_worktree_holds_unsaved_bytes(kw, monkeypatch):
+    k, world = kw
+    to_phase(k, "a", "cleanup-prepared")
+    wt = k.record("a").worktree_id
+    no_guard_list(monkeypatch)
+    before = (k.record("a").phase, k.record("a").revision)
+    world.repository.write(wt, "unsaved")
+    assert send(k, "commit-cleanup", "cleanup", key="x1") == {
+        "decision": "rejected", "code": "worktree-unsaved"}
+    world.repository.write(wt, WORK)
+    monkeypatch.setattr(world.repository, "uncaptured", lambda wt: ["ignored.bin"])
+    assert send(k, "commit-cleanup", "cleanup", key="x2") == {
+        "decision": "rejected", "code": "worktree-unsaved"}
+    assert world.repository.observe_worktree(wt).present
+    unmoved(k, "a", before)
+    monkeypatch.setattr(world.repository, "uncaptured", lambda wt: [])
+    assert send(k, "commit-cleanup", "cleanup", key="x3") == {"decision": "applied"}
+    t = k.record("a")
+    assert (t.phase, t.worktree_lease, t.receipt("cleanup")) == (
+        "cleanup-committed", False, t.binding)
+    assert not world.repository.observe_worktree(wt).present
+    assert k.conn.execute("SELECT removed, last_content FROM worktrees WHERE id = ?", (wt,)).fetchall() == [(1, WORK)]
+    assert k.rebuild().ok and k.audit().findings == [] and k.verify_ledger().ok
+
+
+def test_a_commit_cleanup_of_a_worktree_already_gone_is_written(kw, monkeypatch):
+    k, world = kw
+    to_phase(k, "a", "cleanup-prepared")
+    world.repository.remove_worktree(k.record("a").worktree_id)
+    no_guard_list(monkeypatch)
+    assert send(k, "commit-cleanup", "cleanup") == {"decision": "applied"}
+    assert k.record("a").phase == "cleanup-committed" and k.rebuild().ok
+
+
+def test_without_its_conditions_a_commit_cleanup_erases_unsaved_bytes(kw, monkeypatch):
+    k, world = kw
+    to_phase(k, "a", "cleanup-prepared")
+    world.repository.write(k.record("a").worktree_id, "unsaved")
+    _, values = tables.STEP_CONDITIONS["commit-cleanup"]
+    monkeypatch.setitem(tables.STEP_CONDITIONS, "commit-cleanup", (" AND " + unbound(4), values))
+    assert send(k, "commit-cleanup", "cleanup") == {"decision": "applied"}
+    assert k.record("a").phase == "cleanup-committed"
+
+
+@pytest.fixture
+def kr(where):
+    """A kernel where task ``x`` depends on ``d``: ``d`` Done, then ``x`` dispatched and
+    driven to its disposition, then ``d`` reopened (a generation opened after ``x``'s attempt)."""
+    world = MemoryWorld.create(target="main-0")
+    k = Kernel(where, world.environment())
+    k.create_graph("g", [TaskPolicy("d"), TaskPolicy("x", deps=("d",))])
+    for task, work in (("d", WORK), ("x", "work-x")):
+        assert k.handle({"kind": "dispatch", "actor": "daemon", "task": task, "key": f"d-{task}",
+                         "expected-attempt": 0, "owner": OWNER,
+                         "mint": hashlib.sha256(TOKEN.encode()).hexdigest()})["decision"] == "applied"
+        world.repository.write(k.record(task).worktree_id, work)
+        to_phase(k, task, "graph-saved" if task == "d" else "disposition-recorded", work)
+    yield k, world
+    k.close()
+
+
+def reopen(k: Kernel) -> dict:
+    return k.handle({"kind": "reopen", "actor": "operator", "task": "d", "key": "reopen-d",
+                     "expected-generation": k.record("d").generation})
+
+
+def test_a_prepare_effect_is_written_while_its_dependencies_are_done(kr, monkeypatch):
+    k, world = kr
+    no_guard_list(monkeypatch)
+    assert send(k, "prepare-effect", "promoter", "x") == {"decision": "applied"}
+    t = k.record("x")
+    assert t.phase == "effect-prepared"
+    assert k.conn.execute("SELECT e.id, e.state FROM effects e JOIN tasks ON tasks.id = e.task "
+                          "WHERE tasks.name = 'x'").fetchall() == [(f"x/{t.effect_id}", "prepared")]
+    assert k.rebuild().ok and k.audit().findings == []
+
+
+def test_a_prepare_effect_after_its_dependency_reopened_is_refused_from_the_stored_rows(
+        kr, monkeypatch):
+    k, world = kr
+    assert reopen(k)["decision"] == "applied"
+    no_guard_list(monkeypatch)
+    before = (k.record("x").phase, k.record("x").revision)
+    assert send(k, "prepare-effect", "promoter", "x") == {
+        "decision": "rejected", "code": "dependency-reopened"}
+    assert k.conn.execute("SELECT count(*) FROM effects e JOIN tasks ON tasks.id = e.task "
+                          "WHERE tasks.name = 'x'").fetchone() == (0,)
+    unmoved(k, "x", before)
+
+
+def test_without_its_conditions_a_prepare_effect_over_a_reopened_dependency_moves_the_row(
+        kr, monkeypatch):
+    k, world = kr
+    assert reopen(k)["decision"] == "applied"
+    monkeypatch.setitem(tables.STEP_CONDITIONS, "prepare-effect", ("", tables._no_values))
+    assert send(k, "prepare-effect", "promoter", "x") == {"decision": "applied"}
+    assert k.record("x").phase == "effect-prepared"
+
+
+def test_without_the_reopened_condition_a_prepare_effect_on_an_old_generation_moves_the_row(
+        kr, monkeypatch):
+    """The dependency Done again on a generation opened after the attempt: only the second
+    condition refuses; without it the statement moves the row."""
+    k, world = kr
+    k.conn.execute("INSERT INTO generations (task, generation, opened_seq) "
+                   "SELECT task, 1, 1000000 FROM attempts WHERE fence = 1 AND task = "
+                   "(SELECT id FROM tasks WHERE name = 'd')")          # d's generation, later
+    assert send(k, "prepare-effect", "promoter", "x", key="p1") == {
+        "decision": "rejected", "code": "dependency-reopened"}
+    monkeypatch.setitem(tables.STEP_CONDITIONS, "prepare-effect",
+                        (tables._EVERY_DEPENDENCY_DONE, tables._no_values))
+    assert send(k, "prepare-effect", "promoter", "x", key="p2") == {"decision": "applied"}
+
+
+def test_a_prepare_cleanup_records_the_bytes_its_worktree_holds(kw, monkeypatch):
+    k, world = kw
+    to_phase(k, "a", "effect-committed")
+    no_guard_list(monkeypatch)
+    t = k.record("a")
+    stale = edge("prepare-cleanup", "cleanup", key="stale")
+    stale["cap"]["lease-epoch"] = 2
+    assert k.handle({**stale, "expected-phase": t.phase, "expected-revision": t.revision}) == {
+        "decision": "rejected", "code": "stale-capability"}
+    assert send(k, "prepare-cleanup", "cleanup") == {"decision": "applied"}
+    assert k.conn.execute("SELECT planned_removal, last_content FROM worktrees WHERE id = ?", (t.worktree_id,)).fetchall() == [
+        (1, WORK)]
+    assert events(k)[-1]["observed"]["worktree"] == {"present": True, "content": WORK}
+    assert k.rebuild().ok and k.audit().findings == []
 
 
 # --- the write sent ahead with the request's locks (PostgreSQL) --------------------------------
@@ -669,3 +914,131 @@ def test_a_submit_sent_ahead_over_a_stale_cache_looks_at_the_attempts_worktree_a
         assert k.rebuild().ok and k.audit().findings == []
         other.close()
         k.close()
+
+
+def test_a_new_tasks_policy_is_known_without_a_read_and_equals_the_stored_one(where):
+    world = MemoryWorld.create(target="main-0")
+    k = Kernel(where, world.environment())
+    k.create_graph("g", [TaskPolicy("a-b"), TaskPolicy("ab"), TaskPolicy("a_c")])
+    k.add_tasks([TaskPolicy("x", deps=("ab", "a_c", "a-b"), review_required=True,
+                            requires_assignment=True, disposition="report")])
+    known = {n: k.cache.known_policy(n) for n in ("a-b", "ab", "a_c", "x")}
+    assert known["x"].deps == ("a-b", "a_c", "ab")
+    k._forget()
+    assert {n: k.policy(n) for n in known} == known      # as the tables give it back
+    k.close()
+
+
+def test_a_dispatch_and_a_prepare_effect_on_postgresql_send_their_write_with_their_locks(
+        pg_server):
+    """Both read their dependencies' rows: those are locked shared ahead of the request
+    too, then the write; one round trip for the locks and the write, one for the rest and
+    COMMIT."""
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(pg_server, "wgk_written") as dsn:
+        world = MemoryWorld.create(target="main-0")
+        k = Kernel(dsn, world.environment())
+        k.create_graph("g", [TaskPolicy("d"), TaskPolicy("x", deps=("d",))])
+        assert k.handle(dispatch("d", "dd", 0))["decision"] == "applied"
+        world.repository.write(k.record("d").worktree_id, WORK)
+        to_phase(k, "d", "graph-saved")
+        trips = k.store.conn.round_trips
+        assert k.handle(dispatch("x", "dx", 0)) == {"decision": "applied"}
+        assert k.store.conn.round_trips - trips == 2
+        world.repository.write(k.record("x").worktree_id, "work-x")
+        to_phase(k, "x", "disposition-recorded", "work-x")
+        trips = k.store.conn.round_trips
+        assert send(k, "prepare-effect", "promoter", "x") == {"decision": "applied"}
+        assert k.store.conn.round_trips - trips == 2
+        t = k.record("x")
+        k._forget()
+        assert k.record("x") == t and k.rebuild().ok and k.audit().findings == []
+        k.close()
+
+
+def test_a_dispatch_sent_ahead_over_a_stale_cache_is_decided_again_on_the_stored_rows(
+        pg_server):
+    """Another kernel's commit makes the cache stale after the dispatch's write went ahead:
+    the counters it moved are taken back, the record is read, and the dispatch decided
+    again, once; a dispatch the stored rows refuse is refused and writes nothing."""
+    from wgk.impl.storage import pg
+    with pg.scratch_schema(pg_server, "wgk_written") as dsn:
+        world = MemoryWorld.create(target="main-0")
+        k = Kernel(dsn, world.environment())
+        k.create_graph("g", [TaskPolicy("a"), TaskPolicy("b")])
+        assert k.record("a").attempt == 0                 # (cached: stale from now on)
+        taken_back: list[int] = []
+        open_back = k.tables.open_back
+        k.tables.open_back = lambda tid: taken_back.append(tid) or open_back(tid)
+        other = Kernel(dsn, world.environment())
+        assert other.handle(dispatch("b", "db", 0)) == {"decision": "applied"}
+        trips = k.store.conn.round_trips
+        assert k.handle(dispatch("a", "da", 0)) == {"decision": "applied"}
+        assert taken_back == [k.task_id("a")] and k.store.conn.round_trips - trips > 2
+        t = k.record("a")
+        assert (t.attempt, t.fence, t.lease_epoch) == (1, 1, 1)
+        k._forget()
+        assert k.record("a") == t
+        assert other.handle(dispatch("b", "db2", 0))["decision"] == "rejected"
+        assert k.handle(dispatch("a", "da2", 0)) == {"decision": "rejected", "code": "cas-moved"}
+        assert taken_back == [k.task_id("a")]             # (nothing moved: nothing taken back)
+        k._forget()
+        assert k.record("a") == t
+        assert k.rebuild().ok and k.audit().findings == [] and k.verify_ledger().ok
+        other.close()
+        k.close()
+
+
+EFFECT_AND_CLEANUP = ("prepare-effect", "commit-effect", "prepare-cleanup", "commit-cleanup")
+
+
+def effect_and_cleanup_story(where: str, tmp: str) -> list[str]:
+    """A completion whose effect and cleanup edges are refused once each on the way (a moved
+    target, unsaved bytes, a stale K) and then applied; the ledger's request bodies."""
+    world = MemoryWorld.create(target="main-0")
+    k = Kernel(where if where.startswith("postgresql") else tmp, world.environment())
+    k.create_graph("g", [TaskPolicy("a")])
+    assert k.handle(dispatch("a", "d", 0))["decision"] == "applied"
+    wt = k.record("a").worktree_id
+    world.repository.write(wt, WORK)
+    to_phase(k, "a", "effect-prepared")
+    world.repository.move_target("main-1")
+    assert send(k, "commit-effect", "promoter", key="c1", candidate=WORK,
+                base="main-0")["code"] == "cas-moved"
+    world.repository.move_target("main-0")
+    stale = edge("prepare-cleanup", "cleanup", key="p1")
+    stale["cap"]["fence"] = 2
+    for request, code in [
+            (edge("commit-effect", "promoter", key="c2", candidate=WORK, base="main-0"), None),
+            (stale, "stale-capability"), (edge("prepare-cleanup", "cleanup", key="p2"), None),
+            (edge("commit-cleanup", "cleanup", key="x1"), "worktree-unsaved"),
+            (edge("commit-cleanup", "cleanup", key="x2"), None),
+            (edge("save-graph", "daemon", key="g"), None)]:
+        if request["key"] == "x1":
+            world.repository.write(wt, "unsaved")
+        if request["key"] == "x2":
+            world.repository.write(wt, WORK)
+        t = k.record("a")
+        answer = k.handle({**request, "expected-phase": t.phase, "expected-revision": t.revision})
+        assert answer.get("code") == code, (request, answer)
+    assert k.record("a").graph_saved
+    bodies = [b for (b,) in k.conn.execute(
+        "SELECT body FROM ledger WHERE event = 'request' ORDER BY seq")]
+    k.close()
+    return bodies
+
+
+def test_the_effect_and_cleanup_edges_write_the_ledger_the_guard_list_writes(
+        where, tmp_path, monkeypatch):
+    """Decided by their writes or by the guard list, the same requests leave the same ledger
+    bodies, byte for byte: the changes, the facts and what was observed."""
+    written = effect_and_cleanup_story(where, str(tmp_path / "written.db"))
+    for kind in EFFECT_AND_CLEANUP:
+        monkeypatch.delitem(WRITTEN_STEPS, kind)
+    if where.startswith("postgresql"):
+        from wgk.impl.storage import pg
+        with pg.scratch_schema(server(), "wgk_written") as dsn:
+            guarded = effect_and_cleanup_story(dsn, "")
+    else:
+        guarded = effect_and_cleanup_story(where, str(tmp_path / "guarded.db"))
+    assert len(written) == len(guarded) and written == guarded

@@ -27,6 +27,9 @@ _ONE_DEPENDENCY = ('"JOIN transactions dx ON dx.task = d.id WHERE e.task = tasks
                    '(SELECT {}(n.name) FROM edges ne JOIN tasks n ON n.id = ne.dep '
                    'WHERE ne.task = tasks.id) AND NOT ("')
 
+#: A prepare-effect's statement reads its dependencies (``tables.STEP_CONDITIONS``): Done, and
+#: none reopened since the attempt opened; the planted bugs take out what their condition does.
+_PREPARE_EFFECT = '''"prepare-effect": (_EVERY_DEPENDENCY_DONE + _NO_DEPENDENCY_REOPENED, _no_values),'''
 
 #: Where a bug lives files it under a category by default; ``FILED`` overrides per mutant.
 BY_AREA = {"storage": "durability-batching", "concurrency": "durability-batching",
@@ -259,13 +262,15 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "prepare-effect never looks at the dependencies, so a dependent running when its "
        "dependency was reopened makes its effect on the old generation",
        "reopen-fences-dependents",
-       ("decisions/transaction.py", "    return ctx.deps_done() and not ctx.deps_reopened()", "    return True")),
+       ("decisions/transaction.py", "    return ctx.deps_done() and not ctx.deps_reopened()", "    return True"),
+       ("storage/tables.py", _PREPARE_EFFECT, '"prepare-effect": ("", _no_values),')),
     _m("effect-after-redone-dependency", "rules",
        "prepare-effect checks only that the dependencies are Done, so a dependent whose "
        "attempt opened before a reopen makes its effect once the dependency is Done again",
        "reopen-fences-dependents",
        ("decisions/transaction.py", "    return ctx.deps_done() and not ctx.deps_reopened()",
-        "    return ctx.deps_done()")),
+        "    return ctx.deps_done()"),
+       ("storage/tables.py", _PREPARE_EFFECT, '"prepare-effect": (_EVERY_DEPENDENCY_DONE, _no_values),')),
     # --- digests -----------------------------------------------------------------------------
     _m("digest-omits-candidate", "digests",
        "the request digest leaves out the candidate, so the same key with another candidate "
@@ -443,6 +448,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "the effect is committed without checking that the review names the exact candidate",
        "promotion-needs-review-of-exact-candidate",
        ("decisions/transaction.py", '    return t.receipt("review") == t.binding', '    return True'),
+       ("storage/tables.py", "_NAMES_THE_CANDIDATE_AND_BASE + _REVIEW_BOUND_TO_THE_ATTEMPT",
+        "_NAMES_THE_CANDIDATE_AND_BASE"),
        survives=("equivalent on every reachable state (defence in depth): the "
                  "SaveTransaction's phase order admits commit-effect only after an accept that "
                  "wrote the review receipt of the same binding (and revise clears every "
@@ -537,6 +544,8 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "dependency-needs-done on PostgreSQL (the rows a decision reads are locked)",
        ("storage/pg.py", "            self.lock_tasks(dep_ids, share=True)\n",
         "            pass\n"),
+       ("storage/pg.py", "self.conn.begin_early([task_id], key, write, deps)",
+        "self.conn.begin_early([task_id], key, write, [])"),
        survives=PG_ONLY + " (there the race reopen-racing-admission finds a dependent "
                           "admitted after its dependency's reopen in the ledger's order)"),
     _m("pg-deadlock-not-retried", "concurrency",

@@ -53,6 +53,10 @@ class Observe:
         self._cache: dict[Any, Any] = {}
         self.log: dict[str, Any] = {}
 
+    @property
+    def task(self) -> str:
+        return self._task
+
     def _once(self, key, thunk):
         if key not in self._cache:
             self._cache[key] = thunk()
@@ -120,7 +124,7 @@ class Observe:
         if t.effect_done:
             return True
         effect = effect_name(self._task, t)
-        if self._intent(effect) is None:
+        if self._once(("intent", effect), lambda: self._intent(effect)) is None:
             return False
         value = self._once(("effect", effect),
                            lambda: self._env.repository.effect_observed(effect))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 from .decision import (
-    Condition, Ctx, Effect, Outcome, RELEASED_OWNER, Rule, effect_name, succeeded,
+    Condition, Ctx, Effect, Observe, Outcome, RELEASED_OWNER, Rule, effect_name, succeeded,
 )
 from ..contract.protect import protected_change
 from ..storage.records import NO_RECEIPTS, TaskRecord, evolve as replace
@@ -386,11 +386,10 @@ def _any_request(r: Any) -> bool:
 #: of theirs that read stored rows), each with the conditions that read the request alone:
 #: a request they admit has its row moved, or refused, by the statement; one they refuse
 #: takes the guard list, which names the first condition that fails in the contract's order.
-#: A submit and a WorkSave observe the attempt's worktree before their write
-#: (``OBSERVING_STEPS``) and the statement compares what was seen; a WorkSave's pin is
-#: performed once its row moved. No other of these steps reads the environment, performs an
-#: effect or records a fact; a seal is written so only while the graph protects no path (its
-#: side exit reads the diff).
+#: The steps of ``OBSERVING_STEPS`` observe the environment before their write and the
+#: statement compares what was seen; the effects and facts of a step are made and recorded
+#: once its row moved (a land whose compare-and-swap fails moves it back: ``cas-moved``). A
+#: seal is written so only while the graph protects no path (its side exit reads the diff).
 WRITTEN_STEPS: dict[str, Callable[[Any], bool]] = {
     "submit": _any_request,
     "save-work": _any_request,
@@ -400,8 +399,67 @@ WRITTEN_STEPS: dict[str, Callable[[Any], bool]] = {
     "request-review": _any_request,
     "accept": lambda r: (r.actor, r.verdict) in (("evaluator", "pass"), ("daemon", "not-required")),
     "record-disposition": lambda r: r.disposition in ("land", "deliver", "report"),
+    "prepare-effect": _any_request,
+    "commit-effect": _any_request,
+    "prepare-cleanup": _any_request,
+    "commit-cleanup": _any_request,
     "save-graph": _any_request,
 }
-#: The written steps whose statement compares what was observed of the attempt's worktree
-#: (present, and the content it holds), observed before the write.
-OBSERVING_STEPS = frozenset({"submit", "save-work"})
+
+
+class Looking(NamedTuple):
+    """What a written step observes before its write: ``at`` the part of the record the
+    observation is of (observed again when the stored record's differs), ``seen`` the values
+    its statement compares, observed as its conditions observe them (the same order, the
+    same reads)."""
+
+    at: Callable[[TaskRecord], Any]
+    seen: Callable[[Observe, TaskRecord], tuple]
+
+
+def _the_worktree(t: TaskRecord) -> Any:
+    return t.worktree_id
+
+
+def worktree_seen(observe: Observe, t: TaskRecord) -> tuple:
+    """The worktree observed present (its id; None when absent) and the content in it."""
+    view = observe.worktree(t)
+    return (t.worktree_id if view.present else None, view.content)
+
+
+def _the_effect(t: TaskRecord) -> Any:
+    return (t.effect_id, t.effect_done, t.disposition, t.base)
+
+
+def effect_seen(observe: Observe, t: TaskRecord) -> tuple:
+    """The target observed (None where the condition does not look), whether the effect was
+    observed made (1: its intent recorded and found in the repository), and its name."""
+    happened = observe.effect_happened(t)
+    target = observe.target() if not happened and t.disposition == "land" else None
+    return (target, int(happened and not t.effect_done), effect_name(observe.task, t))
+
+
+def cleanup_seen(observe: Observe, t: TaskRecord) -> tuple:
+    """The worktree looked at, observed present (1 or 0), the content in it, and whether
+    something in it no ref keeps (1 or 0; looked for whenever it is present)."""
+    view = observe.worktree(t)
+    unkept = view.present and bool(observe.uncaptured(t))
+    return (t.worktree_id, int(view.present), view.content, int(unkept))
+
+
+#: The written steps whose statement compares what was observed of the environment before the
+#: write: a submit and a WorkSave the attempt's worktree (present, and the content it holds),
+#: a commit-effect the target and whether its effect was made, a commit-cleanup whether the
+#: worktree holds only saved bytes.
+OBSERVING_STEPS: dict[str, Looking] = {
+    "submit": Looking(_the_worktree, worktree_seen),
+    "save-work": Looking(_the_worktree, worktree_seen),
+    "commit-effect": Looking(_the_effect, effect_seen),
+    "commit-cleanup": Looking(_the_worktree, cleanup_seen),
+}
+#: Written steps whose statement reads the dependencies' rows: sent ahead of the request
+#: (``Kernel._write_ahead``) only with those rows' locks before it.
+LOCKS_DEPENDENCIES = frozenset({"prepare-effect"})
+#: Written steps never sent ahead: what a commit-effect observes reads the effect's intent
+#: from the database.
+NOT_AHEAD = frozenset({"commit-effect"})

@@ -55,7 +55,9 @@ from ..decisions.projection import StatusProjection, observable_task, status
 from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, evolve, record_to_json
 from ..decisions.decision import Ctx, Observe, Outcome
 from ..decisions.rules import EDGES, RULES, decide, k_failure, transaction_failure
-from ..decisions.transaction import OBSERVING_STEPS, STEPS, WRITTEN_STEPS, write
+from ..decisions.transaction import (
+    LOCKS_DEPENDENCIES, NOT_AHEAD, OBSERVING_STEPS, STEPS, WRITTEN_STEPS, write,
+)
 from ..decisions.decision import evidence_fact
 from ..decisions.seeding import Initial, check_initial, seeded
 from ..storage.backends import open_store
@@ -462,7 +464,7 @@ class Kernel:
         was observed for that write (``RequestContext.ahead``)."""
         parsed: list = []
 
-        def ahead() -> tuple[str, int | None, tuple | None] | None:
+        def ahead() -> tuple[str, int | None, tuple | None, list[int]] | None:
             key = wire.get("key") if isinstance(wire, dict) else None
             # a key no store can hold (not UTF-8, a NUL) is read by nobody: parse refuses it
             if not sendable(key):
@@ -470,46 +472,74 @@ class Kernel:
             name = credential.partition(".")[0] if well_formed(credential) else None
             task = wire.get("task")
             tid = self.cache.known_id(task) if isinstance(task, str) else None
-            write = None
+            write, deps = None, []
+            kind = wire.get("kind")
             if tid is not None and credential is None and (
-                    wire.get("kind") in WRITTEN_UNDER_CONDITIONS or wire.get("kind") in WRITTEN_STEPS):
-                write = self._write_ahead(wire, tid, parsed)
-            return (key if name is None else f"{name}/{key}"), tid, write
+                    kind in WRITTEN_UNDER_CONDITIONS or kind in WRITTEN_STEPS or kind == "dispatch"):
+                write, deps = self._write_ahead(wire, tid, parsed) or (None, [])
+            return (key if name is None else f"{name}/{key}"), tid, write, deps
         self.store.read_ahead(JOURNAL, ahead)
         return (parsed[0], parsed[1] if len(parsed) > 1 else None) if parsed else (None, None)
 
-    def _write_ahead(self, wire: dict, tid: int, parsed: list) -> tuple[str, tuple] | None:
-        """The write that decides ``wire``, a report (its evidence row written with no
-        number: ``_report_under_conditions`` on a store that does not know it ahead) or a
-        written step of task ``tid`` (``_step_under_conditions``), when nothing before the
-        write can refuse the request: it parses, names nothing refused, is authorized and
-        carries K (a report, a token too; a step, what the request alone must hold). Sent
-        with the request's locks, it is rolled back with them when the request does not take
-        them up (a used key, a closed kernel). A step of ``OBSERVING_STEPS`` on a record the
-        cache holds is sent too, with what it observed of the worktree just before, which the
-        request then takes up (``parsed``' second item). (A dispatch is not: it reads its
-        dependencies' rows, which are locked only after the task's.)"""
+    def _write_ahead(self, wire: dict, tid: int, parsed: list) -> tuple[tuple, list[int]] | None:
+        """The write that decides ``wire`` and the dependencies it reads (their ids, to be
+        locked shared before it, as ``_lock_and_sync`` locks them): a report (its evidence
+        row written with no number: ``_report_under_conditions`` on a store that does not
+        know it ahead), a written step of task ``tid`` (``_step_under_conditions``) or a
+        dispatch (``_dispatch_under_conditions``), when nothing before the write can refuse
+        the request: it parses, names nothing refused, is authorized and carries K (a report,
+        a token too; a step, what the request alone must hold). Sent with the request's locks,
+        it is rolled back with them when the request does not take them up (a used key, a
+        closed kernel). A step of ``OBSERVING_STEPS`` on a record the cache holds is sent too,
+        with what it observed just before, and a dispatch with the time it read, which the
+        request then takes up (``parsed``' second item). A write that reads the dependencies'
+        rows (a dispatch, a step of ``LOCKS_DEPENDENCIES``) goes only where the cache knows
+        them; the steps of ``NOT_AHEAD`` never do."""
         try:
             r = parse(wire)
         except BadRequest:
             return None                           # (parsed again, and refused, in its turn)
         parsed.append(r)
-        if r.cap is None or not r.authorized or refused_name(r) is not None:
+        if not r.authorized or refused_name(r) is not None:
+            return None
+        if r.kind == "dispatch" or r.kind in LOCKS_DEPENDENCIES:
+            deps = self._known_dependencies(r.task)
+            if deps is None:
+                return None
+            if r.kind == "dispatch":
+                observe = self.observe(r.task)
+                parsed.append((observe, (), None))
+                return self.tables.open_statement(tid, r, observe.now()), deps
+        else:
+            deps = []
+        if r.cap is None:
             return None
         if r.kind in WRITTEN_UNDER_CONDITIONS:
-            return self.facts.report_statement(r, 0) if r.needs_token else None
-        if r.kind in OBSERVING_STEPS:
+            return (self.facts.report_statement(r, 0), deps) if r.needs_token else None
+        if r.kind in NOT_AHEAD:
+            return None
+        looking = OBSERVING_STEPS.get(r.kind)
+        if looking is not None:
             record = self.cache.records.get(r.task)
             if record is None:
                 return None
             observe = self.observe(r.task)
-            seen = self._worktree_seen(observe, record)
-            parsed.append((observe, seen, record.worktree_id))
-            return self.tables.step_statement(tid, r, STEPS[r.kind].to, EDGES[r.kind][0], seen)
+            seen = looking.seen(observe, record)
+            parsed.append((observe, seen, looking.at(record)))
+            return self.tables.step_statement(tid, r, STEPS[r.kind].to, EDGES[r.kind][0],
+                                              seen), deps
         if not WRITTEN_STEPS[r.kind](r) or (
                 r.kind == "seal-candidate" and self.cache.known_protected_paths() != ()):
             return None
-        return self.tables.step_statement(tid, r, STEPS[r.kind].to, EDGES[r.kind][0])
+        return self.tables.step_statement(tid, r, STEPS[r.kind].to, EDGES[r.kind][0]), deps
+
+    def _known_dependencies(self, task: str) -> list[int] | None:
+        """The ids of ``task``'s dependencies where the cache knows them all (no read)."""
+        policy = self.cache.known_policy(task)
+        if policy is None:
+            return None
+        ids = [self.cache.known_id(d) for d in policy.deps]
+        return None if None in ids else ids
 
     def _decide_and_record(self, rc: RequestContext, may_perform: bool = True) -> dict:
         """Decide, perform the effects, append the event and apply it (inside the caller's unit)."""
@@ -595,45 +625,38 @@ class Kernel:
     def _step_under_conditions(self, rc: RequestContext, may_perform: bool = True) -> dict:
         """A step of the SaveTransaction decided by its write: the transaction row moves only
         under the request's conditions and the step's own (``tables.STEP_IF_CURRENT``), with
-        what a step of ``OBSERVING_STEPS`` observed of the attempt's worktree just before; when
-        it did not, the refusal is read from the stored facts and that same observation (K,
-        then the running attempt, CAS and edge, then the step's own conditions in the
-        contract's order). When it moved, the step's other columns and its receipt follow under
-        the record's stamp, and its effect (a WorkSave's pin) is performed."""
+        what a step of ``OBSERVING_STEPS`` observed just before (the worktree, the target, the
+        effect); when it did not, the refusal is read from the stored facts and that same
+        observation (K, then the running attempt, CAS and edge, then the step's own conditions
+        in the contract's order). When it moved, the step's other columns and its receipt
+        follow under the record's stamp, its effects are performed and its facts recorded; a
+        land whose compare-and-swap fails moves the row back and is refused ``cas-moved``."""
         r = rc.request
         tid = self.task_id(r.task)
         if tid is None:
             return self._refused(r, "unknown-task")
         old = self.record(r.task)                 # read before the write moves the row ...
         step = STEPS[r.kind]
-        observe, seen, looked_at = None, (None, None), None
-        if r.kind in OBSERVING_STEPS:
-            observe, seen, looked_at = rc.ahead or (None, None, None)
+        looking = OBSERVING_STEPS.get(r.kind)
+        observe, seen, looked_at = None, (), None
+        if looking is not None:
+            observe, seen, looked_at = rc.ahead or (None, (), None)
             if observe is None:
-                observe, looked_at = self.observe(r.task), old.worktree_id
-                seen = self._worktree_seen(observe, old)
+                observe, looked_at = self.observe(r.task), looking.at(old)
+                seen = looking.seen(observe, old)
         moved = r.cap is not None and self.tables.step_if_current(
             tid, r, step.to, EDGES[r.kind][0], seen)
-        if not moved and r.cap is not None and r.kind in OBSERVING_STEPS \
-                and looked_at != old.worktree_id:
-            # the write sent ahead looked at a worktree the stored record no longer names
+        if not moved and r.cap is not None and looking is not None \
+                and looked_at != looking.at(old):
+            # the write sent ahead looked at what the stored record no longer names
             observe = self.observe(r.task)
-            seen = self._worktree_seen(observe, old)
+            seen = looking.seen(observe, old)
             moved = self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0], seen)
         if not moved:
-
-            def refusal(record: TaskRecord) -> str | None:
-                if observe is not None:
-                    observe.log.clear()           # (logged again as the refusal reads it)
-                ctx = self._context(r, record, observe)
-                return k_failure(self.graph_id or "", ctx) or transaction_failure(ctx) \
-                    or next((c.code for c in step.when if not c.holds(ctx)), None)
-            code = refusal(old)
-            if code is None:
-                code = refusal(self._stored(r.task))
-            if code is None:
-                raise StoreError(f"task {r.task!r}: a {r.kind} did not move the transaction "
-                                 "although the stored facts admit it")
+            graph = self.graph_id or ""
+            code = self._refusal(r, old, observe, lambda ctx: (
+                k_failure(graph, ctx) or transaction_failure(ctx)
+                or next((c.code for c in step.when if not c.holds(ctx)), None)))
             return self._refused(r, code, observe)
         if old.revision != r.expected_revision:
             # ... or after, where the write went ahead with the locks (PostgreSQL) and what
@@ -641,13 +664,18 @@ class Kernel:
             # the request names
             old = evolve(old, phase=r.expected_phase, revision=r.expected_revision)
         ctx = self._context(r, old, observe)
+        observe = ctx.observe                     # (what the write reads is recorded too)
         outcome = write(ctx)                      # its columns, its receipt and its effects
         new = outcome.record
-        facts: list = []
+        facts = list(outcome.facts)
         if outcome.effects:
             if not may_perform:
                 raise CommitFirst()               # (the savepoint takes the write back)
-            facts = perform(self.env, self.hook, outcome.effects, r.key, new)
+            try:
+                facts += perform(self.env, self.hook, outcome.effects, r.key, new)
+            except CasMoved:
+                self.tables.step_back(tid, old.phase, old.revision)
+                return self._refused(r, "cas-moved", observe)
         changes = changed(old, new)
         response = decision(APPLIED)
         body = {"digest": r.digest, "response": response, "changes": record_to_json(changes),
@@ -668,6 +696,21 @@ class Kernel:
                           (r.key, r.digest, response_text(response), seq))
         return response
 
+    def _refusal(self, r: Request, old: TaskRecord, observe: Observe | None, first) -> str:
+        """The code that refuses ``r`` after its write did not happen: ``first``'s (the first
+        condition that fails on a context) on ``old``, the record the cache held, and, where
+        that admits the request, on the record as the database holds it now (``_stored``).
+        ``observe``'s log is what the refusal read (cleared before each reading)."""
+        for record in (old, None):
+            if observe is not None:
+                observe.log.clear()               # (logged again as the refusal reads it)
+            code = first(self._context(r, self._stored(r.task) if record is None else record,
+                                       observe))
+            if code is not None:
+                return code
+        raise StoreError(f"task {r.task!r}: a {r.kind} was not written although the stored "
+                         "facts admit it")
+
     def _dispatch_under_conditions(self, rc: RequestContext, may_perform: bool) -> dict:
         """A dispatch decided by its write: the task's attempt counters move on only while the
         admission holds on the stored rows at the time observed just before
@@ -679,20 +722,21 @@ class Kernel:
         tid = self.task_id(r.task)
         if tid is None:
             return self._refused(r, "unknown-task")
-        old = self.record(r.task)
-        observe = self.observe(r.task)
-        if not self.tables.open_if_admitted(tid, r, observe.now()):
-
-            def refusal(record: TaskRecord) -> str | None:
-                observe.log.clear()               # (logged again as the refusal reads it)
-                ctx = self._context(r, record, observe)
-                return next((c.code for c in OPENING.when if not c.holds(ctx)), None)
-            code = refusal(old)
-            if code is None:
-                code = refusal(self._stored(r.task))
-            if code is None:
-                raise StoreError(f"task {r.task!r}: a dispatch did not open an attempt "
-                                 "although the stored facts admit it")
+        observe = rc.ahead[0] if rc.ahead is not None else self.observe(r.task)
+        old = self.cache.records.get(r.task)
+        if old is None and rc.ahead is None:
+            old = self.record(r.task)             # read before the write moves the row
+        moved = self.tables.open_if_admitted(tid, r, observe.now())
+        if old is None:
+            # the write went ahead with the locks (PostgreSQL) over a record the cache no longer
+            # holds (another connection committed): taken back, read, and decided again
+            if moved:
+                self.tables.open_back(tid)
+            old = self.record(r.task)
+            moved = moved and self.tables.open_if_admitted(tid, r, observe.now())
+        if not moved:
+            code = self._refusal(r, old, observe, lambda ctx: next(
+                (c.code for c in OPENING.when if not c.holds(ctx)), None))
             response = decision(REJECTED, code)
             if is_hold(response):
                 return response                   # not an answer yet: nothing written
@@ -723,13 +767,6 @@ class Kernel:
         another connection's commit made stale, where no lock kept it valid)."""
         self.cache.records.clear()
         return self.record(task)
-
-    @staticmethod
-    def _worktree_seen(observe: Observe, record: TaskRecord) -> tuple:
-        """What a step of ``OBSERVING_STEPS`` gives its statement: the worktree of ``record``
-        observed present (its id; None when absent) and the content observed in it."""
-        view = observe.worktree(record)
-        return (record.worktree_id if view.present else None, view.content)
 
     def _refused(self, r: Request, code: str, observe: Observe | None = None) -> dict:
         response = decision(REJECTED, code)

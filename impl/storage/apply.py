@@ -8,7 +8,7 @@ with the kernel's tables and its ``cache`` (``store``, ``conn``, ``tables``, ``f
 """
 from __future__ import annotations
 
-from .records import EMPTY, TaskRecord, apply_changes
+from .records import EMPTY, TaskPolicy, TaskRecord, apply_changes
 from ..contract.vocabulary import DEFAULT_RETRY_BUDGET
 from ..contract.canonical import canonical_json as dumps
 
@@ -85,6 +85,10 @@ def _apply_task_added(k, seq: int, body: dict) -> None:
     ids[body["task"]] = tid
     k.tables.create(tid)
     k.cache.put_record(body["task"], EMPTY)   # what its new rows hold (no read needed)
+    k.cache.put_policy(TaskPolicy(             # (its dependencies by name, as ``load_policy``)
+        body["task"], tuple(sorted(body["deps"])), bool(body["review-required"]),
+        bool(body["requires-assignment"]), body["disposition"],
+        body.get("retry-budget", DEFAULT_RETRY_BUDGET)))
     k.conn.execute("INSERT INTO generations (task, generation, opened_seq) VALUES (?, 0, ?)",
                    (tid, seq))
     pending = 0

@@ -121,6 +121,14 @@ class ReadCache:
             p = self.policies[name] = self.tables.load_policy(self._known(name), name)
         return p
 
+    def known_policy(self, name: str) -> TaskPolicy | None:
+        """A task's policy if this cache already holds it (no read)."""
+        return self.policies.get(name)
+
+    def put_policy(self, policy: TaskPolicy) -> None:
+        """The policy of a task just added (no read needed)."""
+        self.policies[policy.name] = policy
+
     def policy_changed(self, name: str) -> None:
         self.policies.pop(name, None)
 

@@ -220,14 +220,15 @@ class PgStore(Store):
     def read_ahead(self, journal: str, ahead) -> None:
         """The request's journal lookup and, for a known task, BEGIN and its locks unless the
         key is used, and the request's own write where it is known ahead (``ahead()``: key,
-        task id, write): sent with the next round trip (the credential check's)."""
+        task id, write, the ids of the dependencies it reads, locked shared before it): sent
+        with the next round trip (the credential check's)."""
         found = ahead() if self.row_locks else None
         if found is None:
             return
-        key, task_id, write = found
+        key, task_id, write, deps = found
         self.conn.prefetch(journal, (key,))
         if task_id is not None and not self.depth:
-            self.conn.begin_early([task_id], key, write)
+            self.conn.begin_early([task_id], key, write, deps)
 
     def settle(self) -> None:
         self.conn.end_early()

@@ -44,12 +44,25 @@ def driver():
 class Early:
     """A transaction begun ahead of its request (``PgConnection.begin_early``)."""
 
-    __slots__ = ("ids", "locks", "write")
+    __slots__ = ("ids", "locks", "deps", "dep_locks", "write")
 
     def __init__(self, ids: list[int], locks: Queued):
         self.ids, self.locks = ids, locks
+        #: the dependencies locked shared after the task rows, and that lock's statement
+        self.deps: list[int] = []
+        self.dep_locks: Queued | None = None
         #: a write sent after the locks, ((its text, its parameters), its queued statement)
         self.write: tuple[tuple, Queued] | None = None
+
+    def take(self, ids: list[int], share: bool) -> Queued | None:
+        """The locks of ``ids`` sent ahead in this mode (once), else None."""
+        if not share and ids == self.ids and self.locks is not None:
+            q, self.locks = self.locks, None
+            return q
+        if share and ids == self.deps and self.dep_locks is not None:
+            q, self.dep_locks = self.dep_locks, None
+            return q
+        return None
 
 
 class PgConnection:
@@ -165,18 +178,23 @@ class PgConnection:
         if self._taken is None:
             self._put(sql.BEGIN)
 
-    def begin_early(self, ids: list[int], key: str, write: tuple[str, tuple] | None = None) -> None:
+    def begin_early(self, ids: list[int], key: str, write: tuple[str, tuple] | None = None,
+                    deps: list[int] = ()) -> None:
         """Queue BEGIN and, unless ``key`` is journaled already, the graph lock (shared) and
         the rows of ``ids`` locked ``FOR UPDATE``, with their stamps: the request's
         transaction takes them up (``begin``), else ``end_early`` rolls them back. ``write``
         (a statement and its parameters): the request's own write, sent after the locks;
         the first ``execute`` of the same statement with the same parameters in the
-        transaction that takes them up is answered by it (else it is rolled back with them)."""
+        transaction that takes them up is answered by it (else it is rolled back with them).
+        ``deps``: rows locked ``FOR SHARE`` after those, before the write."""
         if self.open or self.early is not None or self._started():
             return
         ids = sorted(int(i) for i in ids)
         self._put(sql.BEGIN)
         self.early = Early(ids, self._put(sql.LOCK, (ids, False, True, key)))
+        if deps:
+            self.early.deps = sorted(int(i) for i in deps)
+            self.early.dep_locks = self._put(sql.LOCK, (self.early.deps, True, False, key))
         if write is not None:
             text, params = write
             self.early.write = ((text, tuple(params)),
@@ -324,10 +342,12 @@ class PgConnection:
         each locked task's last event, read after the locks were granted: one round trip,
         with whatever was queued before (none when the transaction begun ahead holds them)."""
         ids = sorted(int(i) for i in ids)
-        taken, self._taken = self._taken, None
-        if taken is not None and not share and ids == taken.ids:
-            self.sent(taken.locks)
-            stamps = dict(taken.locks.cur.fetchall())
+        ahead = None if self._taken is None else self._taken.take(ids, share)
+        if ahead is None:
+            self._taken = None
+        else:
+            self.sent(ahead)
+            stamps = dict(ahead.cur.fetchall())
             if stamps:                          # (none: the key was used meanwhile)
                 self.graph_lock = "shared"
                 return stamps

@@ -222,6 +222,12 @@ class TaskTables:
         moved = self.conn.execute(sql, params).rowcount == 1
         return moved
 
+    def step_back(self, task_id: int, phase: str, revision: int) -> None:
+        """Move task ``task_id``'s transaction row back to the phase and revision it held
+        before a step's write (its effect failed: the step did not happen)."""
+        self.conn.execute("UPDATE transactions SET phase = ?, revision = ? WHERE task = ?",
+                          (phase, revision, task_id))
+
     @staticmethod
     def open_statement(task_id: int, r, now: int) -> tuple[str, tuple]:
         """``OPEN_IF_ADMITTED`` and its parameters for dispatch ``r`` of task ``task_id`` at
@@ -234,6 +240,11 @@ class TaskTables:
         sql, params = self.open_statement(task_id, r, now)
         moved = self.conn.execute(sql, params).rowcount == 1
         return moved
+
+    def open_back(self, task_id: int) -> None:
+        """Take back what ``OPEN_IF_ADMITTED`` moved on (the counters, one each)."""
+        self.conn.execute("UPDATE tasks SET attempt = attempt - 1, fence = fence - 1, "
+                          "lease_epoch = lease_epoch - 1 WHERE id = ?", (task_id,))
 
     def stamp(self, task_id: int) -> None:
         """Move the task's stamp on from the one its record was read with (``STAMP``)."""
@@ -325,12 +336,57 @@ _WORKTREE_HOLDS_THE_CANDIDATE_ON_ITS_BASE = (
     " AND a.worktree = ? AND CAST(? AS TEXT) IS NOT DISTINCT FROM CAST(? AS TEXT)"
     " AND a.base_hint IS NOT DISTINCT FROM ?")
 
+#: Every dependency is Done on its own fence (graph-saved on the main line, its graph-save
+#: receipt bound to that fence) ...
+_EVERY_DEPENDENCY_DONE = (
+    " AND NOT EXISTS (SELECT 1 FROM edges e JOIN tasks d ON d.id = e.dep "
+    "JOIN transactions dx ON dx.task = d.id WHERE e.task = t.id AND NOT ("
+    "dx.phase = 'graph-saved' AND dx.exit = 'none' AND d.fence != 0 AND EXISTS (SELECT 1 "
+    "FROM receipts dg WHERE dg.task = d.id AND dg.kind = 'graph-save' AND dg.fence = d.fence)))")
+#: ... and none opened a generation (a reset, a reopen) after the running attempt opened.
+_NO_DEPENDENCY_REOPENED = (
+    " AND NOT EXISTS (SELECT 1 FROM edges e JOIN generations dn ON dn.task = e.dep "
+    "WHERE e.task = t.id AND dn.opened_seq > a.opened_seq)")
+#: The request names the candidate and the base the row holds.
+_NAMES_THE_CANDIDATE_AND_BASE = _NAMES_THE_CANDIDATE + " AND transactions.base IS NOT DISTINCT FROM ?"
+#: The review receipt is bound to the attempt's (fence, candidate, base).
+_REVIEW_BOUND_TO_THE_ATTEMPT = (
+    " AND EXISTS (SELECT 1 FROM receipts v WHERE v.task = t.id AND v.kind = 'review' "
+    "AND v.fence = t.fence AND v.candidate IS NOT DISTINCT FROM transactions.candidate "
+    "AND v.base IS NOT DISTINCT FROM transactions.base)")
+#: The effect may be made or recorded: it is recorded done already, the disposition is no
+#: land, the target observed is the base the land expects, or the effect whose intent the
+#: row's version prepared was observed made.
+_TARGET_AT_THE_BASE_OR_EFFECT_DONE = (
+    " AND (transactions.effect_done = 1 OR transactions.disposition IS DISTINCT FROM 'land'"
+    " OR transactions.base IS NOT DISTINCT FROM CAST(? AS TEXT) OR (? = 1 AND EXISTS ("
+    "SELECT 1 FROM effects e WHERE e.id = ? AND e.task = t.id AND e.fence = t.fence "
+    "AND e.version = transactions.version)))")
+#: The attempt's worktree is the one looked at, and it was observed absent, or holding
+#: exactly the saved work with nothing beside it that no ref keeps.
+_WORKTREE_HOLDS_ONLY_SAVED_BYTES = (
+    " AND a.worktree IS NOT DISTINCT FROM CAST(? AS TEXT) AND (? = 0 OR ("
+    "a.saved_work IS NOT DISTINCT FROM CAST(? AS TEXT) AND ? = 0))")
+
+
+def _candidate_and_base_as_seen(r, seen=(None, None, None)) -> tuple:
+    """The request's candidate and base, the target observed, and the effect observed made
+    (1 or 0) with its name."""
+    return (r.candidate, r.base, *seen)
+
+
+def _cleanup_as_seen(r, seen=(None, 0, None, 0)) -> tuple:
+    """The worktree looked at, observed present (1 or 0), its content, and whether it holds
+    something no ref keeps (1 or 0)."""
+    return seen
+
+
 #: Each step the store decides by its write: the conditions of its own that read the stored
 #: rows, in SQL (inside ``STEP_IF_CURRENT``'s ``EXISTS``), and the values they compare, in
 #: order: the request's, and what was observed of the environment before the write
-#: (``seen``: the worktree observed present, or None, and its content; only the steps of
-#: ``transaction.OBSERVING_STEPS`` look). The conditions that read the request alone are
-#: checked before (``transaction.WRITTEN_STEPS``); a request they refuse takes the guard list.
+#: (``seen``, as ``transaction.OBSERVING_STEPS`` says for the steps that look). The
+#: conditions that read the request alone are checked before (``transaction.WRITTEN_STEPS``);
+#: a request they refuse takes the guard list.
 STEP_CONDITIONS: dict[str, tuple[str, Any]] = {
     "submit": (_WORKTREE_LEASED_AND_PRESENT, _worktree_seen),
     "save-work": (_WORKTREE_HOLDS_THE_CANDIDATE_ON_ITS_BASE, _saved_as_seen),
@@ -340,6 +396,11 @@ STEP_CONDITIONS: dict[str, tuple[str, Any]] = {
     "request-review": (" AND t.review_required = 1", _no_values),
     "accept": (_REVIEW_AS_REQUIRED, lambda r, seen=None: (r.candidate, r.verdict)),
     "record-disposition": ("", _no_values),
+    "prepare-effect": (_EVERY_DEPENDENCY_DONE + _NO_DEPENDENCY_REOPENED, _no_values),
+    "commit-effect": (_NAMES_THE_CANDIDATE_AND_BASE + _REVIEW_BOUND_TO_THE_ATTEMPT
+                      + _TARGET_AT_THE_BASE_OR_EFFECT_DONE, _candidate_and_base_as_seen),
+    "prepare-cleanup": ("", _no_values),
+    "commit-cleanup": (_WORKTREE_HOLDS_ONLY_SAVED_BYTES, _cleanup_as_seen),
     "save-graph": (_EVERY_RECEIPT_BOUND, _no_values),
 }
 
