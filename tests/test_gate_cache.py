@@ -56,6 +56,7 @@ class Runs:
             shutil.copy(INCIDENTS / n, tmp / "traces" / n)
         self.ran: list[tuple[str, tuple[str, ...]]] = []
         self.recorded: dict[tuple[str, tuple[str, ...]], dict[str, set[str]]] = {}
+        self.via: dict[tuple[str, tuple[str, ...]], dict[str, set[str]]] = {}
 
     def gate(self, monkeypatch, cache: bool = True, workers: int = 1):
         monkeypatch.setitem(gate.BUDGETS, "quick", dict(SMALL))
@@ -65,11 +66,12 @@ class Runs:
         gate_cache.file_digest.cache_clear()
         store = GateCache.store
 
-        def noted(cache_self, key, checks, ran):
+        def noted(cache_self, key, checks, ran, via=None, outputs=None):
             part = (checks[0].section, tuple(c.name for c in checks))
             self.ran.append(part)
             self.recorded[part] = {k: set(v) for k, v in (ran or {}).items()}
-            return store(cache_self, key, checks, ran)
+            self.via[part] = {k: set(v) for k, v in (via or {}).items()}
+            return store(cache_self, key, checks, ran, via, outputs)
         monkeypatch.setattr(GateCache, "store", noted)
         self.ran = []
         return gate.run_gate("quick", traces=[str(t) for t in self.traces], workers=workers,
@@ -489,3 +491,49 @@ def test_the_set_up_by_kind_is_kept_under_the_whole_model_and_found_again(tmp_pa
     ctx = gate_mutants.Context(tmp_path)
     ctx.whole = "another model"
     assert ctx.kind_setup(1) == {"x": [1]} and found == [1, 1]
+
+
+def test_a_replay_is_kept_under_the_model_run_and_reruns_only_when_that_run_changes(
+        runs, cold, monkeypatch):
+    """A replay reads the rules only through the model's run of its trace: a rule edited
+    without changing any decision, projection or verdict along the trace leaves it reused
+    (the crash cuts, keyed by the rule's text, run again); an edit that changes the run
+    re-runs exactly the replays whose run changed, and the planted bug is reported."""
+    from wgk.model import rules_attempt
+    path = runs.sources["model"] / "rules_attempt.py"
+    replays = {p for p in cold[1] if p[0] == "replay"}
+    assert replays and all({"dispatch", "after_failure"} <= runs.via[p]["model/rules_attempt.py"]
+                           for p in replays)
+    assert not any("dispatch" in runs.recorded[p].get("model/rules_attempt.py", ())
+                   for p in replays)
+    cuts = runs.ran_by("model/rules_attempt.py", "dispatch")
+    assert cuts and {s for s, _ in cuts} == {"crash-cuts"}
+    before = _edit(path, "dispatch")                 # the same behaviour
+    try:
+        result = runs.gate(monkeypatch)
+        assert set(runs.ran) == cuts
+        assert _plain(result.to_json()) == _plain(cold[0].to_json())
+    finally:
+        path.write_text(before)
+    loaded = gate.load_traces([str(t) for t in runs.traces])
+    unplanted = {t.id: gate_cache.model_run(t) for t in loaded}
+    # the bug planted in the code that runs (the keys read the copy: its text edited too):
+    # a dispatch after a failed or lost attempt is not counted as a retry
+    head = "def after_failure(t) -> Any:\n"
+    assert head in before
+    path.write_text(before.replace(head, head + "    _planted = 1\n", 1))
+    monkeypatch.setattr(rules_attempt, "after_failure", lambda t: False)
+    try:
+        changed = {t.id for t in loaded if gate_cache.model_run(t) != unplanted[t.id]}
+        assert changed and len(changed) < len(runs.traces)
+        result = runs.gate(monkeypatch)
+        assert {p for p in runs.ran if p[0] == "replay"} == \
+            {p for p in replays if p[1][0] in changed}
+        failed = {c.name for c in result.checks if c.section == "replay" and c.verdict == "fail"}
+        assert failed == changed
+    finally:
+        path.write_text(before)
+        monkeypatch.undo()
+    runs.gate(monkeypatch)
+    assert runs.ran == []                  # restored: the first entries hold again
+

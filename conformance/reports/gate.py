@@ -331,11 +331,12 @@ def _through(cache: GateCache, budget: str, kw: dict, part: Part) -> Part:
     """``part`` taken from the cache when it is kept there, else run and kept."""
     name, spec = part.section, part.spec
     key = cache.key(name, spec, part_inputs(name, budget, kw.get("loaded"), spec, None))
-    checks = cache.lookup(key, f"{name} {_plain_spec(spec)}".strip())
+    outputs = cache.outputs(name, spec, kw.get("loaded"))     # a replay: the model's run
+    checks = cache.lookup(key, f"{name} {_plain_spec(spec)}".strip(), outputs)
     if checks is not None:
         return Part(name, lambda progress: checks, part.offset, part.total, 0.0, spec)
     run = part.run
-    return Part(name, lambda progress: cache.run(key, name, spec, lambda: run(progress)),
+    return Part(name, lambda progress: cache.run(key, name, spec, lambda: run(progress), outputs),
                 part.offset, part.total, part.weight, spec)
 
 
