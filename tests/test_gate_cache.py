@@ -255,7 +255,12 @@ def test_two_workers_share_the_cache_and_report_the_same(runs, cold, monkeypatch
         assert two.cache["reused"] == 0
         stray = next(runs.cache.glob("*/*/")) / ".tmp-left-by-a-killed-gate"
         stray.write_bytes(gate_cache.MAGIC + b"\x80")   # what a kill mid-write leaves
+        sent = []
+        real = gate.run_parts
+        monkeypatch.setattr(gate, "run_parts", lambda parts, *a: (sent.append(len(parts)),
+                                                                  real(parts, *a)))
         again = runs.gate(monkeypatch, workers=2)
+        assert sent == []                   # every part kept: done here, no worker started
         assert runs.ran == [] and again.cache["reused"] == again.cache["checks"]
         assert not again.cache["warnings"]
         assert list(runs.cache.rglob(".tmp-*")) == [stray]    # none but the planted one
