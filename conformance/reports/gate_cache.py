@@ -47,6 +47,16 @@ the implementation's mutants, the guards) or that reads the sources as text (the
 matrix, the coverage's model digest) is keyed *conservatively*: every source file whole,
 nothing recorded.
 
+The replays (``OUTPUT_KEYED``: the lockstep replay, the two kernels on one database) read
+the model only through its run of their trace: the reference system's decisions, broken
+invariants and projections step by step, and the coverage shadow's cells. A rule-file
+function such a part ran only inside that run (``recording_model_run``: a method of the
+model's run below it on the stack) is kept beside its dependencies with the digest of the
+run (``model_run``); when one of those functions changed and nothing else did, the run is
+made again (about a fifth of a replay's time, kept under the trace and the model's whole
+text), and while it gives the same digest the part is reused and kept again under the new
+text: a rule edited without changing anything along the trace re-runs no replay.
+
 Two things a warm run would otherwise do again are kept beside the entries: the schema's
 verdict on each trace text (``traces.format.schema_digest``: the text, the schema, the
 validator's version and the module building it) and the prover's set-up by kind under the
