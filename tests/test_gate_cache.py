@@ -542,3 +542,32 @@ def test_a_replay_is_kept_under_the_model_run_and_reruns_only_when_that_run_chan
     runs.gate(monkeypatch)
     assert runs.ran == []                  # restored: the first entries hold again
 
+
+
+def test_a_rule_run_outside_the_model_run_stays_a_dependency():
+    """``recording_model_run`` parts the rule-file functions: one run under the model's run of
+    a trace (a method of ``ModelSystem`` below it) is checked through that run's digest; the
+    same function called by other code, here or in another thread, stays a dependency."""
+    import threading
+    from wgk.conformance.oracle.systems import ModelSystem
+    from wgk.model import rules_attempt
+    trace = gate.load_traces([str(INCIDENTS / NAMES[1])])[0]     # two dispatches
+    with gate_cache.recording_model_run() as (ran, via):
+        m = ModelSystem(trace)
+        for step in trace.steps:
+            m.apply(step)
+    assert "dispatch" in via["model/rules_attempt.py"]
+    assert "dispatch" not in ran.get("model/rules_attempt.py", set())
+    assert any(n.startswith("conformance/oracle/") for n in ran)
+    t = m.state.tasks[0]
+    with gate_cache.recording_model_run() as (ran, via):
+        m = ModelSystem(trace)
+        rules_attempt.after_failure(t)                            # not under the model's run
+        m.apply(trace.steps[0])
+    assert "after_failure" in ran["model/rules_attempt.py"]
+    assert "dispatch" in via["model/rules_attempt.py"]
+    with gate_cache.recording_model_run() as (ran, via):
+        worker = threading.Thread(target=lambda: ModelSystem(trace).apply(trace.steps[0]))
+        worker.start()
+        worker.join()
+    assert "dispatch" in ran["model/rules_attempt.py"] and not via
