@@ -571,3 +571,7 @@ def test_a_rule_run_outside_the_model_run_stays_a_dependency():
         worker.start()
         worker.join()
     assert "dispatch" in ran["model/rules_attempt.py"] and not via
+    with gate_cache.recording_model_run() as (ran, via):
+        ModelSystem(trace).possible(trace.steps[0])             # tried off the trace, undone
+    assert "dispatch" in ran["model/rules_attempt.py"]
+    assert "dispatch" not in via.get("model/rules_attempt.py", set())

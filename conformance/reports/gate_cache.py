@@ -392,45 +392,67 @@ def _rule_file(filename: str) -> bool:
     return name is not None and RULE_FILES.fullmatch(name) is not None
 
 
-def _model_run_codes() -> frozenset:
-    """The code of every method of the model's run of a trace: the reference system of the
-    replay (``ModelSystem``) and the coverage's shadow (``Shadow``)."""
+#: The methods of the model's run of a trace whose results are in its digest (``model_run``):
+#: the reference system made from the trace, each step applied, its verdicts and projection
+#: asked; the coverage's shadow made and stepped. A rule-file function below one of them
+#: and below no ``OFF_TRACE`` method (anywhere up the stack) is one of that run's.
+RUN_METHODS = {"ModelSystem": ("__init__", "apply", "check", "project"),
+               "Shadow": ("of", "step", "_note")}
+#: Methods that apply a step off the trace (``ModelSystem.possible``: a step tried and
+#: undone): what runs below them is not in the run's digest.
+OFF_TRACE = {"ModelSystem": ("possible",)}
+
+
+#: The file name of the code the compiled model makes from the rules (``check.compiled``).
+COMPILED = "<compiled "
+
+
+def _model_run_codes() -> tuple[frozenset, frozenset]:
+    """The code of the model's run methods (``RUN_METHODS``) and of ``OFF_TRACE``'s."""
     from wgk.conformance.oracle.coverage import Shadow
     from wgk.conformance.oracle.systems import ModelSystem
-    out = set()
-    for cls in (ModelSystem, Shadow):
-        for v in vars(cls).values():
-            code = getattr(getattr(v, "__func__", v), "__code__", None)
-            if code is not None:
-                out.add(code)
-    return frozenset(out)
+    classes = {"ModelSystem": ModelSystem, "Shadow": Shadow}
+
+    def codes(methods: dict) -> frozenset:
+        return frozenset(getattr(vars(classes[c])[m], "__func__", vars(classes[c])[m]).__code__
+                         for c, names in methods.items() for m in names)
+    return codes(RUN_METHODS), codes(OFF_TRACE)
 
 
 @contextmanager
 def recording_model_run() -> Iterator[tuple[dict[str, set[str]], dict[str, set[str]]]]:
     """``recording``, the rule-file functions parted: yields ``(ran, via)``, filled on
     leaving. ``via`` holds each rule-file function that ran only with a method of the model's
-    run (``_model_run_codes``) below it on the stack, in the recording thread: what it did
+    run (``RUN_METHODS``) below it on the stack, in the recording thread: what it did
     reached the part only through that run's outputs (``model_run``). ``ran`` holds every
-    other function that ran, a rule-file function called from anywhere else (another thread
-    included) among them."""
+    other function that ran, a rule-file function called from anywhere else (another thread,
+    a step tried off the trace: ``OFF_TRACE``) among them; and every rule-file function when
+    the compiled model's code (made from the rules' text) ran anywhere else."""
     codes: set = set()
     outside: set = set()
-    run_codes = _model_run_codes()
+    run_codes, off_trace = _model_run_codes()
+    either = run_codes | off_trace      # the whole stack is walked (an off-trace method above a
+    #                                     run method makes the call off the trace)
 
     def tracer(frame, event, arg):
         code = frame.f_code
         codes.add(code)
-        if code not in outside and _rule_file(code.co_filename):
-            f = frame.f_back
-            while f is not None and f.f_code not in run_codes:
+        if code not in outside and (_rule_file(code.co_filename)
+                                    or code.co_filename.startswith(COMPILED)):
+            f, inside = frame.f_back, False
+            while f is not None:                # below a run method, and below no off-trace one
+                if f.f_code in either:
+                    if f.f_code in off_trace:
+                        inside = False
+                        break
+                    inside = True
                 f = f.f_back
-            if f is None:
+            if not inside:
                 outside.add(code)
 
     def other_thread(frame, event, arg):     # no model run below: every rule call is outside
         codes.add(frame.f_code)
-        if _rule_file(frame.f_code.co_filename):
+        if _rule_file(frame.f_code.co_filename) or frame.f_code.co_filename.startswith(COMPILED):
             outside.add(frame.f_code)
 
     before = sys.gettrace()
@@ -443,10 +465,14 @@ def recording_model_run() -> Iterator[tuple[dict[str, set[str]], dict[str, set[s
     finally:
         sys.settrace(before)
         threading.settrace(None)
+        # the compiled model's code is made from the rules' text: run outside the model's
+        # run, it is a rule run there, and which rule it came from is not known
+        unsure = any(c.co_filename.startswith(COMPILED) for c in outside)
         for code in codes:
             name = relative(code.co_filename)
             if name is not None:
-                into = via if _rule_file(code.co_filename) and code not in outside else ran
+                into = via if _rule_file(code.co_filename) and code not in outside \
+                    and not unsure else ran
                 into.setdefault(name, set()).add(code.co_qualname)
 
 
