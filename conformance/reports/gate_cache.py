@@ -84,6 +84,7 @@ import io
 import json
 import os
 import pickle
+import re
 import sqlite3
 import subprocess
 import sys
@@ -384,10 +385,14 @@ def recording() -> Iterator[dict[str, set[str]]]:
                 ran.setdefault(name, set()).add(code.co_qualname)
 
 
+#: The files of ``wgk.model`` whose functions are keyed one by one: the rules and their
+#: helpers (``gate_frames``, ``gate_mutants``). Every other file is keyed whole.
+RULE_FILES = re.compile(r"model/rules_[a-z_]+\.py")
+
+
 @functools.lru_cache(maxsize=None)
 def _rule_file(filename: str) -> bool:
-    """Whether ``filename`` is one of the model's rule files (``gate_frames.RULE_FILES``)."""
-    from wgk.conformance.reports.gate_frames import RULE_FILES
+    """Whether ``filename`` is one of the model's rule files (``RULE_FILES``)."""
     name = relative(filename)
     return name is not None and RULE_FILES.fullmatch(name) is not None
 
