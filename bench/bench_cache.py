@@ -42,7 +42,9 @@ WHY_RULE = ("the proofs re-run only the changed rule's frames and the init frame
             "frames, an incident trace it replays sends that kind, its exploration ran the rule, "
             "or it patches the kernel or a reducer, so its set-up reads every rule); each "
             "exploration re-runs only when it ran the rule; the coverage (its witnesses are "
-            "keyed by a digest of the model) runs again whole; the traced sections, the "
+            "keyed by a digest of the model) runs again whole; a replay (and the two kernels' "
+            "replay) re-runs only when the model's run of its trace gives other decisions, "
+            "projections, verdicts or coverage cells; the other traced sections, the "
             "contract, the races and the tamper section (with what their child processes ran) "
             "re-run only the parts that ran the rule")
 WHY_MODULE = ("the fuzzing and the probes run again whole: every one of their parts ran the "

@@ -56,6 +56,7 @@ class Runs:
             shutil.copy(INCIDENTS / n, tmp / "traces" / n)
         self.ran: list[tuple[str, tuple[str, ...]]] = []
         self.recorded: dict[tuple[str, tuple[str, ...]], dict[str, set[str]]] = {}
+        self.via: dict[tuple[str, tuple[str, ...]], dict[str, set[str]]] = {}
 
     def gate(self, monkeypatch, cache: bool = True, workers: int = 1):
         monkeypatch.setitem(gate.BUDGETS, "quick", dict(SMALL))
@@ -65,11 +66,12 @@ class Runs:
         gate_cache.file_digest.cache_clear()
         store = GateCache.store
 
-        def noted(cache_self, key, checks, ran):
+        def noted(cache_self, key, checks, ran, via=None, outputs=None):
             part = (checks[0].section, tuple(c.name for c in checks))
             self.ran.append(part)
             self.recorded[part] = {k: set(v) for k, v in (ran or {}).items()}
-            return store(cache_self, key, checks, ran)
+            self.via[part] = {k: set(v) for k, v in (via or {}).items()}
+            return store(cache_self, key, checks, ran, via, outputs)
         monkeypatch.setattr(GateCache, "store", noted)
         self.ran = []
         return gate.run_gate("quick", traces=[str(t) for t in self.traces], workers=workers,
@@ -253,7 +255,12 @@ def test_two_workers_share_the_cache_and_report_the_same(runs, cold, monkeypatch
         assert two.cache["reused"] == 0
         stray = next(runs.cache.glob("*/*/")) / ".tmp-left-by-a-killed-gate"
         stray.write_bytes(gate_cache.MAGIC + b"\x80")   # what a kill mid-write leaves
+        sent = []
+        real = gate.run_parts
+        monkeypatch.setattr(gate, "run_parts", lambda parts, *a: (sent.append(len(parts)),
+                                                                  real(parts, *a)))
         again = runs.gate(monkeypatch, workers=2)
+        assert sent == []                   # every part kept: done here, no worker started
         assert runs.ran == [] and again.cache["reused"] == again.cache["checks"]
         assert not again.cache["warnings"]
         assert list(runs.cache.rglob(".tmp-*")) == [stray]    # none but the planted one
@@ -489,3 +496,82 @@ def test_the_set_up_by_kind_is_kept_under_the_whole_model_and_found_again(tmp_pa
     ctx = gate_mutants.Context(tmp_path)
     ctx.whole = "another model"
     assert ctx.kind_setup(1) == {"x": [1]} and found == [1, 1]
+
+
+def test_a_replay_is_kept_under_the_model_run_and_reruns_only_when_that_run_changes(
+        runs, cold, monkeypatch):
+    """A replay reads the rules only through the model's run of its trace: a rule edited
+    without changing any decision, projection or verdict along the trace leaves it reused
+    (the crash cuts, keyed by the rule's text, run again); an edit that changes the run
+    re-runs exactly the replays whose run changed, and the planted bug is reported."""
+    from wgk.model import rules_attempt
+    path = runs.sources["model"] / "rules_attempt.py"
+    replays = {p for p in cold[1] if p[0] == "replay"}
+    assert replays and all({"dispatch", "after_failure"} <= runs.via[p]["model/rules_attempt.py"]
+                           for p in replays)
+    assert not any("dispatch" in runs.recorded[p].get("model/rules_attempt.py", ())
+                   for p in replays)
+    cuts = runs.ran_by("model/rules_attempt.py", "dispatch")
+    assert cuts and {s for s, _ in cuts} == {"crash-cuts"}
+    before = _edit(path, "dispatch")                 # the same behaviour
+    try:
+        result = runs.gate(monkeypatch)
+        assert set(runs.ran) == cuts
+        assert _plain(result.to_json()) == _plain(cold[0].to_json())
+    finally:
+        path.write_text(before)
+    loaded = gate.load_traces([str(t) for t in runs.traces])
+    unplanted = {t.id: gate_cache.model_run(t) for t in loaded}
+    # the bug planted in the code that runs (the keys read the copy: its text edited too):
+    # a dispatch after a failed or lost attempt is not counted as a retry
+    head = "def after_failure(t) -> Any:\n"
+    assert head in before
+    path.write_text(before.replace(head, head + "    _planted = 1\n", 1))
+    monkeypatch.setattr(rules_attempt, "after_failure", lambda t: False)
+    try:
+        changed = {t.id for t in loaded if gate_cache.model_run(t) != unplanted[t.id]}
+        assert changed and len(changed) < len(runs.traces)
+        result = runs.gate(monkeypatch)
+        assert {p for p in runs.ran if p[0] == "replay"} == \
+            {p for p in replays if p[1][0] in changed}
+        failed = {c.name for c in result.checks if c.section == "replay" and c.verdict == "fail"}
+        assert failed == changed
+    finally:
+        path.write_text(before)
+        monkeypatch.undo()
+    runs.gate(monkeypatch)
+    assert runs.ran == []                  # restored: the first entries hold again
+
+
+
+def test_a_rule_run_outside_the_model_run_stays_a_dependency():
+    """``recording_model_run`` parts the rule-file functions: one run under the model's run of
+    a trace (a method of ``ModelSystem`` below it) is checked through that run's digest; the
+    same function called by other code, here or in another thread, stays a dependency."""
+    import threading
+    from wgk.conformance.oracle.systems import ModelSystem
+    from wgk.model import rules_attempt
+    trace = gate.load_traces([str(INCIDENTS / NAMES[1])])[0]     # two dispatches
+    with gate_cache.recording_model_run() as (ran, via):
+        m = ModelSystem(trace)
+        for step in trace.steps:
+            m.apply(step)
+    assert "dispatch" in via["model/rules_attempt.py"]
+    assert "dispatch" not in ran.get("model/rules_attempt.py", set())
+    assert any(n.startswith("conformance/oracle/") for n in ran)
+    t = m.state.tasks[0]
+    with gate_cache.recording_model_run() as (ran, via):
+        m = ModelSystem(trace)
+        rules_attempt.after_failure(t)                            # not under the model's run
+        m.apply(trace.steps[0])
+    assert "after_failure" in ran["model/rules_attempt.py"]
+    assert "dispatch" in via["model/rules_attempt.py"]
+    with gate_cache.recording_model_run() as (ran, via):
+        worker = threading.Thread(target=lambda: ModelSystem(trace).apply(trace.steps[0]))
+        worker.start()
+        worker.join()
+    assert "dispatch" in ran["model/rules_attempt.py"] and not via
+    with gate_cache.recording_model_run() as (ran, via):
+        ModelSystem(trace).possible(trace.steps[0])             # tried off the trace, undone
+    assert "dispatch" in ran["model/rules_attempt.py"]
+    assert "dispatch" not in via.get("model/rules_attempt.py", set())

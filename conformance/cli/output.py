@@ -8,8 +8,8 @@ from typing import Any, Callable, TextIO
 
 def emit_json(data: Any, out: TextIO | None = None) -> None:
     out = out or sys.stdout
-    json.dump(data, out, indent=2, sort_keys=False, default=str)
-    out.write("\n")
+    # one write: ``json.dump`` writes every token on its own (seconds for a gate's report)
+    out.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def progress(message: str, *, enabled: bool = True) -> None:

@@ -317,7 +317,7 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
     if workers < 2:
         run_parts_here(parts, progress, on_done)
     else:
-        run_parts(parts, workers, progress, on_done)
+        _kept_here(parts, workers, progress, on_done)
     done = [sections[n] for n in early]
     if external is None:
         return _in_turn(budget, progress, dict(kw), done, cache, workers)
@@ -327,15 +327,40 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
     return done
 
 
+def _kept_here(parts: list[Part], workers: int, progress: Progress | None,
+               on_done: Callable[[int, Done], None]) -> None:
+    """``run_parts``, the parts taken from the cache (``_through``) done in this process: a
+    worker would only send their checks back (no worker starts when every part is kept).
+    ``on_done`` is called in the parts' order, as ``run_parts`` calls it."""
+    rest = [n for n, p in enumerate(parts) if not getattr(p.run, "kept", False)]
+    done: dict[int, Done] = {n: guarded(p.section, lambda p=p: p.run(lambda t: None))
+                             for n, p in enumerate(parts) if getattr(p.run, "kept", False)}
+    front = [0]
+
+    def finish(n: int, d: Done | None = None) -> None:
+        if d is not None:
+            done[n] = d
+        while front[0] in done:
+            on_done(front[0], done.pop(front[0]))
+            front[0] += 1
+    finish(-1)
+    if rest:
+        run_parts([parts[n] for n in rest], workers, progress, lambda m, d: finish(rest[m], d))
+
+
 def _through(cache: GateCache, budget: str, kw: dict, part: Part) -> Part:
     """``part`` taken from the cache when it is kept there, else run and kept."""
     name, spec = part.section, part.spec
     key = cache.key(name, spec, part_inputs(name, budget, kw.get("loaded"), spec, None))
-    checks = cache.lookup(key, f"{name} {_plain_spec(spec)}".strip())
+    outputs = cache.outputs(name, spec, kw.get("loaded"))     # a replay: the model's run
+    checks = cache.lookup(key, f"{name} {_plain_spec(spec)}".strip(), outputs)
     if checks is not None:
-        return Part(name, lambda progress: checks, part.offset, part.total, 0.0, spec)
+        def kept(progress) -> list[Check]:
+            return checks
+        kept.kept = True                  # done in the gate's process (``_kept_here``)
+        return Part(name, kept, part.offset, part.total, 0.0, spec)
     run = part.run
-    return Part(name, lambda progress: cache.run(key, name, spec, lambda: run(progress)),
+    return Part(name, lambda progress: cache.run(key, name, spec, lambda: run(progress), outputs),
                 part.offset, part.total, part.weight, spec)
 
 

@@ -47,6 +47,16 @@ the implementation's mutants, the guards) or that reads the sources as text (the
 matrix, the coverage's model digest) is keyed *conservatively*: every source file whole,
 nothing recorded.
 
+The replays (``OUTPUT_KEYED``: the lockstep replay, the two kernels on one database) read
+the model only through its run of their trace: the reference system's decisions, broken
+invariants and projections step by step, and the coverage shadow's cells. A rule-file
+function such a part ran only inside that run (``recording_model_run``: a method of the
+model's run below it on the stack) is kept beside its dependencies with the digest of the
+run (``model_run``); when one of those functions changed and nothing else did, the run is
+made again (about a fifth of a replay's time, kept under the trace and the model's whole
+text), and while it gives the same digest the part is reused and kept again under the new
+text: a rule edited without changing anything along the trace re-runs no replay.
+
 Two things a warm run would otherwise do again are kept beside the entries: the schema's
 verdict on each trace text (``traces.format.schema_digest``: the text, the schema, the
 validator's version and the module building it) and the prover's set-up by kind under the
@@ -74,6 +84,7 @@ import io
 import json
 import os
 import pickle
+import re
 import sqlite3
 import subprocess
 import sys
@@ -96,6 +107,15 @@ CONSERVATIVE = frozenset({"trace-matrix", "coverage", "impl-mutants", "verify-gu
 #: children running wgk's command line). Sound while every Python child loads the recording
 #: hook; when one may not, the part depends on every function of every source file.
 CHILDREN = frozenset({"contract", "races", "tamper"})
+#: Sections whose parts (one trace each) read the model only through its run of the trace:
+#: the reference system of the lockstep replay (``ModelSystem``: each step's decision or
+#: refusal, the projection and the broken invariants after it, those of the initial state)
+#: and the coverage's shadow beside the implementation (``coverage.Shadow``: the cells of
+#: the trace's requests). Such a part is kept with the digest of those outputs
+#: (``model_run``), and a rule-file function it ran only inside those two is checked
+#: through the digest instead of its text (``recording_model_run``): a rule edited so that
+#: nothing along the trace answers differently leaves the part reused.
+OUTPUT_KEYED = frozenset({"replay", "two-kernels"})
 #: Sections that read no trace (their keys leave the loaded traces out).
 NO_TRACES = frozenset({"prove", "explore", "fuzz", "races", "contract"})
 #: Sections on the model alone, keyed by the whole text of the model and of the conformance
@@ -365,6 +385,132 @@ def recording() -> Iterator[dict[str, set[str]]]:
                 ran.setdefault(name, set()).add(code.co_qualname)
 
 
+#: The files of ``wgk.model`` whose functions are keyed one by one: the rules and their
+#: helpers (``gate_frames``, ``gate_mutants``). Every other file is keyed whole.
+RULE_FILES = re.compile(r"model/rules_[a-z_]+\.py")
+
+
+@functools.lru_cache(maxsize=None)
+def _rule_file(filename: str) -> bool:
+    """Whether ``filename`` is one of the model's rule files (``RULE_FILES``)."""
+    name = relative(filename)
+    return name is not None and RULE_FILES.fullmatch(name) is not None
+
+
+#: The methods of the model's run of a trace whose results are in its digest (``model_run``):
+#: the reference system made from the trace, each step applied, its verdicts and projection
+#: asked; the coverage's shadow made and stepped. A rule-file function below one of them
+#: and below no ``OFF_TRACE`` method (anywhere up the stack) is one of that run's.
+RUN_METHODS = {"ModelSystem": ("__init__", "apply", "check", "project"),
+               "Shadow": ("of", "step", "_note")}
+#: Methods that apply a step off the trace (``ModelSystem.possible``: a step tried and
+#: undone): what runs below them is not in the run's digest.
+OFF_TRACE = {"ModelSystem": ("possible",)}
+
+
+#: The file name of the code the compiled model makes from the rules (``check.compiled``).
+COMPILED = "<compiled "
+
+
+def _model_run_codes() -> tuple[frozenset, frozenset]:
+    """The code of the model's run methods (``RUN_METHODS``) and of ``OFF_TRACE``'s."""
+    from wgk.conformance.oracle.coverage import Shadow
+    from wgk.conformance.oracle.systems import ModelSystem
+    classes = {"ModelSystem": ModelSystem, "Shadow": Shadow}
+
+    def codes(methods: dict) -> frozenset:
+        return frozenset(getattr(vars(classes[c])[m], "__func__", vars(classes[c])[m]).__code__
+                         for c, names in methods.items() for m in names)
+    return codes(RUN_METHODS), codes(OFF_TRACE)
+
+
+@contextmanager
+def recording_model_run() -> Iterator[tuple[dict[str, set[str]], dict[str, set[str]]]]:
+    """``recording``, the rule-file functions parted: yields ``(ran, via)``, filled on
+    leaving. ``via`` holds each rule-file function that ran only with a method of the model's
+    run (``RUN_METHODS``) below it on the stack, in the recording thread: what it did
+    reached the part only through that run's outputs (``model_run``). ``ran`` holds every
+    other function that ran, a rule-file function called from anywhere else (another thread,
+    a step tried off the trace: ``OFF_TRACE``) among them; and every rule-file function when
+    the compiled model's code (made from the rules' text) ran anywhere else."""
+    codes: set = set()
+    outside: set = set()
+    run_codes, off_trace = _model_run_codes()
+    either = run_codes | off_trace      # the whole stack is walked (an off-trace method above a
+    #                                     run method makes the call off the trace)
+
+    def tracer(frame, event, arg):
+        code = frame.f_code
+        codes.add(code)
+        if code not in outside and (_rule_file(code.co_filename)
+                                    or code.co_filename.startswith(COMPILED)):
+            f, inside = frame.f_back, False
+            while f is not None:                # below a run method, and below no off-trace one
+                if f.f_code in either:
+                    if f.f_code in off_trace:
+                        inside = False
+                        break
+                    inside = True
+                f = f.f_back
+            if not inside:
+                outside.add(code)
+
+    def other_thread(frame, event, arg):     # no model run below: every rule call is outside
+        codes.add(frame.f_code)
+        if _rule_file(frame.f_code.co_filename) or frame.f_code.co_filename.startswith(COMPILED):
+            outside.add(frame.f_code)
+
+    before = sys.gettrace()
+    threading.settrace(other_thread)
+    sys.settrace(tracer)
+    ran: dict[str, set[str]] = {}
+    via: dict[str, set[str]] = {}
+    try:
+        yield ran, via
+    finally:
+        sys.settrace(before)
+        threading.settrace(None)
+        # the compiled model's code is made from the rules' text: run outside the model's
+        # run, it is a rule run there, and which rule it came from is not known
+        unsure = any(c.co_filename.startswith(COMPILED) for c in outside)
+        for code in codes:
+            name = relative(code.co_filename)
+            if name is not None:
+                into = via if _rule_file(code.co_filename) and code not in outside \
+                    and not unsure else ran
+                into.setdefault(name, set()).add(code.co_qualname)
+
+
+def model_run(trace) -> str:
+    """The digest of what a replay of ``trace`` reads of the model: the reference system's
+    broken invariants and projection in the initial state and, step by step, its decision
+    (or the refusal of the step) with the broken invariants and the projection after it;
+    and the cells the coverage's shadow gives the trace's requests. Both are runs of
+    ``ModelSystem`` from the trace's graph and initial state over its steps in order, as the
+    replay makes them (the shadow follows every step the implementation is sent, which in a
+    replay are the trace's steps in order)."""
+    from wgk.conformance.oracle.coverage import Shadow, recording as cells
+    from wgk.conformance.oracle.systems import ModelSystem, StepError
+    out: list = []
+    try:
+        m = ModelSystem(trace)
+        out.append(["initial", m.check(), m.project()])
+        for step in trace.steps:
+            try:
+                decision = m.apply(step)
+            except StepError as e:
+                out.append(["refused", str(e)])
+                continue
+            out.append([decision, m.check(), m.project()])
+    except StepError as e:
+        out.append(["cannot set up", str(e)])
+    with cells() as found:
+        shadow = Shadow.of(trace, getattr(trace, "initial", None) or {})
+        for step in trace.steps if shadow is not None else ():
+            shadow.step(step)
+    return _digest(json.dumps([out, sorted(found, key=repr)], sort_keys=True, default=repr))
+
+
 #: The output folder of the children's recording in progress in this process (None: none).
 _CHILDREN_OUT: str | None = None
 _FORKS = [0]
@@ -535,6 +681,7 @@ class GateCache:
         self.token = os.urandom(8).hex()
         self._mutants = None
         self._held: dict[tuple[str, frozenset, str], bool] = {}
+        self._runs: dict[tuple, str] = {}
 
     # keys
 
@@ -554,6 +701,36 @@ class GateCache:
         return _one_mutant(section, spec) is not None or _one_instance(section, spec) or not (
             section in CONSERVATIVE or section in MODEL_SECTIONS or spec.get("mode") == "kill")
 
+    def outputs(self, section: str, spec: dict, loaded: list | None) -> Callable[[], str] | None:
+        """For a part of an ``OUTPUT_KEYED`` section that replays one trace, what gives the
+        digest of the model's run of that trace (``model_run``, found once per gate run);
+        None for any other part."""
+        only = spec.get("only")
+        if section not in OUTPUT_KEYED or not isinstance(only, (set, frozenset, list, tuple)) \
+                or len(only) != 1 or not loaded:
+            return None
+        n = next(iter(only))
+        if not isinstance(n, int) or not 0 <= n < len(loaded):
+            return None
+        trace = loaded[n]
+
+        def digest() -> str:
+            known = tuple(trace_identity(trace))
+            if known not in self._runs:
+                # kept beside the entries under the trace and every file of the model and of
+                # the suite whole (what the run is a function of): found once per change
+                where = self.dir / "runs" / _digest(self.options, self.model, *known)
+                try:
+                    self._runs[known] = found = where.read_text(encoding="ascii")
+                    if len(found) != 64 or not all(c in "0123456789abcdef" for c in found):
+                        raise ValueError(found)
+                except (OSError, ValueError):
+                    self._runs[known] = model_run(trace)
+                    with contextlib.suppress(OSError):
+                        _write_atomic(where, self._runs[known])
+            return self._runs[known]
+        return digest
+
     def mutants(self):
         """What the keys of the model's mutants read (``gate_mutants``), found once."""
         if self._mutants is None:
@@ -565,9 +742,13 @@ class GateCache:
 
     # reading
 
-    def lookup(self, key: str, label: str) -> list[Check] | None:
+    def lookup(self, key: str, label: str, outputs: Callable[[], str] | None = None
+               ) -> list[Check] | None:
         """The checks stored under ``key`` whose recorded dependencies still hold, the
-        newest first (None: none; a damaged entry is skipped with a one-line warning)."""
+        newest first (None: none; a damaged entry is skipped with a one-line warning).
+        An entry kept with the digest of the model's run (``OUTPUT_KEYED``) holds also when
+        the rule-file functions it ran inside that run changed, while ``outputs()`` still
+        gives that digest: it is then kept again under their new text."""
         try:
             entries = sorted(self._folder(key).glob("*.pickle"),
                              key=lambda p: -p.stat().st_mtime_ns)
@@ -576,17 +757,32 @@ class GateCache:
         for path in entries:
             try:
                 raw = path.read_bytes()
-                checks, deps = _entry(raw, key)
+                checks, deps, via, digest = _entry(raw, key)
             except FileNotFoundError:
                 continue
             except Exception as e:    # noqa: BLE001 -- a damaged entry of any kind is ignored
                 why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
                 self.warnings.append(f"cache entry {path} ({label}) ignored: {why}")
                 continue
-            if all(self._holds(name, ran, digest) for name, (ran, digest) in deps.items()):
-                self.reused += len(checks)
-                return checks
+            if not all(self._holds(name, ran, d) for name, (ran, d) in deps.items()):
+                continue
+            if not all(self._holds(name, ran, d) for name, (ran, d) in via.items()):
+                if digest is None or outputs is None or outputs() != digest:
+                    continue
+                self._keep(path, key, checks, deps, via, digest)   # under the rules as they are
+            self.reused += len(checks)
+            return checks
         return None
+
+    def _keep(self, path: Path, key: str, checks: list[Check], deps: dict, via: dict,
+              outputs: str | None) -> None:
+        entry = {"format": FORMAT, "key": key, "checks": checks,
+                 "deps": {n: [sorted(r), d] for n, (r, d) in deps.items()},
+                 "via": {n: [sorted(r), file_digest(p, frozenset(r))]
+                         for n, (r, _) in via.items() if (p := _source_path(n)) is not None},
+                 "outputs": outputs}
+        with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
+            _write_atomic(path, MAGIC + pickle.dumps(entry, protocol=4))
 
     @contextmanager
     def schema_verdicts(self) -> Iterator[None]:
@@ -620,28 +816,43 @@ class GateCache:
 
     # writing
 
-    def store(self, key: str, checks: list[Check], ran: dict[str, set[str]] | None) -> None:
+    def store(self, key: str, checks: list[Check], ran: dict[str, set[str]] | None,
+              via: dict[str, set[str]] | None = None, outputs: str | None = None) -> None:
         """Keep ``checks`` under ``key`` with the functions that ran (none for a
-        conservative key); a part with an error is not kept."""
+        conservative key); with ``outputs``, the digest of the model's run, and ``via``, the
+        rule-file functions that ran only inside it; a part with an error is not kept."""
         if any(c.verdict == "error" for c in checks):
             return
-        deps = {}
-        for name, quals in sorted((ran or {}).items()):
-            p = _source_path(name)
-            if p is not None:
-                frozen = frozenset(quals)
-                deps[name] = [sorted(frozen), file_digest(p, frozen)]
-        entry = {"format": FORMAT, "key": key, "deps": deps, "checks": checks}
-        variant = _digest(json.dumps(deps, sort_keys=True))[:24]
+
+        def digests(functions: dict[str, set[str]] | None) -> dict:
+            out = {}
+            for name, quals in sorted((functions or {}).items()):
+                p = _source_path(name)
+                if p is not None:
+                    frozen = frozenset(quals)
+                    out[name] = [sorted(frozen), file_digest(p, frozen)]
+            return out
+        deps = digests(ran)
+        entry = {"format": FORMAT, "key": key, "deps": deps, "checks": checks,
+                 "via": digests(via) if outputs is not None else {}, "outputs": outputs}
+        variant = _digest(json.dumps(deps, sort_keys=True),
+                          *([json.dumps(entry["via"], sort_keys=True), outputs]
+                            if outputs is not None else []))[:24]
         try:
             _write_atomic(self._folder(key) / f"{variant}.pickle",
                           MAGIC + pickle.dumps(entry, protocol=4))
         except (OSError, pickle.PicklingError, TypeError, AttributeError):
             pass                      # a check that cannot be kept is run again next time
 
-    def run(self, key: str, section: str, spec: dict, fn: Callable[[], list[Check]]
-            ) -> list[Check]:
-        """``fn()`` recorded (when the section is keyed by what runs), its checks stored."""
+    def run(self, key: str, section: str, spec: dict, fn: Callable[[], list[Check]],
+            outputs: Callable[[], str] | None = None) -> list[Check]:
+        """``fn()`` recorded (when the section is keyed by what runs), its checks stored;
+        ``outputs``: the part is kept with the digest of the model's run it gives."""
+        if outputs is not None:
+            with recording_model_run() as (ran, via):
+                checks = fn()
+            self.store(key, checks, ran, via, outputs())
+            return checks
         mutant = _one_mutant(section, spec)
         if mutant is not None:
             with READS.explored_kinds() as kinds:
@@ -706,9 +917,11 @@ class _Loader(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-def _entry(raw: bytes, key: str) -> tuple[list[Check], dict[str, tuple[frozenset, str]]]:
-    """An entry's checks and recorded dependencies (raises on anything not a whole entry of
-    this format stored under ``key``)."""
+def _entry(raw: bytes, key: str) -> tuple[list[Check], dict[str, tuple[frozenset, str]],
+                                         dict[str, tuple[frozenset, str]], str | None]:
+    """An entry's checks, recorded dependencies, the rule-file functions it ran inside the
+    model's run and that run's digest (raises on anything not a whole entry of this format
+    stored under ``key``)."""
     if not raw.startswith(MAGIC):
         head = raw.split(b"\n", 1)[0][:40].decode("utf-8", "replace")
         raise ValueError(f"not {FORMAT} (begins {head!r})")
@@ -721,7 +934,11 @@ def _entry(raw: bytes, key: str) -> tuple[list[Check], dict[str, tuple[frozenset
     if not all(isinstance(c, Check) for c in checks):
         raise ValueError("its checks are not checks")
     deps = {str(k): (frozenset(v[0]), str(v[1])) for k, v in entry["deps"].items()}
-    return checks, deps
+    via = {str(k): (frozenset(v[0]), str(v[1])) for k, v in (entry.get("via") or {}).items()}
+    outputs = entry.get("outputs")
+    if outputs is not None and not isinstance(outputs, str):
+        raise ValueError("its model run's digest is not one")
+    return checks, deps, via, outputs
 
 
 def _plain(o):

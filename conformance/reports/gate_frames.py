@@ -48,13 +48,11 @@ from types import SimpleNamespace
 from typing import Callable
 
 from wgk.conformance.reports import gate_cache
-from wgk.conformance.reports.gate_cache import _digest, _write_atomic, file_digest, recording
+from wgk.conformance.reports.gate_cache import (
+    RULE_FILES, _digest, _write_atomic, file_digest, recording,
+)
 
 FORMAT = "wgk-proof-frames/1"
-
-#: The files of ``wgk.model`` whose functions are keyed one by one: the rules and their
-#: helpers. Every other file is keyed whole.
-RULE_FILES = re.compile(r"model/rules_[a-z_]+\.py")
 #: Names by which a body reaches functions it does not name.
 DYNAMIC = frozenset({"RULES", "getattr", "globals", "vars", "eval", "exec", "__dict__",
                      "import_module", "__import__"})
