@@ -105,7 +105,9 @@ class Prover:
         self.pool = Pool("r", inst.keys)
         self.pre = leaves(self.space, self.s)
         self.types = leaf_types(self.space)
-        self.var_types = {x.decl().name(): tp for x, tp in zip(self.pre, self.types)}
+        #: the name of every pre-state leaf, in ``leaves`` order (z3's ``decl().name()`` is slow)
+        self.pre_names = [x.decl().name() for x in self.pre]
+        self.var_types = dict(zip(self.pre_names, self.types))
         self.var_types.update({v.decl().name(): int for v in self.pool.vars.values()})
         self.var_types[self.pool.shape.decl().name()] = ("shape", len(self.cat.shapes))
         self.type_memo: dict = {}
@@ -158,7 +160,7 @@ class Prover:
             self.groups.setdefault(b.transition, []).append(b)
             d = delta(self.space, self.s, b.post)
             self.delta[b.index] = d
-            self.changed[b.index] = {self.pre[n].decl().name() for n, _ in d}
+            self.changed[b.index] = {self.pre_names[n] for n, _ in d}
             self.substitution[b.index] = [(self.pre[n], as_term(v)) for n, v in d]
 
     @property
