@@ -33,9 +33,8 @@ from wgk.model.actions import Instance
 from wgk.conformance.z3.mutation import Mutant, patched
 from wgk.conformance.z3.prove import ProofResult, Prover, chain_deps
 from wgk.conformance.z3.symbolic import symbolic_graph
-from wgk.conformance.z3.transition import (
-    Semantics, _actor_sensitive, _cached, _logs_by_kind, universe_of,
-)
+from wgk.conformance.z3 import transition
+from wgk.conformance.z3.transition import Semantics, _cached, universe_of
 
 
 def target(obj: Any, name: str) -> tuple[int, str]:
@@ -61,8 +60,8 @@ class ModelBase:
         ids = inst.ids()
         #: per kind, the targets its rule reached asked who sent it, and logging its evidence
         self.by_kind: dict = {}
-        who = _actor_sensitive(graph, sem, around=self._kind)
-        self.logs = _logs_by_kind(graph, ids, sem, around=self._kind)
+        who = transition._actor_sensitive(graph, sem, around=self._kind)
+        self.logs = transition._logs_by_kind(graph, ids, sem, around=self._kind)
         # the prover's set-up takes those (kept under ``sem``) and assumes the properties
         _cached(sem, "by-actor", lambda: who)
         _cached(sem, ("universe", ids), lambda: universe_of(self.logs, ids))
@@ -162,12 +161,12 @@ def _same_set_up(base: ModelBase, m: Mutant, sem: Semantics) -> bool:
     if not again:
         return True
     graph, ids = base.prover.space.graph, base.prover.inst.ids()
-    who = (base.prover.by_actor - again) | _actor_sensitive(graph, sem, again)
+    who = (base.prover.by_actor - again) | transition._actor_sensitive(graph, sem, again)
     if who != base.prover.by_actor:
         return False
     _cached(sem, "by-actor", lambda: who)           # the probe's catalogue is the base's
     logs = {k: v for k, v in base.logs.items() if k not in again}
-    logs.update(_logs_by_kind(graph, ids, sem, again))
+    logs.update(transition._logs_by_kind(graph, ids, sem, again))
     return universe_of(logs, ids) == base.prover.space.universe
 
 
