@@ -53,3 +53,27 @@ def test_a_base_noting_nothing_would_miss_a_kill(monkeypatch):
     monkeypatch.setattr(model_base, "_BASES", {})
     monkeypatch.setattr(model_base.ModelBase, "_noting", lambda self, key, fn: fn)
     assert _frame(refute(m)) != _frame(_own(m))
+
+
+def test_the_kinds_asking_who_of_a_semantics_replacing_rules_are_found_on_those_kinds():
+    """``actor_sensitive`` of a mutant that only replaces rules runs the replaced kinds and
+    takes the model's answer for the others: the answer running every kind gives."""
+    from wgk.conformance.z3 import transition
+    from wgk.conformance.z3.prove import chain_deps
+    from wgk.conformance.z3.symbolic import symbolic_graph
+    graph = symbolic_graph(Instance.proof(tasks=1).task_names(), chain_deps(1))
+    ruled = [m for m in MUTANTS.values() if transition.changed_kinds(m.semantics())]
+    assert len(ruled) > 30
+    for m in ruled:
+        sem = m.semantics()
+        assert transition.actor_sensitive(graph, sem) == \
+            transition._actor_sensitive(graph, sem), m.name
+    from wgk.model.rules import RULES
+    from wgk.model.vocab import Kind
+
+    def asking(s, i, t, r):                   # dispatch that asks who sent it
+        return RULES[Kind.DISPATCH](s, i, t, r) if r.actor != "nobody" else None
+    sem = transition.Semantics("asks", {**RULES, Kind.DISPATCH: asking})
+    assert Kind.DISPATCH not in transition.actor_sensitive(graph, transition.MODEL)
+    assert transition.actor_sensitive(graph, sem) == \
+        transition.actor_sensitive(graph, transition.MODEL) | {Kind.DISPATCH}
