@@ -37,7 +37,7 @@ def test_what_the_base_shares_it_reached_none_of_the_targets_of():
     request reaches is noted on the submit-manifest frames; the set-up of a rule-file
     function's kinds on those kinds only."""
     m = MUTANTS["explore-reads-main"]
-    base = model_base.base_for(Instance.proof(tasks=1), model_base.catalogue_targets(m))
+    base = model_base.base_for(Instance.proof(tasks=1), model_base.WATCHED)
     own = {model_base.target(o, n) for o, n, _ in m.patches}
     assert own <= base.watched and not base.setup & own
     hit = {k.label for k, reached in base.by_kind.items() if reached & own}

@@ -13,6 +13,7 @@ from typing import Callable
 
 from wgk.model.actions import Instance
 
+from wgk.conformance.z3 import model_base
 from wgk.conformance.z3.bmc import CheckResult, check, goal_for
 from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.z3.mutation import Mutant, patched
@@ -148,8 +149,8 @@ def refute(m: Mutant, inst: Instance | None = None, prover: Prover | None = None
     the mutant leaves alone with the model's (``model_base``). The frames and their order are
     the whole prover's."""
     if prover is None and staged:
-        from wgk.conformance.z3.model_base import first_failure
-        return first_failure(m, inst or Instance.proof(tasks=m.instance.tasks), [m.proof_target])
+        return model_base.first_failure(m, inst or Instance.proof(tasks=m.instance.tasks),
+                                        [m.proof_target], _first_failure)
     prover = prover or Prover(inst or Instance.proof(tasks=m.instance.tasks), m.semantics(),
                               transitions=() if staged else None)
     named = [p for p in prover.properties if p.id == m.proof_target]

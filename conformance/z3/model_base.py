@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from wgk.model.actions import Instance
 
@@ -127,28 +127,32 @@ def base_for(inst: Instance, targets: list[tuple[Any, str]]) -> ModelBase:
     return _BASES[key]
 
 
-def catalogue_targets(m: Mutant) -> list[tuple[Any, str]]:
-    """Every patch target of the catalogue, and ``m``'s."""
-    from wgk.conformance.z3.mutants import MUTANTS
-    return [(obj, name) for x in (*MUTANTS.values(), m) for obj, name, _ in x.patches]
+#: the patch targets every base watches: the catalogue's (``watch``), in its order
+WATCHED: list[tuple[Any, str]] = []
 
 
-def first_failure(m: Mutant, inst: Instance, props: list[str]) -> ProofResult | None:
-    """``kills._first_failure`` of the properties named ``props`` on a prover of ``m``, with
-    the set-up and the frames it shares with the model's base taken from it."""
-    from wgk.conformance.z3.kills import _first_failure
+def watch(mutants) -> None:
+    """Every base watches the patch targets of these mutants (the catalogue registers its own)."""
+    WATCHED.extend((obj, name) for m in mutants for obj, name, _ in m.patches)
+
+
+def first_failure(m: Mutant, inst: Instance, props: list[str], walk: Callable
+                  ) -> ProofResult | None:
+    """``walk(m, prover, properties, shared=...)`` (``kills._first_failure``) of the
+    properties named ``props`` on a prover of ``m``, with the set-up and the frames it shares
+    with the model's base taken from it (the base watching the catalogue's targets and ``m``'s)."""
     sem = m.semantics()
     own = [target(o, n) for o, n, _ in m.patches]
-    base = base_for(inst, catalogue_targets(m)) if m.decide is None else None
+    base = None if m.decide is not None else \
+        base_for(inst, WATCHED + [(o, n) for o, n, _ in m.patches])
     if base is None or not set(own) <= base.watched or base.setup & set(own) or \
             not _same_set_up(base, m, sem):
         prover = Prover(inst, sem, transitions=())
-        return _first_failure(m, prover, [p for p in prover.properties if p.id in props])
+        return walk(m, prover, [p for p in prover.properties if p.id in props])
     prover = base.prover.sharing(sem)
     named = [p for p in prover.properties if p.id in props]
     replaced = {k.label for k in m.changed_kinds}
-    return _first_failure(m, prover, named, shared=lambda p, t: _shared(base, own, replaced,
-                                                                       p, t))
+    return walk(m, prover, named, shared=lambda p, t: _shared(base, own, replaced, p, t))
 
 
 def _same_set_up(base: ModelBase, m: Mutant, sem: Semantics) -> bool:
