@@ -202,7 +202,7 @@ def test_what_a_kill_runs_of_the_rule_files_is_within_its_dependencies(name, tmp
     recorded)."""
     from wgk.conformance.reports.gate_model import mutant_checks
     from wgk.conformance.z3 import transition
-    for found in ("_discover", "_actor_sensitive"):
+    for found in ("_discover", "_actor_sensitive", "_logs_by_kind"):
         monkeypatch.setattr(transition, found, _untraced(getattr(transition, found)))
     ctx = gate_mutants.Context(tmp_path)
     with gate_mutants.explored_kinds() as kinds, gate_cache.recording() as ran:

@@ -92,3 +92,17 @@ def test_the_coverage_after_the_workers_reports_on_two_what_it_does_on_one(monke
     assert _shape(one) == _shape(two)
     [coverage] = [s for s in two.sections_run if s.name == "coverage"]
     assert len(coverage.checks) > 10
+
+
+def test_the_parts_of_a_worker_share_compiled_models_unless_the_cache_keeps_their_checks():
+    """A part run by ``guarded`` keeps the models compiled for graphs before (the next part
+    on an equal graph takes the same one); a part the gate's cache keeps (``gate.fresh``)
+    starts with none, so that what it evaluates by compiled code is traced within it."""
+    from wgk.conformance.oracle.systems import ModelSystem
+    from wgk.conformance.traces.format import load_trace
+    trace = load_trace(Path(TRACES[0]))
+    first = gate_pool.guarded("replay", lambda: [ModelSystem(trace).compiled])
+    again = gate_pool.guarded("replay", lambda: [ModelSystem(trace).compiled])
+    kept = gate.fresh(lambda: [ModelSystem(trace).compiled])
+    assert first.checks[0] is not None and again.checks[0] is first.checks[0]
+    assert kept[0] is not first.checks[0]

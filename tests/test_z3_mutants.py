@@ -200,8 +200,10 @@ def test_a_mutant_reducer_is_what_its_incident_traces_replay(name):
 
 
 def test_a_trace_replayed_on_a_mutant_stops_at_the_divergence_replay_lists_first():
-    """``first_divergence`` is ``replay``'s first divergence on every incident trace of every
-    mutant of the catalogue (and None where replay finds none)."""
+    """``first_divergence`` on the interpreted model (as ``trace_verdicts`` runs it) is
+    ``replay``'s first divergence on the model as a replay runs it (compiled, but for a
+    reducer of its own) on every incident trace of every mutant of the catalogue (and None
+    where replay finds none)."""
     from contextlib import ExitStack
     from wgk.conformance.oracle import mutant_traces, systems
     from wgk.conformance.oracle.replay import replay
@@ -221,7 +223,8 @@ def test_a_trace_replayed_on_a_mutant_stops_at_the_divergence_replay_lists_first
                     whole = replay(trace, [make()]).divergences
                 except StepError:
                     continue
-                first = mutant_traces.first_divergence(trace, make())
+                first = mutant_traces.first_divergence(
+                    trace, ModelSystem(trace, rules=sem.rules, compiled=False))
             assert first == (whole[0] if whole else None), (m.name, path.name)
             compared += first is not None
     assert compared > 50

@@ -92,10 +92,12 @@ def trace_verdicts(m: Any, root: Path | None = None) -> list[dict]:
             if m.decide is not None:
                 stack.enter_context(patched(((systems, "decide", m.decide),)))
             try:
-                # a reducer of its own is not the kernel's ``decide`` the compiled model
-                # compiles: its runs are interpreted, so that they decide by the reducer
-                first = first_divergence(trace, ModelSystem(
-                    trace, rules=sem.rules, compiled=False if m.decide is not None else None))
+                # interpreted: a reducer of its own is not the kernel's ``decide`` the compiled
+                # model compiles, and a mutant's rules and patches are its own, so a model
+                # compiled for them would serve the steps up to one divergence only (compiling
+                # a task's verdicts costs some 25 interpreted ones)
+                first = first_divergence(trace, ModelSystem(trace, rules=sem.rules,
+                                                            compiled=False))
             except StepError as e:
                 out.append({"trace": path.stem, "detects": True, "why": f"step refused: {e}"})
                 continue

@@ -163,7 +163,7 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
         key = cache.key(name, {}, part_inputs(name, budget, loaded, {}, earlier))
         checks = cache.lookup(key, name)
         done = guarded(name, lambda: checks if checks is not None else
-                       cache.run(key, name, {}, call))
+                       cache.run(key, name, {}, lambda: fresh(call)))
     else:
         done = guarded(name, call)
     section = Section(name, done.checks, done.seconds)
@@ -360,8 +360,19 @@ def _through(cache: GateCache, budget: str, kw: dict, part: Part) -> Part:
         kept.kept = True                  # done in the gate's process (``_kept_here``)
         return Part(name, kept, part.offset, part.total, 0.0, spec)
     run = part.run
-    return Part(name, lambda progress: cache.run(key, name, spec, lambda: run(progress), outputs),
+    return Part(name, lambda progress: cache.run(key, name, spec, lambda: fresh(run, progress), outputs),
                 part.offset, part.total, part.weight, spec)
+
+
+def fresh(run: Callable, *args) -> list[Check]:
+    """``run(*args)`` with none of the models compiled for graphs before
+    (``compiled.forget_graphs``): what a part's runs evaluate by compiled code is then traced
+    within the part, and recorded by the gate's cache as what the part ran. Without the cache
+    nothing is recorded, and the parts of a worker share the models of equal graphs (the same
+    verdicts: a model is keyed by its graph, rules, properties and model functions)."""
+    from wgk.conformance.check.compiled import forget_graphs
+    forget_graphs()
+    return run(*args)
 
 
 def _plain_spec(spec: dict) -> str:

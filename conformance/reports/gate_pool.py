@@ -85,9 +85,8 @@ class Done:
 
 def guarded(section: str, run: Callable[[], list[Check]]) -> Done:
     """Run ``run``; an exception becomes the section's error check, naming it. The models
-    compiled for graphs before are dropped first (``compiled.forget_graphs``)."""
-    from wgk.conformance.check.compiled import forget_graphs
-    forget_graphs()
+    compiled for graphs before (``compiled.for_graph``) are kept: a part whose checks the
+    gate's cache keeps drops them itself (``gate.fresh``)."""
     t0 = time.perf_counter()
     try:
         return Done(run(), time.perf_counter() - t0)

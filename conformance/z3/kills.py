@@ -13,6 +13,7 @@ from typing import Callable
 
 from wgk.model.actions import Instance
 
+from wgk.conformance.z3 import model_base
 from wgk.conformance.z3.bmc import CheckResult, check, goal_for
 from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.z3.mutation import Mutant, patched
@@ -144,8 +145,12 @@ def refute(m: Mutant, inst: Instance | None = None, prover: Prover | None = None
 
     Without a ``prover``, one is built as the frames are checked (all at once when ``staged``
     is False): a kind's branches are evaluated when its frames are first checked, so a kill
-    on the changed kinds builds no other kind. The frames and their order are the whole
-    prover's."""
+    on the changed kinds builds no other kind; staged, it shares the set-up and the frames
+    the mutant leaves alone with the model's (``model_base``). The frames and their order are
+    the whole prover's."""
+    if prover is None and staged:
+        return model_base.first_failure(m, inst or Instance.proof(tasks=m.instance.tasks),
+                                        [m.proof_target], _first_failure)
     prover = prover or Prover(inst or Instance.proof(tasks=m.instance.tasks), m.semantics(),
                               transitions=() if staged else None)
     named = [p for p in prover.properties if p.id == m.proof_target]
@@ -159,16 +164,20 @@ def refute_other(m: Mutant, prover: Prover) -> ProofResult | None:
     return _first_failure(m, prover, others, only_changed=bool(m.rules))
 
 
-def _first_failure(m: Mutant, prover: Prover, props: list, only_changed: bool = False
-                   ) -> ProofResult | None:
-    """The first failing frame of ``props``, kind by kind (built on the prover when needed)."""
+def _first_failure(m: Mutant, prover: Prover, props: list, only_changed: bool = False,
+                   shared: Callable[[object, str], bool] | None = None) -> ProofResult | None:
+    """The first failing frame of ``props``, kind by kind (built on the prover when needed;
+    ``shared(p, transition)``: that frame is the model's and proved, not asked again)."""
     first = [k.label for k in m.changed_kinds]
     order = first + ([] if only_changed else [t for t in prover.transitions if t not in first])
     for transition in order:
+        todo = props if shared is None else [p for p in props if not shared(p, transition)]
+        if not todo:
+            continue
         prover.build([transition])
         if transition not in prover.groups:
             continue
-        for p in props:
+        for p in todo:
             r = prover.check(p, transition)
             if r.status == "counterexample":
                 return r

@@ -33,6 +33,7 @@ from wgk.model.vocab import (
     ReviewPhase as RP, ReviewVerdict as RV,
 )
 
+from wgk.conformance.z3 import model_base
 from wgk.conformance.z3.kills import (  # noqa: F401  (re-exported: callers import them from here)
     EXPLORE_STATES, explore_mutant, first_kill, kill, refute, refute_other,
 )
@@ -637,3 +638,6 @@ LOCALITY_MUTANTS: dict[str, Mutant] = {m.name: m for m in (
         "", Instance(tasks=2, groups=CORE), 0,
         rules={K.DISPATCH: _dispatch_reading_a_non_dependency()}),
 )}
+
+# the model's base for the mutants' proofs watches every function the catalogue patches
+model_base.watch(MUTANTS.values())

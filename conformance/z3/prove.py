@@ -92,8 +92,9 @@ class Prover:
         self.lemmas = dict(LEMMAS if lemmas is None else lemmas)
         names = inst.task_names()
         graph = symbolic_graph(names, chain_deps(inst.tasks) if deps is None else deps)
+        self.by_actor = actor_sensitive(graph, sem)
         self.cat = Catalogue(request_templates(list(Kind), names, inst.ids(),
-                                               by_actor=actor_sensitive(graph, sem))
+                                               by_actor=self.by_actor)
                              + intruder_templates(list(Kind), names, inst.ids())
                              + env_templates(names), graph.graph_id)
         #: every transition kind of the catalogue, in the order of its templates
@@ -147,6 +148,20 @@ class Prover:
         if self.solver.check() != z3.sat:     # contradictory assumptions would prove anything
             raise VacuousProof("the invariants and lemmas together admit no state")
         self.build_seconds = time.perf_counter() - t0
+
+    def sharing(self, sem: Semantics) -> "Prover":
+        """A prover of ``sem`` on this one's set-up: its catalogue, state space, assumptions
+        and solvers (each frame is asked inside a push and pop of its own, so they are left
+        as they were), with no branch built. For a semantics whose set-up is this one's: the
+        same kinds asking who sent a request, the same evidence universe, the same
+        assumptions (the caller knows: ``kills.ModelBase``)."""
+        p = object.__new__(Prover)
+        p.__dict__.update(self.__dict__)
+        p.sem = sem
+        p.type_memo, p.branches, p.groups = {}, [], {}
+        p.delta, p.changed, p.substitution = {}, {}, {}
+        p.needs_assumptions = set()
+        return p
 
     def build(self, transitions: Collection[str]) -> None:
         """Evaluate the branches of these transition kinds (those not built yet)."""

@@ -169,6 +169,12 @@ def _discover(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics) -> tu
                                              lambda: _logs_by_kind(graph, evidence_ids, MODEL)
                                              ).items() if k not in changed}
     logs.update(_logs_by_kind(graph, evidence_ids, sem, changed if logs else None))
+    return universe_of(logs, evidence_ids)
+
+
+def universe_of(logs: dict, evidence_ids: tuple[str, ...]) -> tuple:
+    """The evidence universe from each kind's logged pairs: every record kind logged, times
+    the ids."""
     log = set().union(*logs.values())
     kinds = sorted({k for k, _ in log})
     return tuple(sorted({(k, e) for k in kinds for e in evidence_ids} | log))
@@ -183,15 +189,17 @@ def changed_kinds(sem: Semantics) -> frozenset | None:
 
 
 def _logs_by_kind(graph: Graph, evidence_ids: tuple[str, ...], sem: Semantics,
-                  kinds: frozenset | None = None) -> dict:
+                  kinds: frozenset | None = None,
+                  around: Callable[[Any], ContextManager] | None = None) -> dict:
     """Per kind (``kinds``: of those only), the evidence pairs its templates on the probe
-    task ask about or add."""
+    task ask about or add (``around(kind)``: a context each template of the kind runs in)."""
     cat, s, log = _probe(graph, evidence_ids, actor_sensitive(graph, sem))
     pool, out = Pool("probe.r", 1), {}
     for n, tpl in enumerate(cat.templates):
         if kinds is None or tpl.kind in kinds:
             log.clear()
-            branches(cat, s, pool, sem, indices=[n])
+            with around(tpl.kind) if around is not None else nullcontext():
+                branches(cat, s, pool, sem, indices=[n])
             out.setdefault(tpl.kind, set()).update(log)
     return out
 
@@ -215,21 +223,31 @@ class _Anyone:
 def actor_sensitive(graph: Graph, sem: Semantics = MODEL) -> frozenset:
     """The kinds whose rule asks which (authorized) actor sent the request.
 
-    For every other kind the authorized actors behave alike and share a template."""
+    For every other kind the authorized actors behave alike and share a template. A
+    semantics that only replaces some kinds' rules asks of the others what the model does
+    (a template runs its own kind's rule alone): only the replaced kinds run."""
+    changed = changed_kinds(sem)
+    if changed:
+        return _cached(sem, "by-actor", lambda: frozenset(
+            (actor_sensitive(graph, MODEL) - changed) | _actor_sensitive(graph, sem, changed)))
     return _cached(sem, "by-actor", lambda: _actor_sensitive(graph, sem))
 
 
-def _actor_sensitive(graph: Graph, sem: Semantics) -> frozenset:
+def _actor_sensitive(graph: Graph, sem: Semantics, kinds: frozenset | None = None,
+                     around: Callable[[Any], ContextManager] | None = None) -> frozenset:
     cat, s, _ = _probe(graph, ("e1",), frozenset())
     pool = Pool("probe.who", 1)
     i = len(graph.tasks) - 1
     found = set()
     with symbolic(), sem.active():
         for n, tpl in enumerate(cat.templates):
+            if kinds is not None and tpl.kind not in kinds:
+                continue
             r = cat.step(n, pool)
             object.__setattr__(r, "actor", _Anyone())
             try:
-                sem.rules[tpl.kind](s, i, s.tasks[i], r).update()
+                with around(tpl.kind) if around is not None else nullcontext():
+                    sem.rules[tpl.kind](s, i, s.tasks[i], r).update()
             except _AskedWho:
                 found.add(tpl.kind)
     return frozenset(found)
