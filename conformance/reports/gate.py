@@ -36,6 +36,7 @@ from wgk.conformance.reports.gate_model import (
 from wgk.conformance.reports.gate_real import (
     batch_checks, contract_checks, race_checks, two_kernel_checks,
 )
+from wgk.conformance.check.compiled import forget_graphs
 from wgk.conformance.check.workers import every_core
 from wgk.conformance.reports.gate_pool import (
     Done, Part, guarded, run_parts, run_parts_here, scratch,
@@ -370,7 +371,6 @@ def fresh(run: Callable, *args) -> list[Check]:
     within the part, and recorded by the gate's cache as what the part ran. Without the cache
     nothing is recorded, and the parts of a worker share the models of equal graphs (the same
     verdicts: a model is keyed by its graph, rules, properties and model functions)."""
-    from wgk.conformance.check.compiled import forget_graphs
     forget_graphs()
     return run(*args)
 
