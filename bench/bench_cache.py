@@ -59,8 +59,10 @@ WHY_COLD = ("every check is run: see the gate benchmark for where the cold gate'
 def _copy(tmp: Path) -> Path:
     top = tmp / "src"
     for part in ("model", "impl", "conformance", "traces"):
-        shutil.copytree(ROOT / part, top / "wgk" / part,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "counterexamples"))
+        # traces/counterexamples/ is bundled data (the coverage witnesses start from its
+        # traces); a counterexamples folder elsewhere is a gate run's output
+        skip = ("__pycache__", "*.pyc") + (() if part == "traces" else ("counterexamples",))
+        shutil.copytree(ROOT / part, top / "wgk" / part, ignore=shutil.ignore_patterns(*skip))
     return top
 
 
