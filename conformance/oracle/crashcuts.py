@@ -466,18 +466,9 @@ class Tails:
         exactly these, so the same step re-sent on them answers the same, reaches the same
         state and finds the same there: the same cut from its recovery on. Sets ``state``,
         the key of the recovered state alone (any step's), for ``projection``."""
-        self.state = None
-        if not backend_of(impl.path).file or isinstance(impl.world, RealWorld):
+        self.state = _state_digest(impl, repr(impl.daemon).encode())
+        if self.state is None:
             return None
-        try:
-            world = pickle.dumps(impl.world)
-        except Exception:              # noqa: BLE001 -- a world that cannot be pickled: no key
-            return None
-        h = hashlib.sha256(_content(impl.kernel.conn.serialize()))
-        for part in (world, repr(impl.daemon).encode()):
-            h.update(len(part).to_bytes(8, "big"))
-            h.update(part)
-        self.state = h.digest()
         return hashlib.sha256(self.state + repr(k).encode()).digest()
 
     def projection(self, impl: ImplSystem) -> dict:
@@ -502,19 +493,13 @@ class Tails:
         return self.last
 
     def key(self, impl: ImplSystem, projection: dict, snap: _Snapshot) -> bytes | None:
-        if not backend_of(impl.path).file or isinstance(impl.world, RealWorld):
-            return None
         try:
-            world = pickle.dumps(impl.world)
             shown = json.dumps(projection, sort_keys=True, default=repr)
         except Exception:              # noqa: BLE001 -- a state that cannot be written: no key
             return None
         start = (snap.replayed.seq, snap.replayed.head) if snap.replayed is not None else None
-        h = hashlib.sha256(_content(impl.kernel.conn.serialize()))
-        for part in (world, shown.encode(), repr((start, snap.head, impl.daemon)).encode()):
-            h.update(len(part).to_bytes(8, "big"))
-            h.update(part)
-        return h.digest()
+        return _state_digest(impl, shown.encode(),
+                             repr((start, snap.head, impl.daemon)).encode())
 
     def passed(self, key: bytes) -> bool:
         if key in self.seen:
@@ -541,6 +526,19 @@ class _Shown:
                 _world_bytes(impl.world) != self.world:
             return None
         return self.projection
+
+
+def _state_digest(impl: ImplSystem, *parts: bytes) -> bytes | None:
+    """sha256 of a kernel's database pages (write counters aside), its pickled world and
+    ``parts`` (None: not known, for PostgreSQL, a real world or one that cannot be pickled)."""
+    world = _world_bytes(impl.world) if backend_of(impl.path).file else None
+    if world is None:
+        return None
+    h = hashlib.sha256(_content(impl.kernel.conn.serialize()))
+    for part in (world, *parts):
+        h.update(len(part).to_bytes(8, "big"))
+        h.update(part)
+    return h.digest()
 
 
 def _world_bytes(world) -> bytes | None:
