@@ -26,8 +26,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, fields
-from collections import deque
-from itertools import repeat
+from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
 from . import names
@@ -520,15 +519,29 @@ _OWNED = frozenset({"dispatch", "retry", "resume"})
 #: Request's fields in order, with their defaults and their slots' setters (``_request``).
 _DEFAULTS = {f.name: f.default for f in fields(Request)}
 _SLOTS = tuple(Request.__dict__[name] for name in _DEFAULTS)
-_SET_SLOT = type(_SLOTS[0]).__set__
+
+
+def _filler():
+    """A function taking one value per field of ``Request`` in order and returning the
+    ``Request`` holding them: each slot set by its own setter, one call each, written out
+    once here (neither the frozen dataclass's ``__init__``, a Python call per field, nor a
+    loop over the slots)."""
+    arity = len(_SLOTS)
+    args = ", ".join(f"v{i}" for i in range(arity))
+    text = f"def fill({args}):\n    r = new(Request)\n" \
+        + "".join(f"    s{i}(r, v{i})\n" for i in range(arity)) + "    return r\n"
+    scope = {"new": object.__new__, "Request": Request,
+             **{f"s{i}": slot.__set__ for i, slot in enumerate(_SLOTS)}}
+    exec(compile(text, "<wire.fill>", "exec"), scope)
+    return scope["fill"]
+
+
+_fill = _filler()
 
 
 def _filled(values: Iterable[Any]) -> Request:
-    """A ``Request`` whose slots hold ``values`` in field order, set in one ``map`` (no
-    call per field in Python, which the frozen dataclass's ``__init__`` makes)."""
-    r = object.__new__(Request)
-    deque(map(_SET_SLOT, _SLOTS, repeat(r), values), maxlen=0)
-    return r
+    """A ``Request`` whose slots hold ``values`` in field order."""
+    return _fill(*values)
 
 
 #: Each kind's table: the fields it must carry and those it may not (``_one_pass``).
@@ -574,21 +587,31 @@ def to_wire(r: Request) -> dict[str, Any]:
     return out
 
 
+_is_name = names.is_name
+#: The content ids a request may carry, each a name (``name_fields``, in this order).
+_CONTENT_NAMES = ("imports", "candidate", "base", "correlation", "requirements", "output",
+                  "validation")
+_content_names = attrgetter(*_CONTENT_NAMES)
+
+
 def name_fields(r: Request) -> list[tuple[str, str]]:
     """``(field, value)`` of every name the request carries: its task, its K's graph and
     task, its content ids."""
     out = [("task", r.task)]
     if r.cap is not None:
         out += [("cap/graph", r.cap.graph), ("cap/task", r.cap.task)]
-    return out + [(f, v) for f, v in (("imports", r.imports), ("candidate", r.candidate),
-                                      ("base", r.base), ("correlation", r.correlation),
-                                      ("requirements", r.requirements), ("output", r.output),
-                                      ("validation", r.validation))
-                  if v is not None]
+    return out + [(f, v) for f, v in zip(_CONTENT_NAMES, _content_names(r)) if v is not None]
 
 
 def refused_name(r: Request) -> str | None:
-    """One line naming the first name of ``r`` outside the grammar and its rule, or None."""
+    """One line naming the first name of ``r`` outside the grammar and its rule, or None.
+
+    Every name is matched once against the grammar (``names.is_name``); only where one
+    does not match are they described in the fields' order, naming the first refused."""
+    cap = r.cap
+    if _is_name(r.task) and (cap is None or (_is_name(cap.graph) and _is_name(cap.task))) \
+            and all(v is None or _is_name(v) for v in _content_names(r)):
+        return None
     for field, value in name_fields(r):
         line = names.describe(f"request field '/{field}'", value)
         if line is not None:
