@@ -4,6 +4,12 @@ request runs (``sqlite3`` trace callback).
 
     python bench/profile_impl.py                  # 2,000 heartbeats, 2,000 completion requests
     python bench/profile_impl.py --count 5000 --top 40 --sync FULL
+    python bench/profile_impl.py --split          # CPU per request: in SQLite, in Python
+
+``--split`` runs each workload without the profiler (whose cost per Python call hides the
+split) on a connection whose every ``execute`` is timed in the thread's CPU time: what a
+request spends inside SQLite by statement (COMMIT included) and what it spends in Python,
+beside the raw loop writing the same rows, timed the same way.
 """
 from __future__ import annotations
 
@@ -18,7 +24,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from impl_workloads import Completions, Heartbeats  # noqa: E402
+import impl_workloads  # noqa: E402
+from impl_workloads import Completions, Heartbeats, RawRows  # noqa: E402
 
 from wgk.impl import Pragmas  # noqa: E402
 
@@ -66,6 +73,93 @@ def profile(load, count: int, top: int, sort: str) -> None:
     pstats.Stats(prof).sort_stats(sort).print_stats(top)
 
 
+class TimedConnection:
+    """A connection whose ``execute`` and ``executemany`` are timed (the thread's CPU time),
+    by statement with its literals as ``?``; everything else is the connection's."""
+
+    def __init__(self, conn):
+        self._conn = conn
+        self.spent: collections.Counter = collections.Counter()
+        self.calls: collections.Counter = collections.Counter()
+        self._names: dict[str, str] = {}
+
+    def _name(self, sql: str) -> str:
+        name = self._names.get(sql)
+        if name is None:
+            name = self._names[sql] = LITERAL.sub("?", " ".join(sql.split()))[:90]
+        return name
+
+    def _timed(self, method, sql, *args):
+        start = time.thread_time_ns()
+        try:
+            return method(sql, *args)
+        finally:
+            name = self._name(sql)
+            self.spent[name] += time.thread_time_ns() - start
+            self.calls[name] += 1
+
+    def execute(self, sql, *args):
+        return self._timed(self._conn.execute, sql, *args)
+
+    def executemany(self, sql, *args):
+        return self._timed(self._conn.executemany, sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+def timed_connection(root, conn) -> TimedConnection:
+    """Put one ``TimedConnection`` wherever ``conn`` is held, from ``root`` down (attributes
+    of the objects it holds, two levels deep: the kernel's store, tables, ledger, caches)."""
+    timed, seen = TimedConnection(conn), set()
+
+    def swap(obj, depth: int) -> None:
+        if id(obj) in seen or depth > 3:
+            return
+        seen.add(id(obj))
+        names = list(getattr(obj, "__dict__", {})) + [
+            n for c in type(obj).__mro__ for n in getattr(c, "__slots__", ())]
+        for name in names:
+            try:
+                value = getattr(obj, name)
+            except AttributeError:
+                continue
+            if value is conn:
+                setattr(obj, name, timed)
+            elif type(value).__module__.startswith(("wgk", "impl")) and not callable(value):
+                swap(value, depth + 1)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if type(item).__module__.startswith(("wgk", "impl")):
+                        swap(item, depth + 1)
+    swap(root, 0)
+    return timed
+
+
+def split(tmp: str, pragmas, count: int) -> None:
+    """CPU per request in SQLite (by statement) and in Python, without the profiler."""
+    impl_workloads.CLOCK["now"] = time.thread_time
+    for cls, shape in ((Heartbeats, "heartbeat"), (Completions, "completion")):
+        load = cls(os.path.join(tmp, f"split-{cls.__name__}.db"), pragmas)
+        load.run(100)                              # caches warm
+        timed = timed_connection(load.kernel, load.kernel.conn)
+        raw = RawRows(os.path.join(tmp, f"split-raw-{shape}.db"), pragmas, shape)
+        raw.conn = TimedConnection(raw.conn)
+        raw.run(100)
+        raw.conn.spent.clear()
+        total = load.run(count) * 1e6 / count
+        raw_total = raw.run(count) * 1e6 / count
+        sql = sum(timed.spent.values()) / 1e3 / count
+        raw_sql = sum(raw.conn.spent.values()) / 1e3 / count
+        print(f"\n=== {load.name}: {total:.1f} us of CPU per request: {sql:.1f} in SQLite "
+              f"({sum(timed.calls.values()) / count:.1f} statements), {total - sql:.1f} in Python "
+              f"===\n    the raw loop writing the same rows: {raw_total:.1f} us: {raw_sql:.1f} in "
+              f"SQLite, {raw_total - raw_sql:.1f} in Python")
+        for name, ns in timed.spent.most_common(14):
+            print(f"  {ns / 1e3 / count:6.1f} us  {timed.calls[name] / count:5.2f}x  {name}")
+        load.kernel.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--count", type=int, default=2000)
@@ -73,9 +167,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sort", default="tottime")
     p.add_argument("--sync", default="OFF")
     p.add_argument("--statements", action="store_true", help="only count the SQL statements")
+    p.add_argument("--split", action="store_true",
+                   help="CPU per request in SQLite (by statement) and in Python, no profiler")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="wgk-profile-") as tmp:
         pragmas = Pragmas(synchronous=args.sync)
+        if args.split:
+            split(tmp, pragmas, args.count)
+            return 0
         for cls in (Heartbeats, Completions):
             load = cls(os.path.join(tmp, f"{cls.__name__}.db"), pragmas)
             per, seen = statements(load, 260)
