@@ -147,6 +147,7 @@ def split(tmp: str, pragmas, count: int) -> None:
         raw.conn = TimedConnection(raw.conn)
         raw.run(100)
         raw.conn.spent.clear()
+        raw.conn.calls.clear()
         total = load.run(count) * 1e6 / count
         raw_total = raw.run(count) * 1e6 / count
         sql = sum(timed.spent.values()) / 1e3 / count
@@ -157,6 +158,9 @@ def split(tmp: str, pragmas, count: int) -> None:
               f"SQLite, {raw_total - raw_sql:.1f} in Python")
         for name, ns in timed.spent.most_common(14):
             print(f"  {ns / 1e3 / count:6.1f} us  {timed.calls[name] / count:5.2f}x  {name}")
+        print("  the raw loop's:")
+        for name, ns in raw.conn.spent.most_common():
+            print(f"  {ns / 1e3 / count:6.1f} us  {raw.conn.calls[name] / count:5.2f}x  {name}")
         load.kernel.close()
 
 
