@@ -56,6 +56,11 @@ _mapped = set(TASK_COLUMNS) | set(REVIEW_COLUMNS) | set(ATTEMPT_COLUMNS) | set(O
 assert _mapped == set(RECORD_FIELDS), sorted(set(RECORD_FIELDS) ^ _mapped)
 
 
+#: The change names written to the task's row and to its transaction's row (``save``).
+_TASK_ROW = frozenset(TASK_COLUMNS + REVIEW_COLUMNS)
+_TX_ROW = frozenset(TX_COLUMNS)
+
+
 def _db(field: str, value: Any) -> Any:
     return int(value) if field in _BOOLS else value
 
@@ -163,7 +168,7 @@ class TaskTables:
         # guards: single-live-owner, first-terminal-wins
         c.execute(STAMP, (task_id, stamp))
         self.stamps[task_id] = stamp + 1
-        cols = [f for f in TASK_COLUMNS + REVIEW_COLUMNS if f in changes]
+        cols = [f for f in changes if f in _TASK_ROW]
         if cols:
             c.execute(_sql("UPDATE tasks SET {} WHERE id = ?", cols),
                       [_db(f, changes[f]) for f in cols] + [task_id])
@@ -178,11 +183,12 @@ class TaskTables:
         elif new.fence:
             self._update(c, "attempts", ATTEMPT_COLUMNS, changes, task_id, new.fence)
             self._update(c, "owners", OWNER_COLUMNS, changes, task_id, new.fence)
-        for field, kind in LEASE_KINDS.items():
-            if field in changes:
+        for field in changes:
+            kind = LEASE_KINDS.get(field)
+            if kind is not None:
                 c.execute("UPDATE leases SET held = ? WHERE task = ? AND kind = ?",
                           (int(changes[field]), task_id, kind))
-        cols = [f for f in TX_COLUMNS if f in changes]
+        cols = [f for f in changes if f in _TX_ROW]
         if cols or "fence" in changes:
             cols = cols + ["fence"] if "fence" in changes else cols
             c.execute(_sql("UPDATE transactions SET {} WHERE task = ?", cols),
@@ -255,7 +261,7 @@ class TaskTables:
     @staticmethod
     def _update(c, table: str, mapping: dict[str, str], changes: dict, task_id: int,
                 fence: int) -> None:
-        cols = [f for f in mapping if f in changes]
+        cols = [f for f in changes if f in mapping]
         if cols:
             c.execute(_sql(f"UPDATE {table} SET {{}} WHERE task = ? AND fence = ?",
                            [mapping[f] for f in cols]),
