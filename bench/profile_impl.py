@@ -89,20 +89,21 @@ class TimedConnection:
             name = self._names[sql] = LITERAL.sub("?", " ".join(sql.split()))[:90]
         return name
 
-    def _timed(self, method, sql, *args):
+    def _timed(self, method, sql, *args, runs: int = 1):
         start = time.thread_time_ns()
         try:
             return method(sql, *args)
         finally:
             name = self._name(sql)
             self.spent[name] += time.thread_time_ns() - start
-            self.calls[name] += 1
+            self.calls[name] += runs
 
     def execute(self, sql, *args):
         return self._timed(self._conn.execute, sql, *args)
 
-    def executemany(self, sql, *args):
-        return self._timed(self._conn.executemany, sql, *args)
+    def executemany(self, sql, rows):
+        rows = list(rows)                         # (each row runs the statement once)
+        return self._timed(self._conn.executemany, sql, rows, runs=len(rows))
 
     def __getattr__(self, name):
         return getattr(self._conn, name)
