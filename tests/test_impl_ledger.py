@@ -246,3 +246,41 @@ def test_the_implementation_imports_neither_the_model_nor_conformance():
                 found.setdefault(path.name, []).extend(bad)
     assert found == {}
     assert len(list(IMPL.rglob("*.py"))) >= 12          # the walk saw the package
+
+
+def test_a_reports_ledger_body_is_the_canonical_text_of_its_body(tmp_path):
+    """A report's body is made from a text made once per kind and answer (``report_body``):
+    each stored body is, byte for byte, the canonical text of the body it holds, whatever
+    the evidence id (quotes, backslashes, text beyond ASCII, the marks the text is made with),
+    and a refused report's too."""
+    import hashlib
+    import json as json_module
+    from wgk.impl.storage.store import dumps
+    token = "t-secret"
+    k = Kernel(str(tmp_path / "r.db"), MemoryWorld.create(target="main-0").environment(),
+               pragmas=FAST)
+    k.create_graph("g", [TaskPolicy("a")])
+    assert k.handle({"kind": "dispatch", "actor": "daemon", "task": "a", "key": "d",
+                     "expected-attempt": 0, "owner": OWNER,
+                     "mint": hashlib.sha256(token.encode()).hexdigest()})["decision"] == "applied"
+    idents = ["beat", 'q"uote', "back\\slash", "zwölf €", "@ident@", "@digest@", "beat"]
+    answers = []
+    for n, ident in enumerate(idents):
+        for kind, actor in (("heartbeat", "worker"), ("provider-failure", "wrapper")):
+            answers.append(k.handle({"kind": kind, "actor": actor, "task": "a",
+                                     "key": f"{kind}-{n}", "cap": cap(k, "a"), "token": token,
+                                     "evidence": ident})["decision"])
+    answers.append(k.handle({"kind": "heartbeat", "actor": "worker", "task": "a", "key": "stale",
+                             "cap": dict(cap(k, "a"), fence=9), "token": token,
+                             "evidence": "x"})["decision"])
+    assert answers[-3:] == ["evidence-only", "evidence-only", "rejected"], answers
+    assert "applied" in answers
+    rows = k.conn.execute("SELECT body FROM ledger WHERE event = 'request' AND key != 'd'").fetchall()
+    assert len(rows) == 2 * len(idents) + 1
+    for (text,) in rows:
+        body = json_module.loads(text)
+        request = body.pop("request")
+        assert text == '{"request":' + dumps(request) + "," + dumps(body)[1:], text
+        if body["response"]["decision"] != "rejected":
+            assert body["facts"][0][1]["id"] in idents
+    k.close()

@@ -34,6 +34,7 @@ depends on where the database lives (row locks, reads sent ahead) is the store's
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring_ascii
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, NamedTuple, Sequence
 
@@ -131,6 +132,28 @@ class _Stored(NamedTuple):
 
     record: TaskRecord
     request: Request
+
+
+#: A report's ledger body by (kind, answer), in three parts around its digest and its
+#: evidence id (``report_body``).
+_REPORT_BODIES: dict[tuple[str, str], tuple[str, str, str]] = {}
+_DIGEST_MARK, _IDENT_MARK = "@digest@", "@ident@"
+
+
+def report_body(kind: str, answer: str, digest: str, ident: str) -> str:
+    """``dumps`` of a report's body whose evidence row was written (or seen), the opening
+    brace left out: its canonical text is made once per kind and answer with marks where the
+    digest and the evidence id go, and each request's text is those parts around them (the
+    digest is hex; the id encoded as the canonical text encodes a string)."""
+    parts = _REPORT_BODIES.get((kind, answer))
+    if parts is None:
+        text = dumps({"digest": _DIGEST_MARK, "response": decision(answer), "changes": {},
+                      "facts": [evidence_fact(kind, _IDENT_MARK)]})[1:]
+        head, _, rest = text.partition(f'"{_DIGEST_MARK}"')
+        middle, _, tail = rest.partition(f'"{_IDENT_MARK}"')
+        parts = _REPORT_BODIES[kind, answer] = (head + '"', '"' + middle, tail)
+    head, middle, tail = parts
+    return head + digest + middle + encode_basestring_ascii(ident) + tail
 
 
 def answer_used(r: Request, used: tuple[str, str]) -> dict:
@@ -607,11 +630,11 @@ class Kernel:
         if code is not None:
             response = decision(REJECTED, code)
             body: dict[str, Any] = {"digest": r.digest, "response": response}
+            text = '{"request":' + r.canonical + "," + dumps(body)[1:]
         else:
             response = decision(answer)
-            body = {"digest": r.digest, "response": response, "changes": {},
-                    "facts": [evidence_fact(r.kind, r.evidence)]}
-        text = '{"request":' + r.canonical + "," + dumps(body)[1:]
+            text = '{"request":' + r.canonical + "," + report_body(r.kind, answer, r.digest,
+                                                                   r.evidence)
         appended = self.ledger.append("request", text, task=r.task, key=r.key)
         if seq is None:
             if written:
