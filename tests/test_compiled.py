@@ -441,8 +441,8 @@ def test_a_task_state_built_from_its_values_is_the_task_state_set_field_by_field
 
     def same(build) -> bool:
         for t in seen:
-            vals = tuple(getattr(t, f) for f in TASK_FIELDS)
-            a, b = build(vals), by_setters(vals)
+            vals = compiled_mod.task_values(t)
+            a, b = build(vals, t.receipts), by_setters(vals, t.receipts)
             if type(a) is not TaskState or a != b or hash(a) != hash(b) or a != t or any(
                     getattr(a, f) is not getattr(t, f) for f in TASK_FIELDS):
                 return False
@@ -455,6 +455,72 @@ def test_a_task_state_built_from_its_values_is_the_task_state_set_field_by_field
 
     assert same(make)
     f0, f1 = TASK_FIELDS[0], TASK_FIELDS[1]
-    swapped = lambda v: make((v[1], v[0]) + v[2:])     # noqa: E731  (a planted divergence)
+    swapped = lambda v, r: make((v[1], v[0]) + v[2:], r)     # noqa: E731  (a planted divergence)
     assert any(getattr(t, f0) != getattr(t, f1) for t in seen)
     assert not same(swapped)
+
+
+def _walked_task_states(seed: int = 5, steps: int = 80) -> list:
+    """The task states of a random walk of one task through every group."""
+    inst = Instance(tasks=1, attempts=2, generations=2, versions=1, groups=EVERY_GROUP)
+    s, rng, seen = inst.initial(), random.Random(seed), []
+    for _ in range(steps):
+        seen.append(s.tasks[0])
+        nxt = [s2 for r in task_steps(inst, s, 0) if not isinstance(r, EnvStep)
+               for s2 in [decide(s, r, RULES)[1]] if s2 is not s]
+        if not nxt:
+            break
+        s = rng.choice(nxt)
+    return seen
+
+
+def test_interned_task_states_are_numbered_as_the_dataclass_tells_them_apart():
+    """The interner numbers task states by their values (the receipts by a number of their
+    own): two task states get the same number exactly when they are equal as dataclasses,
+    whether met as the same object, as a copy, as a copy with its own receipts tuple, or built
+    by the interning builder the compiled code uses while exploring (which returns the one task
+    state held for those values). An interner that leaves a field out is told apart."""
+    from wgk.conformance.check.interning import Interner
+    from wgk.model.state import Binding, replace_task
+    inst = Instance(tasks=1, attempts=2, generations=2, versions=1, groups=EVERY_GROUP)
+    seen = _walked_task_states()
+    assert len(set(seen)) > 10 and any(t.receipts != seen[0].receipts for t in seen)
+
+    def copies(t):
+        w = compiled_mod.task_values(t)
+        fresh = tuple(Binding(b.fence, b.candidate, b.base) for b in t.receipts)
+        return [t, compiled_mod._make_task_by_setters(w, t.receipts),
+                compiled_mod._make_task_by_setters(w, fresh)]
+
+    def numbering_is_equality(cls) -> bool:
+        space = cls(inst, RULES)
+        met = [(u, space.intern(u)) for t in seen for u in copies(t)]
+        built = [(t, space.build(compiled_mod.task_values(t),
+                                 tuple(Binding(b.fence, b.candidate, b.base) for b in t.receipts)))
+                 for t in seen]
+        if any(b != t or type(b) is not type(t) or space.intern(b) != space.intern(t)
+               or b is not space.task_of[space.intern(t)] for t, b in built):
+            return False
+        return all((a == b) == (m == n) for a, m in met for b, n in met)
+
+    # task states that differ from one met in a single field, or a single receipt
+    last = seen[-1]
+    seen.append(replace_task(last, logs=last.logs + 1))
+    seen.append(replace_task(last, receipts=(Binding(99, 1, 1),) + last.receipts[1:]))
+    assert numbering_is_equality(Interner)
+
+    class Blind(Interner):      # a planted divergence: one field left out of the values
+        def values(self, t):
+            w, k = super().values(t)
+            at = compiled_mod.OTHER_FIELDS.index("logs")
+            return w[:at] + w[at + 1:], k
+
+        def build(self, w, r):
+            return self.task_of[self.intern(compiled_mod._make_task(w, r))]
+
+    class ReceiptsBlind(Interner):  # another: the receipts left out
+        def receipts_id(self, r):
+            return 0
+
+    assert not numbering_is_equality(Blind)
+    assert not numbering_is_equality(ReceiptsBlind)

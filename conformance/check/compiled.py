@@ -33,8 +33,10 @@ patched (a mutant) since. Nothing is kept on disk.
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from dataclasses import fields
 from itertools import islice
+from operator import attrgetter
 from typing import Any, Callable
 
 from wgk.conformance.check.reads import ByReads, Untraceable  # noqa: F401  (re-exported)
@@ -312,27 +314,44 @@ class _Function:
 
 
 def _task_src(em: _Emitter, new: TaskState, old: TaskState, oldname: str, indent: str) -> str:
-    """The source building ``new`` (a traced task state), or ``oldname`` when it is ``old``."""
+    """The source building ``new`` (a traced task state), or ``oldname`` when it is ``old``:
+    ``_task((every field but the receipts, in field order), receipts)``, the receipts
+    ``oldname.receipts`` when the rule left them as they were (the same tuple, which an
+    interning builder finds by identity)."""
     if new is old:
         return oldname
     vals = []
+    receipts = None
     for f in TASK_FIELDS:
         v = getattr(new, f)
-        if f == "receipts" and isinstance(v, tuple):
-            parts = []
-            for b in v:
-                leaf = _leaf_binding(b)
-                parts.append(leaf if leaf is not None else em.expr(b, indent))
-            vals.append("(" + "".join(p + ", " for p in parts) + ")")
+        if f == "receipts":
+            if v is old.receipts:
+                receipts = f"{oldname}.receipts"
+            elif isinstance(v, tuple):
+                parts = []
+                for b in v:
+                    leaf = _leaf_binding(b)
+                    parts.append(leaf if leaf is not None else em.expr(b, indent))
+                receipts = "(" + "".join(p + ", " for p in parts) + ")"
+            else:
+                receipts = em.expr(v, indent)
         else:
             vals.append(em.expr(v, indent))
-    return "_task((" + ", ".join(vals) + ",))"
+    return "_task((" + ", ".join(vals) + ",), " + receipts + ")"
+
+
+#: where the receipts are among a task state's fields; ``OTHER_FIELDS``: every other field, in
+#: field order (a builder takes their values and the receipts apart)
+RECEIPTS_AT = TASK_FIELDS.index("receipts")
+OTHER_FIELDS: tuple = TASK_FIELDS[:RECEIPTS_AT] + TASK_FIELDS[RECEIPTS_AT + 1:]
 
 
 def _task_setstate() -> Callable:
-    """A function setting every field of a new TaskState from a tuple, in field order."""
-    lines = ["def setstate(t, v):"]
-    lines += [f"    _s{k}(t, v[{k}])" for k in range(len(TASK_FIELDS))]
+    """A function setting every field of a new TaskState from the values of every field but
+    the receipts (in field order) and the receipts."""
+    lines = ["def setstate(t, w, r):"]
+    lines += [f"    _s{k}(t, w[{OTHER_FIELDS.index(f)}])" if f != "receipts" else f"    _s{k}(t, r)"
+              for k, f in enumerate(TASK_FIELDS)]
     ns = {f"_s{k}": getattr(TaskState, f).__set__ for k, f in enumerate(TASK_FIELDS)}
     exec("\n".join(lines), ns)
     return ns["setstate"]
@@ -342,21 +361,23 @@ _new = object.__new__
 _setstate = _task_setstate()
 
 
-def _make_task_by_setters(vals: tuple) -> TaskState:
+def _make_task_by_setters(w: tuple, r: tuple) -> TaskState:
     t = _new(TaskState)
-    _setstate(t, vals)
+    _setstate(t, w, r)
     return t
 
 
 def _task_builder() -> Callable:
-    """``make(vals) -> TaskState`` with every field from ``vals``, in field order: filled as an
-    object of a plain class of the same slots (a plain attribute store each, where the frozen
-    class's slot setters cost a call each, three to four times the time), then made a TaskState
-    (the same layout, so Python allows it). Where the interpreter refuses that, or the result
-    is not a TaskState equal to one set field by field, the setters are used."""
+    """``make(w, r) -> TaskState`` with the receipts ``r`` and every other field from ``w``, in
+    field order (``OTHER_FIELDS``): filled as an object of a plain class of the same slots (a
+    plain attribute store each, where the frozen class's slot setters cost a call each, three
+    to four times the time), then made a TaskState (the same layout, so Python allows it).
+    Where the interpreter refuses that, or the result is not a TaskState equal to one set field
+    by field, the setters are used."""
     blank = type("_TaskFields", (), {"__slots__": TaskState.__slots__})
-    lines = ["def make(v):", "    t = _new(_Blank)"]
-    lines += [f"    t.{f} = v[{k}]" for k, f in enumerate(TASK_FIELDS)]
+    lines = ["def make(w, r):", "    t = _new(_Blank)"]
+    lines += [f"    t.{f} = w[{OTHER_FIELDS.index(f)}]" if f != "receipts" else "    t.receipts = r"
+              for f in TASK_FIELDS]
     lines += ["    t.__class__ = _TaskState", "    return t"]
     ns = {"_new": object.__new__, "_Blank": blank, "_TaskState": TaskState}
     try:
@@ -365,13 +386,16 @@ def _task_builder() -> Callable:
         exec("\n".join(lines), ns)
         make = ns["make"]
         probe = TaskState()
-        vals = tuple(getattr(probe, f) for f in TASK_FIELDS)
-        made = make(vals)
+        made = make(task_values(probe), probe.receipts)
         if type(made) is not TaskState or made != probe or hash(made) != hash(probe):
             return _make_task_by_setters
     except (TypeError, AttributeError):
         return _make_task_by_setters
     return make
+
+
+#: ``task_values(t)``: the values of every field of ``t`` but the receipts, in field order
+task_values = attrgetter(*OTHER_FIELDS)
 
 
 _make_task = _task_builder()
@@ -582,6 +606,19 @@ class Compiled:
         self.envs: dict = {}
         #: per task index: the compiled conditions of the ways forward (``compile_ways``)
         self.ways: dict = {}
+
+    @contextmanager
+    def building(self, make: Callable):
+        """The compiled code builds its new task states with ``make(w, r)`` inside (as
+        ``_make_task``: an interning builder returns an equal task state it holds already);
+        the builder before is restored on the way out."""
+        ns = self.namespace
+        before = ns["_task"]
+        ns["_task"] = make
+        try:
+            yield
+        finally:
+            ns["_task"] = before
 
     # ---- the pieces
 
