@@ -30,6 +30,7 @@ from wgk.model.kernel import decide
 from wgk.model.liveness import the_way
 from wgk.model.projections import WAYS
 from wgk.model.rules import RULES
+from wgk.model.state import State
 
 TRACES = sorted(p for d in ("incidents", "recorded")
                 for p in (Path(__file__).resolve().parent.parent / "traces" / d).rglob("*.json"))
@@ -524,3 +525,64 @@ def test_interned_task_states_are_numbered_as_the_dataclass_tells_them_apart():
 
     assert not numbering_is_equality(Blind)
     assert not numbering_is_equality(ReceiptsBlind)
+
+
+def _moves_differences(cls=Compiled, seed: int = 11, walks: int = 6, length: int = 30) -> list:
+    """Where ``Compiled.task_moves`` (each state's moves asked three times, so that the moves
+    are compiled and the fast paths of a sender known authenticated, or known rejected before
+    any rule runs, are taken, with evidence added and counted through the kept helpers)
+    disagrees with the interpreter's moves, on random walks of one task through every group."""
+    from wgk.conformance.check.workers import task_moves
+    inst = Instance(tasks=1, attempts=2, generations=2, versions=1, groups=EVERY_GROUP)
+    c = _compiled(inst.initial(), cls)
+    rng, out = random.Random(seed), []
+    from wgk.model.state import Evidence, replace_task
+    s0 = inst.initial()
+    recorded = replace_task(s0.tasks[0], evidence=Evidence({("compaction", 1), ("continuation", 2)}),
+                            compactions=1, continuations=1)
+    starts = [State(graph=s0.graph, tasks=(recorded,), target=s0.target, now=s0.now,
+                    journal=s0.journal)] + [s0] * walks
+    for s in starts:
+        for _ in range(length):
+            want = task_moves(inst, RULES, STEP_PROPS, s, 0)
+            for _ in range(3):
+                if c.verdict(s, 0) != _interpreted_verdict(s, 0):
+                    return [f"verdict of {s.tasks[0]}: interpreted {_interpreted_verdict(s, 0)}, "
+                            f"compiled {c.verdict(s, 0)}"]
+                got = c.task_moves(inst, STEP_PROPS, s, 0, task_steps, label)
+                if [m[:2] + m[3:] for m in got] != [m[:2] + m[3:] for m in want]:
+                    return [f"moves from {s.tasks[0]}: interpreted {[m[0] for m in want]}, "
+                            f"compiled {[m[0] for m in got]}"]
+            nxt = [m for m in want if m[4] is not s.tasks[0] or m[5:8] != (s.target, s.now,
+                                                                         s.journal)]
+            if not nxt:
+                break
+            m = rng.choice(nxt)
+            s = State(graph=s.graph, tasks=(m[4],), target=m[5], now=m[6], journal=m[7])
+    return out
+
+
+def test_the_moves_with_their_fast_paths_equal_the_interpreters():
+    """The moves of a task found by the compiled model, through its fast paths (a sender known
+    rejected before any rule runs is skipped; one known authenticated runs its compiled move
+    at once; evidence added and counted is kept per value), are the interpreter's, labels,
+    decisions, new task states and step verdicts included; a fast path that skips a sender
+    who is authenticated, and an evidence helper that keeps what it made by the evidence
+    alone, or a count kept by the evidence alone, are each told apart (the verdicts of the
+    states met are compared too)."""
+    assert _moves_differences() == []
+
+    class SkipsAll(Compiled):       # planted: every sender taken as rejected before the rules
+        def move_entry(self, s, r, entry):
+            out = super().move_entry(s, r, entry)
+            entry[7] = s.revoked
+            return out
+
+    assert _moves_differences(SkipsAll)
+    for name, planted in (("_add", lambda ev, item, kept={}: kept.setdefault(ev, ev.add(item))),
+                          ("_count", lambda ev, pred, kept={}: kept.setdefault(ev, ev.count(pred)))):
+        try:
+            compiled_mod._BASE_NAMESPACE[name] = planted
+            assert _moves_differences(), name
+        finally:
+            compiled_mod._BASE_NAMESPACE[name] = getattr(compiled_mod, name)

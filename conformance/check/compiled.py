@@ -32,6 +32,8 @@ patched (a mutant) since. Nothing is kept on disk.
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import sys
 from contextlib import contextmanager
 from dataclasses import fields
@@ -40,6 +42,7 @@ from operator import attrgetter
 from typing import Any, Callable
 
 from wgk.conformance.check.reads import ByReads, Untraceable  # noqa: F401  (re-exported)
+import wgk.model as model_pkg
 from wgk.model import logic
 from wgk.model import kernel
 from wgk.model.env import EnvStep, guard_and_update
@@ -123,10 +126,10 @@ class TracedEvidence(Term):
         return _tracer.node("({} in {})", (item, self))
 
     def add(self, item):
-        return _tracer.node("{}.add({})", (self, item), cls=TracedEvidence)
+        return _tracer.node("_add({}, {})", (self, item), cls=TracedEvidence)
 
     def count(self, pred):
-        return _tracer.node("{}.count({})", (self, pred))
+        return _tracer.node("_count({}, {})", (self, pred))
 
 
 class _Tracer:
@@ -423,7 +426,47 @@ def _make_decision(kind, code) -> Decision:
     return Decision(kind, code)
 
 
-_BASE_NAMESPACE = {"_task": _make_task, "_state": _make_state, "_decision": _make_decision,
+#: the counts ``_count`` found, per evidence and predicate (many task states share their
+#: evidence: it changes only when evidence is recorded)
+_COUNTS: dict = {}
+
+
+def _count(evidence: Any, pred: Callable) -> Any:
+    """``evidence.count(pred)``, kept per the evidence's value and the predicate (a pure
+    function of both; evidence that cannot be hashed is counted each time)."""
+    key = (evidence, pred)
+    try:
+        n = _COUNTS.get(key)
+    except TypeError:
+        return evidence.count(pred)
+    if n is None:
+        if len(_COUNTS) > 100_000:
+            _COUNTS.clear()
+        n = _COUNTS[key] = evidence.count(pred)
+    return n
+
+
+#: the evidence ``_add`` made, per evidence and item
+_ADDED: dict = {}
+
+
+def _add(evidence: Any, item: Any) -> Any:
+    """``evidence.add(item)``, the evidence made kept per the evidence's value and the item:
+    the task states that record the same evidence share it (its hash computed once, equal by
+    identity); evidence or an item that cannot be hashed is added each time."""
+    key = (evidence, item)
+    try:
+        out = _ADDED.get(key)
+    except TypeError:
+        return evidence.add(item)
+    if out is None:
+        if len(_ADDED) > 100_000:
+            _ADDED.clear()
+        out = _ADDED[key] = evidence.add(item)
+    return out
+
+
+_BASE_NAMESPACE = {"_add": _add, "_count": _count, "_task": _make_task, "_state": _make_state, "_decision": _make_decision,
                    "_Binding": Binding, "_Evidence": Evidence}
 
 
@@ -449,9 +492,23 @@ WARM = 3
 _MADE: dict = {}
 
 
+def _load_model() -> None:
+    """Import every module of ``wgk.model`` (once)."""
+    if not _LOADED:
+        for m in pkgutil.iter_modules(model_pkg.__path__, "wgk.model."):
+            importlib.import_module(m.name)
+        _LOADED.append(True)
+
+
+_LOADED: list = []
+
+
 def model_fingerprint() -> tuple:
     """What the compiled code was traced through: every function of the model's modules and
-    every function held in their tables (a mutant patches one of them), by identity."""
+    every function held in their tables (a mutant patches one of them), by identity. Every
+    module of the model is loaded first, so that a module loaded later (by the search itself)
+    does not make the same model another fingerprint."""
+    _load_model()
     out = []
     for name, mod in sorted(sys.modules.items()):
         if not name.startswith("wgk.model.") or mod is None:
@@ -589,8 +646,12 @@ class Compiled:
         self._consts_copied = 0     # how many of ``consts`` are in the namespace already
         self.namespace: dict = dict(_BASE_NAMESPACE)
         #: per request (an Exit as the expected phase is told from the Phase of the same number,
-        #: which a Request compares equal to): [its compiled decide (0: not compiled yet, None: interpreted), its
-        #: compiled step properties (None: not compiled yet)]
+        #: which a Request compares equal to): [its compiled decide (_TODO: not compiled yet,
+        #: None: interpreted), its compiled step properties (None: not compiled yet), its
+        #: decisions and step checks by the interpreter so far, its compiled move (as the
+        #: decide), its uses before the move is compiled, the revoked principals of the last
+        #: state its sender was found authenticated and holding its role in (by identity), and
+        #: of the last it was not (rejected there before any rule runs, the state unchanged)]
         self.deciders: dict = {}
         self._last: tuple = (None, None)
         self.verdicts: dict = {}
@@ -601,6 +662,7 @@ class Compiled:
         #: per (instance, enumeration function, label): the steps of each task, kept by what
         #: the enumeration read
         self.enumerations: dict = {}
+        #: per step label, decision kind and code: the step's label with its decision
         self._dlabels: dict = {}
         #: per environment step of a task: [its compiled function (None: interpreted), its uses]
         self.envs: dict = {}
@@ -981,7 +1043,7 @@ class Compiled:
         key = r if type(r.expected_phase) is not Exit else (r, Exit)
         entry = self.deciders.get(key)
         if entry is None:
-            entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
+            entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0, None, None]
         self._last = (r, entry)
         return self._decide_by(s, r, entry)
 
@@ -1011,7 +1073,7 @@ class Compiled:
             key = r if type(r.expected_phase) is not Exit else (r, Exit)
             entry = self.deciders.get(key)
             if entry is None:
-                entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
+                entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0, None, None]
         return self.step_entry_verdict(s, r, d, s2, entry)
 
     # ---- the steps of a task, kept per what the enumeration read
@@ -1020,7 +1082,7 @@ class Compiled:
         key = r if type(r.expected_phase) is not Exit else (r, Exit)
         entry = self.deciders.get(key)
         if entry is None:
-            entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
+            entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0, None, None]
         return entry
 
     def steps_of(self, inst: Any, s: State, i: int, enumerate_steps: Callable,
@@ -1048,6 +1110,7 @@ class Compiled:
     def decide_entry(self, s: State, r: Request, entry: list) -> tuple[Decision, State]:
         """``decide_fresh`` of ``r`` (without a key) whose decider entry is ``entry``."""
         if not kernel.authenticated(s, r) or not kernel.role_held(s, r):
+            entry[7] = s.revoked
             return kernel.decide_fresh(s, r, self.rules)
         return self._decide_by(s, r, entry)
 
@@ -1068,7 +1131,10 @@ class Compiled:
         """``(decision, state, violated step properties)`` of ``r`` (without a key) from
         ``s``, by its compiled move (``compile_decide(r, steps=True)``) once it has been met
         ``WARM`` times; the step properties are asked only of a step that changes the state."""
-        if kernel.authenticated(s, r) and kernel.role_held(s, r):
+        if not (kernel.authenticated(s, r) and kernel.role_held(s, r)):
+            entry[7] = s.revoked        # rejected, the state unchanged, before any rule runs
+        else:
+            entry[6] = s.revoked        # the sender is authenticated and holds its role
             f = entry[4]
             if f is _TODO:
                 entry[5] += 1
@@ -1081,6 +1147,15 @@ class Compiled:
                 return d, s2, (() if s2 is s else self.interpreted_steps(s, r, d, s2))
         d, s2 = self.decide_entry(s, r, entry)
         return d, s2, (() if s2 is s else self.step_entry_verdict(s, r, d, s2, entry))
+
+    def next_state(self, s: State, r: Request, entry: list) -> State:
+        """The state ``r`` (without a key, whose decider entry is ``entry``) leads to from
+        ``s``: by its compiled move when the search compiled one (no decision compiled apart
+        for it), else as ``decide_entry``."""
+        f = entry[4]
+        if entry[6] is s.revoked and f is not _TODO and f is not None:
+            return f(s)[1]
+        return self.decide_entry(s, r, entry)[1]
 
     def compile_move(self, r: Request) -> Callable | None:
         return self.compile_decide(r, steps=True)
@@ -1113,11 +1188,17 @@ class Compiled:
                 bad = ()
             else:
                 r = step
+                if entry[7] is s.revoked and r.key is None:
+                    continue    # its sender is not authenticated or lacks its role: rejected
                 if r.key is not None:
                     d, s2 = self.decide(s, r)
                     bad = None
                 elif step_props:
-                    d, s2, bad = self.move_entry(s, r, entry)
+                    f = entry[4]
+                    if entry[6] is s.revoked and f is not _TODO and f is not None:
+                        d, s2, bad = f(s)       # move_entry's answer, without its checks
+                    else:
+                        d, s2, bad = self.move_entry(s, r, entry)
                 else:
                     d, s2 = self.decide_entry(s, r, entry)
                     bad = ()
@@ -1131,9 +1212,10 @@ class Compiled:
             if bad is None:
                 bad = self.step_verdict(s, r, d, s2) if step_props else ()
             if d is not None:
-                dl = dlabels.get(d)
-                if dl is None:
-                    dl = dlabels[d] = d.label
-                lab = f"{lab} -> {dl}"
+                lk = (lab, d.kind, d.code)
+                full = dlabels.get(lk)
+                if full is None:
+                    full = dlabels[lk] = f"{lab} -> {d.label}"
+                lab = full
             out.append((lab, step, r, d, s2.tasks[i], s2.target, s2.now, s2.journal, bad))
         return out
