@@ -189,10 +189,12 @@ def test_compiled_equals_interpreter_on_random_walks(inst):
 
 class _Planted(Compiled):
     """A compiled model with one divergence planted in its generated code: a task's
-    revision bumped by two instead of one."""
+    revision bumped by two instead of one (the constant 1 of the code bound to 2)."""
 
     def _exec(self, em, name, src, what):
-        return super()._exec(em, name, src.replace(" + 1)", " + 2)"), what)
+        if " + _c" in src:
+            em.params[:] = [2 if type(v) is int and v == 1 else v for v in em.params]
+        return super()._exec(em, name, src, what)
 
 
 def test_a_planted_divergence_is_caught_on_the_traces_and_the_walks():

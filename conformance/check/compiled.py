@@ -37,7 +37,6 @@ import pkgutil
 import sys
 from contextlib import contextmanager
 from dataclasses import fields
-from itertools import islice
 from operator import attrgetter
 from typing import Any, Callable
 
@@ -226,8 +225,12 @@ _ENV, _REQUEST = 0, 1
 class _Emitter:
     """Writes the source of one function: temporaries for shared nodes, constants by name."""
 
-    def __init__(self, consts: dict):
-        self.consts = consts            # shared by every function of the module
+    def __init__(self):
+        #: the function's constants, in the order named: an int or an object is a parameter
+        #: ``_c0``, ``_c1``... of the code (bound when the function is made), so that the
+        #: functions of requests differing only in such values share one compiled code
+        self.params: list = []
+        self._param: dict = {}
         self.names: dict = {}           # node -> temporary
         self.lines: list[str] = []
         self.uses: dict = {}
@@ -248,15 +251,13 @@ class _Emitter:
                 stack.extend(getattr(x, f.name) for f in fields(x))
 
     def const(self, v: Any) -> str:
-        if v is None or isinstance(v, bool) or type(v) is int:
+        if v is None or isinstance(v, bool) or type(v) is str:
             return repr(v)
-        if type(v) is str:
-            return repr(v)
-        name = self.consts.get(("id", id(v)))
+        key = ("int", v) if type(v) is int else ("id", id(v))   # (each value held in params)
+        name = self._param.get(key)
         if name is None:
-            name = f"_k{len(self.consts)}"
-            self.consts[("id", id(v))] = name
-            self.consts[name] = v
+            name = self._param[key] = f"_c{len(self.params)}"
+            self.params.append(v)
         return name
 
     def expr(self, v: Any, indent: str) -> str:
@@ -488,6 +489,9 @@ _TODO = object()      # not compiled yet
 #: compiled
 WARM = 3
 
+#: the code of each function text compiled in this process (its constants as parameters)
+_CODES: dict = {}
+
 #: the compiled models made in this process, per instance, rules and properties
 _MADE: dict = {}
 
@@ -642,8 +646,8 @@ class Compiled:
         self.step_props = list(step_props)
         self.template = s0
         self.props = (self.state_props, self.goals, self.step_props)
-        self.consts: dict = {}
-        self._consts_copied = 0     # how many of ``consts`` are in the namespace already
+        #: per function compiled: its constants (the values of its parameters ``_c0``...)
+        self.constants: dict = {}
         self.namespace: dict = dict(_BASE_NAMESPACE)
         #: per request (an Exit as the expected phase is told from the Phase of the same number,
         #: which a Request compares equal to): [its compiled decide (_TODO: not compiled yet,
@@ -685,27 +689,32 @@ class Compiled:
     # ---- the pieces
 
     def _exec(self, em: _Emitter, name: str, src: str, what: str) -> Callable:
+        """The function ``name`` of ``src``, its parameters ``_c0``... bound to the emitter's
+        constants: the code is compiled once per text (``_CODES``), as a maker taking the
+        constants, and each function made by calling it with its own."""
+        params = em.params
+        text = src.replace(f"def {name}(", "def _f(", 1)
+        code = _CODES.get(text)
+        if code is None:
+            args = "".join(f"_c{k}, " for k in range(len(params)))
+            body = "".join("    " + line + "\n" for line in text.splitlines())
+            if len(_CODES) > 20_000:
+                _CODES.clear()
+            code = _CODES[text] = compile(f"def _maker({args}):\n{body}    return _f\n",
+                                          f"<compiled {what}>", "exec")
         ns = self.namespace
-        consts = em.consts
-        # the constants are shared by every function of the model, in the order named: only
-        # those named since the last function are new to the namespace
-        start = self._consts_copied if consts is self.consts else 0
-        for k, v in islice(consts.items(), start, None):
-            if isinstance(k, str):
-                ns[k] = v
-        if consts is self.consts:
-            self._consts_copied = len(consts)
-        code = compile(src, f"<compiled {what}>", "exec")
         exec(code, ns)
+        fn = ns.pop("_maker")(*params)
         self.sources[what] = src
-        return ns[name]
+        self.constants[what] = tuple(params)
+        return fn
 
     def _name(self, what: str) -> str:
         self._count += 1
         return f"{what}_{self._count}"
 
     def _new_emitter(self) -> _Emitter:
-        return _Emitter(self.consts)
+        return _Emitter()
 
     def compile_decide(self, r: Request, steps: bool = False) -> Callable | None:
         """``f(s) -> (Decision, State)`` for a fresh request without a key whose sender is
