@@ -136,15 +136,20 @@ class _Tracer:
 
     def __init__(self):
         self.nodes: dict = {}
+        #: the leaves, kept across traces (a leaf is the same wherever it is met), and the
+        #: traced task states made of them, per name
+        self.leaves: dict = {}
+        self.tasks: dict = {}
 
     def reset(self) -> None:
-        self.nodes = {}
+        """Forget every node but the leaves."""
+        self.nodes = dict(self.leaves)
 
     def leaf(self, src: str, cls=Term) -> Term:
         key = ("leaf", src)
         n = self.nodes.get(key)
         if n is None:
-            n = self.nodes[key] = cls(src, (), key)
+            n = self.nodes[key] = self.leaves[key] = cls(src, (), key)
         return n
 
     def node(self, op: str, args: tuple, cls=Term) -> Term:
@@ -188,7 +193,15 @@ _BACKEND = _Backend()
 
 
 def _traced_task(name: str) -> TaskState:
-    """A task state whose every field is a leaf ``name.field`` (receipts: one binding each)."""
+    """A task state whose every field is a leaf ``name.field`` (receipts: one binding each);
+    made once per name, as its leaves are."""
+    t = _tracer.tasks.get(name)
+    if t is None:
+        t = _tracer.tasks[name] = _new_traced_task(name)
+    return t
+
+
+def _new_traced_task(name: str) -> TaskState:
     t = object.__new__(TaskState)
     base = TaskState()
     for f in TASK_FIELDS:
