@@ -588,3 +588,32 @@ def test_the_moves_with_their_fast_paths_equal_the_interpreters():
             assert _moves_differences(), name
         finally:
             compiled_mod._BASE_NAMESPACE[name] = getattr(compiled_mod, name)
+
+
+def test_functions_differing_only_in_constants_share_one_code_each_with_its_own():
+    """The constants of a compiled function are parameters of its code, so the functions of
+    requests that differ only in such values (tokens, fences, candidates) share one compiled
+    code, each made with its own constants: on walks of every group there are several times
+    fewer codes than functions, with the interpreter's answers; a function made with the
+    constants of the first function of its code is told apart."""
+    inst = Instance(tasks=1, attempts=2, generations=2, versions=1, groups=EVERY_GROUP)
+    made = []
+
+    class Counting(Compiled):
+        def _exec(self, em, name, src, what):
+            made.append(src.replace(f"def {name}(", "def _f(", 1))
+            return super()._exec(em, name, src, what)
+
+    decided, diffs = walk_differences(inst, walks=6, length=30, cls=Counting)
+    assert decided > 200 and diffs == []
+    assert len(made) > 3 * len(set(made))
+
+    class FirstConstants(Compiled):     # planted: a shared code bound to its first constants
+        first: dict = {}
+
+        def _exec(self, em, name, src, what):
+            text = src.replace(f"def {name}(", "def _f(", 1)
+            em.params[:] = self.first.setdefault(text, list(em.params))
+            return super()._exec(em, name, src, what)
+
+    assert walk_differences(inst, walks=6, length=30, cls=FirstConstants)[1]

@@ -243,7 +243,6 @@ class _Emitter:
         #: ``_c0``, ``_c1``... of the code (bound when the function is made), so that the
         #: functions of requests differing only in such values share one compiled code
         self.params: list = []
-        self._param: dict = {}
         self.names: dict = {}           # node -> temporary
         self.lines: list[str] = []
         self.uses: dict = {}
@@ -264,13 +263,13 @@ class _Emitter:
                 stack.extend(getattr(x, f.name) for f in fields(x))
 
     def const(self, v: Any) -> str:
+        """The source of the constant ``v``: None, a bool or a string as itself, anything else
+        as a parameter of its own (each use another: two values that happen to be equal in
+        one request do not make its text differ from another's)."""
         if v is None or isinstance(v, bool) or type(v) is str:
             return repr(v)
-        key = ("int", v) if type(v) is int else ("id", id(v))   # (each value held in params)
-        name = self._param.get(key)
-        if name is None:
-            name = self._param[key] = f"_c{len(self.params)}"
-            self.params.append(v)
+        name = f"_c{len(self.params)}"
+        self.params.append(v)
         return name
 
     def expr(self, v: Any, indent: str) -> str:
