@@ -30,6 +30,7 @@ from wgk.model.kernel import decide
 from wgk.model.liveness import the_way
 from wgk.model.projections import WAYS
 from wgk.model.rules import RULES
+from wgk.model.state import State
 
 TRACES = sorted(p for d in ("incidents", "recorded")
                 for p in (Path(__file__).resolve().parent.parent / "traces" / d).rglob("*.json"))
@@ -188,10 +189,12 @@ def test_compiled_equals_interpreter_on_random_walks(inst):
 
 class _Planted(Compiled):
     """A compiled model with one divergence planted in its generated code: a task's
-    revision bumped by two instead of one."""
+    revision bumped by two instead of one (the constant 1 of the code bound to 2)."""
 
     def _exec(self, em, name, src, what):
-        return super()._exec(em, name, src.replace(" + 1)", " + 2)"), what)
+        if " + _c" in src:
+            em.params[:] = [2 if type(v) is int and v == 1 else v for v in em.params]
+        return super()._exec(em, name, src, what)
 
 
 def test_a_planted_divergence_is_caught_on_the_traces_and_the_walks():
@@ -441,8 +444,8 @@ def test_a_task_state_built_from_its_values_is_the_task_state_set_field_by_field
 
     def same(build) -> bool:
         for t in seen:
-            vals = tuple(getattr(t, f) for f in TASK_FIELDS)
-            a, b = build(vals), by_setters(vals)
+            vals = compiled_mod.task_values(t)
+            a, b = build(vals, t.receipts), by_setters(vals, t.receipts)
             if type(a) is not TaskState or a != b or hash(a) != hash(b) or a != t or any(
                     getattr(a, f) is not getattr(t, f) for f in TASK_FIELDS):
                 return False
@@ -455,6 +458,162 @@ def test_a_task_state_built_from_its_values_is_the_task_state_set_field_by_field
 
     assert same(make)
     f0, f1 = TASK_FIELDS[0], TASK_FIELDS[1]
-    swapped = lambda v: make((v[1], v[0]) + v[2:])     # noqa: E731  (a planted divergence)
+    swapped = lambda v, r: make((v[1], v[0]) + v[2:], r)     # noqa: E731  (a planted divergence)
     assert any(getattr(t, f0) != getattr(t, f1) for t in seen)
     assert not same(swapped)
+
+
+def _walked_task_states(seed: int = 5, steps: int = 80) -> list:
+    """The task states of a random walk of one task through every group."""
+    inst = Instance(tasks=1, attempts=2, generations=2, versions=1, groups=EVERY_GROUP)
+    s, rng, seen = inst.initial(), random.Random(seed), []
+    for _ in range(steps):
+        seen.append(s.tasks[0])
+        nxt = [s2 for r in task_steps(inst, s, 0) if not isinstance(r, EnvStep)
+               for s2 in [decide(s, r, RULES)[1]] if s2 is not s]
+        if not nxt:
+            break
+        s = rng.choice(nxt)
+    return seen
+
+
+def test_interned_task_states_are_numbered_as_the_dataclass_tells_them_apart():
+    """The interner numbers task states by their values (the receipts by a number of their
+    own): two task states get the same number exactly when they are equal as dataclasses,
+    whether met as the same object, as a copy, as a copy with its own receipts tuple, or built
+    by the interning builder the compiled code uses while exploring (which returns the one task
+    state held for those values). An interner that leaves a field out is told apart."""
+    from wgk.conformance.check.interning import Interner
+    from wgk.model.state import Binding, replace_task
+    inst = Instance(tasks=1, attempts=2, generations=2, versions=1, groups=EVERY_GROUP)
+    seen = _walked_task_states()
+    assert len(set(seen)) > 10 and any(t.receipts != seen[0].receipts for t in seen)
+
+    def copies(t):
+        w = compiled_mod.task_values(t)
+        fresh = tuple(Binding(b.fence, b.candidate, b.base) for b in t.receipts)
+        return [t, compiled_mod._make_task_by_setters(w, t.receipts),
+                compiled_mod._make_task_by_setters(w, fresh)]
+
+    def numbering_is_equality(cls) -> bool:
+        space = cls(inst, RULES)
+        met = [(u, space.intern(u)) for t in seen for u in copies(t)]
+        built = [(t, space.build(compiled_mod.task_values(t),
+                                 tuple(Binding(b.fence, b.candidate, b.base) for b in t.receipts)))
+                 for t in seen]
+        if any(b != t or type(b) is not type(t) or space.intern(b) != space.intern(t)
+               or b is not space.task_of[space.intern(t)] for t, b in built):
+            return False
+        return all((a == b) == (m == n) for a, m in met for b, n in met)
+
+    # task states that differ from one met in a single field, or a single receipt
+    last = seen[-1]
+    seen.append(replace_task(last, logs=last.logs + 1))
+    seen.append(replace_task(last, receipts=(Binding(99, 1, 1),) + last.receipts[1:]))
+    assert numbering_is_equality(Interner)
+
+    class Blind(Interner):      # a planted divergence: one field left out of the values
+        def values(self, t):
+            w, k = super().values(t)
+            at = compiled_mod.OTHER_FIELDS.index("logs")
+            return w[:at] + w[at + 1:], k
+
+        def build(self, w, r):
+            return self.task_of[self.intern(compiled_mod._make_task(w, r))]
+
+    class ReceiptsBlind(Interner):  # another: the receipts left out
+        def receipts_id(self, r):
+            return 0
+
+    assert not numbering_is_equality(Blind)
+    assert not numbering_is_equality(ReceiptsBlind)
+
+
+def _moves_differences(cls=Compiled, seed: int = 11, walks: int = 6, length: int = 30) -> list:
+    """Where ``Compiled.task_moves`` (each state's moves asked three times, so that the moves
+    are compiled and the fast paths of a sender known authenticated, or known rejected before
+    any rule runs, are taken, with evidence added and counted through the kept helpers)
+    disagrees with the interpreter's moves, on random walks of one task through every group."""
+    from wgk.conformance.check.workers import task_moves
+    inst = Instance(tasks=1, attempts=2, generations=2, versions=1, groups=EVERY_GROUP)
+    c = _compiled(inst.initial(), cls)
+    rng, out = random.Random(seed), []
+    from wgk.model.state import Evidence, replace_task
+    s0 = inst.initial()
+    recorded = replace_task(s0.tasks[0], evidence=Evidence({("compaction", 1), ("continuation", 2)}),
+                            compactions=1, continuations=1)
+    starts = [State(graph=s0.graph, tasks=(recorded,), target=s0.target, now=s0.now,
+                    journal=s0.journal)] + [s0] * walks
+    for s in starts:
+        for _ in range(length):
+            want = task_moves(inst, RULES, STEP_PROPS, s, 0)
+            for _ in range(3):
+                if c.verdict(s, 0) != _interpreted_verdict(s, 0):
+                    return [f"verdict of {s.tasks[0]}: interpreted {_interpreted_verdict(s, 0)}, "
+                            f"compiled {c.verdict(s, 0)}"]
+                got = c.task_moves(inst, STEP_PROPS, s, 0, task_steps, label)
+                if [m[:2] + m[3:] for m in got] != [m[:2] + m[3:] for m in want]:
+                    return [f"moves from {s.tasks[0]}: interpreted {[m[0] for m in want]}, "
+                            f"compiled {[m[0] for m in got]}"]
+            nxt = [m for m in want if m[4] is not s.tasks[0] or m[5:8] != (s.target, s.now,
+                                                                         s.journal)]
+            if not nxt:
+                break
+            m = rng.choice(nxt)
+            s = State(graph=s.graph, tasks=(m[4],), target=m[5], now=m[6], journal=m[7])
+    return out
+
+
+def test_the_moves_with_their_fast_paths_equal_the_interpreters():
+    """The moves of a task found by the compiled model, through its fast paths (a sender known
+    rejected before any rule runs is skipped; one known authenticated runs its compiled move
+    at once; evidence added and counted is kept per value), are the interpreter's, labels,
+    decisions, new task states and step verdicts included; a fast path that skips a sender
+    who is authenticated, and an evidence helper that keeps what it made by the evidence
+    alone, or a count kept by the evidence alone, are each told apart (the verdicts of the
+    states met are compared too)."""
+    assert _moves_differences() == []
+
+    class SkipsAll(Compiled):       # planted: every sender taken as rejected before the rules
+        def move_entry(self, s, r, entry):
+            out = super().move_entry(s, r, entry)
+            entry[7] = s.revoked
+            return out
+
+    assert _moves_differences(SkipsAll)
+    for name, planted in (("_add", lambda ev, item, kept={}: kept.setdefault(ev, ev.add(item))),
+                          ("_count", lambda ev, pred, kept={}: kept.setdefault(ev, ev.count(pred)))):
+        try:
+            compiled_mod._BASE_NAMESPACE[name] = planted
+            assert _moves_differences(), name
+        finally:
+            compiled_mod._BASE_NAMESPACE[name] = getattr(compiled_mod, name)
+
+
+def test_functions_differing_only_in_constants_share_one_code_each_with_its_own():
+    """The constants of a compiled function are parameters of its code, so the functions of
+    requests that differ only in such values (tokens, fences, candidates) share one compiled
+    code, each made with its own constants: on walks of every group there are several times
+    fewer codes than functions, with the interpreter's answers; a function made with the
+    constants of the first function of its code is told apart."""
+    inst = Instance(tasks=1, attempts=2, generations=2, versions=1, groups=EVERY_GROUP)
+    made = []
+
+    class Counting(Compiled):
+        def _exec(self, em, name, src, what):
+            made.append(src.replace(f"def {name}(", "def _f(", 1))
+            return super()._exec(em, name, src, what)
+
+    decided, diffs = walk_differences(inst, walks=6, length=30, cls=Counting)
+    assert decided > 200 and diffs == []
+    assert len(made) > 3 * len(set(made))
+
+    class FirstConstants(Compiled):     # planted: a shared code bound to its first constants
+        first: dict = {}
+
+        def _exec(self, em, name, src, what):
+            text = src.replace(f"def {name}(", "def _f(", 1)
+            em.params[:] = self.first.setdefault(text, list(em.params))
+            return super()._exec(em, name, src, what)
+
+    assert walk_differences(inst, walks=6, length=30, cls=FirstConstants)[1]

@@ -32,12 +32,16 @@ patched (a mutant) since. Nothing is kept on disk.
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import sys
+from contextlib import contextmanager
 from dataclasses import fields
-from itertools import islice
+from operator import attrgetter
 from typing import Any, Callable
 
 from wgk.conformance.check.reads import ByReads, Untraceable  # noqa: F401  (re-exported)
+import wgk.model as model_pkg
 from wgk.model import logic
 from wgk.model import kernel
 from wgk.model.env import EnvStep, guard_and_update
@@ -121,10 +125,10 @@ class TracedEvidence(Term):
         return _tracer.node("({} in {})", (item, self))
 
     def add(self, item):
-        return _tracer.node("{}.add({})", (self, item), cls=TracedEvidence)
+        return _tracer.node("_add({}, {})", (self, item), cls=TracedEvidence)
 
     def count(self, pred):
-        return _tracer.node("{}.count({})", (self, pred))
+        return _tracer.node("_count({}, {})", (self, pred))
 
 
 class _Tracer:
@@ -132,15 +136,20 @@ class _Tracer:
 
     def __init__(self):
         self.nodes: dict = {}
+        #: the leaves, kept across traces (a leaf is the same wherever it is met), and the
+        #: traced task states made of them, per name
+        self.leaves: dict = {}
+        self.tasks: dict = {}
 
     def reset(self) -> None:
-        self.nodes = {}
+        """Forget every node but the leaves."""
+        self.nodes = dict(self.leaves)
 
     def leaf(self, src: str, cls=Term) -> Term:
         key = ("leaf", src)
         n = self.nodes.get(key)
         if n is None:
-            n = self.nodes[key] = cls(src, (), key)
+            n = self.nodes[key] = self.leaves[key] = cls(src, (), key)
         return n
 
     def node(self, op: str, args: tuple, cls=Term) -> Term:
@@ -184,7 +193,15 @@ _BACKEND = _Backend()
 
 
 def _traced_task(name: str) -> TaskState:
-    """A task state whose every field is a leaf ``name.field`` (receipts: one binding each)."""
+    """A task state whose every field is a leaf ``name.field`` (receipts: one binding each);
+    made once per name, as its leaves are."""
+    t = _tracer.tasks.get(name)
+    if t is None:
+        t = _tracer.tasks[name] = _new_traced_task(name)
+    return t
+
+
+def _new_traced_task(name: str) -> TaskState:
     t = object.__new__(TaskState)
     base = TaskState()
     for f in TASK_FIELDS:
@@ -221,8 +238,11 @@ _ENV, _REQUEST = 0, 1
 class _Emitter:
     """Writes the source of one function: temporaries for shared nodes, constants by name."""
 
-    def __init__(self, consts: dict):
-        self.consts = consts            # shared by every function of the module
+    def __init__(self):
+        #: the function's constants, in the order named: an int or an object is a parameter
+        #: ``_c0``, ``_c1``... of the code (bound when the function is made), so that the
+        #: functions of requests differing only in such values share one compiled code
+        self.params: list = []
         self.names: dict = {}           # node -> temporary
         self.lines: list[str] = []
         self.uses: dict = {}
@@ -243,15 +263,13 @@ class _Emitter:
                 stack.extend(getattr(x, f.name) for f in fields(x))
 
     def const(self, v: Any) -> str:
-        if v is None or isinstance(v, bool) or type(v) is int:
+        """The source of the constant ``v``: None, a bool or a string as itself, anything else
+        as a parameter of its own (each use another: two values that happen to be equal in
+        one request do not make its text differ from another's)."""
+        if v is None or isinstance(v, bool) or type(v) is str:
             return repr(v)
-        if type(v) is str:
-            return repr(v)
-        name = self.consts.get(("id", id(v)))
-        if name is None:
-            name = f"_k{len(self.consts)}"
-            self.consts[("id", id(v))] = name
-            self.consts[name] = v
+        name = f"_c{len(self.params)}"
+        self.params.append(v)
         return name
 
     def expr(self, v: Any, indent: str) -> str:
@@ -312,27 +330,44 @@ class _Function:
 
 
 def _task_src(em: _Emitter, new: TaskState, old: TaskState, oldname: str, indent: str) -> str:
-    """The source building ``new`` (a traced task state), or ``oldname`` when it is ``old``."""
+    """The source building ``new`` (a traced task state), or ``oldname`` when it is ``old``:
+    ``_task((every field but the receipts, in field order), receipts)``, the receipts
+    ``oldname.receipts`` when the rule left them as they were (the same tuple, which an
+    interning builder finds by identity)."""
     if new is old:
         return oldname
     vals = []
+    receipts = None
     for f in TASK_FIELDS:
         v = getattr(new, f)
-        if f == "receipts" and isinstance(v, tuple):
-            parts = []
-            for b in v:
-                leaf = _leaf_binding(b)
-                parts.append(leaf if leaf is not None else em.expr(b, indent))
-            vals.append("(" + "".join(p + ", " for p in parts) + ")")
+        if f == "receipts":
+            if v is old.receipts:
+                receipts = f"{oldname}.receipts"
+            elif isinstance(v, tuple):
+                parts = []
+                for b in v:
+                    leaf = _leaf_binding(b)
+                    parts.append(leaf if leaf is not None else em.expr(b, indent))
+                receipts = "(" + "".join(p + ", " for p in parts) + ")"
+            else:
+                receipts = em.expr(v, indent)
         else:
             vals.append(em.expr(v, indent))
-    return "_task((" + ", ".join(vals) + ",))"
+    return "_task((" + ", ".join(vals) + ",), " + receipts + ")"
+
+
+#: where the receipts are among a task state's fields; ``OTHER_FIELDS``: every other field, in
+#: field order (a builder takes their values and the receipts apart)
+RECEIPTS_AT = TASK_FIELDS.index("receipts")
+OTHER_FIELDS: tuple = TASK_FIELDS[:RECEIPTS_AT] + TASK_FIELDS[RECEIPTS_AT + 1:]
 
 
 def _task_setstate() -> Callable:
-    """A function setting every field of a new TaskState from a tuple, in field order."""
-    lines = ["def setstate(t, v):"]
-    lines += [f"    _s{k}(t, v[{k}])" for k in range(len(TASK_FIELDS))]
+    """A function setting every field of a new TaskState from the values of every field but
+    the receipts (in field order) and the receipts."""
+    lines = ["def setstate(t, w, r):"]
+    lines += [f"    _s{k}(t, w[{OTHER_FIELDS.index(f)}])" if f != "receipts" else f"    _s{k}(t, r)"
+              for k, f in enumerate(TASK_FIELDS)]
     ns = {f"_s{k}": getattr(TaskState, f).__set__ for k, f in enumerate(TASK_FIELDS)}
     exec("\n".join(lines), ns)
     return ns["setstate"]
@@ -342,21 +377,23 @@ _new = object.__new__
 _setstate = _task_setstate()
 
 
-def _make_task_by_setters(vals: tuple) -> TaskState:
+def _make_task_by_setters(w: tuple, r: tuple) -> TaskState:
     t = _new(TaskState)
-    _setstate(t, vals)
+    _setstate(t, w, r)
     return t
 
 
 def _task_builder() -> Callable:
-    """``make(vals) -> TaskState`` with every field from ``vals``, in field order: filled as an
-    object of a plain class of the same slots (a plain attribute store each, where the frozen
-    class's slot setters cost a call each, three to four times the time), then made a TaskState
-    (the same layout, so Python allows it). Where the interpreter refuses that, or the result
-    is not a TaskState equal to one set field by field, the setters are used."""
+    """``make(w, r) -> TaskState`` with the receipts ``r`` and every other field from ``w``, in
+    field order (``OTHER_FIELDS``): filled as an object of a plain class of the same slots (a
+    plain attribute store each, where the frozen class's slot setters cost a call each, three
+    to four times the time), then made a TaskState (the same layout, so Python allows it).
+    Where the interpreter refuses that, or the result is not a TaskState equal to one set field
+    by field, the setters are used."""
     blank = type("_TaskFields", (), {"__slots__": TaskState.__slots__})
-    lines = ["def make(v):", "    t = _new(_Blank)"]
-    lines += [f"    t.{f} = v[{k}]" for k, f in enumerate(TASK_FIELDS)]
+    lines = ["def make(w, r):", "    t = _new(_Blank)"]
+    lines += [f"    t.{f} = w[{OTHER_FIELDS.index(f)}]" if f != "receipts" else "    t.receipts = r"
+              for f in TASK_FIELDS]
     lines += ["    t.__class__ = _TaskState", "    return t"]
     ns = {"_new": object.__new__, "_Blank": blank, "_TaskState": TaskState}
     try:
@@ -365,13 +402,16 @@ def _task_builder() -> Callable:
         exec("\n".join(lines), ns)
         make = ns["make"]
         probe = TaskState()
-        vals = tuple(getattr(probe, f) for f in TASK_FIELDS)
-        made = make(vals)
+        made = make(task_values(probe), probe.receipts)
         if type(made) is not TaskState or made != probe or hash(made) != hash(probe):
             return _make_task_by_setters
     except (TypeError, AttributeError):
         return _make_task_by_setters
     return make
+
+
+#: ``task_values(t)``: the values of every field of ``t`` but the receipts, in field order
+task_values = attrgetter(*OTHER_FIELDS)
 
 
 _make_task = _task_builder()
@@ -399,7 +439,47 @@ def _make_decision(kind, code) -> Decision:
     return Decision(kind, code)
 
 
-_BASE_NAMESPACE = {"_task": _make_task, "_state": _make_state, "_decision": _make_decision,
+#: the counts ``_count`` found, per evidence and predicate (many task states share their
+#: evidence: it changes only when evidence is recorded)
+_COUNTS: dict = {}
+
+
+def _count(evidence: Any, pred: Callable) -> Any:
+    """``evidence.count(pred)``, kept per the evidence's value and the predicate (a pure
+    function of both; evidence that cannot be hashed is counted each time)."""
+    key = (evidence, pred)
+    try:
+        n = _COUNTS.get(key)
+    except TypeError:
+        return evidence.count(pred)
+    if n is None:
+        if len(_COUNTS) > 100_000:
+            _COUNTS.clear()
+        n = _COUNTS[key] = evidence.count(pred)
+    return n
+
+
+#: the evidence ``_add`` made, per evidence and item
+_ADDED: dict = {}
+
+
+def _add(evidence: Any, item: Any) -> Any:
+    """``evidence.add(item)``, the evidence made kept per the evidence's value and the item:
+    the task states that record the same evidence share it (its hash computed once, equal by
+    identity); evidence or an item that cannot be hashed is added each time."""
+    key = (evidence, item)
+    try:
+        out = _ADDED.get(key)
+    except TypeError:
+        return evidence.add(item)
+    if out is None:
+        if len(_ADDED) > 100_000:
+            _ADDED.clear()
+        out = _ADDED[key] = evidence.add(item)
+    return out
+
+
+_BASE_NAMESPACE = {"_add": _add, "_count": _count, "_task": _make_task, "_state": _make_state, "_decision": _make_decision,
                    "_Binding": Binding, "_Evidence": Evidence}
 
 
@@ -421,13 +501,30 @@ _TODO = object()      # not compiled yet
 #: compiled
 WARM = 3
 
+#: the code of each function text compiled in this process (its constants as parameters)
+_CODES: dict = {}
+
 #: the compiled models made in this process, per instance, rules and properties
 _MADE: dict = {}
 
 
+def _load_model() -> None:
+    """Import every module of ``wgk.model`` (once)."""
+    if not _LOADED:
+        for m in pkgutil.iter_modules(model_pkg.__path__, "wgk.model."):
+            importlib.import_module(m.name)
+        _LOADED.append(True)
+
+
+_LOADED: list = []
+
+
 def model_fingerprint() -> tuple:
     """What the compiled code was traced through: every function of the model's modules and
-    every function held in their tables (a mutant patches one of them), by identity."""
+    every function held in their tables (a mutant patches one of them), by identity. Every
+    module of the model is loaded first, so that a module loaded later (by the search itself)
+    does not make the same model another fingerprint."""
+    _load_model()
     out = []
     for name, mod in sorted(sys.modules.items()):
         if not name.startswith("wgk.model.") or mod is None:
@@ -561,12 +658,16 @@ class Compiled:
         self.step_props = list(step_props)
         self.template = s0
         self.props = (self.state_props, self.goals, self.step_props)
-        self.consts: dict = {}
-        self._consts_copied = 0     # how many of ``consts`` are in the namespace already
+        #: per function compiled: its constants (the values of its parameters ``_c0``...)
+        self.constants: dict = {}
         self.namespace: dict = dict(_BASE_NAMESPACE)
         #: per request (an Exit as the expected phase is told from the Phase of the same number,
-        #: which a Request compares equal to): [its compiled decide (0: not compiled yet, None: interpreted), its
-        #: compiled step properties (None: not compiled yet)]
+        #: which a Request compares equal to): [its compiled decide (_TODO: not compiled yet,
+        #: None: interpreted), its compiled step properties (None: not compiled yet), its
+        #: decisions and step checks by the interpreter so far, its compiled move (as the
+        #: decide), its uses before the move is compiled, the revoked principals of the last
+        #: state its sender was found authenticated and holding its role in (by identity), and
+        #: of the last it was not (rejected there before any rule runs, the state unchanged)]
         self.deciders: dict = {}
         self._last: tuple = (None, None)
         self.verdicts: dict = {}
@@ -577,36 +678,55 @@ class Compiled:
         #: per (instance, enumeration function, label): the steps of each task, kept by what
         #: the enumeration read
         self.enumerations: dict = {}
+        #: per step label, decision kind and code: the step's label with its decision
         self._dlabels: dict = {}
         #: per environment step of a task: [its compiled function (None: interpreted), its uses]
         self.envs: dict = {}
         #: per task index: the compiled conditions of the ways forward (``compile_ways``)
         self.ways: dict = {}
 
+    @contextmanager
+    def building(self, make: Callable):
+        """The compiled code builds its new task states with ``make(w, r)`` inside (as
+        ``_make_task``: an interning builder returns an equal task state it holds already);
+        the builder before is restored on the way out."""
+        ns = self.namespace
+        before = ns["_task"]
+        ns["_task"] = make
+        try:
+            yield
+        finally:
+            ns["_task"] = before
+
     # ---- the pieces
 
     def _exec(self, em: _Emitter, name: str, src: str, what: str) -> Callable:
+        """The function ``name`` of ``src``, its parameters ``_c0``... bound to the emitter's
+        constants: the code is compiled once per text (``_CODES``), as a maker taking the
+        constants, and each function made by calling it with its own."""
+        params = em.params
+        text = src.replace(f"def {name}(", "def _f(", 1)
+        code = _CODES.get(text)
+        if code is None:
+            args = "".join(f"_c{k}, " for k in range(len(params)))
+            body = "".join("    " + line + "\n" for line in text.splitlines())
+            if len(_CODES) > 20_000:
+                _CODES.clear()
+            code = _CODES[text] = compile(f"def _maker({args}):\n{body}    return _f\n",
+                                          f"<compiled {what}>", "exec")
         ns = self.namespace
-        consts = em.consts
-        # the constants are shared by every function of the model, in the order named: only
-        # those named since the last function are new to the namespace
-        start = self._consts_copied if consts is self.consts else 0
-        for k, v in islice(consts.items(), start, None):
-            if isinstance(k, str):
-                ns[k] = v
-        if consts is self.consts:
-            self._consts_copied = len(consts)
-        code = compile(src, f"<compiled {what}>", "exec")
         exec(code, ns)
+        fn = ns.pop("_maker")(*params)
         self.sources[what] = src
-        return ns[name]
+        self.constants[what] = tuple(params)
+        return fn
 
     def _name(self, what: str) -> str:
         self._count += 1
         return f"{what}_{self._count}"
 
     def _new_emitter(self) -> _Emitter:
-        return _Emitter(self.consts)
+        return _Emitter()
 
     def compile_decide(self, r: Request, steps: bool = False) -> Callable | None:
         """``f(s) -> (Decision, State)`` for a fresh request without a key whose sender is
@@ -944,7 +1064,7 @@ class Compiled:
         key = r if type(r.expected_phase) is not Exit else (r, Exit)
         entry = self.deciders.get(key)
         if entry is None:
-            entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
+            entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0, None, None]
         self._last = (r, entry)
         return self._decide_by(s, r, entry)
 
@@ -974,7 +1094,7 @@ class Compiled:
             key = r if type(r.expected_phase) is not Exit else (r, Exit)
             entry = self.deciders.get(key)
             if entry is None:
-                entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
+                entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0, None, None]
         return self.step_entry_verdict(s, r, d, s2, entry)
 
     # ---- the steps of a task, kept per what the enumeration read
@@ -983,7 +1103,7 @@ class Compiled:
         key = r if type(r.expected_phase) is not Exit else (r, Exit)
         entry = self.deciders.get(key)
         if entry is None:
-            entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0]
+            entry = self.deciders[key] = [_TODO, None, 0, 0, _TODO, 0, None, None]
         return entry
 
     def steps_of(self, inst: Any, s: State, i: int, enumerate_steps: Callable,
@@ -1011,6 +1131,7 @@ class Compiled:
     def decide_entry(self, s: State, r: Request, entry: list) -> tuple[Decision, State]:
         """``decide_fresh`` of ``r`` (without a key) whose decider entry is ``entry``."""
         if not kernel.authenticated(s, r) or not kernel.role_held(s, r):
+            entry[7] = s.revoked
             return kernel.decide_fresh(s, r, self.rules)
         return self._decide_by(s, r, entry)
 
@@ -1031,7 +1152,10 @@ class Compiled:
         """``(decision, state, violated step properties)`` of ``r`` (without a key) from
         ``s``, by its compiled move (``compile_decide(r, steps=True)``) once it has been met
         ``WARM`` times; the step properties are asked only of a step that changes the state."""
-        if kernel.authenticated(s, r) and kernel.role_held(s, r):
+        if not (kernel.authenticated(s, r) and kernel.role_held(s, r)):
+            entry[7] = s.revoked        # rejected, the state unchanged, before any rule runs
+        else:
+            entry[6] = s.revoked        # the sender is authenticated and holds its role
             f = entry[4]
             if f is _TODO:
                 entry[5] += 1
@@ -1044,6 +1168,15 @@ class Compiled:
                 return d, s2, (() if s2 is s else self.interpreted_steps(s, r, d, s2))
         d, s2 = self.decide_entry(s, r, entry)
         return d, s2, (() if s2 is s else self.step_entry_verdict(s, r, d, s2, entry))
+
+    def next_state(self, s: State, r: Request, entry: list) -> State:
+        """The state ``r`` (without a key, whose decider entry is ``entry``) leads to from
+        ``s``: by its compiled move when the search compiled one (no decision compiled apart
+        for it), else as ``decide_entry``."""
+        f = entry[4]
+        if entry[6] is s.revoked and f is not _TODO and f is not None:
+            return f(s)[1]
+        return self.decide_entry(s, r, entry)[1]
 
     def compile_move(self, r: Request) -> Callable | None:
         return self.compile_decide(r, steps=True)
@@ -1076,11 +1209,17 @@ class Compiled:
                 bad = ()
             else:
                 r = step
+                if entry[7] is s.revoked and r.key is None:
+                    continue    # its sender is not authenticated or lacks its role: rejected
                 if r.key is not None:
                     d, s2 = self.decide(s, r)
                     bad = None
                 elif step_props:
-                    d, s2, bad = self.move_entry(s, r, entry)
+                    f = entry[4]
+                    if entry[6] is s.revoked and f is not _TODO and f is not None:
+                        d, s2, bad = f(s)       # move_entry's answer, without its checks
+                    else:
+                        d, s2, bad = self.move_entry(s, r, entry)
                 else:
                     d, s2 = self.decide_entry(s, r, entry)
                     bad = ()
@@ -1094,9 +1233,10 @@ class Compiled:
             if bad is None:
                 bad = self.step_verdict(s, r, d, s2) if step_props else ()
             if d is not None:
-                dl = dlabels.get(d)
-                if dl is None:
-                    dl = dlabels[d] = d.label
-                lab = f"{lab} -> {dl}"
+                lk = (lab, d.kind, d.code)
+                full = dlabels.get(lk)
+                if full is None:
+                    full = dlabels[lk] = f"{lab} -> {d.label}"
+                lab = full
             out.append((lab, step, r, d, s2.tasks[i], s2.target, s2.now, s2.journal, bad))
         return out

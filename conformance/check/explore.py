@@ -465,15 +465,16 @@ def _explore(inst, rules, max_states, keep_graph, check_steps, properties, progr
     search = _Search(inst, rules, properties or REGISTRY, check_steps, max_states,
                      keep_graph or liveness, progress,
                      None if max_seconds is None else t0 + max_seconds, compiled, until_violated)
-    if workers == 1:
-        complete = search.run()
-    else:
-        pool = Pool(workers, inst, rules, search.step_props, search.state_props, search.goals,
-                    search.space, search.space.compiled)
-        try:
-            complete = search.run_levels(pool)
-        finally:
-            pool.close()
+    with search.space.building():
+        if workers == 1:
+            complete = search.run()
+        else:
+            pool = Pool(workers, inst, rules, search.step_props, search.state_props,
+                        search.goals, search.space, search.space.compiled)
+            try:
+                complete = search.run_levels(pool)
+            finally:
+                pool.close()
     graph = search.built()
     live = None
     if liveness and complete:

@@ -8,8 +8,10 @@ reopen), the target, the clock and the journal, so a task's *local context*
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import replace
 
+from wgk.conformance.check.compiled import _make_task, task_values
 from wgk.model.actions import Instance, Step, global_steps, label
 from wgk.model.env import EnvStep, guard_and_update
 from wgk.model.kernel import Decision, Rules, decide
@@ -56,7 +58,14 @@ class Interner:
         self.graph = s0.graph
         self.n = len(s0.tasks)
         self.task_of: list = []
+        #: per interned task state (by identity: each is held in ``task_of``), its id
         self.tid: dict = {}
+        #: per task state's values (``values``), the one task state of those values held
+        self.canon: dict = {}
+        #: the receipts tuples met, each once: by value, and by identity for the one held
+        self.receipts_of: list = []
+        self.rid: dict = {}
+        self.rid_by_value: dict = {}
         # per task id: (Done by GraphSave, abandoned, generation, committed)
         self.flags: list = []
         self.journal_of: list = []
@@ -64,14 +73,56 @@ class Interner:
         self.key0 = tuple(self.intern(t) for t in s0.tasks) + (s0.target, s0.now,
                                                                  self.intern_journal(s0.journal))
 
+    def receipts_id(self, r: tuple) -> int:
+        """The number of the receipts ``r``: equal receipts, the same number (found by
+        identity for the tuple held, by value, hashing each binding, for any other)."""
+        k = self.rid.get(id(r))
+        if k is None:
+            k = self.rid_by_value.get(r)
+            if k is None:
+                k = self.rid_by_value[r] = len(self.receipts_of)
+                self.receipts_of.append(r)
+                self.rid[id(r)] = k
+        return k
+
+    def values(self, t) -> tuple:
+        """What tells task states apart, as one plain tuple: every field's value but the
+        receipts, and the receipts' number; equal task states have equal values, hashed
+        without a Python-level hash of a dataclass or of a binding."""
+        return task_values(t), self.receipts_id(t.receipts)
+
+    def build(self, w: tuple, r: tuple):
+        """``_make_task(w, r)`` interned: the task state of these values held already, else a
+        new one (with the receipts held, so that the task states built from it find them by
+        identity), held from now on. The compiled code builds with it while exploring."""
+        k = self.rid.get(id(r))
+        if k is None:
+            k = self.receipts_id(r)
+        key = (w, k)
+        t = self.canon.get(key)
+        if t is None:
+            t = self.canon[key] = _make_task(w, self.receipts_of[k])
+        return t
+
+    def building(self):
+        """Inside, the compiled model (if any) builds its task states with ``build``."""
+        return self.compiled.building(self.build) if self.compiled is not None else nullcontext()
+
     def intern(self, t) -> int:
-        n = self.tid.get(t)
+        n = self.tid.get(id(t))
+        if n is not None:
+            return n
+        key = self.values(t)
+        c = self.canon.get(key)
+        if c is None:
+            c = self.canon[key] = t
+        n = self.tid.get(id(c))
         if n is None:
-            n = self.tid[t] = len(self.task_of)
-            self.task_of.append(t)
-            self.flags.append((graph_saved(t) is True, t.abandoned is True, t.generation,
-                               committed(t) is True))
-            self.interned(t)
+            n = self.tid[id(c)] = len(self.task_of)
+            self.task_of.append(c)
+            self.flags.append((graph_saved(c) is True, c.abandoned is True, c.generation,
+                               committed(c) is True))
+            self.interned(c)
         return n
 
     def interned(self, t) -> None:

@@ -150,7 +150,7 @@ class _Graph:
                 c = self.space.compiled
                 for kind, step, _, entry in c.steps_of(self.inst, s, i, task_steps, label):
                     if kind is _REQUEST and step.kind in kinds and not _intruder(step):
-                        s2 = c.decide_entry(s, step, entry)[1]
+                        s2 = c.next_state(s, step, entry)
                         if s2 is s or s2 == s:
                             out.append(step)
                 return out
