@@ -284,3 +284,27 @@ def test_a_reports_ledger_body_is_the_canonical_text_of_its_body(tmp_path):
         if body["response"]["decision"] != "rejected":
             assert body["facts"][0][1]["id"] in idents
     k.close()
+
+def test_the_authority_tables_are_checked_once_per_state_and_a_change_after_is_seen(tmp_path):
+    k, _ = finished_pair(tmp_path)
+    folds = []
+    k.conn.set_trace_callback(lambda sql: folds.append(sql) if "FROM principals" in sql
+                              else None)
+    assert k.verify_ledger().ok and k.audit().ok
+    assert len(folds) == 1                   # the audit reuses what verify-ledger found
+    (kept,) = k.conn.execute("SELECT response FROM journal WHERE key = 'd-b'").fetchone()
+    k.conn.execute("UPDATE journal SET response = '{}' WHERE key = 'd-b'")       # this connection
+    assert "d-b" in k.verify_ledger().problem
+    assert [f.check for f in k.audit().findings] == ["authority-under-chain"]
+    k.conn.execute("UPDATE journal SET response = ? WHERE key = 'd-b'", (kept,))
+    assert k.verify_ledger().ok
+    with k.store.atomic() as unit:           # a change rolled back: the rows it read are gone
+        k.conn.execute("DELETE FROM journal WHERE key = 'd-a'")
+        assert "d-a" in k.verify_ledger().problem
+        unit.abandon()
+    assert k.verify_ledger().ok and k.audit().ok
+    other = sqlite3.connect(k.store.path)    # another connection's commit
+    other.execute("DELETE FROM journal WHERE key = 'd-a'")
+    other.commit()
+    other.close()
+    assert "d-a" in k.verify_ledger().problem and not k.audit().ok

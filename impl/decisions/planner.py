@@ -108,7 +108,9 @@ _HAS = "EXISTS (SELECT 1 FROM evidence ev WHERE ev.task = t.id AND ev.kind = '{k
 
 #: The stored facts of some tasks, each a 0/1 flag, with the observed ones bound: the clock
 #: and the target in ``env``, each task's worktree and effect in ``seen`` (``_ROW`` a task).
-#: ``f`` is materialized: inlined, each way's condition would evaluate its flags again.
+#: ``f`` is materialized: inlined, each way's condition would evaluate its flags again; ``g``
+#: too (inlined, its flags are compiled again into every way's condition: a statement about a
+#: fifth larger to prepare, which a kernel just opened does for each statement it runs first).
 _FACTS = f"""
 WITH env (now, target) AS (SELECT CAST(? AS BIGINT), CAST(? AS TEXT)),
 seen (task, present, happened) AS (VALUES @SEEN@),
@@ -167,7 +169,7 @@ f AS MATERIALIZED (SELECT seen.task AS task,
   LEFT JOIN leases ls ON ls.task = t.id AND ls.kind = 'session'
   LEFT JOIN leases lw ON lw.task = t.id AND lw.kind = 'worktree'
   LEFT JOIN receipts gs ON gs.task = t.id AND gs.kind = 'graph-save' AND gs.fence = t.fence),
-g AS (SELECT f.*,
+g AS MATERIALIZED (SELECT f.*,
     {_flag("f.running = 0 AND f.held = 0 AND f.parked = 0 AND f.reopening = 0")} AS idle,
     {_flag("f.running = 0 AND f.held = 0 AND f.parked = 0 AND f.reopening = 0 "
            "AND f.paused = 0 AND f.early = 0 AND f.breaker_open = 0")} AS open,
@@ -250,24 +252,52 @@ def _query(n: int) -> str:
 def plans(k, names: list[str], observe_of: Callable[[str], Observe]) -> dict[str, Plan | None]:
     """The plan of each task of ``names``, one statement per ``CHUNK`` of them. The facts
     the statement binds are observed only where they can matter: the clock; the target and
-    the effect of a prepared effect; the worktree of an owner proven dead."""
+    the effect of a prepared effect; the worktree of an owner proven dead.
+
+    A task's row is kept for the database state it was read in (``ReadCache.answers_now``),
+    by what was bound for it: the clock, its observed facts and, for a prepared effect, the
+    target (no other way reads the target). Asked again with that state and those facts
+    (a projection and the ready list of one state, an audit after a projection), the row is
+    the one the statement gave; any write, rollback or other connection's commit asks again."""
     out: dict[str, Plan | None] = {}
     ids = k.ids()
+    cache = getattr(k, "cache", None)
+    kept = cache.answers_now() if cache is not None else None
     for at in range(0, len(names), CHUNK):
         part = names[at:at + CHUNK]
-        now, target, seen = None, None, []
+        now, target, bound = None, None, {}
         for name in part:
             t, observe = k.record(name), observe_of(name)
             prepared = t.phase == "effect-prepared"
             now = observe.now() if now is None else now
             if prepared and target is None:
                 target = observe.target()
-            seen += (ids[name], int(t.owner_seen == "dead" and observe.worktree(t).present),
-                     int(prepared and observe.effect_happened(t)))
-        rows = {row[0]: row for row in k.conn.execute(_query(len(part)), [now, target, *seen])}
+            bound[name] = (ids[name], int(t.owner_seen == "dead" and observe.worktree(t).present),
+                           int(prepared and observe.effect_happened(t)), prepared)
+        rows = {}
+        if kept is not None:
+            for name in part:
+                row = kept.get(_kept_key(now, target, bound[name]))
+                if row is not None:
+                    rows[row[0]] = row
+        ask = [name for name in part if bound[name][0] not in rows]
+        if ask:
+            seen = [x for name in ask for x in bound[name][:3]]
+            for row in k.conn.execute(_query(len(ask)), [now, target, *seen]):
+                rows[row[0]] = row
+            if kept is not None:
+                for name in ask:
+                    kept[_kept_key(now, target, bound[name])] = rows[bound[name][0]]
         for name in part:
             out[name] = _plan(name, rows[ids[name]])
     return out
+
+
+def _kept_key(now, target, bound: tuple) -> tuple:
+    """What a kept row of the planner answers for: the statement, the task, the clock, its
+    observed facts, and the target where it is bound for a prepared effect."""
+    tid, present, happened, prepared = bound
+    return WAYS_SQL, tid, now, present, happened, target if prepared else None
 
 
 def plan(k, name: str, observe: Observe) -> Plan | None:

@@ -329,7 +329,7 @@ def audit(kernel, anchors=()) -> AuditReport:
                                                  f"{verdict.problem}"))
     else:
         out += [Finding("authority-under-chain", None, d)
-                for d in _guarded_lines(lambda: authority.differences(kernel.conn))]
+                for d in _guarded_lines(lambda: kernel.ledger.checked(authority.differences))]
     out += _guarded(None, lambda: _journal_matches_ledger(kernel))
     views = {name: (st, bool(sat), pending) for name, st, sat, pending in kernel.conn.execute(
         "SELECT t.name, v.status, v.satisfied, v.pending FROM task_view v "

@@ -895,7 +895,7 @@ class Kernel:
         self._sync()
         verdict = self.ledger.verify(since, anchors)
         if verdict.ok and since <= 1:
-            wrong = authority.differences(self.conn)
+            wrong = self.ledger.checked(authority.differences)
             if wrong:
                 verdict = replace(verdict, ok=False, problem=wrong[0], differences=tuple(wrong))
         return verdict

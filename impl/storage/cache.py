@@ -40,6 +40,8 @@ class ReadCache:
         self.id_of: dict[str, int] = {}      # names looked up one by one (``task_id``)
         self.policies: dict[str, TaskPolicy] = {}
         self.records: dict[str, TaskRecord] = {}
+        self.answers: dict[tuple, tuple] = {}
+        self.answered_at: tuple | None = None
         for cache in self.also:
             cache.forget()                    # type: ignore[attr-defined]
 
@@ -61,6 +63,20 @@ class ReadCache:
             self.tables.stamps.clear()       # each is read again with its record
             return True
         return False
+
+    # --- answers computed from the whole database (the planner's rows) -------------------------
+
+    def answers_now(self) -> dict[tuple, tuple] | None:
+        """The answers kept for the database as it stands (``Store.state_mark``): emptied
+        whenever the mark moved since they were kept (a row written, a rollback, another
+        connection's commit, a schema change); None where no mark is known (nothing is kept)."""
+        mark = self.store.state_mark()
+        if mark is None:
+            return None
+        if mark != self.answered_at or len(self.answers) > CACHED_TASKS_MOST:
+            self.answers = {}
+            self.answered_at = mark
+        return self.answers
 
     # --- graph facts ---------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 GENESIS = "0" * 64
 CHAIN = 2                      # the version new rows are hashed with
@@ -116,15 +116,20 @@ class Ledger:
     CHAINED = ("SELECT seq, prev, hash, event, task, key, body, chain FROM ledger WHERE seq >= ? "
                "ORDER BY seq")
 
-    def __init__(self, conn: sqlite3.Connection):
+    def __init__(self, conn: sqlite3.Connection, mark: Callable[[], tuple | None] | None = None):
+        """``mark``: the store's ``state_mark`` (it also moves on a rollback of this
+        connection); without it, what ``_unchanged_since`` reads of the connection."""
         self.conn = conn
+        self.mark = mark
         self._head: tuple[int, str] | None = None
         self._verified: tuple | None = None     # (what it was asked, the database then, verdict)
+        self._checked: tuple | None = None      # (the check, the database then, its lines)
 
     def forget(self) -> None:
         """Drop the cached head (another connection may have appended)."""
         self._head = None
         self._verified = None             # and the verdict
+        self._checked = None              # and the tables checked against it
 
     def _unchanged_since(self) -> tuple | None:
         """What moves whenever the ledger may have changed on SQLite: a commit of another
@@ -132,6 +137,8 @@ class Ledger:
         schema change (``schema_version``); None where it is not known."""
         if not isinstance(self.conn, sqlite3.Connection):
             return None
+        if self.mark is not None:
+            return self.mark()
         (data,), (schema,) = (self.conn.execute("PRAGMA data_version").fetchone(),
                               self.conn.execute("PRAGMA schema_version").fetchone())
         return data, schema, self.conn.total_changes
@@ -188,6 +195,18 @@ class Ledger:
         verdict = self._verify(since, anchors)
         self._verified = None if now is None else (asked, now, verdict)
         return verdict
+
+    def checked(self, check: Callable[[sqlite3.Connection], list[str]]) -> list[str]:
+        """``check(conn)``: the tables checked against the events that wrote them
+        (``authority.differences``), found once for a database state (``verify-ledger`` and
+        the audit right after it read the same rows): asked again with nothing changed in
+        the database since, the lines just found."""
+        now = self._unchanged_since()
+        if now is not None and self._checked is not None and self._checked[:2] == (check, now):
+            return list(self._checked[2])
+        lines = check(self.conn)
+        self._checked = None if now is None else (check, now, tuple(lines))
+        return lines
 
     def _verify(self, since: int, anchors: tuple) -> LedgerVerdict:
         want = dict(anchors)

@@ -40,6 +40,9 @@ class Pragmas:
     busy_timeout_ms: int = 10_000
 
 
+#: The two counters of ``Store.state_mark`` read in one statement.
+_MARK = "SELECT * FROM pragma_data_version(), pragma_schema_version()"
+
 #: The empty database of each store class at the current schema (``Store.empty``).
 _EMPTY: dict[type, bytes] = {}
 
@@ -55,6 +58,8 @@ class Store:
     row_locks = False
     #: A scratch database can start from an image of another (``audit.Replayed``).
     takes_images = True
+    #: Transactions and savepoints rolled back on this connection (``state_mark``).
+    rollbacks = 0
 
     def __init__(self, path: str, *, hook: Hook = no_hook, pragmas: Pragmas = Pragmas(),
                  migrate_to: int = SCHEMA_VERSION, image: bytes | None = None):
@@ -107,6 +112,19 @@ class Store:
     def data_version(self) -> int:
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
+    def state_mark(self) -> tuple | None:
+        """What moves whenever what this connection reads may have changed: a commit of another
+        connection (``data_version``), a schema change (``schema_version``), a row this
+        connection changed (``total_changes``, which counts a change even when it is rolled
+        back) and a rollback of this connection (``rollbacks``: the rows read inside the
+        transaction are gone). Equal marks: the same database state, so an answer computed
+        from it still holds. None where it is not known (not SQLite: nothing is kept)."""
+        conn = self.conn
+        if not isinstance(conn, sqlite3.Connection):
+            return None
+        (data, schema), = conn.execute(_MARK).fetchall()
+        return data, schema, conn.total_changes, self.rollbacks
+
     def _expect(self, held) -> int:
         """The condition of a record's writes (``tables.STAMP``): a row that no longer
         holds what the decision read fails the statement (run again: ``retryable``)."""
@@ -147,7 +165,7 @@ class Store:
         """A graph edit excludes every request (PostgreSQL); SQLite has one writer anyway."""
 
     def ledger(self) -> Ledger:
-        return Ledger(self.conn)
+        return Ledger(self.conn, self.state_mark)
 
     # --- scratch copies (rebuild, crash-cut snapshots) -------------------------------------
 
@@ -307,6 +325,7 @@ class Atomic:
         store.depth -= 1
         if self.savepoint is not None:
             if exc_type is not None or self.abandoned:
+                store.rollbacks += 1
                 conn.execute(f"ROLLBACK TO {self.savepoint}")
             conn.execute(f"RELEASE {self.savepoint}")
             return False
@@ -317,6 +336,7 @@ class Atomic:
                     hook(Boundary(COMMIT, "before", self.key))
                 conn.execute("COMMIT")
             except BaseException:
+                store.rollbacks += 1
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
@@ -324,6 +344,7 @@ class Atomic:
             if hook is not no_hook:
                 hook(Boundary(COMMIT, "after", self.key))
             return False
+        store.rollbacks += 1
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         return False
