@@ -107,10 +107,14 @@ class ImplSystem:
     name = "impl"
 
     def __init__(self, source: Any, initial: dict | None = None, *, workdir: str | None = None,
-                 hook=no_hook, world: Any = "memory"):
+                 hook=no_hook, world: Any = "memory", follow: Any = None):
+        """``follow``: the lockstep's reference model of the same run, stepped before this
+        system on every step: the decision coverage reads the requests' decisions off it
+        (``Shadow.following``) instead of a model run of its own."""
         graph = getattr(source, "graph", source)
         initial = getattr(source, "initial", initial) or {}
-        self.shadow = Shadow.of(source, initial)        # decision coverage, while recording
+        self.shadow = (Shadow.of(source, initial) if follow is None  # decision coverage, while
+                       else Shadow.following(follow))              # recording
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="wgk-impl-")
         self.workdir = workdir or self._tmp.name
         self._db = database(self.workdir)
