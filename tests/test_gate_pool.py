@@ -76,22 +76,52 @@ def test_the_scratch_directory_is_chosen_and_restored(monkeypatch, tmp_path):
 
 
 
-def test_the_coverage_after_the_workers_reports_on_two_what_it_does_on_one(monkeypatch):
-    """The late coverage section shares its witnesses among the gate's workers (the others
-    done by then): the same checks, verdicts and details as in one process."""
+def test_the_coverage_s_witnesses_replayed_on_a_worker_report_what_one_process_does(monkeypatch,
+                                                                                   tmp_path):
+    """On several workers the coverage's witnesses are replayed among the other sections'
+    parts, in a worker, and the late coverage section counts them: the same checks, verdicts
+    and details as in one process, which replays them itself."""
     from wgk.conformance.oracle import witnesses
     monkeypatch.setitem(gate.BUDGETS, "quick", {"replay": True, "coverage": True})
-    shared = []
+    where = tmp_path / "pids"
     real = witnesses.replay_witnesses
-    monkeypatch.setattr(witnesses, "replay_witnesses",
-                        lambda *a, **k: shared.append(a[3] if len(a) > 3 else k.get("workers", 1))
-                        or real(*a, **k))
+
+    def noted(*a, **k):
+        with open(where, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return real(*a, **k)
+    monkeypatch.setattr(witnesses, "replay_witnesses", noted)
     one = gate.run_gate("quick", traces=TRACES, workers=1)
+    assert where.read_text().split() == [str(os.getpid())]
+    where.unlink()
     two = gate.run_gate("quick", traces=TRACES, workers=2)
-    assert shared == [1, 2]
+    pids = where.read_text().split()
+    assert len(pids) == 1 and pids != [str(os.getpid())]
     assert _shape(one) == _shape(two)
     [coverage] = [s for s in two.sections_run if s.name == "coverage"]
     assert len(coverage.checks) > 10
+
+
+def test_witness_replays_that_raise_on_a_worker_are_replayed_by_the_section(monkeypatch,
+                                                                          tmp_path):
+    """A witness part that raised leaves the replays to the coverage section, which reports as
+    it does in one process."""
+    from wgk.conformance.reports import gate_coverage
+    monkeypatch.setitem(gate.BUDGETS, "quick", {"replay": True, "coverage": True})
+    one = gate.run_gate("quick", traces=TRACES, workers=1)
+    real, calls = gate_coverage.witness_replays, []
+
+    def once_broken(*a, **k):
+        calls.append(1)
+        if os.getpid() != parent:
+            raise RuntimeError("planted")
+        return real(*a, **k)
+    parent = os.getpid()
+    monkeypatch.setattr(gate, "witness_replays", once_broken)
+    monkeypatch.setattr(gate_coverage, "witness_replays", once_broken)
+    two = gate.run_gate("quick", traces=TRACES, workers=2)
+    assert calls == [1]                 # the section's own, in this process
+    assert _shape(one) == _shape(two)
 
 
 def test_the_parts_of_a_worker_share_compiled_models_unless_the_cache_keeps_their_checks():

@@ -349,14 +349,30 @@ class Shadow:
     model: Any
     history: dict
     alive: bool = True
+    #: the model is the lockstep's own reference, which takes each step before the shadow is
+    #: told of it (``following``)
+    follows: bool = False
+
+    @staticmethod
+    def following(model: Any) -> "Shadow | None":
+        """A shadow that decides nothing itself: it reads each request's decision off ``model``,
+        a run of the model from the same start that takes every step just before this shadow is
+        told of it (the lockstep's reference, stepped first), and classifies it in the state
+        before it, as a shadow of its own would have decided it there. A step the model did not
+        take (it raised) ends the shadow, as it ends one deciding on its own."""
+        if not active():
+            return None
+        shadow = Shadow(model, {}, follows=True)
+        shadow._note()
+        return shadow
 
     @staticmethod
     def of(source: Any, initial: dict | None) -> "Shadow | None":
         if not active():
             return None
         from wgk.conformance.oracle.systems import ModelSystem, StepError
-        try:
-            model = ModelSystem(source, initial)
+        try:               # it classifies requests: no invariant evaluated (the lockstep's model does)
+            model = ModelSystem(source, initial, checking=False)
         except StepError:
             return None
         shadow = Shadow(model, {})
@@ -374,6 +390,15 @@ class Shadow:
         from wgk.conformance.oracle.systems import StepError, decide_wire
         from wgk.conformance.oracle.wire import WireError, request_from_wire
         sink = _SINK["cells"]
+        if self.follows:
+            if getattr(self.model, "applied", None) is not step:
+                self.alive = False              # the model did not take it
+                return
+            if "request" in step and sink is not None:
+                s, r, d, _ = self.model.last
+                sink.update(classify(s, r, d.to_json(), self.history))
+            self._note()
+            return
         try:
             if "request" in step:
                 s = self.model.state

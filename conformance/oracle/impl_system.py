@@ -52,6 +52,34 @@ def backend() -> str | None:
     return _BACKEND["postgres"]
 
 
+#: The empty database at the current schema, by what makes it (``empty_image``).
+_EMPTY: dict = {}
+
+
+def empty_image() -> bytes:
+    """The bytes of an empty SQLite kernel database at the current schema, made by the
+    implementation's own store and migrations in memory (``Store.empty``'s way) once per process
+    and kept under what makes them: the schema version, every migration's statements and the
+    store's functions that open, migrate and seal (a migration or a store patched after it was
+    made gets an image of its own). A kernel database starts as these bytes instead of being
+    created and migrated statement by statement: the same tables, rows and schema version; its
+    store still creates the file with its own mode and checks its schema on open."""
+    from wgk.impl.storage import store as st
+    cls = st.Store
+    key = (st.SCHEMA_VERSION, tuple(sorted(st.MIGRATIONS.items())), cls, cls.__init__,
+           cls.migrate, cls.after_migration, cls.schema_version, cls.chain_principals)
+    image = _EMPTY.get(key)
+    if image is None:
+        made = cls(":memory:", pragmas=st.Pragmas(synchronous="OFF"))
+        try:
+            image = made.conn.serialize()
+        finally:
+            made.close()
+        _EMPTY.clear()
+        _EMPTY[key] = image
+    return image
+
+
 @contextlib.contextmanager
 def database(workdir: str) -> Iterator[str]:
     """A fresh kernel database: ``workdir``/kernel.db, or a new PostgreSQL schema."""
@@ -79,10 +107,14 @@ class ImplSystem:
     name = "impl"
 
     def __init__(self, source: Any, initial: dict | None = None, *, workdir: str | None = None,
-                 hook=no_hook, world: Any = "memory"):
+                 hook=no_hook, world: Any = "memory", follow: Any = None):
+        """``follow``: the lockstep's reference model of the same run, stepped before this
+        system on every step: the decision coverage reads the requests' decisions off it
+        (``Shadow.following``) instead of a model run of its own."""
         graph = getattr(source, "graph", source)
         initial = getattr(source, "initial", initial) or {}
-        self.shadow = Shadow.of(source, initial)        # decision coverage, while recording
+        self.shadow = (Shadow.of(source, initial) if follow is None  # decision coverage, while
+                       else Shadow.following(follow))              # recording
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="wgk-impl-")
         self.workdir = workdir or self._tmp.name
         self._db = database(self.workdir)
@@ -93,7 +125,9 @@ class ImplSystem:
                       else MemoryWorld.create(target=target))
         self.hook = hook
         self.daemon = daemon_principal(graph)
-        self.kernel = Kernel(self.path, self.world.environment(), hook=hook)
+        self.kernel = Kernel(self.path, self.world.environment(), hook=hook,
+                             image=None if pg.is_dsn(self.path) or os.path.exists(self.path)
+                             else empty_image())
         try:
             setup(self.kernel, graph, wire_seeds(initial, token_hash), credentials(graph))
         except SetupError as e:

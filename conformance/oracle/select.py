@@ -8,15 +8,18 @@ from wgk.conformance.oracle.systems import ModelSystem
 CHOICES = ("model", "impl", "both")
 
 
-def systems_for(trace, system: str, world: str = "memory") -> list:
+def systems_for(trace, system: str, world: str = "memory", *, lockstep: bool = False) -> list:
     """The systems a trace runs through; the model first (the reference) when present; the
     implementation on ``world`` ("memory", or "real": ``real_world``). Raises ``StepError``
-    when a trace cannot be set up on one of them."""
+    when a trace cannot be set up on one of them. ``lockstep``: they are run by ``replay``,
+    the model taking each step first, so the implementation's decision coverage reads the
+    model's decisions (``ImplSystem(follow=...)``)."""
     if system not in CHOICES:
         raise ValueError(f"unknown system {system!r} (known: {', '.join(CHOICES)})")
     out = []
     if system in ("model", "both"):
         out.append(ModelSystem(trace))
     if system in ("impl", "both"):
-        out.append(ImplSystem(trace, world=world))
+        follow = out[0] if lockstep and out else None
+        out.append(ImplSystem(trace, world=world, follow=follow))
     return out

@@ -269,6 +269,7 @@ class ModelSystem:
         self.graph = self.state.graph
         self.daemon = daemon_principal(graph)
         self.last: tuple | None = None
+        self.applied: dict | None = None
         self.compiled = None
         if COMPILED["default"] if compiled is None else compiled:
             from wgk.conformance.check.compiled import for_graph
@@ -276,6 +277,14 @@ class ModelSystem:
         self._violations = self._state_violations(self.state) if checking else None
 
     def apply(self, step: dict) -> dict | None:
+        """Take ``step``; ``applied`` is then ``step`` (None while it is taken, and after a step
+        that raised), ``last`` the request's (state before, request, decision, state after)."""
+        self.applied = None
+        out = self._apply(step)
+        self.applied = step
+        return out
+
+    def _apply(self, step: dict) -> dict | None:
         before = self.state
         if "request" in step:
             try:

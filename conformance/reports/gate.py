@@ -43,7 +43,7 @@ from wgk.conformance.reports.gate_pool import (
 )
 from wgk.conformance.reports import gate_cache, gate_mutants  # noqa: F401 -- sets gate_cache.READS
 from wgk.conformance.reports.gate_cache import NO_TRACES, GateCache, trace_identity
-from wgk.conformance.reports.gate_coverage import coverage_checks
+from wgk.conformance.reports.gate_coverage import coverage_checks, witness_replays
 from wgk.conformance.reports.gate_probes import probe_checks
 from wgk.conformance.reports.gate_tamper import tamper_checks
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
@@ -97,10 +97,10 @@ SECTIONS: list[tuple[str, Callable]] = [("prove", prove_checks), ("mutants", mut
 def _call(name: str, budget: str, progress: Progress | None, *, loaded: list | None = None,
           sources: list[str] | None = None, counterexamples: str = COUNTEREXAMPLES,
           backend: str | None = None, earlier: Earlier | None = None, workers: int = 1,
-          **part) -> list[Check]:
+          replayed: dict | None = None, **part) -> list[Check]:
     """The section's checks (``part``: which of its traces or mutants, when it is split;
     ``workers``: the processes the coverage's witnesses may use, the late sections running
-    when the others are done)."""
+    when the others are done; ``replayed``: the coverage's witnesses replayed already)."""
     fn = dict(SECTIONS)[name]
     if name in TRACE_SECTIONS:
         if not loaded:
@@ -116,7 +116,7 @@ def _call(name: str, budget: str, progress: Progress | None, *, loaded: list | N
         if not loaded:
             raise Nothing(f"no traces to measure coverage on in {', '.join(sources or ['?'])}")
         return fn(budget, progress, loaded, earlier.cells if earlier is not None else None,
-                  workers=workers)
+                  workers=workers, replayed=replayed)
     return fn(budget, progress, **part)
 
 
@@ -138,7 +138,8 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
                 loaded: list | None = None, sources: list[str] | None = None,
                 counterexamples: str = COUNTEREXAMPLES, backend: str | None = None,
                 earlier: Earlier | None = None, external: Kernel | None = None,
-                workers: int = 1, cache: GateCache | None = None) -> Section:
+                workers: int = 1, cache: GateCache | None = None,
+                replayed: dict | None = None) -> Section:
     """One section on the budget's value for it: skipped when that value is false or missing,
     an error naming the section when it checks nothing or raises (``earlier``: what the
     crash-cuts and prove sections found, for the trace matrix; ``external``: the kernel
@@ -159,7 +160,7 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
     def call() -> list[Check]:
         return _nonempty(_call(name, budget, progress, loaded=loaded, sources=sources,
                                counterexamples=counterexamples, backend=backend, earlier=earlier,
-                               workers=workers))
+                               workers=workers, replayed=replayed))
     if cache is not None:
         key = cache.key(name, {}, part_inputs(name, budget, loaded, {}, earlier))
         checks = cache.lookup(key, name)
@@ -301,10 +302,17 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
             parts += split(name, budget, kw, _call)
     if cache is not None:
         parts = [_through(cache, budget, kw, p) for p in parts]
+    elif external is None and _skipped("coverage", budget) is None and kw.get("loaded"):
+        parts.append(_witness_part(kw["loaded"]))
     results: dict[str, list[Done]] = {}
+    replayed: dict = {}
 
     def on_done(n: int, done: Done) -> None:
         name = parts[n].section
+        if parts[n].spec.get("witnesses"):          # for the coverage section, after the others
+            if not done.raised:
+                replayed.update(done.checks[0].data)
+            return
         results.setdefault(name, []).append(done)
         if n + 1 < len(parts) and parts[n + 1].section == name:
             return
@@ -321,11 +329,27 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
         _kept_here(parts, workers, progress, on_done)
     done = [sections[n] for n in early]
     if external is None:
-        return _in_turn(budget, progress, dict(kw), done, cache, workers)
+        return _in_turn(budget, progress, dict(kw, replayed=replayed or None), done, cache, workers)
     for name, _ in SECTIONS[len(done):]:
         done.append(run_section(name, budget, progress, **kw, external=external,
                                 earlier=earlier_results(done)))
     return done
+
+
+#: Rough seconds of the coverage's witness replays (``_witness_part``).
+WITNESS_WEIGHT = 2.0
+
+
+def _witness_part(loaded: list) -> Part:
+    """The coverage's witnesses replayed among the other sections' parts, on a worker: they
+    read no other section's result, so only the coverage's counting waits for the others. The
+    part's one check carries the outcome (``gate_coverage.witness_replays``) to the coverage
+    section, which reports it as if it had replayed them itself; a part that raised leaves the
+    replays to the section."""
+    def run(progress) -> list[Check]:
+        out = witness_replays(loaded)
+        return [Check("coverage", "witness replays", "pass", out["seconds"], "", out)]
+    return Part("coverage", run, weight=WITNESS_WEIGHT, spec={"witnesses": True})
 
 
 def _kept_here(parts: list[Part], workers: int, progress: Progress | None,

@@ -56,23 +56,42 @@ def bundled_as_loaded(loaded: list) -> list:
     return out
 
 
+def witness_replays(loaded: list, doc: dict | None = None, make_impl: Callable = ImplSystem,
+                    workers: int = 1) -> dict:
+    """The witnesses of ``doc`` (the stored ones by default) replayed against the implementation
+    from the bundled traces' states: the cells they sent, the problems found and the seconds
+    taken. They read neither the other sections' results nor their cells, so the gate replays
+    them among its other sections' parts (``gate._on_workers``) and hands the outcome to this
+    section after them."""
+    doc = witnesses.load() if doc is None else doc
+    t0 = time.perf_counter()
+    bundled = bundled_as_loaded(loaded)                    # where the witnesses start
+    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], make_impl, workers)
+    return {"sent": sorted(sent), "problems": problems, "seconds": time.perf_counter() - t0}
+
+
 def measure(loaded: list, earlier: set | None, doc: dict | None = None,
-            make_impl: Callable = ImplSystem, workers: int = 1) -> dict:
+            make_impl: Callable = ImplSystem, workers: int = 1,
+            replayed: dict | None = None) -> dict:
     """The coverage of the checks that sent ``earlier`` (the traces alone, by the model, when
     None) plus the witnesses of ``doc`` (the stored ones by default) replayed against the
     implementation from the bundled traces' states (``make_impl``: trace -> the system under
     test, wgk's own kernel in process by default): per kind, the stale flag, the witnesses'
-    problems. ``workers``: the processes the witnesses are replayed on."""
+    problems. ``workers``: the processes the witnesses are replayed on; ``replayed``: their
+    replay done already (``witness_replays`` of the same traces and witnesses)."""
     doc = witnesses.load() if doc is None else doc
     t0 = time.perf_counter()
     base = witnesses.trace_cells(loaded) if earlier is None else set(earlier)
     bundled = bundled_as_loaded(loaded)                    # where the witnesses start
-    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], make_impl, workers)
+    earlier_seconds = 0.0 if replayed is None else replayed["seconds"]
+    if replayed is None:
+        replayed = witness_replays(loaded, doc, make_impl, workers)
+    sent, problems = set(replayed["sent"]), list(replayed["problems"])
     covered = base | sent
     unreached = {c: why for c, why in doc.get("unreached", {}).items() if c not in covered}
     return {"stale": witnesses.stale(doc, bundled), "witnesses": len(doc["witnesses"]),
             "problems": problems, "kinds": per_kind(covered, unreached),
-            "seconds": time.perf_counter() - t0,
+            "seconds": time.perf_counter() - t0 + earlier_seconds,
             "covered": len(covered & {c for c, why in cells().items() if why is None}),
             "reachable": sum(why is None for why in cells().values()) - len(unreached),
             "unreached": unreached}
@@ -80,12 +99,13 @@ def measure(loaded: list, earlier: set | None, doc: dict | None = None,
 
 def coverage_checks(budget: str, progress: Progress | None, loaded: list,
                     earlier: set | None = None, doc: dict | None = None,
-                    make_impl: Callable = ImplSystem, workers: int = 1) -> list[Check]:
+                    make_impl: Callable = ImplSystem, workers: int = 1,
+                    replayed: dict | None = None) -> list[Check]:
     """One check for the witnesses (current, answered alike), one per kind (every reachable
-    cell sent; ``make_impl``, ``workers``: as ``measure``'s)."""
+    cell sent; ``make_impl``, ``workers``, ``replayed``: as ``measure``'s)."""
     flag_of(budget, "coverage", BUDGETS[budget]["coverage"])
     meter = Meter("coverage", None, progress)
-    m = measure(loaded, earlier, doc, make_impl, workers)
+    m = measure(loaded, earlier, doc, make_impl, workers, replayed)
     out = [Check("coverage", "witnesses", "fail" if m["stale"] or m["problems"] else "pass",
                  m["seconds"],
                  "stale: run wgk coverage --write" if m["stale"] else
@@ -106,4 +126,4 @@ def coverage_checks(budget: str, progress: Progress | None, loaded: list,
     return out
 
 
-__all__ = ["MEASURED", "coverage_checks", "measure", "sent_cells"]
+__all__ = ["MEASURED", "coverage_checks", "measure", "sent_cells", "witness_replays"]

@@ -91,7 +91,7 @@ def _replay_check(trace, real: set[str], sent: set) -> Check:
     world, described = _world(trace, real)
     flag = " --world real" if world == "real" else ""
     try:
-        systems = systems_for(trace, "both", world)
+        systems = systems_for(trace, "both", world, lockstep=True)
     except StepError as e:
         return Check("replay", trace.id, "fail", 0.0, f"cannot set up: {e}", {"world": described})
     try:
