@@ -127,13 +127,8 @@ $$"""
 JSON_TEXT_PL = r"""
 CREATE OR REPLACE FUNCTION wgk_json(t TEXT) RETURNS TEXT LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-  IF t IS NULL THEN
-    RETURN 'null';
-  ELSIF t ~ '^[\x01-\x7e]*$' THEN
-    RETURN to_json(t)::TEXT;
-  END IF;
-  RETURN wgk_json_escaped(to_json(t)::TEXT);
-END $$"""
+  RETURN CASE WHEN t IS NULL THEN 'null' WHEN t ~ '^[\x01-\x7e]*$' THEN to_json(t)::TEXT
+              ELSE wgk_json_escaped(to_json(t)::TEXT) END; END $$"""
 LINK_PL = """
 CREATE OR REPLACE FUNCTION wgk_link(prev TEXT, seq BIGINT, event TEXT, task TEXT, key TEXT,
                                     body TEXT) RETURNS TEXT LANGUAGE plpgsql IMMUTABLE AS $$
