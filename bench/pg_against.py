@@ -9,7 +9,8 @@ schema of its own, dropped afterwards. The columns (``bench_pg.RawPg``, then hea
 completion transactions on this checkout's kernel and on the other revision's, imported as
 ``impl_against`` does) take turns in small rounds, the order rotating, so that they see the
 same server and the same load. Per column: durable requests/s (wall time), the ratio to the
-raw loop, the client's CPU per request and, for a kernel, its round trips per request.
+raw loop, the client's CPU per request, the server process's (when the server runs on this
+host: ``/proc``) and, for a kernel, its round trips per request.
 Writes ``bench/results/pg-against-<date>.json``.
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ import time
 from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_pg import RawPg, Schema, server  # noqa: E402
+from bench_pg import RawPg, Schema, backend_cpu, server  # noqa: E402
 from gate_against import BENCH  # noqa: E402
 from impl_against import other_impl  # noqa: E402
 from impl_workloads import Completions, Heartbeats  # noqa: E402
@@ -44,6 +45,8 @@ def rounds(dsn: str, impls: dict, n_rounds: int, batch: int) -> dict:
             column.run(batch)                      # warm: prepared statements, caches
         names = list(columns)
         trips0 = {n: c.kernel.store.conn.round_trips for n, c in columns.items() if n != "raw"}
+        conns = {n: c.conn if n == "raw" else c.kernel.store.conn.raw for n, c in columns.items()}
+        server0 = {n: backend_cpu(c) for n, c in conns.items()}
         wall, cpu = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0)
         for i in range(n_rounds):
             for name in names[i % len(names):] + names[:i % len(names)]:
@@ -55,6 +58,9 @@ def rounds(dsn: str, impls: dict, n_rounds: int, batch: int) -> dict:
         for name in names:
             f = {"per-second": n / wall[name], "ratio-to-raw": wall["raw"] / wall[name],
                  "client-cpu-ms": cpu[name] / n * 1e3}
+            server = backend_cpu(conns[name])
+            if server is not None and server0[name] is not None:    # (a server on this host)
+                f["server-cpu-ms"] = (server - server0[name]) / n * 1e3
             if name != "raw":
                 f["round-trips"] = (columns[name].kernel.store.conn.round_trips - trips0[name]) / n
                 columns[name].kernel.close()
@@ -89,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{result['load'][1]}, {args.rounds} rounds of {args.batch} per column")
     for name, f in figures.items():
         trips = f"   round trips {f['round-trips']:.2f}" if "round-trips" in f else ""
+        if "server-cpu-ms" in f:
+            trips = f"   server CPU {f['server-cpu-ms']:.2f} ms" + trips
         print(f"  {name:20} {f['per-second']:8,.1f} /s   ratio to raw {f['ratio-to-raw']:.2f}"
               f"   client CPU {f['client-cpu-ms']:.2f} ms{trips}")
     return 0

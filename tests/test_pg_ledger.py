@@ -200,3 +200,49 @@ def test_the_seal_hashes_every_column_as_the_ledger_does(pg_dsn):
     verdict = k.verify_ledger()
     assert verdict.ok and verdict.events == 2 + len(AWKWARD) - 2
     k.close()
+
+
+def test_the_lock_function_finds_task_rows_by_their_index_on_a_small_table(pg_dsn):
+    """``wgk_lock`` plans its statements once per session (not at every request), and that
+    plan reads the task rows through the primary key even when made over a table of a few
+    rows, where a scan of the whole table looks cheaper and would stay the plan as the
+    table grows (``pg_sql.LOCK_PLANNED_ONCE``): no request's lock scans ``tasks`` whole."""
+    k = kernel(pg_dsn)
+    k.create_graph("g", [TaskPolicy(f"t{i}") for i in range(3)])
+    conn = k.store.conn
+
+    def scans() -> int:
+        conn.native("SELECT pg_stat_force_next_flush()")
+        conn.native("SELECT pg_stat_clear_snapshot()")
+        return conn.native("SELECT seq_scan FROM pg_stat_user_tables WHERE relid = "
+                           "'tasks'::regclass").fetchone()[0]
+
+    before = scans()
+    for _ in range(12):                        # past the 5 custom plans of the default mode
+        for share in (False, True):
+            conn.raw.execute("BEGIN")
+            conn.raw.execute(pg_sql.LOCK, ([1, 2], share, True, None)).fetchall()
+            conn.raw.execute("ROLLBACK")
+    assert scans() - before < 3
+    k.close()
+
+
+def test_the_seal_finds_ledger_rows_by_their_index(pg_dsn):
+    """``wgk_seal`` looks ledger rows up by number; its last check (any number past the head)
+    on a generic plan scanned the whole ledger at every seal, a cost growing with the ledger
+    (``pg_sql.SEAL_ON_INDEXES``): no seal scans ``ledger`` whole, however many times it runs."""
+    k = kernel(pg_dsn)
+    k.create_graph("g", [TaskPolicy("a")])
+    conn = k.store.conn
+
+    def scans() -> int:
+        conn.native("SELECT pg_stat_force_next_flush()")
+        conn.native("SELECT pg_stat_clear_snapshot()")
+        return conn.native("SELECT seq_scan FROM pg_stat_user_tables WHERE relid = "
+                           "'ledger'::regclass").fetchone()[0]
+
+    before = scans()
+    for _ in range(12):                        # past the 5 custom plans of PL/pgSQL's default
+        assert conn.native(pg_sql.SEAL_NOW, (False,)).fetchone()[0] is not None
+    assert scans() - before < 3
+    k.close()
