@@ -36,7 +36,7 @@ import z3
 from wgk.model.actions import Instance
 from wgk.model.invariants import REGISTRY, Property
 from wgk.model.state import State
-from wgk.model.vocab import Kind
+from wgk.model.vocab import INTRUDER, Kind
 
 from wgk.conformance.z3.basecase import enabledness, init_frames
 from wgk.conformance.z3.crosscheck import (  # noqa: F401  (re-exported: callers import them from here)
@@ -95,7 +95,8 @@ class Prover:
         self.by_actor = actor_sensitive(graph, sem)
         self.cat = Catalogue(request_templates(list(Kind), names, inst.ids(),
                                                by_actor=self.by_actor)
-                             + intruder_templates(list(Kind), names, inst.ids())
+                             + intruder_templates(list(Kind), names, inst.ids(),
+                                                 graph.principals.get(INTRUDER, ()))
                              + env_templates(names), graph.graph_id)
         #: every transition kind of the catalogue, in the order of its templates
         self.transitions = list(dict.fromkeys(transition_of(t) for t in self.cat.templates))

@@ -84,6 +84,7 @@ class Template:
     by_actor: bool = False       # the rule asks who sent it: this template is one actor
     shapes: tuple[int, ...] = ()
     principal: str | None = None  # INTRUDER: sent by the intruder posing as its actors
+    unheld: bool = False         # the intruder's roles it does not hold, beside those it does
 
     @property
     def is_env(self) -> bool:
@@ -101,6 +102,7 @@ class Template:
             "foreign-cap" if self.cap == "foreign" else "",
             "unauthorized" if self.actors[0] not in AUTHORITY[self.kind] else "",
             f"as {self.principal}" if self.principal else "",
+            "unheld" if self.unheld else "",
         ) if x]
         return f"{self.kind.label}({','.join([self.task] + extra)})"
 
