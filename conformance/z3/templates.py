@@ -30,7 +30,7 @@ from wgk.model.vocab import (
     Kind as K, Phase, ReviewVerdict, Verdict,
 )
 
-from wgk.conformance.z3.symbolic import SymDigest, nonzero_int
+from wgk.conformance.z3.symbolic import SymDigest, int_var, nonzero_int
 
 CAP = ("generation", "attempt", "fence", "lease_epoch")
 CAS = ("expected_phase", "expected_revision")
@@ -296,13 +296,13 @@ class Pool:
             if name in ("imports", "deadline"):
                 self.vars[name] = nonzero_int(f"{prefix}.{name}")
             else:
-                self.vars[name] = z3.Int(f"{prefix}.{name}")
-        self.shape = z3.Int(f"{prefix}.shape")
+                self.vars[name] = int_var(f"{prefix}.{name}")
+        self.shape = int_var(f"{prefix}.shape")
         code = self.vars["expected_phase"]
         self.phase_domain = z3.Or(z3.And(code >= min(PHASE_CODES[:len(Phase)]),
                                          code <= max(PHASE_CODES[:len(Phase)])),
                                   z3.And(code >= 100, code <= max(PHASE_CODES)))
-        self.key = z3.Int(f"{prefix}.key") if nkeys else None
+        self.key = int_var(f"{prefix}.key") if nkeys else None
         self.nkeys = nkeys
 
     def domain(self) -> list:
