@@ -39,6 +39,22 @@ def test_an_intruder_template_holds_actors_whose_role_the_intruder_holds_alike()
     assert len(labels) == len(set(labels))
 
 
+def test_an_intruder_template_of_a_kind_whose_rule_asks_who_sent_it_is_one_actor():
+    """For the kinds in ``by_actor`` each actor the intruder holds is a template of its own
+    (as the role labels' templates are); those it does not hold stay one class."""
+    held = {Actor.DAEMON, Actor.EVALUATOR}
+    split = intruder_templates([Kind.ACCEPT, Kind.RESUME], ["t1"], ("e1",), held,
+                               by_actor=frozenset({Kind.ACCEPT}))
+    accept = [t for t in split if t.kind == Kind.ACCEPT]
+    assert sorted(t.actors for t in accept) == sorted([(Actor.DAEMON,), (Actor.EVALUATOR,)])
+    assert all(t.by_actor for t in accept) and len({t.label for t in accept}) == 2
+    resume = [t for t in split if t.kind == Kind.RESUME]
+    assert [(t.actors, t.unheld) for t in resume] == [((Actor.DAEMON,), False),
+                                                     ((Actor.WRAPPER,), True)]
+    plain = intruder_templates([Kind.ACCEPT], ["t1"], ("e1",), held)
+    assert [t.actors for t in plain] == [(Actor.DAEMON, Actor.EVALUATOR)]
+
+
 def _replay(u: Unrolling, model, length: int) -> list:
     """Each of the first ``length`` steps of ``model`` decoded and run through the
     unrolling's semantics, its decision and post-state compared with the solver's (as

@@ -96,7 +96,7 @@ class Prover:
         self.cat = Catalogue(request_templates(list(Kind), names, inst.ids(),
                                                by_actor=self.by_actor)
                              + intruder_templates(list(Kind), names, inst.ids(),
-                                                 graph.principals.get(INTRUDER, ()))
+                                                 graph.principals.get(INTRUDER, ()), self.by_actor)
                              + env_templates(names), graph.graph_id)
         #: every transition kind of the catalogue, in the order of its templates
         self.transitions = list(dict.fromkeys(transition_of(t) for t in self.cat.templates))

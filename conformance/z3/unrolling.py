@@ -48,7 +48,8 @@ def instance_templates(inst: Instance, ids: tuple[str, ...], sem: Semantics = MO
                                   by_actor=actor_sensitive(graph, sem))
     if "intruder" in inst.groups:
         out += intruder_templates(instance_kinds(inst), names, ids,
-                                  graph.principals.get(INTRUDER, ()))
+                                  graph.principals.get(INTRUDER, ()),
+                                  actor_sensitive(graph, sem))
     if "env" in inst.groups:
         out += env_templates(names, ENV_TASK_KINDS + ENV_GLOBAL_KINDS)
     if any(g in inst.groups for g in ("waits", "clock", "pause", "routes")):   # the clock runs toward deadlines
