@@ -44,7 +44,7 @@ def m_bounded(tasks: str, jobs: str = str(JOBS)) -> dict:
     rep, w, c = timed(lambda: prove(Instance.proof(tasks=int(tasks)), jobs=int(jobs)))
     return {"suite": f"bounded chain, {tasks} tasks, {jobs} process{'es' if jobs != '1' else ''}",
             "frames": len(rep.results), "ok": rep.ok, "wall": w,
-            "cpu": c + children_cpu() - before}
+            "cpu": c + children_cpu() - before, "busiest": max(c, children_cpu() - before)}
 
 
 def m_cutoff(jobs: str = str(JOBS)) -> dict:
@@ -55,7 +55,7 @@ def m_cutoff(jobs: str = str(JOBS)) -> dict:
     rep, w, c = timed(lambda: prove(CUTOFF_INSTANCE, deps=CUTOFF_DEPS, jobs=int(jobs)))
     return {"suite": f"the proof at the cutoff graph, {jobs} process{'es' if jobs != '1' else ''}",
             "frames": len(rep.results), "ok": rep.ok, "wall": w,
-            "cpu": c + children_cpu() - before}
+            "cpu": c + children_cpu() - before, "busiest": max(c, children_cpu() - before)}
 
 
 def m_conditions() -> dict:
@@ -86,6 +86,16 @@ def measure(name: str, *args: str) -> dict:
     return json.loads(out.stdout)
 
 
+#: why a proof misses 10 s (bench/README.md, "where a proof's time goes now")
+WHY = ("every (property x transition) frame is one z3 query when the step can affect the "
+       "property (4,836 frames at 6 tasks, 2,124 asked); a query is asked of a solver holding "
+       "the type domain alone, then, when that does not refute it, of one holding every "
+       "invariant and lemma at every task. Solving is about two thirds of the CPU (about 8 ms "
+       "a query: internalising a goal over every task's branches of one kind, and for the "
+       "full solver a search over about 1,500 assumptions; a tail of exactly-one-way-forward "
+       "and the idempotency step properties), the branches through the model's decide and "
+       "the goals about a sixth each; shared among 2 processes by transition kind")
+
 NAME = "unbounded"
 TARGET_SECONDS = 10.0          # `wgk prove` at 6 tasks, and the proof at the cutoff graph
 
@@ -110,17 +120,17 @@ def run(quick: bool = False) -> BenchResult:
         figures.append(Figure(
             f"{r['suite']}, wall", r["wall"], "s",
             peer="target" if six else None, peer_value=TARGET_SECONDS if six else None,
-            higher_is_better=False, target=1.0 if six else None,
-            why="every (property x transition) frame is one z3 query when the step can "
-                "affect the property (4,836 frames at 6 tasks, 2,124 asked); a query is asked "
-                "of a solver holding the type domain alone, then, when that does not refute "
-                "it, of one holding every invariant and lemma at every task. Solving is about "
-                "60% of the CPU (a heavy tail of step-property frames over every task's "
-                "branches), the goals built through z3's Python API about a quarter, the "
-                "branches through the model's decide the rest; shared among 2 processes by "
-                "transition kind (bench/README.md, where a proof's time goes now)",
+            higher_is_better=False, target=1.0 if six else None, why=WHY,
             note=f"{r['frames']:,} frames, {r['cpu']:.1f} s CPU, in a fresh process "
                  "(interpreter start and imports excluded)"))
+        if six:
+            # on a shared machine the wall time is the share of the cores the other work left;
+            # the busier process's CPU is what the wall time would be on two idle cores
+            figures.append(Figure(
+                f"{r['suite']}, CPU of the busier process (the wall time on 2 idle cores)",
+                r["busiest"], "s", peer="target", peer_value=TARGET_SECONDS,
+                higher_is_better=False, target=1.0, why=WHY,
+                note=f"{r['cpu']:.1f} s CPU over both processes"))
     return settle(NAME, figures, checks, [], [], t0)
 
 

@@ -253,3 +253,61 @@ def test_a_frame_the_type_domain_alone_cannot_refute_is_asked_under_every_assump
     bare = Prover(Instance.proof(tasks=1), lemmas={})
     found = [bare.check(REGISTRY["done-iff-graphsave"], t) for t in bare.groups]
     assert any(r.status == "counterexample" for r in found)
+
+
+def _goals(prover: Prover, transitions: list[str]) -> list[tuple[str, str, list]]:
+    return [(p.id, tr, [d for _, d, _ in prover.goal(p, tr)])
+            for tr in transitions for p in prover.properties]
+
+
+def _ids(goals: list[tuple[str, str, list]]) -> list[tuple[str, str, list[int]]]:
+    """The goals' term ids (compared while both sets of terms are alive: a freed term's id
+    may be given to another)."""
+    return [(p, tr, [d.get_id() for d in ds]) for p, tr, ds in goals]
+
+
+def test_the_fast_comparisons_and_the_journal_memo_build_the_terms_z3py_builds(monkeypatch):
+    """``IntTerm``'s ``==``/``!=`` through the C API, the goals' And/Not through the backend and
+    the journal's memoised lookups give, term for term, the goals the plain z3py operators and
+    an unmemoised journal give (z3 shares equal terms: the same id is the same term)."""
+    import z3
+    from wgk.conformance.z3.sym_backend import IntTerm, int_var
+    from wgk.conformance.z3.sym_containers import SymJournal
+    x, y = int_var("fast.x"), int_var("fast.y")
+    for a, b in ((x, 3), (x, y), (x, list(ReviewPhase)[-1]), (3, x)):
+        plain_eq = z3.ArithRef.__eq__(*((a, b) if isinstance(a, IntTerm) else (b, a)))
+        plain_ne = z3.ArithRef.__ne__(*((a, b) if isinstance(a, IntTerm) else (b, a)))
+        assert (a == b).get_id() == plain_eq.get_id() and (a != b).get_id() == plain_ne.get_id()
+    assert (x == z3.Int("fast.z") + 1).get_id() == z3.ArithRef.__eq__(x, z3.Int("fast.z") + 1).get_id()
+    inst = Instance.proof(tasks=2)
+    transitions = ["dispatch", "submit", "record-disposition", "env:edit"]
+    fast = Prover(inst, transitions=transitions)
+    assert isinstance(fast.s.tasks[0].phase, IntTerm)
+    goals = _goals(fast, transitions)
+    assert sum(len(d) for _, _, d in goals) > 100
+    monkeypatch.setattr(IntTerm, "_operand", lambda self, other: None)   # z3py's way
+    monkeypatch.setattr(SymJournal, "lookup", SymJournal._lookup)
+    monkeypatch.setattr(SymJournal, "__sym_eq__", SymJournal._eq)
+    plain = Prover(inst, transitions=transitions)
+    assert _ids(_goals(plain, transitions)) == _ids(goals)
+
+
+def test_a_journal_memo_answers_only_the_same_arguments():
+    """A memoised lookup is the lookup of the same key and digest; another digest or key is
+    looked up anew."""
+    from wgk.conformance.z3.sym_containers import SymJournal
+    prover = Prover(Instance.proof(tasks=1), transitions=["dispatch"])
+    j: SymJournal = prover.s.journal
+    steps_ = [b.step for b in prover.branches if b.step.key is not None]
+    assert len(steps_) >= 2
+    with symbolic():
+        got = [j.lookup(r.journal_key, r.digest) for r in steps_]
+        again = [j.lookup(r.journal_key, r.digest) for r in steps_]
+        fresh = [j._lookup(r.journal_key, r.digest) for r in steps_]
+    ident = lambda res: [tuple(x.get_id() if hasattr(x, "get_id") else x for x in t) for t in res]
+    assert ident(got) == ident(again) == ident(fresh)
+    lookups = [k for k in j._memo if k[0] == "lookup"]
+    assert len(lookups) == len({(k[1], id(r.digest)) for r in steps_
+                                for k in [("", ("ast", r.journal_key.get_id())
+                                           if hasattr(r.journal_key, "get_id")
+                                           else ("value", type(r.journal_key), r.journal_key))]})

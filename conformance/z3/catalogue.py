@@ -13,7 +13,7 @@ import z3
 from wgk.model.actions import PARAMS, WITH_DEADLINE, WITH_EVIDENCE, WITH_IMPORTS
 from wgk.model.env import EnvKind
 from wgk.model.requests import Request, phase_code
-from wgk.model.vocab import INTRUDER, AUTHORITY, NEEDS_CAPABILITY, Actor, Kind as K
+from wgk.model.vocab import INTRUDER, AUTHORITY, NEEDS_CAPABILITY, TOKEN_BEARERS, Actor, Kind as K
 
 from wgk.conformance.z3.symbolic import value
 from wgk.conformance.z3.templates import (  # noqa: F401  (POOL, Pool, EnvTemplate re-exported)
@@ -77,22 +77,38 @@ def request_templates(kinds: Iterable[K], tasks: Iterable[str], evidence_ids: tu
 
 
 def intruder_templates(kinds: Iterable[K], tasks: Iterable[str],
-                       evidence_ids: tuple[str, ...]) -> list[Template]:
-    """One template per kind and task: the intruder posing as the kind's authorized actors
-    with a capability for this graph (every field it compares is symbolic)."""
+                       evidence_ids: tuple[str, ...],
+                       held: Iterable[Actor] = TOKEN_BEARERS,
+                       by_actor: frozenset = frozenset()) -> list[Template]:
+    """Per kind and task, the intruder posing as the kind's authorized actors with a
+    capability for this graph (every field it compares is symbolic), ``held``: the roles the
+    graph gives it.
+
+    A template's symbolic request is sent by its first actor and stands for every actor of
+    its class, so a class holds actors the kernel treats alike: those the intruder holds (each
+    its own, for the kinds in ``by_actor``, whose rules ask who sent the request), then (a
+    template of their own, labelled ``unheld`` when the kind has both) those it does not,
+    whose requests the kernel rejects as role-not-held."""
     out: list[Template] = []
     tasks = list(tasks)
+    held = frozenset(held)
     for kind in kinds:
         allowed, _ = _authority_classes(kind)
-        if not allowed:
-            continue
+        mine = tuple(a for a in allowed if a in held)
+        others = tuple(a for a in allowed if a not in held)
+        split = kind in by_actor and len(mine) > 1
+        classes = [((a,), False, True) for a in mine] if split else \
+            [(mine, False, False)] if mine else []
+        if others:
+            classes.append((others, bool(mine), False))
         cap = "own" if kind in NEEDS_CAPABILITY else "none"
         for task in tasks:
-            out.append(Template(kind, task, allowed, PARAMS.get(kind, ()),
-                                VERDICTS.get(kind, (None,))[0],
-                                DISPOSITIONS.get(kind, (None,))[0],
-                                evidence_ids[0] if kind in WITH_EVIDENCE else "", cap,
-                                principal=INTRUDER))
+            for actors, unheld, one in classes:
+                out.append(Template(kind, task, actors, PARAMS.get(kind, ()),
+                                    VERDICTS.get(kind, (None,))[0],
+                                    DISPOSITIONS.get(kind, (None,))[0],
+                                    evidence_ids[0] if kind in WITH_EVIDENCE else "", cap,
+                                    by_actor=one, principal=INTRUDER, unheld=unheld))
     return out
 
 

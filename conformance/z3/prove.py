@@ -36,7 +36,7 @@ import z3
 from wgk.model.actions import Instance
 from wgk.model.invariants import REGISTRY, Property
 from wgk.model.state import State
-from wgk.model.vocab import Kind
+from wgk.model.vocab import INTRUDER, Kind
 
 from wgk.conformance.z3.basecase import enabledness, init_frames
 from wgk.conformance.z3.crosscheck import (  # noqa: F401  (re-exported: callers import them from here)
@@ -47,7 +47,7 @@ from wgk.conformance.z3.proof_report import (  # noqa: F401  (re-exported)
     Counterexample, ProofReport, ProofResult,
 )
 from wgk.conformance.z3.symbolic import (
-    Space, decode_graph, decode_state, domain, fresh_state, free_constants, leaf_domain,
+    BACKEND, Space, decode_graph, decode_state, domain, fresh_state, free_constants, leaf_domain,
     leaf_types, leaves, symbolic, symbolic_graph, value, substitute, within_type,
 )
 from wgk.conformance.z3.catalogue import (
@@ -95,7 +95,8 @@ class Prover:
         self.by_actor = actor_sensitive(graph, sem)
         self.cat = Catalogue(request_templates(list(Kind), names, inst.ids(),
                                                by_actor=self.by_actor)
-                             + intruder_templates(list(Kind), names, inst.ids())
+                             + intruder_templates(list(Kind), names, inst.ids(),
+                                                 graph.principals.get(INTRUDER, ()), self.by_actor)
                              + env_templates(names), graph.graph_id)
         #: every transition kind of the catalogue, in the order of its templates
         self.transitions = list(dict.fromkeys(transition_of(t) for t in self.cat.templates))
@@ -106,7 +107,9 @@ class Prover:
         self.pool = Pool("r", inst.keys)
         self.pre = leaves(self.space, self.s)
         self.types = leaf_types(self.space)
-        self.var_types = {x.decl().name(): tp for x, tp in zip(self.pre, self.types)}
+        #: the name of every pre-state leaf, in ``leaves`` order (z3's ``decl().name()`` is slow)
+        self.pre_names = [x.decl().name() for x in self.pre]
+        self.var_types = dict(zip(self.pre_names, self.types))
         self.var_types.update({v.decl().name(): int for v in self.pool.vars.values()})
         self.var_types[self.pool.shape.decl().name()] = ("shape", len(self.cat.shapes))
         self.type_memo: dict = {}
@@ -173,7 +176,7 @@ class Prover:
             self.groups.setdefault(b.transition, []).append(b)
             d = delta(self.space, self.s, b.post)
             self.delta[b.index] = d
-            self.changed[b.index] = {self.pre[n].decl().name() for n, _ in d}
+            self.changed[b.index] = {self.pre_names[n] for n, _ in d}
             self.substitution[b.index] = [(self.pre[n], as_term(v)) for n, v in d]
 
     @property
@@ -191,19 +194,19 @@ class Prover:
             new = [leaf_domain(self.types[n], v) for n, v in self.delta[b.index]
                    if not within_type(self.types[n], v, self.var_types, self.type_memo)]
             new = [c for c in new if c is not True]
-            return [(z3.Not(z3.And(new)), [])] if new else []
+            return [(BACKEND.not_(BACKEND.and_(new)), [])] if new else []
         if p.scope == "step":
             if b.decision is None:        # step properties judge decided requests only
                 return []
             ok = p.holds(self.s, b.step, b.decision, b.post)
-            return [] if ok is True else [(z3.Not(ok) if ok is not False else z3.BoolVal(True), [])]
+            return [] if ok is True else [(BACKEND.not_(ok) if ok is not False else z3.BoolVal(True), [])]
         out = []
         moved = self.changed[b.index]
         for m in range(self.inst.tasks):
             if not (self.reads[p.id][m] & moved):
                 continue
             ok = substitute(self.assumed[p.id][m], self.substitution[b.index])
-            out.append((z3.Not(ok), [m]))
+            out.append((BACKEND.not_(ok), [m]))
         return out
 
     def goal(self, p: Property, transition: str) -> list[tuple[Branch, Any, list[int]]]:
@@ -211,7 +214,7 @@ class Prover:
         with symbolic(), self.sem.active():
             for b in self.groups[transition]:
                 for bad, tasks in self._violations(p, b):
-                    out.append((b, z3.And(b.guard, bad), tasks))
+                    out.append((b, BACKEND.and_([b.guard, bad]), tasks))
         return out
 
     # -- checking -----------------------------------------------------------------

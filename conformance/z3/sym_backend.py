@@ -42,6 +42,8 @@ class Z3Backend:
             return a if a == b else (c if a else self.not_(c))
         a, b = self.term(a), self.term(b)
         ref = z3core.Z3_mk_ite(self.ctx.ref(), c.as_ast(), a.as_ast(), b.as_ast())
+        if isinstance(a, (IntTerm, z3.IntNumRef)) or isinstance(b, IntTerm):
+            return IntTerm(ref, self.ctx)
         return z3.ArithRef(ref, self.ctx) if isinstance(a, z3.ArithRef) else z3.z3._to_expr_ref(ref, self.ctx)
 
     def and_(self, xs: list) -> Any:
@@ -66,6 +68,43 @@ class Z3Backend:
         constraint (the solver's pseudo-Boolean core) instead of a sum of if-then-elses."""
         total = z3.Sum([self.term(known)] + [self.ite(x, 1, 0) for x in terms])
         return Count(total.as_ast(), self.ctx, known, terms)
+
+
+class IntTerm(z3.ArithRef):
+    """A term of sort Int whose ``==`` and ``!=`` with a Python int or another ``IntTerm`` are
+    built with z3's C API: the very terms z3py builds (``Z3_mk_eq``, ``Z3_mk_distinct`` of the
+    two, the int as its numeral), without z3py's coercion of the operands, which the model's
+    comparisons of fields with enum members make the larger part of building the branches
+    and goals. Any other operand takes z3py's way."""
+
+    def _operand(self, other: Any) -> Any:
+        if isinstance(other, IntTerm):
+            return other.as_ast()
+        if isinstance(other, int) and not isinstance(other, bool):
+            return BACKEND.term(int(other)).as_ast()
+        return None
+
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        b = self._operand(other)
+        if b is None:
+            return super().__eq__(other)
+        return z3.BoolRef(z3core.Z3_mk_eq(self.ctx.ref(), self.as_ast(), b), self.ctx)
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        b = self._operand(other)
+        if b is None:
+            return super().__ne__(other)
+        arr = (z3.Ast * 2)()
+        arr[0], arr[1] = self.as_ast(), b
+        return z3.BoolRef(z3core.Z3_mk_distinct(self.ctx.ref(), 2, arr), self.ctx)
+
+    __hash__ = z3.ArithRef.__hash__
+
+
+def int_var(name: str) -> IntTerm:
+    """A fresh Int constant (``z3.Int(name)``) as an ``IntTerm``."""
+    x = z3.Int(name)
+    return IntTerm(x.as_ast(), x.ctx)
 
 
 class Count(z3.ArithRef):
@@ -154,7 +193,7 @@ def as_bool(x: Any) -> z3.BoolRef:
     return z3.BoolVal(x) if isinstance(x, bool) else x
 
 
-class NonZero(z3.ArithRef):
+class NonZero(IntTerm):
     """A symbolic int known to be non-zero (the domain asserts it).
 
     Like any non-zero int it is truthy in Python, so model code that branches

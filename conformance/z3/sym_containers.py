@@ -83,17 +83,31 @@ class SymJournal:
 
     Digests compare by shape and by the slots the request's shape uses, so two
     requests with the same shape and the same field values have the same digest,
-    as the concrete sha256 digests do."""
+    as the concrete sha256 digests do.
 
-    __slots__ = ("entries",)
+    A journal is immutable and its entries are terms, so ``lookup`` and ``__sym_eq__`` are
+    pure: their results are kept per journal (a proof asks the pre-state's journal the same
+    lookup, and compares it with the same post-state's, for several properties of one
+    branch). Each memo entry keeps its arguments alive, so an ``id`` is never reused for
+    another object while its entry stands."""
+
+    __slots__ = ("entries", "_memo")
 
     def __init__(self, entries: tuple):
         self.entries = entries
+        self._memo: dict = {}
 
     def _same(self, e: SymEntry, d: SymDigest) -> Any:
         return all_of(e.used, e.shape == d.shape, *[e.slots[j] == v for j, v in d.slots.items()])
 
     def lookup(self, key, digest: SymDigest) -> tuple[Any, Any, Any, Any]:
+        memo = ("lookup", _ident(key), id(digest))
+        hit = self._memo.get(memo)
+        if hit is None:
+            hit = self._memo[memo] = (key, digest, self._lookup(key, digest))
+        return hit[2]
+
+    def _lookup(self, key, digest: SymDigest) -> tuple[Any, Any, Any, Any]:
         used: Any = False
         same: Any = False
         kind: Any = 0
@@ -120,6 +134,13 @@ class SymJournal:
                                                              strict=True)))
 
     def __sym_eq__(self, other: "SymJournal") -> Any:
+        memo = ("eq", id(other))
+        hit = self._memo.get(memo)
+        if hit is None:
+            hit = self._memo[memo] = (other, self._eq(other))
+        return hit[1]
+
+    def _eq(self, other: "SymJournal") -> Any:
         out = []
         for a, b in zip(self.entries, other.entries, strict=True):
             if a is b:
@@ -128,6 +149,12 @@ class SymJournal:
                     *[_leaf_eq(x, y) for x, y in zip(a.slots, b.slots, strict=True)],
                     _leaf_eq(a.kind, b.kind), _leaf_eq(a.code, b.code)]
         return all_of(*out)
+
+
+def _ident(x: Any) -> Any:
+    """A key for ``x`` in a memo: a z3 term by its id (terms are hash-consed), a Python value
+    by itself."""
+    return ("ast", x.get_id()) if isinstance(x, z3.AstRef) else ("value", type(x), x)
 
 
 def _leaf_eq(a: Any, b: Any) -> Any:

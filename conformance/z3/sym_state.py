@@ -14,7 +14,7 @@ from wgk.model.vocab import (
     Receipt, ReviewPhase, ReviewVerdict,
 )
 
-from wgk.conformance.z3.sym_backend import as_bool, is_term
+from wgk.conformance.z3.sym_backend import as_bool, int_var, is_term
 from wgk.conformance.z3.sym_containers import SymEntry, SymEvidence, SymJournal
 
 
@@ -58,10 +58,10 @@ def fresh_task(space: Space, name: str) -> TaskState:
     for f in BOOL_FIELDS:
         vals[f] = z3.Bool(f"{name}.{f}")
     for f in INT_FIELDS:
-        vals[f] = z3.Int(f"{name}.{f}")
+        vals[f] = int_var(f"{name}.{f}")
     vals["receipts"] = tuple(
-        Binding(z3.Int(f"{name}.rcpt.{k.label}.fence"), z3.Int(f"{name}.rcpt.{k.label}.candidate"),
-                z3.Int(f"{name}.rcpt.{k.label}.base"))
+        Binding(int_var(f"{name}.rcpt.{k.label}.fence"), int_var(f"{name}.rcpt.{k.label}.candidate"),
+                int_var(f"{name}.rcpt.{k.label}.base"))
         for k in Receipt)
     vals["evidence"] = SymEvidence({p: z3.Bool(f"{name}.ev.{p[0]}.{p[1]}") for p in space.universe})
     return TaskState(**vals)
@@ -69,9 +69,9 @@ def fresh_task(space: Space, name: str) -> TaskState:
 
 def fresh_journal(space: Space, prefix: str) -> SymJournal:
     return SymJournal(tuple(
-        SymEntry(z3.Bool(f"{prefix}.j.{k}.used"), z3.Int(f"{prefix}.j.{k}.shape"),
-                 tuple(z3.Int(f"{prefix}.j.{k}.slot{n}") for n in range(space.width)),
-                 z3.Int(f"{prefix}.j.{k}.kind"), z3.Int(f"{prefix}.j.{k}.code"))
+        SymEntry(z3.Bool(f"{prefix}.j.{k}.used"), int_var(f"{prefix}.j.{k}.shape"),
+                 tuple(int_var(f"{prefix}.j.{k}.slot{n}") for n in range(space.width)),
+                 int_var(f"{prefix}.j.{k}.kind"), int_var(f"{prefix}.j.{k}.code"))
         for k in space.keys))
 
 
@@ -80,8 +80,8 @@ def fresh_state(space: Space, prefix: str) -> State:
     return State(
         graph=space.graph,
         tasks=tuple(fresh_task(space, f"{prefix}.{n}") for n in space.graph.tasks),
-        target=z3.Int(f"{prefix}.target"),
-        now=z3.Int(f"{prefix}.now"),
+        target=int_var(f"{prefix}.target"),
+        now=int_var(f"{prefix}.now"),
         journal=fresh_journal(space, prefix),
     )
 
@@ -94,7 +94,7 @@ def symbolic_graph(names: tuple[str, ...], deps: tuple[tuple[int, ...], ...], gr
     return Graph(graph_id=graph_id, tasks=names, deps=deps,
                  review_required=tuple(z3.Bool(f"policy.{n}.review") for n in names),
                  requires_assignment=tuple(z3.Bool(f"policy.{n}.assignment") for n in names),
-                 retry_budget=tuple(z3.Int(f"policy.{n}.budget") for n in names),
+                 retry_budget=tuple(int_var(f"policy.{n}.budget") for n in names),
                  index={n: i for i, n in enumerate(names)},
                  protected=z3.Function("policy.protected", z3.IntSort(), z3.BoolSort()))
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from wgk.conformance.z3.sym_backend import (  # noqa: F401
     Z3Backend, substitute, BACKEND, symbolic, is_term, as_bool, NonZero, nonzero_int,
+    IntTerm, int_var,
 )
 from wgk.conformance.z3.sym_containers import (  # noqa: F401
     SymEvidence, SymDigest, SymEntry, SymJournal,
@@ -42,7 +43,7 @@ from wgk.conformance.z3.sym_decode import (  # noqa: F401
 
 __all__ = [
     'Z3Backend', 'substitute', 'BACKEND', 'symbolic', 'is_term', 'as_bool', 'NonZero',
-    'nonzero_int', 'SymEvidence', 'SymDigest', 'SymEntry', 'SymJournal', 'ENUM_FIELDS',
+    'nonzero_int', 'IntTerm', 'int_var', 'SymEvidence', 'SymDigest', 'SymEntry', 'SymJournal', 'ENUM_FIELDS',
     'BOOL_FIELDS', 'INT_FIELDS', 'Space', 'fresh_task', 'fresh_journal', 'fresh_state',
     'symbolic_graph', 'task_leaves', 'leaves', 'DomainError', 'leaf_types', 'leaf_domain',
     'within_type', 'domain', 'equals', 'value', 'decode_graph', 'decode_task', 'decode_journal',

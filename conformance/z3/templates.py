@@ -30,7 +30,7 @@ from wgk.model.vocab import (
     Kind as K, Phase, ReviewVerdict, Verdict,
 )
 
-from wgk.conformance.z3.symbolic import SymDigest, nonzero_int
+from wgk.conformance.z3.symbolic import SymDigest, int_var, nonzero_int
 
 CAP = ("generation", "attempt", "fence", "lease_epoch")
 CAS = ("expected_phase", "expected_revision")
@@ -84,6 +84,7 @@ class Template:
     by_actor: bool = False       # the rule asks who sent it: this template is one actor
     shapes: tuple[int, ...] = ()
     principal: str | None = None  # INTRUDER: sent by the intruder posing as its actors
+    unheld: bool = False         # the intruder's roles it does not hold, beside those it does
 
     @property
     def is_env(self) -> bool:
@@ -101,6 +102,7 @@ class Template:
             "foreign-cap" if self.cap == "foreign" else "",
             "unauthorized" if self.actors[0] not in AUTHORITY[self.kind] else "",
             f"as {self.principal}" if self.principal else "",
+            "unheld" if self.unheld else "",
         ) if x]
         return f"{self.kind.label}({','.join([self.task] + extra)})"
 
@@ -294,13 +296,13 @@ class Pool:
             if name in ("imports", "deadline"):
                 self.vars[name] = nonzero_int(f"{prefix}.{name}")
             else:
-                self.vars[name] = z3.Int(f"{prefix}.{name}")
-        self.shape = z3.Int(f"{prefix}.shape")
+                self.vars[name] = int_var(f"{prefix}.{name}")
+        self.shape = int_var(f"{prefix}.shape")
         code = self.vars["expected_phase"]
         self.phase_domain = z3.Or(z3.And(code >= min(PHASE_CODES[:len(Phase)]),
                                          code <= max(PHASE_CODES[:len(Phase)])),
                                   z3.And(code >= 100, code <= max(PHASE_CODES)))
-        self.key = z3.Int(f"{prefix}.key") if nkeys else None
+        self.key = int_var(f"{prefix}.key") if nkeys else None
         self.nkeys = nkeys
 
     def domain(self) -> list:

@@ -17,7 +17,7 @@ from wgk.model.env import EnvKind
 from wgk.model.actions import ENV_GLOBAL_KINDS, ENV_TASK_KINDS, Instance, instance_kinds
 from wgk.model.invariants import assumptions
 from wgk.model.state import State
-from wgk.model.vocab import DecisionKind as D, Disposition, Kind as K, Verdict
+from wgk.model.vocab import INTRUDER, DecisionKind as D, Disposition, Kind as K, Verdict
 
 from wgk.conformance.traces.export import ModelRun, step_label
 from wgk.conformance.z3.crosscheck import SymbolicMismatch, compare_step, decode_decision
@@ -47,7 +47,9 @@ def instance_templates(inst: Instance, ids: tuple[str, ...], sem: Semantics = MO
                                   dispositions=BMC_DISPOSITIONS,
                                   by_actor=actor_sensitive(graph, sem))
     if "intruder" in inst.groups:
-        out += intruder_templates(instance_kinds(inst), names, ids)
+        out += intruder_templates(instance_kinds(inst), names, ids,
+                                  graph.principals.get(INTRUDER, ()),
+                                  actor_sensitive(graph, sem))
     if "env" in inst.groups:
         out += env_templates(names, ENV_TASK_KINDS + ENV_GLOBAL_KINDS)
     if any(g in inst.groups for g in ("waits", "clock", "pause", "routes")):   # the clock runs toward deadlines
