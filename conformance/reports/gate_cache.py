@@ -95,6 +95,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from wgk.conformance.reports import gate_cache_memo as memo
+from wgk.conformance.reports.gate_cache_memo import MEMO_SECTIONS
 from wgk.conformance.reports.gate_report import Check
 
 FORMAT = "wgk-gate-cache/1"
@@ -361,10 +363,22 @@ def skeleton_digest(files: list[tuple[str, Path]], imports: dict[str, frozenset[
 # --- recording what a part runs ------------------------------------------------------------
 
 
+#: What the recordings active in this process were told ran without running it here: the
+#: functions of the calls a part's systems answered from the cache (``gate_cache_memo``).
+_NOTED: list[dict[str, set[str]]] = []
+
+
+def note_ran(functions: dict[str, set[str]]) -> None:
+    """Count ``functions`` as run by every recording active in this process."""
+    for ran in _NOTED:
+        for name, quals in functions.items():
+            ran.setdefault(name, set()).update(quals)
+
+
 @contextmanager
 def recording() -> Iterator[dict[str, set[str]]]:
-    """Notes every function of wgk's sources that runs (in every thread) while inside:
-    ``{file name: {qualified name}}``."""
+    """Notes every function of wgk's sources that runs (in every thread) while inside, and
+    those ``note_ran`` names: ``{file name: {qualified name}}``."""
     codes: set = set()
 
     def tracer(frame, event, arg):
@@ -374,15 +388,20 @@ def recording() -> Iterator[dict[str, set[str]]]:
     threading.settrace(tracer)
     sys.settrace(tracer)
     ran: dict[str, set[str]] = {}
+    noted: dict[str, set[str]] = {}
+    _NOTED.append(noted)
     try:
         yield ran
     finally:
         sys.settrace(before)
         threading.settrace(None)
+        _NOTED.remove(noted)
         for code in codes:
             name = relative(code.co_filename)
             if name is not None:
                 ran.setdefault(name, set()).add(code.co_qualname)
+        for name, quals in noted.items():
+            ran.setdefault(name, set()).update(quals)
 
 
 #: The files of ``wgk.model`` whose functions are keyed one by one: the rules and their
@@ -878,9 +897,22 @@ class GateCache:
             self.store(key, checks, ran)
             return checks
         with recording() as ran:
-            checks = fn()
+            if section in MEMO_SECTIONS:
+                # each system the part makes answered call by call (``gate_cache_memo``)
+                with memo.active(self.dir / "memo" / key[:2] / key, self._holds, []) as m:
+                    checks = fn()
+                self._tally(f"memo-{key[:16]}", 0, m.warnings)
+            else:
+                checks = fn()
         self.store(key, checks, ran)
         return checks
+
+    def _tally(self, name: str, reused: int, warnings: list[str]) -> None:
+        """Reused checks and warnings of a worker process, read back by ``summary``."""
+        if reused or warnings:
+            with contextlib.suppress(OSError):
+                _write_atomic(self.dir / "frames" / f".run-{self.token}-{name}.json",
+                              json.dumps({"reused": reused, "warnings": warnings}))
 
     def summary(self, total: int) -> dict:
         """The checks reused (proof frames reused inside a prove part run again included)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from wgk.conformance.oracle.coverage import recording
 from wgk.conformance.oracle.impl_system import ImplSystem
 from wgk.conformance.oracle.probes import closed_copy, probe_trace
+from wgk.conformance.reports.gate_cache_memo import memoized
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, count_of
 from wgk.conformance.reports.gate_real import database_world
 from wgk.conformance.reports.gate_report import Check
@@ -51,9 +52,10 @@ def probe_checks(budget: str, progress: Progress | None, loaded: list) -> list[C
     out = []
     thorough = b_thorough(budget)
     seen: set | None = None if thorough else set()      # quick: each probe once in all traces
+    make = memoized(lambda t: ImplSystem(t))    # answered call by call from the gate's cache
     for trace in chosen:
         with recording() as sent:
-            r = probe_trace(closed_copy(trace), lambda t: ImplSystem(t), thorough=thorough,
+            r = probe_trace(closed_copy(trace), make, thorough=thorough,
                             seen=seen)
         if r.mismatch:
             m = r.mismatch

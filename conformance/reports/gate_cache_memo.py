@@ -1,0 +1,353 @@
+"""Per-run keys inside a part of the gate's cache: each system a part makes (a fuzz example's
+implementation, a probed trace's) answered from what it answered before, call by call.
+
+A part of the ``fuzz`` or ``probes`` section (``MEMO_SECTIONS``) that runs again (a function
+it ran changed) makes many systems under test: one fresh implementation per generated run of
+the fuzzer, one per probed trace. While the part runs with the cache, ``memoized(make)``
+wraps their factory: each system is then a ``MemoSystem`` that keeps, in the cache (under
+the part's static key), the calls it was made with and sent (``new`` with its graph and
+initial state, each ``apply``, ``project``, ``revoke`` with its arguments) as a tree of call
+sequences, each call with its answer (or the ``StepError`` it raised) and the functions of
+wgk's sources that ran during it (``sys.settrace`` for the call, chained to the part's
+recording) with the digest of their files' text without the other functions' bodies
+(``gate_cache.file_digest``).
+
+Why a call's answer may be taken from the tree (the key is sound): a system's answer to
+its ``k``-th call is a function of the calls ``0..k`` sent to a fresh system and of the code
+that ran for them. The answer is reused only when the same calls in the same order led
+there and every function that ran during each of them is unchanged (the part's static key
+covers the rest of the sources: everything outside the functions' bodies, every data file,
+the versions and the options); then the same code runs on the same inputs, so the same
+functions run and give the same answer. At the first call that is not in the tree, or one
+of whose functions changed, a real system is made and sent every earlier call again (each
+answer checked against the one given: a difference is an error, never a verdict), and the
+system runs for real from there on. So a changed module makes run again exactly the
+systems (fuzz examples, probed traces) whose calls ran it, from their first such call; the
+others are answered without the implementation. The model's side (the fuzzer's and the
+probes' model, the coverage shadow beside the system) always runs.
+
+What the tree cannot see: a function replaced in memory (the gate runs without the cache
+then), code run in another thread during a call (the implementation's requests run in the
+caller's thread; a thread started during a call is traced by the part's recording, not by
+the call's: its functions are added to every call's record made while it runs, see
+``_Trace``).
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import pickle
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+#: Sections whose parts' systems are answered call by call (``memoized``).
+MEMO_SECTIONS = frozenset({"fuzz", "probes"})
+FORMAT = "wgk-gate-memo/1"
+
+
+class MemoError(RuntimeError):
+    """A system made again answered a recorded call otherwise (the record is unsound)."""
+
+
+class Memo:
+    """The tree of one part's calls, flat (a deep tree would not pickle): ``nodes[0]`` the
+    root, each node ``{call: [answer, deps index, node index of the calls after it]}``;
+    ``deps`` a list of ``{file name: (functions, digest)}`` shared by index."""
+
+    def __init__(self, path: Path, holds: Callable[[str, frozenset, str], bool],
+                 warnings: list[str]):
+        self.path = path
+        self.warnings = warnings
+        self.holds = holds
+        self.nodes: list[dict] = [{}]
+        self.deps: list[dict] = []
+        self._index: dict[str, int] = {}
+        self._valid: dict[int, bool] = {}
+        self.changed = False
+        self.replayed = 0
+        self.sent = 0
+        #: the deps of the calls answered from the record (the part ran their functions)
+        self.noted: set[int] = set()
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return
+        try:
+            doc = pickle.loads(raw)
+            if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+                raise ValueError(f"not {FORMAT}")
+            self.nodes, self.deps = doc["nodes"], doc["deps"]
+            if not isinstance(self.nodes, list) or not self.nodes:
+                raise ValueError("no calls")
+            self._index = {json.dumps(d, sort_keys=True, default=sorted): n
+                           for n, d in enumerate(self.deps)}
+        except Exception as e:        # noqa: BLE001 -- a damaged record: the systems run for real
+            why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
+            warnings.append(f"cache record {path} ignored: {why}")
+            self.nodes, self.deps = [{}], []
+
+    def valid(self, n: int) -> bool:
+        known = self._valid.get(n)
+        if known is None:
+            known = self._valid[n] = all(self.holds(name, frozenset(q), d)
+                                         for name, (q, d) in self.deps[n].items())
+        return known
+
+    def intern(self, deps: dict) -> int:
+        text = json.dumps(deps, sort_keys=True, default=sorted)
+        n = self._index.get(text)
+        if n is None:
+            n = self._index[text] = len(self.deps)
+            self.deps.append(deps)
+            self._valid[n] = True
+        return n
+
+    def save(self) -> None:
+        if not self.changed:
+            return
+        from wgk.conformance.reports.gate_cache import _write_atomic
+        with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
+            _write_atomic(self.path, pickle.dumps({"format": FORMAT, "nodes": self.nodes,
+                                                   "deps": self.deps}, protocol=4))
+
+
+#: The record of the part running in this process (None: systems are made as they are).
+ACTIVE: Memo | None = None
+#: When a list, every ``MemoSystem`` made is appended to it (what a test looks at).
+SEEN: list | None = None
+
+
+def memoized(make: Callable) -> Callable:
+    """``make`` (source -> a system under test) answered call by call from the record of the
+    part running with the cache in this process (as it is when none is)."""
+    memo = ACTIVE
+    if memo is None:
+        return make
+    return lambda source, *a, **kw: MemoSystem(memo, make, source, a, kw)
+
+
+def _call(name: str, *args) -> str:
+    return json.dumps([name, *args], sort_keys=True, default=repr)
+
+
+def _source(source: Any) -> Any:
+    graph = getattr(source, "graph", source)
+    return {"graph": graph, "initial": getattr(source, "initial", None)}
+
+
+class _Trace:
+    """The functions of wgk's sources that run in this thread while inside (chained to the
+    tracer already set: the part's own recording still sees them)."""
+
+    def __enter__(self):
+        self.codes: set = set()
+        self.before = sys.gettrace()
+        before, codes = self.before, self.codes
+
+        def tracer(frame, event, arg):
+            codes.add(frame.f_code)
+            return before(frame, event, arg) if before is not None else None
+        sys.settrace(tracer)
+        self.threads = threading.active_count()
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(self.before)
+
+    def deps(self) -> dict:
+        from wgk.conformance.reports.gate_cache import (
+            _source_path, every_function, file_digest, relative)
+        ran: dict[str, set[str]] = {}
+        for code in self.codes:
+            name = relative(code.co_filename)
+            if name is not None:
+                ran.setdefault(name, set()).add(code.co_qualname)
+        if threading.active_count() != self.threads:   # a thread came or went: not seen here
+            ran = every_function()
+        out = {}
+        for name, quals in sorted(ran.items()):
+            p = _source_path(name)
+            if p is not None:
+                frozen = frozenset(quals)
+                out[name] = (sorted(frozen), file_digest(p, frozen))
+        return out
+
+
+def _clear_caches() -> None:
+    """Empty the implementation's memoized functions (``functools.lru_cache``) before a real
+    system is made: a value one system's call computed would otherwise answer another's
+    without the function running there, and not be in that call's record."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("wgk.impl") and module is not None:
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)) and \
+                        hasattr(value, "__wrapped__"):
+                    value.cache_clear()
+
+
+class MemoSystem:
+    """A system under test answered from the record while its calls are there with their
+    functions unchanged; then a real one (``make``), sent the calls so far again."""
+
+    def __init__(self, memo: Memo, make: Callable, source: Any, args: tuple, kw: dict):
+        from wgk.conformance.oracle.coverage import Shadow
+        self._memo, self._make, self._args = memo, make, (source, args, kw)
+        self._calls: list[tuple[str, str, tuple, Any]] = []
+        self._real = None
+        self._node: int = 0
+        #: the call from which this system ran for real (None: every call answered from the
+        #: record), and the deps of every call it was sent (``Memo.deps`` indices)
+        self.real_from: int | None = None
+        self.deps_of_calls: list[int] = []
+        if SEEN is not None:
+            SEEN.append(self)
+        initial = getattr(source, "initial", None) or (args[0] if args else None)
+        self.shadow = Shadow.of(source, initial)   # the cells, as the real system's shadow
+        self._do("new", _call("new", _source(source), repr(args), repr(sorted(kw.items()))),
+                 None, ())
+
+    # the calls
+
+    def apply(self, step: dict):
+        if self.shadow is not None:
+            self.shadow.step(step)
+        return self._do("apply", _call("apply", step), "apply", (step,))
+
+    def project(self):
+        return self._do("project", _call("project"), "project", ())
+
+    def revoke(self, who):
+        return self._do("revoke", _call("revoke", who), "revoke", (who,))
+
+    def check(self):
+        return self._do("check", _call("check"), "check", ())
+
+    def functions(self) -> dict[str, set[str]]:
+        """The functions of wgk's sources its calls ran (recorded or now)."""
+        out: dict[str, set[str]] = {}
+        for n in set(self.deps_of_calls):
+            for name, (quals, _) in self._memo.deps[n].items():
+                out.setdefault(name, set()).update(quals)
+        return out
+
+    def close(self) -> None:
+        if self._real is not None:
+            self._real.close()
+
+    def __getattr__(self, name: str):
+        # anything else the caller reads is the real system's (made now, sent the calls so far)
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._go_real(), name)
+
+    # answering
+
+    def _do(self, label: str, call: str, method: str | None, args: tuple):
+        from wgk.conformance.oracle.systems import StepError
+        memo = self._memo
+        if self._real is None:
+            entry = memo.nodes[self._node].get(call)
+            if entry is not None and memo.valid(entry[1]):
+                answer, n, children = entry
+                self._calls.append((call, method, args, answer))
+                self._node = children
+                memo.replayed += 1
+                memo.noted.add(n)
+                self.deps_of_calls.append(n)
+                if isinstance(answer, tuple) and answer[:1] == ("raise",):
+                    raise StepError(answer[1])
+                return copy.deepcopy(answer)
+        if method is None:                      # made: not in the record
+            answer, deps = self._made()
+            self.real_from = len(self._calls)
+        else:
+            answer, deps = self._run(self._go_real(), method, args)
+        self._keep(call, method, args, answer, deps)
+        if isinstance(answer, tuple) and answer[:1] == ("raise",):
+            raise StepError(answer[1])
+        return copy.deepcopy(answer)
+
+    def _made(self):
+        """The real system made (the ``new`` call not in the record)."""
+        with _Trace() as t:
+            self._real = self._fresh()
+        return None, t.deps()
+
+    def _fresh(self):
+        source, args, kw = self._args
+        _clear_caches()
+        real = self._make(source, *args, **kw)
+        if hasattr(real, "shadow"):
+            real.shadow = None            # the cells are recorded by this one's shadow
+        return real
+
+    def _run(self, real, method: str, args: tuple):
+        from wgk.conformance.oracle.systems import StepError
+        self._memo.sent += 1
+        with _Trace() as t:
+            try:
+                answer = getattr(real, method)(*args)
+            except StepError as e:
+                answer = ("raise", str(e))
+        return copy.deepcopy(answer), t.deps()
+
+    def _keep(self, call: str, method: str | None, args: tuple, answer, deps: dict) -> None:
+        memo = self._memo
+        n = memo.intern(deps)
+        node = memo.nodes[self._node]
+        entry = node.get(call)
+        if entry is not None and entry[0] == answer and memo.valid(entry[1]):
+            n = entry[1]            # as recorded (this run may have run fewer functions: a
+            #                         module imported, a value cached by an earlier call)
+        elif entry is None or entry[0] != answer or entry[1] != n:
+            # the calls after it were answered after this one as it ran then: kept only
+            # while it ran the same functions (of the same text) and answered the same
+            node[call] = [answer, n, len(memo.nodes)]
+            memo.nodes.append({})
+            memo.changed = True
+        self._node = node[call][2]
+        self.deps_of_calls.append(n)
+        self._calls.append((call, method, args, answer))
+
+    def _go_real(self):
+        """The real system, made now if it is not yet and sent the calls answered so far
+        again (each must be answered as it was)."""
+        if self._real is not None:
+            return self._real
+        calls, self._calls = self._calls, []
+        self.real_from, self.deps_of_calls = len(calls), []
+        self._node = 0
+        for call, method, args, answer in calls:
+            if method is None:
+                got, deps = self._made()
+            else:
+                got, deps = self._run(self._real, method, args)
+            if got != answer:
+                raise MemoError(f"the cache's record of {call[:120]} answered {str(answer)[:120]}"
+                                f", the implementation made again {str(got)[:120]}")
+            self._keep(call, method, args, got, deps)
+        if self._real is None:
+            self._made()
+        return self._real
+
+
+@contextlib.contextmanager
+def active(path: Path, holds: Callable[[str, frozenset, str], bool], warnings: list[str]):
+    """While inside, ``memoized`` answers from the record at ``path`` (saved on leaving)."""
+    global ACTIVE
+    memo = Memo(path, holds, warnings)
+    before, ACTIVE = ACTIVE, memo
+    try:
+        yield memo
+    finally:
+        ACTIVE = before
+        from wgk.conformance.reports.gate_cache import note_ran
+        for n in sorted(memo.noted):
+            note_ran({name: set(q) for name, (q, _) in memo.deps[n].items()})
+        memo.save()
+
+
+__all__ = ["MEMO_SECTIONS", "Memo", "MemoError", "MemoSystem", "active", "memoized"]
