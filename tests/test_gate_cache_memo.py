@@ -159,3 +159,19 @@ def test_a_damaged_record_is_ignored_with_a_one_line_warning(runs, cold, monkeyp
     warned = [w for w in result.cache["warnings"] if "cache record" in w]
     assert len(warned) == len(records) and all("\n" not in w and "ignored" in w for w in warned)
     assert _plain(result.to_json()) == _plain(first.to_json())
+
+
+def test_a_record_keeps_only_the_calls_still_reached_and_reads_back(tmp_path):
+    path = tmp_path / "record"
+    memo = gate_cache_memo.Memo(path, lambda name, quals, digest: True, [])
+    a, b = memo.intern({"impl/x.py": (["f"], "1")}), memo.intern({"impl/x.py": (["g"], "2")})
+    memo.nodes = [{"new": [None, a, 1]}, {"apply 1": [{"d": 1}, b, 2]}, {}, {"orphan": [0, b, 2]}]
+    memo.changed = True
+    memo.save()
+    again = gate_cache_memo.Memo(path, lambda name, quals, digest: digest == "1", [])
+    assert again.nodes == [{"new": [None, 0, 1]}, {"apply 1": [{"d": 1}, 1, 2]}, {}]
+    assert again.valid(0) and not again.valid(1)
+    warnings: list[str] = []
+    path.write_bytes(b"\x80\x04garbage")
+    assert gate_cache_memo.Memo(path, lambda *a: True, warnings).nodes == [{}]
+    assert len(warnings) == 1 and "ignored" in warnings[0] and "\n" not in warnings[0]

@@ -63,6 +63,12 @@ validator's version and the module building it) and the prover's set-up by kind 
 model (``gate_mutants.Context.kind_setup``: every file of the model and of the suite
 whole).
 
+Inside a part of the probes or the fuzzing run again, each system under test the part makes
+(a probed trace's implementation, a fuzz example's) is answered call by call from the
+record of that part's earlier runs while each call's own functions are unchanged
+(``gate_cache_memo``, with why that key is sound): a changed module runs again exactly the
+systems whose calls ran it, from a fresh system sent their earlier calls again.
+
 The key is of the sources on disk: a function replaced in memory (a test's
 monkeypatch) is not seen, so a gate with such a patch is run without the cache.
 
@@ -363,6 +369,10 @@ def skeleton_digest(files: list[tuple[str, Path]], imports: dict[str, frozenset[
 # --- recording what a part runs ------------------------------------------------------------
 
 
+#: Where the recording's tracer also notes the code that runs (``gate_cache_memo``: the
+#: calls of one system under test, one by one; None: nowhere).
+CALL: list[set | None] = [None]
+
 #: What the recordings active in this process were told ran without running it here: the
 #: functions of the calls a part's systems answered from the cache (``gate_cache_memo``).
 _NOTED: list[dict[str, set[str]]] = []
@@ -383,6 +393,8 @@ def recording() -> Iterator[dict[str, set[str]]]:
 
     def tracer(frame, event, arg):
         codes.add(frame.f_code)
+        if CALL[0] is not None:             # a call of a system answered call by call
+            CALL[0].add(frame.f_code)
 
     before = sys.gettrace()
     threading.settrace(tracer)

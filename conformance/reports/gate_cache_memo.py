@@ -26,16 +26,19 @@ systems (fuzz examples, probed traces) whose calls ran it, from their first such
 others are answered without the implementation. The model's side (the fuzzer's and the
 probes' model, the coverage shadow beside the system) always runs.
 
-What the tree cannot see: a function replaced in memory (the gate runs without the cache
-then), code run in another thread during a call (the implementation's requests run in the
-caller's thread; a thread started during a call is traced by the part's recording, not by
-the call's: its functions are added to every call's record made while it runs, see
-``_Trace``).
+Three things would let an answer depend on more than its call's functions, and are closed:
+the calls after one whose functions changed are never taken from the tree, even when their
+own functions did not change (the state they see came from it); a value one system's call
+memoized in the process (``functools.lru_cache`` in ``wgk.impl``) is emptied before each real
+system is made (``_clear_caches``), so the call that needs it computes it and records it;
+a call during which a thread starts or ends depends on every function of every source file
+(``_Trace``: the call's tracer sees its own thread only). A function replaced in memory is
+not seen (the gate runs without the cache then).
 """
 from __future__ import annotations
 
 import contextlib
-import copy
+import io
 import json
 import pickle
 import sys
@@ -66,6 +69,7 @@ class Memo:
         self.deps: list[dict] = []
         self._index: dict[str, int] = {}
         self._valid: dict[int, bool] = {}
+        self._ids: dict[int, tuple[dict, int]] = {}
         self.changed = False
         self.replayed = 0
         self.sent = 0
@@ -76,7 +80,7 @@ class Memo:
         except OSError:
             return
         try:
-            doc = pickle.loads(raw)
+            doc = _Plain(io.BytesIO(raw)).load()
             if not isinstance(doc, dict) or doc.get("format") != FORMAT:
                 raise ValueError(f"not {FORMAT}")
             self.nodes, self.deps = doc["nodes"], doc["deps"]
@@ -97,6 +101,14 @@ class Memo:
         return known
 
     def intern(self, deps: dict) -> int:
+        known = self._ids.get(id(deps))
+        if known is not None and known[0] is deps:
+            return known[1]
+        n = self._intern(deps)
+        self._ids[id(deps)] = (deps, n)
+        return n
+
+    def _intern(self, deps: dict) -> int:
         text = json.dumps(deps, sort_keys=True, default=sorted)
         n = self._index.get(text)
         if n is None:
@@ -109,9 +121,37 @@ class Memo:
         if not self.changed:
             return
         from wgk.conformance.reports.gate_cache import _write_atomic
-        with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
-            _write_atomic(self.path, pickle.dumps({"format": FORMAT, "nodes": self.nodes,
-                                                   "deps": self.deps}, protocol=4))
+        nodes, deps = self._compacted()
+        with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError,
+                                 RecursionError):
+            _write_atomic(self.path, pickle.dumps({"format": FORMAT, "nodes": nodes,
+                                                   "deps": deps}, protocol=4))
+
+    def _compacted(self) -> tuple[list[dict], list[dict]]:
+        """The nodes reachable from the root and the deps they use (a call answered otherwise
+        or run with other functions left the calls recorded after it unreachable)."""
+        order, where, used = [0], {0: 0}, {}
+        for n in order:                   # grows while walked: breadth first
+            for _, _, child in self.nodes[n].values():
+                if child not in where:
+                    where[child] = len(order)
+                    order.append(child)
+        nodes = []
+        for n in order:
+            node = {}
+            for call, (answer, d, child) in self.nodes[n].items():
+                node[call] = [answer, used.setdefault(d, len(used)), where[child]]
+            nodes.append(node)
+        return nodes, [self.deps[d] for d, _ in sorted(used.items(), key=lambda x: x[1])]
+
+
+class _Plain(pickle.Unpickler):
+    """Reads plain data only (a record holds calls, answers and digests: no class)."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) in (("builtins", "set"), ("builtins", "frozenset")):
+            return super().find_class(module, name)
+        raise ValueError(f"holds a {module}.{name}")
 
 
 #: The record of the part running in this process (None: systems are made as they are).
@@ -129,6 +169,11 @@ def memoized(make: Callable) -> Callable:
     return lambda source, *a, **kw: MemoSystem(memo, make, source, a, kw)
 
 
+def _copy(answer):
+    """A copy of an answer the caller may change (answers are plain data)."""
+    return answer if answer is None else pickle.loads(pickle.dumps(answer, protocol=4))
+
+
 def _call(name: str, *args) -> str:
     return json.dumps([name, *args], sort_keys=True, default=repr)
 
@@ -138,26 +183,47 @@ def _source(source: Any) -> Any:
     return {"graph": graph, "initial": getattr(source, "initial", None)}
 
 
+#: ``_Trace.deps`` by the code objects that ran, for the part running (``active``).
+_DEPS: dict[tuple, dict] = {}
+
+
 class _Trace:
     """The functions of wgk's sources that run in this thread while inside (chained to the
     tracer already set: the part's own recording still sees them)."""
 
     def __enter__(self):
+        from wgk.conformance.reports.gate_cache import CALL, _NOTED
         self.codes: set = set()
-        self.before = sys.gettrace()
-        before, codes = self.before, self.codes
-
-        def tracer(frame, event, arg):
-            codes.add(frame.f_code)
-            return before(frame, event, arg) if before is not None else None
-        sys.settrace(tracer)
         self.threads = threading.active_count()
+        self.before = sys.gettrace()
+        self.shared = bool(_NOTED) and self.before is not None
+        if self.shared:                 # the part's recording notes this call's code too
+            self.outer, CALL[0] = CALL[0], self.codes
+        else:
+            codes = self.codes
+
+            def tracer(frame, event, arg):
+                codes.add(frame.f_code)
+            sys.settrace(tracer)
         return self
 
     def __exit__(self, *exc):
-        sys.settrace(self.before)
+        if self.shared:
+            from wgk.conformance.reports.gate_cache import CALL
+            CALL[0] = self.outer
+        else:
+            sys.settrace(self.before)
 
     def deps(self) -> dict:
+        """``{file name: (functions, digest)}`` of what ran (one object per set of code
+        objects: many calls run the same functions)."""
+        key = (frozenset(self.codes), threading.active_count() != self.threads)
+        found = _DEPS.get(key)
+        if found is None:
+            found = _DEPS[key] = self._deps()
+        return found
+
+    def _deps(self) -> dict:
         from wgk.conformance.reports.gate_cache import (
             _source_path, every_function, file_digest, relative)
         ran: dict[str, set[str]] = {}
@@ -259,7 +325,7 @@ class MemoSystem:
                 self.deps_of_calls.append(n)
                 if isinstance(answer, tuple) and answer[:1] == ("raise",):
                     raise StepError(answer[1])
-                return copy.deepcopy(answer)
+                return _copy(answer)
         if method is None:                      # made: not in the record
             answer, deps = self._made()
             self.real_from = len(self._calls)
@@ -268,7 +334,7 @@ class MemoSystem:
         self._keep(call, method, args, answer, deps)
         if isinstance(answer, tuple) and answer[:1] == ("raise",):
             raise StepError(answer[1])
-        return copy.deepcopy(answer)
+        return _copy(answer)
 
     def _made(self):
         """The real system made (the ``new`` call not in the record)."""
@@ -292,7 +358,7 @@ class MemoSystem:
                 answer = getattr(real, method)(*args)
             except StepError as e:
                 answer = ("raise", str(e))
-        return copy.deepcopy(answer), t.deps()
+        return _copy(answer), t.deps()
 
     def _keep(self, call: str, method: str | None, args: tuple, answer, deps: dict) -> None:
         memo = self._memo
@@ -338,6 +404,7 @@ class MemoSystem:
 def active(path: Path, holds: Callable[[str, frozenset, str], bool], warnings: list[str]):
     """While inside, ``memoized`` answers from the record at ``path`` (saved on leaving)."""
     global ACTIVE
+    _DEPS.clear()                     # the files' text is read again for each part
     memo = Memo(path, holds, warnings)
     before, ACTIVE = ACTIVE, memo
     try:
