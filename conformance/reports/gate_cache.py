@@ -940,6 +940,8 @@ class GateCache:
         return {"dir": str(self.dir), "reused": reused, "checks": total, "warnings": warnings}
 
 
+memo.CACHE = sys.modules[__name__]      # what the record of a part's calls reads here
+
 #: The cache of the gate running in this process (and its forked workers): the prove
 #: section keeps its frames in it (``gate_frames``).
 ACTIVE: GateCache | None = None

@@ -46,6 +46,10 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+#: The module ``gate_cache`` (set by it when it is imported: it imports this one, and a
+#: record is only made inside one of its parts).
+CACHE: Any = None
+
 #: Sections whose parts' systems are answered call by call (``memoized``).
 MEMO_SECTIONS = frozenset({"fuzz", "probes"})
 FORMAT = "wgk-gate-memo/1"
@@ -120,7 +124,7 @@ class Memo:
     def save(self) -> None:
         if not self.changed:
             return
-        from wgk.conformance.reports.gate_cache import _write_atomic
+        _write_atomic = CACHE._write_atomic
         nodes, deps = self._compacted()
         with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError,
                                  RecursionError):
@@ -192,7 +196,7 @@ class _Trace:
     tracer already set: the part's own recording still sees them)."""
 
     def __enter__(self):
-        from wgk.conformance.reports.gate_cache import CALL, _NOTED
+        CALL, _NOTED = CACHE.CALL, CACHE._NOTED
         self.codes: set = set()
         self.threads = threading.active_count()
         self.before = sys.gettrace()
@@ -209,7 +213,7 @@ class _Trace:
 
     def __exit__(self, *exc):
         if self.shared:
-            from wgk.conformance.reports.gate_cache import CALL
+            CALL = CACHE.CALL
             CALL[0] = self.outer
         else:
             sys.settrace(self.before)
@@ -224,8 +228,8 @@ class _Trace:
         return found
 
     def _deps(self) -> dict:
-        from wgk.conformance.reports.gate_cache import (
-            _source_path, every_function, file_digest, relative)
+        _source_path, every_function, file_digest, relative = (
+            CACHE._source_path, CACHE.every_function, CACHE.file_digest, CACHE.relative)
         ran: dict[str, set[str]] = {}
         for code in self.codes:
             name = relative(code.co_filename)
@@ -411,7 +415,7 @@ def active(path: Path, holds: Callable[[str, frozenset, str], bool], warnings: l
         yield memo
     finally:
         ACTIVE = before
-        from wgk.conformance.reports.gate_cache import note_ran
+        note_ran = CACHE.note_ran
         for n in sorted(memo.noted):
             note_ran({name: set(q) for name, (q, _) in memo.deps[n].items()})
         memo.save()
