@@ -175,3 +175,54 @@ def test_a_record_keeps_only_the_calls_still_reached_and_reads_back(tmp_path):
     path.write_bytes(b"\x80\x04garbage")
     assert gate_cache_memo.Memo(path, lambda *a: True, warnings).nodes == [{}]
     assert len(warnings) == 1 and "ignored" in warnings[0] and "\n" not in warnings[0]
+
+
+class _Fake:
+    """A system under test answering each request with its key (what the record keeps)."""
+
+    def __init__(self, source):
+        self.sent = 0
+
+    def apply(self, step):
+        self.sent += 1
+        return {"decision": "rejected", "key": step["request"]["key"]}
+
+    def project(self):
+        return {"sent": self.sent}
+
+    def close(self):
+        pass
+
+
+def test_a_kept_run_is_given_only_while_the_system_answers_its_calls_as_before(tmp_path,
+                                                                               monkeypatch):
+    from wgk.conformance.oracle import coverage
+    monkeypatch.setattr(coverage.Shadow, "of", staticmethod(lambda source, initial: None))
+    path, runs = tmp_path / "record", []
+
+    def run(make):
+        system = make({"tasks": []})
+        answers = [system.apply({"request": {"key": k}}) for k in ("a", "b")]
+        runs.append(1)
+        return {"answers": answers, "after": system.project()}
+
+    def once(model: str = "m"):
+        with gate_cache_memo.active(path, lambda *a: True, [], model) as memo:
+            got = gate_cache_memo.kept_run("fake", ["inputs"], {"tasks": []},
+                                           gate_cache_memo.memoized(_Fake), run)
+        return got, memo
+    first, _ = once()
+    assert len(runs) == 1 and first["after"] == {"sent": 2}
+    again, memo = once()
+    assert again == first and len(runs) == 1 and memo.transcripts_used == 1
+    # the model's side changed (another digest): it runs
+    once("other")
+    assert len(runs) == 2
+    # an answer not the one kept (here the kept one is changed): it runs again
+    memo = gate_cache_memo.Memo(path, lambda *a: True, [])
+    for calls, _, _ in memo.transcripts.values():
+        calls[1][2] = {"decision": "applied"}
+    memo.changed = True
+    memo.save()
+    third, memo = once()
+    assert third == first and len(runs) == 3 and memo.transcripts_used == 0

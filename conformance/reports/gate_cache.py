@@ -911,7 +911,8 @@ class GateCache:
         with recording() as ran:
             if section in MEMO_SECTIONS:
                 # each system the part makes answered call by call (``gate_cache_memo``)
-                with memo.active(self.dir / "memo" / key[:2] / key, self._holds, []) as m:
+                with memo.active(self.dir / "memo" / key[:2] / key, self._holds, [],
+                                 self.model) as m:
                     checks = fn()
                 self._tally(f"memo-{key[:16]}", 0, m.warnings)
             else:

@@ -71,6 +71,11 @@ class Memo:
         self.holds = holds
         self.nodes: list[dict] = [{}]
         self.deps: list[dict] = []
+        #: the digest of every source file but the implementation's, whole (``kept_run``)
+        self.model: str | None = None
+        #: ``kept_run``'s results by key: ``[calls sent to the system, result]``
+        self.transcripts: dict[str, list] = {}
+        self.transcripts_used = 0
         self._index: dict[str, int] = {}
         self._valid: dict[int, bool] = {}
         self._ids: dict[int, tuple[dict, int]] = {}
@@ -88,6 +93,7 @@ class Memo:
             if not isinstance(doc, dict) or doc.get("format") != FORMAT:
                 raise ValueError(f"not {FORMAT}")
             self.nodes, self.deps = doc["nodes"], doc["deps"]
+            self.transcripts = dict(doc.get("transcripts") or {})
             if not isinstance(self.nodes, list) or not self.nodes:
                 raise ValueError("no calls")
             self._index = {json.dumps(d, sort_keys=True, default=sorted): n
@@ -95,7 +101,7 @@ class Memo:
         except Exception as e:        # noqa: BLE001 -- a damaged record: the systems run for real
             why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
             warnings.append(f"cache record {path} ignored: {why}")
-            self.nodes, self.deps = [{}], []
+            self.nodes, self.deps, self.transcripts = [{}], [], {}
 
     def valid(self, n: int) -> bool:
         known = self._valid.get(n)
@@ -129,7 +135,9 @@ class Memo:
         with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError,
                                  RecursionError):
             _write_atomic(self.path, pickle.dumps({"format": FORMAT, "nodes": nodes,
-                                                   "deps": deps}, protocol=4))
+                                                   "deps": deps,
+                                                   "transcripts": self.transcripts},
+                                                  protocol=4))
 
     def _compacted(self) -> tuple[list[dict], list[dict]]:
         """The nodes reachable from the root and the deps they use (a call answered otherwise
@@ -155,6 +163,11 @@ class _Plain(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if (module, name) in (("builtins", "set"), ("builtins", "frozenset")):
             return super().find_class(module, name)
+        if module == "wgk.model.vocab":      # the model's enumerations (a probe's situation)
+            import enum
+            found = super().find_class(module, name)
+            if isinstance(found, type) and issubclass(found, enum.Enum):
+                return found
         raise ValueError(f"holds a {module}.{name}")
 
 
@@ -272,10 +285,13 @@ class MemoSystem:
         #: record), and the deps of every call it was sent (``Memo.deps`` indices)
         self.real_from: int | None = None
         self.deps_of_calls: list[int] = []
+        #: every call after ``new`` with its answer; None once anything else was read of it
+        self.transcript: list | None = []
         if SEEN is not None:
             SEEN.append(self)
         initial = getattr(source, "initial", None) or (args[0] if args else None)
-        self.shadow = Shadow.of(source, initial)   # the cells, as the real system's shadow
+        # the cells, as the real system's shadow records them (``kept_run`` gives them itself)
+        self.shadow = None if _QUIET[0] else Shadow.of(source, initial)
         self._do("new", _call("new", _source(source), repr(args), repr(sorted(kw.items()))),
                  None, ())
 
@@ -311,12 +327,22 @@ class MemoSystem:
         # anything else the caller reads is the real system's (made now, sent the calls so far)
         if name.startswith("_"):
             raise AttributeError(name)
+        self.transcript = None
         return getattr(self._go_real(), name)
 
     # answering
 
     def _do(self, label: str, call: str, method: str | None, args: tuple):
-        from wgk.conformance.oracle.systems import StepError
+        answer = self._answer(call, method, args)
+        if method is not None and self.transcript is not None:
+            self.transcript.append([method, _copy(list(args)), _copy(answer)])
+        if isinstance(answer, tuple) and answer[:1] == ("raise",):
+            from wgk.conformance.oracle.systems import StepError
+            raise StepError(answer[1])
+        return _copy(answer)
+
+    def _answer(self, call: str, method: str | None, args: tuple):
+        """The answer to a call (``("raise", message)`` for a ``StepError``)."""
         memo = self._memo
         if self._real is None:
             entry = memo.nodes[self._node].get(call)
@@ -327,18 +353,14 @@ class MemoSystem:
                 memo.replayed += 1
                 memo.noted.add(n)
                 self.deps_of_calls.append(n)
-                if isinstance(answer, tuple) and answer[:1] == ("raise",):
-                    raise StepError(answer[1])
-                return _copy(answer)
+                return answer
         if method is None:                      # made: not in the record
             answer, deps = self._made()
             self.real_from = len(self._calls)
         else:
             answer, deps = self._run(self._go_real(), method, args)
         self._keep(call, method, args, answer, deps)
-        if isinstance(answer, tuple) and answer[:1] == ("raise",):
-            raise StepError(answer[1])
-        return _copy(answer)
+        return answer
 
     def _made(self):
         """The real system made (the ``new`` call not in the record)."""
@@ -404,12 +426,74 @@ class MemoSystem:
         return self._real
 
 
+def kept_run(label: str, inputs: Any, source: Any, make: Callable,
+             run: Callable[[Callable], Any]) -> Any:
+    """``run(make)``: a run of the model's side against one system ``make(source)`` makes
+    (a probed trace), giving plain data. With a record active, a result kept under ``label``,
+    ``inputs`` and the text of every source file but the implementation's (``Memo.model``)
+    is given without running ``run`` when the system, sent the same calls again (answered
+    through the record, or for real where their functions changed), answers each as it
+    did. Sound: ``run`` is code of the model and the suite (unchanged: their text is in the
+    key) on ``inputs`` and on the system's answers (the same): it computes the same result
+    and sends the same calls. Any other answer, or a run that made other than one system or
+    read anything else of it, and ``run`` runs."""
+    memo = ACTIVE
+    if memo is None or memo.model is None:
+        return run(make)
+    import hashlib
+    key = hashlib.sha256(json.dumps([label, inputs, memo.model], sort_keys=True,
+                                    default=repr).encode()).hexdigest()
+    from wgk.conformance.oracle import coverage
+    kept = memo.transcripts.get(key)
+    if kept is not None:
+        calls, result, cells = kept
+        _QUIET[0] = True                # the cells are the kept run's (the same calls)
+        try:
+            system = make(source)
+        finally:
+            _QUIET[0] = False
+        try:
+            from wgk.conformance.oracle.systems import StepError
+            for method, args, answer in calls:
+                try:
+                    got = getattr(system, method)(*args)
+                except StepError as e:
+                    got = ("raise", str(e))
+                if got != answer:
+                    break
+            else:
+                memo.transcripts_used += 1
+                if coverage._SINK["cells"] is not None:
+                    coverage._SINK["cells"].update(cells)
+                return _copy(result)
+        finally:
+            system.close()
+    made: list = []
+
+    def making(src, *a, **kw):
+        made.append(make(src, *a, **kw))
+        return made[-1]
+    with coverage.recording() as cells:
+        result = run(making)
+    if len(made) == 1 and isinstance(made[0], MemoSystem) and made[0].transcript is not None:
+        memo.transcripts[key] = [made[0].transcript, _copy(result), set(cells)]
+        memo.changed = True
+    return result
+
+
+#: True while ``kept_run`` makes a system whose cells it gives itself (no shadow).
+_QUIET = [False]
+
+
 @contextlib.contextmanager
-def active(path: Path, holds: Callable[[str, frozenset, str], bool], warnings: list[str]):
-    """While inside, ``memoized`` answers from the record at ``path`` (saved on leaving)."""
+def active(path: Path, holds: Callable[[str, frozenset, str], bool], warnings: list[str],
+           model: str | None = None):
+    """While inside, ``memoized`` answers from the record at ``path`` (saved on leaving);
+    ``model``: the digest ``kept_run`` keys by (None: it always runs)."""
     global ACTIVE
     _DEPS.clear()                     # the files' text is read again for each part
     memo = Memo(path, holds, warnings)
+    memo.model = model
     before, ACTIVE = ACTIVE, memo
     try:
         yield memo
@@ -421,4 +505,5 @@ def active(path: Path, holds: Callable[[str, frozenset, str], bool], warnings: l
         memo.save()
 
 
-__all__ = ["MEMO_SECTIONS", "Memo", "MemoError", "MemoSystem", "active", "memoized"]
+__all__ = ["MEMO_SECTIONS", "Memo", "MemoError", "MemoSystem", "active", "kept_run",
+           "memoized"]
