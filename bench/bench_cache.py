@@ -52,8 +52,10 @@ WHY_RULE = ("the proofs re-run only the changed rule's frames and the init frame
 WHY_MODULE = ("the fuzzing and the probes run again (every one of their parts ran the "
               "changed module), each system they make (a fuzz example, a probed trace) "
               "answered call by call from the cache until its first call that ran the module, "
-              "then run for real from a fresh system sent its earlier calls again; the "
-              "model's side of each runs whole; the coverage, "
+              "then run for real from a fresh system sent its earlier calls again; a probed "
+              "trace's result is given again without its model's side when the "
+              "implementation answers every call it sent as before; the fuzzer's model side "
+              "runs whole; the coverage, "
               "keyed conservatively, runs again whole; the contract, the races and the tamper "
               "section re-run only if they or their child processes ran the module")
 WHY_COLD = ("every check is run: see the gate benchmark for where the cold gate's time goes "

@@ -26,6 +26,14 @@ systems (fuzz examples, probed traces) whose calls ran it, from their first such
 others are answered without the implementation. The model's side (the fuzzer's and the
 probes' model, the coverage shadow beside the system) always runs.
 
+A probed trace's whole result is kept too (``kept_run``): the calls the probes sent its
+system with their answers, the result and the coverage cells its shadow reached, under the
+text of every source file but the implementation's. While that text is the same, the calls
+are sent again (answered through the record, or for real where their functions changed) and,
+when every answer is the one kept, the result is given without running the model's side (the
+enumeration, the model's answer to each probe, the shadow); any other answer and the trace is
+probed again.
+
 Three things would let an answer depend on more than its call's functions, and are closed:
 the calls after one whose functions changed are never taken from the tree, even when their
 own functions did not change (the state they see came from it); a value one system's call
