@@ -232,10 +232,16 @@ def test_a_cell_no_search_reaches_is_unreachable_by_its_proof_and_fails_without_
 
 
 def test_a_stale_witness_file_fails_the_section_with_the_command(loaded, replayed):
-    doc = dict(_one_witness(replayed), **{"model-digest": "0" * 64})
+    # the model's text changed (another digest) and so did its cells: stale by behaviour
+    doc = dict(_one_witness(replayed), **{"model-digest": "0" * 64, "cells": "0" * 64})
     checks = {c.name: c for c in coverage_checks("quick", None, loaded, replayed, doc)}
     assert checks["witnesses"].verdict == "fail"
-    assert checks["witnesses"].detail == "stale: run wgk coverage --write"
+    assert checks["witnesses"].detail == ("stale (the model's cells or their reachability "
+                                          "changed): run wgk coverage --write")
+    # the text changed alone, every answer and proof the same: current
+    same = dict(doc, cells=witnesses.cells_digest())
+    checks = {c.name: c for c in coverage_checks("quick", None, loaded, replayed, same)}
+    assert checks["witnesses"].verdict == "pass", checks["witnesses"].detail
 
 
 def test_an_implementation_answering_a_witness_differently_fails_it(loaded, replayed, monkeypatch):

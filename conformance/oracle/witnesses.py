@@ -15,8 +15,11 @@ walk then goes on; a witness with no steps is the trace's own request before ``a
 prefix replayed on fresh systems, then the witness.
 
 ``WITNESSES`` (``witnesses.json``) holds them with the digest of the model's files they
-were searched on (``model_digest``) and of the trace files they start from: when either
-changed since, they are stale (``wgk coverage --write`` searches again). They are searched
+were searched on (``model_digest``), of the model's cells with their reasons
+(``cells_digest``) and of the trace files they start from. They are stale when a trace file
+changed or, the model's text having changed, when its behaviour did as far as they read it:
+the cells reachable, the proofs of the unreachable ones, a witness no longer reaching its
+cells on the model (``stale_reason``; ``wgk coverage --write`` searches again). They are searched
 for every reachable cell, whatever the traces reach, so that the quick budget reaches each
 one even when the gate replays other traces (``--traces``). ``replay_witnesses`` sends them to the model and the
 implementation side by side while ``coverage.recording()`` is active; each must be
@@ -395,7 +398,8 @@ def trace_digests(traces: Iterable, ids: Iterable[str]) -> dict[str, str]:
 
 def write(witnesses: list[dict], unfound: list[str], traces: Iterable = (),
           path: Path = WITNESSES, unreached: dict[str, str] | None = None) -> Path:
-    doc = {"format": FORMAT, "model-digest": model_digest(), "unfound": unfound,
+    doc = {"format": FORMAT, "model-digest": model_digest(), "cells": cells_digest(),
+           "unfound": unfound,
            "unreached": unreached or {},
            "traces": trace_digests(traces, {w["trace"] for w in witnesses}),
            "witnesses": witnesses}
@@ -410,13 +414,44 @@ def load(path: Path = WITNESSES) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def cells_digest() -> str:
+    """sha256 of every cell of the model's decision space with its reason (None: reachable),
+    as ``coverage.cells`` finds them from the model's tables and rules now."""
+    from wgk.conformance.oracle.coverage import cells
+    return hashlib.sha256(json.dumps(cells(), sort_keys=True).encode()).hexdigest()
+
+
 def stale(doc: dict, traces: Iterable = ()) -> bool:
-    """The model changed since the witnesses were searched, or a trace they start from did
-    (among ``traces``; one not given is not compared)."""
-    if doc.get("model-digest") != model_digest():
-        return True
+    """Whether the witnesses no longer hold for the model and the traces (``stale_reason``)."""
+    return stale_reason(doc, traces) is not None
+
+
+def stale_reason(doc: dict, traces: Iterable = ()) -> str | None:
+    """Why the witnesses are stale (None: they are not), decided by what they read.
+
+    A trace they start from changed (among ``traces``; one not given is not compared): stale.
+    The model's text the same as when they were searched (``model_digest``): current. Else by
+    the model's behaviour: the cells of the decision space and their reasons
+    (``cells_digest``: which cells are reachable, from the tables and the rules' answers)
+    must be those they were searched for, and the cells no witness reaches must be proved
+    unreachable now with the same proofs as then (``unreachable_reasons``, run again: the
+    proofs read the rules through z3). That each witness still reaches the cells it claims
+    on the model, after its trace's prefix still runs, is checked as the witnesses are
+    replayed (``replay_witnesses``: a witness that misses its cell, or a prefix the model
+    refuses, is a problem naming the command that searches again). A rule edited without
+    changing any answer along them, which cells are reachable or the proofs keeps them
+    current; an edit changing any of those makes them stale or fails their replay."""
     have = trace_digests(traces, doc.get("traces", {}))
-    return any(doc["traces"].get(tid) != digest for tid, digest in have.items())
+    changed = sorted(tid for tid, digest in have.items() if doc["traces"].get(tid) != digest)
+    if changed:
+        return f"the trace {changed[0]} changed"
+    if doc.get("model-digest") == model_digest():
+        return None
+    if doc.get("cells") != cells_digest():
+        return "the model's cells or their reachability changed"
+    if unreachable_reasons(doc.get("unfound", [])) != (doc.get("unreached") or {}):
+        return "the proofs of the unreachable cells changed"
+    return None
 
 
 # --- replaying them -------------------------------------------------------------------------
@@ -510,29 +545,47 @@ def _replay_groups(jobs: list, make_impl: Callable) -> tuple[set, list[str]]:
 def _run(trace, ws: list[dict], make_impl: Callable, before: dict | None = None) -> list[str]:
     """The trace's steps with the witnesses sent before the steps they name (up to the last
     witness; ``before``: steps taken once before the witnesses of a step), model and
-    implementation answering each alike."""
+    implementation answering each alike, and each witness reaching on the model the cells it
+    claims (those its steps reach, classified as the coverage does; a witness with no steps:
+    those of the trace's request before ``at``)."""
     problems: list[str] = []
     # the model answers (no invariant evaluated: the replay section evaluates them on the trace)
     model, impl = ModelSystem(trace, checking=False), make_impl(trace)
+    history: dict[int, set] = {}
+    _note(model, history)
     at: dict[int, list[dict]] = {}
     for w in ws:
         at.setdefault(w["at"], []).append(w)
     last = max(at)
+    own: set = set()                    # the cells of the trace's request just applied
     try:
         for n in range(last + 1):
             for step in (before or {}).get(n, []):
                 model.apply(step)
                 impl.apply(step)
+                _note(model, history)
             for w in at.get(n, []):
+                reached = set() if w["steps"] else set(own)
                 for step in w["steps"]:
-                    want, got = _send(model, step), _send(impl, step)
+                    want, found = _model_send(model, step, history)
+                    got = _send(impl, step)
+                    reached |= found
                     if want != got:
                         problems.append(f"{trace.id} before step {n}: witness of "
                                         f"{w['cells'][0]}: the model {want}, the implementation "
                                         f"{got}")
                         return problems
+                missed = sorted(set(w["cells"]) - reached)
+                if missed:
+                    problems.append(f"{trace.id} before step {n}: the witness of {missed[0]} no "
+                                    "longer reaches it on the model (stale: run wgk coverage "
+                                    "--write)")
+                    return problems
             if n < len(trace.steps) and n < last:
-                want, got = model.apply(trace.steps[n]), impl.apply(trace.steps[n])
+                want, own = _model_send(model, trace.steps[n], history)
+                if isinstance(want, dict) and set(want) == {"error"}:
+                    raise StepError(want["error"])
+                got = impl.apply(trace.steps[n])
                 if want != got:
                     problems.append(f"{trace.id} step {n}: the model {want}, the "
                                     f"implementation {got}")
@@ -542,6 +595,26 @@ def _run(trace, ws: list[dict], make_impl: Callable, before: dict | None = None)
     finally:
         impl.close()
     return problems
+
+
+def _note(model: ModelSystem, history: dict[int, set]) -> None:
+    """Every token the tasks' attempts were opened with so far (``Shadow._note``)."""
+    for i, t in enumerate(model.state.tasks):
+        if t.token:
+            history.setdefault(i, set()).add(t.token)
+
+
+def _model_send(model: ModelSystem, step: dict, history: dict[int, set]) -> tuple[Any, set]:
+    """The model's answer to ``step`` (``_send``) and the cells it reaches (``classify`` in
+    the state before it, as the implementation's shadow records them)."""
+    model.last = None
+    want = _send(model, step)
+    found: set = set()
+    if "request" in step and model.last is not None:
+        s, r, d, _ = model.last
+        found = set(classify(s, r, d.to_json(), history))
+    _note(model, history)
+    return want, found
 
 
 def _send(system, step: dict) -> Any:
@@ -567,5 +640,6 @@ def trace_cells(traces: Iterable) -> set:
     return found
 
 
-__all__ = ["WITNESSES", "load", "model_digest", "replay_witnesses", "search", "stale",
+__all__ = ["WITNESSES", "cells_digest", "load", "model_digest", "replay_witnesses", "search",
+           "stale", "stale_reason",
            "trace_cells", "write"]

@@ -63,6 +63,12 @@ validator's version and the module building it) and the prover's set-up by kind 
 model (``gate_mutants.Context.kind_setup``: every file of the model and of the suite
 whole).
 
+Inside a part of the probes or the fuzzing run again, each system under test the part makes
+(a probed trace's implementation, a fuzz example's) is answered call by call from the
+record of that part's earlier runs while each call's own functions are unchanged
+(``gate_cache_memo``, with why that key is sound): a changed module runs again exactly the
+systems whose calls ran it, from a fresh system sent their earlier calls again.
+
 The key is of the sources on disk: a function replaced in memory (a test's
 monkeypatch) is not seen, so a gate with such a patch is run without the cache.
 
@@ -95,6 +101,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from wgk.conformance.reports import gate_cache_memo as memo
+from wgk.conformance.reports.gate_cache_memo import MEMO_SECTIONS
 from wgk.conformance.reports.gate_report import Check
 
 FORMAT = "wgk-gate-cache/1"
@@ -361,28 +369,51 @@ def skeleton_digest(files: list[tuple[str, Path]], imports: dict[str, frozenset[
 # --- recording what a part runs ------------------------------------------------------------
 
 
+#: Where the recording's tracer also notes the code that runs (``gate_cache_memo``: the
+#: calls of one system under test, one by one; None: nowhere).
+CALL: list[set | None] = [None]
+
+#: What the recordings active in this process were told ran without running it here: the
+#: functions of the calls a part's systems answered from the cache (``gate_cache_memo``).
+_NOTED: list[dict[str, set[str]]] = []
+
+
+def note_ran(functions: dict[str, set[str]]) -> None:
+    """Count ``functions`` as run by every recording active in this process."""
+    for ran in _NOTED:
+        for name, quals in functions.items():
+            ran.setdefault(name, set()).update(quals)
+
+
 @contextmanager
 def recording() -> Iterator[dict[str, set[str]]]:
-    """Notes every function of wgk's sources that runs (in every thread) while inside:
-    ``{file name: {qualified name}}``."""
+    """Notes every function of wgk's sources that runs (in every thread) while inside, and
+    those ``note_ran`` names: ``{file name: {qualified name}}``."""
     codes: set = set()
 
     def tracer(frame, event, arg):
         codes.add(frame.f_code)
+        if CALL[0] is not None:             # a call of a system answered call by call
+            CALL[0].add(frame.f_code)
 
     before = sys.gettrace()
     threading.settrace(tracer)
     sys.settrace(tracer)
     ran: dict[str, set[str]] = {}
+    noted: dict[str, set[str]] = {}
+    _NOTED.append(noted)
     try:
         yield ran
     finally:
         sys.settrace(before)
         threading.settrace(None)
+        _NOTED.remove(noted)
         for code in codes:
             name = relative(code.co_filename)
             if name is not None:
                 ran.setdefault(name, set()).add(code.co_qualname)
+        for name, quals in noted.items():
+            ran.setdefault(name, set()).update(quals)
 
 
 #: The files of ``wgk.model`` whose functions are keyed one by one: the rules and their
@@ -878,9 +909,23 @@ class GateCache:
             self.store(key, checks, ran)
             return checks
         with recording() as ran:
-            checks = fn()
+            if section in MEMO_SECTIONS:
+                # each system the part makes answered call by call (``gate_cache_memo``)
+                with memo.active(self.dir / "memo" / key[:2] / key, self._holds, [],
+                                 self.model) as m:
+                    checks = fn()
+                self._tally(f"memo-{key[:16]}", 0, m.warnings)
+            else:
+                checks = fn()
         self.store(key, checks, ran)
         return checks
+
+    def _tally(self, name: str, reused: int, warnings: list[str]) -> None:
+        """Reused checks and warnings of a worker process, read back by ``summary``."""
+        if reused or warnings:
+            with contextlib.suppress(OSError):
+                _write_atomic(self.dir / "frames" / f".run-{self.token}-{name}.json",
+                              json.dumps({"reused": reused, "warnings": warnings}))
 
     def summary(self, total: int) -> dict:
         """The checks reused (proof frames reused inside a prove part run again included)
@@ -895,6 +940,8 @@ class GateCache:
                 tally.unlink()
         return {"dir": str(self.dir), "reused": reused, "checks": total, "warnings": warnings}
 
+
+memo.CACHE = sys.modules[__name__]      # what the record of a part's calls reads here
 
 #: The cache of the gate running in this process (and its forked workers): the prove
 #: section keeps its frames in it (``gate_frames``).

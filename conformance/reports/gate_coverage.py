@@ -8,8 +8,9 @@ stored witnesses (``wgk.conformance.oracle.witnesses``), replayed in lockstep ag
 implementation, and fails a kind with any reachable cell nobody sent, naming the cells (a
 cell the tables allow that no witness reaches is listed as unreachable only with a z3 proof
 as its reason, ``wgk.conformance.z3.unreachable``).
-Stale witnesses (the model changed since they were searched) fail the section with the
-command that searches them again."""
+Stale witnesses (a trace they start from changed, or the model's behaviour as they read it:
+its reachable cells, the proofs of the unreachable ones, a witness no longer reaching its cell;
+``witnesses.stale_reason``) fail the section with the command that searches them again."""
 from __future__ import annotations
 
 import contextlib
@@ -89,7 +90,8 @@ def measure(loaded: list, earlier: set | None, doc: dict | None = None,
     sent, problems = set(replayed["sent"]), list(replayed["problems"])
     covered = base | sent
     unreached = {c: why for c, why in doc.get("unreached", {}).items() if c not in covered}
-    return {"stale": witnesses.stale(doc, bundled), "witnesses": len(doc["witnesses"]),
+    why = witnesses.stale_reason(doc, bundled)
+    return {"stale": why is not None, "stale-reason": why, "witnesses": len(doc["witnesses"]),
             "problems": problems, "kinds": per_kind(covered, unreached),
             "seconds": time.perf_counter() - t0 + earlier_seconds,
             "covered": len(covered & {c for c, why in cells().items() if why is None}),
@@ -108,7 +110,7 @@ def coverage_checks(budget: str, progress: Progress | None, loaded: list,
     m = measure(loaded, earlier, doc, make_impl, workers, replayed)
     out = [Check("coverage", "witnesses", "fail" if m["stale"] or m["problems"] else "pass",
                  m["seconds"],
-                 "stale: run wgk coverage --write" if m["stale"] else
+                 f"stale ({m['stale-reason']}): run wgk coverage --write" if m["stale"] else
                  (m["problems"][0] if m["problems"] else ""),
                  {"witnesses": m["witnesses"], "problems": m["problems"][:20],
                   "covered": m["covered"], "reachable": m["reachable"],

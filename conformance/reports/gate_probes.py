@@ -6,9 +6,12 @@ once per phase and as every other actor once per kind; each probe the model reje
 must be rejected by the implementation with the same code."""
 from __future__ import annotations
 
+import dataclasses
+
 from wgk.conformance.oracle.coverage import recording
 from wgk.conformance.oracle.impl_system import ImplSystem
-from wgk.conformance.oracle.probes import closed_copy, probe_trace
+from wgk.conformance.oracle.probes import ProbeResult, closed_copy, probe_trace
+from wgk.conformance.reports.gate_cache_memo import kept_run, memoized
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, count_of
 from wgk.conformance.reports.gate_real import database_world
 from wgk.conformance.reports.gate_report import Check
@@ -51,10 +54,10 @@ def probe_checks(budget: str, progress: Progress | None, loaded: list) -> list[C
     out = []
     thorough = b_thorough(budget)
     seen: set | None = None if thorough else set()      # quick: each probe once in all traces
+    make = memoized(lambda t: ImplSystem(t))    # answered call by call from the gate's cache
     for trace in chosen:
         with recording() as sent:
-            r = probe_trace(closed_copy(trace), lambda t: ImplSystem(t), thorough=thorough,
-                            seen=seen)
+            r = _probed(closed_copy(trace), make, thorough, seen)
         if r.mismatch:
             m = r.mismatch
             detail = (f"before step {m['before-step']}: {m['request']['kind']} as "
@@ -71,6 +74,22 @@ def probe_checks(budget: str, progress: Progress | None, loaded: list) -> list[C
                          group="probes"))
         meter.step(trace.id)
     return out
+
+
+def _probed(trace, make, thorough: bool, seen: set | None) -> ProbeResult:
+    """``probe_trace``, kept by the gate's cache while the model's side is unchanged and the
+    implementation answers each call as before (``gate_cache_memo.kept_run``)."""
+    def run(making) -> dict:
+        before = set(seen) if seen is not None else None
+        r = probe_trace(trace, making, thorough=thorough, seen=seen)
+        return {"result": dataclasses.asdict(r),
+                "added": None if seen is None else seen - before}
+    inputs = [trace.to_json(), thorough,
+              None if seen is None else sorted(map(repr, seen))]
+    out = kept_run("probes", inputs, trace, make, run)
+    if seen is not None:
+        seen.update(out["added"])
+    return ProbeResult(**out["result"])
 
 
 __all__ = ["probe_checks", "probe_traces"]

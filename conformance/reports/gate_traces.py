@@ -12,6 +12,7 @@ from wgk.conformance.oracle.replay import replay
 from wgk.conformance.oracle.real_world import WORLDS, world_for
 from wgk.conformance.oracle.select import systems_for
 from wgk.conformance.oracle.systems import StepError
+from wgk.conformance.reports.gate_cache_memo import memoized
 from wgk.conformance.reports.gate_budget import (
     BUDGETS, COUNTEREXAMPLES, Meter, Progress, count_of, first_lines, flag_of, modes_of,
 )
@@ -168,7 +169,7 @@ def fuzz_checks(budget: str, progress: Progress | None,
     examples, steps, tasks, shapes = fuzz_budget(budget)
     shapes = [s for s in shapes if only is None or s in only]
     meter = Meter("fuzz", examples * len(shapes), progress)
-    make = factory()
+    make = memoized(factory())        # answered call by call from the gate's cache, if any
     out = []
     for shape in shapes:
         def counted(graph):                   # one system per generated run

@@ -1,0 +1,228 @@
+"""wgk gate --cache, inside a part: the probes' and the fuzzer's systems answered call by call
+(``gate_cache_memo``). A changed implementation function makes run again exactly the systems
+(a probed trace, a fuzz example) whose calls ran it, from the first such call; the others are
+answered from the record; the report is the same as without the cache; a damaged record is
+ignored with a one-line warning."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from wgk.conformance.reports import gate, gate_cache, gate_cache_memo
+
+ROOT = Path(__file__).resolve().parent.parent
+INCIDENTS = ROOT / "traces" / "incidents"
+NAMES = ["10-stale-capability-rejected.json", "16-two-dispatchers-one-attempt.json"]
+BUDGET = {"probes": {"traces": 2}, "fuzz": {"examples": 6, "steps": 8, "tasks": 2,
+                                            "shapes": ["chain"]}}
+
+
+def _plain(report: dict) -> dict:
+    import json
+    out = json.loads(json.dumps(report))
+    for k in ("seconds", "scratch", "cache"):
+        out.pop(k, None)
+    for s in out["sections"].values():
+        s.pop("seconds")
+        for c in s["checks"]:
+            c.pop("seconds")
+            if isinstance(c.get("data"), dict):
+                c["data"].pop("seconds", None)
+    return out
+
+
+class Runs:
+    def __init__(self, tmp: Path):
+        self.tmp, self.cache = tmp, tmp / "cache"
+        self.sources = {}
+        for name, root in gate_cache.ROOTS.items():
+            self.sources[name] = tmp / "src" / name
+            shutil.copytree(root, self.sources[name],
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        (tmp / "traces").mkdir()
+        self.traces = [tmp / "traces" / n for n in NAMES]
+        for n in NAMES:
+            shutil.copy(INCIDENTS / n, tmp / "traces" / n)
+        self.systems: list = []
+
+    def gate(self, monkeypatch, cache: bool = True):
+        monkeypatch.setitem(gate.BUDGETS, "quick", dict(BUDGET))
+        monkeypatch.setattr(gate_cache, "SOURCES", self.sources)
+        gate_cache._functions.cache_clear()
+        gate_cache._pieces.cache_clear()
+        gate_cache.file_digest.cache_clear()
+        self.systems = []
+        monkeypatch.setattr(gate_cache_memo, "SEEN", self.systems)
+        return gate.run_gate("quick", traces=[str(t) for t in self.traces], workers=1,
+                             cache=str(self.cache) if cache else None,
+                             counterexamples=str(self.tmp / "counterexamples"))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return Runs(tmp_path_factory.mktemp("gate-memo"))
+
+
+@pytest.fixture(scope="module")
+def cold(runs):
+    mp = pytest.MonkeyPatch()
+    try:
+        first = runs.gate(mp)
+        made = [(s.real_from, s.functions()) for s in runs.systems]
+        plain = runs.gate(mp, cache=False)
+    finally:
+        mp.undo()
+    return first, made, plain
+
+
+def _edit(path: Path, qual: str) -> str:
+    text = path.read_text()
+    for found, first, _ in gate_cache._functions(path)[1]:
+        if found == qual:
+            lines = text.splitlines(keepends=True)
+            body = lines[first - 1]
+            indent = body[:len(body) - len(body.lstrip())]
+            lines.insert(first - 1, f"{indent}_changed = 1\n")
+            path.write_text("".join(lines))
+            return text
+    raise AssertionError(f"no function {qual} in {path}")
+
+
+def test_without_a_record_every_system_runs_and_the_report_is_the_plain_one(runs, cold):
+    first, made, plain = cold
+    assert first.verdict == "pass", first.summary()
+    assert len(made) == 2 + 6                  # one per probed trace, one per fuzz example
+    # each ran for real from its first call not made before (its graph, a prefix of steps
+    # another example sent first, are answered from the record being made)
+    assert all(real_from is not None for real_from, _ in made)
+    assert _plain(first.to_json()) == _plain(plain.to_json())
+
+
+def test_nothing_changed_every_system_is_answered_from_the_record(runs, cold, monkeypatch):
+    first, made, _ = cold
+    # the parts themselves kept: nothing runs, no system is made
+    again = runs.gate(monkeypatch)
+    assert runs.systems == [] and again.cache["reused"] == again.cache["checks"]
+    # the parts' own entries gone: the parts run, their systems answered from the record
+    for entry in runs.cache.rglob("*.pickle"):
+        if "memo" not in entry.parts:
+            entry.unlink()
+    again = runs.gate(monkeypatch)
+    assert len(runs.systems) == len(made)
+    assert all(s.real_from is None for s in runs.systems)
+    assert _plain(again.to_json()) == _plain(first.to_json())
+
+
+def test_a_changed_module_reruns_exactly_the_systems_that_ran_it(runs, cold, monkeypatch):
+    first, made, _ = cold
+    count: dict[tuple[str, str], int] = {}
+    for _, functions in made:
+        for name, quals in functions.items():
+            if name.startswith("impl/"):
+                for q in quals:
+                    if "<" not in q:
+                        count[(name, q)] = count.get((name, q), 0) + 1
+    # a function some systems ran and others did not, of both sections if there is one
+    some = sorted((k for k, n in count.items() if 1 < n < len(made)), key=lambda k: -count[k])
+    assert some, "no implementation function ran in some systems only"
+    name, qual = some[0]
+    expected = [n for n, (_, functions) in enumerate(made) if qual in functions.get(name, ())]
+    path = runs.sources["impl"] / name.split("/", 1)[1]
+    before = _edit(path, qual)
+    try:
+        result = runs.gate(monkeypatch)
+        assert len(runs.systems) == len(made)
+        rerun = [n for n, s in enumerate(runs.systems) if s.real_from is not None]
+        assert rerun == expected and 0 < len(rerun) < len(made), (name, qual)
+        assert _plain(result.to_json()) == _plain(first.to_json())
+        # each system run again ran the changed function after the calls answered before it
+        for n in rerun:
+            assert qual in runs.systems[n].functions().get(name, set())
+    finally:
+        path.write_text(before)
+
+
+def test_a_damaged_record_is_ignored_with_a_one_line_warning(runs, cold, monkeypatch):
+    first, made, _ = cold
+    records = sorted((runs.cache / "memo").rglob("*"))
+    records = [p for p in records if p.is_file()]
+    assert records
+    for p in records:
+        p.write_bytes(b"garbage")
+    for entry in runs.cache.rglob("*.pickle"):
+        if "memo" not in entry.parts:
+            entry.unlink()
+    result = runs.gate(monkeypatch)
+    assert [s.real_from for s in runs.systems] == [r for r, _ in made]
+    warned = [w for w in result.cache["warnings"] if "cache record" in w]
+    assert len(warned) == len(records) and all("\n" not in w and "ignored" in w for w in warned)
+    assert _plain(result.to_json()) == _plain(first.to_json())
+
+
+def test_a_record_keeps_only_the_calls_still_reached_and_reads_back(tmp_path):
+    path = tmp_path / "record"
+    memo = gate_cache_memo.Memo(path, lambda name, quals, digest: True, [])
+    a, b = memo.intern({"impl/x.py": (["f"], "1")}), memo.intern({"impl/x.py": (["g"], "2")})
+    memo.nodes = [{"new": [None, a, 1]}, {"apply 1": [{"d": 1}, b, 2]}, {}, {"orphan": [0, b, 2]}]
+    memo.changed = True
+    memo.save()
+    again = gate_cache_memo.Memo(path, lambda name, quals, digest: digest == "1", [])
+    assert again.nodes == [{"new": [None, 0, 1]}, {"apply 1": [{"d": 1}, 1, 2]}, {}]
+    assert again.valid(0) and not again.valid(1)
+    warnings: list[str] = []
+    path.write_bytes(b"\x80\x04garbage")
+    assert gate_cache_memo.Memo(path, lambda *a: True, warnings).nodes == [{}]
+    assert len(warnings) == 1 and "ignored" in warnings[0] and "\n" not in warnings[0]
+
+
+class _Fake:
+    """A system under test answering each request with its key (what the record keeps)."""
+
+    def __init__(self, source):
+        self.sent = 0
+
+    def apply(self, step):
+        self.sent += 1
+        return {"decision": "rejected", "key": step["request"]["key"]}
+
+    def project(self):
+        return {"sent": self.sent}
+
+    def close(self):
+        pass
+
+
+def test_a_kept_run_is_given_only_while_the_system_answers_its_calls_as_before(tmp_path,
+                                                                               monkeypatch):
+    from wgk.conformance.oracle import coverage
+    monkeypatch.setattr(coverage.Shadow, "of", staticmethod(lambda source, initial: None))
+    path, runs = tmp_path / "record", []
+
+    def run(make):
+        system = make({"tasks": []})
+        answers = [system.apply({"request": {"key": k}}) for k in ("a", "b")]
+        runs.append(1)
+        return {"answers": answers, "after": system.project()}
+
+    def once(model: str = "m"):
+        with gate_cache_memo.active(path, lambda *a: True, [], model) as memo:
+            got = gate_cache_memo.kept_run("fake", ["inputs"], {"tasks": []},
+                                           gate_cache_memo.memoized(_Fake), run)
+        return got, memo
+    first, _ = once()
+    assert len(runs) == 1 and first["after"] == {"sent": 2}
+    again, memo = once()
+    assert again == first and len(runs) == 1 and memo.transcripts_used == 1
+    # the model's side changed (another digest): it runs
+    once("other")
+    assert len(runs) == 2
+    # an answer not the one kept (here the kept one is changed): it runs again
+    memo = gate_cache_memo.Memo(path, lambda *a: True, [])
+    for calls, _, _ in memo.transcripts.values():
+        calls[1][2] = {"decision": "applied"}
+    memo.changed = True
+    memo.save()
+    third, memo = once()
+    assert third == first and len(runs) == 3 and memo.transcripts_used == 0
