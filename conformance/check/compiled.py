@@ -439,44 +439,37 @@ def _make_decision(kind, code) -> Decision:
     return Decision(kind, code)
 
 
-#: the counts ``_count`` found, per evidence and predicate (many task states share their
-#: evidence: it changes only when evidence is recorded)
+#: the counts ``_count`` found and the evidence ``_add`` made, per evidence and argument
+#: (many task states share their evidence: it changes only when evidence is recorded)
 _COUNTS: dict = {}
+_ADDED: dict = {}
+
+
+def _kept(table: dict, evidence: Any, arg: Any, make: Callable) -> Any:
+    """``make()``, a pure function of ``evidence`` and ``arg``, kept in ``table`` per both
+    (made each time when either cannot be hashed)."""
+    key = (evidence, arg)
+    try:
+        out = table.get(key)
+    except TypeError:
+        return make()
+    if out is None:
+        if len(table) > 100_000:
+            table.clear()
+        out = table[key] = make()
+    return out
 
 
 def _count(evidence: Any, pred: Callable) -> Any:
-    """``evidence.count(pred)``, kept per the evidence's value and the predicate (a pure
-    function of both; evidence that cannot be hashed is counted each time)."""
-    key = (evidence, pred)
-    try:
-        n = _COUNTS.get(key)
-    except TypeError:
-        return evidence.count(pred)
-    if n is None:
-        if len(_COUNTS) > 100_000:
-            _COUNTS.clear()
-        n = _COUNTS[key] = evidence.count(pred)
-    return n
-
-
-#: the evidence ``_add`` made, per evidence and item
-_ADDED: dict = {}
+    """``evidence.count(pred)``, kept per the evidence's value and the predicate."""
+    return _kept(_COUNTS, evidence, pred, lambda: evidence.count(pred))
 
 
 def _add(evidence: Any, item: Any) -> Any:
     """``evidence.add(item)``, the evidence made kept per the evidence's value and the item:
     the task states that record the same evidence share it (its hash computed once, equal by
-    identity); evidence or an item that cannot be hashed is added each time."""
-    key = (evidence, item)
-    try:
-        out = _ADDED.get(key)
-    except TypeError:
-        return evidence.add(item)
-    if out is None:
-        if len(_ADDED) > 100_000:
-            _ADDED.clear()
-        out = _ADDED[key] = evidence.add(item)
-    return out
+    identity)."""
+    return _kept(_ADDED, evidence, item, lambda: evidence.add(item))
 
 
 _BASE_NAMESPACE = {"_add": _add, "_count": _count, "_task": _make_task, "_state": _make_state, "_decision": _make_decision,
