@@ -431,15 +431,7 @@ def test_a_task_state_built_from_its_values_is_the_task_state_set_field_by_field
     from wgk.model.state import TaskState, TASK_FIELDS
     make, by_setters = compiled_mod._make_task, compiled_mod._make_task_by_setters
     assert make is not by_setters        # the fast builder is the one in use here
-    inst = Instance(tasks=1, attempts=2, generations=2, versions=1, groups=EVERY_GROUP)
-    s, rng, seen = inst.initial(), random.Random(3), []
-    for _ in range(60):
-        seen.append(s.tasks[0])
-        nxt = [s2 for r in task_steps(inst, s, 0) if not isinstance(r, EnvStep)
-               for s2 in [decide(s, r, RULES)[1]] if s2 is not s]
-        if not nxt:
-            break
-        s = rng.choice(nxt)
+    seen = _walked_task_states(seed=3, steps=60)
     assert len({t for t in seen}) > 10
 
     def same(build) -> bool:

@@ -20,6 +20,8 @@ import pytest
 from wgk.conformance.reports import gate, gate_cache
 from wgk.conformance.reports.gate_cache import GateCache
 
+from gate_sources import copied_sources, edit_function
+
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"
 NAMES = ["10-stale-capability-rejected.json", "16-two-dispatchers-one-attempt.json",
@@ -45,11 +47,7 @@ class Runs:
 
     def __init__(self, tmp: Path):
         self.tmp, self.cache = tmp, tmp / "cache"
-        self.sources = {}
-        for name, root in gate_cache.ROOTS.items():
-            self.sources[name] = tmp / "src" / name
-            shutil.copytree(root, self.sources[name],
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        self.sources = copied_sources(tmp)
         (tmp / "traces").mkdir()
         self.traces = [tmp / "traces" / n for n in NAMES]
         for n in NAMES:
@@ -107,18 +105,7 @@ def cold(runs):
     return first, parts, plain
 
 
-def _edit(path: Path, qual: str) -> str:
-    """Add a statement to the body of function ``qual`` of ``path``; the text before."""
-    text = path.read_text()
-    for qual_found, first, _last in gate_cache._functions(path)[1]:
-        if qual_found == qual:
-            lines = text.splitlines(keepends=True)
-            body = lines[first - 1]
-            indent = body[:len(body) - len(body.lstrip())]
-            lines.insert(first - 1, f"{indent}_changed = 1\n")
-            path.write_text("".join(lines))
-            return text
-    raise AssertionError(f"no function {qual} in {path}")
+_edit = edit_function
 
 
 def _choose(runs: Runs, prefix: str, strict: bool = True) -> tuple[str, str]:
@@ -413,10 +400,7 @@ def test_a_section_with_children_reruns_exactly_when_a_function_its_child_ran_ch
     """Kept under what its child ran: a change to the function the child ran runs it again,
     a change to one nobody ran does not; a child that may not load the hook makes the part
     depend on every function."""
-    sources = {}
-    for name, root in gate_cache.ROOTS.items():
-        sources[name] = tmp_path / "src" / name
-        shutil.copytree(root, sources[name], ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    sources = copied_sources(tmp_path)
     monkeypatch.setattr(gate_cache, "SOURCES", sources)
     path = sources["conformance"] / "reports" / "gate_cache.py"
 

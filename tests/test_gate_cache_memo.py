@@ -12,6 +12,8 @@ import pytest
 
 from wgk.conformance.reports import gate, gate_cache, gate_cache_memo
 
+from gate_sources import copied_sources, edit_function
+
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"
 NAMES = ["10-stale-capability-rejected.json", "16-two-dispatchers-one-attempt.json"]
@@ -36,11 +38,7 @@ def _plain(report: dict) -> dict:
 class Runs:
     def __init__(self, tmp: Path):
         self.tmp, self.cache = tmp, tmp / "cache"
-        self.sources = {}
-        for name, root in gate_cache.ROOTS.items():
-            self.sources[name] = tmp / "src" / name
-            shutil.copytree(root, self.sources[name],
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        self.sources = copied_sources(tmp)
         (tmp / "traces").mkdir()
         self.traces = [tmp / "traces" / n for n in NAMES]
         for n in NAMES:
@@ -77,17 +75,7 @@ def cold(runs):
     return first, made, plain
 
 
-def _edit(path: Path, qual: str) -> str:
-    text = path.read_text()
-    for found, first, _ in gate_cache._functions(path)[1]:
-        if found == qual:
-            lines = text.splitlines(keepends=True)
-            body = lines[first - 1]
-            indent = body[:len(body) - len(body.lstrip())]
-            lines.insert(first - 1, f"{indent}_changed = 1\n")
-            path.write_text("".join(lines))
-            return text
-    raise AssertionError(f"no function {qual} in {path}")
+_edit = edit_function
 
 
 def test_without_a_record_every_system_runs_and_the_report_is_the_plain_one(runs, cold):

@@ -9,7 +9,6 @@ gives the verdict it gave: what is checked is which frames run again.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,8 @@ from wgk.conformance.reports.gate_cache import GateCache
 from wgk.conformance.reports.gate_model import frame_checks
 from wgk.conformance.z3.prove import FAST, Prover, prove
 from wgk.model.actions import Instance
+
+from gate_sources import copied_sources, edit_function
 
 INST = Instance.proof(tasks=1)
 
@@ -40,11 +41,7 @@ class Frames:
 
     def __init__(self, tmp: Path):
         self.cache = tmp / "cache"
-        self.sources = {}
-        for name, root in gate_cache.ROOTS.items():
-            self.sources[name] = tmp / "src" / name
-            shutil.copytree(root, self.sources[name],
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        self.sources = copied_sources(tmp)
 
     def path(self, name: str) -> Path:
         return self.sources[name.split("/")[0]] / name.split("/", 1)[1]
@@ -80,17 +77,10 @@ class Frames:
 
 
 def _edit(path: Path, qual: str) -> str:
-    """Add a statement to the body of function ``qual`` of ``path``; the text before."""
-    text = path.read_text()
-    for found, first, _last in gate_cache._functions(path)[1]:
-        if found == qual:
-            lines = text.splitlines(keepends=True)
-            body = lines[first - 1]
-            lines.insert(first - 1, body[:len(body) - len(body.lstrip())] + "_changed = 1\n")
-            path.write_text("".join(lines))
-            _clear()
-            return text
-    raise AssertionError(f"no function {qual} in {path}")
+    """``edit_function``, the source caches cleared after it; the text before."""
+    text = edit_function(path, qual)
+    _clear()
+    return text
 
 
 @pytest.fixture(scope="module")

@@ -202,6 +202,14 @@ def test_the_seal_hashes_every_column_as_the_ledger_does(pg_dsn):
     k.close()
 
 
+def _seq_scans(conn, table: str) -> int:
+    """How many times ``table`` was scanned whole so far (the statistics flushed first)."""
+    conn.native("SELECT pg_stat_force_next_flush()")
+    conn.native("SELECT pg_stat_clear_snapshot()")
+    return conn.native("SELECT seq_scan FROM pg_stat_user_tables WHERE relid = %s::regclass",
+                       (table,)).fetchone()[0]
+
+
 def test_the_lock_function_finds_task_rows_by_their_index_on_a_small_table(pg_dsn):
     """``wgk_lock`` plans its statements once per session (not at every request), and that
     plan reads the task rows through the primary key even when made over a table of a few
@@ -211,19 +219,13 @@ def test_the_lock_function_finds_task_rows_by_their_index_on_a_small_table(pg_ds
     k.create_graph("g", [TaskPolicy(f"t{i}") for i in range(3)])
     conn = k.store.conn
 
-    def scans() -> int:
-        conn.native("SELECT pg_stat_force_next_flush()")
-        conn.native("SELECT pg_stat_clear_snapshot()")
-        return conn.native("SELECT seq_scan FROM pg_stat_user_tables WHERE relid = "
-                           "'tasks'::regclass").fetchone()[0]
-
-    before = scans()
+    before = _seq_scans(conn, "tasks")
     for _ in range(12):                        # past the 5 custom plans of the default mode
         for share in (False, True):
             conn.raw.execute("BEGIN")
             conn.raw.execute(pg_sql.LOCK, ([1, 2], share, True, None)).fetchall()
             conn.raw.execute("ROLLBACK")
-    assert scans() - before < 3
+    assert _seq_scans(conn, "tasks") - before < 3
     k.close()
 
 
@@ -235,14 +237,8 @@ def test_the_seal_finds_ledger_rows_by_their_index(pg_dsn):
     k.create_graph("g", [TaskPolicy("a")])
     conn = k.store.conn
 
-    def scans() -> int:
-        conn.native("SELECT pg_stat_force_next_flush()")
-        conn.native("SELECT pg_stat_clear_snapshot()")
-        return conn.native("SELECT seq_scan FROM pg_stat_user_tables WHERE relid = "
-                           "'ledger'::regclass").fetchone()[0]
-
-    before = scans()
+    before = _seq_scans(conn, "ledger")
     for _ in range(12):                        # past the 5 custom plans of PL/pgSQL's default
         assert conn.native(pg_sql.SEAL_NOW, (False,)).fetchone()[0] is not None
-    assert scans() - before < 3
+    assert _seq_scans(conn, "ledger") - before < 3
     k.close()

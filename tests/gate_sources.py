@@ -1,0 +1,30 @@
+"""Shared by the gate cache's tests: the packages' sources copied where the cache reads them
+from, and one function of a copy edited."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from wgk.conformance.reports import gate_cache
+
+
+def copied_sources(into: Path) -> dict[str, Path]:
+    """Each package of ``gate_cache.ROOTS`` copied under ``into``/src (no bytecode)."""
+    sources = {}
+    for name, root in gate_cache.ROOTS.items():
+        sources[name] = into / "src" / name
+        shutil.copytree(root, sources[name], ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return sources
+
+
+def edit_function(path: Path, qual: str) -> str:
+    """Add a statement to the body of function ``qual`` of ``path``; the text before."""
+    text = path.read_text()
+    for found, first, _last in gate_cache._functions(path)[1]:
+        if found == qual:
+            lines = text.splitlines(keepends=True)
+            body = lines[first - 1]
+            lines.insert(first - 1, body[:len(body) - len(body.lstrip())] + "_changed = 1\n")
+            path.write_text("".join(lines))
+            return text
+    raise AssertionError(f"no function {qual} in {path}")
