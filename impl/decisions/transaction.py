@@ -22,7 +22,9 @@ from .decision import (
     Condition, Ctx, Effect, Observe, Outcome, RELEASED_OWNER, Rule, effect_name, succeeded,
 )
 from ..contract.protect import protected_change
-from ..storage.records import NO_RECEIPTS, TaskRecord, evolve as replace
+from ..storage.records import (
+    NO_RECEIPTS, RECEIPT_INDEX, Binding, TaskRecord, evolve as replace,
+)
 from ..contract.vocabulary import SAVE_GRAPH_NEEDS
 
 
@@ -65,11 +67,23 @@ def write(ctx: Ctx) -> Outcome:
         new = replace(t, exit=side.exit, reason=side.reason, revision=t.revision + 1,
                       **dict(side.columns))
         return succeeded(ctx, new, facts=side.facts)
-    new = replace(t, phase=step.to, revision=t.revision + 1, **step.sets(ctx))
+    columns = step.sets(ctx)
     if step.receipt is not None:
-        new = replace(new, receipts=new.with_receipts(**{step.receipt: new.binding}))
+        columns = {**columns, "receipts": _bound(t, columns, step.receipt)}
+    new = replace(t, phase=step.to, revision=t.revision + 1, **columns)
     facts, effects = step.notes(ctx, new)
     return succeeded(ctx, new, facts=facts, effects=effects)
+
+
+def _bound(t: TaskRecord, columns: dict[str, Any], receipt: str) -> tuple[Binding, ...]:
+    """The receipts with ``receipt`` bound to the (fence, candidate, base) the row holds once
+    ``columns`` are written (the step's new record's ``binding``), so that the step's record
+    is written once."""
+    receipts = list(columns.get("receipts", t.receipts))
+    receipts[RECEIPT_INDEX[receipt]] = Binding(columns.get("fence", t.fence),
+                                               columns.get("candidate", t.candidate),
+                                               columns.get("base", t.base))
+    return tuple(receipts)
 
 
 # --- the conditions, by the contract's phrases ---------------------------------------------
