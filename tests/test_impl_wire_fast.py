@@ -114,6 +114,20 @@ def test_a_request_built_from_its_slots_equals_the_dataclass_one():
         wire._request(kinds="submit")
 
 
+def test_a_request_under_another_key_is_the_same_request_with_that_key_alone():
+    body = {"kind": "save-work", "actor": "wrapper", "task": "t1", "key": "k",
+            "cap": {"graph": "g", "task": "t1", "generation": 0, "attempt": 1, "fence": 1,
+                    "lease-epoch": 1}, "expected-phase": "quiescing", "expected-revision": 2,
+            "candidate": "w", "base": "b", "token": "secret"}
+    r = wire.parse(body)
+    moved = wire.rekeyed(r, "alice/k")
+    assert moved == dataclasses.replace(r, key="alice/k") and moved is not r
+    assert (moved.key, r.key) == ("alice/k", "k")
+    assert (moved.canonical, moved.digest) == (r.canonical, r.digest)
+    assert [getattr(moved, f.name) for f in dataclasses.fields(r) if f.name != "key"] == \
+        [getattr(r, f.name) for f in dataclasses.fields(r) if f.name != "key"]
+
+
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text()),
     lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)

@@ -564,6 +564,19 @@ def _filler():
 _fill = _filler()
 
 
+_values = attrgetter(*_DEFAULTS)
+_KEY_AT = tuple(_DEFAULTS).index("key")
+
+
+def rekeyed(r: Request, key: str) -> Request:
+    """``r`` under another ``key`` (its canonical text and digest leave the key out: they
+    stay), each slot copied by the one generated call (not the frozen dataclass's
+    ``__init__`` through ``dataclasses.replace``)."""
+    values = list(_values(r))
+    values[_KEY_AT] = key
+    return _fill(*values)
+
+
 def _filled(values: Iterable[Any]) -> Request:
     """A ``Request`` whose slots hold ``values`` in field order."""
     return _fill(*values)

@@ -66,7 +66,7 @@ from ..storage.cache import ReadCache
 from ..storage.store import Pragmas, dumps
 from ..storage.tables import FactTables, TaskTables
 from ..contract.vocabulary import APPLIED, DUPLICATE, EVIDENCE_ONLY, REJECTED
-from ..contract.wire import Request, decision, parse, refused_name
+from ..contract.wire import Request, decision, parse, refused_name, rekeyed
 
 
 #: Rejections that only say "not yet" (an admission fact is missing): they are not an
@@ -110,7 +110,7 @@ class RequestContext:
 
 def context(who: Principal | None, r: Request, ahead: tuple | None = None) -> RequestContext:
     if who is not None:
-        r = replace(r, key=scoped_key(who, r.key))
+        r = rekeyed(r, scoped_key(who, r.key))
     return RequestContext(who, r, refused_name(r), ahead if who is None else None)
 
 
