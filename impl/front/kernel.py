@@ -701,8 +701,8 @@ class Kernel:
                 return self._refused(r, "cas-moved", observe)
         changes = changed(old, new)
         response = decision(APPLIED)
-        body = {"digest": r.digest, "response": response, "changes": record_to_json(changes),
-                "facts": facts}
+        # (the receipts' bindings are tuples: their canonical text is record_to_json's lists)
+        body = {"digest": r.digest, "response": response, "changes": changes, "facts": facts}
         if observe is not None and observe.log:
             body["observed"] = observe.log
         seq = self._append_request(r, body)
@@ -771,8 +771,8 @@ class Kernel:
         facts = list(outcome.facts) + perform(self.env, self.hook, outcome.effects, r.key, new)
         changes = changed(old, new)
         response = decision(APPLIED)
-        body = {"digest": r.digest, "response": response, "changes": record_to_json(changes),
-                "facts": facts}
+        # (the receipts' bindings are tuples: their canonical text is record_to_json's lists)
+        body = {"digest": r.digest, "response": response, "changes": changes, "facts": facts}
         if observe.log:
             body["observed"] = observe.log
         seq = self._append_request(r, body)
