@@ -24,7 +24,6 @@ the journal and the opener still holds its secret.
 from __future__ import annotations
 
 import hashlib
-from hashlib import sha256
 import re
 from dataclasses import dataclass, fields
 from operator import attrgetter
@@ -375,22 +374,28 @@ def _one_pass(body: dict) -> Request | None:
     slots = dict(_DEFAULTS)
     out: dict[str, Any] = {}
     for name, v in body.items():
-        spec = _PLAIN.get(name)
+        spec = _FIELD_KINDS.get(name)
         if spec is None:
             return None
+        kind, slot = spec
         if v is None:
             continue
-        kind, slot, allowed = spec
         if kind == _LABEL:
-            if type(v) is not str or v not in allowed:
+            if type(v) is not str or v not in _LABELS[name]:
                 return None
-            if v != "none" or name not in _ABSENT:
-                out[name] = v
-        elif kind == _TEXT:
+        elif kind == _TEXT or kind == _CONTENT:
             if type(v) is not str or not v.isascii() or "\0" in v:
                 return None
-            if v or name != "evidence":
-                out[name] = v
+            if not v and kind == _CONTENT:
+                continue
+        elif kind == _INT:
+            if type(v) is not int or not INT_MIN <= v <= INT_MAX:
+                return None
+        elif kind == _FLAG:
+            if type(v) is not bool:
+                return None
+            if not v:
+                continue
         elif kind == _CAP:
             if type(v) is not dict or v.keys() != _CAP_KEYS:
                 return None
@@ -405,28 +410,6 @@ def _one_pass(body: dict) -> Request | None:
             slots["cap"] = Capability(g, t, *nums)
             out["cap"] = v
             continue
-        elif kind == _INT:
-            if type(v) is not int or not INT_MIN <= v <= INT_MAX:
-                return None
-            if v or name != "deadline":
-                out[name] = v
-        elif kind == _TOKEN:
-            if type(v) is not str or not v.isascii() or "\0" in v or not 1 <= len(v) <= TOKEN_MAX:
-                return None
-            slots["token_hash"] = out["token-hash"] = sha256(v.encode()).hexdigest()
-            continue
-        elif kind == _CONTENT:
-            if type(v) is not str or not v.isascii() or "\0" in v:
-                return None
-            if not v:
-                continue
-            out[name] = v
-        elif kind == _FLAG:
-            if type(v) is not bool:
-                return None
-            if not v:
-                continue
-            out[name] = v
         elif kind == _OWNER:
             owner = _plain_owner(v)
             if owner is None:
@@ -434,11 +417,18 @@ def _one_pass(body: dict) -> Request | None:
             slots["owner"] = owner
             out["owner"] = owner.to_wire()
             continue
+        elif kind == _TOKEN:
+            if type(v) is not str or not v.isascii() or "\0" in v or not 1 <= len(v) <= TOKEN_MAX:
+                return None
+            slots["token_hash"] = hashlib.sha256(v.encode()).hexdigest()
+            out["token-hash"] = slots["token_hash"]
+            continue
         else:                                             # _MINT
             if type(v) is not str or not _MINT_TEXT.fullmatch(v):
                 return None
-            out[name] = v
         slots[slot] = v
+        if v != _ABSENT.get(name):
+            out[name] = v
     kind = out.get("kind")
     if kind is None:
         return None
@@ -447,13 +437,6 @@ def _one_pass(body: dict) -> Request | None:
         return None
     slots["canonical"], slots["digest"] = _digested(out)
     return _fill(*slots.values())
-
-
-#: Each wire field's kind of value, its ``Request`` slot and the labels it admits (a label's;
-#: None for the others), for ``_one_pass``.
-_PLAIN = {name: (kind, slot, _LABELS.get(name)) for name, (kind, slot) in _FIELD_KINDS.items()}
-assert {n for n, v in _ABSENT.items() if v == "none"} <= set(_LABELS) \
-    and {n: v for n, v in _ABSENT.items() if v != "none"} == {"evidence": "", "deadline": 0}
 
 
 _OWNER_PLAIN = frozenset({"pid", "birth"})
@@ -537,7 +520,7 @@ def _digested(canonical: dict) -> tuple[str, str]:
     and that text's sha256 (``canonical`` loses its key)."""
     del canonical["key"]
     text = canonical_json(canonical)
-    return text, sha256(text.encode()).hexdigest()
+    return text, hashlib.sha256(text.encode()).hexdigest()
 
 
 _OWNED = frozenset({"dispatch", "retry", "resume"})

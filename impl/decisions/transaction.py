@@ -22,9 +22,7 @@ from .decision import (
     Condition, Ctx, Effect, Observe, Outcome, RELEASED_OWNER, Rule, effect_name, succeeded,
 )
 from ..contract.protect import protected_change
-from ..storage.records import (
-    NO_RECEIPTS, RECEIPT_INDEX, Binding, TaskRecord, evolve as replace,
-)
+from ..storage.records import NO_RECEIPTS, RECEIPT_INDEX, Binding, TaskRecord, evolve as replace
 from ..contract.vocabulary import SAVE_GRAPH_NEEDS
 
 
@@ -68,22 +66,14 @@ def write(ctx: Ctx) -> Outcome:
                       **dict(side.columns))
         return succeeded(ctx, new, facts=side.facts)
     columns = step.sets(ctx)
-    if step.receipt is not None:
-        columns = {**columns, "receipts": _bound(t, columns, step.receipt)}
+    if step.receipt is not None:    # bound to the (fence, candidate, base) the written row holds
+        receipts = list(columns.get("receipts", t.receipts))
+        receipts[RECEIPT_INDEX[step.receipt]] = Binding(
+            *(columns.get(f, getattr(t, f)) for f in ("fence", "candidate", "base")))
+        columns = {**columns, "receipts": tuple(receipts)}
     new = replace(t, phase=step.to, revision=t.revision + 1, **columns)
     facts, effects = step.notes(ctx, new)
     return succeeded(ctx, new, facts=facts, effects=effects)
-
-
-def _bound(t: TaskRecord, columns: dict[str, Any], receipt: str) -> tuple[Binding, ...]:
-    """The receipts with ``receipt`` bound to the (fence, candidate, base) the row holds once
-    ``columns`` are written (the step's new record's ``binding``), so that the step's record
-    is written once."""
-    receipts = list(columns.get("receipts", t.receipts))
-    receipts[RECEIPT_INDEX[receipt]] = Binding(columns.get("fence", t.fence),
-                                               columns.get("candidate", t.candidate),
-                                               columns.get("base", t.base))
-    return tuple(receipts)
 
 
 # --- the conditions, by the contract's phrases ---------------------------------------------

@@ -66,9 +66,6 @@ def _db(field: str, value: Any) -> Any:
 
 
 _SQL: dict[tuple, str] = {}
-#: ``STEP_IF_CURRENT`` with a step's own conditions and the phases its edge leaves, by the
-#: three: its text and those phases in order (``step_statement``; each made once).
-_STEP_SQL: dict[tuple, tuple[str, tuple]] = {}
 
 
 def _sql(template: str, columns: list[str]) -> str:
@@ -214,15 +211,11 @@ class TaskTables:
         was observed of the environment before the write (``STEP_CONDITIONS``)."""
         c = r.cap
         own, values = STEP_CONDITIONS[r.kind]
-        key = (STEP_IF_CURRENT, own,
-               edge_from if type(edge_from) is frozenset else frozenset(edge_from))
-        made = _STEP_SQL.get(key)
-        if made is None:
-            ordered = tuple(sorted(edge_from))
-            made = _STEP_SQL[key] = (
-                STEP_IF_CURRENT.format(", ".join("?" * len(ordered)), own), ordered)
-        sql, ordered = made
-        return sql, (to, task_id, r.expected_phase, r.expected_revision, *ordered, r.task,
+        key = (STEP_IF_CURRENT, own, len(edge_from))
+        sql = _SQL.get(key)
+        if sql is None:
+            sql = _SQL[key] = STEP_IF_CURRENT.format(", ".join("?" * len(edge_from)), own)
+        return sql, (to, task_id, r.expected_phase, r.expected_revision, *sorted(edge_from), r.task,
                      c.task, c.generation, c.attempt, c.fence, c.lease_epoch, int(r.needs_token),
                      r.token_hash, *values(r, seen), c.graph)
 
