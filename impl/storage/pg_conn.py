@@ -294,6 +294,13 @@ class PgConnection:
         self.sync()
         return q.cur
 
+    def prepared(self, text: str):
+        """A statement already in PostgreSQL's dialect, without parameters, its result now:
+        prepared in this session the first time (``native`` parses it at every call)."""
+        q = self._put(text, ())
+        self.sync()
+        return q.cur
+
     def append(self, event: str, body: str, task: str | None, key: str | None) -> PendingSeq:
         """Queue one ledger append (``pg_sql.APPEND``); its number once the queue is sent."""
         seq = self._last = PendingSeq(self, self._put(sql.APPEND, (event, task, key, body)))
