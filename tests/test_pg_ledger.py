@@ -222,9 +222,11 @@ def test_the_lock_function_finds_task_rows_by_their_index_on_a_small_table(pg_ds
     before = _seq_scans(conn, "tasks")
     for _ in range(12):                        # past the 5 custom plans of the default mode
         for share in (False, True):
-            conn.raw.execute("BEGIN")
-            conn.raw.execute(pg_sql.LOCK, ([1, 2], share, True, None)).fetchall()
-            conn.raw.execute("ROLLBACK")
+            for ids in ([1, 2], [2]):              # (one row: looked up by its key alone)
+                conn.raw.execute("BEGIN")
+                stamps = conn.raw.execute(pg_sql.LOCK, (ids, share, True, None)).fetchall()
+                assert sorted(name for name, _ in stamps) == [f"t{i - 1}" for i in ids]
+                conn.raw.execute("ROLLBACK")
     assert _seq_scans(conn, "tasks") - before < 3
     k.close()
 
@@ -277,6 +279,8 @@ def test_migration_4_gives_a_database_of_version_3_the_rows_function(pg_dsn, mon
         old.close()
     k = kernel(pg_dsn)
     assert k.store.meta("pg-schema-version") == str(pg_sql.PG_SCHEMA_VERSION) == "4"
+    settings = k.conn.native("SELECT proconfig FROM pg_proc WHERE oid = to_regproc('wgk_lock')")
+    assert settings.fetchall() == [(["plan_cache_mode=force_generic_plan", "enable_seqscan=off"],)]
     assert seqs(k) == events
     assert k.conn.prepared(pg_sql.ROWS).fetchone()[0] == len(events)
     assert k.handle(dispatch("a"))["decision"] == "duplicate"
