@@ -18,6 +18,7 @@ def test_bound_values_are_text_but_bytes_binary():
     values, formats = bound([None, 7, -3, AWKWARD, b"\x00\xff", [3, 1, 2], True])
     assert values == [None, b"7", b"-3", AWKWARD.encode(), b"\x00\xff", b"{3,1,2}", b"t"]
     assert formats == [0, 0, 0, 0, 1, 0, 0]
+    assert bound(["a", 1, None])[1] is None                 # (all text)
     with pytest.raises(StoreError, match="NUL"):
         bound(["a\x00b"])
     with pytest.raises(StoreError, match="cannot send a float"):
@@ -69,5 +70,20 @@ def test_an_error_in_the_queue_rolls_back_and_skips_the_rest(pg_dsn):
         c.execute("UPDATE t SET n = ? WHERE k = ?", (9, "a"))
         c.execute("COMMIT")
         assert c.execute("SELECT k, n FROM t ORDER BY k").fetchall() == [("a", 9), ("c", 4)]
+    finally:
+        store.close()
+
+
+def test_a_refused_value_sends_nothing_and_names_no_statement(pg_dsn):
+    store = pg.PgStore(pg_dsn)
+    try:
+        c = store.conn
+        c.execute("CREATE TABLE t (k TEXT PRIMARY KEY)")
+        trips = c.round_trips
+        with pytest.raises(StoreError, match="NUL"):
+            c.execute("INSERT INTO t VALUES (?)", ("a\x00",))
+        assert c.round_trips == trips
+        c.execute("INSERT INTO t VALUES (?)", ("a",))          # its first Parse, now
+        assert c.execute("SELECT k FROM t").fetchall() == [("a",)]
     finally:
         store.close()

@@ -26,7 +26,7 @@ from .store import Pragmas
 
 _MARK = re.compile(r"(?<!%)%s")
 _PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
-_SYNC, _FATAL, _ABORTED = 10, 7, 11     # libpq's PIPELINE_SYNC, FATAL_ERROR, PIPELINE_ABORTED
+_SYNC, _FAILED = 10, (7, 11)     # libpq's PIPELINE_SYNC; FATAL_ERROR, PIPELINE_ABORTED
 QUEUE_MOST = 256            # statements queued at most (a bulk graph edit sends them on)
 BULK = 1000                 # tasks added by one graph edit after which the tables are analyzed
 SEAL_EVERY = 16             # a connection seals before every 16th of its appends' COMMIT
@@ -90,7 +90,7 @@ class PgConnection:
                              "needs UTF8 (its ledger hashes are computed on UTF-8 text)")
         self.raw.prepare_threshold = None       # psycopg would DEALLOCATE ALL after a ROLLBACK
         self._tx = psycopg.adapt.Transformer(self.raw)     # results' text to Python values
-        self._prepared: dict[str, str] = {}     # statement -> its name in this session
+        self._prepared: dict[str, bytes] = {}   # statement -> its name in this session
         self.round_trips = 0                    # (counted for the benchmarks)
         self._names = 0
         self.queue: list[Queued] = []
@@ -132,7 +132,7 @@ class PgConnection:
         queue, self.queue = self.queue, []
         if not queue:
             return
-        new: list[str] = []
+        new: list[bytes] = []
         messages = [self._message(q, new) for q in queue]     # (a value refused: nothing sent)
         self.round_trips += 1
         pg = self.raw.pgconn
@@ -150,35 +150,44 @@ class PgConnection:
                 self._prepared = {k: v for k, v in self._prepared.items() if v not in gone}
             raise error
 
-    def _message(self, q: Queued, new: list[str]) -> tuple:
+    def _message(self, q: Queued, new: list[bytes]) -> tuple:
         """How ``q`` goes into the pipeline: bound to its prepared form when it has
         parameters (its Parse in front, the first time)."""
         if q.params is None:
             return _plain, (q.sql.encode(),)
+        name = self._prepared.get(q.sql)
+        if name is not None:
+            return _bind, (name, *bound(q.params))
         if not q.sql.lstrip().upper().startswith(_PREPARABLE):
             return _plain, (inline(q.sql, q.params).encode(),)
-        name = self._prepared.get(q.sql)
-        values, formats = bound(q.params)
-        if name is None:
-            name = self._prepared[q.sql] = f"wgk_{self._names}"
-            self._names += 1
-            new.append(name)
-            return _parse_and_bind, (name.encode(), dollars(q.sql).encode(), values, formats)
-        return _bind, (name.encode(), values, formats)
+        values = bound(q.params)                    # (a value refused: no name given)
+        name = self._prepared[q.sql] = b"wgk_%d" % self._names
+        self._names += 1
+        new.append(name)
+        return _parse_and_bind, (name, dollars(q.sql).encode(), *values)
 
     def _receive(self, pg, queue: list[Queued], messages: list[tuple]):
         """Each statement's result, in order, up to the Sync's; the first error (what came
         after it was skipped)."""
         error, tx = None, self._tx
         for q, (send, _) in zip(queue, messages):
-            for res in ((_next(pg), _next(pg)) if send is _parse_and_bind else (_next(pg),)):
-                if error is None and res.status in (_FATAL, _ABORTED):
+            if send is _parse_and_bind:             # (the Parse's result first)
+                res = _next(pg)
+                if error is None and res.status in _FAILED:
                     error = self.errors.error_from_result(res, encoding=self.raw.info.encoding)
-            if error is None:
+            res = _next(pg)
+            if error is not None:
+                continue
+            if res.status in _FAILED:
+                error = self.errors.error_from_result(res, encoding=self.raw.info.encoding)
+                continue
+            if res.nfields:
                 tx.set_pgresult(res)
-                rows = tx.load_rows(0, res.ntuples, tuple) if res.nfields else []
-                count = res.command_tuples
-                q.cur = Result(rows, -1 if count is None else count, res)
+                rows = tx.load_rows(0, res.ntuples, tuple)
+            else:
+                rows = []
+            count = res.command_tuples
+            q.cur = Result(rows, -1 if count is None else count, res)
         while (res := pg.get_result()) is not None and res.status != _SYNC:
             pass                                    # (up to the Sync's result)
         return error

@@ -37,30 +37,35 @@ def literal(value) -> str:
     raise StoreError(f"cannot send a {type(value).__name__} to PostgreSQL")
 
 
-def bound(params) -> tuple[list, list[int]]:
-    """Parameters as the values of a Bind message, and their formats: text as PostgreSQL
-    reads it (a number, a text, an array of numbers), bytes as they are (binary)."""
-    values, formats = [], []
-    for value in params:
-        fmt = 0
-        if value is None:
-            data = None
-        elif value is True or value is False:
-            data = b"t" if value else b"f"
-        elif isinstance(value, int):
-            data = str(int(value)).encode()
-        elif isinstance(value, str):
+def bound(params) -> tuple[list, list[int] | None]:
+    """Parameters as the values of a Bind message, and their formats (None: all text): text
+    as PostgreSQL reads it (a number, a text, an array of numbers), bytes as they are
+    (binary)."""
+    values, formats = [], None
+    for n, value in enumerate(params):
+        kind = type(value)
+        if kind is str:
             if "\x00" in value:
                 raise StoreError("a text value holds a NUL character (PostgreSQL refuses it)")
-            data = value.encode()
+            values.append(value.encode())
+        elif kind is int:
+            values.append(b"%d" % value)
+        elif value is None:
+            values.append(None)
+        elif kind is bool:
+            values.append(b"t" if value else b"f")
+        elif isinstance(value, int):
+            values.append(b"%d" % int(value))
+        elif isinstance(value, str):
+            values.append(bound([str(value)])[0][0])
         elif isinstance(value, (bytes, bytearray, memoryview)):
-            data, fmt = bytes(value), 1
+            values.append(bytes(value))
+            formats = formats or [0] * len(params)
+            formats[n] = 1
         elif isinstance(value, (list, tuple)) and all(type(v) is int for v in value):
-            data = ("{" + ",".join(map(str, value)) + "}").encode()
+            values.append(("{" + ",".join(map(str, value)) + "}").encode())
         else:
-            raise StoreError(f"cannot send a {type(value).__name__} to PostgreSQL")
-        values.append(data)
-        formats.append(fmt)
+            raise StoreError(f"cannot send a {kind.__name__} to PostgreSQL")
     return values, formats
 
 
