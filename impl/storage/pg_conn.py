@@ -2,8 +2,9 @@
 
 Inside a transaction, a statement whose result nobody needs yet (``BEGIN``, an
 ``INSERT``/``UPDATE``/``DELETE``, a savepoint, a ledger append) is queued; the
-queue goes to the server in one round trip (one simple-protocol string) when a
-result is needed: a read, a cursor's ``rowcount``, or ``COMMIT``. So a request
+queue goes to the server in one round trip (one pipeline of the extended protocol,
+each statement with parameters bound to its prepared form) when a result is
+needed: a read, a cursor's ``rowcount``, or ``COMMIT``. So a request
 costs one round trip for ``BEGIN`` and its row locks and one for its writes and
 ``COMMIT``, whatever the number of rows it writes. Errors of queued statements
 surface at that round trip and roll the whole transaction back, as they would
