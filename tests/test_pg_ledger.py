@@ -222,9 +222,11 @@ def test_the_lock_function_finds_task_rows_by_their_index_on_a_small_table(pg_ds
     before = _seq_scans(conn, "tasks")
     for _ in range(12):                        # past the 5 custom plans of the default mode
         for share in (False, True):
-            conn.raw.execute("BEGIN")
-            conn.raw.execute(pg_sql.LOCK, ([1, 2], share, True, None)).fetchall()
-            conn.raw.execute("ROLLBACK")
+            for ids in ([1, 2], [2]):              # (one row: looked up by its key alone)
+                conn.raw.execute("BEGIN")
+                stamps = conn.raw.execute(pg_sql.LOCK, (ids, share, True, None)).fetchall()
+                assert sorted(name for name, _ in stamps) == [f"t{i - 1}" for i in ids]
+                conn.raw.execute("ROLLBACK")
     assert _seq_scans(conn, "tasks") - before < 3
     k.close()
 
@@ -241,4 +243,46 @@ def test_the_seal_finds_ledger_rows_by_their_index(pg_dsn):
     for _ in range(12):                        # past the 5 custom plans of PL/pgSQL's default
         assert conn.native(pg_sql.SEAL_NOW, (False,)).fetchone()[0] is not None
     assert _seq_scans(conn, "ledger") - before < 3
+    k.close()
+
+
+def test_the_committed_rows_are_counted_on_the_ledgers_index(pg_dsn):
+    """The count every request reads (``pg_sql.ROWS``) is a function planned once per session
+    (``pg_sql.ROWS_FUNCTION``), prepared: its one plan, made over a ledger of a few rows,
+    still finds the rows past the sealed head by the index, however many times it runs."""
+    k = kernel(pg_dsn)
+    k.create_graph("g", [TaskPolicy("a")])
+    conn = k.store.conn
+    count = conn.native("SELECT count(*) FROM ledger").fetchone()[0]
+    assert conn.prepared(pg_sql.ROWS).fetchone()[0] == count > 0
+
+    before = _seq_scans(conn, "ledger")
+    for _ in range(12):                        # past the 5 custom plans of the default mode
+        assert conn.prepared(pg_sql.ROWS).fetchone()[0] == count
+    assert _seq_scans(conn, "ledger") - before < 3
+    k.close()
+
+
+def test_migration_4_gives_a_database_of_version_3_the_rows_function(pg_dsn, monkeypatch):
+    """A database made by a kernel whose PostgreSQL schema stopped at version 3 (no
+    ``wgk_rows``) is upgraded when a kernel of this version opens it, and keeps its events."""
+    with monkeypatch.context() as m:
+        m.setattr(pg_sql, "PG_SCHEMA_VERSION", 3)
+        m.setattr(pg_sql, "ROWS", "SELECT seq + (SELECT count(*) FROM ledger WHERE seq > "
+                                  "(SELECT seq FROM ledger_seal WHERE id = 1)) FROM ledger_seal")
+        old = kernel(pg_dsn)
+        old.create_graph("g", [TaskPolicy("a")])
+        assert old.handle(dispatch("a"))["decision"] == "applied"
+        assert old.store.meta("pg-schema-version") == "3"
+        assert old.conn.native("SELECT to_regproc('wgk_rows')").fetchone()[0] is None
+        events = seqs(old)
+        old.close()
+    k = kernel(pg_dsn)
+    assert k.store.meta("pg-schema-version") == str(pg_sql.PG_SCHEMA_VERSION) == "4"
+    settings = k.conn.native("SELECT proconfig FROM pg_proc WHERE oid = to_regproc('wgk_lock')")
+    assert settings.fetchall() == [(["plan_cache_mode=force_generic_plan", "enable_seqscan=off"],)]
+    assert seqs(k) == events
+    assert k.conn.prepared(pg_sql.ROWS).fetchone()[0] == len(events)
+    assert k.handle(dispatch("a"))["decision"] == "duplicate"
+    assert k.verify_ledger().ok
     k.close()

@@ -188,7 +188,7 @@ class PgStore(Store):
         if self.depth and self.conn.appends:    # the count would include our own appends
             self._rows, self._token = None, self._token + 1
             return self._token
-        rows = self.conn.native(sql.ROWS).fetchone()[0]
+        rows = self.conn.prepared(sql.ROWS).fetchone()[0]
         if rows != self._rows:
             self._rows, self._token = rows, self._token + 1
         return self._token
@@ -248,7 +248,7 @@ class PgStore(Store):
         self._locked = True
         if all(self._known.get(task, -1) == seq for task, seq in stamps.items()):
             return
-        rows = None if self.conn.appends else self.conn.native(sql.ROWS).fetchone()[0]
+        rows = None if self.conn.appends else self.conn.prepared(sql.ROWS).fetchone()[0]
         if rows is None or rows != self._rows:      # (our own appends would be counted)
             self._rows, self._token = rows, self._token + 1
         self._known.update(stamps)

@@ -2,8 +2,9 @@
 
 Inside a transaction, a statement whose result nobody needs yet (``BEGIN``, an
 ``INSERT``/``UPDATE``/``DELETE``, a savepoint, a ledger append) is queued; the
-queue goes to the server in one round trip (one simple-protocol string) when a
-result is needed: a read, a cursor's ``rowcount``, or ``COMMIT``. So a request
+queue goes to the server in one round trip (one pipeline of the extended protocol,
+each statement with parameters bound to its prepared form) when a result is
+needed: a read, a cursor's ``rowcount``, or ``COMMIT``. So a request
 costs one round trip for ``BEGIN`` and its row locks and one for its writes and
 ``COMMIT``, whatever the number of rows it writes. Errors of queued statements
 surface at that round trip and roll the whole transaction back, as they would
@@ -21,11 +22,12 @@ import re
 from . import pg_sql as sql
 from ..contract.errors import StoreError
 from .dsn import redact  # noqa: F401  (re-exported)
-from .pg_text import PendingSeq, PgCursor, Queued, Result, dollars, inline, literal
+from .pg_text import PendingSeq, PgCursor, Queued, Result, bound, dollars, inline
 from .store import Pragmas
 
 _MARK = re.compile(r"(?<!%)%s")
 _PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
+_SYNC, _FAILED = 10, (7, 11)     # libpq's PIPELINE_SYNC; FATAL_ERROR, PIPELINE_ABORTED
 QUEUE_MOST = 256            # statements queued at most (a bulk graph edit sends them on)
 BULK = 1000                 # tasks added by one graph edit after which the tables are analyzed
 SEAL_EVERY = 16             # a connection seals before every 16th of its appends' COMMIT
@@ -88,8 +90,8 @@ class PgConnection:
             raise StoreError(f"{redact(dsn)}: the database's encoding is {encoding}, the kernel "
                              "needs UTF8 (its ledger hashes are computed on UTF-8 text)")
         self.raw.prepare_threshold = None       # psycopg would DEALLOCATE ALL after a ROLLBACK
-        self._client = psycopg.ClientCursor(self.raw)
-        self._prepared: dict[str, str] = {}     # statement -> its name in this session
+        self._tx = psycopg.adapt.Transformer(self.raw)     # results' text to Python values
+        self._prepared: dict[str, bytes] = {}   # statement -> its name in this session
         self.round_trips = 0                    # (counted for the benchmarks)
         self._names = 0
         self.queue: list[Queued] = []
@@ -124,45 +126,72 @@ class PgConnection:
     def sync(self) -> None:
         """Send the queue in one round trip (an error rolls the transaction back: raised).
 
-        The statements go as one simple-protocol string: each one with parameters as
-        ``EXECUTE`` of a statement this session prepared (``PREPARE`` in front, the first
-        time), its arguments as literals; each result read back in order."""
+        The statements go in one pipeline of the extended protocol, closed by one Sync:
+        each one with parameters bound to a statement this session prepared (its Parse in
+        front, the first time), its arguments as values (nothing of them for the server to
+        parse as SQL); each result read back in order."""
         queue, self.queue = self.queue, []
         if not queue:
             return
+        new: list[bytes] = []
+        messages = [self._message(q, new) for q in queue]     # (a value refused: nothing sent)
         self.round_trips += 1
-        new: list[str] = []
-        text = "; ".join([self._executable(q, new) for q in queue])
-        cur = self._client
+        pg = self.raw.pgconn
+        pg.enter_pipeline_mode()
         try:
-            cur.execute("; ".join(new + [text]) if new else text)
-        except BaseException:
+            for send, args in messages:
+                send(pg, *args)
+            pg.pipeline_sync()
+            error = self._receive(pg, queue, messages)
+        finally:
+            _leave_pipeline(pg)
+        if error is not None:
             if new:                                 # whether they ran is unknown: never reused
-                gone = {line.split()[1] for line in new}
+                gone = set(new)
                 self._prepared = {k: v for k, v in self._prepared.items() if v not in gone}
-            raise
-        for _ in new:
-            cur.nextset()
-        for n, q in enumerate(queue):
-            if n:
-                cur.nextset()
-            res = cur.pgresult
-            q.cur = Result(cur.fetchall() if res.nfields else [], cur.rowcount, res)
+            raise error
 
-    def _executable(self, q: Queued, new: list[str]) -> str:
-        """``q`` as text: ``EXECUTE`` of its prepared form when it has parameters."""
+    def _message(self, q: Queued, new: list[bytes]) -> tuple:
+        """How ``q`` goes into the pipeline: bound to its prepared form when it has
+        parameters (its Parse in front, the first time)."""
         if q.params is None:
-            return q.sql
-        if not q.sql.lstrip().upper().startswith(_PREPARABLE):
-            return inline(q.sql, q.params)
+            return _plain, (q.sql.encode(),)
         name = self._prepared.get(q.sql)
-        if name is None:
-            name = self._prepared[q.sql] = f"wgk_{self._names}"
-            self._names += 1
-            new.append(f"PREPARE {name} AS {dollars(q.sql)}")
-        if not q.params:
-            return f"EXECUTE {name}"
-        return f"EXECUTE {name}({', '.join(map(literal, q.params))})"
+        if name is not None:
+            return _bind, (name, *bound(q.params))
+        if not q.sql.lstrip().upper().startswith(_PREPARABLE):
+            return _plain, (inline(q.sql, q.params).encode(),)
+        values = bound(q.params)                    # (a value refused: no name given)
+        name = self._prepared[q.sql] = b"wgk_%d" % self._names
+        self._names += 1
+        new.append(name)
+        return _parse_and_bind, (name, dollars(q.sql).encode(), *values)
+
+    def _receive(self, pg, queue: list[Queued], messages: list[tuple]):
+        """Each statement's result, in order, up to the Sync's; the first error (what came
+        after it was skipped)."""
+        error, tx = None, self._tx
+        for q, (send, _) in zip(queue, messages):
+            if send is _parse_and_bind:             # (the Parse's result first)
+                res = _next(pg)
+                if error is None and res.status in _FAILED:
+                    error = self.errors.error_from_result(res, encoding=self.raw.info.encoding)
+            res = _next(pg)
+            if error is not None:
+                continue
+            if res.status in _FAILED:
+                error = self.errors.error_from_result(res, encoding=self.raw.info.encoding)
+                continue
+            if res.nfields:
+                tx.set_pgresult(res)
+                rows = tx.load_rows(0, res.ntuples, tuple)
+            else:
+                rows = []
+            count = res.command_tuples
+            q.cur = Result(rows, -1 if count is None else count, res)
+        while (res := pg.get_result()) is not None and res.status != _SYNC:
+            pass                                    # (up to the Sync's result)
+        return error
 
     def sent(self, q: Queued | None) -> None:
         if q is not None and q.cur is None:
@@ -275,6 +304,13 @@ class PgConnection:
         self.sync()
         return q.cur
 
+    def prepared(self, text: str):
+        """A statement already in PostgreSQL's dialect, without parameters, its result now:
+        prepared in this session the first time (``native`` parses it at every call)."""
+        q = self._put(text, ())
+        self.sync()
+        return q.cur
+
     def append(self, event: str, body: str, task: str | None, key: str | None) -> PendingSeq:
         """Queue one ledger append (``pg_sql.APPEND``); its number once the queue is sent."""
         seq = self._last = PendingSeq(self, self._put(sql.APPEND, (event, task, key, body)))
@@ -358,6 +394,40 @@ class PgConnection:
 
     def close(self) -> None:
         self.raw.close()
+
+
+def _plain(pg, text: bytes) -> None:
+    pg.send_query_params(text, None)
+
+
+def _bind(pg, name: bytes, values: list, formats: list) -> None:
+    pg.send_query_prepared(name, values, formats)
+
+
+def _parse_and_bind(pg, name: bytes, text: bytes, values: list, formats: list) -> None:
+    pg.send_prepare(name, text)
+    pg.send_query_prepared(name, values, formats)
+
+
+def _next(pg):
+    """The result of the pipeline's next statement (its end read too)."""
+    res = pg.get_result()
+    while pg.get_result() is not None:           # (one result per statement)
+        pass
+    return res
+
+
+def _leave_pipeline(pg) -> None:
+    """Out of pipeline mode, whatever of the round trip was left unread read first (an
+    interrupted read; a broken connection stays broken)."""
+    try:
+        while pg.pipeline_status and pg.transaction_status == 1:    # ACTIVE: results pending
+            res = pg.get_result()
+            if res is None or res.status == _SYNC:
+                break
+        pg.exit_pipeline_mode()
+    except Exception:
+        pass
 
 
 def first_line(e: BaseException) -> str:

@@ -196,6 +196,54 @@ BEGIN
   RETURN TRUE;
 END $$"""
 
+#: The number of committed ledger rows (``ROWS``) in a function planned once per session on
+#: the ledger's index (migration 4): as a plain statement it was parsed and planned at every
+#: request (the largest part of the planner's share of a request's server CPU); prepared on
+#: its own, its one plan, made while the ledger was small, scanned the whole ledger.
+ROWS_FUNCTION = """
+CREATE OR REPLACE FUNCTION wgk_rows() RETURNS BIGINT LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+BEGIN
+  RETURN (SELECT s.seq + (SELECT count(*) FROM ledger l WHERE l.seq > s.seq)
+          FROM ledger_seal s WHERE s.id = 1);
+END $$"""
+
+#: The lock function again (migration 4), with one task row (nearly every request) looked up
+#: by its key alone: over an array, the plan of each of its lookups was a bitmap scan, a
+#: sort and a nested loop, whose start-up at every request cost more than the lookup.
+#: (``CREATE OR REPLACE`` replaces the settings too: ``LOCK_PLANNED_ONCE``'s are repeated.)
+LOCK_FUNCTION_ONE = f"""
+CREATE OR REPLACE FUNCTION wgk_lock(ids BIGINT[], share BOOLEAN, graph BOOLEAN, p_key TEXT)
+RETURNS TABLE (name TEXT, stamp BIGINT) LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+DECLARE
+  one BIGINT := CASE WHEN cardinality(ids) = 1 THEN ids[1] END;
+BEGIN
+  IF p_key IS NOT NULL AND EXISTS (SELECT 1 FROM journal WHERE key = p_key) THEN
+    RETURN;
+  END IF;
+  IF graph THEN
+    PERFORM pg_advisory_xact_lock_shared({LOCK_CLASS}, 0);
+  END IF;
+  IF one IS NOT NULL THEN
+    IF share THEN
+      PERFORM 1 FROM tasks WHERE id = one FOR SHARE;
+    ELSE
+      PERFORM 1 FROM tasks WHERE id = one FOR UPDATE;
+    END IF;
+    RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name)
+                 FROM tasks t WHERE t.id = one;
+    RETURN;
+  END IF;
+  IF share THEN
+    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR SHARE;
+  ELSE
+    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR UPDATE;
+  END IF;
+  RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name)
+               FROM tasks t WHERE t.id = ANY(ids);
+END $$"""
+
 #: PostgreSQL's own migrations, after the shared ones (``meta`` key ``pg-schema-version``).
 PG_MIGRATIONS: dict[int, list[str]] = {1: [
     "ALTER TABLE ledger_head RENAME TO ledger_seal",
@@ -204,7 +252,8 @@ PG_MIGRATIONS: dict[int, list[str]] = {1: [
     "SELECT setval('ledger_seq', max(seq)) FROM ledger HAVING max(seq) IS NOT NULL",
     "CREATE INDEX ledger_by_task ON ledger (task, seq)",
     JSON_SLOW, JSON_TEXT, LINK, SEAL_FUNCTION, LOCK_FUNCTION,
-], 2: [EXPECT_FUNCTION], 3: [LOCK_PLANNED_ONCE, SEAL_ON_INDEXES, JSON_TEXT_PL, LINK_PL]}
+], 2: [EXPECT_FUNCTION], 3: [LOCK_PLANNED_ONCE, SEAL_ON_INDEXES, JSON_TEXT_PL, LINK_PL],
+    4: [ROWS_FUNCTION, LOCK_FUNCTION_ONE]}
 PG_SCHEMA_VERSION = max(PG_MIGRATIONS)
 
 #: One append: the next number of the ledger's sequence, its bucket held (shared) until
@@ -221,9 +270,8 @@ ANALYZE = "ANALYZE tasks, task_view, edges, ledger"
 SEALED_HEAD = "SELECT seq, hash FROM ledger_seal WHERE id = 1"
 CURRENT_SEQ = "currval('ledger_seq')"
 #: Every committed ledger row, counted cheaply (the sealed head plus the rows after it):
-#: it changes whenever any connection commits an event.
-ROWS = ("SELECT seq + (SELECT count(*) FROM ledger WHERE seq > (SELECT seq FROM ledger_seal "
-        "WHERE id = 1)) FROM ledger_seal WHERE id = 1")
+#: it changes whenever any connection commits an event (``ROWS_FUNCTION``; sent prepared).
+ROWS = "SELECT wgk_rows()"
 RESTORE_SEQ = "SELECT setval('ledger_seq', greatest(max(seq), 1), max(seq) IS NOT NULL) FROM ledger"
 
 ENCODING = "SHOW server_encoding"

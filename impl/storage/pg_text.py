@@ -1,8 +1,9 @@
 """Statements as text for PostgreSQL, and what comes back (``pg_conn`` sends them).
 
-``literal`` quotes a parameter (``standard_conforming_strings`` on); ``inline``
-and ``dollars`` turn a psycopg statement (``%s``) into text with literals or into
-``PREPARE``'s form (``$1``). ``Queued`` is one statement of a connection's queue,
+``bound`` gives the parameters of a prepared statement as a Bind message's
+values; ``literal`` quotes a parameter (``standard_conforming_strings`` on), for
+the statements that cannot be prepared; ``inline`` and ``dollars`` turn a psycopg
+statement (``%s``) into text with literals or into a prepared statement's form (``$1``). ``Queued`` is one statement of a connection's queue,
 ``Result`` one statement's result out of a round trip, ``PgCursor`` the part of
 a sqlite3 cursor the kernel uses, ``PendingSeq`` the number of a queued ledger
 append.
@@ -34,6 +35,38 @@ def literal(value) -> str:
     if isinstance(value, (list, tuple)) and all(type(v) is int for v in value):
         return "'{" + ",".join(map(str, value)) + "}'"
     raise StoreError(f"cannot send a {type(value).__name__} to PostgreSQL")
+
+
+def bound(params) -> tuple[list, list[int] | None]:
+    """Parameters as the values of a Bind message, and their formats (None: all text): text
+    as PostgreSQL reads it (a number, a text, an array of numbers), bytes as they are
+    (binary)."""
+    values, formats = [], None
+    for n, value in enumerate(params):
+        kind = type(value)
+        if kind is str:
+            if "\x00" in value:
+                raise StoreError("a text value holds a NUL character (PostgreSQL refuses it)")
+            values.append(value.encode())
+        elif kind is int:
+            values.append(b"%d" % value)
+        elif value is None:
+            values.append(None)
+        elif kind is bool:
+            values.append(b"t" if value else b"f")
+        elif isinstance(value, int):
+            values.append(b"%d" % int(value))
+        elif isinstance(value, str):
+            values.append(bound([str(value)])[0][0])
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            values.append(bytes(value))
+            formats = formats or [0] * len(params)
+            formats[n] = 1
+        elif isinstance(value, (list, tuple)) and all(type(v) is int for v in value):
+            values.append(("{" + ",".join(map(str, value)) + "}").encode())
+        else:
+            raise StoreError(f"cannot send a {kind.__name__} to PostgreSQL")
+    return values, formats
 
 
 def inline(text: str, params) -> str:
