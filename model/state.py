@@ -328,10 +328,8 @@ class Journal(tuple):
     def put(self, key, digest, kind, code) -> "Journal":
         """The journal with ``key``'s entry set (the pairs stay sorted by key)."""
         i = bisect_left(self, key, key=_first)
-        entry = ((key, Entry(digest, kind, code)),)
-        if i < len(self) and self[i][0] == key:
-            return Journal(self[:i] + entry + self[i + 1:])
-        return Journal(self[:i] + entry + self[i:])
+        same = i < len(self) and self[i][0] == key
+        return Journal(self[:i] + ((key, Entry(digest, kind, code)),) + self[i + same:])
 
     def entries(self) -> dict:
         return dict(self)

@@ -22,12 +22,7 @@ class Labelled(IntEnum):
     @classmethod
     def parse(cls, text: str):
         """The member whose label is ``text``; ValueError names the allowed labels."""
-        table = _BY_LABEL.get(cls)
-        if table is None:
-            table = {}
-            for member in cls:
-                table.setdefault(member.label, member)
-            _BY_LABEL[cls] = table
+        table = _BY_LABEL.get(cls) or _BY_LABEL.setdefault(cls, {m.label: m for m in cls})
         if isinstance(text, str) and text in table:
             return table[text]
         allowed = ", ".join(m.label for m in cls)
