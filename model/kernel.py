@@ -194,15 +194,15 @@ def decide(s: State, r: Request, rules: Rules = RULES,
         return decide_new(s, r, rules)
     if not authenticated(s, r):
         return Decision(D.REJECTED, Code.NOT_AUTHENTICATED), s
-    key = journal_key_of(r)
-    used, same, old_kind, old_code = s.journal.lookup(key, r.digest)
+    key, digest = journal_key_of(r), r.digest
+    used, same, old_kind, old_code = s.journal.lookup(key, digest)
     if used is True:
         if same is True:
             return Decision(D.DUPLICATE, Code.NONE, old_kind, old_code), s
         if same is False:
             return Decision(D.REJECTED, Code.IDEMPOTENCY_CONFLICT), s
     d, s2 = decide_new(s, r, rules)
-    fresh = ite(is_hold(d), s2, replace(s2, journal=s2.journal.put(key, r.digest, d.kind, d.code)))
+    fresh = ite(is_hold(d), s2, replace(s2, journal=s2.journal.put(key, digest, d.kind, d.code)))
     if used is False:
         return d, fresh
     return (

@@ -133,11 +133,11 @@ class Request:
     def to_json(self) -> dict[str, Any]:
         """The wire form: kebab-case labels, defaults omitted."""
         out: dict[str, Any] = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if v is None or v == f.default and f.name not in ("kind", "actor", "task"):
+        for name, wire, default, always in _wire_fields(type(self)):
+            v = getattr(self, name)
+            if v is None or v == default and not always:
                 continue
-            out[f.name.replace("_", "-")] = _wire(v)
+            out[wire] = _wire(v)
         return out
 
     @property
@@ -147,6 +147,19 @@ class Request:
         body.pop("key", None)
         raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(raw).hexdigest()
+
+
+#: Per request class: (field, its wire name, its default, always on the wire) for each field.
+_WIRE_FIELDS: dict[type, tuple[tuple[str, str, Any, bool], ...]] = {}
+
+
+def _wire_fields(cls: type) -> tuple[tuple[str, str, Any, bool], ...]:
+    spec = _WIRE_FIELDS.get(cls)
+    if spec is None:
+        spec = _WIRE_FIELDS[cls] = tuple(
+            (f.name, f.name.replace("_", "-"), f.default, f.name in ("kind", "actor", "task"))
+            for f in fields(cls))
+    return spec
 
 
 def _wire(v: Any) -> Any:

@@ -12,7 +12,9 @@ strings and intern the names (``wgk.model.names``).
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Any, Iterable, Mapping
 
 import networkx as nx
@@ -310,6 +312,9 @@ class Entry:
     code: Any
 
 
+_first = itemgetter(0)
+
+
 class Journal(tuple):
     """Idempotency journal: sorted ``(key, Entry)`` pairs (immutable, hashable)."""
 
@@ -321,9 +326,10 @@ class Journal(tuple):
         return False, False, 0, 0
 
     def put(self, key, digest, kind, code) -> "Journal":
-        items = dict(self)
-        items[key] = Entry(digest, kind, code)
-        return Journal(sorted(items.items()))
+        """The journal with ``key``'s entry set (the pairs stay sorted by key)."""
+        i = bisect_left(self, key, key=_first)
+        same = i < len(self) and self[i][0] == key
+        return Journal(self[:i] + ((key, Entry(digest, kind, code)),) + self[i + same:])
 
     def entries(self) -> dict:
         return dict(self)

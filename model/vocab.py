@@ -8,20 +8,23 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+#: Each labelled enum's members by label, made at its first ``parse``.
+_BY_LABEL: dict[type, dict[str, "Labelled"]] = {}
+
 
 class Labelled(IntEnum):
     """An IntEnum whose wire name is the kebab-case form of its member name."""
 
     @property
     def label(self) -> str:
-        return self.name.lower().replace("_", "-")
+        return self._name_.lower().replace("_", "-")
 
     @classmethod
     def parse(cls, text: str):
         """The member whose label is ``text``; ValueError names the allowed labels."""
-        for member in cls:
-            if member.label == text:
-                return member
+        table = _BY_LABEL.get(cls) or _BY_LABEL.setdefault(cls, {m.label: m for m in cls})
+        if isinstance(text, str) and text in table:
+            return table[text]
         allowed = ", ".join(m.label for m in cls)
         raise ValueError(f"unknown {cls.__name__} {text!r} (expected one of: {allowed})")
 

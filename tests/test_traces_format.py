@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -9,8 +10,9 @@ import pytest
 from wgk.conformance.oracle.systems import CONVERGE, REVOKE
 
 from wgk.conformance.cli.main import main
+from wgk.conformance.traces import format as format_mod
 from wgk.conformance.traces.format import (
-    Trace, TraceError, dump_trace, load_trace, parse_trace, schema, schema_errors, trace_files,
+    Trace, TraceError, dump_trace, load_trace, load_traces, parse_trace, schema, schema_errors, trace_files,
     write_trace,
 )
 from wgk.model.env import EnvKind
@@ -161,3 +163,43 @@ def test_fuzz_counterexamples_are_valid_traces():
     doc = fuzz.counterexample_trace(fuzz.chain_graph(2), steps, seed=7, failure="example")
     validate_doc = parse_trace(json.dumps(doc), "fuzz.json")
     assert validate_doc.steps[2]["expect"]["decision"] == "duplicate"
+
+
+def _corpus_with_a_bad_file(tmp_path, at: int, n: int = 40):
+    """``n`` bundled traces copied, the one at position ``at`` (in file order) breaking the
+    schema (a step of an unknown shape)."""
+    files = ALL[:n]
+    for k, f in enumerate(files):
+        doc = json.loads(f.read_text())
+        if k == at:
+            doc["steps"][0] = {"neither": "request nor env"}
+        (tmp_path / f"{k:03d}.json").write_text(json.dumps(doc))
+    return tmp_path
+
+
+@pytest.mark.parametrize("at", [0, 1, 2, 39])
+def test_loading_on_several_processes_reports_what_one_reports(tmp_path, at):
+    root = _corpus_with_a_bad_file(tmp_path, at)
+    errors = []
+    for workers in (1, 2, 3):
+        with pytest.raises(TraceError) as e:
+            load_traces([root], workers)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] == errors[2] and f"{at:03d}.json" in errors[0]
+    os.remove(root / f"{at:03d}.json")
+    assert [t.id for t in load_traces([root], 2)] == [t.id for t in load_traces([root])]
+
+
+def test_the_schema_verdicts_checked_ahead_are_the_ones_taken(tmp_path, monkeypatch):
+    root = _corpus_with_a_bad_file(tmp_path, 1)
+    here = []
+    monkeypatch.setattr(format_mod, "schema_errors",
+                        lambda doc, orig=format_mod.schema_errors: here.append(1) or orig(doc))
+    with pytest.raises(TraceError, match="001.json"):
+        load_traces([root], 2)
+    assert len(here) == 20 and not format_mod.AHEAD     # the other half in the forked process
+    monkeypatch.setattr(format_mod, "_schema_share", lambda files: {})
+    here.clear()
+    with pytest.raises(TraceError, match="001.json"):      # nothing ahead: each checked in turn
+        load_traces([root], 2)
+    assert len(here) == 2

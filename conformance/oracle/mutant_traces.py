@@ -10,6 +10,7 @@ mutant cannot take) means the trace detects the bug it is for.
 from __future__ import annotations
 
 import importlib.resources
+import os
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -68,10 +69,44 @@ def unchanged(trace) -> bool:
     return hit is not None and hit[1] is trace and hit[0] == (st.st_size, st.st_mtime_ns)
 
 
+#: The trace files under a folder, by folder, with the time of change of every folder under it
+#: when they were listed (every mutant looks through the same corpus; a folder whose entries
+#: changed since, or a new one under it, changes one of those times: it is listed again).
+_LISTED: dict[Path, tuple[tuple[tuple[str, int], ...], list[Path]]] = {}
+
+
+def _folders(root: Path) -> tuple[tuple[str, int], ...] | None:
+    try:
+        return tuple((d, os.stat(d).st_mtime_ns) for d in
+                     [str(root)] + [os.path.join(top, n) for top, names, _ in os.walk(root)
+                                    for n in names])
+    except OSError:
+        return None
+
+
+def _unchanged(folders: tuple[tuple[str, int], ...]) -> bool:
+    try:
+        return all(os.stat(d).st_mtime_ns == t for d, t in folders)
+    except OSError:
+        return False
+
+
+def listed(root: Path) -> list[Path]:
+    """``trace_files([root])``, listed again only when a folder under ``root`` changed."""
+    hit = _LISTED.get(root)
+    if hit is not None and _unchanged(hit[0]):
+        return hit[1]
+    folders = _folders(root) if root.is_dir() else None
+    files = trace_files([root])
+    if folders is not None:
+        _LISTED[root] = (folders, files)
+    return files
+
+
 def incident_traces(m: Any, root: Path | None = None) -> list[Path]:
     """The traces of the mutant's incidents (counterexample traces are not incidents)."""
     out = []
-    for path in trace_files([root or corpus()]):
+    for path in listed(Path(root or corpus())):
         if "counterexamples" in path.parts:
             continue
         incident = (_read(path).source or {}).get("incident")

@@ -201,11 +201,11 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
     store = None if cache is None or external is not None else GateCache(cache, {
         "budget": budget, "value": BUDGETS[budget], "backend": backend,
         "counterexamples": str(counterexamples)})
+    workers = every_core() if workers is None else workers
     with store.schema_verdicts() if store is not None else contextlib.nullcontext():
-        loaded = load_traces(sources)      # TraceError: bad input
+        loaded = load_traces(sources, workers)      # TraceError: bad input
     mutant_traces.remember(loaded)         # the mutants look through the same files
     kw = dict(loaded=loaded, sources=sources, counterexamples=counterexamples, backend=backend)
-    workers = every_core() if workers is None else workers
     if external is not None:
         with scratch() as where:
             if workers < 2:

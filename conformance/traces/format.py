@@ -26,6 +26,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -177,8 +179,11 @@ def validate(doc: Any, path: str = "<trace>", raw: bytes | None = None) -> None:
     if bad is not None:
         raise TraceError(path, inputs.short(pointer(bad[0]), 120), bad[1])
     known = None if SCHEMA_PASSED is None or raw is None else schema_digest(raw)
+    ahead = AHEAD.pop(hashlib.sha256(raw).digest(), None) if AHEAD and raw is not None else None
     if known is not None and known in SCHEMA_PASSED:
         errs = []
+    elif ahead is not None:
+        errs = ahead
     else:
         errs = schema_errors(doc)
         if not errs and known is not None:
@@ -237,8 +242,75 @@ def trace_files(paths: Iterable[str | Path]) -> list[Path]:
     return unique
 
 
-def load_traces(paths: Iterable[str | Path]) -> list[Trace]:
-    return [load_trace(f) for f in trace_files(paths)]
+def load_traces(paths: Iterable[str | Path], workers: int = 1) -> list[Trace]:
+    """The traces of ``paths`` (``trace_files``), in order; the first problem raises
+    ``TraceError``. ``workers`` > 1: for many files, their texts are checked against the schema
+    on that many processes first (the schema's verdict is a function of the text alone), then
+    each file is validated in turn as with one, taking that verdict."""
+    files = trace_files(paths)
+    if workers > 1 and len(files) >= AHEAD_FROM:
+        _schemas_ahead(files, workers)
+    try:
+        return [load_trace(f) for f in files]
+    finally:
+        AHEAD.clear()
+
+
+#: The schema's verdicts on trace texts checked ahead (``load_traces``), by the text's sha256.
+AHEAD: dict[bytes, list[tuple[str, str]]] = {}
+#: The fewest files whose schema verdicts are worth checking on several processes.
+AHEAD_FROM = 32
+
+
+def _schema_share(files: list[Path]) -> dict[bytes, list[tuple[str, str]]]:
+    """The schema's verdicts on those of ``files`` that ``validate`` would check against it
+    (readable, decoded, every value storable, no verdict kept); any other is left out."""
+    out = {}
+    for f in files:
+        try:
+            raw = f.read_bytes()
+            doc, problem = inputs.decode(raw)
+            if problem is not None or inputs.value_problem(doc) is not None:
+                continue
+            if SCHEMA_PASSED is not None and schema_digest(raw) in SCHEMA_PASSED:
+                continue
+            out[hashlib.sha256(raw).digest()] = schema_errors(doc)
+        except Exception:              # noqa: BLE001 -- left to ``validate``, which reports it
+            continue
+    return out
+
+
+def _schemas_ahead(files: list[Path], workers: int) -> None:
+    """``AHEAD`` for ``files``: every ``workers``-th one checked here, the others on forked
+    processes meanwhile (a share whose process cannot start or fails is checked in turn)."""
+    children = []
+    for share in [files[n::workers] for n in range(1, workers)]:
+        try:
+            r, w = os.pipe()
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:                   # the child: its share's verdicts down the pipe, then out
+            code = 1
+            try:
+                os.close(r)
+                with os.fdopen(w, "wb") as out:
+                    out.write(pickle.dumps(_schema_share(share)))
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        children.append((pid, r))
+    AHEAD.update(_schema_share(files[0::workers]))
+    for pid, r in children:
+        with os.fdopen(r, "rb") as got:
+            data = got.read()
+        _, status = os.waitpid(pid, 0)
+        if status == 0:
+            try:
+                AHEAD.update(pickle.loads(data))
+            except Exception:          # noqa: BLE001 -- what is missing is checked in turn
+                pass
 
 
 # --- canonical form ----------------------------------------------------------------
