@@ -110,6 +110,21 @@ def _plain(data: dict) -> dict:
     return out
 
 
+def profile(data: dict) -> str:
+    """Each section run again (its own seconds, summed over its parts, at least 0.05) with its
+    checks reused of all, the slowest first; then how many sections were reused whole."""
+    by = (data.get("cache") or {}).get("sections") or {}
+    ran, whole = [], 0
+    for name, s in data.get("sections", {}).items():
+        n, seconds = len(s.get("checks", [])), s.get("seconds", 0.0)
+        if n and by.get(name, 0) >= n:
+            whole += 1
+        elif seconds >= 0.05 or by.get(name, 0) < n:
+            ran.append((seconds, f"{name} {seconds:.1f} s ({by.get(name, 0)} of {n} reused)"))
+    return ("sections run again: " + (", ".join(t for _, t in sorted(ran, reverse=True)) or "none")
+            + f"; {whole} reused whole")
+
+
 def _first_difference(a, b, at: str = "") -> str | None:
     """Where two JSON values first differ (None: equal)."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -161,10 +176,7 @@ def run(quick: bool = False) -> BenchResult:
                             f"{str(one.get('detail'))[:160]}")
             say(f"    {p.seconds:.1f} s; {c.get('reused')} of {c.get('checks')} checks reused; "
                 f"load {os.getloadavg()[0]:.1f}")
-            ran = sorted(((s.get("seconds", 0.0), n) for n, s in data.get("sections", {}).items()
-                          if s.get("seconds", 0.0) >= 0.05), reverse=True)
-            say("    sections' own seconds (summed over their parts; a reused part is 0): "
-                + (", ".join(f"{n} {sec:.1f}" for sec, n in ran) or "none"))
+            say("    " + profile(data))
             return data
 
         def figure(label: str, data: dict | None, target: float, why: str = "") -> None:

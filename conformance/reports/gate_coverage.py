@@ -58,16 +58,18 @@ def bundled_as_loaded(loaded: list) -> list:
 
 
 def witness_replays(loaded: list, doc: dict | None = None, make_impl: Callable = ImplSystem,
-                    workers: int = 1) -> dict:
+                    workers: int = 1, kept: Callable | None = None) -> dict:
     """The witnesses of ``doc`` (the stored ones by default) replayed against the implementation
     from the bundled traces' states: the cells they sent, the problems found and the seconds
     taken. They read neither the other sections' results nor their cells, so the gate replays
     them among its other sections' parts (``gate._on_workers``) and hands the outcome to this
-    section after them."""
+    section after them. ``kept``: as ``witnesses.replay_witnesses``'s (the gate's cache keeps
+    each run of a trace's witnesses, ``gate_cache_memo.kept_run``)."""
     doc = witnesses.load() if doc is None else doc
     t0 = time.perf_counter()
     bundled = bundled_as_loaded(loaded)                    # where the witnesses start
-    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], make_impl, workers)
+    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], make_impl, workers,
+                                                **({} if kept is None else {"kept": kept}))
     return {"sent": sorted(sent), "problems": problems, "seconds": time.perf_counter() - t0}
 
 
