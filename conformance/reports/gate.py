@@ -390,7 +390,8 @@ def _through(cache: GateCache, budget: str, kw: dict, part: Part) -> Part:
     name, spec = part.section, part.spec
     key = cache.key(name, spec, part_inputs(name, budget, kw.get("loaded"), spec, None))
     outputs = cache.outputs(name, spec, kw.get("loaded"))     # a replay: the model's run
-    checks = cache.lookup(key, f"{name} {_plain_spec(spec)}".strip(), outputs)
+    checks = cache.lookup(key, f"{name} {_plain_spec(spec)}".strip(), outputs,
+                          counted=not spec.get("witnesses"))      # its check is no report's
     if checks is not None:
         def kept(progress) -> list[Check]:
             return checks

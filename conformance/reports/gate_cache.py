@@ -164,15 +164,19 @@ def forget(prefixes: tuple[str, ...] = FORGOTTEN) -> None:
                     value.cache_clear()
 
 
-def coverage_reads() -> str:
-    """What the coverage's parts read as files beside the sources (``COVERAGE``): every file
-    of the bundled traces (the witnesses start from their states; their digests are compared
-    with the witnesses'), and the model's text as ``witnesses.model_digest`` reads it."""
-    from wgk.conformance.oracle.witnesses import model_digest
-    root = Path(_schema_dir()).parent
-    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    return _digest(model_digest(), *(x for p in files
-                                     for x in (p.relative_to(root).as_posix(), p.read_bytes())))
+def coverage_reads(counting: bool) -> str:
+    """What a part of the coverage reads as files beside the sources (``COVERAGE``): every
+    file of the bundled traces (the witnesses start from their states, and the counting
+    compares their digests with the witnesses'); for the counting (``counting``), also the
+    model's text as ``witnesses.model_digest`` reads it (whether the witnesses were searched
+    on this very model; every file of it, as read where the cache reads the sources). The
+    witnesses' replays read the model only by running it."""
+    def under(root: Path, pattern: str) -> list:
+        files = sorted(p for p in root.rglob(pattern)
+                       if p.is_file() and "__pycache__" not in p.parts)
+        return [x for p in files for x in (p.relative_to(root).as_posix(), p.read_bytes())]
+    return _digest(*(under(SOURCES["model"], "*.py") if counting else []),
+                   "traces", *under(Path(_schema_dir()).parent, "*"))
 
 
 def _roots() -> dict[str, Path]:
@@ -760,7 +764,7 @@ class GateCache:
         self._mutants = None
         self._held: dict[tuple[str, frozenset, str], bool] = {}
         self._runs: dict[tuple, str] = {}
-        self._coverage: str | None = None
+        self._coverage: dict[bool, str] = {}
 
     # keys
 
@@ -773,9 +777,10 @@ class GateCache:
             self.skeleton + self.mutants().fixed if _one_instance(section, spec) else \
             self.skeleton + self.model if section in MODEL_SECTIONS else self.skeleton
         if section == COVERAGE:
-            if self._coverage is None:
-                self._coverage = coverage_reads()
-            inputs = [inputs, self._coverage]
+            counting = not spec.get("witnesses")
+            if counting not in self._coverage:
+                self._coverage[counting] = coverage_reads(counting)
+            inputs = [inputs, self._coverage[counting]]
         return _digest(self.options, section, json.dumps(_plain(spec), sort_keys=True),
                        json.dumps(_plain(inputs), sort_keys=True, default=repr), sources)
 
@@ -825,8 +830,8 @@ class GateCache:
 
     # reading
 
-    def lookup(self, key: str, label: str, outputs: Callable[[], str] | None = None
-               ) -> list[Check] | None:
+    def lookup(self, key: str, label: str, outputs: Callable[[], str] | None = None,
+               counted: bool = True) -> list[Check] | None:
         """The checks stored under ``key`` whose recorded dependencies still hold, the
         newest first (None: none; a damaged entry is skipped with a one-line warning).
         An entry kept with the digest of the model's run (``OUTPUT_KEYED``) holds also when
@@ -853,9 +858,10 @@ class GateCache:
                 if digest is None or outputs is None or outputs() != digest:
                     continue
                 self._keep(path, key, checks, deps, via, digest)   # under the rules as they are
-            self.reused += len(checks)
-            section = label.split(" ", 1)[0]
-            self.reused_by[section] = self.reused_by.get(section, 0) + len(checks)
+            if counted:               # (not a part whose check only carries data to its section)
+                self.reused += len(checks)
+                section = label.split(" ", 1)[0]
+                self.reused_by[section] = self.reused_by.get(section, 0) + len(checks)
             return checks
         return None
 
