@@ -151,19 +151,26 @@ def test_a_function_computing_the_cells_reruns_the_counting_even_when_computed_b
         path.write_text(before)
 
 
-def test_the_model_text_reruns_the_counting_only(runs, cold, monkeypatch):
-    """The counting reads the model's text (``witnesses.model_digest``: were the witnesses
-    searched on this model?): a model function neither part ran, changed, runs the counting
-    again and not the replays."""
+def test_the_model_text_against_the_witnesses_reruns_the_counting_only(runs, cold,
+                                                                       monkeypatch):
+    """The counting reads of the model's text only whether it is the one the witnesses were
+    searched on (``witnesses.model_digest``): a model function neither part ran, changed,
+    turns that answer and runs the counting again (not the replays); a second such function
+    changed leaves the answer as it was, and nothing runs."""
+    from wgk.conformance.oracle import witnesses
+    assert witnesses.load()["model-digest"] == witnesses.model_digest(runs.sources["model"])
     ran_any = runs.recorded[COUNTING].get("model/actions.py", set()) | \
         runs.recorded[WITNESSES].get("model/actions.py", set())
     path = runs.sources["model"] / "actions.py"
-    qual = sorted(q for q, _, _ in gate_cache._functions(path)[1]
-                  if q not in ran_any and "<" not in q)[0]
-    before = edit_function(path, qual)
+    quals = sorted(q for q, _, _ in gate_cache._functions(path)[1]
+                   if q not in ran_any and "<" not in q)
+    before = edit_function(path, quals[0])
     try:
         runs.gate(monkeypatch)
         assert runs.ran == [COUNTING]
+        edit_function(path, quals[1])
+        runs.gate(monkeypatch)
+        assert runs.ran == []
     finally:
         path.write_text(before)
 

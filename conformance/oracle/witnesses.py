@@ -53,11 +53,12 @@ WITNESSES = Path(__file__).with_name("witnesses.json")
 FORMAT = "wgk-coverage-witnesses/1"
 
 
-def model_digest() -> str:
-    """sha256 over the model's source files (``wgk.model``), in name order."""
+def model_digest(folder: Path | None = None) -> str:
+    """sha256 over the model's source files (``wgk.model``, or those in ``folder``), in name
+    order."""
     import wgk.model as model
     h = hashlib.sha256()
-    for f in sorted(Path(model.__file__).parent.glob("*.py")):
+    for f in sorted((folder or Path(model.__file__).parent).glob("*.py")):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 

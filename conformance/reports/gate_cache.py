@@ -167,16 +167,27 @@ def forget(prefixes: tuple[str, ...] = FORGOTTEN) -> None:
 def coverage_reads(counting: bool) -> str:
     """What a part of the coverage reads as files beside the sources (``COVERAGE``): every
     file of the bundled traces (the witnesses start from their states, and the counting
-    compares their digests with the witnesses'); for the counting (``counting``), also the
-    model's text as ``witnesses.model_digest`` reads it (whether the witnesses were searched
-    on this very model; every file of it, as read where the cache reads the sources). The
-    witnesses' replays read the model only by running it."""
-    def under(root: Path, pattern: str) -> list:
-        files = sorted(p for p in root.rglob(pattern)
-                       if p.is_file() and "__pycache__" not in p.parts)
-        return [x for p in files for x in (p.relative_to(root).as_posix(), p.read_bytes())]
-    return _digest(*(under(SOURCES["model"], "*.py") if counting else []),
-                   "traces", *under(Path(_schema_dir()).parent, "*"))
+    compares their digests with the witnesses'); for the counting (``counting``), also what
+    it reads of the model's text: only whether it is the text the witnesses were searched on
+    (``witnesses.model_digest`` against the digest the witnesses' file holds, which is a data
+    file of the sources, in the static key). That answer is all ``stale_reason`` takes from
+    the text: the same, the witnesses are current without more; else their currency is
+    decided by the cells and the proofs of the unreachable ones, computed by functions the
+    part runs and so records (a changed rule they read runs it again). The witnesses'
+    replays read the model only by running it."""
+    from wgk.conformance.oracle.witnesses import model_digest
+    searched = None
+    if counting:
+        try:
+            doc = json.loads((SOURCES["conformance"] / "oracle" / "witnesses.json")
+                             .read_text(encoding="utf-8"))
+            searched = doc.get("model-digest") == model_digest(SOURCES["model"])
+        except (OSError, ValueError, AttributeError):
+            searched = "unread"
+    root = Path(_schema_dir()).parent
+    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return _digest(json.dumps(searched),
+                   *(x for p in files for x in (p.relative_to(root).as_posix(), p.read_bytes())))
 
 
 def _roots() -> dict[str, Path]:
