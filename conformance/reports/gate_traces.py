@@ -4,6 +4,8 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from hypothesis import settings
+
 from wgk.conformance.oracle.coverage import recording
 from wgk.conformance.oracle.crashcuts import crash_cuts
 from wgk.conformance.oracle.fuzz import FuzzConfig, FuzzResult, run_fuzz
@@ -185,8 +187,12 @@ def fuzz_checks(budget: str, progress: Progress | None,
         with recording() as sent:
             # a passing run kept by the gate's cache while the model's side is unchanged and
             # every example's system answers each call as before (``gate_cache_memo.kept_run``)
-            r = FuzzResult(**kept_run("fuzz", [shape, tasks, examples, steps, 0, out_dir], None,
-                                      make, fuzzed, keep=lambda r: r["verdict"] == "pass"))
+            # (with the settings the run takes from Hypothesis's profile, not named by it)
+            inherited = [repr(getattr(settings.default, k, None))
+                         for k in ("backend", "derandomize", "verbosity")]
+            r = FuzzResult(**kept_run("fuzz", [shape, tasks, examples, steps, 0, out_dir,
+                                               inherited], None, make, fuzzed,
+                                      keep=lambda r: r["verdict"] == "pass"))
         name = f"lockstep {examples}x{steps}" + ("" if shape == "chain" else f" {shape}")
         out.append(Check("fuzz", name, r.verdict, time.perf_counter() - t0,
                          (r.failure or "").splitlines()[0] if r.failure else "",
