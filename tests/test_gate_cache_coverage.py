@@ -1,9 +1,10 @@
 """wgk gate --cache: the coverage keyed by what it read, not by every source file.
 
-Its two parts (the witnesses replayed against the implementation; the counting after the
-other sections, with the cells they sent and the replays' outcome as inputs) are recorded,
-and keyed beside the sources by the files they read as text (``gate_cache.coverage_reads``:
-the bundled traces, and for the counting the model's text). Each test changes one thing a key
+Its two parts (the witnesses replayed against the implementation, with whether they are
+stale; the counting after the other sections, with the cells they sent and the replays'
+outcome as inputs) are recorded, and keyed beside the sources by what they read as files
+(``gate_cache.coverage_reads``: the bundled traces, and whether the model's text is the one
+the witnesses were searched on). Each test changes one thing a key
 covers and shows that exactly the parts that read it run again; each fails when the key
 leaves that thing out.
 """
@@ -151,12 +152,14 @@ def test_a_function_computing_the_cells_reruns_the_counting_even_when_computed_b
         path.write_text(before)
 
 
-def test_the_model_text_against_the_witnesses_reruns_the_counting_only(runs, cold,
-                                                                       monkeypatch):
-    """The counting reads of the model's text only whether it is the one the witnesses were
-    searched on (``witnesses.model_digest``): a model function neither part ran, changed,
-    turns that answer and runs the counting again (not the replays); a second such function
-    changed leaves the answer as it was, and nothing runs."""
+def test_the_model_text_against_the_witnesses_reruns_the_part_that_reads_it(runs, cold,
+                                                                            monkeypatch):
+    """Whether the witnesses are stale reads of the model's text only whether it is the one
+    they were searched on (``witnesses.model_digest``), and the replays' part finds it: a
+    model function neither part ran, changed, turns that answer and runs the replays' part
+    again; the counting, given the same outcome (the witnesses current by their cells and
+    proofs), is reused; a second such function changed leaves the answer as it was, and
+    nothing runs."""
     from wgk.conformance.oracle import witnesses
     assert witnesses.load()["model-digest"] == witnesses.model_digest(runs.sources["model"])
     ran_any = runs.recorded[COUNTING].get("model/actions.py", set()) | \
@@ -166,8 +169,9 @@ def test_the_model_text_against_the_witnesses_reruns_the_counting_only(runs, col
                    if q not in ran_any and "<" not in q)
     before = edit_function(path, quals[0])
     try:
-        runs.gate(monkeypatch)
-        assert runs.ran == [COUNTING]
+        result = runs.gate(monkeypatch)
+        assert runs.ran == [WITNESSES]
+        assert result.cache["reused"] == result.cache["checks"]
         edit_function(path, quals[1])
         runs.gate(monkeypatch)
         assert runs.ran == []

@@ -162,9 +162,9 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
         return _nonempty(_call(name, budget, progress, loaded=loaded, sources=sources,
                                counterexamples=counterexamples, backend=backend, earlier=earlier,
                                workers=workers, replayed=replayed))
-    if cache is not None and (name != "coverage" or replayed):
-        # (the coverage replaying its witnesses itself, their part having failed, may fork:
-        # not recorded, so not kept)
+    if cache is not None and (name != "coverage" or (replayed and "stale-reason" in replayed)):
+        # (the coverage replaying its witnesses itself, their part having failed, may fork
+        # and reads the model's text: not recorded, so not kept)
         key = cache.key(name, {}, part_inputs(name, budget, loaded, {}, earlier, replayed))
         checks = cache.lookup(key, name)
         done = guarded(name, lambda: checks if checks is not None else

@@ -112,10 +112,11 @@ CONSERVATIVE = frozenset({"trace-matrix", "impl-mutants", "verify-guards"})
 #: The coverage section, keyed by what it read and not by every source file: its two parts
 #: (the witnesses replayed against the implementation, ``{"witnesses": True}``, among the
 #: other sections' parts; the counting after them, with the cells the measured sections sent
-#: and the replays' outcome as inputs, ``gate.part_inputs``) are recorded like any traced
-#: part, and beside the sources they read as files (``coverage_reads``): the bundled traces
-#: the witnesses start from and the model's text, whose digest says whether the witnesses
-#: were searched on this model (``witnesses.model_digest``). What the model and the suite
+#: and the replays' outcome with whether the witnesses are stale as inputs,
+#: ``gate.part_inputs``) are recorded like any traced part, and keyed beside the sources by
+#: what they read as files (``coverage_reads``): the bundled traces the witnesses start from
+#: and, for the replays' part, whether the model's text is the one the witnesses were
+#: searched on (``witnesses.model_digest``). What the model and the suite
 #: computed earlier in the process and kept (``functools.lru_cache``: the cells of the
 #: decision space, the rules' answers) is forgotten before either part runs (``forget``), so
 #: the functions computing it run inside the part and are recorded: a changed rule re-runs
@@ -166,18 +167,21 @@ def forget(prefixes: tuple[str, ...] = FORGOTTEN) -> None:
 
 def coverage_reads(counting: bool) -> str:
     """What a part of the coverage reads as files beside the sources (``COVERAGE``): every
-    file of the bundled traces (the witnesses start from their states, and the counting
-    compares their digests with the witnesses'); for the counting (``counting``), also what
-    it reads of the model's text: only whether it is the text the witnesses were searched on
+    file of the bundled traces (the witnesses start from their states, and whether they are
+    stale compares their digests with the witnesses'), and what ``witnesses.stale_reason``
+    reads of the model's text: only whether it is the text the witnesses were searched on
     (``witnesses.model_digest`` against the digest the witnesses' file holds, which is a data
-    file of the sources, in the static key). That answer is all ``stale_reason`` takes from
-    the text: the same, the witnesses are current without more; else their currency is
-    decided by the cells and the proofs of the unreachable ones, computed by functions the
-    part runs and so records (a changed rule they read runs it again). The witnesses'
-    replays read the model only by running it."""
+    file of the sources, in the static key). That answer is all it takes from the text: the
+    same, the witnesses are current without more; else their currency is decided by the
+    cells and the proofs of the unreachable ones, computed by functions the part runs and so
+    records (a changed rule they read runs it again). The replays' part finds the stale
+    reason (``gate_coverage.witness_replays``) and is keyed by that answer; the counting
+    (``counting``) is given the stale reason with the replays' outcome (an input of its key)
+    and computes it only when not given it, which under the cache it never is (without the
+    replays' outcome it is not kept, ``gate.run_section``): it reads nothing of the text."""
     from wgk.conformance.oracle.witnesses import model_digest
     searched = None
-    if counting:
+    if not counting:
         try:
             doc = json.loads((SOURCES["conformance"] / "oracle" / "witnesses.json")
                              .read_text(encoding="utf-8"))
@@ -186,7 +190,7 @@ def coverage_reads(counting: bool) -> str:
             searched = "unread"
     root = Path(_schema_dir()).parent
     files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    return _digest(json.dumps(searched),
+    return _digest(json.dumps(searched), json.dumps(counting),
                    *(x for p in files for x in (p.relative_to(root).as_posix(), p.read_bytes())))
 
 
