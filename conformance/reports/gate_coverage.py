@@ -61,8 +61,9 @@ def witness_replays(loaded: list, doc: dict | None = None, make_impl: Callable =
                     workers: int = 1, kept: Callable | None = None) -> dict:
     """The witnesses of ``doc`` (the stored ones by default) replayed against the implementation
     from the bundled traces' states: the cells they sent, the problems found, why they are
-    stale (``witnesses.stale_reason``; None: current) and the seconds taken. They read neither the other sections' results nor their cells, so the gate replays
-    them among its other sections' parts (``gate._on_workers``) and hands the outcome to this
+    stale (``witnesses.stale_reason``; None: current) and the seconds taken. They read
+    neither the other sections' results nor their cells, so the gate replays them among its
+    other sections' parts (``gate._on_workers``) and hands the outcome to this
     section after them. ``kept``: as ``witnesses.replay_witnesses``'s (the gate's cache keeps
     each run of a trace's witnesses, ``gate_cache_memo.kept_run``)."""
     doc = witnesses.load() if doc is None else doc
