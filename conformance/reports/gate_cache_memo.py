@@ -24,15 +24,17 @@ answer checked against the one given: a difference is an error, never a verdict)
 system runs for real from there on. So a changed module makes run again exactly the
 systems (fuzz examples, probed traces) whose calls ran it, from their first such call; the
 others are answered without the implementation. The model's side (the fuzzer's and the
-probes' model, the coverage shadow beside the system) always runs.
+probes' model, the coverage shadow beside the system) runs unless a whole result is kept:
 
-A probed trace's whole result is kept too (``kept_run``): the calls the probes sent its
-system with their answers, the result and the coverage cells its shadow reached, under the
-text of every source file but the implementation's. While that text is the same, the calls
-are sent again (answered through the record, or for real where their functions changed) and,
-when every answer is the one kept, the result is given without running the model's side (the
-enumeration, the model's answer to each probe, the shadow); any other answer and the trace is
-probed again.
+A probed trace's whole result is kept too (``kept_run``), and so are a fuzz shape's passing
+run and a run of one trace's coverage witnesses: the calls the run sent each system it made
+(one per fuzz example, each with its graph) with their answers, the result and the coverage
+cells the systems' shadows reached, under the text of every source file but the
+implementation's. While that text is the same, the systems are made again in order and sent
+their calls again (answered through the record, or for real where their functions changed)
+and, when every answer is the one kept, the result is given without running the model's side
+(the probes' enumeration and the model's answer to each probe; the fuzzer's generation, the
+model's steps and the oracle; the shadow); any other answer and the run is made again.
 
 Three things would let an answer depend on more than its call's functions, and are closed:
 the calls after one whose functions changed are never taken from the tree, even when their
