@@ -41,10 +41,12 @@ WHY_RULE = ("the proofs re-run only the changed rule's frames and the init frame
             "mutant re-runs only when its kill read the rule (its proof walked that rule's "
             "frames, an incident trace it replays sends that kind, its exploration ran the rule, "
             "or it patches the kernel or a reducer, so its set-up reads every rule); each "
-            "exploration re-runs only when it ran the rule; the coverage (keyed by every "
-            "source file) runs again whole, its witnesses current while the rule's change "
-            "leaves the cells reachable, the proofs of the unreachable ones and each "
-            "witness's cells as they were; a replay (and the two kernels' "
+            "exploration re-runs only when it ran the rule; the coverage's witnesses' replays "
+            "(with whether the witnesses are stale, beside the other sections' parts) re-run "
+            "when they ran the rule or the model's text stops being the one the witnesses "
+            "were searched on (the witnesses current while the cells, the unreachable cells' "
+            "proofs and each witness's cells are as they were), its counting when the cells "
+            "read it; a replay (and the two kernels' "
             "replay) re-runs only when the model's run of its trace gives other decisions, "
             "projections, verdicts or coverage cells; the other traced sections, the "
             "contract, the races and the tamper section (with what their child processes ran) "
@@ -54,9 +56,11 @@ WHY_MODULE = ("the fuzzing and the probes run again (every one of their parts ra
               "answered call by call from the cache until its first call that ran the module, "
               "then run for real from a fresh system sent its earlier calls again; a probed "
               "trace's result is given again without its model's side when the "
-              "implementation answers every call it sent as before; the fuzzer's model side "
-              "runs whole; the coverage, "
-              "keyed conservatively, runs again whole; the contract, the races and the tamper "
+              "implementation answers every call it sent as before, and so is a fuzz shape's "
+              "passing run (Hypothesis's generation, the model's steps and the oracle skipped) "
+              "when every example's system does; the coverage's witnesses' replays likewise "
+              "(their model side skipped), its counting reused (it ran nothing of the "
+              "implementation); the contract, the races and the tamper "
               "section re-run only if they or their child processes ran the module")
 WHY_COLD = ("every check is run: see the gate benchmark for where the cold gate's time goes "
             "(the proofs, the crash cuts, the exploration, the fuzzing); the cache adds the "
@@ -110,6 +114,21 @@ def _plain(data: dict) -> dict:
     return out
 
 
+def profile(data: dict) -> str:
+    """Each section run again (its own seconds, summed over its parts, at least 0.05) with its
+    checks reused of all, the slowest first; then how many sections were reused whole."""
+    by = (data.get("cache") or {}).get("sections") or {}
+    ran, whole = [], 0
+    for name, s in data.get("sections", {}).items():
+        n, seconds = len(s.get("checks", [])), s.get("seconds", 0.0)
+        if n and by.get(name, 0) >= n:
+            whole += 1
+        elif seconds >= 0.05 or by.get(name, 0) < n:
+            ran.append((seconds, f"{name} {seconds:.1f} s ({by.get(name, 0)} of {n} reused)"))
+    return ("sections run again: " + (", ".join(t for _, t in sorted(ran, reverse=True)) or "none")
+            + f"; {whole} reused whole")
+
+
 def _first_difference(a, b, at: str = "") -> str | None:
     """Where two JSON values first differ (None: equal)."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -161,10 +180,7 @@ def run(quick: bool = False) -> BenchResult:
                             f"{str(one.get('detail'))[:160]}")
             say(f"    {p.seconds:.1f} s; {c.get('reused')} of {c.get('checks')} checks reused; "
                 f"load {os.getloadavg()[0]:.1f}")
-            ran = sorted(((s.get("seconds", 0.0), n) for n, s in data.get("sections", {}).items()
-                          if s.get("seconds", 0.0) >= 0.05), reverse=True)
-            say("    sections' own seconds (summed over their parts; a reused part is 0): "
-                + (", ".join(f"{n} {sec:.1f}" for sec, n in ran) or "none"))
+            say("    " + profile(data))
             return data
 
         def figure(label: str, data: dict | None, target: float, why: str = "") -> None:

@@ -73,3 +73,13 @@ def test_what_the_comparison_leaves_out_is_a_time_or_the_caches_line(field):
     assert field not in plain
     assert plain["sections"]["explore"]["checks"][0] == \
         {"name": "slice", "verdict": "pass", "detail": "3 states", "data": {"states": 3}}
+
+
+def test_the_profile_names_each_section_run_again_with_its_checks_reused():
+    report = _report(1, 4.0)
+    report["cache"]["sections"] = {"explore": 1}
+    assert bench_cache.profile(report) == \
+        "sections run again: explore 2.0 s (1 of 2 reused); 0 reused whole"
+    report["cache"]["sections"] = {"explore": 2}
+    report["sections"]["explore"]["seconds"] = 0.0
+    assert bench_cache.profile(report) == "sections run again: none; 1 reused whole"

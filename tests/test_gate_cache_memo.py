@@ -119,6 +119,11 @@ def test_a_changed_module_reruns_exactly_the_systems_that_ran_it(runs, cold, mon
     expected = [n for n, (_, functions) in enumerate(made) if qual in functions.get(name, ())]
     path = runs.sources["impl"] / name.split("/", 1)[1]
     before = _edit(path, qual)
+    fuzzed: list = []
+    from wgk.conformance.reports import gate_traces
+    real_fuzz = gate_traces.run_fuzz
+    monkeypatch.setattr(gate_traces, "run_fuzz", lambda *a, **kw: fuzzed.append(1) or
+                        real_fuzz(*a, **kw))
     try:
         result = runs.gate(monkeypatch)
         assert len(runs.systems) == len(made)
@@ -128,6 +133,9 @@ def test_a_changed_module_reruns_exactly_the_systems_that_ran_it(runs, cold, mon
         # each system run again ran the changed function after the calls answered before it
         for n in rerun:
             assert qual in runs.systems[n].functions().get(name, set())
+        # the fuzzer's model side (its generation, the model's steps, the oracle) did not run:
+        # every example's system answered its calls as kept (``kept_run``)
+        assert fuzzed == []
     finally:
         path.write_text(before)
 
@@ -208,9 +216,65 @@ def test_a_kept_run_is_given_only_while_the_system_answers_its_calls_as_before(t
     assert len(runs) == 2
     # an answer not the one kept (here the kept one is changed): it runs again
     memo = gate_cache_memo.Memo(path, lambda *a: True, [])
-    for calls, _, _ in memo.transcripts.values():
-        calls[1][2] = {"decision": "applied"}
+    for systems, _, _ in memo.transcripts.values():
+        systems[0][1][1][2] = {"decision": "applied"}
     memo.changed = True
     memo.save()
     third, memo = once()
     assert third == first and len(runs) == 3 and memo.transcripts_used == 0
+
+
+def test_a_kept_run_of_several_systems_makes_each_again_from_its_own_source(tmp_path,
+                                                                           monkeypatch):
+    from wgk.conformance.oracle import coverage
+    monkeypatch.setattr(coverage.Shadow, "of", staticmethod(lambda source, initial: None))
+    path, runs, sources = tmp_path / "record", [], []
+
+    class Seen(_Fake):
+        def __init__(self, source):
+            super().__init__(source)
+            sources.append(source)
+
+    def run(make):                      # two examples, each on a graph of its own
+        answers = []
+        for n in (1, 2):
+            system = make({"tasks": [n]})
+            answers.append(system.apply({"request": {"key": f"k{n}"}}))
+        runs.append(1)
+        return answers
+
+    def once():
+        with gate_cache_memo.active(path, lambda *a: True, [], "m") as memo:
+            got = gate_cache_memo.kept_run("fuzz", ["seed 0"], None,
+                                           gate_cache_memo.memoized(Seen), run)
+        return got, memo
+    first, _ = once()
+    sources.clear()
+    again, memo = once()
+    assert again == first and len(runs) == 1 and memo.transcripts_used == 1
+    # made again from the record alone (each answered without a real system)
+    assert sources == []
+    memo = gate_cache_memo.Memo(path, lambda *a: True, [])
+    for systems, _, _ in memo.transcripts.values():
+        assert [src for src, _ in systems] == [{"tasks": [1]}, {"tasks": [2]}]
+        systems[1][1][0][2] = {"decision": "applied"}     # the second example's answer
+    memo.changed = True
+    memo.save()
+    third, memo = once()
+    assert third == first and len(runs) == 2 and memo.transcripts_used == 0
+
+
+def test_a_failing_run_is_not_kept(tmp_path, monkeypatch):
+    from wgk.conformance.oracle import coverage
+    monkeypatch.setattr(coverage.Shadow, "of", staticmethod(lambda source, initial: None))
+    path, runs = tmp_path / "record", []
+
+    def run(make):
+        make({"tasks": []}).apply({"request": {"key": "a"}})
+        runs.append(1)
+        return {"verdict": "fail"}
+    for _ in range(2):
+        with gate_cache_memo.active(path, lambda *a: True, [], "m"):
+            gate_cache_memo.kept_run("fuzz", [], None, gate_cache_memo.memoized(_Fake), run,
+                                     keep=lambda r: r["verdict"] == "pass")
+    assert len(runs) == 2

@@ -53,11 +53,12 @@ WITNESSES = Path(__file__).with_name("witnesses.json")
 FORMAT = "wgk-coverage-witnesses/1"
 
 
-def model_digest() -> str:
-    """sha256 over the model's source files (``wgk.model``), in name order."""
+def model_digest(folder: Path | None = None) -> str:
+    """sha256 over the model's source files (``wgk.model``, or those in ``folder``), in name
+    order."""
     import wgk.model as model
     h = hashlib.sha256()
-    for f in sorted(Path(model.__file__).parent.glob("*.py")):
+    for f in sorted((folder or Path(model.__file__).parent).glob("*.py")):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
@@ -457,13 +458,22 @@ def stale_reason(doc: dict, traces: Iterable = ()) -> str | None:
 # --- replaying them -------------------------------------------------------------------------
 
 
+def _run_now(label: str, inputs: Any, trace, make_impl: Callable, run: Callable) -> Any:
+    """``run(make_impl)`` (the ``kept`` of ``replay_witnesses`` by default)."""
+    return run(make_impl)
+
+
 def replay_witnesses(traces: list, witnesses: list[dict], make_impl: Callable,
-                     workers: int = 1) -> tuple[set, list[str]]:
+                     workers: int = 1, kept: Callable = _run_now) -> tuple[set, list[str]]:
     """Send every witness to the model and the implementation (inline ones along their
     trace, forks each on fresh systems after the trace's prefix), recording the cells the
     implementation is sent; the problems found (a differing answer, a step the trace no longer allows).
     ``workers`` > 1: the traces' witnesses shared among that many processes (forked, this one
-    among them), the cells and the problems the same as in one."""
+    among them), the cells and the problems the same as in one. ``kept(label, inputs, trace,
+    make_impl, run)`` gives ``run(make_impl)``, the problems of one run of a trace's witnesses
+    (``inputs``: what that run reads beside the model and the implementation); the gate's
+    cache passes ``gate_cache_memo.kept_run``, which gives a kept result while the
+    implementation answers every call as before and the model's side is unchanged."""
     by_id = {t.id: t for t in traces}
     groups: dict[str, list[dict]] = {}
     for w in witnesses:                # one of a trace not loaded: its cells stay uncovered
@@ -472,9 +482,9 @@ def replay_witnesses(traces: list, witnesses: list[dict], make_impl: Callable,
     jobs = [(by_id[tid], ws) for tid, ws in groups.items()]
     chunks = _chunks(jobs, workers)
     if len(chunks) < 2:
-        return _replay_groups(jobs, make_impl)
+        return _replay_groups(jobs, make_impl, kept)
     import multiprocessing
-    _FORKED["job"] = (chunks, make_impl)
+    _FORKED["job"] = (chunks, make_impl, kept)
     try:
         with multiprocessing.get_context("fork").Pool(len(chunks) - 1) as pool:
             later = pool.map_async(_replay_chunk, range(1, len(chunks)))
@@ -503,8 +513,8 @@ def _record_here(cells: set) -> None:
 
 
 def _replay_chunk(n: int) -> tuple[set, list[str]]:
-    chunks, make_impl = _FORKED["job"]
-    return _replay_groups(chunks[n], make_impl)
+    chunks, make_impl, kept = _FORKED["job"]
+    return _replay_groups(chunks[n], make_impl, kept)
 
 
 def _chunks(jobs: list, workers: int) -> list[list]:
@@ -523,22 +533,29 @@ def _chunks(jobs: list, workers: int) -> list[list]:
     return out
 
 
-def _replay_groups(jobs: list, make_impl: Callable) -> tuple[set, list[str]]:
+def _replay_groups(jobs: list, make_impl: Callable, kept: Callable = _run_now
+                   ) -> tuple[set, list[str]]:
     problems: list[str] = []
+
+    def one(trace, ws: list[dict], before: dict | None = None) -> list[str]:
+        # what the run reads beside the code: the trace (its content), the witnesses, the steps
+        inputs = [trace.to_json(), ws, before]
+        return kept("witnesses", inputs, trace, make_impl,
+                    lambda make: _run(trace, ws, make, before))
     with recording() as cells:
         for trace, ws in jobs:
             inline = [w for w in ws if not w["fork"]]
             if inline:
-                problems += _run(trace, inline, make_impl)
+                problems += one(trace, inline)
             revoking: dict[tuple, list[dict]] = {}
             for w in ws:
                 if w["fork"] == REVOKE:     # one fork per revocation, its refusals after it
                     revoking.setdefault((w["at"], json.dumps(w["steps"][0])), []).append(w)
                 elif w["fork"]:
-                    problems += _run(trace, [w], make_impl)
+                    problems += one(trace, [w])
             for (n, first), group in revoking.items():
-                problems += _run(trace, [dict(w, steps=w["steps"][1:]) for w in group],
-                                 make_impl, before={n: [json.loads(first)]})
+                problems += one(trace, [dict(w, steps=w["steps"][1:]) for w in group],
+                                {n: [json.loads(first)]})
     return cells, problems
 
 

@@ -43,6 +43,7 @@ from wgk.conformance.reports.gate_pool import (
 )
 from wgk.conformance.reports import gate_cache, gate_mutants  # noqa: F401 -- sets gate_cache.READS
 from wgk.conformance.reports.gate_cache import NO_TRACES, GateCache, trace_identity
+from wgk.conformance.reports.gate_cache_memo import kept_run, memoized
 from wgk.conformance.reports.gate_coverage import coverage_checks, witness_replays
 from wgk.conformance.reports.gate_probes import probe_checks
 from wgk.conformance.reports.gate_tamper import tamper_checks
@@ -161,8 +162,10 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
         return _nonempty(_call(name, budget, progress, loaded=loaded, sources=sources,
                                counterexamples=counterexamples, backend=backend, earlier=earlier,
                                workers=workers, replayed=replayed))
-    if cache is not None:
-        key = cache.key(name, {}, part_inputs(name, budget, loaded, {}, earlier))
+    if cache is not None and (name != "coverage" or (replayed and "stale-reason" in replayed)):
+        # (the coverage replaying its witnesses itself, their part having failed, may fork
+        # and reads the model's text: not recorded, so not kept)
+        key = cache.key(name, {}, part_inputs(name, budget, loaded, {}, earlier, replayed))
         checks = cache.lookup(key, name)
         done = guarded(name, lambda: checks if checks is not None else
                        cache.run(key, name, {}, lambda: fresh(call)))
@@ -251,11 +254,13 @@ def _real_selections(budget: str, loaded: list) -> list[set[str] | str]:
 
 
 def part_inputs(name: str, budget: str, loaded: list | None, spec: dict,
-                earlier: Earlier | None) -> list:
+                earlier: Earlier | None, replayed: dict | None = None) -> list:
     """What a part of section ``name`` reads beyond the sources and the options: the traces
     it replays (those at ``spec['only']`` for a section split by trace, else every loaded
-    one; none for a section that reads none), which of them run on the real world, and the
-    earlier sections' findings."""
+    one; none for a section that reads none), which of them run on the real world, the
+    earlier sections' findings (for the coverage: the cells each measured section's checks
+    sent, in their data) and, for the coverage's counting, the outcome of its witnesses'
+    replays (the cells they sent and the problems found; not their seconds)."""
     loaded = loaded or []
     by_trace = name in ("replay", "crash-cuts", "two-kernels") and spec.get("only") is not None
     # a mutant alone reads its incident traces, keyed with it (``gate_mutants``)
@@ -264,8 +269,12 @@ def part_inputs(name: str, budget: str, loaded: list | None, spec: dict,
         [t for n, t in enumerate(loaded) if not by_trace or n in spec["only"]]
     real = [sorted(t.id for t in chosen if t.id in selected) if isinstance(selected, set)
             else selected for selected in _real_selections(budget, loaded)]
-    return [[trace_identity(t) for t in chosen], real,
-            dataclasses.asdict(earlier) if name in LATE and earlier is not None else None]
+    found = None if name not in LATE or earlier is None else \
+        {"cells": earlier.cells} if name == "coverage" else dataclasses.asdict(earlier)
+    out = [[trace_identity(t) for t in chosen], real, found]
+    if name == "coverage" and not spec.get("witnesses"):
+        out.append({k: v for k, v in (replayed or {}).items() if k != "seconds"})
+    return out
 
 
 def _in_turn(budget: str, progress: Progress | None, kw: dict,
@@ -300,10 +309,10 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
             parts.append(Part(name, how, weight=EXTERNAL_WEIGHTS[name]))
         elif sections[name] is None:
             parts += split(name, budget, kw, _call)
+    if external is None and _skipped("coverage", budget) is None and kw.get("loaded"):
+        parts.append(_witness_part(kw["loaded"]))
     if cache is not None:
         parts = [_through(cache, budget, kw, p) for p in parts]
-    elif external is None and _skipped("coverage", budget) is None and kw.get("loaded"):
-        parts.append(_witness_part(kw["loaded"]))
     results: dict[str, list[Done]] = {}
     replayed: dict = {}
 
@@ -347,7 +356,10 @@ def _witness_part(loaded: list) -> Part:
     section, which reports it as if it had replayed them itself; a part that raised leaves the
     replays to the section."""
     def run(progress) -> list[Check]:
-        out = witness_replays(loaded)
+        # with the gate's cache, each witness's system answered call by call and each run of
+        # a trace's witnesses kept while the implementation answers it alike
+        # (``gate_cache_memo``; as they are without it)
+        out = witness_replays(loaded, make_impl=memoized(impl_system.ImplSystem), kept=kept_run)
         return [Check("coverage", "witness replays", "pass", out["seconds"], "", out)]
     return Part("coverage", run, weight=WITNESS_WEIGHT, spec={"witnesses": True})
 
@@ -378,7 +390,8 @@ def _through(cache: GateCache, budget: str, kw: dict, part: Part) -> Part:
     name, spec = part.section, part.spec
     key = cache.key(name, spec, part_inputs(name, budget, kw.get("loaded"), spec, None))
     outputs = cache.outputs(name, spec, kw.get("loaded"))     # a replay: the model's run
-    checks = cache.lookup(key, f"{name} {_plain_spec(spec)}".strip(), outputs)
+    checks = cache.lookup(key, f"{name} {_plain_spec(spec)}".strip(), outputs,
+                          counted=not spec.get("witnesses"))      # its check is no report's
     if checks is not None:
         def kept(progress) -> list[Check]:
             return checks

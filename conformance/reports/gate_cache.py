@@ -44,8 +44,8 @@ load it (an environment of its own, ``-I``, ``-E``, ``-S``) or a fork that wrote
 makes the part depend on every function of every source file. A section whose children
 are killed mid-write by design or run whole gates of their own (the kill-mode crash cuts,
 the implementation's mutants, the guards) or that reads the sources as text (the trace
-matrix, the coverage's model digest) is keyed *conservatively*: every source file whole,
-nothing recorded.
+matrix) is keyed *conservatively*: every source file whole, nothing recorded. The coverage
+is recorded, with the files it reads as text in its key (``COVERAGE``).
 
 The replays (``OUTPUT_KEYED``: the lockstep replay, the two kernels on one database) read
 the model only through its run of their trace: the reference system's decisions, broken
@@ -108,7 +108,21 @@ from wgk.conformance.reports.gate_report import Check
 FORMAT = "wgk-gate-cache/1"
 
 #: Sections keyed conservatively (their code runs in child processes or reads sources as text).
-CONSERVATIVE = frozenset({"trace-matrix", "coverage", "impl-mutants", "verify-guards"})
+CONSERVATIVE = frozenset({"trace-matrix", "impl-mutants", "verify-guards"})
+#: The coverage section, keyed by what it read and not by every source file: its two parts
+#: (the witnesses replayed against the implementation, ``{"witnesses": True}``, among the
+#: other sections' parts; the counting after them, with the cells the measured sections sent
+#: and the replays' outcome with whether the witnesses are stale as inputs,
+#: ``gate.part_inputs``) are recorded like any traced part, and keyed beside the sources by
+#: what they read as files (``coverage_reads``): the bundled traces the witnesses start from
+#: and, for the replays' part, whether the model's text is the one the witnesses were
+#: searched on (``witnesses.model_digest``). What the model and the suite
+#: computed earlier in the process and kept (``functools.lru_cache``: the cells of the
+#: decision space, the rules' answers) is forgotten before either part runs (``forget``), so
+#: the functions computing it run inside the part and are recorded: a changed rule re-runs
+#: the counting when the cells or the proofs read it, a changed implementation module only
+#: the replays whose systems ran it (answered call by call, ``gate_cache_memo``).
+COVERAGE = "coverage"
 #: Sections whose code runs in child processes too, keyed by what they and their children ran
 #: (``recording_children``): the environment contract (a child process table), the races
 #: (forked writers), the tamper section's file modes and hostile inputs (``python -c``
@@ -132,6 +146,52 @@ NO_TRACES = frozenset({"prove", "explore", "fuzz", "races", "contract"})
 #: to hold that they run nothing of ``wgk.impl``). A part of the mutants section that runs
 #: one mutant is keyed by what its kill read instead (``gate_mutants``).
 MODEL_SECTIONS = frozenset({"prove", "mutants", "explore"})
+
+
+#: The packages whose in-process memos (``functools.lru_cache``) a coverage part forgets
+#: before it runs (``forget``).
+FORGOTTEN = ("wgk.model", "wgk.conformance.oracle", "wgk.conformance.z3")
+
+
+def forget(prefixes: tuple[str, ...] = FORGOTTEN) -> None:
+    """Empty every ``functools.lru_cache`` of the modules under ``prefixes``: a value computed
+    before a part runs would otherwise be read in it without the functions computing it
+    running there, and be missing from what the part is recorded to have run."""
+    for name, module in list(sys.modules.items()):
+        if module is not None and name.startswith(prefixes):
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)) and \
+                        hasattr(value, "__wrapped__"):
+                    value.cache_clear()
+
+
+def coverage_reads(counting: bool) -> str:
+    """What a part of the coverage reads as files beside the sources (``COVERAGE``): every
+    file of the bundled traces (the witnesses start from their states, and whether they are
+    stale compares their digests with the witnesses'), and what ``witnesses.stale_reason``
+    reads of the model's text: only whether it is the text the witnesses were searched on
+    (``witnesses.model_digest`` against the digest the witnesses' file holds, which is a data
+    file of the sources, in the static key). That answer is all it takes from the text: the
+    same, the witnesses are current without more; else their currency is decided by the
+    cells and the proofs of the unreachable ones, computed by functions the part runs and so
+    records (a changed rule they read runs it again). The replays' part finds the stale
+    reason (``gate_coverage.witness_replays``) and is keyed by that answer; the counting
+    (``counting``) is given the stale reason with the replays' outcome (an input of its key)
+    and computes it only when not given it, which under the cache it never is (without the
+    replays' outcome it is not kept, ``gate.run_section``): it reads nothing of the text."""
+    from wgk.conformance.oracle.witnesses import model_digest
+    searched = None
+    if not counting:
+        try:
+            doc = json.loads((SOURCES["conformance"] / "oracle" / "witnesses.json")
+                             .read_text(encoding="utf-8"))
+            searched = doc.get("model-digest") == model_digest(SOURCES["model"])
+        except (OSError, ValueError, AttributeError):
+            searched = "unread"
+    root = Path(_schema_dir()).parent
+    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return _digest(json.dumps(searched), json.dumps(counting),
+                   *(x for p in files for x in (p.relative_to(root).as_posix(), p.read_bytes())))
 
 
 def _roots() -> dict[str, Path]:
@@ -652,8 +712,12 @@ def _versions() -> dict:
         wgk = importlib.metadata.version("wgk")
     except importlib.metadata.PackageNotFoundError:
         wgk = None
+    try:
+        hypothesis = importlib.metadata.version("hypothesis")     # the fuzzer's generation
+    except importlib.metadata.PackageNotFoundError:
+        hypothesis = None
     return {"wgk": wgk, "python": sys.version, "z3": z3v, "sqlite": sqlite3.sqlite_version,
-            "git": git, "platform": sys.platform}
+            "git": git, "platform": sys.platform, "hypothesis": hypothesis}
 
 
 _IDENTITIES: dict[int, tuple[object, list]] = {}
@@ -679,6 +743,8 @@ class GateCache:
         self.dir = Path(directory)
         self.warnings: list[str] = []
         self.reused = 0
+        #: the checks reused, by section (what a warm run's profile prints beside its seconds)
+        self.reused_by: dict[str, int] = {}
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             probe = tempfile.NamedTemporaryFile(dir=self.dir, prefix=".tmp-")
@@ -713,6 +779,7 @@ class GateCache:
         self._mutants = None
         self._held: dict[tuple[str, frozenset, str], bool] = {}
         self._runs: dict[tuple, str] = {}
+        self._coverage: dict[bool, str] = {}
 
     # keys
 
@@ -724,6 +791,11 @@ class GateCache:
             self.skeleton + self.mutants().static(mutant) if mutant is not None else \
             self.skeleton + self.mutants().fixed if _one_instance(section, spec) else \
             self.skeleton + self.model if section in MODEL_SECTIONS else self.skeleton
+        if section == COVERAGE:
+            counting = not spec.get("witnesses")
+            if counting not in self._coverage:
+                self._coverage[counting] = coverage_reads(counting)
+            inputs = [inputs, self._coverage[counting]]
         return _digest(self.options, section, json.dumps(_plain(spec), sort_keys=True),
                        json.dumps(_plain(inputs), sort_keys=True, default=repr), sources)
 
@@ -773,8 +845,8 @@ class GateCache:
 
     # reading
 
-    def lookup(self, key: str, label: str, outputs: Callable[[], str] | None = None
-               ) -> list[Check] | None:
+    def lookup(self, key: str, label: str, outputs: Callable[[], str] | None = None,
+               counted: bool = True) -> list[Check] | None:
         """The checks stored under ``key`` whose recorded dependencies still hold, the
         newest first (None: none; a damaged entry is skipped with a one-line warning).
         An entry kept with the digest of the model's run (``OUTPUT_KEYED``) holds also when
@@ -801,7 +873,10 @@ class GateCache:
                 if digest is None or outputs is None or outputs() != digest:
                     continue
                 self._keep(path, key, checks, deps, via, digest)   # under the rules as they are
-            self.reused += len(checks)
+            if counted:               # (not a part whose check only carries data to its section)
+                self.reused += len(checks)
+                section = label.split(" ", 1)[0]
+                self.reused_by[section] = self.reused_by.get(section, 0) + len(checks)
             return checks
         return None
 
@@ -908,6 +983,8 @@ class GateCache:
                 ran.setdefault(name, set()).update(quals)
             self.store(key, checks, ran)
             return checks
+        if section == COVERAGE:
+            forget()
         with recording() as ran:
             if section in MEMO_SECTIONS:
                 # each system the part makes answered call by call (``gate_cache_memo``)
@@ -931,14 +1008,20 @@ class GateCache:
         """The checks reused (proof frames reused inside a prove part run again included)
         of ``total``, and the warnings."""
         reused, warnings = self.reused, list(self.warnings)
+        by = dict(self.reused_by)
         for tally in sorted((self.dir / "frames").glob(f".run-{self.token}-*.json")):
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
                 data = json.loads(tally.read_text(encoding="utf-8"))
                 reused += int(data["reused"])
                 warnings += [str(w) for w in data["warnings"]]
+                # the proof frames' tallies name no section: they are the prove section's
+                section = str(data.get("section", "prove"))
+                if int(data["reused"]):
+                    by[section] = by.get(section, 0) + int(data["reused"])
             with contextlib.suppress(OSError):
                 tally.unlink()
-        return {"dir": str(self.dir), "reused": reused, "checks": total, "warnings": warnings}
+        return {"dir": str(self.dir), "reused": reused, "checks": total, "warnings": warnings,
+                "sections": dict(sorted(by.items()))}
 
 
 memo.CACHE = sys.modules[__name__]      # what the record of a part's calls reads here

@@ -24,15 +24,17 @@ answer checked against the one given: a difference is an error, never a verdict)
 system runs for real from there on. So a changed module makes run again exactly the
 systems (fuzz examples, probed traces) whose calls ran it, from their first such call; the
 others are answered without the implementation. The model's side (the fuzzer's and the
-probes' model, the coverage shadow beside the system) always runs.
+probes' model, the coverage shadow beside the system) runs unless a whole result is kept:
 
-A probed trace's whole result is kept too (``kept_run``): the calls the probes sent its
-system with their answers, the result and the coverage cells its shadow reached, under the
-text of every source file but the implementation's. While that text is the same, the calls
-are sent again (answered through the record, or for real where their functions changed) and,
-when every answer is the one kept, the result is given without running the model's side (the
-enumeration, the model's answer to each probe, the shadow); any other answer and the trace is
-probed again.
+A probed trace's whole result is kept too (``kept_run``), and so are a fuzz shape's passing
+run and a run of one trace's coverage witnesses: the calls the run sent each system it made
+(one per fuzz example, each with its graph) with their answers, the result and the coverage
+cells the systems' shadows reached, under the text of every source file but the
+implementation's. While that text is the same, the systems are made again in order and sent
+their calls again (answered through the record, or for real where their functions changed)
+and, when every answer is the one kept, the result is given without running the model's side
+(the probes' enumeration and the model's answer to each probe; the fuzzer's generation, the
+model's steps and the oracle; the shadow); any other answer and the run is made again.
 
 Three things would let an answer depend on more than its call's functions, and are closed:
 the calls after one whose functions changed are never taken from the tree, even when their
@@ -59,8 +61,8 @@ from typing import Any, Callable
 CACHE: Any = None
 
 #: Sections whose parts' systems are answered call by call (``memoized``).
-MEMO_SECTIONS = frozenset({"fuzz", "probes"})
-FORMAT = "wgk-gate-memo/1"
+MEMO_SECTIONS = frozenset({"fuzz", "probes", "coverage"})
+FORMAT = "wgk-gate-memo/2"
 
 
 class MemoError(RuntimeError):
@@ -434,17 +436,40 @@ class MemoSystem:
         return self._real
 
 
+def _plain_source(src: Any) -> bool:
+    """Whether ``src`` is plain data a record can hold (a fuzz example's graph)."""
+    if src is None or isinstance(src, (str, int, float, bool)):
+        return True
+    if isinstance(src, (list, tuple)):
+        return all(_plain_source(x) for x in src)
+    if isinstance(src, dict):
+        return all(isinstance(k, str) and _plain_source(v) for k, v in src.items())
+    return False
+
+
 def kept_run(label: str, inputs: Any, source: Any, make: Callable,
-             run: Callable[[Callable], Any]) -> Any:
-    """``run(make)``: a run of the model's side against one system ``make(source)`` makes
-    (a probed trace), giving plain data. With a record active, a result kept under ``label``,
-    ``inputs`` and the text of every source file but the implementation's (``Memo.model``)
-    is given without running ``run`` when the system, sent the same calls again (answered
-    through the record, or for real where their functions changed), answers each as it
-    did. Sound: ``run`` is code of the model and the suite (unchanged: their text is in the
-    key) on ``inputs`` and on the system's answers (the same): it computes the same result
-    and sends the same calls. Any other answer, or a run that made other than one system or
-    read anything else of it, and ``run`` runs."""
+             run: Callable[[Callable], Any], keep: Callable[[Any], bool] = lambda r: True
+             ) -> Any:
+    """``run(make)``: a run of the model's side against the systems ``make`` makes (a probed
+    trace's one, made from ``source``; a fuzz shape's one per generated example, each from the
+    graph it was given), giving plain data. With a record active, a result kept under
+    ``label``, ``inputs`` and the text of every source file but the implementation's
+    (``Memo.model``, which holds the model, the suite, the fuzzer's generation and the
+    probes' enumeration) is given without running ``run`` when the systems, made again in the
+    same order from the same sources and each sent the same calls again (answered through
+    the record, or for real where their functions changed), answer each call as they did.
+
+    Sound: ``run`` is code of the model and the suite (unchanged: their text is in the key,
+    the versions of Python and of the libraries, Hypothesis among them, in the part's static
+    key) on ``inputs`` and on the systems' answers (the same, in the same order): it computes
+    the same result, makes the same systems from the same sources and sends them the same
+    calls. This holds for the fuzzer as for the probes: its generation is Hypothesis's, seeded
+    (``seed`` among ``inputs``), with no example database, no deadline and no health check
+    (nothing read of the clock), so each example it draws is a function of the seed, the code
+    and the answers the earlier ones got; the same determinism every kept part of the gate
+    rests on. Any other answer, a system made with other arguments than its source, or one
+    read otherwise than through its calls, and ``run`` runs. ``keep``: whether a result may be
+    kept (a failing fuzz run writes its counterexample, which a kept result would not)."""
     memo = ACTIVE
     if memo is None or memo.model is None:
         return run(make)
@@ -453,40 +478,52 @@ def kept_run(label: str, inputs: Any, source: Any, make: Callable,
                                     default=repr).encode()).hexdigest()
     from wgk.conformance.oracle import coverage
     kept = memo.transcripts.get(key)
-    if kept is not None:
-        calls, result, cells = kept
+    if kept is not None and _answered_alike(kept[0], source, make):
+        memo.transcripts_used += 1
+        if coverage._SINK["cells"] is not None:
+            coverage._SINK["cells"].update(kept[2])
+        return _copy(kept[1])
+    made: list = []
+    sources: list = []              # each system's source (None: ``source``)
+    plain = [True]
+
+    def making(src, *a, **kw):
+        made.append(make(src, *a, **kw))
+        if a or kw or not (src is source or _plain_source(src)):
+            plain[0] = False
+        sources.append(None if src is source else _copy(src))
+        return made[-1]
+    with coverage.recording() as cells:
+        result = run(making)
+    if made and plain[0] and all(isinstance(m, MemoSystem) and m.transcript is not None
+                                 for m in made) and keep(result):
+        memo.transcripts[key] = [[[src, m.transcript] for src, m in zip(sources, made)],
+                                 _copy(result), set(cells)]
+        memo.changed = True
+    return result
+
+
+def _answered_alike(systems: list, source: Any, make: Callable) -> bool:
+    """Whether the systems of a kept run, made again one after another from their sources
+    (None: ``source``), answer every call kept as they did (each closed after its calls)."""
+    from wgk.conformance.oracle.systems import StepError
+    for src, calls in systems:
         _QUIET[0] = True                # the cells are the kept run's (the same calls)
         try:
-            system = make(source)
+            system = make(source if src is None else src)
         finally:
             _QUIET[0] = False
         try:
-            from wgk.conformance.oracle.systems import StepError
             for method, args, answer in calls:
                 try:
                     got = getattr(system, method)(*args)
                 except StepError as e:
                     got = ("raise", str(e))
                 if got != answer:
-                    break
-            else:
-                memo.transcripts_used += 1
-                if coverage._SINK["cells"] is not None:
-                    coverage._SINK["cells"].update(cells)
-                return _copy(result)
+                    return False
         finally:
             system.close()
-    made: list = []
-
-    def making(src, *a, **kw):
-        made.append(make(src, *a, **kw))
-        return made[-1]
-    with coverage.recording() as cells:
-        result = run(making)
-    if len(made) == 1 and isinstance(made[0], MemoSystem) and made[0].transcript is not None:
-        memo.transcripts[key] = [made[0].transcript, _copy(result), set(cells)]
-        memo.changed = True
-    return result
+    return True
 
 
 #: True while ``kept_run`` makes a system whose cells it gives itself (no shadow).

@@ -58,17 +58,24 @@ def bundled_as_loaded(loaded: list) -> list:
 
 
 def witness_replays(loaded: list, doc: dict | None = None, make_impl: Callable = ImplSystem,
-                    workers: int = 1) -> dict:
+                    workers: int = 1, kept: Callable | None = None) -> dict:
     """The witnesses of ``doc`` (the stored ones by default) replayed against the implementation
-    from the bundled traces' states: the cells they sent, the problems found and the seconds
-    taken. They read neither the other sections' results nor their cells, so the gate replays
-    them among its other sections' parts (``gate._on_workers``) and hands the outcome to this
-    section after them."""
+    from the bundled traces' states: the cells they sent, the problems found, why they are
+    stale (``witnesses.stale_reason``; None: current) and the seconds taken. They read
+    neither the other sections' results nor their cells, so the gate replays them among its
+    other sections' parts (``gate._on_workers``) and hands the outcome to this
+    section after them. ``kept``: as ``witnesses.replay_witnesses``'s (the gate's cache keeps
+    each run of a trace's witnesses, ``gate_cache_memo.kept_run``)."""
     doc = witnesses.load() if doc is None else doc
     t0 = time.perf_counter()
     bundled = bundled_as_loaded(loaded)                    # where the witnesses start
-    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], make_impl, workers)
-    return {"sent": sorted(sent), "problems": problems, "seconds": time.perf_counter() - t0}
+    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], make_impl, workers,
+                                                **({} if kept is None else {"kept": kept}))
+    # whether they are stale reads neither (the unreachable cells' proofs may take seconds:
+    # found here, beside the other sections' parts, rather than after them)
+    return {"sent": sorted(sent), "problems": problems,
+            "stale-reason": witnesses.stale_reason(doc, bundled),
+            "seconds": time.perf_counter() - t0}
 
 
 def measure(loaded: list, earlier: set | None, doc: dict | None = None,
@@ -90,7 +97,8 @@ def measure(loaded: list, earlier: set | None, doc: dict | None = None,
     sent, problems = set(replayed["sent"]), list(replayed["problems"])
     covered = base | sent
     unreached = {c: why for c, why in doc.get("unreached", {}).items() if c not in covered}
-    why = witnesses.stale_reason(doc, bundled)
+    why = replayed["stale-reason"] if "stale-reason" in replayed else \
+        witnesses.stale_reason(doc, bundled)
     return {"stale": why is not None, "stale-reason": why, "witnesses": len(doc["witnesses"]),
             "problems": problems, "kinds": per_kind(covered, unreached),
             "seconds": time.perf_counter() - t0 + earlier_seconds,
