@@ -94,7 +94,8 @@ WHY = ("every (property x transition) frame is one z3 query when the step can af
        "a query: internalising a goal over every task's branches of one kind, and for the "
        "full solver a search over about 1,500 assumptions; a tail of exactly-one-way-forward "
        "and the idempotency step properties), the branches through the model's decide and "
-       "the goals about a sixth each; shared among 2 processes by transition kind")
+       "the goals about a sixth each; shared among 2 processes kind by kind, each kind to the "
+       "process that comes free")
 
 NAME = "unbounded"
 TARGET_SECONDS = 10.0          # `wgk prove` at 6 tasks, and the proof at the cutoff graph

@@ -207,7 +207,7 @@ def test_a_symbolic_count_compared_with_a_number_is_the_sum_it_stands_for():
 def test_a_proof_shared_among_processes_reports_what_one_process_does():
     """``prove(jobs=2)``: the same frames with the same verdicts in the same order, the same
     base case, and a counterexample found in a forked share comes back decoded."""
-    from wgk.conformance.z3.prove import shares
+    from wgk.conformance.z3.prove import queue
     inst = Instance.proof(tasks=1)
     one, two = prove(inst), prove(inst, jobs=2)
     key = lambda rep: [(r.invariant, r.transition, r.status, r.solved) for r in rep.results]
@@ -216,13 +216,45 @@ def test_a_proof_shared_among_processes_reports_what_one_process_does():
         [(f.invariant, f.status) for f in two.init]
     assert [(e.transition, e.status) for e in one.enabled] == \
         [(e.transition, e.status) for e in two.enabled]
-    split = shares(Prover(inst, transitions=()), 2)
-    assert all(split) and sorted(sum(split, [])) == sorted({r.transition for r in one.results})
+    kinds = queue(Prover(inst, transitions=()))
+    assert sorted(kinds) == sorted({r.transition for r in one.results})
     only = ["done-iff-graphsave"]
     alone, shared = prove(inst, only=only, lemmas={}), prove(inst, only=only, lemmas={}, jobs=2)
     assert key(alone) == key(shared) and shared.failed()
     for r in shared.failed():
         assert r.status == "counterexample" and r.counterexample.step_label.startswith(r.transition)
+
+
+def _taking(kinds: list[str]) -> list[str]:
+    """What one process of ``prove(jobs=N)`` takes of ``kinds``, a kind at a time."""
+    import time
+    from wgk.conformance.z3.prove import _take
+    out = []
+    while (tr := _take(kinds)) is not None:
+        out.append(tr)
+        time.sleep(0.01)          # a kind's frames take a while: the other process takes meanwhile
+    return out
+
+
+def test_the_processes_of_a_shared_proof_take_every_kind_once_as_they_come_free():
+    """Each process takes the next kind no process has taken, so every kind is checked by
+    exactly one process and neither waits while kinds are left; the largest kinds come first."""
+    from multiprocessing import get_context
+    from wgk.conformance.z3 import prove as proving
+    prover = Prover(Instance.proof(tasks=2), transitions=())
+    kinds = proving.queue(prover)
+    size = {tr: sum(proving.transition_of(t) == tr for t in prover.cat.templates) for tr in kinds}
+    assert [size[tr] for tr in kinds] == sorted(size.values(), reverse=True)
+    assert sorted(kinds) == sorted(prover.transitions)
+    ctx = get_context("fork")
+    proving._JOB.update(taken=ctx.Value("i", 0))
+    try:
+        with ctx.Pool(2) as pool:
+            took = pool.map(_taking, [kinds, kinds])
+    finally:
+        proving._JOB.clear()
+    assert all(took), "a process took no kind"
+    assert sorted(took[0] + took[1]) == sorted(kinds)
 
 
 def test_a_frame_the_type_domain_alone_cannot_refute_is_asked_under_every_assumption():

@@ -136,10 +136,12 @@ def _changes(b) -> Any:
     return z3.And(b.guard, as_bool(one_of(b.decision.kind, (D.APPLIED, D.EVIDENCE_ONLY))))
 
 
-def enabledness(prover) -> list[Enabledness]:
-    """For each transition kind: satisfiable with the assumptions of the inductive step."""
+def enabledness(prover, transitions: list[str] | None = None) -> list[Enabledness]:
+    """For each transition kind built (or each of ``transitions``): satisfiable with the
+    assumptions of the inductive step."""
     out = []
-    for transition, group in prover.groups.items():
+    for transition in prover.groups if transitions is None else transitions:
+        group = prover.groups[transition]
         t0 = time.perf_counter()
         with symbolic(), prover.sem.active():
             conds = [(b, _changes(b)) for b in group]

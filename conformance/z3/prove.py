@@ -275,17 +275,21 @@ class Prover:
         if not broken:
             raise SymbolicMismatch(f"{where}: the executable model says it holds")
 
+    def frames(self, transition: str, only: list[str] | None = None, replay: bool = True
+               ) -> list[ProofResult]:
+        """The frames of one transition kind built: every property (or those in ``only``)."""
+        return [self.check(p, transition, replay) for p in self.properties
+                if only is None or p.id in only]
+
     def run(self, only: list[str] | None = None, replay: bool = True,
             progress: Callable[[str], None] | None = None, base_case: bool = True
             ) -> ProofReport:
         """Every frame of the transitions built; ``base_case``: the init frames too (the
         enabledness of each transition built is always checked)."""
         t0 = time.perf_counter()
-        props = [p for p in self.properties if only is None or p.id in only]
         results = []
         for transition in self.groups:
-            for p in props:
-                results.append(self.check(p, transition, replay))
+            results += self.frames(transition, only, replay)
             if progress:
                 done = sum(r.status == "proved" for r in results)
                 progress(f"{transition}: {done}/{len(results)} frames proved")
@@ -323,13 +327,16 @@ def prove(inst: Instance = Instance.proof(), sem: Semantics = MODEL, only: list[
     """Prove every ``always`` property (or those in ``only``) inductive.
 
     ``jobs`` > 1 shares the transition kinds among that many processes (this one and
-    ``jobs - 1`` forked from it, before it builds anything), each building the branches of
-    its share only; the report is the one a single prover gives, frame for frame and in the
-    same order."""
+    ``jobs - 1`` forked from it, before it builds anything): each takes the next kind not
+    taken yet (the kinds in ``queue`` order, largest first) until none is left, building the
+    branches of the kinds it took only, so a process that drew cheaper kinds takes more of
+    them; the report is the one a single prover gives, frame for frame and in the same
+    order."""
     if jobs <= 1 or "fork" not in get_all_start_methods():
         return Prover(inst, sem, lemmas, deps=deps, params=FAST).run(only, replay, progress)
     t0 = time.perf_counter()
-    job = dict(inst=inst, sem=sem, lemmas=lemmas, deps=deps, only=only, replay=replay, jobs=jobs)
+    job = dict(inst=inst, sem=sem, lemmas=lemmas, deps=deps, only=only, replay=replay, jobs=jobs,
+               taken=get_context("fork").Value("i", 0))     # the next kind of ``queue`` to take
     _JOB.clear()
     _JOB.update(job)
     try:
@@ -368,21 +375,26 @@ def prove(inst: Instance = Instance.proof(), sem: Semantics = MODEL, only: list[
 _JOB: dict = {}
 
 
-def shares(prover: Prover, jobs: int) -> list[list[str]]:
-    """The transition kinds split into ``jobs`` shares of about the same number of branches
-    (largest first, each to the share with the fewest so far; the same split in every
-    process)."""
+def queue(prover: Prover) -> list[str]:
+    """The transition kinds in the order the processes of ``prove(jobs=N)`` take them: most
+    templates first (the costliest to build and, mostly, to check), so the kinds taken last,
+    while the other process finishes, are the smallest."""
     size: dict[str, int] = {}
     for tpl in prover.cat.templates:
         tr = transition_of(tpl)
         size[tr] = size.get(tr, 0) + 1
-    out: list[list[str]] = [[] for _ in range(jobs)]
-    load = [0] * jobs
-    for tr in sorted(size, key=lambda t: (-size[t], prover.transitions.index(t))):
-        k = load.index(min(load))
-        out[k].append(tr)
-        load[k] += size[tr]
-    return out
+    return sorted(size, key=lambda t: (-size[t], prover.transitions.index(t)))
+
+
+def _take(kinds: list[str]) -> str | None:
+    """The next kind of ``kinds`` no process has taken (None: every kind is taken)."""
+    taken = _JOB["taken"]
+    with taken.get_lock():
+        n = taken.value
+        if n >= len(kinds):
+            return None
+        taken.value = n + 1
+    return kinds[n]
 
 
 def _share(k: int) -> dict:
@@ -394,11 +406,20 @@ def _share(k: int) -> dict:
 
 
 def _prover_share(k: int) -> tuple[Prover, dict]:
-    """Share ``k`` of ``prove(jobs=N)``: its transitions' frames, and the base case in share 0."""
+    """Share ``k`` of ``prove(jobs=N)``: the frames and the enabledness of each kind it takes,
+    and the base case in share 0."""
     a = _JOB
     t0 = time.perf_counter()
     p = Prover(a["inst"], a["sem"], a["lemmas"], deps=a["deps"], transitions=(), params=FAST)
-    p.build(shares(p, a["jobs"])[k])
+    kinds = queue(p)
     build = time.perf_counter() - t0
-    rep = p.run(a["only"], a["replay"], None, base_case=k == 0)
-    return p, {"results": rep.results, "init": rep.init, "enabled": rep.enabled, "build": build}
+    results, enabled = [], []
+    # the base case first: the other processes take more kinds meanwhile
+    init = init_frames(p, p.initial, a["only"]) if k == 0 else []
+    while (tr := _take(kinds)) is not None:
+        t1 = time.perf_counter()
+        p.build([tr])
+        build += time.perf_counter() - t1
+        results += p.frames(tr, a["only"], a["replay"])
+        enabled += enabledness(p, [tr])
+    return p, {"results": results, "init": init, "enabled": enabled, "build": build}
