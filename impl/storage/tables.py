@@ -464,8 +464,10 @@ class FactTables:
     def report_if_current(self, r, seq: int) -> bool:
         """Write ``r``'s evidence row under its conditions (``REPORT_IF_CURRENT``); whether
         a row was written (False: a condition failed, or the row was there already)."""
+        _, params = self.report_statement(r, seq)
         # guards: attempt-fencing, token-required
-        return self.conn.execute(*self.report_statement(r, seq)).rowcount == 1
+        written = self.conn.execute(REPORT_IF_CURRENT, params).rowcount == 1
+        return written
 
     def date_evidence(self, task_id: int, kind: str, ident: str, seq) -> None:
         """Give the evidence row written ahead of its event (with none) the event's number."""
