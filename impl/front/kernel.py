@@ -123,9 +123,10 @@ JOURNAL = "SELECT digest, response FROM journal WHERE key = ?"
 WRITTEN_UNDER_CONDITIONS = {"heartbeat": EVIDENCE_ONLY, "provider-failure": APPLIED}
 
 
-#: The stored text of each answer a report written under its conditions gives.
+#: The stored text of each answer a write under its conditions gives (a report's, a step's
+#: and a dispatch's when written).
 _ANSWER_TEXTS = {answer: response_text(decision(answer))
-                 for answer in set(WRITTEN_UNDER_CONDITIONS.values())}
+                 for answer in {*WRITTEN_UNDER_CONDITIONS.values(), APPLIED}}
 
 
 #: The admission of a new attempt and the opening it writes (``_dispatch_under_conditions``).
@@ -718,7 +719,7 @@ class Kernel:
                 self.tables.step_back(tid, old.phase, old.revision)
                 return self._refused(r, "cas-moved", observe)
         changes = changed(old, new)
-        response = decision(APPLIED)
+        response = {"decision": APPLIED}
         # (the receipts' bindings are tuples: their canonical text is record_to_json's lists)
         body = {"digest": r.digest, "response": response, "changes": changes, "facts": facts}
         if observe is not None and observe.log:
@@ -734,7 +735,7 @@ class Kernel:
         self.view.refresh(tid, new)
         self.cache.put_record(r.task, new)
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
-                          (r.key, r.digest, response_text(response), seq))
+                          (r.key, r.digest, _ANSWER_TEXTS[APPLIED], seq))
         return response
 
     def _refusal(self, r: Request, old: TaskRecord, observe: Observe | None, first) -> str:
@@ -788,7 +789,7 @@ class Kernel:
         new = outcome.record
         facts = list(outcome.facts) + perform(self.env, self.hook, outcome.effects, r.key, new)
         changes = changed(old, new)
-        response = decision(APPLIED)
+        response = {"decision": APPLIED}
         # (the receipts' bindings are tuples: their canonical text is record_to_json's lists)
         body = {"digest": r.digest, "response": response, "changes": changes, "facts": facts}
         if observe.log:
@@ -799,7 +800,7 @@ class Kernel:
         self.view.refresh(tid, new)
         self.cache.put_record(r.task, new)
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
-                          (r.key, r.digest, response_text(response), seq))
+                          (r.key, r.digest, _ANSWER_TEXTS[APPLIED], seq))
         return response
 
     def _stored(self, task: str) -> TaskRecord:
