@@ -407,7 +407,7 @@ def _one_pass(body: dict) -> Request | None:
             for n in nums:
                 if type(n) is not int or not INT_MIN <= n <= INT_MAX:
                     return None
-            slots["cap"] = Capability(g, t, *nums)
+            slots["cap"] = _capability_of(g, t, *nums)
             out["cap"] = v
             continue
         elif kind == _OWNER:
@@ -529,22 +529,24 @@ _DEFAULTS = {f.name: f.default for f in fields(Request)}
 _SLOTS = tuple(Request.__dict__[name] for name in _DEFAULTS)
 
 
-def _filler():
-    """A function taking one value per field of ``Request`` in order and returning the
-    ``Request`` holding them: each slot set by its own setter, one call each, written out
-    once here (neither the frozen dataclass's ``__init__``, a Python call per field, nor a
-    loop over the slots)."""
-    arity = len(_SLOTS)
+def _filler(cls: type = Request, slots: tuple = _SLOTS):
+    """A function taking one value per field of ``cls`` (a frozen dataclass with slots
+    ``slots``) in order and returning the instance holding them: each slot set by its own
+    setter, one call each, written out once here (neither the frozen dataclass's
+    ``__init__``, a Python call per field, nor a loop over the slots)."""
+    arity = len(slots)
     args = ", ".join(f"v{i}" for i in range(arity))
-    text = f"def fill({args}):\n    r = new(Request)\n" \
+    text = f"def fill({args}):\n    r = new(cls)\n" \
         + "".join(f"    s{i}(r, v{i})\n" for i in range(arity)) + "    return r\n"
-    scope = {"new": object.__new__, "Request": Request,
-             **{f"s{i}": slot.__set__ for i, slot in enumerate(_SLOTS)}}
-    exec(compile(text, "<wire.fill>", "exec"), scope)
+    scope = {"new": object.__new__, "cls": cls,
+             **{f"s{i}": slot.__set__ for i, slot in enumerate(slots)}}
+    exec(compile(text, f"<wire.fill {cls.__name__}>", "exec"), scope)
     return scope["fill"]
 
 
 _fill = _filler()
+#: ``Capability(graph, task, generation, attempt, fence, lease_epoch)`` in one generated call.
+_capability_of = _filler(Capability, tuple(Capability.__dict__[f.name] for f in fields(Capability)))
 
 
 _values = attrgetter(*_DEFAULTS)
@@ -613,6 +615,7 @@ _is_name = names.is_name
 _CONTENT_NAMES = ("imports", "candidate", "base", "correlation", "requirements", "output",
                   "validation")
 _content_names = attrgetter(*_CONTENT_NAMES)
+_NO_CONTENT = (None,) * len(_CONTENT_NAMES)       # a request that carries no content id
 
 
 def name_fields(r: Request) -> list[tuple[str, str]]:
@@ -629,9 +632,9 @@ def refused_name(r: Request) -> str | None:
 
     Every name is matched once against the grammar (``names.is_name``); only where one
     does not match are they described in the fields' order, naming the first refused."""
-    cap = r.cap
+    cap, contents = r.cap, _content_names(r)
     if _is_name(r.task) and (cap is None or (_is_name(cap.graph) and _is_name(cap.task))) \
-            and all(v is None or _is_name(v) for v in _content_names(r)):
+            and (contents == _NO_CONTENT or all(v is None or _is_name(v) for v in contents)):
         return None
     for field, value in name_fields(r):
         line = names.describe(f"request field '/{field}'", value)

@@ -68,8 +68,9 @@ def write(ctx: Ctx) -> Outcome:
     columns = step.sets(ctx)
     if step.receipt is not None:    # bound to the (fence, candidate, base) the written row holds
         receipts = list(columns.get("receipts", t.receipts))
+        get = columns.get
         receipts[RECEIPT_INDEX[step.receipt]] = Binding(
-            *(columns.get(f, getattr(t, f)) for f in ("fence", "candidate", "base")))
+            get("fence", t.fence), get("candidate", t.candidate), get("base", t.base))
         columns = {**columns, "receipts": tuple(receipts)}
     new = replace(t, phase=step.to, revision=t.revision + 1, **columns)
     facts, effects = step.notes(ctx, new)

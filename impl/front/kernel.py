@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 from json.encoder import encode_basestring_ascii
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Iterable, NamedTuple, Sequence
 
 from ..storage import authority
@@ -86,17 +86,17 @@ class CommitFirst(Exception):
     """A batched request would perform an effect behind uncommitted requests."""
 
 
-@dataclass(frozen=True, slots=True)
-class RequestContext:
+class RequestContext(NamedTuple):
     """One admitted request: its sender (None: an open kernel), the request parsed once with
     its key in the sender's namespace, why its names are refused (None: they are not), and
     what was observed for the write sent ahead with its locks (``Kernel._write_ahead``:
-    the observations, what its statement was given, the worktree looked at; None: none)."""
+    the observations, what its statement was given, the worktree looked at; None: none).
+    Immutable, and made by one tuple construction per request (no frozen ``__init__``)."""
 
     sender: Principal | None
     request: Request
-    bad_name: str | None = field(default=None)
-    ahead: tuple | None = field(default=None)
+    bad_name: str | None = None
+    ahead: tuple | None = None
 
     @property
     def key(self) -> str:
@@ -121,6 +121,12 @@ JOURNAL = "SELECT digest, response FROM journal WHERE key = ?"
 #: nothing else (docs/vocabulary.md: no condition of their own beyond K and the token), with
 #: the answer when the row is written; a row already there (its id seen) is evidence-only.
 WRITTEN_UNDER_CONDITIONS = {"heartbeat": EVIDENCE_ONLY, "provider-failure": APPLIED}
+
+
+#: The stored text of each answer a write under its conditions gives (a report's, a step's
+#: and a dispatch's when written).
+_ANSWER_TEXTS = {answer: response_text(decision(answer))
+                 for answer in {*WRITTEN_UNDER_CONDITIONS.values(), APPLIED}}
 
 
 #: The admission of a new attempt and the opening it writes (``_dispatch_under_conditions``).
@@ -568,12 +574,14 @@ class Kernel:
         """Decide, perform the effects, append the event and apply it (inside the caller's unit)."""
         r = rc.request
         if rc.bad_name is None and rc.role_held and r.authorized:
-            admits = WRITTEN_STEPS.get(r.kind)
-            if admits is not None and admits(r) \
-                    and (r.kind != "seal-candidate" or not self.protected_paths()):
-                return self._step_under_conditions(rc, may_perform)
-            if r.kind in WRITTEN_UNDER_CONDITIONS and r.needs_token:
-                return self._report_under_conditions(rc, self.ledger.seq_ahead())
+            if r.kind in WRITTEN_UNDER_CONDITIONS:
+                if r.needs_token:
+                    return self._report_under_conditions(rc, self.ledger.seq_ahead())
+            else:
+                admits = WRITTEN_STEPS.get(r.kind)
+                if admits is not None and admits(r) \
+                        and (r.kind != "seal-candidate" or not self.protected_paths()):
+                    return self._step_under_conditions(rc, may_perform)
             if r.kind == "dispatch":
                 return self._dispatch_under_conditions(rc, may_perform)
         outcome, observe = self._decide_request(rc)
@@ -614,8 +622,19 @@ class Kernel:
         ledger's next number where it is known ahead (SQLite); where it is not (PostgreSQL's
         sequence), the row is written with none and given the append's number after it."""
         r = rc.request
+        if r.cap is not None and seq is not None and self.facts.report_if_current(r, seq):
+            # the row is written with the event's number: the event, then its journal row
+            answer = WRITTEN_UNDER_CONDITIONS[r.kind]
+            text = '{"request":' + r.canonical + "," + report_body(r.kind, answer, r.digest,
+                                                                   r.evidence)
+            appended = self.ledger.append("request", text, task=r.task, key=r.key)
+            if appended != seq:
+                raise StoreError(f"ledger event {appended}, where {seq} was written ahead")
+            self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
+                              (r.key, r.digest, _ANSWER_TEXTS[answer], seq))
+            return {"decision": answer}
         answer, written = EVIDENCE_ONLY, False
-        if r.cap is not None and self.facts.report_if_current(r, 0 if seq is None else seq):
+        if r.cap is not None and seq is None and self.facts.report_if_current(r, 0):
             code, answer, written = None, WRITTEN_UNDER_CONDITIONS[r.kind], True
         else:
             tid = self.task_id(r.task)
@@ -700,7 +719,7 @@ class Kernel:
                 self.tables.step_back(tid, old.phase, old.revision)
                 return self._refused(r, "cas-moved", observe)
         changes = changed(old, new)
-        response = decision(APPLIED)
+        response = {"decision": APPLIED}
         # (the receipts' bindings are tuples: their canonical text is record_to_json's lists)
         body = {"digest": r.digest, "response": response, "changes": changes, "facts": facts}
         if observe is not None and observe.log:
@@ -716,7 +735,7 @@ class Kernel:
         self.view.refresh(tid, new)
         self.cache.put_record(r.task, new)
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
-                          (r.key, r.digest, response_text(response), seq))
+                          (r.key, r.digest, _ANSWER_TEXTS[APPLIED], seq))
         return response
 
     def _refusal(self, r: Request, old: TaskRecord, observe: Observe | None, first) -> str:
@@ -770,7 +789,7 @@ class Kernel:
         new = outcome.record
         facts = list(outcome.facts) + perform(self.env, self.hook, outcome.effects, r.key, new)
         changes = changed(old, new)
-        response = decision(APPLIED)
+        response = {"decision": APPLIED}
         # (the receipts' bindings are tuples: their canonical text is record_to_json's lists)
         body = {"digest": r.digest, "response": response, "changes": changes, "facts": facts}
         if observe.log:
@@ -781,7 +800,7 @@ class Kernel:
         self.view.refresh(tid, new)
         self.cache.put_record(r.task, new)
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
-                          (r.key, r.digest, response_text(response), seq))
+                          (r.key, r.digest, _ANSWER_TEXTS[APPLIED], seq))
         return response
 
     def _stored(self, task: str) -> TaskRecord:
