@@ -22,7 +22,7 @@ from ..storage.ledger import LedgerVerdict
 from ..decisions.planner import plan
 from ..decisions.projection import finished, satisfies_dependents, status
 from ..storage.schema import PROJECTED_TABLES
-from ..storage.store import Pragmas
+from ..storage.store import Pragmas, Store, held
 from ..contract.vocabulary import COMMITTED_PHASES, RECEIPTS
 
 
@@ -61,23 +61,35 @@ class Scratch:
     every one starts from the image itself without opening a database again. For small
     databases (a crash cut's): the compared rows are read into Python."""
 
-    def __init__(self, start: Replayed):
+    def __init__(self, start: Replayed | None):
         self.start = start
         self.kernel = None
+        self.conn = None            # the scratch's one connection
+        self.on: Replayed | None = None    # the image its database holds
+
+    def move(self, start: Replayed) -> "Scratch":
+        """The next rebuilds start from ``start``: the kept connection takes its image when
+        next opened (a new scratch kernel on it, its caches empty), not a new connection."""
+        self.start = start
+        return self
 
     def open(self, kernel):
         """The scratch kernel, of ``kernel``'s class and observing its environment."""
-        if self.kernel is None:
-            self.kernel = type(kernel)(":memory:", kernel.env, image=self.start.image,
-                                       pragmas=Pragmas(synchronous="OFF"))
+        if self.kernel is None or self.on is not self.start:
+            if self.conn is None:
+                self.conn = held(":memory:")
+            self.conn.deserialize(self.start.image)
+            store = Store(":memory:", pragmas=Pragmas(synchronous="OFF"), conn=self.conn)
+            self.kernel = type(kernel)(":memory:", kernel.env, store=store)
+            self.on = self.start
         self.kernel.env = kernel.env
         self.kernel.cache.forget()
         return self.kernel
 
     def close(self) -> None:
-        if self.kernel is not None:
-            self.kernel.close()
-            self.kernel = None
+        if self.conn is not None:
+            self.conn.close()
+        self.kernel = self.conn = self.on = None
 
 
 def replay(kernel, path: str, since: int = 0, image: bytes | None = None) -> tuple:
