@@ -48,6 +48,7 @@ from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook
 from wgk.impl.storage import pg
 from wgk.impl.front import audit
 from wgk.impl.storage.backends import backend_of, open_store
+from wgk.impl.storage.store import held as held_connection
 
 from wgk.conformance.oracle.crash_scope import CHECKS, _Scope, _scope
 from wgk.conformance.oracle.daemon import undone
@@ -117,15 +118,17 @@ class _Snapshot:
     image: bytes = b""          # SQLite: a consistent copy of the database, in memory
 
 
-def _snapshot(impl: ImplSystem, path: str, replay: bool = False, start=None) -> _Snapshot:
+def _snapshot(impl: ImplSystem, path: str, replay: bool = False, start=None,
+              conn=None) -> _Snapshot:
     """The implementation's durable state before a step; ``replay``: with the ledger so far
-    replayed, for the cuts' rebuilds (``start``: as replayed before an earlier step)."""
+    replayed, for the cuts' rebuilds (``start``: as replayed before an earlier step; ``conn``:
+    the held connection those replays are made on, ``audit.replay``)."""
     on_file = backend_of(impl.path).file
     if not on_file:
         impl.kernel.store.snapshot(path)         # every table's rows
     image = impl.kernel.conn.serialize() if on_file else b""   # its committed pages
     world = _keep_world(impl.world, path + ".world")
-    replayed = audit.replayed(impl.kernel, start) if replay else None
+    replayed = audit.replayed(impl.kernel, start, conn) if replay else None
     return _Snapshot(path, world, impl.kernel.ledger_head(), impl.daemon, replayed, image=image)
 
 
@@ -230,6 +233,7 @@ def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, chec
     recorder = Recorder()
     snapdir = tempfile.TemporaryDirectory(prefix="wgk-snap-")
     impl = ImplSystem(trace, hook=recorder, world=real_world(world, trace, snapdir.name))
+    replays = held_connection()                   # the snapshots' replays, one after another
     projections = [model.project()]
     states = [model.state]
     decisions: list[dict | None] = []
@@ -239,7 +243,7 @@ def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, chec
         for n, step in enumerate(trace.steps):
             last = next((s.replayed for s in reversed(snapshots) if s is not None), None)
             snapshots.append(_snapshot(impl, os.path.join(snapdir.name, f"before-{n}.db"),
-                                       checks == "thorough" and images, last)
+                                       checks == "thorough" and images, last, replays)
                              if n in wanted and "request" in step else None)
             start = len(recorder.seen)
             try:
@@ -252,6 +256,7 @@ def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, chec
             states.append(model.state)
     finally:
         impl.close()
+        replays.close()
     cuts: list[Cut] = []
     tails = Tails() if equivalence else None
     with tempfile.TemporaryDirectory(prefix="wgk-cut-") as tmp, _cut_database(tmp, held) as db, \

@@ -92,11 +92,19 @@ class Scratch:
         self.kernel = self.conn = self.on = None
 
 
-def replay(kernel, path: str, since: int = 0, image: bytes | None = None) -> tuple:
+def replay(kernel, path: str, since: int = 0, image: bytes | None = None,
+           conn=None) -> tuple:
     """A kernel of the same class on a scratch database at ``path`` (``Store.scratch``:
     fresh, or ``image``, the ledger's events through ``since`` replayed) with the ledger's
-    events after ``since`` replayed into it, and the number of events replayed."""
-    fresh = type(kernel)(path, kernel.env, pragmas=Pragmas(synchronous="OFF"), image=image)
+    events after ``since`` replayed into it, and the number of events replayed. ``conn``: a
+    held connection (``store.held``) the database is made on when it is in memory and starts
+    from an image, instead of a new connection."""
+    if conn is not None and path == ":memory:" and image is not None:
+        conn.deserialize(image)
+        store = Store(path, pragmas=Pragmas(synchronous="OFF"), conn=conn)
+        fresh = type(kernel)(path, kernel.env, store=store)
+    else:
+        fresh = type(kernel)(path, kernel.env, pragmas=Pragmas(synchronous="OFF"), image=image)
     try:
         with fresh.store.atomic():
             n = _replay_events(kernel, fresh, since)
@@ -196,10 +204,11 @@ def _start(kernel, start: Replayed | None) -> tuple[bytes | None, int]:
     return kernel.store.empty(), 0
 
 
-def replayed(kernel, start: Replayed | None = None) -> Replayed | None:
+def replayed(kernel, start: Replayed | None = None, conn=None) -> Replayed | None:
     """The verified ledger replayed into a fresh database, kept as an image for later
-    rebuilds (``start``: an earlier image to go on from); None when the ledger does not
-    verify or replay, or the backend takes no images."""
+    rebuilds (``start``: an earlier image to go on from; ``conn``: a held connection the
+    database is made on, ``replay``); None when the ledger does not verify or replay, or the
+    backend takes no images."""
     kernel.cache.sync()
     verdict = kernel.ledger.verify()
     if not kernel.store.takes_images or not verdict.ok:
@@ -207,7 +216,7 @@ def replayed(kernel, start: Replayed | None = None) -> Replayed | None:
     with kernel.store.scratch() as path:
         try:
             image, since = _start(kernel, start)
-            fresh, _ = replay(kernel, path, since, image)
+            fresh, _ = replay(kernel, path, since, image, conn)
         except Corrupt:
             return None
         try:
