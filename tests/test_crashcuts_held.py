@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from wgk.conformance.oracle import crashcuts
 from wgk.conformance.oracle.crashcuts import crash_cuts, in_memory
 from wgk.conformance.oracle.impl_system import HeldDatabase, ImplSystem
 from wgk.conformance.traces.format import load_trace
@@ -175,3 +176,19 @@ def test_the_snapshots_replays_on_one_held_connection_equal_replays_on_new_ones(
     finally:
         conn.close()
         impl.close()
+
+
+def test_the_command_line_runs_the_cuts_on_a_file_when_asked(monkeypatch, capsys):
+    from wgk.conformance.cli.main import main
+    asked = []
+    real = crashcuts.crash_cuts
+
+    def recording(trace, **kw):
+        asked.append(kw.get("on_disk"))
+        return real(trace, **kw)
+    monkeypatch.setattr(crashcuts, "crash_cuts", recording)
+    trace = str(INCIDENTS / "01-false-done-never-satisfies-dependent.json")
+    for flags in ([], ["--on-disk"]):
+        assert main(["replay", trace, "--system", "impl", "--crash-cuts", *flags]) == 0
+    assert asked == [False, True]
+    capsys.readouterr()
