@@ -71,7 +71,8 @@ def test_a_restart_on_the_held_connection_rolls_back_what_the_crash_left_open():
 
 
 @pytest.mark.parametrize("own", ["CREATE TEMP TABLE kept (x)",
-                                 "ATTACH DATABASE ':memory:' AS other"])
+                                 "ATTACH DATABASE ':memory:' AS other",
+                                 "PRAGMA foreign_keys = ON", "PRAGMA query_only = ON"])
 def test_a_connection_holding_state_of_its_own_is_replaced_at_a_restart(own):
     held, impl, head = _held_with_a_kernel()
     try:
@@ -82,6 +83,8 @@ def test_a_connection_holding_state_of_its_own_is_replaced_at_a_restart(own):
         assert conn is not before and held.replaced == 1
         assert conn.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] == 0
         assert [r[1] for r in conn.execute("PRAGMA database_list")] in (["main"], ["main", "temp"])
+        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 0
+        assert conn.execute("PRAGMA query_only").fetchone()[0] == 0
         assert impl.kernel.ledger_head() == head and impl.kernel.audit().ok
     finally:
         held.close()

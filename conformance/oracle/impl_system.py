@@ -92,8 +92,8 @@ class HeldDatabase:
     restarted kernel on the same connection (``restarted``) instead of a new connection on a
     file. What a restarted process would find: the committed pages (a transaction the crash
     left open is rolled back, as a killed process's is) and nothing of the connection's own
-    (no temporary table, no attached database: a connection holding one is replaced by a new
-    connection on a copy of the committed pages). Only the connection is kept; every store,
+    (no temporary table, no attached database, none of its settings changed: a connection
+    holding one is replaced by a new connection on a copy of the committed pages). Only the connection is kept; every store,
     cache and kernel object is new. What it does not show is the file: the cuts that read a
     real file reopened by a new connection are those killed (``kill``), on a real world and on
     PostgreSQL (``crashcuts.in_memory``)."""
@@ -102,6 +102,7 @@ class HeldDatabase:
 
     def __init__(self) -> None:
         self.conn = held_connection(self.path)
+        self.settings = _settings(self.conn)     # a new connection's
         self.replaced = 0            # connections replaced because one held its own state
 
     def restore(self, image: bytes) -> None:
@@ -117,7 +118,8 @@ class HeldDatabase:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         own = conn.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] or \
-            len(conn.execute("PRAGMA database_list").fetchall()) > 1 + _has_temp(conn)
+            len(conn.execute("PRAGMA database_list").fetchall()) > 1 + _has_temp(conn) or \
+            _settings(conn) != self.settings
         if own:
             pages = conn.serialize()
             conn.close()
@@ -131,6 +133,17 @@ class HeldDatabase:
 
     def close(self) -> None:
         self.conn.close()
+
+
+#: A connection's own settings a store does not set when it opens (``HeldDatabase.restarted``:
+#: one that changed since the connection was new is not what a restarted process finds).
+_SETTINGS = ("foreign_keys", "query_only", "recursive_triggers", "defer_foreign_keys",
+             "reverse_unordered_selects", "ignore_check_constraints", "automatic_index",
+             "cell_size_check", "trusted_schema", "cache_size", "temp_store")
+
+
+def _settings(conn: sqlite3.Connection) -> tuple:
+    return tuple(conn.execute(f"PRAGMA {name}").fetchone()[0] for name in _SETTINGS)
 
 
 def _has_temp(conn: sqlite3.Connection) -> int:
