@@ -43,6 +43,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the gate's; --json names where)")
     p.add_argument("--kill", action="store_true",
                    help="crash cuts by a real kill -9 of a child process (implies --crash-cuts)")
+    p.add_argument("--on-disk", action="store_true",
+                   help="in-process crash cuts on a database file reopened by a new connection "
+                        "after each crash (by default, on the in-memory world, a trace's cuts hold "
+                        "their database in memory on one connection)")
     p.add_argument("--cut-checks", choices=("thorough", "scoped"), default="thorough",
                    help="after each cut compare everything (default), or only what the step can "
                         "touch, at a cost that does not grow with the trace (long recorded traces)")
@@ -123,7 +127,7 @@ def replay_one(trace, args: argparse.Namespace, progress) -> TraceResult:
         return result
     from wgk.conformance.oracle.crashcuts import crash_cuts
     cuts = crash_cuts(trace, mode="kill" if args.kill else "in-process", checks=args.cut_checks,
-                      progress=progress, world=world)
+                      progress=progress, world=world, on_disk=getattr(args, "on_disk", False))
     extra = tuple(d for c in cuts.cuts for d in c.divergences)
     return replace(result, divergences=result.divergences + extra, crash_cuts=len(cuts.cuts))
 

@@ -48,10 +48,11 @@ from wgk.impl import Crash, CrashAt, Kernel, Recorder, no_hook
 from wgk.impl.storage import pg
 from wgk.impl.front import audit
 from wgk.impl.storage.backends import backend_of, open_store
+from wgk.impl.storage.store import held as held_connection
 
 from wgk.conformance.oracle.crash_scope import CHECKS, _Scope, _scope
 from wgk.conformance.oracle.daemon import undone
-from wgk.conformance.oracle.impl_system import ImplSystem, database
+from wgk.conformance.oracle.impl_system import HeldDatabase, ImplSystem, backend, database
 from wgk.conformance.oracle.real_world import RealWorld, real_world, restore_world, snapshot_world
 from wgk.conformance.oracle.lockstep import Divergence, Observed, diff_values, is_valid_step
 from wgk.conformance.oracle.systems import ModelSystem, StepError
@@ -117,19 +118,25 @@ class _Snapshot:
     image: bytes = b""          # SQLite: a consistent copy of the database, in memory
 
 
-def _snapshot(impl: ImplSystem, path: str, replay: bool = False, start=None) -> _Snapshot:
+def _snapshot(impl: ImplSystem, path: str, replay: bool = False, start=None,
+              conn=None) -> _Snapshot:
     """The implementation's durable state before a step; ``replay``: with the ledger so far
-    replayed, for the cuts' rebuilds (``start``: as replayed before an earlier step)."""
+    replayed, for the cuts' rebuilds (``start``: as replayed before an earlier step; ``conn``:
+    the held connection those replays are made on, ``audit.replay``)."""
     on_file = backend_of(impl.path).file
     if not on_file:
         impl.kernel.store.snapshot(path)         # every table's rows
     image = impl.kernel.conn.serialize() if on_file else b""   # its committed pages
     world = _keep_world(impl.world, path + ".world")
-    replayed = audit.replayed(impl.kernel, start) if replay else None
+    replayed = audit.replayed(impl.kernel, start, conn) if replay else None
     return _Snapshot(path, world, impl.kernel.ledger_head(), impl.daemon, replayed, image=image)
 
 
-def _restore(snap: _Snapshot, path: str, hook) -> ImplSystem:
+def _restore(snap: _Snapshot, path: "str | HeldDatabase", hook) -> ImplSystem:
+    if isinstance(path, HeldDatabase):            # the snapshot's pages, on the kept connection
+        path.restore(snap.image)
+        return ImplSystem.reopen(path.path, _world_of(snap.world), hook=hook,
+                                 daemon=snap.daemon, held=path)
     if not backend_of(path).file:                 # the cut's schema, emptied and refilled
         store = open_store(path)
         store.restore(snap.db)
@@ -194,27 +201,39 @@ def _divergence(trace: Trace, step: int, what: str, request, expected, actual, d
 def crash_cuts(trace: Trace, *, mode: str = "in-process", finish: bool = False,
                steps: range | None = None, checks: str = "thorough",
                progress: Callable[[str], None] | None = None, world: str = "memory",
-               images: bool = True, equivalence: bool = True) -> CrashCutResult:
+               images: bool = True, equivalence: bool = True,
+               on_disk: bool = False) -> CrashCutResult:
     """Every crash cut of one trace: ``mode`` "in-process" (fast) or "kill" (a real kill -9);
     ``world`` "memory" or "real" (``real_world``). ``steps`` restricts the cuts to those steps
     (snapshots are taken only there). ``images``: a thorough cut's rebuilds start from the
     ledger as replayed before its step in the crash-free run (False: from an empty database).
     ``equivalence``: a cut whose state after the re-send is an earlier cut's, whose checks
     passed, is decided by that one (``Tails``; False: every cut checks its own).
-    On PostgreSQL the cuts' scratch schemas are recycled (``pg.recycling``)."""
+    On PostgreSQL the cuts' scratch schemas are recycled (``pg.recycling``). ``on_disk``: every
+    cut on a database file reopened by a new connection after its crash, as the cuts that need
+    a file are anyway (``in_memory``)."""
     with pg.recycling():
         return _crash_cuts(trace, mode, finish, steps, checks, progress, world, images,
-                           equivalence)
+                           equivalence, in_memory(mode, world) and not on_disk)
+
+
+def in_memory(mode: str, world: str) -> bool:
+    """Whether a trace's cuts hold their database in memory (``HeldDatabase``): in-process cuts
+    on the in-memory world and SQLite. A cut killed by a signal recovers from the file the
+    killed process wrote, one on a real world beside the world's files, one on PostgreSQL
+    from the server: those are opened anew from where they are, by a new connection."""
+    return mode == "in-process" and world == "memory" and backend() is None
 
 
 def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, checks: str,
                 progress: Callable[[str], None] | None, world: str, images: bool,
-                equivalence: bool = True) -> CrashCutResult:
+                equivalence: bool = True, held: bool = False) -> CrashCutResult:
     wanted = steps if steps is not None else range(len(trace.steps))
     model = ModelSystem(trace, checking=False)   # no cut reads its invariants
     recorder = Recorder()
     snapdir = tempfile.TemporaryDirectory(prefix="wgk-snap-")
     impl = ImplSystem(trace, hook=recorder, world=real_world(world, trace, snapdir.name))
+    replays = held_connection()                   # the snapshots' replays, one after another
     projections = [model.project()]
     states = [model.state]
     decisions: list[dict | None] = []
@@ -224,7 +243,7 @@ def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, chec
         for n, step in enumerate(trace.steps):
             last = next((s.replayed for s in reversed(snapshots) if s is not None), None)
             snapshots.append(_snapshot(impl, os.path.join(snapdir.name, f"before-{n}.db"),
-                                       checks == "thorough" and images, last)
+                                       checks == "thorough" and images, last, replays)
                              if n in wanted and "request" in step else None)
             start = len(recorder.seen)
             try:
@@ -237,31 +256,47 @@ def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, chec
             states.append(model.state)
     finally:
         impl.close()
+        replays.close()
     cuts: list[Cut] = []
     tails = Tails() if equivalence else None
-    with tempfile.TemporaryDirectory(prefix="wgk-cut-") as tmp, database(tmp) as db:
+    with tempfile.TemporaryDirectory(prefix="wgk-cut-") as tmp, _cut_database(tmp, held) as db, \
+            contextlib.closing(audit.Scratch(None)) as scratch:   # the rebuilds', one per trace
         for k, step in enumerate(trace.steps):
             if "request" not in step or snapshots[k] is None:
                 continue
             snap = snapshots[k]
             effected = _Lazy(lambda k=k: with_effects(model, states[k], states[k + 1]))
-            with contextlib.closing(audit.Scratch(snap.replayed)) if snap.replayed else \
-                    contextlib.nullcontext() as snap.scratch:
-                for j, boundary in enumerate(calls[k]):
-                    t0 = time.perf_counter()
-                    cut = Cut(k, j, boundary.describe())
-                    cut.divergences = _one_cut(trace, k, j, step, snap, db, decisions[k],
-                                               projections, effected, finish, cut.boundary,
-                                               mode, _scope(trace, step, checks), tails)
-                    cut.seconds = time.perf_counter() - t0
-                    cut.equivalent = tails is not None and tails.last
-                    cut.recovered_equivalent = tails is not None and tails.last_whole
-                    cuts.append(cut)
-                    if progress:
-                        progress(f"  cut {len(cuts)}: {cut.name} {cut.verdict}")
+            snap.scratch = scratch.move(snap.replayed) if snap.replayed else None
+            for j, boundary in enumerate(calls[k]):
+                t0 = time.perf_counter()
+                cut = Cut(k, j, boundary.describe())
+                cut.divergences = _one_cut(trace, k, j, step, snap, db, decisions[k],
+                                           projections, effected, finish, cut.boundary,
+                                           mode, _scope(trace, step, checks), tails)
+                cut.seconds = time.perf_counter() - t0
+                cut.equivalent = tails is not None and tails.last
+                cut.recovered_equivalent = tails is not None and tails.last_whole
+                cuts.append(cut)
+                if progress:
+                    progress(f"  cut {len(cuts)}: {cut.name} {cut.verdict}")
     getattr(impl.world, "close", lambda: None)()
     snapdir.cleanup()
     return CrashCutResult(trace.id, trace.path, cuts, mode, tails.reused if tails else 0)
+
+
+@contextlib.contextmanager
+def _cut_database(tmp: str, held: bool):
+    """Where a trace's cuts restore their snapshots: one database held in memory, or a file
+    (or PostgreSQL schema) each cut reopens."""
+    if not held:
+        with database(tmp) as db:
+            yield db
+        return
+    db = HeldDatabase()
+    try:
+        yield db
+    finally:
+        db.close()
 
 
 def durable_boundaries(trace: Trace) -> list[tuple[int, str]]:

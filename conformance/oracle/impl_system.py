@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import tempfile
 from typing import Any, Iterator
 
@@ -27,6 +28,7 @@ from wgk.impl import BadRequest, EnvError, Kernel, MemoryWorld, no_hook
 from wgk.impl.protocol.setup_wire import SetupError, initial_of as wire_initial_of, setup, wire_seeds
 
 from wgk.impl.storage import pg
+from wgk.impl.storage.store import Store, held as held_connection
 from wgk.impl.front.principals import PrincipalError
 from wgk.impl.protocol.world_steps import apply_env
 from wgk.conformance.oracle.coverage import Shadow
@@ -80,6 +82,74 @@ def empty_image() -> bytes:
     return image
 
 
+#: Bytes 18 and 19 of a SQLite database: its file format's write and read versions (2: WAL).
+_FORMAT = slice(18, 20)
+
+
+class HeldDatabase:
+    """A crash cut's kernel database held in memory on one connection, kept for a trace's
+    cuts: restored from a snapshot's pages (``restore``) and, after a crash, opened again by a
+    restarted kernel on the same connection (``restarted``) instead of a new connection on a
+    file. What a restarted process would find: the committed pages (a transaction the crash
+    left open is rolled back, as a killed process's is) and nothing of the connection's own
+    (no temporary table, no attached database, none of its settings changed: a connection
+    holding one is replaced by a new connection on a copy of the committed pages). Only the connection is kept; every store,
+    cache and kernel object is new. What it does not show is the file: the cuts that read a
+    real file reopened by a new connection are those killed (``kill``), on a real world and on
+    PostgreSQL (``crashcuts.in_memory``)."""
+
+    path = ":memory:"
+
+    def __init__(self) -> None:
+        self.conn = held_connection(self.path)
+        self.settings = _settings(self.conn)     # a new connection's
+        self.replaced = 0            # connections replaced because one held its own state
+
+    def restore(self, image: bytes) -> None:
+        """The database becomes ``image`` (a file's pages; held in memory, rollback journal)."""
+        conn = self.restarted()
+        image = bytearray(image)
+        image[_FORMAT] = b"\x01\x01"
+        conn.deserialize(bytes(image))
+
+    def restarted(self) -> sqlite3.Connection:
+        """The connection as a restarted process would open it (see the class)."""
+        conn = self.conn
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        own = conn.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] or \
+            len(conn.execute("PRAGMA database_list").fetchall()) > 1 + _has_temp(conn) or \
+            _settings(conn) != self.settings
+        if own:
+            pages = conn.serialize()
+            conn.close()
+            self.conn = conn = held_connection(self.path)
+            conn.deserialize(pages)
+            self.replaced += 1
+        return conn
+
+    def store(self, hook=no_hook) -> Store:
+        return Store(self.path, hook=hook, conn=self.restarted())
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+#: A connection's own settings a store does not set when it opens (``HeldDatabase.restarted``:
+#: one that changed since the connection was new is not what a restarted process finds).
+_SETTINGS = ("foreign_keys", "query_only", "recursive_triggers", "defer_foreign_keys",
+             "reverse_unordered_selects", "ignore_check_constraints", "automatic_index",
+             "cell_size_check", "trusted_schema", "cache_size", "temp_store")
+
+
+def _settings(conn: sqlite3.Connection) -> tuple:
+    return tuple(conn.execute(f"PRAGMA {name}").fetchone()[0] for name in _SETTINGS)
+
+
+def _has_temp(conn: sqlite3.Connection) -> int:
+    return int(any(row[1] == "temp" for row in conn.execute("PRAGMA database_list")))
+
+
 @contextlib.contextmanager
 def database(workdir: str) -> Iterator[str]:
     """A fresh kernel database: ``workdir``/kernel.db, or a new PostgreSQL schema."""
@@ -124,6 +194,7 @@ class ImplSystem:
                       RealWorld(os.path.join(self.workdir, "world"), target) if world == "real"
                       else MemoryWorld.create(target=target))
         self.hook = hook
+        self.held = None
         self.daemon = daemon_principal(graph)
         self.kernel = Kernel(self.path, self.world.environment(), hook=hook,
                              image=None if pg.is_dsn(self.path) or os.path.exists(self.path)
@@ -135,9 +206,11 @@ class ImplSystem:
 
     @classmethod
     def reopen(cls, path: str, world: MemoryWorld, *, hook=no_hook,
-               daemon: str | None = None) -> "ImplSystem":
-        """An implementation on an existing database file and world (a restored snapshot)."""
+               daemon: str | None = None, held: HeldDatabase | None = None) -> "ImplSystem":
+        """An implementation on an existing database file and world (a restored snapshot);
+        ``held``: on that database held in memory (``path`` its ":memory:")."""
         self = cls.__new__(cls)
+        self.held = held
         self._tmp = None
         self.shadow = None
         self._db = None
@@ -146,8 +219,14 @@ class ImplSystem:
         self.world = world
         self.hook = hook
         self.daemon = daemon
-        self.kernel = Kernel(path, world.environment(), hook=hook)
+        self.kernel = self._open()
         return self
+
+    def _open(self) -> Kernel:
+        """A kernel as a process starting on this database and world opens it."""
+        held = self.held
+        return Kernel(self.path, self.world.environment(), hook=self.hook,
+                      store=None if held is None else held.store(self.hook))
 
     def apply(self, step: dict) -> dict | None:
         if self.shadow is not None:
@@ -189,7 +268,7 @@ class ImplSystem:
             self.kernel.close()
         except Exception:
             pass
-        self.kernel = Kernel(self.path, self.world.environment(), hook=self.hook)
+        self.kernel = self._open()
 
     def project(self) -> dict:
         return with_ready(self.kernel.project(), self.kernel.ready())

@@ -22,7 +22,7 @@ from ..storage.ledger import LedgerVerdict
 from ..decisions.planner import plan
 from ..decisions.projection import finished, satisfies_dependents, status
 from ..storage.schema import PROJECTED_TABLES
-from ..storage.store import Pragmas
+from ..storage.store import Pragmas, Store, held
 from ..contract.vocabulary import COMMITTED_PHASES, RECEIPTS
 
 
@@ -61,30 +61,50 @@ class Scratch:
     every one starts from the image itself without opening a database again. For small
     databases (a crash cut's): the compared rows are read into Python."""
 
-    def __init__(self, start: Replayed):
+    def __init__(self, start: Replayed | None):
         self.start = start
         self.kernel = None
+        self.conn = None            # the scratch's one connection
+        self.on: Replayed | None = None    # the image its database holds
+
+    def move(self, start: Replayed) -> "Scratch":
+        """The next rebuilds start from ``start``: the kept connection takes its image when
+        next opened (a new scratch kernel on it, its caches empty), not a new connection."""
+        self.start = start
+        return self
 
     def open(self, kernel):
         """The scratch kernel, of ``kernel``'s class and observing its environment."""
-        if self.kernel is None:
-            self.kernel = type(kernel)(":memory:", kernel.env, image=self.start.image,
-                                       pragmas=Pragmas(synchronous="OFF"))
+        if self.kernel is None or self.on is not self.start:
+            if self.conn is None:
+                self.conn = held(":memory:")
+            self.conn.deserialize(self.start.image)
+            store = Store(":memory:", pragmas=Pragmas(synchronous="OFF"), conn=self.conn)
+            self.kernel = type(kernel)(":memory:", kernel.env, store=store)
+            self.on = self.start
         self.kernel.env = kernel.env
         self.kernel.cache.forget()
         return self.kernel
 
     def close(self) -> None:
-        if self.kernel is not None:
-            self.kernel.close()
-            self.kernel = None
+        if self.conn is not None:
+            self.conn.close()
+        self.kernel = self.conn = self.on = None
 
 
-def replay(kernel, path: str, since: int = 0, image: bytes | None = None) -> tuple:
+def replay(kernel, path: str, since: int = 0, image: bytes | None = None,
+           conn=None) -> tuple:
     """A kernel of the same class on a scratch database at ``path`` (``Store.scratch``:
     fresh, or ``image``, the ledger's events through ``since`` replayed) with the ledger's
-    events after ``since`` replayed into it, and the number of events replayed."""
-    fresh = type(kernel)(path, kernel.env, pragmas=Pragmas(synchronous="OFF"), image=image)
+    events after ``since`` replayed into it, and the number of events replayed. ``conn``: a
+    held connection (``store.held``) the database is made on when it is in memory and starts
+    from an image, instead of a new connection."""
+    if conn is not None and path == ":memory:" and image is not None:
+        conn.deserialize(image)
+        store = Store(path, pragmas=Pragmas(synchronous="OFF"), conn=conn)
+        fresh = type(kernel)(path, kernel.env, store=store)
+    else:
+        fresh = type(kernel)(path, kernel.env, pragmas=Pragmas(synchronous="OFF"), image=image)
     try:
         with fresh.store.atomic():
             n = _replay_events(kernel, fresh, since)
@@ -184,10 +204,11 @@ def _start(kernel, start: Replayed | None) -> tuple[bytes | None, int]:
     return kernel.store.empty(), 0
 
 
-def replayed(kernel, start: Replayed | None = None) -> Replayed | None:
+def replayed(kernel, start: Replayed | None = None, conn=None) -> Replayed | None:
     """The verified ledger replayed into a fresh database, kept as an image for later
-    rebuilds (``start``: an earlier image to go on from); None when the ledger does not
-    verify or replay, or the backend takes no images."""
+    rebuilds (``start``: an earlier image to go on from; ``conn``: a held connection the
+    database is made on, ``replay``); None when the ledger does not verify or replay, or the
+    backend takes no images."""
     kernel.cache.sync()
     verdict = kernel.ledger.verify()
     if not kernel.store.takes_images or not verdict.ok:
@@ -195,7 +216,7 @@ def replayed(kernel, start: Replayed | None = None) -> Replayed | None:
     with kernel.store.scratch() as path:
         try:
             image, since = _start(kernel, start)
-            fresh, _ = replay(kernel, path, since, image)
+            fresh, _ = replay(kernel, path, since, image, conn)
         except Corrupt:
             return None
         try:

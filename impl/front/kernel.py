@@ -63,7 +63,7 @@ from ..decisions.decision import evidence_fact
 from ..decisions.seeding import Initial, check_initial, seeded
 from ..storage.backends import open_store
 from ..storage.cache import ReadCache
-from ..storage.store import Pragmas, dumps
+from ..storage.store import Pragmas, Store, dumps
 from ..storage.tables import FactTables, TaskTables
 from ..contract.vocabulary import APPLIED, DUPLICATE, EVIDENCE_ONLY, REJECTED
 from ..contract.wire import Request, decision, parse, refused_name, rekeyed
@@ -176,10 +176,13 @@ class Kernel:
     """The durable attempt-control kernel of one task graph."""
 
     def __init__(self, path: str, env: Environment, *, hook: Hook = no_hook,
-                 pragmas: Pragmas = Pragmas(), image: bytes | None = None):
-        """``image``: a scratch database's first bytes (``Store``)."""
+                 pragmas: Pragmas = Pragmas(), image: bytes | None = None,
+                 store: Store | None = None):
+        """``image``: a scratch database's first bytes (``Store``); ``store``: one already
+        open on ``path``, used instead of opening it."""
         self.env = env
-        self.store = open_store(path, hook=hook, pragmas=pragmas, image=image)
+        self.store = store if store is not None else \
+            open_store(path, hook=hook, pragmas=pragmas, image=image)
         self.conn = self.store.conn
         self.tables = TaskTables(self.conn)
         self.facts = FactTables(self.conn)

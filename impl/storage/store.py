@@ -40,8 +40,10 @@ class Pragmas:
     busy_timeout_ms: int = 10_000
 
 
-#: The two counters of ``Store.state_mark`` read in one statement.
-_MARK = "SELECT * FROM pragma_data_version(), pragma_schema_version()"
+#: The two counters of ``Store.state_mark``, each its own pragma statement: not the table-valued
+#: ``pragma_data_version()``, whose virtual table SQLite 3.40 leaves dangling in a connection
+#: whose database is replaced by ``deserialize`` (the next statement using it crashes the process).
+_MARK = ("PRAGMA data_version", "PRAGMA schema_version")
 
 #: The empty database of each store class at the current schema (``Store.empty``).
 _EMPTY: dict[type, bytes] = {}
@@ -60,25 +62,35 @@ class Store:
     takes_images = True
     #: Transactions and savepoints rolled back on this connection (``state_mark``).
     rollbacks = 0
+    #: Whether ``close`` closes the connection (not one given to the store: ``conn``).
+    owned = True
 
     def __init__(self, path: str, *, hook: Hook = no_hook, pragmas: Pragmas = Pragmas(),
-                 migrate_to: int = SCHEMA_VERSION, image: bytes | None = None):
+                 migrate_to: int = SCHEMA_VERSION, image: bytes | None = None,
+                 conn: sqlite3.Connection | None = None):
         """``image``: the database starts as these bytes (a scratch database, ``scratch``:
-        written to ``path``, or held in memory for ":memory:")."""
+        written to ``path``, or held in memory for ":memory:"). ``conn``: an open connection
+        (``held``, to ":memory:", whose database its caller holds) used instead of connecting:
+        set up as a new one is (its settings and schema check), not in a transaction, and left
+        open by ``close`` (``owned`` False)."""
         self.path = path
         self.hook = hook
         self.depth = 0
+        self.owned = conn is None
+        if conn is not None and conn.in_transaction:
+            raise StoreError(f"{path}: the connection given is in a transaction")
         if path != ":memory:" and not path.startswith("file:"):
             create_private(path)
         if image is not None and path != ":memory:":
             with open(path, "wb") as f:
                 f.write(image)
         try:
-            self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
-                                        timeout=pragmas.busy_timeout_ms / 1000,
-                                        cached_statements=STATEMENTS_KEPT)
+            self.conn = conn if conn is not None else connect(path, pragmas)
             self.conflicts = 0
-            self.conn.create_function("wgk_expect", 1, self._expect)
+            if isinstance(self.conn, Held):       # its function, defined once, now this store's
+                self.conn.store = self
+            else:
+                self.conn.create_function("wgk_expect", 1, self._expect)
             if image is not None and path == ":memory:":
                 self.conn.deserialize(image)
             self.conn.execute(f"PRAGMA busy_timeout = {int(pragmas.busy_timeout_ms)}")
@@ -122,7 +134,8 @@ class Store:
         conn = self.conn
         if not isinstance(conn, sqlite3.Connection):
             return None
-        (data, schema), = conn.execute(_MARK).fetchall()
+        (data,), = conn.execute(_MARK[0]).fetchall()
+        (schema,), = conn.execute(_MARK[1]).fetchall()
         return data, schema, conn.total_changes, self.rollbacks
 
     def _expect(self, held) -> int:
@@ -292,7 +305,30 @@ class Store:
         return sorted(self.conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
 
     def close(self) -> None:
-        self.conn.close()
+        if self.owned:
+            self.conn.close()
+
+
+def connect(path: str, pragmas: Pragmas = Pragmas(), **factory) -> sqlite3.Connection:
+    """A new connection as a store opens it (``factory``: of another class, ``held``'s)."""
+    return sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                           timeout=pragmas.busy_timeout_ms / 1000, cached_statements=STATEMENTS_KEPT,
+                           **factory)
+
+
+class Held(sqlite3.Connection):
+    """A connection its caller holds for several stores in turn (``Store``'s ``conn``, made by
+    ``held``): its one function is defined once and calls the store opened on it last (SQLite
+    expires every statement a connection compiled when a function is defined again)."""
+
+    store: "Store | None" = None
+
+
+def held(path: str = ":memory:", pragmas: Pragmas = Pragmas()) -> Held:
+    """A connection as a store opens it, to be held for several stores in turn (``Held``)."""
+    conn = connect(path, pragmas, factory=Held)
+    conn.create_function("wgk_expect", 1, lambda ok: conn.store._expect(ok))
+    return conn
 
 
 class Atomic:
