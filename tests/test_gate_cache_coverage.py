@@ -109,11 +109,14 @@ def test_both_parts_are_kept_and_reused_and_the_report_is_the_plain_one(runs, co
 
 
 def _one_ran_by(runs: Runs, part: str, prefix: str, not_by: str | None) -> tuple[str, str]:
-    """A function under ``prefix`` that ``part`` ran (and ``not_by`` did not)."""
+    """A function under ``prefix`` that ``part`` ran (and ``not_by`` did not), none that runs
+    when the modules are imported (every part's key holds those: ``import_time_functions``)."""
     other = runs.recorded.get(not_by, {}) if not_by else {}
+    imports = json.loads((runs.cache / "imports.json").read_text())["imports"]
     found = sorted((name, q) for name, quals in runs.recorded[part].items()
                    if name.startswith(prefix) for q in quals
-                   if "<" not in q and q not in other.get(name, set()))
+                   if "<" not in q and q not in other.get(name, set())
+                   and q not in imports.get(name, ()))
     assert found, f"no function under {prefix} ran by the {part} only"
     return found[0]
 
