@@ -26,7 +26,7 @@ from .pg_text import PendingSeq, PgCursor, Queued, Result, bound, dollars, inlin
 from .store import Pragmas
 
 _MARK = re.compile(r"(?<!%)%s")
-_PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
+_PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "BEGIN", "COMMIT")
 _SYNC, _FAILED = 10, (7, 11)     # libpq's PIPELINE_SYNC; FATAL_ERROR, PIPELINE_ABORTED
 QUEUE_MOST = 256            # statements queued at most (a bulk graph edit sends them on)
 BULK = 1000                 # tasks added by one graph edit after which the tables are analyzed
@@ -205,7 +205,7 @@ class PgConnection:
         self.appends, self._savepoints, self._last = [], [], None
         self._next_ids, self._added = {}, 0
         if self._taken is None:
-            self._put(sql.BEGIN)
+            self._put(sql.BEGIN, ())
 
     def begin_early(self, ids: list[int], key: str, write: tuple[str, tuple] | None = None,
                     deps: list[int] = ()) -> None:
@@ -219,7 +219,7 @@ class PgConnection:
         if self.open or self.early is not None or self._started():
             return
         ids = sorted(int(i) for i in ids)
-        self._put(sql.BEGIN)
+        self._put(sql.BEGIN, ())
         self.early = Early(ids, self._put(sql.LOCK, (ids, False, True, key)))
         if deps:
             self.early.deps = sorted(int(i) for i in deps)
@@ -357,7 +357,7 @@ class PgConnection:
             if self._unsealed >= SEAL_EVERY:        # chain what can be chained, this once
                 self._unsealed = 0
                 self._put(sql.SEAL_NOW, (False,))
-            self._put("COMMIT")
+            self._put("COMMIT", ())            # (prepared too: bound, not parsed, each time)
             self.sync()
             if self._added >= BULK:             # the planner's statistics, fresh at once
                 self.raw.execute(sql.ANALYZE)
