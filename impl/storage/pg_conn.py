@@ -373,27 +373,44 @@ class PgConnection:
         self._put(sql.GRAPH_LOCK)
         self.graph_lock = "exclusive"
 
-    def lock_tasks(self, ids: list[int], share: bool) -> dict[str, int | None]:
+    def lock_tasks(self, ids: list[int], share: bool) -> tuple[dict[str, int | None], int | None]:
         """Row locks on task rows (after the graph lock, shared, unless it is held), then
-        each locked task's last event, read after the locks were granted: one round trip,
-        with whatever was queued before (none when the transaction begun ahead holds them)."""
+        each locked task's last event and the committed ledger rows, read after the locks
+        were granted: one round trip, with whatever was queued before (none when the
+        transaction begun ahead holds them)."""
         ids = sorted(int(i) for i in ids)
         ahead = None if self._taken is None else self._taken.take(ids, share)
         if ahead is None:
             self._taken = None
         else:
             self.sent(ahead)
-            stamps = dict(ahead.cur.fetchall())
+            stamps, count = _stamps(ahead.cur.fetchall())
             if stamps:                          # (none: the key was used meanwhile)
                 self.graph_lock = "shared"
-                return stamps
+                return stamps, count
         locks = self._put(sql.LOCK, (ids, share, self.graph_lock is None, None))
         self.sync()
         self.graph_lock = self.graph_lock or "shared"
-        return dict(locks.cur.fetchall())
+        return _stamps(locks.cur.fetchall())
+
+    def rows_ahead(self) -> int | None:
+        """The committed ledger rows as the locks begun ahead counted them, those locks sent
+        now with the queue (None: no such locks wait to be sent)."""
+        early = self.early
+        if early is None or early.locks is None or early.locks.cur is not None:
+            return None
+        self.sync()
+        return _stamps(early.locks.cur.rows)[1]
 
     def close(self) -> None:
         self.raw.close()
+
+
+def _stamps(rows: list[tuple]) -> tuple[dict[str, int | None], int | None]:
+    """The lock function's rows: each locked task's last event, and the committed ledger
+    rows (None: not counted, a schema before PostgreSQL migration 5)."""
+    stamps = {r[0]: r[1] for r in rows if r[0] is not None}
+    return stamps, (rows[0][2] if rows and len(rows[0]) > 2 else None)
 
 
 def _plain(pg, text: bytes) -> None:
