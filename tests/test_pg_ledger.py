@@ -225,7 +225,7 @@ def test_the_lock_function_finds_task_rows_by_their_index_on_a_small_table(pg_ds
             for ids in ([1, 2], [2]):              # (one row: looked up by its key alone)
                 conn.raw.execute("BEGIN")
                 stamps = conn.raw.execute(pg_sql.LOCK, (ids, share, True, None)).fetchall()
-                assert sorted(name for name, _ in stamps) == [f"t{i - 1}" for i in ids]
+                assert sorted(name for name, _, _ in stamps) == [f"t{i - 1}" for i in ids]
                 conn.raw.execute("ROLLBACK")
     assert _seq_scans(conn, "tasks") - before < 3
     k.close()
@@ -268,6 +268,7 @@ def test_migration_4_gives_a_database_of_version_3_the_rows_function(pg_dsn, mon
     ``wgk_rows``) is upgraded when a kernel of this version opens it, and keeps its events."""
     with monkeypatch.context() as m:
         m.setattr(pg_sql, "PG_SCHEMA_VERSION", 3)
+        m.setattr(pg_sql, "LOCK", "SELECT name, stamp FROM wgk_lock(%s, %s, %s, %s)")
         m.setattr(pg_sql, "ROWS", "SELECT seq + (SELECT count(*) FROM ledger WHERE seq > "
                                   "(SELECT seq FROM ledger_seal WHERE id = 1)) FROM ledger_seal")
         old = kernel(pg_dsn)
@@ -278,11 +279,62 @@ def test_migration_4_gives_a_database_of_version_3_the_rows_function(pg_dsn, mon
         events = seqs(old)
         old.close()
     k = kernel(pg_dsn)
-    assert k.store.meta("pg-schema-version") == str(pg_sql.PG_SCHEMA_VERSION) == "4"
+    assert k.store.meta("pg-schema-version") == str(pg_sql.PG_SCHEMA_VERSION) == "5"
     settings = k.conn.native("SELECT proconfig FROM pg_proc WHERE oid = to_regproc('wgk_lock')")
     assert settings.fetchall() == [(["plan_cache_mode=force_generic_plan", "enable_seqscan=off"],)]
     assert seqs(k) == events
     assert k.conn.prepared(pg_sql.ROWS).fetchone()[0] == len(events)
     assert k.handle(dispatch("a"))["decision"] == "duplicate"
+    assert k.verify_ledger().ok
+    k.close()
+
+
+def test_migration_5_gives_the_lock_function_the_count_of_committed_rows(pg_dsn, monkeypatch):
+    """A database of PostgreSQL version 4 (``wgk_lock`` returning names and stamps only) is
+    upgraded by migration 5: its lock function counts the committed ledger rows in the
+    statement that reads the stamps, a used key too (only the count), and a request no
+    longer sends ``ROWS`` beside its locks."""
+    with monkeypatch.context() as m:
+        m.setattr(pg_sql, "PG_SCHEMA_VERSION", 4)
+        m.setattr(pg_sql, "LOCK", "SELECT name, stamp FROM wgk_lock(%s, %s, %s, %s)")
+        old = kernel(pg_dsn)
+        old.create_graph("g", [TaskPolicy("a"), TaskPolicy("b")])
+        assert old.handle(dispatch("a"))["decision"] == "applied"
+        assert old.store.meta("pg-schema-version") == "4"
+        events = seqs(old)
+        old.close()
+    k = kernel(pg_dsn)
+    assert k.store.meta("pg-schema-version") == "5"
+    settings = k.conn.native("SELECT proconfig FROM pg_proc WHERE oid = to_regproc('wgk_lock')")
+    assert settings.fetchall() == [(["plan_cache_mode=force_generic_plan", "enable_seqscan=off"],)]
+    assert seqs(k) == events
+    conn = k.store.conn
+    last = dict(conn.native("SELECT task, max(seq) FROM ledger WHERE task IS NOT NULL "
+                            "GROUP BY task").fetchall())
+    conn.raw.execute("BEGIN")
+    try:
+        got = conn.raw.execute(pg_sql.LOCK, ([1, 2], False, True, None)).fetchall()
+    finally:
+        conn.raw.execute("ROLLBACK")
+    assert sorted(got) == [("a", last["a"], len(events)), ("b", last["b"], len(events))]
+    key = conn.native("SELECT key FROM journal LIMIT 1").fetchone()[0]
+    used = conn.raw.execute(pg_sql.LOCK, ([1], False, True, key)).fetchall()
+    assert used == [(None, None, len(events))]
+
+    sent = []
+    monkeypatch.setattr(conn, "_put", lambda text, params=None, put=conn._put: (
+        sent.append(text), put(text, params))[1])
+    assert k.handle(dispatch("b"))["decision"] == "applied"
+    count = conn.native("SELECT count(*) FROM ledger").fetchone()[0]
+    store = k.store
+    store._rows = None
+    conn.begin_early([1], "k:unused")           # as a request read ahead does
+    sent.clear()
+    try:
+        token = store.data_version()            # its count came with the locks
+        assert sent == [] and store._rows == count
+        assert store.data_version() == token and pg_sql.ROWS in sent    # (then: asked alone)
+    finally:
+        store.settle()
     assert k.verify_ledger().ok
     k.close()

@@ -87,3 +87,19 @@ def test_a_refused_value_sends_nothing_and_names_no_statement(pg_dsn):
         assert c.execute("SELECT k FROM t").fetchall() == [("a",)]
     finally:
         store.close()
+
+
+def test_begin_and_commit_are_bound_to_statements_prepared_once(pg_dsn):
+    store = pg.PgStore(pg_dsn)
+    try:
+        c = store.conn
+        c.execute("CREATE TABLE t (k TEXT PRIMARY KEY)")
+        for k in ("a", "b", "c"):
+            c.begin()
+            c.execute("INSERT INTO t VALUES (?)", (k,))
+            c.execute("COMMIT")
+        prepared = [r[0] for r in c.raw.execute("SELECT statement FROM pg_prepared_statements")]
+        assert prepared.count(pg.sql.BEGIN) == 1 and prepared.count("COMMIT") == 1
+        assert c.execute("SELECT k FROM t ORDER BY k").fetchall() == [("a",), ("b",), ("c",)]
+    finally:
+        store.close()

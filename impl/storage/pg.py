@@ -188,7 +188,9 @@ class PgStore(Store):
         if self.depth and self.conn.appends:    # the count would include our own appends
             self._rows, self._token = None, self._token + 1
             return self._token
-        rows = self.conn.prepared(sql.ROWS).fetchone()[0]
+        rows = self.conn.rows_ahead()           # (counted by the locks begun ahead)
+        if rows is None:
+            rows = self.conn.prepared(sql.ROWS).fetchone()[0]
         if rows != self._rows:
             self._rows, self._token = rows, self._token + 1
         return self._token
@@ -244,11 +246,14 @@ class PgStore(Store):
         validated (a task this connection meets for the first time)."""
         if not ids:
             return
-        stamps = self.conn.lock_tasks(ids, share)
+        stamps, rows = self.conn.lock_tasks(ids, share)
         self._locked = True
         if all(self._known.get(task, -1) == seq for task, seq in stamps.items()):
             return
-        rows = None if self.conn.appends else self.conn.prepared(sql.ROWS).fetchone()[0]
+        if self.conn.appends:                   # (our own appends would be counted)
+            rows = None
+        elif rows is None:
+            rows = self.conn.prepared(sql.ROWS).fetchone()[0]
         if rows is None or rows != self._rows:      # (our own appends would be counted)
             self._rows, self._token = rows, self._token + 1
         self._known.update(stamps)

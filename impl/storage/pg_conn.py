@@ -26,7 +26,7 @@ from .pg_text import PendingSeq, PgCursor, Queued, Result, bound, dollars, inlin
 from .store import Pragmas
 
 _MARK = re.compile(r"(?<!%)%s")
-_PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
+_PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "BEGIN", "COMMIT")
 _SYNC, _FAILED = 10, (7, 11)     # libpq's PIPELINE_SYNC; FATAL_ERROR, PIPELINE_ABORTED
 QUEUE_MOST = 256            # statements queued at most (a bulk graph edit sends them on)
 BULK = 1000                 # tasks added by one graph edit after which the tables are analyzed
@@ -205,7 +205,7 @@ class PgConnection:
         self.appends, self._savepoints, self._last = [], [], None
         self._next_ids, self._added = {}, 0
         if self._taken is None:
-            self._put(sql.BEGIN)
+            self._put(sql.BEGIN, ())
 
     def begin_early(self, ids: list[int], key: str, write: tuple[str, tuple] | None = None,
                     deps: list[int] = ()) -> None:
@@ -219,7 +219,7 @@ class PgConnection:
         if self.open or self.early is not None or self._started():
             return
         ids = sorted(int(i) for i in ids)
-        self._put(sql.BEGIN)
+        self._put(sql.BEGIN, ())
         self.early = Early(ids, self._put(sql.LOCK, (ids, False, True, key)))
         if deps:
             self.early.deps = sorted(int(i) for i in deps)
@@ -357,7 +357,7 @@ class PgConnection:
             if self._unsealed >= SEAL_EVERY:        # chain what can be chained, this once
                 self._unsealed = 0
                 self._put(sql.SEAL_NOW, (False,))
-            self._put("COMMIT")
+            self._put("COMMIT", ())            # (prepared too: bound, not parsed, each time)
             self.sync()
             if self._added >= BULK:             # the planner's statistics, fresh at once
                 self.raw.execute(sql.ANALYZE)
@@ -373,27 +373,44 @@ class PgConnection:
         self._put(sql.GRAPH_LOCK)
         self.graph_lock = "exclusive"
 
-    def lock_tasks(self, ids: list[int], share: bool) -> dict[str, int | None]:
+    def lock_tasks(self, ids: list[int], share: bool) -> tuple[dict[str, int | None], int | None]:
         """Row locks on task rows (after the graph lock, shared, unless it is held), then
-        each locked task's last event, read after the locks were granted: one round trip,
-        with whatever was queued before (none when the transaction begun ahead holds them)."""
+        each locked task's last event and the committed ledger rows, read after the locks
+        were granted: one round trip, with whatever was queued before (none when the
+        transaction begun ahead holds them)."""
         ids = sorted(int(i) for i in ids)
         ahead = None if self._taken is None else self._taken.take(ids, share)
         if ahead is None:
             self._taken = None
         else:
             self.sent(ahead)
-            stamps = dict(ahead.cur.fetchall())
+            stamps, count = _stamps(ahead.cur.fetchall())
             if stamps:                          # (none: the key was used meanwhile)
                 self.graph_lock = "shared"
-                return stamps
+                return stamps, count
         locks = self._put(sql.LOCK, (ids, share, self.graph_lock is None, None))
         self.sync()
         self.graph_lock = self.graph_lock or "shared"
-        return dict(locks.cur.fetchall())
+        return _stamps(locks.cur.fetchall())
+
+    def rows_ahead(self) -> int | None:
+        """The committed ledger rows as the locks begun ahead counted them, those locks sent
+        now with the queue (None: no such locks wait to be sent)."""
+        early = self.early
+        if early is None or early.locks is None or early.locks.cur is not None:
+            return None
+        self.sync()
+        return _stamps(early.locks.cur.rows)[1]
 
     def close(self) -> None:
         self.raw.close()
+
+
+def _stamps(rows: list[tuple]) -> tuple[dict[str, int | None], int | None]:
+    """The lock function's rows: each locked task's last event, and the committed ledger
+    rows (None: not counted, a schema before PostgreSQL migration 5)."""
+    stamps = {r[0]: r[1] for r in rows if r[0] is not None}
+    return stamps, (rows[0][2] if rows and len(rows[0]) > 2 else None)
 
 
 def _plain(pg, text: bytes) -> None:

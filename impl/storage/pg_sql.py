@@ -65,7 +65,7 @@ BEGIN
   RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name)
                FROM tasks t WHERE t.id = ANY(ids);
 END $$"""
-LOCK = "SELECT name, stamp FROM wgk_lock(%s, %s, %s, %s)"
+LOCK = "SELECT name, stamp, rows FROM wgk_lock(%s, %s, %s, %s)"
 #: The lock function's statements planned once per session: with the ids an array, a custom
 #: plan always looks cheaper than the generic one, so PostgreSQL's default planned them again
 #: at every request (the planner was 13-15 % of a request's server CPU). Each of them looks
@@ -244,6 +244,48 @@ BEGIN
                FROM tasks t WHERE t.id = ANY(ids);
 END $$"""
 
+#: The lock function counting the committed ledger rows too (migration 5), in the statement
+#: that reads the stamps (one snapshot, taken after the locks were granted): a request's
+#: first round trip carried ``ROWS`` as a statement of its own beside the locks, and a
+#: request whose stamps moved sent it in a round trip of its own. Every call returns at
+#: least one row: a used key returns only the count (its name and stamp NULL).
+ROWS_COUNT = ("(SELECT s.seq + (SELECT count(*) FROM ledger l WHERE l.seq > s.seq) "
+              "FROM ledger_seal s WHERE s.id = 1)")
+LOCK_FUNCTION_COUNTED = f"""
+CREATE FUNCTION wgk_lock(ids BIGINT[], share BOOLEAN, graph BOOLEAN, p_key TEXT)
+RETURNS TABLE (name TEXT, stamp BIGINT, rows BIGINT) LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+DECLARE
+  one BIGINT := CASE WHEN cardinality(ids) = 1 THEN ids[1] END;
+BEGIN
+  IF p_key IS NOT NULL AND EXISTS (SELECT 1 FROM journal WHERE key = p_key) THEN
+    RETURN QUERY SELECT NULL::TEXT, NULL::BIGINT, {ROWS_COUNT};
+    RETURN;
+  END IF;
+  IF graph THEN
+    PERFORM pg_advisory_xact_lock_shared({LOCK_CLASS}, 0);
+  END IF;
+  IF one IS NOT NULL THEN
+    IF share THEN
+      PERFORM 1 FROM tasks WHERE id = one FOR SHARE;
+    ELSE
+      PERFORM 1 FROM tasks WHERE id = one FOR UPDATE;
+    END IF;
+    RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name),
+                        c.n
+                 FROM (SELECT {ROWS_COUNT} AS n) c LEFT JOIN tasks t ON t.id = one;
+    RETURN;
+  END IF;
+  IF share THEN
+    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR SHARE;
+  ELSE
+    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR UPDATE;
+  END IF;
+  RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name),
+                      c.n
+               FROM (SELECT {ROWS_COUNT} AS n) c LEFT JOIN tasks t ON t.id = ANY(ids);
+END $$"""
+
 #: PostgreSQL's own migrations, after the shared ones (``meta`` key ``pg-schema-version``).
 PG_MIGRATIONS: dict[int, list[str]] = {1: [
     "ALTER TABLE ledger_head RENAME TO ledger_seal",
@@ -253,7 +295,8 @@ PG_MIGRATIONS: dict[int, list[str]] = {1: [
     "CREATE INDEX ledger_by_task ON ledger (task, seq)",
     JSON_SLOW, JSON_TEXT, LINK, SEAL_FUNCTION, LOCK_FUNCTION,
 ], 2: [EXPECT_FUNCTION], 3: [LOCK_PLANNED_ONCE, SEAL_ON_INDEXES, JSON_TEXT_PL, LINK_PL],
-    4: [ROWS_FUNCTION, LOCK_FUNCTION_ONE]}
+    4: [ROWS_FUNCTION, LOCK_FUNCTION_ONE],
+    5: ["DROP FUNCTION wgk_lock(BIGINT[], BOOLEAN, BOOLEAN, TEXT)", LOCK_FUNCTION_COUNTED]}
 PG_SCHEMA_VERSION = max(PG_MIGRATIONS)
 
 #: One append: the next number of the ledger's sequence, its bucket held (shared) until
