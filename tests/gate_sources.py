@@ -1,7 +1,8 @@
 """Shared by the gate cache's tests: the packages' sources copied where the cache reads them
-from, and one function of a copy edited."""
+from, one function of a copy edited, and a report without what differs from run to run."""
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -28,3 +29,18 @@ def edit_function(path: Path, qual: str) -> str:
             path.write_text("".join(lines))
             return text
     raise AssertionError(f"no function {qual} in {path}")
+
+
+def plain_report(report: dict) -> dict:
+    """A JSON report without its timings (the sections', the checks' and any check data's),
+    scratch folder and the cache's line."""
+    out = json.loads(json.dumps(report))
+    for k in ("seconds", "scratch", "cache"):
+        out.pop(k, None)
+    for s in out["sections"].values():
+        s.pop("seconds")
+        for c in s["checks"]:
+            c.pop("seconds")
+            if isinstance(c.get("data"), dict):
+                c["data"].pop("seconds", None)
+    return out

@@ -20,25 +20,13 @@ import pytest
 from wgk.conformance.reports import gate, gate_cache
 from wgk.conformance.reports.gate_cache import GateCache
 
-from gate_sources import copied_sources, edit_function
+from gate_sources import copied_sources, edit_function, plain_report
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"
 NAMES = ["10-stale-capability-rejected.json", "16-two-dispatchers-one-attempt.json",
          "06-live-owner-missing-heartbeat-stays-running.json"]
 SMALL = {"replay": True, "crash-cuts": ["in-process"]}
-
-
-def _plain(report: dict) -> dict:
-    """A JSON report without its timings, scratch folder and the cache's line."""
-    out = json.loads(json.dumps(report))
-    for k in ("seconds", "scratch", "cache"):
-        out.pop(k, None)
-    for s in out["sections"].values():
-        s.pop("seconds")
-        for c in s["checks"]:
-            c.pop("seconds")
-    return out
 
 
 class Runs:
@@ -133,7 +121,7 @@ def test_the_first_run_keeps_every_part_and_the_second_reuses_them_all(runs, col
     assert again.cache["reused"] == again.cache["checks"] == len(first.checks)
     assert "of" in again.summary() and \
         f"{len(first.checks)} of {len(first.checks)} checks reused from the cache" in again.summary()
-    assert _plain(again.to_json()) == _plain(first.to_json()) == _plain(plain.to_json())
+    assert plain_report(again.to_json()) == plain_report(first.to_json()) == plain_report(plain.to_json())
 
 
 @pytest.mark.parametrize("what, prefix, model_keys", [
@@ -154,7 +142,7 @@ def test_a_changed_function_reruns_exactly_the_parts_that_ran_it(runs, cold, mon
         assert set(runs.ran) == expected and expected, f"{what}: {name} {qual}"
         total = result.cache["checks"]
         assert result.cache["reused"] == total - sum(len(p[1]) for p in expected)
-        assert _plain(result.to_json()) == _plain(cold[0].to_json())
+        assert plain_report(result.to_json()) == plain_report(cold[0].to_json())
         assert (before_keys != after_keys) == model_keys       # the model's sections' keys
         if model_keys:
             assert all(before_keys[s] != after_keys[s] for s in before_keys)
@@ -227,7 +215,7 @@ def test_damaged_entries_are_ignored_with_a_warning_each_and_run_again(runs, col
         assert all("ignored" in w and "\n" not in w and ".pickle" in w for w in warnings)
         refused = [w for w in warnings if how[Path(w.split()[2])] == "not checks"]
         assert refused and all("pathlib" in w for w in refused)
-        assert _plain(result.to_json()) == _plain(cold[0].to_json())
+        assert plain_report(result.to_json()) == plain_report(cold[0].to_json())
         again = runs.gate(monkeypatch)        # written again, whole
         assert runs.ran == [] and not again.cache["warnings"]
     finally:
@@ -251,7 +239,7 @@ def test_two_workers_share_the_cache_and_report_the_same(runs, cold, monkeypatch
         assert runs.ran == [] and again.cache["reused"] == again.cache["checks"]
         assert not again.cache["warnings"]
         assert list(runs.cache.rglob(".tmp-*")) == [stray]    # none but the planted one
-        assert _plain(two.to_json()) == _plain(again.to_json()) == _plain(cold[0].to_json())
+        assert plain_report(two.to_json()) == plain_report(again.to_json()) == plain_report(cold[0].to_json())
     finally:
         runs.cache = kept
 
@@ -501,7 +489,7 @@ def test_a_replay_is_kept_under_the_model_run_and_reruns_only_when_that_run_chan
     try:
         result = runs.gate(monkeypatch)
         assert set(runs.ran) == cuts
-        assert _plain(result.to_json()) == _plain(cold[0].to_json())
+        assert plain_report(result.to_json()) == plain_report(cold[0].to_json())
     finally:
         path.write_text(before)
     loaded = gate.load_traces([str(t) for t in runs.traces])
@@ -525,7 +513,6 @@ def test_a_replay_is_kept_under_the_model_run_and_reruns_only_when_that_run_chan
         monkeypatch.undo()
     runs.gate(monkeypatch)
     assert runs.ran == []                  # restored: the first entries hold again
-
 
 
 def test_a_rule_run_outside_the_model_run_stays_a_dependency():

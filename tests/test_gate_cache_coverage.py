@@ -20,26 +20,13 @@ from wgk.conformance.oracle import coverage
 from wgk.conformance.reports import gate, gate_cache
 from wgk.conformance.reports.gate_cache import GateCache
 
-from gate_sources import copied_sources, edit_function
+from gate_sources import copied_sources, edit_function, plain_report
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"
 NAMES = ["10-stale-capability-rejected.json", "16-two-dispatchers-one-attempt.json"]
 BUDGET = {"coverage": True}
 WITNESSES, COUNTING = "witness replays", "counting"
-
-
-def _plain(report: dict) -> dict:
-    out = json.loads(json.dumps(report))
-    for k in ("seconds", "scratch", "cache"):
-        out.pop(k, None)
-    for s in out["sections"].values():
-        s.pop("seconds")
-        for c in s["checks"]:
-            c.pop("seconds")
-            if isinstance(c.get("data"), dict):
-                c["data"].pop("seconds", None)
-    return out
 
 
 class Runs:
@@ -101,11 +88,11 @@ def test_both_parts_are_kept_and_reused_and_the_report_is_the_plain_one(runs, co
                                                                         monkeypatch):
     first, ran, plain = cold
     assert sorted(ran) == [COUNTING, WITNESSES]
-    assert _plain(first.to_json()) == _plain(plain.to_json())
+    assert plain_report(first.to_json()) == plain_report(plain.to_json())
     again = runs.gate(monkeypatch)
     assert runs.ran == [] and again.cache["reused"] == again.cache["checks"] > 0
     assert again.cache["sections"] == {"coverage": again.cache["checks"]}
-    assert _plain(again.to_json()) == _plain(first.to_json())
+    assert plain_report(again.to_json()) == plain_report(first.to_json())
 
 
 def _one_ran_by(runs: Runs, part: str, prefix: str, not_by: str | None) -> tuple[str, str]:
@@ -135,7 +122,7 @@ def test_an_implementation_function_the_replays_ran_reruns_them_and_not_the_coun
         result = runs.gate(monkeypatch)
         assert runs.ran == [WITNESSES]
         assert result.cache["reused"] == result.cache["checks"]
-        assert _plain(result.to_json()) == _plain(first.to_json())
+        assert plain_report(result.to_json()) == plain_report(first.to_json())
     finally:
         path.write_text(before)
 

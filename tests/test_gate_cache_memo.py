@@ -12,27 +12,13 @@ import pytest
 
 from wgk.conformance.reports import gate, gate_cache, gate_cache_memo
 
-from gate_sources import copied_sources, edit_function
+from gate_sources import copied_sources, edit_function, plain_report
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"
 NAMES = ["10-stale-capability-rejected.json", "16-two-dispatchers-one-attempt.json"]
 BUDGET = {"probes": {"traces": 2}, "fuzz": {"examples": 6, "steps": 8, "tasks": 2,
                                             "shapes": ["chain"]}}
-
-
-def _plain(report: dict) -> dict:
-    import json
-    out = json.loads(json.dumps(report))
-    for k in ("seconds", "scratch", "cache"):
-        out.pop(k, None)
-    for s in out["sections"].values():
-        s.pop("seconds")
-        for c in s["checks"]:
-            c.pop("seconds")
-            if isinstance(c.get("data"), dict):
-                c["data"].pop("seconds", None)
-    return out
 
 
 class Runs:
@@ -85,7 +71,7 @@ def test_without_a_record_every_system_runs_and_the_report_is_the_plain_one(runs
     # each ran for real from its first call not made before (its graph, a prefix of steps
     # another example sent first, are answered from the record being made)
     assert all(real_from is not None for real_from, _ in made)
-    assert _plain(first.to_json()) == _plain(plain.to_json())
+    assert plain_report(first.to_json()) == plain_report(plain.to_json())
 
 
 def test_nothing_changed_every_system_is_answered_from_the_record(runs, cold, monkeypatch):
@@ -100,7 +86,7 @@ def test_nothing_changed_every_system_is_answered_from_the_record(runs, cold, mo
     again = runs.gate(monkeypatch)
     assert len(runs.systems) == len(made)
     assert all(s.real_from is None for s in runs.systems)
-    assert _plain(again.to_json()) == _plain(first.to_json())
+    assert plain_report(again.to_json()) == plain_report(first.to_json())
 
 
 def test_a_changed_module_reruns_exactly_the_systems_that_ran_it(runs, cold, monkeypatch):
@@ -129,7 +115,7 @@ def test_a_changed_module_reruns_exactly_the_systems_that_ran_it(runs, cold, mon
         assert len(runs.systems) == len(made)
         rerun = [n for n, s in enumerate(runs.systems) if s.real_from is not None]
         assert rerun == expected and 0 < len(rerun) < len(made), (name, qual)
-        assert _plain(result.to_json()) == _plain(first.to_json())
+        assert plain_report(result.to_json()) == plain_report(first.to_json())
         # each system run again ran the changed function after the calls answered before it
         for n in rerun:
             assert qual in runs.systems[n].functions().get(name, set())
@@ -154,7 +140,7 @@ def test_a_damaged_record_is_ignored_with_a_one_line_warning(runs, cold, monkeyp
     assert [s.real_from for s in runs.systems] == [r for r, _ in made]
     warned = [w for w in result.cache["warnings"] if "cache record" in w]
     assert len(warned) == len(records) and all("\n" not in w and "ignored" in w for w in warned)
-    assert _plain(result.to_json()) == _plain(first.to_json())
+    assert plain_report(result.to_json()) == plain_report(first.to_json())
 
 
 def test_a_record_keeps_only_the_calls_still_reached_and_reads_back(tmp_path):

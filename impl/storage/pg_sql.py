@@ -42,6 +42,25 @@ INSERT INTO ledger_head VALUES (1, 0, '{GENESIS}')
 LOCK_CLASS = "hashtext(current_schema())"
 SEQ_BUCKETS = 64
 GRAPH_LOCK = f"SELECT pg_advisory_xact_lock({LOCK_CLASS}, 0)"
+#: The row locks of the lock functions: several task rows in the order of their ids (no two
+#: requests wait on each other in opposite orders); from migration 4 on, the graph's shared
+#: lock when asked, then one task row by its key alone.
+_LOCK_MANY = """  IF share THEN
+    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR SHARE;
+  ELSE
+    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR UPDATE;
+  END IF;
+"""
+_LOCK_GRAPH_AND_ONE = f"""  IF graph THEN
+    PERFORM pg_advisory_xact_lock_shared({LOCK_CLASS}, 0);
+  END IF;
+  IF one IS NOT NULL THEN
+    IF share THEN
+      PERFORM 1 FROM tasks WHERE id = one FOR SHARE;
+    ELSE
+      PERFORM 1 FROM tasks WHERE id = one FOR UPDATE;
+    END IF;
+"""
 #: A request's locks in one statement: unless ``key`` is journaled already (a duplicate or a
 #: conflict, answered without a lock), the graph lock (shared, when ``graph``), then the task
 #: rows in id order (``FOR SHARE`` or ``FOR UPDATE``); then each locked task's last event,
@@ -57,12 +76,7 @@ BEGIN
   IF graph THEN
     PERFORM pg_advisory_xact_lock_shared({LOCK_CLASS}, 0);
   END IF;
-  IF share THEN
-    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR SHARE;
-  ELSE
-    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR UPDATE;
-  END IF;
-  RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name)
+{_LOCK_MANY}  RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name)
                FROM tasks t WHERE t.id = ANY(ids);
 END $$"""
 LOCK = "SELECT name, stamp, rows FROM wgk_lock(%s, %s, %s, %s)"
@@ -222,25 +236,11 @@ BEGIN
   IF p_key IS NOT NULL AND EXISTS (SELECT 1 FROM journal WHERE key = p_key) THEN
     RETURN;
   END IF;
-  IF graph THEN
-    PERFORM pg_advisory_xact_lock_shared({LOCK_CLASS}, 0);
-  END IF;
-  IF one IS NOT NULL THEN
-    IF share THEN
-      PERFORM 1 FROM tasks WHERE id = one FOR SHARE;
-    ELSE
-      PERFORM 1 FROM tasks WHERE id = one FOR UPDATE;
-    END IF;
-    RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name)
+{_LOCK_GRAPH_AND_ONE}    RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name)
                  FROM tasks t WHERE t.id = one;
     RETURN;
   END IF;
-  IF share THEN
-    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR SHARE;
-  ELSE
-    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR UPDATE;
-  END IF;
-  RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name)
+{_LOCK_MANY}  RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name)
                FROM tasks t WHERE t.id = ANY(ids);
 END $$"""
 
@@ -262,26 +262,12 @@ BEGIN
     RETURN QUERY SELECT NULL::TEXT, NULL::BIGINT, {ROWS_COUNT};
     RETURN;
   END IF;
-  IF graph THEN
-    PERFORM pg_advisory_xact_lock_shared({LOCK_CLASS}, 0);
-  END IF;
-  IF one IS NOT NULL THEN
-    IF share THEN
-      PERFORM 1 FROM tasks WHERE id = one FOR SHARE;
-    ELSE
-      PERFORM 1 FROM tasks WHERE id = one FOR UPDATE;
-    END IF;
-    RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name),
+{_LOCK_GRAPH_AND_ONE}    RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name),
                         c.n
                  FROM (SELECT {ROWS_COUNT} AS n) c LEFT JOIN tasks t ON t.id = one;
     RETURN;
   END IF;
-  IF share THEN
-    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR SHARE;
-  ELSE
-    PERFORM 1 FROM tasks WHERE id = ANY(ids) ORDER BY id FOR UPDATE;
-  END IF;
-  RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name),
+{_LOCK_MANY}  RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name),
                       c.n
                FROM (SELECT {ROWS_COUNT} AS n) c LEFT JOIN tasks t ON t.id = ANY(ids);
 END $$"""
