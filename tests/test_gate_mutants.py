@@ -22,7 +22,7 @@ from wgk.conformance.reports.gate_cache import GateCache
 from wgk.conformance.z3 import mutants
 from wgk.model.actions import Instance
 
-from test_gate_cache import _plain
+from gate_sources import plain_report
 from test_gate_frames import Frames, _clear, _edit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,7 +91,7 @@ def test_every_mutant_is_kept_and_reused_and_the_report_is_the_same(runs, cold, 
                                                "phase-skip", "second-terminal-overwrites-first"))
     again = runs.gate(monkeypatch)
     assert runs.ran == [] and again.cache["reused"] == len(CHOSEN)
-    assert _plain(again.to_json()) == _plain(first.to_json()) == _plain(plain.to_json())
+    assert plain_report(again.to_json()) == plain_report(first.to_json()) == plain_report(plain.to_json())
 
 
 @pytest.mark.parametrize("name, qual, rerun, reused", [
@@ -111,7 +111,7 @@ def test_a_changed_rule_reruns_exactly_the_mutants_whose_kill_read_it(runs, cold
         result = runs.gate(monkeypatch)
         assert set(runs.ran) == expected
         assert result.cache["reused"] == len(CHOSEN) - len(expected)
-        assert _plain(result.to_json()) == _plain(cold[0].to_json())
+        assert plain_report(result.to_json()) == plain_report(cold[0].to_json())
     finally:
         runs.path(name).write_text(before)
         _clear()
@@ -132,7 +132,7 @@ def test_a_property_or_a_lemma_reruns_every_mutant_and_the_implementation_none(
     try:
         result = runs.gate(monkeypatch)
         assert sorted(runs.ran) == (sorted(CHOSEN) if every else [])
-        assert _plain(result.to_json()) == _plain(cold[0].to_json())
+        assert plain_report(result.to_json()) == plain_report(cold[0].to_json())
     finally:
         path.write_text(before)
         _clear()
@@ -168,7 +168,7 @@ def test_damaged_entries_are_ignored_with_a_warning_and_the_mutants_run_again(ru
         warnings = result.cache["warnings"]
         assert len(warnings) >= len(CHOSEN)
         assert all("ignored" in w and "\n" not in w and ".pickle" in w for w in warnings)
-        assert _plain(result.to_json()) == _plain(cold[0].to_json())
+        assert plain_report(result.to_json()) == plain_report(cold[0].to_json())
     finally:
         for entry, good in kept.items():
             entry.write_bytes(good)
@@ -275,7 +275,7 @@ def test_an_exploration_reruns_after_a_change_to_a_rule_it_ran_only(runs, cold, 
             try:
                 result = runs.gate(monkeypatch, budget=budget)
                 assert bool(runs.ran) == again, qual
-                assert _plain(result.to_json()) == _plain(first.to_json())
+                assert plain_report(result.to_json()) == plain_report(first.to_json())
             finally:
                 runs.path("model/rules_attempt.py").write_text(before)
                 _clear()
