@@ -1,10 +1,13 @@
 """Shared by the gate cache's tests: the packages' sources copied where the cache reads them
-from, one function of a copy edited, and a report without what differs from run to run."""
+from, one function of a copy edited, a gate run cold and again without a cache, and a report
+without what differs from run to run."""
 from __future__ import annotations
 
 import json
 import shutil
 from pathlib import Path
+
+import pytest
 
 from wgk.conformance.reports import gate_cache
 
@@ -44,3 +47,16 @@ def plain_report(report: dict) -> dict:
             if isinstance(c.get("data"), dict):
                 c["data"].pop("seconds", None)
     return out
+
+
+def cold_then_plain(runs, noted) -> tuple:
+    """The first gate of ``runs`` (with its cache), what ``noted()`` reads right after it,
+    and the same gate without a cache (``runs.gate(monkeypatch, cache=...)``)."""
+    mp = pytest.MonkeyPatch()
+    try:
+        first = runs.gate(mp)
+        seen = noted()
+        plain = runs.gate(mp, cache=False)
+    finally:
+        mp.undo()
+    return first, seen, plain

@@ -20,7 +20,7 @@ import pytest
 from wgk.conformance.reports import gate, gate_cache
 from wgk.conformance.reports.gate_cache import GateCache
 
-from gate_sources import copied_sources, edit_function, plain_report
+from gate_sources import cold_then_plain, copied_sources, edit_function, plain_report
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"
@@ -83,14 +83,7 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cold(runs):
-    mp = pytest.MonkeyPatch()
-    try:
-        first = runs.gate(mp)
-        parts = set(runs.ran)
-        plain = runs.gate(mp, cache=False)
-    finally:
-        mp.undo()
-    return first, parts, plain
+    return cold_then_plain(runs, lambda: set(runs.ran))
 
 
 _edit = edit_function

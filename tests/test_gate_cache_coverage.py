@@ -20,7 +20,7 @@ from wgk.conformance.oracle import coverage
 from wgk.conformance.reports import gate, gate_cache
 from wgk.conformance.reports.gate_cache import GateCache
 
-from gate_sources import copied_sources, edit_function, plain_report
+from gate_sources import cold_then_plain, copied_sources, edit_function, plain_report
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"
@@ -73,15 +73,8 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cold(runs):
-    mp = pytest.MonkeyPatch()
-    try:
-        coverage.cells()              # computed before the gate: the part must compute it again
-        first = runs.gate(mp)
-        ran = list(runs.ran)
-        plain = runs.gate(mp, cache=False)
-    finally:
-        mp.undo()
-    return first, ran, plain
+    coverage.cells()              # computed before the gate: the part must compute it again
+    return cold_then_plain(runs, lambda: list(runs.ran))
 
 
 def test_both_parts_are_kept_and_reused_and_the_report_is_the_plain_one(runs, cold,

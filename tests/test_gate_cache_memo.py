@@ -12,7 +12,7 @@ import pytest
 
 from wgk.conformance.reports import gate, gate_cache, gate_cache_memo
 
-from gate_sources import copied_sources, edit_function, plain_report
+from gate_sources import cold_then_plain, copied_sources, edit_function, plain_report
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"
@@ -51,14 +51,7 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cold(runs):
-    mp = pytest.MonkeyPatch()
-    try:
-        first = runs.gate(mp)
-        made = [(s.real_from, s.functions()) for s in runs.systems]
-        plain = runs.gate(mp, cache=False)
-    finally:
-        mp.undo()
-    return first, made, plain
+    return cold_then_plain(runs, lambda: [(s.real_from, s.functions()) for s in runs.systems])
 
 
 _edit = edit_function
