@@ -93,8 +93,8 @@ class HeldDatabase:
     file. What a restarted process would find: the committed pages (a transaction the crash
     left open is rolled back, as a killed process's is) and nothing of the connection's own
     (no temporary table, no attached database, none of its settings changed: a connection
-    holding one is replaced by a new connection on a copy of the committed pages). Only the connection is kept; every store,
-    cache and kernel object is new. What it does not show is the file: the cuts that read a
+    holding one is replaced by a new connection on a copy of the committed pages). Only the
+    connection is kept; every store, cache and kernel object is new. What it does not show is the file: the cuts that read a
     real file reopened by a new connection are those killed (``kill``), on a real world and on
     PostgreSQL (``crashcuts.in_memory``)."""
 
@@ -118,8 +118,8 @@ class HeldDatabase:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         own = conn.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] or \
-            len(conn.execute("PRAGMA database_list").fetchall()) > 1 + _has_temp(conn) or \
-            _settings(conn) != self.settings
+            any(row[1] not in ("main", "temp") for row in conn.execute("PRAGMA database_list")) \
+            or _settings(conn) != self.settings
         if own:
             pages = conn.serialize()
             conn.close()
@@ -144,10 +144,6 @@ _SETTINGS = ("foreign_keys", "query_only", "recursive_triggers", "defer_foreign_
 
 def _settings(conn: sqlite3.Connection) -> tuple:
     return tuple(conn.execute(f"PRAGMA {name}").fetchone()[0] for name in _SETTINGS)
-
-
-def _has_temp(conn: sqlite3.Connection) -> int:
-    return int(any(row[1] == "temp" for row in conn.execute("PRAGMA database_list")))
 
 
 @contextlib.contextmanager
