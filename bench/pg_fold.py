@@ -35,7 +35,7 @@ from gate_against import BENCH  # noqa: E402
 from impl_workloads import Completions, Heartbeats  # noqa: E402
 
 from wgk.impl import Pragmas  # noqa: E402
-from wgk.impl.storage import pg_sql  # noqa: E402
+from wgk.impl.storage import pg, pg_sql  # noqa: E402
 from wgk.impl.storage.pg_text import Queued, Result  # noqa: E402
 
 # --- the fold (measured here; the kernel sends each statement on its own) ------------------
@@ -230,31 +230,31 @@ def micro(dsn: str, count: int, rounds: int = 6) -> dict:
     """Server CPU per transaction (BEGIN, the variant, COMMIT in one pipeline, commits not
     waiting for the disk: the statements' own cost) in alternating rounds."""
     with Schema(dsn) as schema:
-        c = __import__("psycopg").connect(schema, autocommit=True)
+        c = pg.driver().connect(schema, autocommit=True)
         c.execute("SET synchronous_commit = off")
         for s in MICRO_SETUP:
             c.execute(s)
-        pg = c.pgconn
-        pg.prepare(b"bg", b"BEGIN")
-        pg.prepare(b"cm", b"COMMIT")
+        pq = c.pgconn
+        pq.prepare(b"bg", b"BEGIN")
+        pq.prepare(b"cm", b"COMMIT")
         for variant in MICRO.values():
             for name, text, _ in variant:
-                pg.prepare(name.encode(), text.encode())
+                pq.prepare(name.encode(), text.encode())
         names, spent, done = list(MICRO), dict.fromkeys(MICRO, 0.0), [0]
 
         def run(variant: list) -> None:
             for _ in range(count):
                 done[0] += 1
                 key = b"k-%d" % done[0]
-                pg.enter_pipeline_mode()
-                pg.send_query_prepared(b"bg", [])
+                pq.enter_pipeline_mode()
+                pq.send_query_prepared(b"bg", [])
                 for name, _, values in variant:
-                    pg.send_query_prepared(name.encode(), values(key))
-                pg.send_query_prepared(b"cm", [])
-                pg.pipeline_sync()
-                while (r := pg.get_result()) is None or r.status != 10:     # PIPELINE_SYNC
+                    pq.send_query_prepared(name.encode(), values(key))
+                pq.send_query_prepared(b"cm", [])
+                pq.pipeline_sync()
+                while (r := pq.get_result()) is None or r.status != 10:     # PIPELINE_SYNC
                     assert r is None or r.status in (1, 2), r.error_message
-                pg.exit_pipeline_mode()
+                pq.exit_pipeline_mode()
         for i in range(rounds):
             for name in names[i % len(names):] + names[:i % len(names)]:
                 before = backend_cpu(c)
