@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from wgk.conformance.reports import gate_cache, gate_frames
+from wgk.conformance.reports import gate_cache, gate_frames, gate_mutants  # noqa: F401
 from wgk.conformance.reports.gate_cache import GateCache
 from wgk.conformance.reports.gate_model import frame_checks
 from wgk.conformance.z3.prove import FAST, Prover, prove
@@ -250,3 +251,105 @@ def test_a_damaged_entry_is_ignored_with_a_warning_and_checked_again(frames, col
             assert _checks(report) == _checks(cold[0])
         finally:
             victim.write_bytes(good)
+
+
+#: Witnesses whose recorded paths send ``assign`` (and dispatch, fail), ``reset`` alone, and
+#: ``legacy-done`` alone (``conformance/z3/witness_paths.json``).
+GOALS = ["repair-required-reached", "reset-reached", "needs-reconciliation-reached"]
+
+
+@pytest.fixture(scope="module")
+def witnesses(tmp_path_factory):
+    """The witnesses of ``GOALS`` kept cold over copied sources: the cache, the sources, the
+    reports."""
+    tmp = tmp_path_factory.mktemp("gate-witnesses")
+    sources = copied_sources(tmp)
+    mp = pytest.MonkeyPatch()
+    try:
+        ran, reports = _witnesses(tmp / "cache", sources, mp)
+    finally:
+        mp.undo()
+    return tmp / "cache", sources, ran, reports
+
+
+def _witnesses(cache: Path, sources: dict, monkeypatch) -> tuple[list[str], list[dict]]:
+    """``witnesses_kept(GOALS)``: the goals found again (not taken from the cache), the
+    reports without their timings."""
+    from wgk.conformance.z3 import witnesses
+    monkeypatch.setattr(gate_cache, "SOURCES", sources)
+    _clear()
+    ran: list[str] = []
+    real = witnesses.witness_reports
+
+    def noted(goals, recorded=False):
+        ran.extend(goals)
+        return real(goals, recorded)
+    monkeypatch.setattr(witnesses, "witness_reports", noted)
+    store = SimpleNamespace(reused=0, ran=0, warnings=[], reach=SimpleNamespace(
+        files=[(n, p) for n, p in gate_cache.source_files() if gate_frames.RULE_FILES.fullmatch(n)]))
+    found = gate_frames.witnesses_kept(GOALS, GateCache(cache, {"budget": "test"}), store)
+    assert store.ran == len(ran) and store.reused == len(GOALS) - len(ran) and not store.warnings
+    return ran, [{k: v for k, v in w.items() if k != "seconds"} for w in found]
+
+
+def test_each_witness_is_kept_and_rerun_only_when_a_kind_its_path_sends_changes(witnesses,
+                                                                               monkeypatch):
+    cache, sources, ran, reports = witnesses
+    assert ran == GOALS and all(w["found_by"] == "recorded path" for w in reports)
+    assert _witnesses(cache, sources, monkeypatch) == ([], reports)
+    for name, qual, again in [("model/rules_attempt.py", "assign", ["repair-required-reached"]),
+                              ("model/rules_operator.py", "reset", ["reset-reached"]),
+                              ("model/rules_archive.py", "_done_and_unarchived", [])]:
+        path = sources[name.split("/")[0]] / name.split("/", 1)[1]
+        before = _edit(path, qual)
+        try:
+            assert _witnesses(cache, sources, monkeypatch) == (again, reports), qual
+        finally:
+            path.write_text(before)
+            _clear()
+    assert _witnesses(cache, sources, monkeypatch) == ([], reports)
+
+
+@pytest.mark.parametrize("name, qual", [
+    ("model/kernel.py", "decide_authenticated"),        # the executable model
+    ("conformance/z3/unrolling.py", "Unrolling.extend"),  # the unrolling
+    ("conformance/z3/witness_paths.json", None),        # the recorded paths
+])
+def test_a_change_every_witness_reads_reruns_every_witness(witnesses, monkeypatch, name, qual):
+    cache, sources, _, reports = witnesses
+    path = sources[name.split("/")[0]] / name.split("/", 1)[1]
+    before = path.read_text()
+    if qual is None:
+        path.write_text(before.replace('"format"', ' "format"', 1))
+    else:
+        _edit(path, qual)
+    try:
+        assert _witnesses(cache, sources, monkeypatch) == (GOALS, reports), name
+    finally:
+        path.write_text(before)
+        _clear()
+
+
+def test_what_a_witness_runs_of_the_rule_files_is_within_its_dependencies(tmp_path):
+    """Recorded goal by goal (what its unrolling's set-up finds by running every rule found
+    first: keyed by value), every rule-file function a witness runs is among the functions
+    its entry is kept with."""
+    from wgk.conformance.z3.transition import MODEL, actor_sensitive, discover_universe
+    from wgk.conformance.z3.witnesses import DEFAULT_WITNESS, WITNESSES, recorded_paths, \
+        witness_reports
+    context = gate_mutants.Context(tmp_path)
+    paths = recorded_paths()
+    outside = []
+    for goal in GOALS + ["pid-reuse-detected", "compaction-continued"]:
+        inst, _ = WITNESSES.get(goal, DEFAULT_WITNESS)
+        graph = inst.initial().graph
+        actor_sensitive(graph, MODEL)
+        discover_universe(graph, inst.ids(), MODEL)
+        with gate_cache.recording() as ran:
+            [w] = witness_reports([goal], recorded=True)
+        assert w["found_by"] == "recorded path"
+        allowed = context.kinds_functions(gate_frames.path_kinds(paths[goal]))
+        outside += [(goal, f, q) for f, quals in ran.items()
+                    if gate_frames.RULE_FILES.fullmatch(f) for q in quals
+                    if q != "<module>" and _owner(q) not in allowed[f]]
+    assert not outside, outside[:5]

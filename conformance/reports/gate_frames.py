@@ -518,3 +518,112 @@ def _transition(prover, store: FrameStore, transition: str, key: str):
         save["enabled"] = {"seconds": e.seconds, "branches": e.branches, "witness": e.witness}
     store.save(key, save)
     return frames, e
+
+
+WITNESS_FORMAT = "wgk-witnesses/1"
+
+
+def path_kinds(labels: list[str]) -> set[str] | None:
+    """The member names of the request kinds a recorded witness path sends (its environment
+    steps run no rule; None: a label that names no kind)."""
+    from wgk.model.vocab import Kind
+    out = set()
+    for label in labels:
+        if label.startswith("env:"):
+            continue
+        try:
+            out.add(Kind.parse(label.split("(", 1)[0]).name)
+        except Exception:             # noqa: BLE001 -- then the witness is not kept
+            return None
+    return out
+
+
+def witnesses_kept(goals: list[str], cache, store: FrameStore) -> list[dict]:
+    """``witness_reports(goals, recorded=True)``, each goal's report taken from ``cache``
+    when kept under its key while the rule-file functions it depends on are the same.
+
+    A witness found along its recorded path (``bmc.follow``) is a function of: every file of
+    ``wgk.model`` and ``wgk.conformance`` but the rule files, whole (the property, the
+    unrolling, the environment's steps, the executable model it is replayed through, the
+    recorded paths); what its unrolling's set-up finds by running every rule, by value (the
+    kinds asking who sent a request and the evidence universe of its instance, as
+    ``prove_kept`` keys a frame); and of the rule files, their text outside any function's
+    body and the body of every function the kinds its path sends can run (``Reach``, the
+    unrolling extended by one template per step and the trace replayed step by step),
+    with the shared ones and those the assumptions run (``gate_mutants.Context
+    .kinds_functions``). A witness searched (its path stale or missing) or not reached is
+    not kept: it is found again."""
+    from wgk.conformance.z3.transition import MODEL, actor_sensitive, discover_universe
+    from wgk.conformance.z3.witnesses import DEFAULT_WITNESS, WITNESSES, recorded_paths, \
+        witness_reports
+    if gate_cache.READS is None:      # ``gate_mutants`` not imported: nothing to key by
+        return witness_reports(goals, recorded=True)
+    context = cache.mutants()
+    paths = recorded_paths()
+    folder = cache.dir / "frames" / "witnesses"
+    out = []
+    for goal in goals:
+        inst, depth = WITNESSES.get(goal, DEFAULT_WITNESS)
+        graph = inst.initial().graph
+        values = [sorted(k.name for k in actor_sensitive(graph, MODEL)),
+                  repr(discover_universe(graph, inst.ids(), MODEL))]
+        key = _digest(WITNESS_FORMAT, cache.options, context.fixed, goal, repr(inst), str(depth),
+                      json.dumps(values), json.dumps([n for n, _ in context.rules]))
+        where = folder / key[:2] / key
+        kept = _witness_entry(where, key, store)
+        if kept is not None:
+            store.reused += 1
+            out.append(kept)
+            continue
+        [w] = witness_reports([goal], recorded=True)
+        store.ran += 1
+        out.append(w)
+        kinds = path_kinds(paths.get(goal, [])) if goal in paths else None
+        if w.get("status") != "reached" or w.get("found_by") != "recorded path" or kinds is None:
+            continue
+        files = dict(context.rules)
+        deps = {name: [sorted(q), file_digest(files[name], frozenset(q))]
+                for name, q in context.kinds_functions(kinds).items()}
+        variant = _digest(json.dumps(deps, sort_keys=True))[:24]     # one per text of its deps
+        with contextlib.suppress(OSError, TypeError, ValueError):
+            _write_atomic(where / f"{variant}.json", json.dumps(
+                {"format": WITNESS_FORMAT, "key": key, "deps": deps, "report": w}, sort_keys=True))
+    return out
+
+
+def _witness_entry(where: Path, key: str, store: FrameStore) -> dict | None:
+    """The first report kept in folder ``where`` whose dependencies hold (a damaged entry is
+    skipped with a one-line warning)."""
+    try:
+        entries = sorted(where.glob("*.json"))
+    except OSError:
+        return None
+    for path in entries:
+        found = _witness_variant(path, key, store)
+        if found is not None:
+            return found
+    return None
+
+
+def _witness_variant(where: Path, key: str, store: FrameStore) -> dict | None:
+    try:
+        raw = where.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    try:
+        entry = json.loads(raw)
+        if not isinstance(entry, dict) or entry.get("format") != WITNESS_FORMAT:
+            raise ValueError(f"not {WITNESS_FORMAT}")
+        if entry.get("key") != key:
+            raise ValueError("stored under another key")
+        deps = {str(n): (frozenset(map(str, v[0])), str(v[1])) for n, v in entry["deps"].items()}
+        report = dict(entry["report"])
+    except Exception as e:            # noqa: BLE001 -- a damaged entry of any kind is ignored
+        why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
+        store.warnings.append(f"cache entry {where} (prove witness) ignored: {why}")
+        return None
+    paths = dict(store.reach.files)
+    if sorted(deps) != sorted(paths) or any(file_digest(paths[n], q) != d
+                                            for n, (q, d) in deps.items()):
+        return None
+    return report

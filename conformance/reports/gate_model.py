@@ -8,7 +8,7 @@ from wgk.model.invariants import REGISTRY
 
 from wgk.conformance.check.explore import Instance, explore
 from wgk.conformance.reports import gate_cache, tracematrix
-from wgk.conformance.reports.gate_frames import prove_kept
+from wgk.conformance.reports.gate_frames import prove_kept, witnesses_kept
 from wgk.conformance.reports.gate_budget import (
     BUDGETS, Meter, Progress, count_of, flag_of, instances_of, prove_tasks,
 )
@@ -67,15 +67,18 @@ def _bounded_checks(budget: str, tasks: int, progress: Progress | None) -> list[
     goals = [p.id for p in REGISTRY.values() if p.kind == "sometimes"]
     meter = Meter("prove", None, progress)
     step = lambda m: meter.step(f"{tasks} tasks: {m}")   # noqa: E731
-    if gate_cache.ACTIVE is not None:       # each frame kept in the gate's cache
-        report, _ = prove_kept(Instance.proof(tasks=tasks), gate_cache.ACTIVE, step)
+    if gate_cache.ACTIVE is not None:       # each frame and each witness kept in the gate's cache
+        report, store = prove_kept(Instance.proof(tasks=tasks), gate_cache.ACTIVE, step)
+        found = witnesses_kept(goals, gate_cache.ACTIVE, store)
+        store.done()
     else:
         report = prove(Instance.proof(tasks=tasks), progress=step)
+        found = None
     out = frame_checks(report, tasks)
     out += [Check("prove", name, "pass" if ok else "fail", secs, hint, group="base case")
             for name, ok, secs, hint in report.base_checks()]
-    for goal in goals:
-        [w] = witness_reports([goal], recorded=True)
+    for n, goal in enumerate(goals):
+        [w] = witness_reports([goal], recorded=True) if found is None else [found[n]]
         ok = w["status"] == "reached"
         how = f"at depth {w['found_at']} by {w['found_by']}"
         if w["found_by"] != "recorded path":
