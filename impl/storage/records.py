@@ -269,25 +269,51 @@ del _name, _part, _column
 RECORD_FIELDS: tuple[str, ...] = tuple(COLUMNS)
 EMPTY = TaskRecord()
 _parts = attrgetter(*PARTS)
+#: Each change name -> its part's place in ``PARTS`` and its column's place in that part's row
+#: (None: the part is the value, as the receipts are).
+_PLACES: dict[str, tuple[int, int | None]] = {
+    name: (PARTS.index(part), None if column is None
+           else getattr(EMPTY, part)._fields.index(column))
+    for name, (part, column) in COLUMNS.items()}
+#: Each part's row type, by its place (the receipts' tuple for theirs).
+_ROW_TYPES = tuple(type(getattr(EMPTY, part)) for part in PARTS)
 
 
-def _record(parts: list) -> TaskRecord:
-    return TaskRecord(*parts)
+def _record_maker():
+    """A function that makes a ``TaskRecord`` from its parts in ``PARTS``' order by setting
+    its slots (what the frozen ``__init__`` does, without a ``__setattr__`` call by name)."""
+    setters = {f"_s{i}": getattr(TaskRecord, part).__set__ for i, part in enumerate(PARTS)}
+    text = (f"def _record(parts, _new=object.__new__, _cls=TaskRecord, "
+            f"{', '.join(f'{s}={s}' for s in setters)}):\n"
+            "    r = _new(_cls)\n"
+            + "".join(f"    {s}(r, parts[{i}])\n" for i, s in enumerate(setters))
+            + "    return r\n")
+    scope = {"TaskRecord": TaskRecord, **setters}
+    exec(text, scope)                     # noqa: S102 (a text made here from PARTS alone)
+    return scope["_record"]
+
+
+_record = _record_maker()
 
 
 def evolve(t: TaskRecord, **changes: Any) -> TaskRecord:
     """The record with each named change written into its row."""
-    by_part: dict[str, dict[str, Any]] = {}
-    for name, value in changes.items():
-        where = COLUMNS.get(name)
-        if where is None:
-            raise TypeError(f"TaskRecord has no field {name!r}")
-        by_part.setdefault(where[0], {})[where[1]] = value
     parts = list(_parts(t))
-    for i, part in enumerate(PARTS):
-        columns = by_part.get(part)
-        if columns is not None:
-            parts[i] = columns[None] if part == "receipts" else parts[i]._replace(**columns)
+    rows: dict[int, list] = {}
+    for name, value in changes.items():
+        place = _PLACES.get(name)
+        if place is None:
+            raise TypeError(f"TaskRecord has no field {name!r}")
+        i, j = place
+        if j is None:
+            parts[i] = value
+            continue
+        row = rows.get(i)
+        if row is None:
+            row = rows[i] = list(parts[i])
+        row[j] = value
+    for i, row in rows.items():
+        parts[i] = tuple.__new__(_ROW_TYPES[i], row)
     return _record(parts)
 
 
