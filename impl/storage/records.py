@@ -199,12 +199,12 @@ PARTS = ("tasks", "attempts", "owners", "leases", "transactions", "receipts",
          "valve", "submitted", "flip_review", "evaluation_review", "published")
 
 
-@dataclass(frozen=True, slots=True)
-class TaskRecord:
+class TaskRecord(NamedTuple):
     """One task as its tables hold it: one value per row (the receipts as a tuple).
 
     Each change name of ``COLUMNS`` also reads as an attribute (``record.fence`` is
-    ``record.tasks.fence``)."""
+    ``record.tasks.fence``). Immutable, and made by one tuple construction (a record is
+    made once per write: no frozen ``__init__`` setting its parts one by one)."""
 
     tasks: TaskRow = TaskRow()
     attempts: AttemptRow = AttemptRow()
@@ -268,7 +268,6 @@ del _name, _part, _column
 #: Every change name, in the order of the rows.
 RECORD_FIELDS: tuple[str, ...] = tuple(COLUMNS)
 EMPTY = TaskRecord()
-_parts = attrgetter(*PARTS)
 #: Each change name -> its part's place in ``PARTS`` and its column's place in that part's row
 #: (None: the part is the value, as the receipts are).
 _PLACES: dict[str, tuple[int, int | None]] = {
@@ -277,28 +276,12 @@ _PLACES: dict[str, tuple[int, int | None]] = {
     for name, (part, column) in COLUMNS.items()}
 #: Each part's row type, by its place (the receipts' tuple for theirs).
 _ROW_TYPES = tuple(type(getattr(EMPTY, part)) for part in PARTS)
-
-
-def _record_maker():
-    """A function that makes a ``TaskRecord`` from its parts in ``PARTS``' order by setting
-    its slots (what the frozen ``__init__`` does, without a ``__setattr__`` call by name)."""
-    setters = {f"_s{i}": getattr(TaskRecord, part).__set__ for i, part in enumerate(PARTS)}
-    text = (f"def _record(parts, _new=object.__new__, _cls=TaskRecord, "
-            f"{', '.join(f'{s}={s}' for s in setters)}):\n"
-            "    r = _new(_cls)\n"
-            + "".join(f"    {s}(r, parts[{i}])\n" for i, s in enumerate(setters))
-            + "    return r\n")
-    scope = {"TaskRecord": TaskRecord, **setters}
-    exec(text, scope)                     # noqa: S102 (a text made here from PARTS alone)
-    return scope["_record"]
-
-
-_record = _record_maker()
+assert TaskRecord._fields == PARTS
 
 
 def evolve(t: TaskRecord, **changes: Any) -> TaskRecord:
     """The record with each named change written into its row."""
-    parts = list(_parts(t))
+    parts = list(t)
     rows: dict[int, list] = {}
     for name, value in changes.items():
         place = _PLACES.get(name)
@@ -314,7 +297,7 @@ def evolve(t: TaskRecord, **changes: Any) -> TaskRecord:
         row[j] = value
     for i, row in rows.items():
         parts[i] = tuple.__new__(_ROW_TYPES[i], row)
-    return _record(parts)
+    return tuple.__new__(TaskRecord, parts)
 
 
 def changed(before: TaskRecord, after: TaskRecord) -> dict[str, Any]:
@@ -322,7 +305,7 @@ def changed(before: TaskRecord, after: TaskRecord) -> dict[str, Any]:
     if before is after:
         return {}
     out: dict[str, Any] = {}
-    for part, a, b in zip(PARTS, _parts(before), _parts(after)):
+    for part, a, b in zip(PARTS, before, after):
         if a == b:
             continue
         if part == "receipts":
