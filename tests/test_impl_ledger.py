@@ -308,3 +308,28 @@ def test_the_authority_tables_are_checked_once_per_state_and_a_change_after_is_s
     other.commit()
     other.close()
     assert "d-a" in k.verify_ledger().problem and not k.audit().ok
+
+
+def test_a_written_steps_changes_are_the_columns_whose_value_it_changes(tmp_path, monkeypatch):
+    """A step decided by its write records the changes made from the columns it writes
+    (``transaction.changes``), with no comparison of whole records: exactly what
+    ``records.changed`` gives for the record those columns make (so the ledger's bytes are
+    the same), a column written with the value it held left out as ``changed`` leaves it."""
+    from wgk.impl.decisions import transaction
+    from wgk.impl.front import kernel as kernel_module
+    from wgk.impl.storage.records import changed, evolve
+    seen = []
+
+    def checked(old, columns):
+        got = transaction.changes(old, columns)
+        assert got == changed(old, evolve(old, **columns)), (columns, got)
+        seen.append((columns, got))
+        return got
+    monkeypatch.setattr(kernel_module, "step_changes", checked)
+    k, _ = finished_pair(tmp_path)
+    phases = {columns["phase"] for columns, _ in seen if "phase" in columns}
+    assert {"prepared", "work-saved", "effect-committed", "graph-saved"} <= phases, phases
+    assert any(set(columns) - set(got) for columns, got in seen)   # a value written as it was
+    assert all(got and set(got) <= set(columns) for columns, got in seen)
+    assert k.verify_ledger().ok
+    k.close()

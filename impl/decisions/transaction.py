@@ -59,22 +59,36 @@ class Step:
 
 def write(ctx: Ctx) -> Outcome:
     """The write of the step ``ctx.request.kind`` names (its conditions hold: ``rules``)."""
+    return written(ctx)[0]
+
+
+def written(ctx: Ctx) -> tuple[Outcome, dict[str, Any]]:
+    """``write``'s outcome and the columns the step writes (each change name with the value
+    written, the phase and revision included), from which its changes are the columns whose
+    value differs from the record's (``changes``) with no comparison of whole records."""
     step, t = STEPS[ctx.request.kind], ctx.record
     side = step.exit(ctx)
     if side is not None:
-        new = replace(t, exit=side.exit, reason=side.reason, revision=t.revision + 1,
-                      **dict(side.columns))
-        return succeeded(ctx, new, facts=side.facts)
-    columns = step.sets(ctx)
+        columns = {"exit": side.exit, "reason": side.reason, "revision": t.revision + 1,
+                   **dict(side.columns)}
+        return succeeded(ctx, replace(t, **columns), facts=side.facts), columns
+    columns = {"phase": step.to, "revision": t.revision + 1, **step.sets(ctx)}
     if step.receipt is not None:    # bound to the (fence, candidate, base) the written row holds
         receipts = list(columns.get("receipts", t.receipts))
         get = columns.get
         receipts[RECEIPT_INDEX[step.receipt]] = Binding(
             get("fence", t.fence), get("candidate", t.candidate), get("base", t.base))
-        columns = {**columns, "receipts": tuple(receipts)}
-    new = replace(t, phase=step.to, revision=t.revision + 1, **columns)
+        columns["receipts"] = tuple(receipts)
+    new = replace(t, **columns)
     facts, effects = step.notes(ctx, new)
-    return succeeded(ctx, new, facts=facts, effects=effects)
+    return succeeded(ctx, new, facts=facts, effects=effects), columns
+
+
+def changes(t: TaskRecord, columns: dict[str, Any]) -> dict[str, Any]:
+    """The columns of ``columns`` (a step's, ``written``) whose value differs from record
+    ``t``'s: what ``records.changed`` gives for the record they make, a column written with
+    the value it held left out as it does."""
+    return {name: value for name, value in columns.items() if getattr(t, name) != value}
 
 
 # --- the conditions, by the contract's phrases ---------------------------------------------

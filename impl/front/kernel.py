@@ -57,7 +57,8 @@ from ..storage.records import EMPTY, TaskPolicy, TaskRecord, changed, evolve, re
 from ..decisions.decision import Ctx, Observe, Outcome
 from ..decisions.rules import EDGES, RULES, decide, k_failure, transaction_failure
 from ..decisions.transaction import (
-    LOCKS_DEPENDENCIES, NOT_AHEAD, OBSERVING_STEPS, STEPS, WRITTEN_STEPS, write,
+    LOCKS_DEPENDENCIES, NOT_AHEAD, OBSERVING_STEPS, STEPS, WRITTEN_STEPS, changes as step_changes,
+    written,
 )
 from ..decisions.decision import evidence_fact
 from ..decisions.seeding import Initial, check_initial, seeded
@@ -710,7 +711,7 @@ class Kernel:
             old = evolve(old, phase=r.expected_phase, revision=r.expected_revision)
         ctx = self._context(r, old, observe)
         observe = ctx.observe                     # (what the write reads is recorded too)
-        outcome = write(ctx)                      # its columns, its receipt and its effects
+        outcome, columns = written(ctx)           # its columns, its receipt and its effects
         new = outcome.record
         facts = list(outcome.facts)
         if outcome.effects:
@@ -721,7 +722,7 @@ class Kernel:
             except CasMoved:
                 self.tables.step_back(tid, old.phase, old.revision)
                 return self._refused(r, "cas-moved", observe)
-        changes = changed(old, new)
+        changes = step_changes(old, columns)      # (those `changed` gives for `new`)
         response = {"decision": APPLIED}
         # (the receipts' bindings are tuples: their canonical text is record_to_json's lists)
         body = {"digest": r.digest, "response": response, "changes": changes, "facts": facts}

@@ -199,12 +199,12 @@ PARTS = ("tasks", "attempts", "owners", "leases", "transactions", "receipts",
          "valve", "submitted", "flip_review", "evaluation_review", "published")
 
 
-@dataclass(frozen=True, slots=True)
-class TaskRecord:
+class TaskRecord(NamedTuple):
     """One task as its tables hold it: one value per row (the receipts as a tuple).
 
     Each change name of ``COLUMNS`` also reads as an attribute (``record.fence`` is
-    ``record.tasks.fence``)."""
+    ``record.tasks.fence``). Immutable, and made by one tuple construction (a record is
+    made once per write: no frozen ``__init__`` setting its parts one by one)."""
 
     tasks: TaskRow = TaskRow()
     attempts: AttemptRow = AttemptRow()
@@ -268,27 +268,36 @@ del _name, _part, _column
 #: Every change name, in the order of the rows.
 RECORD_FIELDS: tuple[str, ...] = tuple(COLUMNS)
 EMPTY = TaskRecord()
-_parts = attrgetter(*PARTS)
-
-
-def _record(parts: list) -> TaskRecord:
-    return TaskRecord(*parts)
+#: Each change name -> its part's place in ``PARTS`` and its column's place in that part's row
+#: (None: the part is the value, as the receipts are).
+_PLACES: dict[str, tuple[int, int | None]] = {
+    name: (PARTS.index(part), None if column is None
+           else getattr(EMPTY, part)._fields.index(column))
+    for name, (part, column) in COLUMNS.items()}
+#: Each part's row type, by its place (the receipts' tuple for theirs).
+_ROW_TYPES = tuple(type(getattr(EMPTY, part)) for part in PARTS)
+assert TaskRecord._fields == PARTS
 
 
 def evolve(t: TaskRecord, **changes: Any) -> TaskRecord:
     """The record with each named change written into its row."""
-    by_part: dict[str, dict[str, Any]] = {}
+    parts = list(t)
+    rows: dict[int, list] = {}
     for name, value in changes.items():
-        where = COLUMNS.get(name)
-        if where is None:
+        place = _PLACES.get(name)
+        if place is None:
             raise TypeError(f"TaskRecord has no field {name!r}")
-        by_part.setdefault(where[0], {})[where[1]] = value
-    parts = list(_parts(t))
-    for i, part in enumerate(PARTS):
-        columns = by_part.get(part)
-        if columns is not None:
-            parts[i] = columns[None] if part == "receipts" else parts[i]._replace(**columns)
-    return _record(parts)
+        i, j = place
+        if j is None:
+            parts[i] = value
+            continue
+        row = rows.get(i)
+        if row is None:
+            row = rows[i] = list(parts[i])
+        row[j] = value
+    for i, row in rows.items():
+        parts[i] = tuple.__new__(_ROW_TYPES[i], row)
+    return tuple.__new__(TaskRecord, parts)
 
 
 def changed(before: TaskRecord, after: TaskRecord) -> dict[str, Any]:
@@ -296,7 +305,7 @@ def changed(before: TaskRecord, after: TaskRecord) -> dict[str, Any]:
     if before is after:
         return {}
     out: dict[str, Any] = {}
-    for part, a, b in zip(PARTS, _parts(before), _parts(after)):
+    for part, a, b in zip(PARTS, before, after):
         if a == b:
             continue
         if part == "receipts":
