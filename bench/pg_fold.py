@@ -44,10 +44,6 @@ _WRITE = re.compile(r"\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.I)
 _READ = re.compile(r"\b(?:FROM|JOIN)\s+(\w+)", re.I)
 
 
-#: A ledger append, of the sequence's next number or of one a write took ahead.
-APPENDS = (pg_sql.APPEND, pg_sql.APPEND_RESERVED)
-
-
 def runs(texts: tuple) -> list[tuple[int, int, str, bool]]:
     """The runs of a COMMIT's statements (None: one without parameters) that may share one
     statement: (first, past the last, the writable CTE, whether a ledger append heads it).
@@ -63,7 +59,7 @@ def runs(texts: tuple) -> list[tuple[int, int, str, bool]]:
 
     for n, text in enumerate(texts):
         m = None if text is None else _WRITE.match(text)
-        is_append = text in APPENDS
+        is_append = text == pg_sql.APPEND
         if m is None or ("RETURNING" in text.upper() and not is_append):
             close(n)
             start, written, read = n + 1, set(), set()
@@ -79,7 +75,7 @@ def runs(texts: tuple) -> list[tuple[int, int, str, bool]]:
 
 
 def _cte(texts: tuple) -> tuple[str, bool]:
-    head = texts[0] in APPENDS
+    head = texts[0] == pg_sql.APPEND
     rest = [t.replace(pg_sql.CURRENT_SEQ, "(SELECT seq FROM a)") if head else t
             for t in texts[1:]]
     if head:

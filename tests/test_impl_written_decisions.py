@@ -90,45 +90,6 @@ def test_a_heartbeat_is_written_under_its_conditions_and_refused_from_the_stored
     assert k.audit().findings == [] and k.rebuild().ok and k.verify_ledger().ok
 
 
-def test_a_report_row_is_written_once_with_its_events_number_and_no_row_takes_none(k, where):
-    """Each evidence row carries its event's number from its one write (on PostgreSQL the
-    sequence's, taken by the write itself: no row is numbered by an update afterwards); a
-    report that writes no row takes no number (once sealed, the ledger has no hole)."""
-    postgres = not where.endswith(".db")
-    if postgres:                                       # every UPDATE of an evidence row, counted
-        for statement in (
-                "CREATE TABLE evidence_updates (n INTEGER)",
-                "CREATE FUNCTION evidence_updated() RETURNS trigger LANGUAGE plpgsql AS $$ "
-                "BEGIN INSERT INTO evidence_updates VALUES (1); RETURN NEW; END $$",
-                "CREATE TRIGGER evidence_updated AFTER UPDATE ON evidence FOR EACH ROW "
-                "EXECUTE FUNCTION evidence_updated()"):
-            k.store.conn.native(statement)
-    try:
-        assert k.handle(beat(0)) == {"decision": "evidence-only"}
-        assert k.handle(beat(1)) == {"decision": "evidence-only"}
-        assert k.handle(beat(2)) == {"decision": "evidence-only"}     # beat-0 seen: no row
-        assert k.handle(beat(3, **{"lease-epoch": 2}))["code"] == "stale-capability"
-        assert k.handle(beat(1))["decision"] == "duplicate"
-        assert k.handle(beat(5)) == {"decision": "evidence-only"}     # beat-1 seen: no row
-        assert k.verify_ledger().ok                                   # (sealed)
-        events = k.conn.execute("SELECT seq, event, key FROM ledger ORDER BY seq").fetchall()
-        assert [e[0] for e in events] == list(range(1, len(events) + 1))
-        assert "skipped" not in [e[1] for e in events]
-        number = {e[2]: e[0] for e in events if e[2] is not None}
-        assert [(r[2], r[3]) for r in rows(k)] == [("beat-0", number["hb0"]),
-                                                   ("beat-1", number["hb1"])]
-        journal = k.conn.execute("SELECT key, seq FROM journal WHERE key LIKE 'hb%'").fetchall()
-        assert sorted(journal) == sorted((key, number[key]) for key in
-                                         ("hb0", "hb1", "hb2", "hb3", "hb5"))
-        if postgres:
-            assert k.store.conn.native("SELECT count(*) FROM evidence_updates").fetchone()[0] == 0
-    finally:
-        if postgres:
-            k.store.conn.native("DROP TRIGGER evidence_updated ON evidence")
-            k.store.conn.native("DROP FUNCTION evidence_updated()")
-            k.store.conn.native("DROP TABLE evidence_updates")
-
-
 def test_an_accepted_heartbeat_runs_no_guard_list(k, monkeypatch):
     def guard_list(ctx):
         raise AssertionError("the guard list ran")
@@ -141,7 +102,7 @@ def test_an_accepted_heartbeat_runs_no_guard_list(k, monkeypatch):
 
 def test_without_the_statements_conditions_a_stale_heartbeat_is_written(k, monkeypatch):
     unconditional = (tables.REPORT_IF_CURRENT.split(" WHERE ")[0]     # the task's name only
-                     + " WHERE t.name = ? AND " + unbound(9) + " ON CONFLICT DO NOTHING")
+                     + " WHERE t.name = ? AND " + unbound(7) + " ON CONFLICT DO NOTHING")
     monkeypatch.setattr(tables, "REPORT_IF_CURRENT", unconditional)
     answer = k.handle(beat(1, **{"lease-epoch": 2}))
     assert answer == {"decision": "evidence-only"}   # the refusal came from the statement

@@ -547,8 +547,7 @@ class Kernel:
         if r.cap is None:
             return None
         if r.kind in WRITTEN_UNDER_CONDITIONS:
-            return (self.facts.report_statement(r, self.ledger.seq_ahead()), deps) \
-                if r.needs_token else None
+            return (self.facts.report_statement(r, 0), deps) if r.needs_token else None
         if r.kind in NOT_AHEAD:
             return None
         looking = OBSERVING_STEPS.get(r.kind)
@@ -623,10 +622,10 @@ class Kernel:
         request's K and token are the current attempt's (``tables.REPORT_IF_CURRENT``), and
         when no row was written the answer is read from the stored facts: the refusal the
         record gives the request, else (its id seen before) evidence-only. ``seq``: the
-        ledger's next number, known ahead (SQLite) or taken by the row's write when it is
-        written (PostgreSQL's sequence, ``pg_text.NextSeq``): one write per row."""
+        ledger's next number where it is known ahead (SQLite); where it is not (PostgreSQL's
+        sequence), the row is written with none and given the append's number after it."""
         r = rc.request
-        if r.cap is not None and self.facts.report_if_current(r, seq):
+        if r.cap is not None and seq is not None and self.facts.report_if_current(r, seq):
             # the row is written with the event's number: the event, then its journal row
             answer = WRITTEN_UNDER_CONDITIONS[r.kind]
             text = '{"request":' + r.canonical + "," + report_body(r.kind, answer, r.digest,
@@ -637,16 +636,19 @@ class Kernel:
             self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
                               (r.key, r.digest, _ANSWER_TEXTS[answer], seq))
             return {"decision": answer}
-        answer = EVIDENCE_ONLY
-        tid = self.task_id(r.task)
-        if tid is None:
-            code = "unknown-task"
+        answer, written = EVIDENCE_ONLY, False
+        if r.cap is not None and seq is None and self.facts.report_if_current(r, 0):
+            code, answer, written = None, WRITTEN_UNDER_CONDITIONS[r.kind], True
         else:
-            code = k_failure(self.graph_id or "", _Stored(self.record(r.task), r)) \
-                or k_failure(self.graph_id or "", _Stored(self._stored(r.task), r))
-            if code is None and not self.facts.has_evidence(tid, r.kind, r.evidence):
-                raise StoreError(f"task {r.task!r}: a {r.kind} was not written although "
-                                 "the stored facts admit it")
+            tid = self.task_id(r.task)
+            if tid is None:
+                code = "unknown-task"
+            else:
+                code = k_failure(self.graph_id or "", _Stored(self.record(r.task), r)) \
+                    or k_failure(self.graph_id or "", _Stored(self._stored(r.task), r))
+                if code is None and not self.facts.has_evidence(tid, r.kind, r.evidence):
+                    raise StoreError(f"task {r.task!r}: a {r.kind} was not written although "
+                                     "the stored facts admit it")
         if code is not None:
             response = decision(REJECTED, code)
             body: dict[str, Any] = {"digest": r.digest, "response": response}
@@ -656,7 +658,10 @@ class Kernel:
             text = '{"request":' + r.canonical + "," + report_body(r.kind, answer, r.digest,
                                                                    r.evidence)
         appended = self.ledger.append("request", text, task=r.task, key=r.key)
-        if appended != seq:
+        if seq is None:
+            if written:
+                self.facts.date_evidence(self.task_id(r.task), r.kind, r.evidence, appended)
+        elif appended != seq:
             raise StoreError(f"ledger event {appended}, where {seq} was written ahead")
         self.conn.execute("INSERT INTO journal VALUES (?, ?, ?, ?)",
                           (r.key, r.digest, response_text(response), appended))

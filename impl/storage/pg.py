@@ -37,7 +37,6 @@ from ..world.hooks import Hook, no_hook
 from .ledger import Ledger
 from .dsn import DSN_PREFIXES, is_dsn, redact  # noqa: F401  (re-exported)
 from .pg_conn import PgConnection, driver, first_line
-from .pg_text import NextSeq
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .store import Pragmas, Store
 
@@ -364,10 +363,9 @@ class PgLedger(Ledger):
         """Queued with the transaction's other writes; the number is a ``PendingSeq``."""
         return self.store.conn.append(event, body, task, key)
 
-    def seq_ahead(self) -> NextSeq:
-        """The sequence's next number, taken by the first write that carries it (and writes a
-        row), appended by the next append (``pg_text.NextSeq``)."""
-        return NextSeq()
+    def seq_ahead(self) -> None:
+        """Unknown before the append: the number is the sequence's, given when it runs."""
+        return None
 
     def seal(self) -> int:
         """Chain every committed event (waiting for appends in flight); the sealed head."""

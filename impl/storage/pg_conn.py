@@ -12,10 +12,7 @@ have one statement earlier.
 
 A ledger append returns a ``PendingSeq``: its number is known once the queue
 has been sent; a statement queued after it that records the number uses the
-server's ``currval('ledger_seq')`` instead (``pg_sql.APPEND`` takes it). A
-number handed out before its append (``NextSeq``) is taken from the sequence by
-the first write that carries it, when that write makes a row (``pg_sql.RESERVE``),
-and the next append takes it (``pg_sql.APPEND_RESERVED``).
+server's ``currval('ledger_seq')`` instead (``pg_sql.APPEND`` takes it).
 """
 from __future__ import annotations
 
@@ -25,7 +22,7 @@ import re
 from . import pg_sql as sql
 from ..contract.errors import StoreError
 from .dsn import redact  # noqa: F401  (re-exported)
-from .pg_text import NextSeq, PendingSeq, PgCursor, Queued, Result, bound, dollars, inline
+from .pg_text import PendingSeq, PgCursor, Queued, Result, bound, dollars, inline
 from .store import Pragmas
 
 _MARK = re.compile(r"(?<!%)%s")
@@ -106,7 +103,6 @@ class PgConnection:
         self._unsealed = 0                      # appends committed since this connection sealed
         self._savepoints: list[tuple[str, int]] = []
         self._last: PendingSeq | None = None
-        self._next: NextSeq | None = None       # a number a write took (or not) for the next append
         self._ahead: tuple[tuple, Queued] | None = None     # a prefetched read
         self.early: Early | None = None         # a transaction begun ahead, not yet taken up
         self._written: tuple[tuple, Queued] | None = None    # its write, taken up with it
@@ -206,7 +202,7 @@ class PgConnection:
         self._taken, self.early = self.early, None
         self._written = None if self._taken is None else self._taken.write
         self.open, self.graph_lock, self._ahead = True, None, None
-        self.appends, self._savepoints, self._last, self._next = [], [], None, None
+        self.appends, self._savepoints, self._last = [], [], None
         self._next_ids, self._added = {}, 0
         if self._taken is None:
             self._put(sql.BEGIN, ())
@@ -232,7 +228,6 @@ class PgConnection:
             text, params = write
             self.early.write = ((text, tuple(params)),
                                 self._put(*self._bind(self._statement(text).sql, params)))
-            self._taking(params, self.early.write[1])
 
     def end_early(self) -> None:
         """A transaction begun ahead and not taken up: dropped, rolled back if begun."""
@@ -276,7 +271,6 @@ class PgConnection:
             return PgCursor(self, ahead)
         if self._written is not None and self.open and self._written[0] == (text, tuple(params)):
             written, self._written = self._written[1], None
-            self._taking(params, written)
             return PgCursor(self, written)
         st = self._statement(text)
         rowid = None
@@ -286,7 +280,6 @@ class PgConnection:
         if self.open and st.sql.startswith(("SAVEPOINT", "RELEASE", "ROLLBACK TO")):
             self._savepoint(st.sql)
         q = self._put(*self._bind(st.sql, params))
-        self._taking(params, q)
         if not (self.open and st.deferrable) or len(self.queue) > QUEUE_MOST:
             self.sync()
         return PgCursor(self, q, rowid)
@@ -320,49 +313,28 @@ class PgConnection:
 
     def append(self, event: str, body: str, task: str | None, key: str | None) -> PendingSeq:
         """Queue one ledger append (``pg_sql.APPEND``); its number once the queue is sent."""
-        ahead, self._next = self._next, None
-        text = sql.APPEND
-        if ahead is not None:                   # (a number handed out: did its write take it?)
-            self.sent(ahead.q)
-            if ahead.q.cur.rowcount == 1:
-                text = sql.APPEND_RESERVED
-        seq = self._last = PendingSeq(self, self._put(text, (event, task, key, body)))
+        seq = self._last = PendingSeq(self, self._put(sql.APPEND, (event, task, key, body)))
         self.appends.append((task, seq))
-        if ahead is None:
-            return seq
-        ahead.pending = seq
-        return ahead
-
-    def _taking(self, params, q: Queued) -> None:
-        """A number handed out ahead (``NextSeq``) first carried by ``q``: taken there, if
-        ``q`` writes a row, for the next append."""
-        for p in params:
-            if isinstance(p, NextSeq) and p.pending is None and p.q is None:
-                p.q, self._next = q, p
+        return seq
 
     def _bind(self, text: str, params) -> tuple[str, list]:
         """Booleans as integers; a pending sequence number as its value, or as ``currval``
         when it is the last append's (still queued)."""
-        out, marks = [], {}
+        out, marks = [], []
         for i, p in enumerate(params):
-            if isinstance(p, NextSeq):
-                if p.pending is None:           # taken here (first carried), or taken already
-                    marks[i] = sql.RESERVE if p.q is None else sql.CURRENT_SEQ
-                    continue
-                p = p.pending
             if isinstance(p, PendingSeq):
                 if p is self._last and p._value is None and p.q.cur is None:
-                    marks[i] = sql.CURRENT_SEQ
+                    marks.append(i)
                     continue
                 p = p.value
             out.append(int(p) if p is True or p is False else p)
         if not marks:
             return text, out
-        key = (text, tuple(marks.items()))
+        key = (text, tuple(marks))
         if key not in self._marked:
             parts = _MARK.split(text)
             self._marked[key] = "".join(
-                part + ("" if n == len(parts) - 1 else marks.get(n, "%s"))
+                part + ("" if n == len(parts) - 1 else sql.CURRENT_SEQ if n in marks else "%s")
                 for n, part in enumerate(parts))
         return self._marked[key], out
 
@@ -379,7 +351,7 @@ class PgConnection:
 
     def _end(self, verb: str) -> None:
         """COMMIT sends the queue with it; ROLLBACK drops it (and ends what the server began)."""
-        self.open, self._written, self._next = False, None, None
+        self.open, self._written = False, None
         if verb == "COMMIT" and (self._started() or any(q.sql != sql.BEGIN for q in self.queue)):
             self._unsealed += len(self.appends)
             if self._unsealed >= SEAL_EVERY:        # chain what can be chained, this once

@@ -292,15 +292,6 @@ APPEND = (f"INSERT INTO ledger (seq, event, task, key, body, chain) SELECT n.s, 
           f"FROM (SELECT nextval('ledger_seq') AS s) n CROSS JOIN LATERAL "
           f"(SELECT pg_advisory_xact_lock_shared({LOCK_CLASS}, 1 + (n.s % {SEQ_BUCKETS})::int)) b "
           f"RETURNING seq")
-#: The ledger's next number taken by a write ahead of its append (``pg_text.NextSeq``), its
-#: bucket held as ``APPEND`` holds it: an uncorrelated subquery, run once, when the first row
-#: is made (a write that makes none takes no number), in place of the number's parameter.
-RESERVE = (f"(SELECT n.s FROM (SELECT nextval('ledger_seq') AS s) n CROSS JOIN LATERAL "
-           f"(SELECT pg_advisory_xact_lock_shared({LOCK_CLASS}, 1 + (n.s % {SEQ_BUCKETS})::int)) b)")
-#: The append of the number a write took ahead (``currval``: this session's last from the
-#: sequence; its bucket is held since).
-APPEND_RESERVED = ("INSERT INTO ledger (seq, event, task, key, body, chain) "
-                   "VALUES (currval('ledger_seq'), %s, %s, %s, %s, 2) RETURNING seq")
 SEAL_NOW = "SELECT wgk_seal(%s)"
 #: After a bulk graph edit (autovacuum would analyze them later; until then the planner
 #: takes 100k tasks for a few pages and a readiness check scans them all).

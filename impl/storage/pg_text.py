@@ -138,42 +138,6 @@ class PendingSeq:
         return str(self.value)
 
 
-class NextSeq:
-    """The number of the ledger's next append, handed out before it (``PgLedger.seq_ahead``):
-    the first statement that carries it takes it from the sequence in the same statement
-    (``pg_sql.RESERVE``, its bucket held), only for a row it writes; the next append of the
-    transaction takes that number (``pg_sql.APPEND_RESERVED``), or the sequence's next when
-    none was taken, and is this number's value. All such numbers are equal before they are
-    used (a write sent ahead with one is answered to the same write with another)."""
-
-    __slots__ = ("q", "pending")
-
-    def __init__(self):
-        self.q: Queued | None = None             # the statement that carried it first
-        self.pending: PendingSeq | None = None   # the append that took it
-
-    @property
-    def value(self) -> int:
-        if self.pending is None:
-            raise ValueError("a ledger number asked before its append")
-        return self.pending.value
-
-    def __int__(self) -> int:
-        return self.value
-
-    __index__ = __int__
-
-    def __str__(self) -> str:
-        return str(self.value) if self.pending is not None else "(next)"
-
-    def __eq__(self, other) -> bool:
-        return self is other or (isinstance(other, NextSeq) and self.pending is None
-                                 and other.pending is None)
-
-    def __hash__(self) -> int:
-        return hash(NextSeq)
-
-
 class PgCursor:
     """The part of a sqlite3 cursor the kernel uses (a queued statement's, once sent)."""
 

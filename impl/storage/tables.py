@@ -274,17 +274,13 @@ class TaskTables:
 #: A report's evidence row, written only while the request's K names the task's current
 #: attempt (graph, task, generation, attempt, fence, lease epoch) and its token hash is that
 #: attempt's: the request's conditions are the conditions of its one write. No row is
-#: written when one of them does not hold, nor when the row is there already (its id seen:
-#: looked up before the row is made, so that a number the row takes from the ledger ahead of
-#: its event, as on PostgreSQL, is taken only when the row is written).
+#: written when one of them does not hold, nor when the row is there already (its id seen).
 REPORT_IF_CURRENT = (
     "INSERT INTO evidence (task, kind, ident, counted, seq) "
     "SELECT t.id, ?, ?, 0, ? FROM tasks t JOIN attempts a ON a.task = t.id AND a.fence = t.fence "
     "WHERE t.name = ? AND t.name = ? AND t.generation = ? AND t.attempt = ? AND t.fence = ? "
     "AND t.lease_epoch = ? AND a.state != 'none' AND a.token_hash = ? "
-    "AND (SELECT value FROM meta WHERE key = 'graph-id') = ? "
-    "AND NOT EXISTS (SELECT 1 FROM evidence e WHERE e.task = t.id AND e.kind = ? AND e.ident = ?) "
-    "ON CONFLICT DO NOTHING")
+    "AND (SELECT value FROM meta WHERE key = 'graph-id') = ? ON CONFLICT DO NOTHING")
 
 
 #: A step of the SaveTransaction decided by its write: the row moves only while it holds the
@@ -463,8 +459,7 @@ class FactTables:
         """``REPORT_IF_CURRENT`` and its parameters for report ``r`` (its row given ``seq``)."""
         c = r.cap
         return REPORT_IF_CURRENT, (r.kind, r.evidence, seq, r.task, c.task, c.generation,
-                                   c.attempt, c.fence, c.lease_epoch, r.token_hash, c.graph,
-                                   r.kind, r.evidence)
+                                   c.attempt, c.fence, c.lease_epoch, r.token_hash, c.graph)
 
     def report_if_current(self, r, seq: int) -> bool:
         """Write ``r``'s evidence row under its conditions (``REPORT_IF_CURRENT``); whether
@@ -473,6 +468,11 @@ class FactTables:
         # guards: attempt-fencing, token-required
         written = self.conn.execute(REPORT_IF_CURRENT, params).rowcount == 1
         return written
+
+    def date_evidence(self, task_id: int, kind: str, ident: str, seq) -> None:
+        """Give the evidence row written ahead of its event (with none) the event's number."""
+        self.conn.execute("UPDATE evidence SET seq = ? WHERE task = ? AND kind = ? AND ident = ? "
+                          "AND seq = 0", (seq, task_id, kind, ident))
 
     def has_evidence(self, task_id: int, kind: str, ident: str) -> bool:
         return self.conn.execute("SELECT 1 FROM evidence WHERE task = ? AND kind = ? AND ident = ?",
