@@ -90,6 +90,28 @@ def test_a_heartbeat_is_written_under_its_conditions_and_refused_from_the_stored
     assert k.audit().findings == [] and k.rebuild().ok and k.verify_ledger().ok
 
 
+def test_a_report_row_carries_its_events_number_and_no_row_leaves_no_hole(k):
+    """Each evidence row carries its event's number (on PostgreSQL given after the append);
+    a report that writes no row leaves the ledger without a hole (no skipped event once
+    sealed), and every journal row names its event."""
+    assert k.handle(beat(0)) == {"decision": "evidence-only"}
+    assert k.handle(beat(1)) == {"decision": "evidence-only"}
+    assert k.handle(beat(2)) == {"decision": "evidence-only"}     # beat-0 seen: no row
+    assert k.handle(beat(3, **{"lease-epoch": 2}))["code"] == "stale-capability"
+    assert k.handle(beat(1))["decision"] == "duplicate"
+    assert k.handle(beat(5)) == {"decision": "evidence-only"}     # beat-1 seen: no row
+    assert k.verify_ledger().ok                                   # (sealed)
+    events = k.conn.execute("SELECT seq, event, key FROM ledger ORDER BY seq").fetchall()
+    assert [e[0] for e in events] == list(range(1, len(events) + 1))
+    assert "skipped" not in [e[1] for e in events]
+    number = {e[2]: e[0] for e in events if e[2] is not None}
+    assert [(r[2], r[3]) for r in rows(k)] == [("beat-0", number["hb0"]),
+                                               ("beat-1", number["hb1"])]
+    journal = k.conn.execute("SELECT key, seq FROM journal WHERE key LIKE 'hb%'").fetchall()
+    assert sorted(journal) == sorted((key, number[key]) for key in
+                                     ("hb0", "hb1", "hb2", "hb3", "hb5"))
+
+
 def test_an_accepted_heartbeat_runs_no_guard_list(k, monkeypatch):
     def guard_list(ctx):
         raise AssertionError("the guard list ran")
