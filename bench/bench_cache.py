@@ -11,6 +11,9 @@ edited), and the gate of that copy runs with a fresh cache folder:
   added to every function of ``impl/decisions/pauses.py``): the binding target, 10 s;
 - not ``--quick``: the default gate cold (target 60 s) beside them.
 
+``--module-only`` leaves out the run after the rule change (the cold run and the warm one
+with nothing changed stay: the warm runs start from them).
+
 Each figure is printed with its target and the factor still to gain (ours / target, met
 at 1 or below). Every run must pass and report the same checks with the same verdicts as
 the cold one (the report minus the cache's line and the timings); the warm runs must reuse
@@ -37,7 +40,6 @@ TARGETS = {"cold": 20.0, "warm": 10.0, "default cold": 60.0}
 RULE = ("model/rules_attempt.py", None)        # the first rule function of the file
 MODULE = "impl/decisions/pauses.py"
 #: ``--rule-only``: the cold run and the warm run after one rule changed, no other
-RULE_ONLY = False
 WHY_RULE = ("the proofs re-run only the changed rule's frames and the init frames (each frame "
             "is kept under a key of the rule-file functions its transition can run); each model "
             "mutant re-runs only when its kill read the rule (its proof walked that rule's "
@@ -150,7 +152,7 @@ def _first_difference(a, b, at: str = "") -> str | None:
     return None if a == b else f"{at} ({str(a)[:80]!r} against {str(b)[:80]!r})"
 
 
-def run(quick: bool = False) -> BenchResult:
+def run(quick: bool = False, module_only: bool = False, rule_only: bool = False) -> BenchResult:
     t0 = time.perf_counter()
     figures: list[Figure] = []
     checks: list[Check] = []
@@ -201,13 +203,13 @@ def run(quick: bool = False) -> BenchResult:
 
         cold = gate("cold", "--quick")
         figure("wgk gate --quick, cold", cold, TARGETS["cold"], WHY_COLD)
-        warm = None if RULE_ONLY else gate("warm, nothing changed", "--quick")
+        warm = None if rule_only else gate("warm, nothing changed", "--quick")
         figure("wgk gate --quick, warm, nothing changed", warm, TARGETS["warm"])
         runs = {"warm, nothing changed": warm}
         for label, rel, first_rule, why in (
-                ("warm after one rule changed", RULE[0], True, WHY_RULE),
-                ("warm after one implementation module changed", MODULE, False, WHY_MODULE)
-                )[:1 if RULE_ONLY else 2]:
+                (("warm after one rule changed", RULE[0], True, WHY_RULE),) * (not module_only)
+                + (("warm after one implementation module changed", MODULE, False, WHY_MODULE),)
+                * (not rule_only)):
             path = top / "wgk" / rel
             before = _touch(path, first_rule)
             try:
@@ -229,7 +231,7 @@ def run(quick: bool = False) -> BenchResult:
                                     c.get("reused") == c.get("checks") if everything else
                                     0 < (c.get("reused") or 0) < (c.get("checks") or 0),
                                     f"{c.get('reused')} of {c.get('checks')}"))
-        if not quick and not RULE_ONLY:
+        if not quick and not rule_only:
             shutil.rmtree(cache, ignore_errors=True)
             full = gate("default, cold")
             figure("wgk gate, cold", full, TARGETS["default cold"], WHY_COLD)
@@ -237,7 +239,6 @@ def run(quick: bool = False) -> BenchResult:
 
 
 if __name__ == "__main__":
-    if "--rule-only" in sys.argv:
-        sys.argv.remove("--rule-only")
-        RULE_ONLY = True
-    sys.exit(main(NAME, run))
+    ONLY = {"--module-only", "--rule-only"}
+    sys.exit(main(NAME, lambda quick: run(quick, "--module-only" in sys.argv[1:], "--rule-only" in sys.argv[1:]),
+                  [a for a in sys.argv[1:] if a not in ONLY]))

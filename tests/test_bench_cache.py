@@ -58,6 +58,15 @@ def test_a_warm_report_that_differs_only_in_its_timings_is_the_cold_ones(monkeyp
     assert [f.value for f in result.figures] == [30.25, 1.25, 5.25, 6.25]
 
 
+def test_module_only_leaves_out_the_run_after_the_rule_change(monkeypatch):
+    calls = _fake_gate(monkeypatch)
+    result = bench_cache.run(quick=True, module_only=True)
+    assert len(calls) == 3
+    assert [f.name for f in result.figures] == [
+        "wgk gate --quick, cold, wall time", "wgk gate --quick, warm, nothing changed, wall time",
+        "wgk gate --quick, warm after one implementation module changed, wall time"]
+
+
 def test_a_warm_report_with_another_detail_is_named_where_it_differs(monkeypatch):
     _fake_gate(monkeypatch, warm_detail="4 states")
     result = bench_cache.run(quick=True)

@@ -203,6 +203,54 @@ def test_a_kept_run_is_given_only_while_the_system_answers_its_calls_as_before(t
     assert third == first and len(runs) == 3 and memo.transcripts_used == 0
 
 
+class _Keeping(_Fake):
+    """A system that changes the answers it gave once it answers the next call (as one
+    handing out its own cached objects would)."""
+
+    def __init__(self, source):
+        super().__init__(source)
+        self.given: list[dict] = []
+
+    def apply(self, step):
+        for earlier in self.given:
+            earlier["changed-after"] = True
+        self.given.append(super().apply(step))
+        return self.given[-1]
+
+
+def test_answers_changed_after_they_were_given_leave_the_record_as_it_was(tmp_path, monkeypatch):
+    from wgk.conformance.oracle import coverage
+    monkeypatch.setattr(coverage.Shadow, "of", staticmethod(lambda source, initial: None))
+    path = tmp_path / "record"
+    expected = [{"decision": "rejected", "key": k} for k in "abc"]
+
+    def run(make):
+        system, out = make({"tasks": []}), []
+        for k in "abc":
+            got = system.apply({"request": {"key": k}})
+            out.append(dict(got))
+            got["changed-by-the-caller"] = True
+        return {"answers": out}
+
+    def once():
+        with gate_cache_memo.active(path, lambda *a: True, [], "m") as memo:
+            got = gate_cache_memo.kept_run("fake", ["inputs"], {"tasks": []},
+                                           gate_cache_memo.memoized(_Keeping), run)
+        return got, memo
+    first, _ = once()
+    assert first == {"answers": expected}
+    memo = gate_cache_memo.Memo(path, lambda *a: True, [])
+    [(systems, _, _)] = memo.transcripts.values()
+    assert [answer for _, _, answer in systems[0][1]] == expected
+    node, along = 0, []
+    while memo.nodes[node]:
+        [(answer, _, node)] = memo.nodes[node].values()
+        along.append(answer)
+    assert along == [None] + expected
+    again, memo = once()
+    assert again == first and memo.transcripts_used == 1
+
+
 def test_a_kept_run_of_several_systems_makes_each_again_from_its_own_source(tmp_path,
                                                                            monkeypatch):
     from wgk.conformance.oracle import coverage

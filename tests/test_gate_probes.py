@@ -131,3 +131,33 @@ def test_issue_33s_authority_bugs_fail_the_probes_section(mutant, trace):
     r = run_patches(mutant, MUTANTS_BY_NAME[mutant].patches, budget="quick", sections=["probes"],
                     traces=[str(INCIDENTS / trace)], timeout=300)
     assert r["verdict"] == "killed" and r["section"] == "probes", r
+
+
+def test_the_state_the_probes_compare_is_the_projection_without_its_journal(tmp_path):
+    trace = load_trace(DEMO)
+    system = ImplSystem(trace, workdir=str(tmp_path))
+    try:
+        for step in trace.steps[:6] + [{}]:
+            whole = system.project()
+            assert system.project_without_journal() == {k: v for k, v in whole.items()
+                                                         if k != "journal"}
+            if step:
+                system.apply(step)
+        assert whole["journal"] and whole["tasks"]
+    finally:
+        system.close()
+
+
+def test_a_refused_variant_that_changes_the_state_is_caught(tmp_path, monkeypatch):
+    from wgk.conformance.oracle.probes import closed_copy
+    applied = ImplSystem.apply
+
+    def ticking(self, step):
+        answer = applied(self, step)
+        if str(step.get("request", {}).get("key", "")).startswith("variant-"):
+            self.world.clock.advance(1)        # a refusal that moves the clock
+        return answer
+    monkeypatch.setattr(ImplSystem, "apply", ticking)
+    r = probe_trace(closed_copy(load_trace(INCIDENTS / "33-external-wait.json")),
+                    lambda t: ImplSystem(t, workdir=str(tmp_path)))
+    assert not r.ok and r.mismatch["changed"] == ["now"], r.mismatch

@@ -269,6 +269,12 @@ class ImplSystem:
     def project(self) -> dict:
         return with_ready(self.kernel.project(), self.kernel.ready())
 
+    def project_without_journal(self) -> dict:
+        """``project()`` without its ``journal`` (the stored answers, every one read and parsed
+        again at each projection): what the probes compare before and after a refusal, which
+        may add its own answer to the journal and nothing else."""
+        return _unjournaled(self.kernel)
+
     def check(self) -> list[str]:
         return []
 
@@ -283,6 +289,12 @@ class ImplSystem:
                 self._db = None
             if self._tmp is not None:
                 self._tmp.cleanup()
+
+
+def _unjournaled(kernel: Kernel) -> dict:
+    out = with_ready(kernel.project(journal_keys=[]), kernel.ready())
+    del out["journal"]
+    return out
 
 
 def factory():
@@ -313,6 +325,9 @@ class TwoKernels(ImplSystem):
     def project(self) -> dict:
         other = self._other()
         return with_ready(other.project(), other.ready())
+
+    def project_without_journal(self) -> dict:
+        return _unjournaled(self._other())
 
     def crash(self) -> None:
         """Both kernels lose everything volatile and reopen on the same database and world."""

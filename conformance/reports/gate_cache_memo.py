@@ -315,6 +315,10 @@ class MemoSystem:
     def project(self):
         return self._do("project", _call("project"), "project", ())
 
+    def project_without_journal(self):
+        return self._do("project_without_journal", _call("project_without_journal"),
+                        "project_without_journal", ())
+
     def revoke(self, who):
         return self._do("revoke", _call("revoke", who), "revoke", (who,))
 
@@ -343,16 +347,17 @@ class MemoSystem:
     # answering
 
     def _do(self, label: str, call: str, method: str | None, args: tuple):
-        answer = self._answer(call, method, args)
+        answer = self._answer(call, method, args)     # the record's own object: never changed
         if method is not None and self.transcript is not None:
-            self.transcript.append([method, _copy(list(args)), _copy(answer)])
+            self.transcript.append([method, _copy(list(args)), answer])
         if isinstance(answer, tuple) and answer[:1] == ("raise",):
             from wgk.conformance.oracle.systems import StepError
             raise StepError(answer[1])
         return _copy(answer)
 
     def _answer(self, call: str, method: str | None, args: tuple):
-        """The answer to a call (``("raise", message)`` for a ``StepError``)."""
+        """The answer to a call (``("raise", message)`` for a ``StepError``): the record's
+        object, which is only ever handed out copied (``_do``), so a transcript may hold it."""
         memo = self._memo
         if self._real is None:
             entry = memo.nodes[self._node].get(call)
@@ -369,8 +374,7 @@ class MemoSystem:
             self.real_from = len(self._calls)
         else:
             answer, deps = self._run(self._go_real(), method, args)
-        self._keep(call, method, args, answer, deps)
-        return answer
+        return self._keep(call, method, args, answer, deps)
 
     def _made(self):
         """The real system made (the ``new`` call not in the record)."""
@@ -387,16 +391,24 @@ class MemoSystem:
         return real
 
     def _run(self, real, method: str, args: tuple):
+        """The real system's answer (its own object: ``_keep`` copies it into the record when
+        the record does not hold it already) and the deps of the call."""
         from wgk.conformance.oracle.systems import StepError
         self._memo.sent += 1
+        fn = getattr(real, method, None)
+        if fn is None and method == "project_without_journal":     # a system without it
+            def fn():
+                return {k: v for k, v in real.project().items() if k != "journal"}
         with _Trace() as t:
             try:
-                answer = getattr(real, method)(*args)
+                answer = fn(*args)
             except StepError as e:
                 answer = ("raise", str(e))
-        return _copy(answer), t.deps()
+        return answer, t.deps()
 
-    def _keep(self, call: str, method: str | None, args: tuple, answer, deps: dict) -> None:
+    def _keep(self, call: str, method: str | None, args: tuple, answer, deps: dict):
+        """The call kept in the record with ``answer`` (the real system's, copied when kept
+        anew); the record's object of the answer."""
         memo = self._memo
         n = memo.intern(deps)
         node = memo.nodes[self._node]
@@ -407,12 +419,14 @@ class MemoSystem:
         elif entry is None or entry[0] != answer or entry[1] != n:
             # the calls after it were answered after this one as it ran then: kept only
             # while it ran the same functions (of the same text) and answered the same
-            node[call] = [answer, n, len(memo.nodes)]
+            node[call] = [_copy(answer), n, len(memo.nodes)]
             memo.nodes.append({})
             memo.changed = True
         self._node = node[call][2]
         self.deps_of_calls.append(n)
-        self._calls.append((call, method, args, answer))
+        kept = node[call][0]
+        self._calls.append((call, method, args, kept))
+        return kept
 
     def _go_real(self):
         """The real system, made now if it is not yet and sent the calls answered so far
