@@ -95,7 +95,7 @@ def test_the_gate_reports_how_many_cuts_were_decided_by_equivalence():
     from wgk.conformance.reports.gate_report import Section
     from wgk.conformance.reports.gate_traces import crash_cut_checks
     trace = load_trace(TRACE)
-    checks = crash_cut_checks("quick", None, [trace])
+    checks = [c for c in crash_cut_checks("quick", None, [trace]) if "planted" not in c.data]
     shared = crash_cuts(trace)
     assert [c.name.rsplit(" (", 1)[0] for c in checks] == \
         [f"{trace.id} {c.name}" for c in shared.cuts]

@@ -195,3 +195,27 @@ def test_the_command_line_runs_the_cuts_on_a_file_when_asked(monkeypatch, capsys
         assert main(["replay", trace, "--system", "impl", "--crash-cuts", *flags]) == 0
     assert asked == [False, True]
     capsys.readouterr()
+
+
+def test_restarts_after_each_planted_state_see_what_a_new_connection_sees():
+    from wgk.conformance.oracle.held_restarts import PLANTS, held_restarts
+    trace = load_trace(INCIDENTS / "01-false-done-never-satisfies-dependent.json")
+    results = held_restarts(trace)
+    assert [r.plant for r in results] == list(PLANTS)
+    assert all(r.verdict == "pass" and not r.problems for r in results)
+    assert all(r.cuts == ["step 0 before commit [dispatch:a:1]", "step 0 after commit [dispatch:a:1]"]
+               for r in results)
+
+
+def test_a_restart_keeping_what_was_planted_on_its_connection_is_reported(monkeypatch):
+    """Every planted state is seen by the restarted kernel when its connection is kept as it
+    is: none is planted where the restart's view cannot show it."""
+    from wgk.conformance.oracle.held_restarts import PLANTS, held_restarts
+    monkeypatch.setattr(HeldDatabase, "restarted", lambda self: self.conn)
+    trace = load_trace(INCIDENTS / "01-false-done-never-satisfies-dependent.json")
+    results = held_restarts(trace)
+    assert [r.plant for r in results] == list(PLANTS)
+    for r in results:
+        assert r.verdict == "fail" and len(r.problems) == 1
+        assert r.problems[0].startswith(f"{r.plant} planted before the restart after step 0 "
+                                        "before commit [dispatch:a:1]: the restarted kernel")

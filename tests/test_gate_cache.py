@@ -108,7 +108,8 @@ def test_the_first_run_keeps_every_part_and_the_second_reuses_them_all(runs, col
     first, parts, plain = cold
     assert first.verdict == "pass"
     assert first.cache["reused"] == 0 and first.cache["checks"] == len(first.checks)
-    assert len(parts) == 2 * len(NAMES)          # a replay and the crash cuts of each trace
+    # a replay and the crash cuts of each trace, and the restarts on the cuts' held connection
+    assert len(parts) == 2 * len(NAMES) + 1
     again = runs.gate(monkeypatch)
     assert runs.ran == []
     assert again.cache["reused"] == again.cache["checks"] == len(first.checks)

@@ -16,6 +16,7 @@ import wgk.impl.decisions.rules as rules
 import wgk.impl.decisions.transaction as transaction
 from wgk.conformance.reports import gate
 from wgk.conformance.check.explore import Instance
+from wgk.conformance.oracle.held_restarts import PLANTS
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"
@@ -45,6 +46,8 @@ def test_the_unplanted_implementation_passes_these_traces():
     r = gate.run_gate("quick", traces=[str(INCIDENTS / "10-stale-capability-rejected.json"),
                                        str(INCIDENTS / "06-live-owner-missing-heartbeat-stays-running.json")])
     assert r.verdict == "pass", r.summary()
+    restarts = [c for c in r.checks if "restart on the held connection" in c.name]
+    assert sorted(c.data["planted"] for c in restarts) == sorted(PLANTS)
 
 
 def test_skipping_the_fence_check_is_reported(monkeypatch):
@@ -121,3 +124,45 @@ def test_a_rebuild_dropping_facts_is_reported_by_every_way_of_rebuilding_in_the_
     assert kept.failed and all(any(d.what == "rebuild" for d in c.divergences) for c in kept.failed)
     assert [(c.name, [d.what for d in c.divergences]) for c in kept.cuts] == \
         [(c.name, [d.what for d in c.divergences]) for c in whole.cuts]
+
+
+#: Each guard of ``HeldDatabase.restarted`` disabled by an exact-text patch of its source,
+#: with the planted states the gate's restarts on the held connection must then report.
+HELD_GUARDS = {
+    "rollback": ("if conn.in_transaction:", "if False:",
+                 ["an open transaction holding an uncommitted write"]),
+    "temporary tables": ('conn.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0]',
+                         "0", ["a temporary table"]),
+    "attached databases": ('any(row[1] not in ("main", "temp") for row in '
+                           'conn.execute("PRAGMA database_list"))', "False",
+                           ["an attached database"]),
+    "settings": ("_settings(conn) != self.settings", "False", ["a changed connection setting"]),
+    "replacement": ("if own:", "if False:",
+                    ["a temporary table", "an attached database", "a changed connection setting"]),
+}
+
+
+def _restarted_without(anchor: str, replacement: str):
+    import inspect
+    import textwrap
+    from wgk.conformance.oracle import impl_system
+    source = textwrap.dedent(inspect.getsource(impl_system.HeldDatabase.restarted))
+    assert source.count(anchor) == 1, anchor
+    scope: dict = {}
+    exec(compile(source.replace(anchor, replacement), impl_system.__file__, "exec"),
+         vars(impl_system), scope)
+    return scope["restarted"]
+
+
+@pytest.mark.parametrize("guard", sorted(HELD_GUARDS))
+def test_a_held_connection_restarted_without_one_of_its_guards_is_reported(monkeypatch, guard):
+    """The cuts leave nothing on the held connection that its guards remove: only the
+    restarts with a state planted on it see a guard gone."""
+    from wgk.conformance.oracle.impl_system import HeldDatabase
+    anchor, replacement, planted = HELD_GUARDS[guard]
+    monkeypatch.setattr(HeldDatabase, "restarted", _restarted_without(anchor, replacement))
+    r = gate.run_gate("quick", traces=[str(INCIDENTS / "16-two-dispatchers-one-attempt.json")])
+    bad = failing(r, "crash-cuts")
+    assert r.verdict == "fail" and sorted(c.data["planted"] for c in bad) == sorted(planted)
+    assert all("restart on the held connection" in c.name and c.data["planted"] in c.detail
+               for c in bad), [c.name for c in bad]

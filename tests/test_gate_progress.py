@@ -42,7 +42,8 @@ def test_progress_ticks_count_up_to_each_sections_total(tmp_path):
     assert [t.done for t in replay] == [0, 1, 2] and {t.total for t in replay} == {2}
     assert replay[-1].label == "incident-16-two-dispatchers-one-attempt"
     cuts = [t for t in ticks if t.section == "crash-cuts" and not t.final]
-    assert cuts[-1].done == cuts[-1].total == 2
+    assert cuts[-1].done == cuts[-1].total == 3             # two traces, then the restarts
+    assert cuts[-1].label == "restarts on the held connection"
     fuzz = [t for t in ticks if t.section == "fuzz" and not t.final]
     assert fuzz[-1].total == 4 and fuzz[-1].done >= 1       # one tick per generated run
     assert all(t.seconds >= 0 and t.rate >= 0 for t in ticks)

@@ -221,3 +221,17 @@ def test_through_the_protocol_a_survivor_listed_in_process_is_explained_and_kill
                                           for r in runs], 3.0)
     assert [r.mutant.name for r in inproc.surprises()] == ["ledger-links-genesis"]
     assert exit_code(inproc) == 1
+
+
+def test_the_deadlock_mutant_is_first_killed_where_its_record_says():
+    """The races section on PostgreSQL, on the mutated copy: the first check that fails is the
+    one recorded (``impl_mutants_kills``); the dispatch races before it pass (a losing dispatch
+    is answered by its conditional write, never run again)."""
+    from pg_support import server
+    from wgk.conformance.oracle.impl_mutants_kills import KILLED_IN_PROCESS
+    dsn = server()
+    m = MUTANTS_BY_NAME["pg-deadlock-not-retried"]
+    r = run_mutant(m, "quick", ["races"], timeout=600, backend=dsn)
+    assert r.verdict == "killed", r.to_json()
+    assert (r.section, r.check) == KILLED_IN_PROCESS[m.name] == m.killed_in_process, r.to_json()
+    assert "a row changed under the decision" in r.detail

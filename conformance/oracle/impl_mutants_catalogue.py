@@ -552,8 +552,11 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "on PostgreSQL, a deadlock or serialization failure is raised to the sender instead "
        "of the transaction being run again", "every request is answered (PostgreSQL)",
        ("storage/pg.py", "        return state in sql.RETRY_STATES", "        return False"),
-       survives=PG_ONLY + " (there the races kill it: two-dispatchers without row locks, "
-                          "and crossed-batches, whose deadlocks must be run again)"),
+       survives=PG_ONLY + " (there the races kill it: reset-racing-completion and "
+                          "two-terminal-reports without row locks, whose writes find a row "
+                          "changed under the decision, and crossed-batches, whose deadlocks "
+                          "must be run again; a losing dispatch is answered by its conditional "
+                          "write, never run again)"),
 )
 
 _GROUP = ("group commit (Kernel.handle_batch) is not part of the conformance protocol: only "
@@ -609,9 +612,9 @@ IN_PROCESS_ONLY = {
                                   "kernel's process does; the in-process contract section reads "
                                   "the setting of every connection the kernel opens (measured: "
                                   "it survives the quick gate over the protocol on PostgreSQL)"),
-    "pg-deadlock-not-retried": ("the checks that see it need the process: two-dispatchers with "
-                                "the store's row locks turned off inside it (no request turns "
-                                "them off), and crossed-batches, whose two tasks are dispatched "
+    "pg-deadlock-not-retried": ("the checks that see it need the process: the races with the "
+                                "store's row locks turned off inside it (no request turns them "
+                                "off), and crossed-batches, whose two tasks are dispatched "
                                 "in one batch (group commit is not part of the protocol); "
                                 "measured: the quick gate over the protocol on PostgreSQL, "
                                 "races included, does not kill it"),

@@ -46,10 +46,13 @@ def split(name: str, budget: str, kw: dict, call: Callable) -> list[Part]:
         if name == "crash-cuts" and loaded:
             modes = modes_of(budget, BUDGETS[budget][name])
             real = real_selection(budget, loaded, "cuts")
-            return [part(m * len(loaded) + n, len(loaded) * len(modes),
+            held = "in-process" in modes        # the restarts on the held connection: a part
+            total = len(loaded) * len(modes) + held
+            return [part(m * len(loaded) + n, total,
                          _requests(t) * (0.5 if t.id in real else 0.05) * (4 if mode == "kill" else 1),
                          only={n}, mode=mode)
-                    for m, mode in enumerate(modes) for n, t in enumerate(loaded)]
+                    for m, mode in enumerate(modes) for n, t in enumerate(loaded)] + \
+                [part(total - 1, total, 0.3, restarts=True)] * held
         if name == "prove" and BUDGETS[budget].get("unbounded"):
             count_of(budget, name, BUDGETS[budget][name])
             return [part(weight=WEIGHTS["prove"], only={"bounded"}),

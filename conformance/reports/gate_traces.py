@@ -7,9 +7,10 @@ import time
 from hypothesis import settings
 
 from wgk.conformance.oracle.coverage import recording
-from wgk.conformance.oracle.crashcuts import crash_cuts
+from wgk.conformance.oracle.crashcuts import crash_cuts, in_memory
 from wgk.conformance.oracle.fuzz import FuzzConfig, FuzzResult, run_fuzz
 from wgk.conformance.oracle.fuzz_shapes import SHAPES
+from wgk.conformance.oracle.held_restarts import held_restarts
 from wgk.conformance.oracle.impl_system import factory
 from wgk.conformance.oracle.replay import replay
 from wgk.conformance.oracle.real_world import WORLDS, world_for
@@ -111,13 +112,19 @@ def _replay_check(trace, real: set[str], sent: set) -> Check:
 
 
 def crash_cut_checks(budget: str, progress: Progress | None, loaded: list,
-                     only: set[int] | None = None, mode: str | None = None) -> list[Check]:
+                     only: set[int] | None = None, mode: str | None = None,
+                     restarts: bool = False) -> list[Check]:
     """Every durable boundary of every trace: one check per crash cut, on the real world where
     the budget selects it (``real-world.cuts``) and the trace allows (``only``: the positions
-    of the traces this call cuts; ``mode``: the one mode of the budget's it runs)."""
+    of the traces this call cuts; ``mode``: the one mode of the budget's it runs); with the
+    in-process cuts, the restarts on their held connection (``held_restart_checks``: run by
+    the whole section after its cuts, or alone by the call that asks for ``restarts``)."""
     modes = modes_of(budget, BUDGETS[budget]["crash-cuts"])
+    if restarts:
+        return held_restart_checks(loaded, Meter("crash-cuts", 1, progress))
     real = real_selection(budget, loaded, "cuts")
-    meter = Meter("crash-cuts", len(loaded) * len(modes), progress)
+    whole = only is None and mode is None and "in-process" in modes
+    meter = Meter("crash-cuts", len(loaded) * len(modes) + whole, progress)
     out = []
     for mode in [m for m in modes if mode in (None, m)]:
         for trace in chosen(loaded, only):
@@ -144,7 +151,39 @@ def crash_cut_checks(budget: str, progress: Progress | None, loaded: list,
                                  cut.seconds, first_lines(cut.divergences), data, group=trace.id))
             meter.step(f"{trace.id} ({len(result.cuts)} cuts, {result.equivalent} of them "
                        f"decided by equivalence, {mode}, {world})")
+    if whole:
+        out += held_restart_checks(loaded, meter)
     return out
+
+
+def held_restart_checks(loaded: list, meter: Meter) -> list[Check]:
+    """The in-process cuts' restarts on their held connection, each with a state planted on
+    it that a killed process cannot leave behind (``held_restarts``): one check per state, on
+    the cuts of the first commit of the shortest trace that commits (a skip when none does,
+    or on PostgreSQL)."""
+    out = _held_restart_checks(loaded)
+    meter.step("restarts on the held connection")
+    return out
+
+
+def _held_restart_checks(loaded: list) -> list[Check]:
+    if not in_memory("in-process", "memory"):
+        return [Check("crash-cuts", "restarts on the held connection", "skip", 0.0,
+                      "the cuts on PostgreSQL hold no connection: each opens a new one")]
+    ranked = sorted(loaded, key=lambda t: (sum("request" in s for s in t.steps), len(t.steps), t.id))
+    why = "no trace"
+    for trace in ranked:
+        try:
+            results = held_restarts(trace)
+        except StepError as e:                  # no request of it commits, or no setup
+            why = str(e)
+            continue
+        return [Check("crash-cuts", f"{trace.id} restart on the held connection after {r.plant}",
+                      r.verdict, r.seconds, "; ".join(r.problems),
+                      {"planted": r.plant, "cuts": r.cuts, "trace": str(trace.path)}, group=trace.id)
+                for r in results]
+    return [Check("crash-cuts", "restarts on the held connection", "skip", 0.0,
+                  f"no trace to restart on: {why}")]
 
 
 def fuzz_shapes(budget: str, b: dict) -> list[str]:
