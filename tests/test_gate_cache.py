@@ -447,6 +447,49 @@ def test_a_trace_text_the_schema_passed_is_not_checked_again_and_any_other_is(tm
     assert calls
 
 
+def test_on_several_processes_a_warm_load_checks_no_unchanged_trace_and_a_changed_one_again(
+        tmp_path, monkeypatch):
+    """The gate loads its traces on several processes (``load_traces`` with workers, the
+    schema checked ahead on forked ones): the verdicts checked there are kept too, so the
+    second load checks no trace's schema, while a trace whose bytes changed is checked again
+    and its error is the one given without the cache."""
+    from wgk.conformance.traces import format as trace_format
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    for n in NAMES:
+        shutil.copy(INCIDENTS / n, folder / n)
+    monkeypatch.setattr(trace_format, "AHEAD_FROM", 2)          # ahead on a fork for so few
+    counted = tmp_path / "checked"
+    real = trace_format.schema_errors
+
+    def counting(doc):                 # counted in a file: the forked processes count too
+        with counted.open("a") as out:
+            out.write("x")
+        return real(doc)
+    monkeypatch.setattr(trace_format, "schema_errors", counting)
+
+    def checks(c: GateCache) -> int:
+        counted.write_text("")
+        with c.schema_verdicts():
+            trace_format.load_traces([folder], workers=2)
+        return len(counted.read_text())
+    c = GateCache(tmp_path / "cache", {"budget": "test"})
+    assert checks(c) == len(NAMES)
+    assert checks(c) == 0
+    assert checks(GateCache(tmp_path / "cache", {"budget": "test"})) == 0    # a later run
+    changed = folder / NAMES[-1]
+    doc = json.loads(changed.read_text())
+    doc["steps"][0]["no-such-field"] = 1
+    changed.write_text(json.dumps(doc))
+    with pytest.raises(trace_format.TraceError) as plain:
+        trace_format.load_traces([folder], workers=2)
+    counted.write_text("")
+    with c.schema_verdicts(), pytest.raises(trace_format.TraceError) as warm:
+        trace_format.load_traces([folder], workers=2)
+    assert len(counted.read_text()) == 1                         # that trace alone, again
+    assert str(warm.value) == str(plain.value) and "no-such-field" in str(warm.value)
+
+
 def test_the_set_up_by_kind_is_kept_under_the_whole_model_and_found_again(tmp_path, monkeypatch):
     """``Context.kind_setup`` is ``kind_setup``'s value, read back from the cache in a later
     run without setting a prover up; a changed rule file or a damaged file finds it again."""

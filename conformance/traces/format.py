@@ -182,10 +182,8 @@ def validate(doc: Any, path: str = "<trace>", raw: bytes | None = None) -> None:
     ahead = AHEAD.pop(hashlib.sha256(raw).digest(), None) if AHEAD and raw is not None else None
     if known is not None and known in SCHEMA_PASSED:
         errs = []
-    elif ahead is not None:
-        errs = ahead
-    else:
-        errs = schema_errors(doc)
+    else:                              # a verdict checked ahead is kept as one checked here
+        errs = ahead if ahead is not None else schema_errors(doc)
         if not errs and known is not None:
             SCHEMA_PASSED.add(known)
     if not errs:
@@ -246,10 +244,12 @@ def load_traces(paths: Iterable[str | Path], workers: int = 1) -> list[Trace]:
     """The traces of ``paths`` (``trace_files``), in order; the first problem raises
     ``TraceError``. ``workers`` > 1: for many files, their texts are checked against the schema
     on that many processes first (the schema's verdict is a function of the text alone), then
-    each file is validated in turn as with one, taking that verdict."""
+    each file is validated in turn as with one, taking that verdict (a text whose pass is kept
+    in ``SCHEMA_PASSED`` is not checked ahead; a pass checked ahead is kept there too)."""
     files = trace_files(paths)
-    if workers > 1 and len(files) >= AHEAD_FROM:
-        _schemas_ahead(files, workers)
+    pending = [f for f in files if not _passed_before(f)] if workers > 1 else files
+    if workers > 1 and len(pending) >= AHEAD_FROM:
+        _schemas_ahead(pending, workers)
     try:
         return [load_trace(f) for f in files]
     finally:
@@ -260,6 +260,17 @@ def load_traces(paths: Iterable[str | Path], workers: int = 1) -> list[Trace]:
 AHEAD: dict[bytes, list[tuple[str, str]]] = {}
 #: The fewest files whose schema verdicts are worth checking on several processes.
 AHEAD_FROM = 32
+
+
+def _passed_before(f: Path) -> bool:
+    """Whether the schema's verdict on the file's text is a pass kept in ``SCHEMA_PASSED``
+    (an unreadable file is not: ``validate`` reports it)."""
+    if not SCHEMA_PASSED:
+        return False
+    try:
+        return schema_digest(f.read_bytes()) in SCHEMA_PASSED
+    except OSError:
+        return False
 
 
 def _schema_share(files: list[Path]) -> dict[bytes, list[tuple[str, str]]]:
