@@ -299,11 +299,13 @@ def _ids(goals: list[tuple[str, str, list]]) -> list[tuple[str, str, list[int]]]
 
 
 def test_the_fast_comparisons_and_the_journal_memo_build_the_terms_z3py_builds(monkeypatch):
-    """``IntTerm``'s ``==``/``!=`` through the C API, the goals' And/Not through the backend and
-    the journal's memoised lookups give, term for term, the goals the plain z3py operators and
-    an unmemoised journal give (z3 shares equal terms: the same id is the same term)."""
+    """``IntTerm``'s ``==``/``!=`` through the C API, the goals' And/Not through the backend,
+    the journal's memoised lookups and the backend's memo of the terms it built give, term for
+    term, the goals the plain z3py operators, an unmemoised journal and a backend building
+    every term anew give (z3 shares equal terms: the same id is the same term)."""
+    import contextlib
     import z3
-    from wgk.conformance.z3.sym_backend import IntTerm, int_var
+    from wgk.conformance.z3.sym_backend import IntTerm, Z3Backend, int_var
     from wgk.conformance.z3.sym_containers import SymJournal
     x, y = int_var("fast.x"), int_var("fast.y")
     for a, b in ((x, 3), (x, y), (x, list(ReviewPhase)[-1]), (3, x)):
@@ -317,11 +319,45 @@ def test_the_fast_comparisons_and_the_journal_memo_build_the_terms_z3py_builds(m
     assert isinstance(fast.s.tasks[0].phase, IntTerm)
     goals = _goals(fast, transitions)
     assert sum(len(d) for _, _, d in goals) > 100
+    assert len(fast.memo) > 1000                    # the backend's terms went through the memo
     monkeypatch.setattr(IntTerm, "_operand", lambda self, other: None)   # z3py's way
     monkeypatch.setattr(SymJournal, "lookup", SymJournal._lookup)
     monkeypatch.setattr(SymJournal, "__sym_eq__", SymJournal._eq)
+    monkeypatch.setattr(Z3Backend, "memo_of", lambda self, memo: contextlib.nullcontext())
     plain = Prover(inst, transitions=transitions)
+    assert not plain.memo
     assert _ids(_goals(plain, transitions)) == _ids(goals)
+
+
+def test_the_backend_memo_gives_a_term_again_only_for_the_same_operands():
+    """Within ``memo_of`` the same operands give the very object built before, other operands
+    another term; outside it every term is built anew (and equal: z3 keeps one copy)."""
+    import z3
+    from wgk.conformance.z3.sym_backend import BACKEND, int_var
+    c, d, x, y = z3.Bool("memo.c"), z3.Bool("memo.d"), int_var("memo.x"), int_var("memo.y")
+    memo: dict = {}
+    with BACKEND.memo_of(memo):
+        first = [BACKEND.ite(c, x, y), BACKEND.and_([c, d]), BACKEND.or_([c, d]),
+                 BACKEND.not_(c), BACKEND.eq(x, y), x == 3, x != y]
+        again = [BACKEND.ite(c, x, y), BACKEND.and_([c, d]), BACKEND.or_([c, d]),
+                 BACKEND.not_(c), BACKEND.eq(x, y), x == 3, x != y]
+        other = [BACKEND.ite(d, x, y), BACKEND.ite(c, y, x), BACKEND.ite(c, x, 3),
+                 BACKEND.and_([d, c]), BACKEND.or_([c, d, c]), BACKEND.not_(d),
+                 BACKEND.eq(y, x), x == 4, x != 3]
+    assert all(a is b for a, b in zip(first, again)) and len(memo) == len(first) + len(other)
+    assert len({t.get_id() for t in first + other}) == len(first) + len(other)
+    assert BACKEND.memo is None
+    fresh = BACKEND.ite(c, x, y)
+    assert fresh is not first[0] and fresh.get_id() == first[0].get_id()
+
+
+def test_a_term_the_backend_cannot_build_is_z3s_error_not_a_null_term():
+    """The backend calls z3's constructors without z3py's check: a constructor that gives no
+    term (here an ``and`` of integers) raises z3's error."""
+    import z3
+    from wgk.conformance.z3.sym_backend import BACKEND, int_var
+    with pytest.raises(z3.Z3Exception, match="[Ss]ort mismatch"):
+        BACKEND.and_([int_var("null.x"), int_var("null.y")])
 
 
 def test_a_journal_memo_answers_only_the_same_arguments():

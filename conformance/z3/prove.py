@@ -118,6 +118,9 @@ class Prover:
         self.delta: dict[int, list] = {}
         self.changed: dict[int, set[str]] = {}
         self.substitution: dict[int, list] = {}
+        #: the terms built by the rules and properties on this prover's states (the backend's
+        #: memo while they run: ``Z3Backend.memo_of``)
+        self.memo: dict = {}
         self.build(self.transitions if transitions is None else transitions)
         # environment assumptions are assumed like the invariants; their frames check only
         # that the model's own steps keep them (reported as assumption frames)
@@ -136,7 +139,7 @@ class Prover:
                 solver.set(name, v)
         #: the properties with a frame the bare solver did not refute: asked of ``solver`` alone
         self.needs_assumptions: set[str] = set()
-        with symbolic(), sem.active():
+        with symbolic(), sem.active(), BACKEND.memo_of(self.memo):
             self.solver.add(*domain(self.space, self.s), *self.pool.domain())
             self.bare.add(*self.solver.assertions())
             self.assumed: dict[str, list] = {}
@@ -163,7 +166,7 @@ class Prover:
         p.sem = sem
         p.type_memo, p.branches, p.groups = {}, [], {}
         p.delta, p.changed, p.substitution = {}, {}, {}
-        p.needs_assumptions = set()
+        p.needs_assumptions, p.memo = set(), {}
         return p
 
     def build(self, transitions: Collection[str]) -> None:
@@ -171,7 +174,9 @@ class Prover:
         wanted = set(transitions)
         todo = [n for n, tpl in enumerate(self.cat.templates)
                 if n not in self.delta and transition_of(tpl) in wanted]
-        for b in branches(self.cat, self.s, self.pool, self.sem, indices=todo):
+        with BACKEND.memo_of(self.memo):
+            built = branches(self.cat, self.s, self.pool, self.sem, indices=todo)
+        for b in built:
             self.branches.append(b)
             self.groups.setdefault(b.transition, []).append(b)
             d = delta(self.space, self.s, b.post)
@@ -211,7 +216,7 @@ class Prover:
 
     def goal(self, p: Property, transition: str) -> list[tuple[Branch, Any, list[int]]]:
         out = []
-        with symbolic(), self.sem.active():
+        with symbolic(), self.sem.active(), BACKEND.memo_of(self.memo):
             for b in self.groups[transition]:
                 for bad, tasks in self._violations(p, b):
                     out.append((b, BACKEND.and_([b.guard, bad]), tasks))
@@ -224,7 +229,7 @@ class Prover:
         disjuncts = self.goal(p, transition)
         if not disjuncts:
             return ProofResult(p.id, transition, "proved", time.perf_counter() - t0, solved=False)
-        goal = z3.Or([d for _, d, _ in disjuncts])
+        goal = BACKEND.or_([d for _, d, _ in disjuncts])
         if p.id not in self.needs_assumptions:
             if _ask(self.bare, goal)[0] == z3.unsat:
                 return ProofResult(p.id, transition, "proved", time.perf_counter() - t0)

@@ -11,6 +11,58 @@ from z3 import z3core
 from wgk.model import logic
 
 
+# --- terms built without z3py's layers --------------------------------------------------
+#
+# z3py wraps every C function in a check of the context's error code (a second call) and
+# every term in an object whose constructor and finaliser go through those wrappers. The
+# backend builds tens of thousands of terms per proof: it calls the library's functions
+# itself and checks the one thing that can fail, a constructor giving no term.
+
+class Library:
+    """z3's C functions as z3core's wrappers call them (each wrapper holds its function)."""
+
+    def __getattr__(self, name: str) -> Any:
+        f = getattr(z3core, name).__defaults__[-1].f
+        setattr(self, name, f)
+        return f
+
+
+LIB = Library()
+_CTX = z3.main_ctx()
+
+
+def _made(ast: Any) -> Any:
+    """``ast`` as a constructor returned it: raise z3's error when it gave no term."""
+    if not ast:
+        ref = _CTX.ref()
+        raise z3.Z3Exception(LIB.Z3_get_error_msg(ref, LIB.Z3_get_error_code(ref)))
+    return ast
+
+
+class _Lean:
+    """A term object made and released without z3py's checked wrappers (mixed into the
+    backend's term classes; otherwise the z3py class it is)."""
+
+    @classmethod
+    def made(cls, ast: Any) -> Any:
+        """The term object of ``ast`` just returned by a z3 constructor (one reference)."""
+        ast = _made(ast)
+        x = object.__new__(cls)
+        x.ast, x.ctx = ast, _CTX
+        LIB.Z3_inc_ref(_CTX.ctx, ast)
+        return x
+
+    def __del__(self) -> None:
+        ast, ctx = self.ast, self.ctx.ctx
+        if ast is not None and ctx is not None and LIB is not None:
+            LIB.Z3_dec_ref(ctx, ast)
+            self.ast = None
+
+
+class BoolTerm(_Lean, z3.BoolRef):
+    """A Bool term of the backend (a ``z3.BoolRef``)."""
+
+
 # --- the backend ----------------------------------------------------------------
 
 class Z3Backend:
@@ -24,6 +76,26 @@ class Z3Backend:
         self._ints: dict[int, z3.ArithRef] = {}
         self._true = z3.BoolVal(True, self.ctx)
         self._false = z3.BoolVal(False, self.ctx)
+        #: the terms built so far, by their operator and the Python objects of their operands
+        #: (``memo``): the same operands give the same object without a call into z3
+        self.memo: dict | None = None
+
+    @contextmanager
+    def memo_of(self, memo: dict) -> Iterator[None]:
+        """Build terms through ``memo`` for the duration (the previous memo is restored).
+
+        The rules run on one symbolic pre-state for every template, and the properties on
+        one post-state per branch, asking the same comparisons and if-then-elses many times
+        over: a term asked again is the object built the first time. Keys are the ``id`` of
+        the operands and each entry keeps its operands alive, so an ``id`` is never reused
+        for another object while the memo stands; the terms are the ones z3 would give
+        (it keeps one copy of each term), only their Python objects are shared."""
+        previous = self.memo
+        self.memo = memo
+        try:
+            yield
+        finally:
+            self.memo = previous
 
     def term(self, x: Any) -> z3.ExprRef:
         if isinstance(x, z3.ExprRef):
@@ -40,28 +112,72 @@ class Z3Backend:
     def ite(self, c: Any, a: Any, b: Any) -> Any:
         if isinstance(a, bool) and isinstance(b, bool):
             return a if a == b else (c if a else self.not_(c))
-        a, b = self.term(a), self.term(b)
-        ref = z3core.Z3_mk_ite(self.ctx.ref(), c.as_ast(), a.as_ast(), b.as_ast())
-        if isinstance(a, (IntTerm, z3.IntNumRef)) or isinstance(b, IntTerm):
-            return IntTerm(ref, self.ctx)
-        return z3.ArithRef(ref, self.ctx) if isinstance(a, z3.ArithRef) else z3.z3._to_expr_ref(ref, self.ctx)
+        memo = self.memo
+        if memo is not None:
+            key = ("ite", id(c), id(a), id(b))
+            hit = memo.get(key)
+            if hit is not None:
+                return hit[0]
+        x, y = self.term(a), self.term(b)
+        ref = LIB.Z3_mk_ite(_CTX.ctx, c.ast, x.ast, y.ast)
+        if isinstance(x, (IntTerm, z3.IntNumRef)) or isinstance(y, IntTerm):
+            out = IntTerm.made(ref)
+        elif isinstance(x, z3.BoolRef):
+            out = BoolTerm.made(ref)
+        elif isinstance(x, z3.ArithRef):
+            out = z3.ArithRef(_made(ref), self.ctx)
+        else:
+            out = z3.z3._to_expr_ref(_made(ref), self.ctx)
+        if memo is not None:
+            memo[key] = (out, c, a, b)
+        return out
 
     def and_(self, xs: list) -> Any:
-        return z3.BoolRef(z3core.Z3_mk_and(self.ctx.ref(), len(xs), _asts(xs)), self.ctx)
+        return self._nary("and", LIB.Z3_mk_and, xs)
 
     def or_(self, xs: list) -> Any:
-        return z3.BoolRef(z3core.Z3_mk_or(self.ctx.ref(), len(xs), _asts(xs)), self.ctx)
+        return self._nary("or", LIB.Z3_mk_or, xs)
+
+    def _nary(self, op: str, mk: Any, xs: list) -> Any:
+        memo = self.memo
+        if memo is not None:
+            key = (op, *map(id, xs))
+            hit = memo.get(key)
+            if hit is not None:
+                return hit[0]
+        out = BoolTerm.made(mk(_CTX.ctx, len(xs), _asts(xs)))
+        if memo is not None:
+            memo[key] = (out, list(xs))
+        return out
 
     def eq(self, a: Any, b: Any) -> Any:
         """``a == b`` as a z3 Bool (``True`` when both are the same term)."""
-        a, b = self.term(a), self.term(b)
-        ctx = self.ctx.ref()
-        if z3core.Z3_get_ast_id(ctx, a.as_ast()) == z3core.Z3_get_ast_id(ctx, b.as_ast()):
-            return True
-        return z3.BoolRef(z3core.Z3_mk_eq(ctx, a.as_ast(), b.as_ast()), self.ctx)
+        memo = self.memo
+        if memo is not None:
+            key = ("eq", id(a), id(b))
+            hit = memo.get(key)
+            if hit is not None:
+                return hit[0]
+        x, y = self.term(a), self.term(b)
+        if x.ast.value == y.ast.value:       # the same term (z3 keeps one copy of each)
+            out: Any = True
+        else:
+            out = BoolTerm.made(LIB.Z3_mk_eq(_CTX.ctx, x.ast, y.ast))
+        if memo is not None:
+            memo[key] = (out, a, b)
+        return out
 
     def not_(self, x: Any) -> Any:
-        return z3.BoolRef(z3core.Z3_mk_not(self.ctx.ref(), x.as_ast()), self.ctx)
+        memo = self.memo
+        if memo is not None:
+            key = ("not", id(x))
+            hit = memo.get(key)
+            if hit is not None:
+                return hit[0]
+        out = BoolTerm.made(LIB.Z3_mk_not(_CTX.ctx, x.ast))
+        if memo is not None:
+            memo[key] = (out, x)
+        return out
 
     def count(self, known: int, terms: list) -> "Count":
         """``known`` plus the number of true ``terms``: compared with a number, a cardinality
@@ -70,7 +186,7 @@ class Z3Backend:
         return Count(total.as_ast(), self.ctx, known, terms)
 
 
-class IntTerm(z3.ArithRef):
+class IntTerm(_Lean, z3.ArithRef):
     """A term of sort Int whose ``==`` and ``!=`` with a Python int or another ``IntTerm`` are
     built with z3's C API: the very terms z3py builds (``Z3_mk_eq``, ``Z3_mk_distinct`` of the
     two, the int as its numeral), without z3py's coercion of the operands, which the model's
@@ -79,24 +195,42 @@ class IntTerm(z3.ArithRef):
 
     def _operand(self, other: Any) -> Any:
         if isinstance(other, IntTerm):
-            return other.as_ast()
+            return other.ast
         if isinstance(other, int) and not isinstance(other, bool):
-            return BACKEND.term(int(other)).as_ast()
+            return BACKEND.term(int(other)).ast
         return None
 
     def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        memo = BACKEND.memo
+        if memo is not None:
+            key = ("==", id(self), id(other))
+            hit = memo.get(key)
+            if hit is not None:
+                return hit[0]
         b = self._operand(other)
         if b is None:
-            return super().__eq__(other)
-        return z3.BoolRef(z3core.Z3_mk_eq(self.ctx.ref(), self.as_ast(), b), self.ctx)
+            out = super().__eq__(other)
+        else:
+            out = BoolTerm.made(LIB.Z3_mk_eq(_CTX.ctx, self.ast, b))
+        if memo is not None:
+            memo[key] = (out, self, other)
+        return out
 
     def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        memo = BACKEND.memo
+        if memo is not None:
+            key = ("!=", id(self), id(other))
+            hit = memo.get(key)
+            if hit is not None:
+                return hit[0]
         b = self._operand(other)
         if b is None:
-            return super().__ne__(other)
-        arr = (z3.Ast * 2)()
-        arr[0], arr[1] = self.as_ast(), b
-        return z3.BoolRef(z3core.Z3_mk_distinct(self.ctx.ref(), 2, arr), self.ctx)
+            out = super().__ne__(other)
+        else:
+            out = BoolTerm.made(LIB.Z3_mk_distinct(_CTX.ctx, 2, (z3.Ast * 2)(self.ast, b)))
+        if memo is not None:
+            memo[key] = (out, self, other)
+        return out
 
     __hash__ = z3.ArithRef.__hash__
 
@@ -154,10 +288,7 @@ class Count(z3.ArithRef):
 
 
 def _asts(xs: list) -> Any:
-    arr = (z3.Ast * len(xs))()
-    for n, x in enumerate(xs):
-        arr[n] = x.as_ast()
-    return arr
+    return (z3.Ast * len(xs))(*[x.ast for x in xs])
 
 
 def substitute(term: z3.ExprRef, pairs: list[tuple[z3.ExprRef, z3.ExprRef]]) -> z3.ExprRef:

@@ -125,7 +125,9 @@ def identical(a: Any, b: Any) -> bool:
     if a is b:
         return True
     if is_term(a) and is_term(b):
-        return a.eq(b)
+        # z3 keeps one copy of each term: the same term is the same address (what ``eq`` asks
+        # of z3, without the call)
+        return a.ast.value == b.ast.value
     return False
 
 

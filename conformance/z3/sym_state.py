@@ -14,7 +14,7 @@ from wgk.model.vocab import (
     Receipt, ReviewPhase, ReviewVerdict,
 )
 
-from wgk.conformance.z3.sym_backend import as_bool, int_var, is_term
+from wgk.conformance.z3.sym_backend import LIB, as_bool, int_var, is_term
 from wgk.conformance.z3.sym_containers import SymEntry, SymEvidence, SymJournal
 
 
@@ -51,6 +51,11 @@ class Space:
     @property
     def ntasks(self) -> int:
         return len(self.graph.tasks)
+
+    @property
+    def task_width(self) -> int:
+        """The number of leaves of one task (``task_leaves``)."""
+        return len(BOOL_FIELDS) + len(INT_FIELDS) + 3 * len(Receipt) + len(self.universe)
 
 
 def fresh_task(space: Space, name: str) -> TaskState:
@@ -118,7 +123,12 @@ def leaves(space: Space, s: State) -> list:
     out: list = []
     for t in s.tasks:
         out += task_leaves(space, t)
-    out += [s.target, s.now]
+    return out + tail_leaves(s)
+
+
+def tail_leaves(s: State) -> list:
+    """The leaves of ``s`` after its tasks': the target, the clock and the journal."""
+    out: list = [s.target, s.now]
     for e in s.journal.entries:
         out += [e.used, e.shape, *e.slots, e.kind, e.code]
     return out
@@ -182,9 +192,10 @@ def _value_within(tp: Any, v: int) -> bool:
 
 
 def _within_ast(tp: Any, a: Any, ctx: Any, var_types: dict[str, Any], memo: dict) -> bool:
-    """``within_type`` of one AST, walked with z3's C API (memoised by AST id: the
-    post-states of one prover share most of their subterms)."""
-    key = (tp, z3core.Z3_get_ast_id(ctx, a))
+    """``within_type`` of one AST, walked with z3's C API (memoised by the AST's address: the
+    post-states of one prover share most of their subterms, and the prover keeps them alive,
+    so an address is not given to another term while the memo stands)."""
+    key = (tp, a.value)      # the term's address: z3 keeps one copy of each term
     hit = memo.get(key)
     if hit is not None:
         return hit
@@ -193,22 +204,23 @@ def _within_ast(tp: Any, a: Any, ctx: Any, var_types: dict[str, Any], memo: dict
 
 
 def _within(tp: Any, a: Any, ctx: Any, var_types: dict[str, Any], memo: dict) -> bool:
-    if z3core.Z3_get_ast_kind(ctx, a) == z3.Z3_NUMERAL_AST:
+    kind = LIB.Z3_get_ast_kind(ctx, a)
+    if kind == z3.Z3_NUMERAL_AST:
         return _value_within(tp, int(z3core.Z3_get_numeral_string(ctx, a)))
-    if z3core.Z3_get_ast_kind(ctx, a) != z3.Z3_APP_AST:
+    if kind != z3.Z3_APP_AST:
         return False
-    app = z3core.Z3_to_app(ctx, a)
-    decl = z3core.Z3_get_app_decl(ctx, app)
-    op = z3core.Z3_get_decl_kind(ctx, decl)
-    n = z3core.Z3_get_app_num_args(ctx, app)
+    app = LIB.Z3_to_app(ctx, a)
+    decl = LIB.Z3_get_app_decl(ctx, app)
+    op = LIB.Z3_get_decl_kind(ctx, decl)
+    n = LIB.Z3_get_app_num_args(ctx, app)
     if op == z3.Z3_OP_UNINTERPRETED and n == 0:
-        name = z3core.Z3_get_symbol_string(ctx, z3core.Z3_get_decl_name(ctx, decl))
+        name = z3core.Z3_get_symbol_string(ctx, LIB.Z3_get_decl_name(ctx, decl))
         return var_types.get(name) == tp
     if op == z3.Z3_OP_ITE:
-        return (_within_ast(tp, z3core.Z3_get_app_arg(ctx, app, 1), ctx, var_types, memo)
-                and _within_ast(tp, z3core.Z3_get_app_arg(ctx, app, 2), ctx, var_types, memo))
+        return (_within_ast(tp, LIB.Z3_get_app_arg(ctx, app, 1), ctx, var_types, memo)
+                and _within_ast(tp, LIB.Z3_get_app_arg(ctx, app, 2), ctx, var_types, memo))
     if tp is int and op == z3.Z3_OP_ADD:
-        return all(_within_ast(int, z3core.Z3_get_app_arg(ctx, app, k), ctx, var_types, memo)
+        return all(_within_ast(int, LIB.Z3_get_app_arg(ctx, app, k), ctx, var_types, memo)
                    for k in range(n))
     return False
 

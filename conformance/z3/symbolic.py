@@ -33,7 +33,7 @@ from wgk.conformance.z3.sym_containers import (  # noqa: F401
 )
 from wgk.conformance.z3.sym_state import (  # noqa: F401
     ENUM_FIELDS, BOOL_FIELDS, INT_FIELDS, Space, fresh_task, fresh_journal, fresh_state,
-    symbolic_graph, task_leaves, leaves, DomainError, leaf_types, leaf_domain, within_type, domain,
+    symbolic_graph, task_leaves, tail_leaves, leaves, DomainError, leaf_types, leaf_domain, within_type, domain,
     equals,
 )
 from wgk.conformance.z3.sym_decode import (  # noqa: F401
@@ -45,7 +45,7 @@ __all__ = [
     'Z3Backend', 'substitute', 'BACKEND', 'symbolic', 'is_term', 'as_bool', 'NonZero',
     'nonzero_int', 'IntTerm', 'int_var', 'SymEvidence', 'SymDigest', 'SymEntry', 'SymJournal', 'ENUM_FIELDS',
     'BOOL_FIELDS', 'INT_FIELDS', 'Space', 'fresh_task', 'fresh_journal', 'fresh_state',
-    'symbolic_graph', 'task_leaves', 'leaves', 'DomainError', 'leaf_types', 'leaf_domain',
+    'symbolic_graph', 'task_leaves', 'tail_leaves', 'leaves', 'DomainError', 'leaf_types', 'leaf_domain',
     'within_type', 'domain', 'equals', 'value', 'decode_graph', 'decode_task', 'decode_journal',
     'decode_state', 'free_constants', 'identical', 'field_diff', 'describe_task',
 ]

@@ -26,7 +26,8 @@ from wgk.model.rules import RULES
 from wgk.model.state import Graph, State
 
 from wgk.conformance.z3.symbolic import (
-    Space, SymEvidence, as_bool, fresh_state, identical, leaves, symbolic,
+    Space, SymEvidence, as_bool, fresh_state, identical, leaves, symbolic, tail_leaves,
+    task_leaves,
 )
 from wgk.conformance.z3.catalogue import POOL, Catalogue, Pool, request_templates
 
@@ -109,9 +110,24 @@ def branches(cat: Catalogue, s: State, pool: Pool, sem: Semantics = MODEL,
 
 
 def delta(space: Space, s: State, post: State) -> list[tuple[int, Any]]:
-    """``(leaf position, new value)`` for every leaf ``post`` changes (by identity)."""
-    return [(n, b) for n, (a, b) in enumerate(zip(leaves(space, s), leaves(space, post)))
-            if not identical(a, b)]
+    """``(leaf position, new value)`` for every leaf ``post`` changes (by identity).
+
+    A task ``post`` holds as the very object of ``s`` (the rules give back the task they do
+    not change) has every leaf of it unchanged, and is not flattened."""
+    out: list[tuple[int, Any]] = []
+    at = 0
+    for t, t2 in zip(s.tasks, post.tasks, strict=True):
+        if t2 is t:
+            at += space.task_width
+            continue
+        before = task_leaves(space, t)
+        out += [(at + n, b) for n, (a, b) in enumerate(zip(before, task_leaves(space, t2)))
+                if not identical(a, b)]
+        at += len(before)
+    if post.target is not s.target or post.now is not s.now or post.journal is not s.journal:
+        out += [(at + n, b) for n, (a, b) in enumerate(zip(tail_leaves(s), tail_leaves(post)))
+                if not identical(a, b)]
+    return out
 
 
 def as_term(x: Any) -> Any:
