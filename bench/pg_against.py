@@ -33,6 +33,30 @@ import wgk.impl  # noqa: E402
 from wgk.impl import Pragmas  # noqa: E402
 
 
+def alternated(columns: dict, n_rounds: int, batch: int) -> tuple[dict, dict]:
+    """Each column's wall and CPU seconds over ``n_rounds`` rounds of ``batch`` requests, who
+    goes first rotating by round."""
+    names = list(columns)
+    wall, cpu = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0)
+    for i in range(n_rounds):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            c0 = time.process_time()
+            wall[name] += columns[name].run(batch)
+            cpu[name] += time.process_time() - c0
+    return wall, cpu
+
+
+def measured(name: str, wall: dict, cpu: dict, n: int, conns: dict, server0: dict) -> dict:
+    """Column ``name``'s rate, its ratio to the raw loop, and its client's and server's CPU
+    per request (the server's when it runs on this host)."""
+    f = {"per-second": n / wall[name], "ratio-to-raw": wall["raw"] / wall[name],
+         "client-cpu-ms": cpu[name] / n * 1e3}
+    server = backend_cpu(conns[name])
+    if server is not None and server0[name] is not None:
+        f["server-cpu-ms"] = (server - server0[name]) / n * 1e3
+    return f
+
+
 def rounds(dsn: str, impls: dict, n_rounds: int, batch: int) -> dict:
     with contextlib.ExitStack() as schemas:
         def fresh() -> str:
@@ -47,20 +71,11 @@ def rounds(dsn: str, impls: dict, n_rounds: int, batch: int) -> dict:
         trips0 = {n: c.kernel.store.conn.round_trips for n, c in columns.items() if n != "raw"}
         conns = {n: c.conn if n == "raw" else c.kernel.store.conn.raw for n, c in columns.items()}
         server0 = {n: backend_cpu(c) for n, c in conns.items()}
-        wall, cpu = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0)
-        for i in range(n_rounds):
-            for name in names[i % len(names):] + names[:i % len(names)]:
-                c0 = time.process_time()
-                wall[name] += columns[name].run(batch)
-                cpu[name] += time.process_time() - c0
+        wall, cpu = alternated(columns, n_rounds, batch)
         n = n_rounds * batch
         out = {}
         for name in names:
-            f = {"per-second": n / wall[name], "ratio-to-raw": wall["raw"] / wall[name],
-                 "client-cpu-ms": cpu[name] / n * 1e3}
-            server = backend_cpu(conns[name])
-            if server is not None and server0[name] is not None:    # (a server on this host)
-                f["server-cpu-ms"] = (server - server0[name]) / n * 1e3
+            f = measured(name, wall, cpu, n, conns, server0)
             if name != "raw":
                 f["round-trips"] = (columns[name].kernel.store.conn.round_trips - trips0[name]) / n
                 columns[name].kernel.close()

@@ -26,12 +26,12 @@ import json
 import os
 import re
 import sys
-import time
 from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_pg import RawPg, Schema, backend_cpu, server  # noqa: E402
 from gate_against import BENCH  # noqa: E402
+from pg_against import alternated, measured  # noqa: E402
 from impl_workloads import Completions, Heartbeats  # noqa: E402
 
 from wgk.impl import Pragmas  # noqa: E402
@@ -166,20 +166,11 @@ def kernel_rounds(dsn: str, n_rounds: int, batch: int) -> dict:
         server0 = {n: backend_cpu(c) for n, c in conns.items()}
         sent0 = {n: s[0] for n, s in sent.items()}
         trips0 = {n: columns[n].kernel.store.conn.round_trips for n in sent}
-        wall, cpu = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0)
-        for i in range(n_rounds):
-            for name in names[i % len(names):] + names[:i % len(names)]:
-                c0 = time.process_time()
-                wall[name] += columns[name].run(batch)
-                cpu[name] += time.process_time() - c0
+        wall, cpu = alternated(columns, n_rounds, batch)
         n = n_rounds * batch
         out = {}
         for name in names:
-            f = {"per-second": n / wall[name], "ratio-to-raw": wall["raw"] / wall[name],
-                 "client-cpu-ms": cpu[name] / n * 1e3}
-            now = backend_cpu(conns[name])
-            if now is not None and server0[name] is not None:
-                f["server-cpu-ms"] = (now - server0[name]) / n * 1e3
+            f = measured(name, wall, cpu, n, conns, server0)
             if name != "raw":
                 f["statements"] = (sent[name][0] - sent0[name]) / n
                 f["round-trips"] = (columns[name].kernel.store.conn.round_trips - trips0[name]) / n
