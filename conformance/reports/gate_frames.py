@@ -273,6 +273,14 @@ class Reach:
         return _digest(*(x for name, p in self.files for x in (name, file_digest(p, quals[name]))))
 
 
+def current(reach: Reach, deps: dict[str, tuple[frozenset[str], str]]) -> bool:
+    """Whether ``deps`` (per rule file, the functions read and their digest) name the rule
+    files of ``reach`` as they are now, each one's functions as they were recorded."""
+    paths = dict(reach.files)
+    return sorted(deps) == sorted(paths) and all(file_digest(paths[n], q) == d
+                                                 for n, (q, d) in deps.items())
+
+
 class FrameStore:
     """The kept frames of one prover in ``directory`` (a folder of the gate's cache)."""
 
@@ -316,9 +324,7 @@ class FrameStore:
             why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
             self.warnings.append(f"cache entry {path} (prove set-up) ignored: {why}")
             return None
-        paths = dict(self.reach.files)
-        if sorted(deps) != sorted(paths) or any(file_digest(paths[n], q) != d
-                                                for n, (q, d) in deps.items()):
+        if not current(self.reach, deps):
             return None
         return {n: q for n, (q, _) in deps.items()}
 
@@ -622,8 +628,4 @@ def _witness_variant(where: Path, key: str, store: FrameStore) -> dict | None:
         why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
         store.warnings.append(f"cache entry {where} (prove witness) ignored: {why}")
         return None
-    paths = dict(store.reach.files)
-    if sorted(deps) != sorted(paths) or any(file_digest(paths[n], q) != d
-                                            for n, (q, d) in deps.items()):
-        return None
-    return report
+    return report if current(store.reach, deps) else None
