@@ -316,8 +316,11 @@ def durable_boundaries(trace: Trace) -> list[tuple[int, str]]:
     return out
 
 
-def _crash_in_process(snap: _Snapshot, db: str, j: int, step: dict) -> ImplSystem | None:
-    """Run ``step`` and crash at hook call ``j`` by an exception; None if never reached."""
+def _crash_in_process(snap: _Snapshot, db: str, j: int, step: dict,
+                      plant: Callable | None = None) -> ImplSystem | None:
+    """Run ``step`` and crash at hook call ``j`` by an exception; None if never reached.
+    ``plant``, given a held database, is run on its connection between the crash and the
+    restart (what the crashed kernel's connection holds: ``held_restarts``)."""
     crash = CrashAt(index=j)
     impl = _restore(snap, db, crash)
     try:
@@ -327,6 +330,8 @@ def _crash_in_process(snap: _Snapshot, db: str, j: int, step: dict) -> ImplSyste
     if crash.fired is None:
         impl.close()
         return None
+    if plant is not None:
+        plant(db.conn)
     impl.hook = no_hook
     impl.crash()                                      # restart from disk, without the crash hook
     return impl

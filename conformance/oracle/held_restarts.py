@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from wgk.impl import Crash, CrashAt, Recorder, no_hook
+from wgk.impl import Recorder
 
-from wgk.conformance.oracle.crashcuts import _crash_in_process, _restore, _snapshot
+from wgk.conformance.oracle.crashcuts import _crash_in_process, _snapshot
 from wgk.conformance.oracle.impl_system import HeldDatabase, ImplSystem
 from wgk.conformance.oracle.systems import StepError
 from wgk.conformance.traces.format import Trace
@@ -124,19 +124,11 @@ def held_restarts(trace: Trace) -> list[HeldRestart]:
 def _planted(snap, held: HeldDatabase, j: int, step: dict, plant, wanted: dict) -> str | None:
     """What differs when ``plant`` is planted on the held connection after cut ``j``'s crash
     (None: the restarted kernel's view is ``wanted``)."""
-    crash = CrashAt(index=j)
     impl = None
     try:
-        impl = _restore(snap, held, crash)
-        try:
-            impl.apply(step)
-        except Crash:
-            pass
-        if crash.fired is None:
+        impl = _crash_in_process(snap, held, j, step, plant)
+        if impl is None:
             return "the cut's boundary was not reached"
-        plant(held.conn)                          # what the crashed kernel's connection holds
-        impl.hook = no_hook
-        impl.crash()                              # the restart
         view = _view(impl, step, close=False)
     except Exception as e:             # noqa: BLE001 -- a restart that breaks is what is reported
         return f"the restarted kernel failed: {type(e).__name__}: {e}"
