@@ -156,7 +156,7 @@ class Seeder:
     def tasks(self, count: int, first_id: int) -> None:
         """``count`` filler tasks ``s0..``, chains of ``CHAIN_LENGTH`` (each open, waiting on
         the one before it unless it heads a chain)."""
-        ledger, tasks, stamps, txs, leases, gens, edges, views = ([] for _ in range(8))
+        ledger, tasks, txs, leases, gens, edges, views = ([] for _ in range(7))
         for i in range(count):
             name, tid = f"s{i}", first_id + i
             deps = [f"s{i - 1}"] if i % CHAIN_LENGTH else []
@@ -166,7 +166,6 @@ class Seeder:
             row = self._chain("task-added", name, None, body)
             ledger.append(row)
             tasks.append((tid, name, 0, 0, "land", 2))
-            stamps.append((tid, 0))
             txs.append((tid,))
             leases += [(tid, kind, 0) for kind in ("worktree", "session", "finish")]
             gens.append((tid, 0, row[0]))
@@ -176,7 +175,6 @@ class Seeder:
         self.insert("ledger", ledger, LEDGER_COLUMNS)
         self.insert("tasks", tasks, "(id, name, review_required, requires_assignment, "
                     "disposition_policy, retry_budget)")
-        self.insert("stamps", stamps, "(task, stamp)")
         self.insert("transactions", txs, "(task)")
         self.insert("leases", leases, "(task, kind, held)")
         self.insert("generations", gens, "(task, generation, opened_seq)")
@@ -211,7 +209,7 @@ class Seeder:
 
 LEDGER_COLUMNS = "(seq, prev, hash, event, task, key, body, chain)"
 #: The tables seeded in bulk, analyzed after (as the kernel does after a bulk graph edit).
-ANALYZED = ("ledger", "tasks", "stamps", "transactions", "leases", "generations", "edges",
+ANALYZED = ("ledger", "tasks", "transactions", "leases", "generations", "edges",
             "task_view", "journal", "evidence")
 EVIDENCE_MARK = "EVIDENCE-MARK"
 RESPONSE = '{"decision":"evidence-only"}'

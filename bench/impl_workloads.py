@@ -50,7 +50,7 @@ class Raw:
 class RawRows(Raw):
     """The rows one request writes, written by hand in one committed transaction each: the
     journal looked up, a hash-linked ledger row, the journal row and, for a heartbeat, its
-    evidence row; for a completion step, the record's rows (its stamp, its transaction, a
+    evidence row; for a completion step, the record's rows (its transaction with its stamp, a
     receipt). No parsing, no decision: what a request costs beyond it is the kernel's."""
 
     def __init__(self, path: str, pragmas: Pragmas, shape: str):
@@ -63,13 +63,11 @@ class RawRows(Raw):
             "seq INTEGER) WITHOUT ROWID;"
             "CREATE TABLE IF NOT EXISTS evidence (task INTEGER, kind TEXT, ident TEXT, counted "
             "INTEGER, seq INTEGER, PRIMARY KEY (task, kind, ident)) WITHOUT ROWID;"
-            "CREATE TABLE IF NOT EXISTS stamps (task INTEGER PRIMARY KEY, stamp INTEGER);"
             "CREATE TABLE IF NOT EXISTS transactions (task INTEGER PRIMARY KEY, phase TEXT, "
-            "revision INTEGER);"
+            "revision INTEGER, stamp INTEGER);"
             "CREATE TABLE IF NOT EXISTS receipts (task INTEGER, kind TEXT, fence INTEGER, "
             "candidate TEXT, base TEXT, PRIMARY KEY (task, kind)) WITHOUT ROWID;"
-            "INSERT OR IGNORE INTO stamps VALUES (1, 0);"
-            "INSERT OR IGNORE INTO transactions VALUES (1, 'absent', 0);")
+            "INSERT OR IGNORE INTO transactions VALUES (1, 'absent', 0, 0);")
         self.prev = "0" * 64
 
     def run(self, count: int) -> float:
@@ -90,7 +88,7 @@ class RawRows(Raw):
                 c.execute("INSERT OR IGNORE INTO evidence VALUES (1, 'heartbeat', ?, 0, ?)",
                           (key, self.n))
             else:
-                c.execute("UPDATE stamps SET stamp = stamp + 1 WHERE task = 1 AND stamp = ?",
+                c.execute("UPDATE transactions SET stamp = stamp + 1 WHERE task = 1 AND stamp = ?",
                           (self.n - 1,))
                 c.execute("UPDATE transactions SET phase = ?, revision = ? WHERE task = 1",
                           (f"p{self.n % 13}", self.n))

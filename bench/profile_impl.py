@@ -5,6 +5,11 @@ request runs (``sqlite3`` trace callback).
     python bench/profile_impl.py                  # 2,000 heartbeats, 2,000 completion requests
     python bench/profile_impl.py --count 5000 --top 40 --sync FULL
     python bench/profile_impl.py --split          # CPU per request: in SQLite, in Python
+    python bench/profile_impl.py --pages          # pages written per request, by table
+
+``--pages`` counts the pages each request writes (the WAL's frames of ``--count`` committed
+requests, checkpoints held off, each frame's page mapped to its table or index by ``dbstat``),
+beside the raw one-row loop and the raw loop writing the same rows.
 
 ``--split`` runs each workload without the profiler (whose cost per Python call hides the
 split) on a connection whose every ``execute`` is timed in the thread's CPU time: what a
@@ -19,13 +24,15 @@ import cProfile
 import os
 import pstats
 import re
+import sqlite3
+import struct
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import impl_workloads  # noqa: E402
-from impl_workloads import Completions, Heartbeats, RawRows  # noqa: E402
+from impl_workloads import Completions, Heartbeats, Raw, RawRows  # noqa: E402
 
 from wgk.impl import Pragmas  # noqa: E402
 
@@ -165,6 +172,47 @@ def split(tmp: str, pragmas, count: int) -> None:
         load.kernel.close()
 
 
+def wal_pages(path: str) -> tuple[list[int], int]:
+    """The page number of each frame in the WAL of ``path``, and how many frames end a
+    commit."""
+    with open(path + "-wal", "rb") as f:
+        data = f.read()
+    size = struct.unpack(">I", data[8:12])[0]
+    pages, commits = [], 0
+    for at in range(32, len(data) - 23, 24 + size):
+        page, end = struct.unpack(">II", data[at:at + 8])
+        pages.append(page)
+        commits += end != 0
+    return pages, commits
+
+
+def pages(tmp: str, pragmas, count: int) -> None:
+    """Pages written per committed request, by table or index: the WAL's frames of ``count``
+    requests (after 200 that fill the tables), with checkpoints held off."""
+    loads = [("heartbeats", lambda p: Heartbeats(p, pragmas)),
+             ("completion", lambda p: Completions(p, pragmas)),
+             ("raw one-row loop", lambda p: Raw(p, pragmas)),
+             ("raw loop, a heartbeat's rows", lambda p: RawRows(p, pragmas, "heartbeat")),
+             ("raw loop, a completion step's rows", lambda p: RawRows(p, pragmas, "completion"))]
+    for name, make in loads:
+        path = os.path.join(tmp, f"pages-{len(os.listdir(tmp))}.db")
+        load = make(path)
+        conn = load.kernel.conn if hasattr(load, "kernel") else load.conn
+        load.run(200)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        load.run(count)
+        frames, commits = wal_pages(path)
+        with sqlite3.connect(path) as look:
+            tables = dict(look.execute("SELECT pageno, name FROM dbstat"))
+        by = collections.Counter(tables.get(p, "(a page added since)") for p in frames)
+        print(f"\n=== {name}: {len(frames) / count:.2f} pages per request "
+              f"({count:,} requests, {commits:,} commits) ===")
+        for table, n in by.most_common():
+            print(f"  {n / count:5.2f}  {table}")
+        (load.kernel if hasattr(load, "kernel") else load.conn).close()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--count", type=int, default=2000)
@@ -174,11 +222,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--statements", action="store_true", help="only count the SQL statements")
     p.add_argument("--split", action="store_true",
                    help="CPU per request in SQLite (by statement) and in Python, no profiler")
+    p.add_argument("--pages", action="store_true",
+                   help="pages written per request, by table or index (the WAL's frames)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="wgk-profile-") as tmp:
         pragmas = Pragmas(synchronous=args.sync)
         if args.split:
             split(tmp, pragmas, args.count)
+            return 0
+        if args.pages:
+            pages(tmp, pragmas, args.count)
             return 0
         for cls in (Heartbeats, Completions):
             load = cls(os.path.join(tmp, f"{cls.__name__}.db"), pragmas)

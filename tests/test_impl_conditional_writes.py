@@ -86,7 +86,7 @@ def test_a_write_over_a_record_that_moved_is_refused_by_the_statement_itself(tmp
         with first.store.atomic():
             first.tables.save(first.ids()["a"], read, stolen, changed(read, stolen), 0)
     assert first.store.retryable(failed.value)
-    assert first.conn.execute("SELECT t.fence, s.stamp FROM tasks t JOIN stamps s "
+    assert first.conn.execute("SELECT t.fence, s.stamp FROM tasks t JOIN transactions s "
                               "ON s.task = t.id WHERE t.name = 'a'").fetchone() == (1, 1)
     first._forget()
     assert first.record("a").owner_pid == races._owner(2)["pid"]
@@ -136,7 +136,7 @@ def test_a_task_without_its_stamp_is_a_one_line_store_error(tmp_path):
     world = MemoryWorld.create(target="main-0")
     k = Kernel(str(tmp_path / "kernel.db"), world.environment())
     k.create_graph("g", [TaskPolicy("a")])
-    k.conn.execute("DELETE FROM stamps")
+    k.conn.execute("DELETE FROM transactions")
     k._forget()
-    with pytest.raises(StoreError, match="task 1: no row in tasks or stamps"):
+    with pytest.raises(StoreError, match="task 1: no row in tasks or transactions"):
         k.record("a")

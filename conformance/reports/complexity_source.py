@@ -183,12 +183,10 @@ def impl_tables() -> dict[str, list[str]]:
 
 
 def stores_of_record() -> list[str]:
-    """Tables the ledger does not rebuild (``store.PROJECTED_TABLES``), the schema table and
-    the tables of no fact (``schema.CONTROL_TABLES``: the writes' stamps) aside."""
-    from wgk.impl.storage.schema import CONTROL_TABLES
+    """Tables the ledger does not rebuild (``store.PROJECTED_TABLES``), the schema table
+    aside."""
     from wgk.impl.storage.store import PROJECTED_TABLES
-    return [t for t in impl_tables() if t not in PROJECTED_TABLES + CONTROL_TABLES
-            and t != "meta"]
+    return [t for t in impl_tables() if t not in PROJECTED_TABLES and t != "meta"]
 
 
 def journals() -> list[str]:

@@ -46,7 +46,7 @@ DISABLE: dict[tuple[str, str], tuple[str, str]] = {
         ("full, candidate,\n                     self.zero, check=False", "full, candidate, check=False"),
     ("storage/tables.py", "c.execute(STAMP, (task_id, stamp))"):
         ("c.execute(STAMP, (task_id, stamp))",
-         'c.execute("UPDATE stamps SET stamp = stamp + 1 WHERE task = ? AND ? >= 0", (task_id, stamp))'),
+         'c.execute("UPDATE transactions SET stamp = stamp + 1 WHERE task = ? AND ? >= 0", (task_id, stamp))'),
     ("storage/tables.py", 'self.conn.execute("INSERT OR IGNORE INTO evidence VALUES (?, ?, ?, ?, ?)",'):
         ("INSERT OR IGNORE", "INSERT OR REPLACE"),
     ("front/principals.py", 'return key if who is None else f"{who.name}/{key}"'):

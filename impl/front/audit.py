@@ -21,7 +21,7 @@ from ..storage.apply import apply_event
 from ..storage.ledger import LedgerVerdict
 from ..decisions.planner import plan
 from ..decisions.projection import finished, satisfies_dependents, status
-from ..storage.schema import PROJECTED_TABLES
+from ..storage.schema import FACT_COLUMNS, PROJECTED_TABLES, facts
 from ..storage.store import Pragmas, Store, held
 from ..contract.vocabulary import COMMITTED_PHASES, RECEIPTS
 
@@ -244,10 +244,11 @@ def compare_tables(kernel, other) -> list[str]:
     with kernel.store.attached(other) as (main, rebuilt):
         differ = set(_differing(c, main, rebuilt))
         for table in [t for t in PROJECTED_TABLES if t in differ]:
-            live_only = c.execute(f"SELECT * FROM {main}.{table} EXCEPT "
-                                  f"SELECT * FROM {rebuilt}.{table} LIMIT 3").fetchall()
-            rebuilt_only = c.execute(f"SELECT * FROM {rebuilt}.{table} EXCEPT "
-                                     f"SELECT * FROM {main}.{table} LIMIT 3").fetchall()
+            cols = facts(table)
+            live_only = c.execute(f"SELECT {cols} FROM {main}.{table} EXCEPT "
+                                  f"SELECT {cols} FROM {rebuilt}.{table} LIMIT 3").fetchall()
+            rebuilt_only = c.execute(f"SELECT {cols} FROM {rebuilt}.{table} EXCEPT "
+                                     f"SELECT {cols} FROM {main}.{table} LIMIT 3").fetchall()
             counts = [c.execute(f"SELECT count(*) FROM {db}.{table}").fetchone()[0]
                       for db in (main, rebuilt)]
             if live_only or rebuilt_only or counts[0] != counts[1]:
@@ -259,8 +260,8 @@ def compare_tables(kernel, other) -> list[str]:
 def _rows_differ(table: str, live, rebuilt) -> str | None:
     """How ``table`` differs between the two connections (None: the same rows, each as many
     times), its rows read into Python."""
-    mine = live.execute(f"SELECT * FROM {table}").fetchall()
-    theirs = rebuilt.execute(f"SELECT * FROM {table}").fetchall()
+    mine = live.execute(f"SELECT {facts(table)} FROM {table}").fetchall()
+    theirs = rebuilt.execute(f"SELECT {facts(table)} FROM {table}").fetchall()
     if mine == theirs or Counter(mine) == Counter(theirs):
         return None
     live_only, rebuilt_only = (sorted((x - y).elements(), key=repr)[:3] for x, y in
@@ -274,9 +275,9 @@ def _differing(c, main: str, rebuilt: str) -> list[str]:
     a row the other does not, or their row counts differ), in one query."""
     parts = [f"SELECT '{t}' WHERE (SELECT count(*) FROM {main}.{t}) <> "
              f"(SELECT count(*) FROM {rebuilt}.{t}) "
-             f"OR EXISTS (SELECT * FROM {main}.{t} EXCEPT SELECT * FROM {rebuilt}.{t}) "
-             f"OR EXISTS (SELECT * FROM {rebuilt}.{t} EXCEPT SELECT * FROM {main}.{t})"
-             for t in PROJECTED_TABLES]
+             f"OR EXISTS (SELECT {c} FROM {main}.{t} EXCEPT SELECT {c} FROM {rebuilt}.{t}) "
+             f"OR EXISTS (SELECT {c} FROM {rebuilt}.{t} EXCEPT SELECT {c} FROM {main}.{t})"
+             for t, c in ((t, facts(t)) for t in PROJECTED_TABLES)]
     return [row[0] for row in c.execute(" UNION ALL ".join(parts)).fetchall()]
 
 
@@ -306,9 +307,26 @@ def _replace_tables(kernel, fresh) -> None:
     with kernel.store.attached(fresh.store) as (main, rebuilt):
         with kernel.store.atomic():
             for table in PROJECTED_TABLES:
+                if table in FACT_COLUMNS:           # its control columns kept (see below)
+                    _replace_facts(c, table, main, rebuilt)
+                    continue
                 c.execute(f"DELETE FROM {main}.{table}")
                 c.execute(f"INSERT INTO {main}.{table} SELECT * FROM {rebuilt}.{table}")
     kernel.cache.invalidate()
+
+
+def _replace_facts(c, table: str, main: str, rebuilt: str) -> None:
+    """``table``'s facts replaced by the rebuilt ones, row by row (its key is its first fact
+    column); each kept row's control columns (a task's stamp) as they were, a new row's
+    their defaults."""
+    key, *rest = FACT_COLUMNS[table]
+    cols = facts(table)
+    c.execute(f"DELETE FROM {main}.{table} "
+              f"WHERE {key} NOT IN (SELECT {key} FROM {rebuilt}.{table})")
+    c.execute(f"UPDATE {main}.{table} SET ({', '.join(rest)}) = (SELECT {', '.join(rest)} "
+              f"FROM {rebuilt}.{table} r WHERE r.{key} = {table}.{key})")
+    c.execute(f"INSERT INTO {main}.{table} ({cols}) SELECT {cols} FROM {rebuilt}.{table} "
+              f"WHERE {key} NOT IN (SELECT {key} FROM {main}.{table})")
 
 
 # --- audit --------------------------------------------------------------------------------

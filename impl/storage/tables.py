@@ -77,13 +77,14 @@ def _sql(template: str, columns: list[str]) -> str:
     return text
 
 
-#: The first write of every record change: the task's stamp moves on, but only from the stamp
+#: The first write of every record change: the task's stamp (a column of its transaction's row,
+#: whose page the change's write of that row touches anyway) moves on, but only from the stamp
 #: its record was read with. ``wgk_expect`` (a function of the connection on SQLite, of the
 #: schema on PostgreSQL) raises a serialization failure when the row no longer holds it, so
 #: a decision made on facts the database no longer holds is made again on the stored ones
 #: (``Store.retryable``): a second line behind the locks (SQLite's writer lock, PostgreSQL's
 #: row locks) that holds even where they do not.
-STAMP = "UPDATE stamps SET stamp = stamp + 1 WHERE task = ? AND wgk_expect(stamp = ?)"
+STAMP = "UPDATE transactions SET stamp = stamp + 1 WHERE task = ? AND wgk_expect(stamp = ?)"
 
 
 class TaskTables:
@@ -95,7 +96,7 @@ class TaskTables:
         #: task id -> the stamp its record was read (or last written) with
         self.stamps: dict[int, int] = {}
         self._sel_task = (f"SELECT {', '.join('t.' + c for c in TASK_COLUMNS + REVIEW_COLUMNS)}, s.stamp "
-                          "FROM tasks t JOIN stamps s ON s.task = t.id WHERE t.id = ?")
+                          "FROM tasks t JOIN transactions s ON s.task = t.id WHERE t.id = ?")
         self._sel_attempt = ("SELECT " + ", ".join(ATTEMPT_COLUMNS.values())
                              + " FROM attempts WHERE task = ? AND fence = ?")
         self._sel_owner = ("SELECT " + ", ".join(OWNER_COLUMNS.values())
@@ -105,7 +106,6 @@ class TaskTables:
     def create(self, task_id: int) -> None:
         """The rows every task has from its creation on."""
         self.conn.execute("INSERT INTO transactions (task) VALUES (?)", (task_id,))
-        self.conn.execute("INSERT INTO stamps (task, stamp) VALUES (?, 0)", (task_id,))
         self.stamps[task_id] = 0
         self.conn.executemany("INSERT INTO leases VALUES (?, ?, 0)",
                               [(task_id, k) for k in LEASE_KINDS.values()])
@@ -124,7 +124,7 @@ class TaskTables:
         c = self.conn
         found = c.execute(self._sel_task, (task_id,)).fetchone()
         if found is None:
-            raise StoreError(f"task {task_id}: no row in tasks or stamps in the database")
+            raise StoreError(f"task {task_id}: no row in tasks or transactions in the database")
         *row, self.stamps[task_id] = found
         task = dict(zip(TASK_COLUMNS, row))
         valve: dict[str, dict[str, Any]] = {part: {} for part in _VALVE_PARTS}
