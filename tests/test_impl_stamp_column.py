@@ -15,7 +15,9 @@ import pytest
 from wgk.impl import Kernel, MemoryWorld, TaskPolicy
 from wgk.impl.storage.backends import open_store
 from wgk.impl.storage.records import changed, evolve
-from wgk.impl.storage.schema import CONTROL_COLUMNS, FACT_COLUMNS, PROJECTED_TABLES, SCHEMA_V9
+from wgk.impl.storage.schema import (
+    CONTROL_COLUMNS, FACT_COLUMNS, PROJECTED_TABLES, SCHEMA_V9, SCHEMA_VERSION,
+)
 
 from pg_support import pg_dsn, pg_server  # noqa: F401  (fixtures)
 
@@ -46,8 +48,10 @@ def _kernel(path: str, world: MemoryWorld) -> Kernel:
     return Kernel(path, world.environment())
 
 
-def _started(path: str, world: MemoryWorld) -> tuple[Kernel, list]:
-    k = _kernel(path, world)
+def _started(path: str, world: MemoryWorld, migrate_to: int | None = None
+             ) -> tuple[Kernel, list]:
+    store = None if migrate_to is None else open_store(path, migrate_to=migrate_to)
+    k = Kernel(path, world.environment(), store=store)
     k.create_graph("g", [TaskPolicy(n) for n in "abc"])
     return k, [k.handle(r) for r in BEFORE]
 
@@ -106,7 +110,7 @@ def test_a_sqlite_database_of_schema_15_keeps_its_stamps_and_behaves_the_same(tm
     reference = _reference(tmp_path)
     path = str(tmp_path / "old.db")
     world = MemoryWorld.create(target="main-0")
-    k, answers = _started(path, world)
+    k, answers = _started(path, world, migrate_to=16)
     held = _stamps(k)
     assert any(stamp > 1 for _, stamp in held)
     k.close()
@@ -122,7 +126,7 @@ def test_a_sqlite_database_of_schema_15_keeps_its_stamps_and_behaves_the_same(tm
     fifteen.close()
     old.close()
     k = _kernel(path, world)
-    assert k.store.schema_version() == 16
+    assert k.store.schema_version() == SCHEMA_VERSION
     assert _stamps(k) == held
     answers += [k.handle(r) for r in AFTER]
     assert answers == reference["answers"]
@@ -151,7 +155,7 @@ def test_a_postgresql_database_of_schema_15_keeps_its_stamps_and_behaves_the_sam
         conn.native("UPDATE meta SET value = '15' WHERE key = 'schema-version'")
     k.close()
     k = _kernel(pg_dsn, world)
-    assert k.store.schema_version() == 16
+    assert k.store.schema_version() == SCHEMA_VERSION
     assert k.conn.native("SELECT to_regclass('stamps')").fetchone() == (None,)
     assert _stamps(k) == held
     answers += [k.handle(r) for r in AFTER]

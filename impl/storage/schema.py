@@ -239,12 +239,40 @@ UPDATE transactions SET stamp = coalesce((SELECT s.stamp FROM stamps s
 DROP TABLE stamps
 """
 
+#: ``effects``, ``worktrees`` and ``pins`` as tables keyed by their text key alone
+#: (``WITHOUT ROWID``): a row written is one b-tree's page, where the rowid table and its key's
+#: index were two. The same columns and rows; on PostgreSQL the same tables made again.
+SCHEMA_V17 = """
+CREATE TABLE effects_by_id (
+    id TEXT PRIMARY KEY, task INTEGER NOT NULL, fence INTEGER NOT NULL,
+    version INTEGER NOT NULL, disposition TEXT NOT NULL, candidate TEXT, base TEXT,
+    state TEXT NOT NULL, re_observed INTEGER NOT NULL DEFAULT 0,
+    prepared_seq INTEGER NOT NULL, settled_seq INTEGER
+) WITHOUT ROWID;
+INSERT INTO effects_by_id SELECT * FROM effects;
+DROP TABLE effects;
+ALTER TABLE effects_by_id RENAME TO effects;
+CREATE TABLE worktrees_by_id (
+    id TEXT PRIMARY KEY, task INTEGER NOT NULL, fence INTEGER NOT NULL,
+    origin TEXT, path TEXT, planned_removal INTEGER NOT NULL DEFAULT 0,
+    removed INTEGER NOT NULL DEFAULT 0, last_content TEXT
+) WITHOUT ROWID;
+INSERT INTO worktrees_by_id SELECT * FROM worktrees;
+DROP TABLE worktrees;
+ALTER TABLE worktrees_by_id RENAME TO worktrees;
+CREATE TABLE pins_by_ref (ref TEXT PRIMARY KEY, task INTEGER NOT NULL, content TEXT NOT NULL,
+                          seq INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO pins_by_ref SELECT * FROM pins;
+DROP TABLE pins;
+ALTER TABLE pins_by_ref RENAME TO pins
+"""
+
 #: version -> the SQL that takes a database from version - 1 to version.
 MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4,
                               5: SCHEMA_V5, 6: SCHEMA_V6, 7: SCHEMA_V7,
                               8: SCHEMA_V8, 9: SCHEMA_V9, 10: SCHEMA_V10, 11: SCHEMA_V11,
                               12: SCHEMA_V12, 13: SCHEMA_V13, 14: SCHEMA_V14,
-                              15: SCHEMA_V15, 16: SCHEMA_V16}
+                              15: SCHEMA_V15, 16: SCHEMA_V16, 17: SCHEMA_V17}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Columns of projected tables that hold no fact, only this database's concurrency control:
