@@ -25,6 +25,7 @@ Runs of ours and TLC alternate, and each figure is the median of the repeats.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -34,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BenchResult, Check, Figure, main, median, say, settle, wgk  # noqa: E402
+from common import BenchResult, Check, Figure, guarded, median, report, say, settle, wgk  # noqa: E402
 from peer_tools import Unavailable, run_tlc, tlc  # noqa: E402
 
 NAME = "explore"
@@ -125,14 +126,16 @@ def per_state(peak: float | None, base: float | None, states: int) -> float | No
     return None if peak is None or base is None else max(0.0, peak - base) / states
 
 
-def run(quick: bool = False) -> BenchResult:
+def run(quick: bool = False, only: tuple[int, ...] | None = None) -> BenchResult:
+    """Every size of ``SIZES`` (then several workers and the full model); with ``only``, those
+    sizes alone, nothing else."""
     t0 = time.perf_counter()
     figures: list[Figure] = []
     checks: list[Check] = []
     notes = ["the target is read on the equal-work figure (the slice's 8 invariants on both sides); "
              "a second figure has wgk explore check every property of the registry, state and step"]
     missing: list[str] = []
-    sizes, repeats = SIZES[quick], REPEATS[quick]
+    sizes, repeats = only or SIZES[quick], {**REPEATS[False], **REPEATS[quick]}
     peer = tlc()
     if isinstance(peer, Unavailable):
         missing.append(str(peer))
@@ -200,10 +203,10 @@ def run(quick: bool = False) -> BenchResult:
                  f"(base {_mib(base)}), TLC {_mib(tlc_peak)} (base {_mib(tlc_base)}); "
                  f"TLC's is the JVM heap its collector sized, an upper bound of what it keeps"))
         last = (n, same, same_runs[0].distinct)
-    if not isinstance(peer, Unavailable) and all(c.passed for c in checks) and last:
+    if not isinstance(peer, Unavailable) and all(c.passed for c in checks) and last and not only:
         say(f"  tasks={last[0]}: wgk explore --workers {CORES} and TLC -workers {CORES} ...")
         figures += several_workers(peer, *last, checks)
-    if not quick:
+    if not quick and not only:
         say(f"  the full model on {CORES} workers, within {FULL_BUDGET:.0f} s ...")
         figures.append(full_model(checks))
     return settle(NAME, figures, checks, notes, missing, t0)
@@ -261,5 +264,31 @@ def _mib(x: float | None) -> str:
     return "?" if x is None else f"{x / 2**20:.0f} MiB"
 
 
+def sizes(text: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        out = ()
+    if not out or any(n not in REPEATS[False] for n in out):
+        raise argparse.ArgumentTypeError(
+            f"--tasks {text!r}: a comma-separated list of {', '.join(map(str, REPEATS[False]))}")
+    return out
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """``main``'s command line, and ``--tasks`` to measure some sizes alone."""
+    p = argparse.ArgumentParser(prog="bench_explore.py",
+                                description="the explore benchmark (see bench/README.md)")
+    p.add_argument("--quick", action="store_true", help="smaller sizes, one repetition")
+    p.add_argument("--json", action="store_true", help="print every figure as JSON")
+    p.add_argument("--no-save", action="store_true", help="do not write bench/results/")
+    p.add_argument("--tasks", type=sizes, metavar="N[,N]",
+                   help="these sizes alone (e.g. 3), without the several workers' figure and "
+                        "the full model")
+    args = p.parse_args(argv)
+    result = guarded(NAME, lambda quick: run(quick, args.tasks), args.quick)
+    return report(NAME, [result], args.quick, args.json, save=not args.no_save)
+
+
 if __name__ == "__main__":
-    sys.exit(main(NAME, run))
+    sys.exit(cli())

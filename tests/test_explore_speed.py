@@ -76,3 +76,56 @@ def test_a_component_built_in_another_order_is_caught():
                    strongly_connected(g._succ, nodes, len(g._succ))]
         differs |= planted != _networkx(g, nodes)
     assert differs
+
+
+def _searches(monkeypatch, keep=None):
+    """Every search made, kept; with ``keep``, its contexts kept (True) or not, whatever its
+    number of tasks."""
+    made = []
+    init = explore_mod._Search.__init__
+
+    def watched(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        if keep is not None:
+            self.space.keep = keep
+        made.append(self)
+    monkeypatch.setattr(explore_mod._Search, "__init__", watched)
+    return made
+
+
+def _result(r) -> dict:
+    out = r.to_json()
+    del out["seconds"], out["states_per_second"]
+    return out
+
+
+WIDE = Instance(tasks=1, attempts=2, generations=2,
+                groups=("core", "evidence", "review", "operator", "env"))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_one_task_keeps_no_context_s_steps_or_verdict(monkeypatch, workers):
+    """At one task a local context is its state's key written out, met once: the search keeps
+    neither its steps nor its verdict, and finds what a search keeping them finds."""
+    made = _searches(monkeypatch)
+    r = explore(WIDE, max_states=20_000, workers=workers)
+    space = made[-1].space
+    assert not space.keep and space.local == {} and made[-1].task_verdicts == {}
+    assert len(space.task_of) > 1000 and r.transitions > r.distinct_states
+    monkeypatch.undo()
+    made = _searches(monkeypatch, keep=True)
+    kept = explore(WIDE, max_states=20_000, workers=workers)
+    assert len(made[-1].space.local) > 1000
+    assert _result(kept) == _result(r)
+
+
+def test_two_tasks_keep_the_contexts_they_share(monkeypatch):
+    made = _searches(monkeypatch)
+    r = explore(Instance(tasks=2), liveness=True)
+    search = made[-1]
+    assert search.space.keep and search.task_verdicts
+    # every context's steps are kept: fewer than the states expanded, since they are shared
+    assert 0 < len(search.space.local) < r.distinct_states
+    monkeypatch.undo()
+    _searches(monkeypatch, keep=False)
+    assert _result(explore(Instance(tasks=2), liveness=True)) == _result(r)

@@ -461,15 +461,26 @@ def _kept(table: dict, evidence: Any, arg: Any, make: Callable) -> Any:
 
 
 def _count(evidence: Any, pred: Callable) -> Any:
-    """``evidence.count(pred)``, kept per the evidence's value and the predicate."""
-    return _kept(_COUNTS, evidence, pred, lambda: evidence.count(pred))
+    """``evidence.count(pred)``, kept per the evidence's value and the predicate (found
+    without making the maker ``_kept`` takes: asked about four times a state)."""
+    try:
+        out = _COUNTS.get((evidence, pred))
+    except TypeError:
+        return evidence.count(pred)
+    return out if out is not None else _kept(_COUNTS, evidence, pred,
+                                             lambda: evidence.count(pred))
 
 
 def _add(evidence: Any, item: Any) -> Any:
     """``evidence.add(item)``, the evidence made kept per the evidence's value and the item:
     the task states that record the same evidence share it (its hash computed once, equal by
     identity)."""
-    return _kept(_ADDED, evidence, item, lambda: evidence.add(item))
+    try:
+        out = _ADDED.get((evidence, item))
+    except TypeError:
+        return evidence.add(item)
+    return out if out is not None else _kept(_ADDED, evidence, item,
+                                             lambda: evidence.add(item))
 
 
 _BASE_NAMESPACE = {"_add": _add, "_count": _count, "_task": _make_task, "_state": _make_state, "_decision": _make_decision,

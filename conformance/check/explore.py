@@ -96,6 +96,10 @@ class _Space(Interner):
         self.local: dict = {}
         self.inside: list = []
         super().__init__(inst, rules, compiled)
+        #: whether a local context's steps and verdict are kept for the states that share it:
+        #: with one task a context is its state's key written out, met once and expanded once,
+        #: so keeping them (the steps were two thirds of the full model's memory) saves nothing
+        self.keep = self.n > 1
 
     def interned(self, t) -> None:
         self.inside.append(self.inst.task_within(t))
@@ -119,8 +123,9 @@ class _Space(Interner):
         return self.settle(ctx, task_moves(self.inst, self.rules, step_props, self.state(key), i,
                                            self.compiled))
 
-    def settle(self, ctx: tuple, moves: list) -> list:
-        """Intern the steps ``task_moves`` found for the context ``ctx`` and keep them."""
+    def settle(self, ctx: tuple, moves: list, keep: bool | None = None) -> list:
+        """Intern the steps ``task_moves`` found for the context ``ctx``; keep them (by
+        default when contexts are shared: ``keep``)."""
         flags = self.flags[ctx[1]]
         out = []
         for lab, obj, r, d, task, target, now, journal, bad in moves:
@@ -130,7 +135,8 @@ class _Space(Interner):
             loop = local and tid == ctx[1]
             out.append((lab, obj, r, d, tid, target, now, jid, bad, (ctx[0], tid, ctx[2]) + glob,
                         local, loop))
-        self.local[ctx] = out
+        if self.keep if keep is None else keep:
+            self.local[ctx] = out
         return out
 
 
@@ -215,8 +221,10 @@ class _Search:
                 self.deferred.append((key, i, ctx))
             return
         if verdict is None:
-            verdict = self.task_verdicts[ctx] = task_verdict(
-                self.state_props, self.goals, self.space.state(key), i, self.space.compiled)
+            verdict = task_verdict(self.state_props, self.goals, self.space.state(key), i,
+                                   self.space.compiled)
+            if self.space.keep:
+                self.task_verdicts[ctx] = verdict
         self.apply_verdict(key, verdict)
 
     def apply_verdict(self, key: tuple, verdict: tuple) -> None:
@@ -288,7 +296,7 @@ class _Search:
         """Follow the steps of task ``i`` from ``key``; True once ``max_states`` is passed."""
         space, parent, queue, n = self.space, self.parent, self.queue, self.space.n
         ctx = ctxs[i]
-        moves = space.local.get(ctx)
+        moves = space.local.get(ctx) if space.keep else space.local.pop(ctx, None)
         if moves is None:
             moves = space.successors(key, i, self.step_props, ctx)
         head, tail = key[:i], key[i + 1:n]
@@ -382,6 +390,8 @@ class _Search:
                     self.queued = len(level) - popped + 1 + len(self.queue)
                     break
             self.settle_checks(pool)
+            if not self.space.keep:
+                self.space.local.clear()    # the level's contexts, met once (a stop leaves some)
             if stop or self.violated_now():
                 self.queued = self.queued if stop else len(self.queue)
                 self.queue.clear()
@@ -399,20 +409,21 @@ class _Search:
         if need:
             jobs = [("moves", key, i) for key, i in need.values()]
             for ctx, moves in zip(need, pool.map(jobs)):
-                space.settle(ctx, moves)
+                space.settle(ctx, moves, keep=True)     # (until its state is expanded)
 
     def settle_checks(self, pool: Pool) -> None:
         """Take the level's deferred checks in the order they were asked for."""
         asked, self.deferred = self.deferred, []
+        kept = self.task_verdicts if self.space.keep else {}
         need: dict = {}
         for key, i, ctx in asked:
-            if ctx not in self.task_verdicts and ctx not in need:
+            if ctx not in kept and ctx not in need:
                 need[ctx] = (key, i)
         if need:
             jobs = [("verdict", key, i) for key, i in need.values()]
-            self.task_verdicts.update(zip(need, pool.map(jobs)))
+            kept.update(zip(need, pool.map(jobs)))
         for key, i, ctx in asked:
-            self.apply_verdict(key, self.task_verdicts[ctx])
+            self.apply_verdict(key, kept[ctx])
 
 
 #: the collector's thresholds while searching: every state, interned task state and verdict the
