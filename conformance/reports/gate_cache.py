@@ -961,9 +961,12 @@ class GateCache:
             return checks
         mutant = _one_mutant(section, spec)
         if mutant is not None:
-            with READS.explored_kinds() as kinds:
+            # its proof's walk kept transition by transition (``gate_mutants.kept_refute``)
+            with READS.explored_kinds() as kinds, READS.walk_kept(self.mutants(), mutant):
                 checks = fn()
             self.store(key, checks, self.mutants().dependencies(mutant, checks, kinds))
+            warnings, self.mutants().warnings = self.mutants().warnings, []
+            self._tally(f"walk-{key[:16]}", 0, warnings)
             return checks
         if _one_instance(section, spec):
             with READS.kinds_run(set()) as kinds:

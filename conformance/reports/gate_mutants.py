@@ -106,6 +106,9 @@ class Context:
         self._kind_setup: dict[int, dict] = {}
         self._set_up: set[tuple[str, str]] | None = None
         self._incidents: dict | None = None
+        self._kind_digest: dict[str | None, str] = {}
+        #: damaged records of walks, one line each (reported through the gate's cache)
+        self.warnings: list[str] = []
 
     def incident_traces(self, m) -> list[Path]:
         """The traces ``trace_verdicts`` replays for the mutant (those of its incidents in the
@@ -146,6 +149,18 @@ class Context:
         for key in keys:
             out[key[0]] |= {key[1], *self.reach.nested[key]}
         return out
+
+    def kind_digest(self, kind: str | None) -> str:
+        """The rule files as the frames of ``kind`` (a member name; None: an environment step)
+        and its part of the prover's set-up read them: the functions ``kinds_functions``
+        gives (the kind's ``Reach``, the shared ones, the set-up's), each file's text outside
+        them."""
+        if kind not in self._kind_digest:
+            quals = self.kinds_functions([kind] if kind is not None else [])
+            self._kind_digest[kind] = _digest(*(
+                x for name, path in self.rules
+                for x in (name, gate_cache.file_digest(path, frozenset(quals[name])))))
+        return self._kind_digest[kind]
 
     def every_function(self) -> dict[str, set[str]]:
         out = {}
@@ -273,6 +288,180 @@ def explored_kinds():
         yield kinds
     finally:
         kills.explore_mutant = real
+
+
+WALK_FORMAT = "wgk-mutant-walk/1"
+
+
+def walks_kept(m) -> bool:
+    """Whether the mutant's proof walk is kept kind by kind (``kept_refute``): a mutant that
+    replaces no rule (it patches a function or brings a reducer of its own) walks the kinds
+    in the catalogue's order from the first; one that replaces rules is walked on its own
+    kinds first and killed there (its key reads those)."""
+    return not m.rules
+
+
+@contextlib.contextmanager
+def walk_kept(ctx: Context, m):
+    """While inside, the staged ``kills.refute`` of ``m`` (as ``first_kill`` asks it) is
+    ``kept_refute``: its walk's frames kept kind by kind in the gate's cache."""
+    from wgk.conformance.z3 import kills
+    real = kills.refute
+    if not walks_kept(m):
+        yield
+        return
+
+    def refute(mutant, inst=None, prover=None, staged=True):
+        if mutant is not m or inst is not None or prover is not None or not staged:
+            return real(mutant, inst, prover, staged)
+        return kept_refute(ctx, m)
+    kills.refute = refute
+    try:
+        yield
+    finally:
+        kills.refute = real
+
+
+def kept_refute(ctx: Context, m):
+    """``kills.refute(m)``: the first failing frame of the property the mutant names, the
+    transitions walked in the prover's order, each transition's verdict (no counterexample,
+    or the counterexample's frame) kept in the cache under a key of what it read, and
+    checked again only when that key changed.
+
+    A frame of transition ``t`` on the mutant's prover is a function of the files in the
+    mutant's static key (the mutant's code, the properties, the lemmas, the kernel, the
+    encoding), the rule-file functions ``t``'s kind can run (``Context.kind_digest``:
+    its ``Reach`` with the shared ones and the set-up's) and the prover's set-up: the kinds
+    asking who sent a request and the evidence universe. The set-up is a union over the
+    kinds of what each kind's rule does under the mutant (``_actor_sensitive``,
+    ``_logs_by_kind``: a template runs its own kind's rule through the mutant's reducer
+    and patches), so each kind's part is kept under that kind's digest and found again
+    under the mutant only for the kinds whose digest changed; the set-up's value is then in
+    every frame's key. The walk stops at the first counterexample, as ``_first_failure``
+    does: a transition after it is not consulted while that one still fails, and one
+    before it whose key changed is checked again (its new counterexample comes first).
+    The frames are checked on the mutant's own prover (its set-up given by kind): a frame
+    the staged walk takes from the model's base is the model's and proved, and so is the
+    same frame on the mutant's prover."""
+    from wgk.conformance.z3 import transition as tr
+    from wgk.conformance.z3.proof_report import ProofResult
+    from wgk.conformance.z3.prove import Prover, chain_deps
+    from wgk.conformance.z3.symbolic import symbolic_graph
+    from wgk.model.actions import Instance
+    from wgk.model.vocab import Kind
+    inst = Instance.proof(tasks=m.instance.tasks)
+    graph = symbolic_graph(inst.task_names(), chain_deps(inst.tasks))
+    ids = inst.ids()
+    where = ctx.cache_dir / "mutants" / "walks" / \
+        f"{_digest(WALK_FORMAT, ctx.static(m), m.proof_target)}.json"
+    record = _walk_record(where, ctx, m.name)
+    reach = {k: ctx.kind_digest(k) for k in Kind.__members__}
+    old = (record or {}).get("kinds", {})
+    again = {k for k in reach if k not in old or old[k]["reach"] != reach[k]}
+    sem = m.semantics()
+    who = {k for k in reach if k not in again and old[k]["who"]}
+    if again:
+        found = tr._actor_sensitive(graph, sem, None if len(again) == len(reach) else
+                                    frozenset(Kind[k] for k in again))
+        who |= {k.name for k in found}
+        if any(k in old and old[k]["who"] != (k in who) for k in again):
+            again = set(reach)        # the templates of every kind found again
+    by_actor = frozenset(Kind[k] for k in who)
+    tr._cached(sem, "by-actor", lambda: by_actor)
+    logs = {k: {tuple(p) for p in old[k]["logs"]} for k in reach if k not in again}
+    if again:
+        logs.update({k: set() for k in again})
+        logs.update({kind.name: pairs for kind, pairs in tr._logs_by_kind(
+            graph, ids, sem, frozenset(Kind[k] for k in again)).items()})
+    universe = tr.universe_of(logs, ids)
+    tr._cached(sem, ("universe", ids), lambda: universe)
+    setup = _digest(json.dumps(sorted(who)), json.dumps(universe))
+    prover = None
+
+    def own() -> Prover:
+        nonlocal prover
+        if prover is None:
+            prover = Prover(inst, sem, transitions=())
+        return prover
+    order = record["order"] if record is not None and record.get("setup") == setup \
+        else _walk_order(m, own())
+    frames = dict((record or {}).get("frames", {}))
+    found_now = None
+    for t in order:
+        kind = gate_frames.kind_name(t)
+        key = _digest(reach[kind] if kind is not None else ctx.kind_digest(None), setup, t)
+        kept = frames.get(t)
+        if kept is None or kept.get("key") != key:
+            if prover is None and _walk_order(m, own()) != order:
+                return _walk_again(ctx, m, where)
+            verdict = None
+            own().build([t])
+            if t in prover.groups:
+                for p in [p for p in prover.properties if p.id == m.proof_target]:
+                    r = prover.check(p, t)
+                    if r.status == "counterexample":
+                        found_now, verdict = r, {"invariant": r.invariant, "transition": t,
+                                                 "seconds": r.seconds, "solved": r.solved}
+                        break
+            kept = frames[t] = {"key": key, "verdict": verdict}
+        if kept["verdict"] is not None:
+            break
+    with contextlib.suppress(OSError, TypeError, ValueError):
+        gate_cache._write_atomic(where, json.dumps({
+            "format": WALK_FORMAT, "mutant": m.name, "setup": setup, "order": order,
+            "kinds": {k: {"reach": reach[k], "who": k in who, "logs": sorted(logs.get(k, ()))}
+                      for k in reach},
+            "frames": frames}, sort_keys=True))
+    last = frames[t]["verdict"] if order else None
+    if last is None:
+        return None
+    return found_now if found_now is not None else ProofResult(
+        last["invariant"], last["transition"], "counterexample", last["seconds"],
+        solved=last["solved"])
+
+
+def _walk_order(m, prover) -> list[str]:
+    """The transitions ``kills._first_failure`` walks: the mutant's changed kinds, then the
+    prover's in its order."""
+    first = [k.label for k in m.changed_kinds]
+    return first + [t for t in prover.transitions if t not in first]
+
+
+def _walk_again(ctx: Context, m, where: Path):
+    """The record's order is not the prover's: walked from nothing."""
+    with contextlib.suppress(OSError):
+        where.unlink()
+    return kept_refute(ctx, m)
+
+
+def _walk_record(where: Path, ctx: Context, name: str) -> dict | None:
+    """A mutant's kept walk (None: none; a damaged one with a one-line warning)."""
+    try:
+        raw = where.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    try:
+        record = json.loads(raw)
+        if not isinstance(record, dict) or record.get("format") != WALK_FORMAT:
+            raise ValueError(f"not {WALK_FORMAT}")
+        if record.get("mutant") != name:
+            raise ValueError("kept for another mutant")
+        for k, v in record["kinds"].items():
+            if not (isinstance(v["reach"], str) and isinstance(v["who"], bool)
+                    and all(isinstance(p, list) for p in v["logs"])):
+                raise ValueError(f"kind {k} damaged")
+        for t, v in record["frames"].items():
+            if not isinstance(v["key"], str) or not (v["verdict"] is None or {
+                    "invariant", "transition", "seconds", "solved"} <= set(v["verdict"])):
+                raise ValueError(f"frame {t} damaged")
+        if not all(isinstance(t, str) for t in record["order"]) or \
+                not isinstance(record["setup"], str):
+            raise ValueError("its order is damaged")
+    except Exception as e:            # noqa: BLE001 -- a damaged record of any kind is ignored
+        why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
+        ctx.warnings.append(f"cache entry {where} (mutants {name} walk) ignored: {why}")
+        return None
+    return record
 
 
 def _catalogue_uses(path: Path) -> tuple[set[str], bool]:
