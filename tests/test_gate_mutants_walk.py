@@ -162,3 +162,33 @@ def test_a_kept_walk_finds_the_staged_walks_first_failure(name, tmp_path):
         assert (k.proof.invariant, k.proof.transition, k.proof.status) == \
             (staged.invariant, staged.transition, staged.status)
     assert not ctx.warnings and kills.refute.__module__ == kills.__name__
+
+
+def test_the_models_set_up_is_kept_kind_by_kind(tmp_path, monkeypatch):
+    """The model's set-up made from its parts kept kind by kind is ``kind_setup``'s; a kind
+    whose digest changed is found again alone; with a key that leaves the kind out, a change
+    of what its rule records would not be seen."""
+    monkeypatch.setattr(tr, "_CACHE", {})             # the model's values of this test only
+    assert gate_mutants.Context(tmp_path).kind_setup(1) == gate_mutants.kind_setup(1)
+    found: list[set[str]] = []
+    real_logs, real_digest = tr._logs_by_kind, gate_mutants.Context.kind_digest
+
+    def logs(graph, ids, sem, kinds=None, around=None):
+        found.append({k.name for k in kinds} if kinds is not None else {"every"})
+        out = real_logs(graph, ids, sem, kinds, around)
+        if Kind.ASSIGN in out:                          # as if assign recorded one more pair
+            out[Kind.ASSIGN] = out[Kind.ASSIGN] | {("assign-new", "e1")}
+        return out
+    changed = lambda self, k: real_digest(self, k) + ("x" if k == "ASSIGN" else "")  # noqa: E731
+    blind = lambda self, k: "blind"                                                    # noqa: E731
+    for digest, logged, seen in ((changed, logs, [{"ASSIGN"}]),     # assign's text changed
+                                 (blind, real_logs, None),          # the guard broken ...
+                                 (blind, logs, [])):                # ... a change not seen
+        monkeypatch.setattr(tr, "_CACHE", {})
+        monkeypatch.setattr(tr, "_logs_by_kind", logged)
+        monkeypatch.setattr(gate_mutants.Context, "kind_digest", digest)
+        found.clear()
+        setup = gate_mutants.Context(tmp_path).kind_setup(1)
+        if seen is not None:
+            assert found == seen
+            assert (["'assign-new'", "'e1'"] in setup["ASSIGN"][1]) == bool(seen)

@@ -1011,6 +1011,8 @@ class GateCache:
         """The checks reused (proof frames reused inside a prove part run again included)
         of ``total``, and the warnings."""
         reused, warnings = self.reused, list(self.warnings)
+        if self._mutants is not None:         # the model's set-up kept kind by kind
+            warnings += self._mutants.warnings
         by = dict(self.reused_by)
         for tally in sorted((self.dir / "frames").glob(f".run-{self.token}-*.json")):
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):

@@ -99,11 +99,9 @@ class Context:
             with contextlib.suppress(OSError, TypeError, ValueError):
                 gate_cache._write_atomic(index, json.dumps(gate_frames.SCANS))
         self.fixed = _digest(gate_frames._fixed(files), json.dumps([n for n, _ in self.rules]))
-        #: every file of the model and of the suite whole, rule files included: what the
-        #: prover's set-up under the model (``kind_setup``) is a function of
-        self.whole = _digest(self.fixed, *(x for n, p in self.rules for x in (n, p.read_bytes())))
         self.cache_dir = cache_dir
         self._kind_setup: dict[int, dict] = {}
+        self._model_set_up: dict[int, tuple] = {}
         self._set_up: set[tuple[str, str]] | None = None
         self._incidents: dict | None = None
         self._kind_digest: dict[str | None, str] = {}
@@ -189,22 +187,54 @@ class Context:
         return out
 
     def kind_setup(self, tasks: int) -> dict[str, list]:
-        """``kind_setup(tasks)``, kept in the cache under every file of the model and of the
-        suite whole (it is a function of those: the set-up under the model runs the
-        model's rules through the suite's encoding, nothing of the implementation), so a
-        gate run in which none of them changed does not set a prover up again."""
+        """``kind_setup(tasks)``, made from the model's set-up kept kind by kind
+        (``model_set_up``): each kind's evidence and whether it asks who."""
         if tasks not in self._kind_setup:
-            where = self.cache_dir / "mutants" / f"kind-setup-{_digest(self.whole, str(tasks))}.json"
-            try:
-                value = json.loads(where.read_text(encoding="utf-8"))
-                if not isinstance(value, dict):
-                    raise ValueError("not a mapping")
-            except Exception:         # noqa: BLE001 -- found again (a damaged file too)
-                value = kind_setup(tasks)
-                with contextlib.suppress(OSError, TypeError, ValueError):
-                    gate_cache._write_atomic(where, json.dumps(value, sort_keys=True))
-            self._kind_setup[tasks] = value
+            who, logs, templated = self.model_set_up(tasks)
+            self._kind_setup[tasks] = {
+                k: [k in who, sorted([repr(a), repr(b)] for a, b in logs[k])]
+                for k in logs if k in who or k in templated}
         return self._kind_setup[tasks]
+
+    def model_set_up(self, tasks: int) -> tuple[set[str], dict[str, set], set[str]]:
+        """The set-up of the model's prover on the proof instance of ``tasks`` tasks, kind by
+        kind (``set_up_by_kind``: each kind's part kept in the cache under the files of the
+        model and of the suite but the rule files, whole, and the kind's digest, found again
+        only for the kinds whose digest changed); the model's by-actor value and evidence
+        universe are set to it for this process (what ``actor_sensitive`` and
+        ``discover_universe`` find, every kind at once)."""
+        if tasks not in self._model_set_up:
+            from wgk.conformance.z3 import transition as tr
+            from wgk.conformance.z3.prove import chain_deps
+            from wgk.conformance.z3.symbolic import symbolic_graph
+            from wgk.model.actions import Instance
+            from wgk.model.vocab import Kind
+            inst = Instance.proof(tasks=tasks)
+            graph = symbolic_graph(inst.task_names(), chain_deps(inst.tasks))
+            ids = inst.ids()
+            where = self.cache_dir / "mutants" / f"model-set-up-{_digest(self.fixed, str(tasks))}.json"
+            try:
+                old = json.loads(where.read_text(encoding="utf-8"))
+                if not isinstance(old, dict) or old.get("format") != WALK_FORMAT:
+                    raise ValueError(f"not {WALK_FORMAT}")
+                old = _checked_kinds(old["kinds"])
+            except OSError:
+                old = {}
+            except Exception as e:    # noqa: BLE001 -- found again (a damaged file too)
+                why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
+                self.warnings.append(f"cache entry {where} (the model's set-up) ignored: {why}")
+                old = {}
+            reach = {k: self.kind_digest(k) for k in Kind.__members__}
+            who, logs, templated = set_up_by_kind(tr.MODEL, graph, ids, reach, old)
+            universe = tr.universe_of(logs, ids)
+            tr._cached(tr.MODEL, ("universe", ids), lambda: universe)
+            if any(k not in old or old[k]["reach"] != reach[k] for k in reach):
+                with contextlib.suppress(OSError, TypeError, ValueError):
+                    gate_cache._write_atomic(where, json.dumps({
+                        "format": WALK_FORMAT, "kinds": _kinds_json(reach, who, logs, templated)},
+                        sort_keys=True))
+            self._model_set_up[tasks] = who, logs, templated
+        return self._model_set_up[tasks]
 
     def static(self, m) -> str:
         """What the mutant's key holds beside the gate's options and the skeleton: the other
@@ -356,23 +386,8 @@ def kept_refute(ctx: Context, m):
         f"{_digest(WALK_FORMAT, ctx.static(m), m.proof_target)}.json"
     record = _walk_record(where, ctx, m.name)
     reach = {k: ctx.kind_digest(k) for k in Kind.__members__}
-    old = (record or {}).get("kinds", {})
-    again = {k for k in reach if k not in old or old[k]["reach"] != reach[k]}
     sem = m.semantics()
-    who = {k for k in reach if k not in again and old[k]["who"]}
-    if again:
-        found = tr._actor_sensitive(graph, sem, None if len(again) == len(reach) else
-                                    frozenset(Kind[k] for k in again))
-        who |= {k.name for k in found}
-        if any(k in old and old[k]["who"] != (k in who) for k in again):
-            again = set(reach)        # the templates of every kind found again
-    by_actor = frozenset(Kind[k] for k in who)
-    tr._cached(sem, "by-actor", lambda: by_actor)
-    logs = {k: {tuple(p) for p in old[k]["logs"]} for k in reach if k not in again}
-    if again:
-        logs.update({k: set() for k in again})
-        logs.update({kind.name: pairs for kind, pairs in tr._logs_by_kind(
-            graph, ids, sem, frozenset(Kind[k] for k in again)).items()})
+    who, logs, templated = set_up_by_kind(sem, graph, ids, reach, (record or {}).get("kinds", {}))
     universe = tr.universe_of(logs, ids)
     tr._cached(sem, ("universe", ids), lambda: universe)
     setup = _digest(json.dumps(sorted(who)), json.dumps(universe))
@@ -409,15 +424,58 @@ def kept_refute(ctx: Context, m):
     with contextlib.suppress(OSError, TypeError, ValueError):
         gate_cache._write_atomic(where, json.dumps({
             "format": WALK_FORMAT, "mutant": m.name, "setup": setup, "order": order,
-            "kinds": {k: {"reach": reach[k], "who": k in who, "logs": sorted(logs.get(k, ()))}
-                      for k in reach},
-            "frames": frames}, sort_keys=True))
+            "kinds": _kinds_json(reach, who, logs, templated), "frames": frames}, sort_keys=True))
     last = frames[t]["verdict"] if order else None
     if last is None:
         return None
     return found_now if found_now is not None else ProofResult(
         last["invariant"], last["transition"], "counterexample", last["seconds"],
         solved=last["solved"])
+
+
+def set_up_by_kind(sem, graph, ids, reach: dict[str, str], old: dict
+                   ) -> tuple[set[str], dict[str, set], set[str]]:
+    """The prover's set-up under ``sem`` kind by kind: the kinds asking who sent a request
+    (member names; ``sem``'s by-actor value set to them), each kind's evidence pairs, and
+    the kinds with templates. A kind whose digest (``reach``) is the one ``old`` holds it
+    under keeps its part; the others are found again (every kind, when one of them asks
+    who otherwise than before: the templates of every kind are made from who asks)."""
+    from wgk.conformance.z3 import transition as tr
+    from wgk.model.vocab import Kind
+    again = {k for k in reach if k not in old or old[k]["reach"] != reach[k]}
+    who = {k for k in reach if k not in again and old[k]["who"]}
+    if again:
+        found = tr._actor_sensitive(graph, sem, None if len(again) == len(reach) else
+                                    frozenset(Kind[k] for k in again))
+        who |= {k.name for k in found}
+        if any(k in old and old[k]["who"] != (k in who) for k in again):
+            again = set(reach)
+    by_actor = frozenset(Kind[k] for k in who)
+    tr._cached(sem, "by-actor", lambda: by_actor)
+    logs = {k: {tuple(p) for p in old[k]["logs"]} for k in reach if k not in again}
+    templated = {k for k in reach if k not in again and old[k].get("templated", True)}
+    if again:
+        logs.update({k: set() for k in again})
+        found = tr._logs_by_kind(graph, ids, sem, frozenset(Kind[k] for k in again))
+        logs.update({kind.name: pairs for kind, pairs in found.items()})
+        templated |= {kind.name for kind in found}
+    return who, logs, templated
+
+
+def _checked_kinds(kinds) -> dict:
+    """A kept set-up by kind, checked whole (raises on anything damaged)."""
+    for k, v in kinds.items():
+        if not (isinstance(v["reach"], str) and isinstance(v["who"], bool)
+                and isinstance(v["templated"], bool)
+                and all(isinstance(p, list) and all(isinstance(x, str) for x in p)
+                        for p in v["logs"])):
+            raise ValueError(f"kind {k} damaged")
+    return kinds
+
+
+def _kinds_json(reach: dict, who: set, logs: dict, templated: set) -> dict:
+    return {k: {"reach": reach[k], "who": k in who, "logs": sorted(logs.get(k, ())),
+                "templated": k in templated} for k in reach}
 
 
 def _walk_order(m, prover) -> list[str]:
@@ -446,10 +504,7 @@ def _walk_record(where: Path, ctx: Context, name: str) -> dict | None:
             raise ValueError(f"not {WALK_FORMAT}")
         if record.get("mutant") != name:
             raise ValueError("kept for another mutant")
-        for k, v in record["kinds"].items():
-            if not (isinstance(v["reach"], str) and isinstance(v["who"], bool)
-                    and all(isinstance(p, list) for p in v["logs"])):
-                raise ValueError(f"kind {k} damaged")
+        _checked_kinds(record["kinds"])
         for t, v in record["frames"].items():
             if not isinstance(v["key"], str) or not (v["verdict"] is None or {
                     "invariant", "transition", "seconds", "solved"} <= set(v["verdict"])):
