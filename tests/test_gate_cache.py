@@ -490,21 +490,27 @@ def test_on_several_processes_a_warm_load_checks_no_unchanged_trace_and_a_change
     assert str(warm.value) == str(plain.value) and "no-such-field" in str(warm.value)
 
 
-def test_the_set_up_by_kind_is_kept_under_the_whole_model_and_found_again(tmp_path, monkeypatch):
+def test_the_set_up_by_kind_is_kept_kind_by_kind_and_found_again(tmp_path, monkeypatch):
     """``Context.kind_setup`` is ``kind_setup``'s value, read back from the cache in a later
-    run without setting a prover up; a changed rule file or a damaged file finds it again."""
+    run without running a rule; a damaged file is found again, with a one-line warning (a
+    changed kind: ``test_gate_mutants_walk``)."""
     from wgk.conformance.reports import gate_mutants
+    from wgk.conformance.z3 import transition as tr
+    monkeypatch.setattr(tr, "_CACHE", {})
     first = gate_mutants.Context(tmp_path).kind_setup(1)
     assert first == json.loads(json.dumps(gate_mutants.kind_setup(1)))
     found = []
-    monkeypatch.setattr(gate_mutants, "kind_setup", lambda t: found.append(t) or {"x": [t]})
+    real = tr._logs_by_kind
+    monkeypatch.setattr(tr, "_logs_by_kind", lambda graph, ids, sem, kinds=None, around=None:
+                        found.append(kinds) or real(graph, ids, sem, kinds, around))
+    monkeypatch.setattr(tr, "_CACHE", {})
     assert gate_mutants.Context(tmp_path).kind_setup(1) == first and found == []
-    kept = next((tmp_path / "mutants").glob("kind-setup-*.json"))
+    kept = next((tmp_path / "mutants").glob("model-set-up-*.json"))
     kept.write_text("[damaged")
-    assert gate_mutants.Context(tmp_path).kind_setup(1) == {"x": [1]} and found == [1]
+    monkeypatch.setattr(tr, "_CACHE", {})
     ctx = gate_mutants.Context(tmp_path)
-    ctx.whole = "another model"
-    assert ctx.kind_setup(1) == {"x": [1]} and found == [1, 1]
+    assert ctx.kind_setup(1) == first and len(found) == 1
+    assert len(ctx.warnings) == 1 and "ignored" in ctx.warnings[0] and "\n" not in ctx.warnings[0]
 
 
 def test_a_replay_is_kept_under_the_model_run_and_reruns_only_when_that_run_changes(

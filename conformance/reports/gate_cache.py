@@ -961,9 +961,12 @@ class GateCache:
             return checks
         mutant = _one_mutant(section, spec)
         if mutant is not None:
-            with READS.explored_kinds() as kinds:
+            # its proof's walk kept transition by transition (``gate_mutants.kept_refute``)
+            with READS.explored_kinds() as kinds, READS.walk_kept(self.mutants(), mutant):
                 checks = fn()
             self.store(key, checks, self.mutants().dependencies(mutant, checks, kinds))
+            warnings, self.mutants().warnings = self.mutants().warnings, []
+            self._tally(f"walk-{key[:16]}", 0, warnings)
             return checks
         if _one_instance(section, spec):
             with READS.kinds_run(set()) as kinds:
@@ -1008,6 +1011,8 @@ class GateCache:
         """The checks reused (proof frames reused inside a prove part run again included)
         of ``total``, and the warnings."""
         reused, warnings = self.reused, list(self.warnings)
+        if self._mutants is not None:         # the model's set-up kept kind by kind
+            warnings += self._mutants.warnings
         by = dict(self.reused_by)
         for tally in sorted((self.dir / "frames").glob(f".run-{self.token}-*.json")):
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):

@@ -455,9 +455,13 @@ def prove_kept(inst, cache, progress: Callable[[str], None] | None = None):
     from wgk.conformance.z3.prove import FAST, Prover, chain_deps
     from wgk.conformance.z3.symbolic import symbolic_graph
     from wgk.conformance.z3.transition import MODEL, actor_sensitive, discover_universe
+    from wgk.model.actions import Instance
 
     t0 = time.perf_counter()
     graph = symbolic_graph(inst.task_names(), chain_deps(inst.tasks))
+    if gate_cache.READS is not None and inst == Instance.proof(tasks=inst.tasks):
+        # found kind by kind, each kind's part kept (``gate_mutants.Context.model_set_up``)
+        cache.mutants().model_set_up(inst.tasks)
     # what the prover finds by running every rule, keyed by its value
     by_actor = actor_sensitive(graph, MODEL)
     universe = discover_universe(graph, inst.ids(), MODEL)

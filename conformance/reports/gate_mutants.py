@@ -99,13 +99,14 @@ class Context:
             with contextlib.suppress(OSError, TypeError, ValueError):
                 gate_cache._write_atomic(index, json.dumps(gate_frames.SCANS))
         self.fixed = _digest(gate_frames._fixed(files), json.dumps([n for n, _ in self.rules]))
-        #: every file of the model and of the suite whole, rule files included: what the
-        #: prover's set-up under the model (``kind_setup``) is a function of
-        self.whole = _digest(self.fixed, *(x for n, p in self.rules for x in (n, p.read_bytes())))
         self.cache_dir = cache_dir
         self._kind_setup: dict[int, dict] = {}
+        self._model_set_up: dict[int, tuple] = {}
         self._set_up: set[tuple[str, str]] | None = None
         self._incidents: dict | None = None
+        self._kind_digest: dict[str | None, str] = {}
+        #: damaged records of walks, one line each (reported through the gate's cache)
+        self.warnings: list[str] = []
 
     def incident_traces(self, m) -> list[Path]:
         """The traces ``trace_verdicts`` replays for the mutant (those of its incidents in the
@@ -147,6 +148,18 @@ class Context:
             out[key[0]] |= {key[1], *self.reach.nested[key]}
         return out
 
+    def kind_digest(self, kind: str | None) -> str:
+        """The rule files as the frames of ``kind`` (a member name; None: an environment step)
+        and its part of the prover's set-up read them: the functions ``kinds_functions``
+        gives (the kind's ``Reach``, the shared ones, the set-up's), each file's text outside
+        them."""
+        if kind not in self._kind_digest:
+            quals = self.kinds_functions([kind] if kind is not None else [])
+            self._kind_digest[kind] = _digest(*(
+                x for name, path in self.rules
+                for x in (name, gate_cache.file_digest(path, frozenset(quals[name])))))
+        return self._kind_digest[kind]
+
     def every_function(self) -> dict[str, set[str]]:
         out = {}
         for name, path in self.rules:
@@ -174,22 +187,54 @@ class Context:
         return out
 
     def kind_setup(self, tasks: int) -> dict[str, list]:
-        """``kind_setup(tasks)``, kept in the cache under every file of the model and of the
-        suite whole (it is a function of those: the set-up under the model runs the
-        model's rules through the suite's encoding, nothing of the implementation), so a
-        gate run in which none of them changed does not set a prover up again."""
+        """``kind_setup(tasks)``, made from the model's set-up kept kind by kind
+        (``model_set_up``): each kind's evidence and whether it asks who."""
         if tasks not in self._kind_setup:
-            where = self.cache_dir / "mutants" / f"kind-setup-{_digest(self.whole, str(tasks))}.json"
-            try:
-                value = json.loads(where.read_text(encoding="utf-8"))
-                if not isinstance(value, dict):
-                    raise ValueError("not a mapping")
-            except Exception:         # noqa: BLE001 -- found again (a damaged file too)
-                value = kind_setup(tasks)
-                with contextlib.suppress(OSError, TypeError, ValueError):
-                    gate_cache._write_atomic(where, json.dumps(value, sort_keys=True))
-            self._kind_setup[tasks] = value
+            who, logs, templated = self.model_set_up(tasks)
+            self._kind_setup[tasks] = {
+                k: [k in who, sorted([repr(a), repr(b)] for a, b in logs[k])]
+                for k in logs if k in who or k in templated}
         return self._kind_setup[tasks]
+
+    def model_set_up(self, tasks: int) -> tuple[set[str], dict[str, set], set[str]]:
+        """The set-up of the model's prover on the proof instance of ``tasks`` tasks, kind by
+        kind (``set_up_by_kind``: each kind's part kept in the cache under the files of the
+        model and of the suite but the rule files, whole, and the kind's digest, found again
+        only for the kinds whose digest changed); the model's by-actor value and evidence
+        universe are set to it for this process (what ``actor_sensitive`` and
+        ``discover_universe`` find, every kind at once)."""
+        if tasks not in self._model_set_up:
+            from wgk.conformance.z3 import transition as tr
+            from wgk.conformance.z3.prove import chain_deps
+            from wgk.conformance.z3.symbolic import symbolic_graph
+            from wgk.model.actions import Instance
+            from wgk.model.vocab import Kind
+            inst = Instance.proof(tasks=tasks)
+            graph = symbolic_graph(inst.task_names(), chain_deps(inst.tasks))
+            ids = inst.ids()
+            where = self.cache_dir / "mutants" / f"model-set-up-{_digest(self.fixed, str(tasks))}.json"
+            try:
+                old = json.loads(where.read_text(encoding="utf-8"))
+                if not isinstance(old, dict) or old.get("format") != WALK_FORMAT:
+                    raise ValueError(f"not {WALK_FORMAT}")
+                old = _checked_kinds(old["kinds"])
+            except OSError:
+                old = {}
+            except Exception as e:    # noqa: BLE001 -- found again (a damaged file too)
+                why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
+                self.warnings.append(f"cache entry {where} (the model's set-up) ignored: {why}")
+                old = {}
+            reach = {k: self.kind_digest(k) for k in Kind.__members__}
+            who, logs, templated = set_up_by_kind(tr.MODEL, graph, ids, reach, old)
+            universe = tr.universe_of(logs, ids)
+            tr._cached(tr.MODEL, ("universe", ids), lambda: universe)
+            if any(k not in old or old[k]["reach"] != reach[k] for k in reach):
+                with contextlib.suppress(OSError, TypeError, ValueError):
+                    gate_cache._write_atomic(where, json.dumps({
+                        "format": WALK_FORMAT, "kinds": _kinds_json(reach, who, logs, templated)},
+                        sort_keys=True))
+            self._model_set_up[tasks] = who, logs, templated
+        return self._model_set_up[tasks]
 
     def static(self, m) -> str:
         """What the mutant's key holds beside the gate's options and the skeleton: the other
@@ -273,6 +318,205 @@ def explored_kinds():
         yield kinds
     finally:
         kills.explore_mutant = real
+
+
+WALK_FORMAT = "wgk-mutant-walk/1"
+
+
+def walks_kept(m) -> bool:
+    """Whether the mutant's proof walk is kept kind by kind (``kept_refute``): a mutant that
+    replaces no rule (it patches a function or brings a reducer of its own) walks the kinds
+    in the catalogue's order from the first; one that replaces rules is walked on its own
+    kinds first and killed there (its key reads those)."""
+    return not m.rules
+
+
+@contextlib.contextmanager
+def walk_kept(ctx: Context, m):
+    """While inside, the staged ``kills.refute`` of ``m`` (as ``first_kill`` asks it) is
+    ``kept_refute``: its walk's frames kept kind by kind in the gate's cache."""
+    from wgk.conformance.z3 import kills
+    real = kills.refute
+    if not walks_kept(m):
+        yield
+        return
+
+    def refute(mutant, inst=None, prover=None, staged=True):
+        if mutant is not m or inst is not None or prover is not None or not staged:
+            return real(mutant, inst, prover, staged)
+        return kept_refute(ctx, m)
+    kills.refute = refute
+    try:
+        yield
+    finally:
+        kills.refute = real
+
+
+def kept_refute(ctx: Context, m):
+    """``kills.refute(m)``: the first failing frame of the property the mutant names, the
+    transitions walked in the prover's order, each transition's verdict (no counterexample,
+    or the counterexample's frame) kept in the cache under a key of what it read, and
+    checked again only when that key changed.
+
+    A frame of transition ``t`` on the mutant's prover is a function of the files in the
+    mutant's static key (the mutant's code, the properties, the lemmas, the kernel, the
+    encoding), the rule-file functions ``t``'s kind can run (``Context.kind_digest``:
+    its ``Reach`` with the shared ones and the set-up's) and the prover's set-up: the kinds
+    asking who sent a request and the evidence universe. The set-up is a union over the
+    kinds of what each kind's rule does under the mutant (``_actor_sensitive``,
+    ``_logs_by_kind``: a template runs its own kind's rule through the mutant's reducer
+    and patches), so each kind's part is kept under that kind's digest and found again
+    under the mutant only for the kinds whose digest changed; the set-up's value is then in
+    every frame's key. The walk stops at the first counterexample, as ``_first_failure``
+    does: a transition after it is not consulted while that one still fails, and one
+    before it whose key changed is checked again (its new counterexample comes first).
+    The frames are checked on the mutant's own prover (its set-up given by kind): a frame
+    the staged walk takes from the model's base is the model's and proved, and so is the
+    same frame on the mutant's prover."""
+    from wgk.conformance.z3 import transition as tr
+    from wgk.conformance.z3.proof_report import ProofResult
+    from wgk.conformance.z3.prove import Prover, chain_deps
+    from wgk.conformance.z3.symbolic import symbolic_graph
+    from wgk.model.actions import Instance
+    from wgk.model.vocab import Kind
+    inst = Instance.proof(tasks=m.instance.tasks)
+    graph = symbolic_graph(inst.task_names(), chain_deps(inst.tasks))
+    ids = inst.ids()
+    where = ctx.cache_dir / "mutants" / "walks" / \
+        f"{_digest(WALK_FORMAT, ctx.static(m), m.proof_target)}.json"
+    record = _walk_record(where, ctx, m.name)
+    reach = {k: ctx.kind_digest(k) for k in Kind.__members__}
+    sem = m.semantics()
+    who, logs, templated = set_up_by_kind(sem, graph, ids, reach, (record or {}).get("kinds", {}))
+    universe = tr.universe_of(logs, ids)
+    tr._cached(sem, ("universe", ids), lambda: universe)
+    setup = _digest(json.dumps(sorted(who)), json.dumps(universe))
+    prover = None
+
+    def own() -> Prover:
+        nonlocal prover
+        if prover is None:
+            prover = Prover(inst, sem, transitions=())
+        return prover
+    order = record["order"] if record is not None and record.get("setup") == setup \
+        else _walk_order(m, own())
+    frames = dict((record or {}).get("frames", {}))
+    found_now = None
+    for t in order:
+        kind = gate_frames.kind_name(t)
+        key = _digest(reach[kind] if kind is not None else ctx.kind_digest(None), setup, t)
+        kept = frames.get(t)
+        if kept is None or kept.get("key") != key:
+            if prover is None and _walk_order(m, own()) != order:
+                return _walk_again(ctx, m, where)
+            verdict = None
+            own().build([t])
+            if t in prover.groups:
+                for p in [p for p in prover.properties if p.id == m.proof_target]:
+                    r = prover.check(p, t)
+                    if r.status == "counterexample":
+                        found_now, verdict = r, {"invariant": r.invariant, "transition": t,
+                                                 "seconds": r.seconds, "solved": r.solved}
+                        break
+            kept = frames[t] = {"key": key, "verdict": verdict}
+        if kept["verdict"] is not None:
+            break
+    with contextlib.suppress(OSError, TypeError, ValueError):
+        gate_cache._write_atomic(where, json.dumps({
+            "format": WALK_FORMAT, "mutant": m.name, "setup": setup, "order": order,
+            "kinds": _kinds_json(reach, who, logs, templated), "frames": frames}, sort_keys=True))
+    last = frames[t]["verdict"] if order else None
+    if last is None:
+        return None
+    return found_now if found_now is not None else ProofResult(
+        last["invariant"], last["transition"], "counterexample", last["seconds"],
+        solved=last["solved"])
+
+
+def set_up_by_kind(sem, graph, ids, reach: dict[str, str], old: dict
+                   ) -> tuple[set[str], dict[str, set], set[str]]:
+    """The prover's set-up under ``sem`` kind by kind: the kinds asking who sent a request
+    (member names; ``sem``'s by-actor value set to them), each kind's evidence pairs, and
+    the kinds with templates. A kind whose digest (``reach``) is the one ``old`` holds it
+    under keeps its part; the others are found again (every kind, when one of them asks
+    who otherwise than before: the templates of every kind are made from who asks)."""
+    from wgk.conformance.z3 import transition as tr
+    from wgk.model.vocab import Kind
+    again = {k for k in reach if k not in old or old[k]["reach"] != reach[k]}
+    who = {k for k in reach if k not in again and old[k]["who"]}
+    if again:
+        found = tr._actor_sensitive(graph, sem, None if len(again) == len(reach) else
+                                    frozenset(Kind[k] for k in again))
+        who |= {k.name for k in found}
+        if any(k in old and old[k]["who"] != (k in who) for k in again):
+            again = set(reach)
+    by_actor = frozenset(Kind[k] for k in who)
+    tr._cached(sem, "by-actor", lambda: by_actor)
+    logs = {k: {tuple(p) for p in old[k]["logs"]} for k in reach if k not in again}
+    templated = {k for k in reach if k not in again and old[k].get("templated", True)}
+    if again:
+        logs.update({k: set() for k in again})
+        found = tr._logs_by_kind(graph, ids, sem, frozenset(Kind[k] for k in again))
+        logs.update({kind.name: pairs for kind, pairs in found.items()})
+        templated |= {kind.name for kind in found}
+    return who, logs, templated
+
+
+def _checked_kinds(kinds) -> dict:
+    """A kept set-up by kind, checked whole (raises on anything damaged)."""
+    for k, v in kinds.items():
+        if not (isinstance(v["reach"], str) and isinstance(v["who"], bool)
+                and isinstance(v["templated"], bool)
+                and all(isinstance(p, list) and all(isinstance(x, str) for x in p)
+                        for p in v["logs"])):
+            raise ValueError(f"kind {k} damaged")
+    return kinds
+
+
+def _kinds_json(reach: dict, who: set, logs: dict, templated: set) -> dict:
+    return {k: {"reach": reach[k], "who": k in who, "logs": sorted(logs.get(k, ())),
+                "templated": k in templated} for k in reach}
+
+
+def _walk_order(m, prover) -> list[str]:
+    """The transitions ``kills._first_failure`` walks: the mutant's changed kinds, then the
+    prover's in its order."""
+    first = [k.label for k in m.changed_kinds]
+    return first + [t for t in prover.transitions if t not in first]
+
+
+def _walk_again(ctx: Context, m, where: Path):
+    """The record's order is not the prover's: walked from nothing."""
+    with contextlib.suppress(OSError):
+        where.unlink()
+    return kept_refute(ctx, m)
+
+
+def _walk_record(where: Path, ctx: Context, name: str) -> dict | None:
+    """A mutant's kept walk (None: none; a damaged one with a one-line warning)."""
+    try:
+        raw = where.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    try:
+        record = json.loads(raw)
+        if not isinstance(record, dict) or record.get("format") != WALK_FORMAT:
+            raise ValueError(f"not {WALK_FORMAT}")
+        if record.get("mutant") != name:
+            raise ValueError("kept for another mutant")
+        _checked_kinds(record["kinds"])
+        for t, v in record["frames"].items():
+            if not isinstance(v["key"], str) or not (v["verdict"] is None or {
+                    "invariant", "transition", "seconds", "solved"} <= set(v["verdict"])):
+                raise ValueError(f"frame {t} damaged")
+        if not all(isinstance(t, str) for t in record["order"]) or \
+                not isinstance(record["setup"], str):
+            raise ValueError("its order is damaged")
+    except Exception as e:            # noqa: BLE001 -- a damaged record of any kind is ignored
+        why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
+        ctx.warnings.append(f"cache entry {where} (mutants {name} walk) ignored: {why}")
+        return None
+    return record
 
 
 def _catalogue_uses(path: Path) -> tuple[set[str], bool]:
