@@ -383,6 +383,22 @@ def test_a_shared_compiled_model_is_remade_under_a_patched_model_function(monkey
     assert ModelSystem(graph).compiled is not before
 
 
+def test_a_shared_compiled_model_is_remade_under_a_patched_entry_of_a_model_mapping(monkeypatch):
+    """The model's functions are found again when an entry of a mapping in a model module is
+    patched in place (the module's namespace unchanged), and kept while nothing changed."""
+    from wgk.model import projections
+    graph = {"tasks": [{"name": "a"}]}
+    before = ModelSystem(graph).compiled
+    found = compiled_mod._model_functions()
+    assert compiled_mod._model_functions() is found and ModelSystem(graph).compiled is before
+    kind = next(iter(projections.WAY_CONDITIONS))
+    monkeypatch.setitem(projections.WAY_CONDITIONS, kind, lambda *a, **k: False)
+    assert compiled_mod._model_functions() is not found
+    assert ModelSystem(graph).compiled is not before
+    monkeypatch.undo()
+    assert ModelSystem(graph).compiled is before
+
+
 def test_a_graph_differing_in_its_dependencies_gives_its_own_answers():
     """Two graphs of the same tasks, one with an edge, each state with ``b``'s attempt
     succeeded while ``a`` is open: only the chain breaks ``dependency-needs-done``. A model

@@ -219,3 +219,26 @@ def test_a_restart_keeping_what_was_planted_on_its_connection_is_reported(monkey
         assert r.verdict == "fail" and len(r.problems) == 1
         assert r.problems[0].startswith(f"{r.plant} planted before the restart after step 0 "
                                         "before commit [dispatch:a:1]: the restarted kernel")
+
+
+def test_a_restored_snapshot_is_checked_once_and_what_the_connection_held_is_not_kept(monkeypatch):
+    """A cut's restore and the first kernel on it check the held connection once (nothing runs
+    on it between the two); a temporary table the connection held before is not kept."""
+    held, impl, head = _held_with_a_kernel()
+    try:
+        image = impl.kernel.conn.serialize()
+        impl.kernel.close()
+        held.conn.execute("CREATE TEMP TABLE kept (x)")
+        calls = []
+        real = HeldDatabase.restarted
+        monkeypatch.setattr(HeldDatabase, "restarted", lambda self: (calls.append(1), real(self))[1])
+        snap = crashcuts._Snapshot("unused", crashcuts._keep_world(impl.world, "unused"), head,
+                                   None, None, image=image)
+        again = crashcuts._restore(snap, held, crashcuts.no_hook)
+        assert len(calls) == 1 and held.replaced == 1 and again.kernel.conn is held.conn
+        assert held.conn.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] == 0
+        assert again.kernel.ledger_head() == head and again.kernel.audit().ok
+        again.crash()                              # a restart checks the connection again
+        assert len(calls) == 2
+    finally:
+        held.close()

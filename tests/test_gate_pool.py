@@ -66,6 +66,25 @@ def test_a_worker_that_dies_makes_its_part_an_error():
     assert [c.verdict for n in (1, 2) for c in got[n].checks] == ["pass", "pass"]
 
 
+def test_the_workers_send_their_ticks_only_when_someone_reads_them(monkeypatch):
+    from wgk.conformance.reports.gate_budget import Tick
+
+    def ticking(progress):
+        for n in range(5):
+            progress(Tick("a", n, 5, 0.0, f"step {n}"))
+        return [Check("a", "ok", "pass", 0.0)]
+    arrived = []
+    real = gate_pool._Order.tick
+    monkeypatch.setattr(gate_pool._Order, "tick",
+                        lambda self, n, t: (arrived.append(t), real(self, n, t)))
+    got, shown = {}, []
+    run_parts([Part("a", ticking)] * 2, 2, None, lambda n, done: got.__setitem__(n, done))
+    assert [c.verdict for n in (0, 1) for c in got[n].checks] == ["pass", "pass"]
+    assert arrived == []                 # no progress: nothing crossed the queue
+    run_parts([Part("a", ticking)] * 2, 2, shown.append, lambda n, done: None)
+    assert len(arrived) == 10 and [t.label for t in shown] == [f"step {n}" for n in range(5)] * 2
+
+
 def test_the_scratch_directory_is_chosen_and_restored(monkeypatch, tmp_path):
     import tempfile
     monkeypatch.setenv("WGK_GATE_SCRATCH", str(tmp_path))

@@ -566,14 +566,43 @@ _BY_GRAPH: dict = {}
 _MODULES: list = [-1, ()]
 
 
+#: the last ``_model_functions``: the modules it read, a copy of each one's namespace and of
+#: every mapping in it, and what it found there
+_FUNCTIONS: list = [None, (), ()]
+
+
 def _model_functions() -> tuple:
     """The objects ``model_fingerprint`` names by identity (each module's in the order of its
     namespace, not sorted: a patched attribute keeps its place, so the same functions give the
-    same tuple)."""
+    same tuple). Found again only when a namespace or a mapping in one differs from the copy
+    taken when they were last found (compared in C, each unchanged entry by identity)."""
     if _MODULES[0] != len(sys.modules) or any(sys.modules.get(name) is not mod
                                               for name, mod in _MODULES[1]):
         _MODULES[:] = [len(sys.modules), tuple((name, mod) for name, mod in sorted(sys.modules.items())
                                                if name.startswith("wgk.model.") and mod is not None)]
+    modules, copies, found = _FUNCTIONS
+    if modules == _MODULES[1] and _unchanged(copies):
+        return found
+    found = _found_functions()
+    _FUNCTIONS[:] = [_MODULES[1], tuple(_copied(vars(mod)) for _, mod in _MODULES[1]), found]
+    return found
+
+
+def _copied(namespace: dict) -> tuple:
+    return (namespace, dict(namespace),
+            tuple((v, dict(v)) for v in namespace.values() if isinstance(v, dict)))
+
+
+def _unchanged(copies: tuple) -> bool:
+    """Whether every namespace and every mapping in one still equals its copy."""
+    try:
+        return all(ns == before and all(d == was for d, was in maps)
+                   for ns, before, maps in copies)
+    except Exception:                  # noqa: BLE001 -- a value that cannot be compared: found again
+        return False
+
+
+def _found_functions() -> tuple:
     out = []
     for _, mod in _MODULES[1]:
         for v in vars(mod).values():

@@ -134,9 +134,9 @@ def _snapshot(impl: ImplSystem, path: str, replay: bool = False, start=None,
 
 def _restore(snap: _Snapshot, path: "str | HeldDatabase", hook) -> ImplSystem:
     if isinstance(path, HeldDatabase):            # the snapshot's pages, on the kept connection
-        path.restore(snap.image)
         return ImplSystem.reopen(path.path, _world_of(snap.world), hook=hook,
-                                 daemon=snap.daemon, held=path)
+                                 daemon=snap.daemon, held=path,
+                                 store=path.restored(snap.image, hook))
     if not backend_of(path).file:                 # the cut's schema, emptied and refilled
         store = open_store(path)
         store.restore(snap.db)

@@ -131,6 +131,12 @@ class HeldDatabase:
     def store(self, hook=no_hook) -> Store:
         return Store(self.path, hook=hook, conn=self.restarted())
 
+    def restored(self, image: bytes, hook=no_hook) -> Store:
+        """``restore(image)`` and a store on it, as a process starting on those pages opens
+        it: the connection checked once (``restarted``), nothing run on it in between."""
+        self.restore(image)
+        return Store(self.path, hook=hook, conn=self.conn)
+
     def close(self) -> None:
         self.conn.close()
 
@@ -202,9 +208,11 @@ class ImplSystem:
 
     @classmethod
     def reopen(cls, path: str, world: MemoryWorld, *, hook=no_hook,
-               daemon: str | None = None, held: HeldDatabase | None = None) -> "ImplSystem":
+               daemon: str | None = None, held: HeldDatabase | None = None,
+               store: Store | None = None) -> "ImplSystem":
         """An implementation on an existing database file and world (a restored snapshot);
-        ``held``: on that database held in memory (``path`` its ":memory:")."""
+        ``held``: on that database held in memory (``path`` its ":memory:"); ``store``: the
+        first kernel's, already opened on it (``HeldDatabase.restored``)."""
         self = cls.__new__(cls)
         self.held = held
         self._tmp = None
@@ -215,14 +223,16 @@ class ImplSystem:
         self.world = world
         self.hook = hook
         self.daemon = daemon
-        self.kernel = self._open()
+        self.kernel = self._open(store)
         return self
 
-    def _open(self) -> Kernel:
-        """A kernel as a process starting on this database and world opens it."""
+    def _open(self, store: Store | None = None) -> Kernel:
+        """A kernel as a process starting on this database and world opens it (``store``:
+        on that store, opened so already)."""
         held = self.held
-        return Kernel(self.path, self.world.environment(), hook=self.hook,
-                      store=None if held is None else held.store(self.hook))
+        if store is None and held is not None:
+            store = held.store(self.hook)
+        return Kernel(self.path, self.world.environment(), hook=self.hook, store=store)
 
     def apply(self, step: dict) -> dict | None:
         if self.shadow is not None:

@@ -100,11 +100,14 @@ def guarded(section: str, run: Callable[[], list[Check]]) -> Done:
                     time.perf_counter() - t0, raised=True)
 
 
-def _worker(parts: list[Part], tasks, out) -> None:
+def _worker(parts: list[Part], tasks, out, ticks: bool = True) -> None:
+    """Runs the parts whose numbers come from ``tasks``, sending back on ``out`` each one's
+    start, its ticks (``ticks``: only when someone reads them) and its outcome."""
     for n in iter(tasks.get, None):
         out.put(("start", n, os.getpid()))
         part = parts[n]
-        done = guarded(part.section, lambda: part.run(lambda t: out.put(("tick", n, t))))
+        tick = (lambda t, n=n: out.put(("tick", n, t))) if ticks else _unread
+        done = guarded(part.section, lambda: part.run(tick))
         try:
             pickle.dumps(done)
         except Exception as e:         # noqa: BLE001 -- a result that cannot travel is an error
@@ -112,6 +115,10 @@ def _worker(parts: list[Part], tasks, out) -> None:
                                f"its checks cannot be sent back: {e}".splitlines()[0])],
                         done.seconds, raised=True)
         out.put(("done", n, done))
+
+
+def _unread(tick: Tick) -> None:
+    """A part's progress when the gate has no progress callback: its ticks go nowhere."""
 
 
 class _Order:
@@ -161,10 +168,12 @@ def run_parts_here(parts: list[Part], progress: Progress | None,
 def run_parts(parts: list[Part], workers: int, progress: Progress | None,
               on_done: Callable[[int, Done], None]) -> None:
     """Every part on ``workers`` forked processes; ``on_done(n, done)`` for each part in
-    order, its ticks passed to ``progress`` before."""
+    order, its ticks passed to ``progress`` before (without ``progress`` the workers send
+    none: each would cross the queue to be dropped)."""
     ctx = multiprocessing.get_context("fork")
     tasks, out = ctx.Queue(), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(parts, tasks, out), daemon=False)
+    procs = [ctx.Process(target=_worker, args=(parts, tasks, out, progress is not None),
+                         daemon=False)
              for _ in range(min(workers, len(parts)))]
     for p in procs:                   # forked before this process starts a queue's thread
         p.start()
