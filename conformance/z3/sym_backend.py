@@ -331,7 +331,7 @@ def at_most_one(terms: list, memo: dict) -> Any:
     key = ("at-most-one",) + tuple(id(x) for x in terms)
     hit = memo.get(key)
     if hit is None:
-        pairs = overlapping(terms)
+        pairs = sorted(overlapping(terms))     # in the terms' order, whatever model came first
         out = z3.And([z3.Not(z3.And(terms[a], terms[b])) for a, b in pairs]) if pairs \
             else z3.BoolVal(True)
         hit = memo[key] = (out, list(terms))
