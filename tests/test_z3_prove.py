@@ -204,6 +204,47 @@ def test_a_symbolic_count_compared_with_a_number_is_the_sum_it_stands_for():
     assert count([True, False, True]) == 2          # concrete: a plain number
 
 
+def test_an_at_most_one_built_pairwise_excludes_exactly_the_pairs_that_can_hold_together():
+    """Within ``pairwise_of`` a count compared with a number builds its at-most-one as the
+    overlapping pairs excluded: equivalent to the cardinality constraint in every assignment,
+    on terms of which only some pairs can hold together and on the prover's ways forward
+    (the assumption the pairwise form replaces); outside it, z3's ``AtMost``."""
+    import z3
+    from wgk.conformance.z3.sym_backend import BACKEND, overlapping
+    from wgk.model.logic import count
+    from wgk.model.projections import WAYS
+    x, y = z3.Int("pairs.x"), z3.Int("pairs.y")
+    terms = [x == 1, x == 2, y == 1, z3.And(y == 1, x == 2), y == 2]
+    assert sorted(overlapping(terms)) == [(0, 2), (0, 4), (1, 2), (1, 3), (1, 4), (2, 3)]
+
+    def equivalent(a, b):
+        s = z3.Solver()
+        s.add(a != b)
+        return s.check() == z3.unsat
+
+    memo: dict = {}
+    with symbolic():
+        assert "AtMost" in str(count(terms) <= 1)
+        with BACKEND.pairwise_of(memo):
+            for k in (0, 1, 2):
+                assert equivalent(count(terms) == k, z3.PbEq([(t, 1) for t in terms], k))
+                assert equivalent(count(terms) <= k, z3.AtMost(*terms, k))
+            assert "AtMost" not in str(count(terms) <= 1)
+            assert len(memo) == 1                   # one search for the same terms
+        assert BACKEND.pairwise is None
+    prover = Prover(Instance.proof(tasks=2), transitions=())
+    # the ways' at-most-one of each task went through it
+    assert len(prover.pairs) == 2
+    with symbolic(), prover.sem.active():
+        for i in range(2):
+            ways = [w.enabled(prover.s, i) for w in WAYS]
+            ways = [z3.BoolVal(w) if isinstance(w, bool) else w for w in ways]
+            pairs = overlapping(ways)
+            assert 0 < len(pairs) < len(ways) * (len(ways) - 1) // 2 // 4
+            assert equivalent(z3.And([z3.Not(z3.And(ways[a], ways[b])) for a, b in pairs]),
+                              z3.AtMost(*ways, 1))
+
+
 def test_a_proof_shared_among_processes_reports_what_one_process_does():
     """``prove(jobs=2)``: the same frames with the same verdicts in the same order, the same
     base case, and a counterexample found in a forked share comes back decoded."""
