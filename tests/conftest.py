@@ -5,6 +5,7 @@ import pytest
 
 from honest_tokens import honest_tokens  # noqa: F401  (autouse: raw API tests hold tokens)
 from no_leaked_children import no_leaked_children  # noqa: F401  (autouse: protocol tests)
+from slow_first import order
 
 from wgk.conformance.check.driver import Driver
 from wgk.model.env import EnvKind
@@ -67,6 +68,12 @@ def to_phase(d: Driver, task: str, last: K, *, work: int = WORK, disposition=Dis
 def complete(d: Driver, task: str, n: int = 1, work: int = WORK):
     dispatch(d, task, n)
     return to_phase(d, task, K.SAVE_GRAPH, work=work)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """The longest test files first (``slow_first``): no long file ends the run alone."""
+    order(items)
 
 
 @pytest.fixture
