@@ -225,7 +225,7 @@ def test_the_lock_function_finds_task_rows_by_their_index_on_a_small_table(pg_ds
             for ids in ([1, 2], [2]):              # (one row: looked up by its key alone)
                 conn.raw.execute("BEGIN")
                 stamps = conn.raw.execute(pg_sql.LOCK, (ids, share, True, None)).fetchall()
-                assert sorted(name for name, _, _ in stamps) == [f"t{i - 1}" for i in ids]
+                assert sorted(name for name, *_ in stamps) == [f"t{i - 1}" for i in ids]
                 conn.raw.execute("ROLLBACK")
     assert _seq_scans(conn, "tasks") - before < 3
     k.close()
@@ -279,7 +279,7 @@ def test_migration_4_gives_a_database_of_version_3_the_rows_function(pg_dsn, mon
         events = seqs(old)
         old.close()
     k = kernel(pg_dsn)
-    assert k.store.meta("pg-schema-version") == str(pg_sql.PG_SCHEMA_VERSION) == "5"
+    assert k.store.meta("pg-schema-version") == str(pg_sql.PG_SCHEMA_VERSION)
     settings = k.conn.native("SELECT proconfig FROM pg_proc WHERE oid = to_regproc('wgk_lock')")
     assert settings.fetchall() == [(["plan_cache_mode=force_generic_plan", "enable_seqscan=off"],)]
     assert seqs(k) == events
@@ -304,7 +304,7 @@ def test_migration_5_gives_the_lock_function_the_count_of_committed_rows(pg_dsn,
         events = seqs(old)
         old.close()
     k = kernel(pg_dsn)
-    assert k.store.meta("pg-schema-version") == "5"
+    assert k.store.meta("pg-schema-version") == str(pg_sql.PG_SCHEMA_VERSION)
     settings = k.conn.native("SELECT proconfig FROM pg_proc WHERE oid = to_regproc('wgk_lock')")
     assert settings.fetchall() == [(["plan_cache_mode=force_generic_plan", "enable_seqscan=off"],)]
     assert seqs(k) == events
@@ -316,10 +316,11 @@ def test_migration_5_gives_the_lock_function_the_count_of_committed_rows(pg_dsn,
         got = conn.raw.execute(pg_sql.LOCK, ([1, 2], False, True, None)).fetchall()
     finally:
         conn.raw.execute("ROLLBACK")
-    assert sorted(got) == [("a", last["a"], len(events)), ("b", last["b"], len(events))]
+    assert sorted(g[:3] for g in got) == [("a", last["a"], len(events)),
+                                          ("b", last["b"], len(events))]
     key = conn.native("SELECT key FROM journal LIMIT 1").fetchone()[0]
     used = conn.raw.execute(pg_sql.LOCK, ([1], False, True, key)).fetchall()
-    assert used == [(None, None, len(events))]
+    assert [u[:3] for u in used] == [(None, None, len(events))]
 
     sent = []
     monkeypatch.setattr(conn, "_put", lambda text, params=None, put=conn._put: (
@@ -336,5 +337,52 @@ def test_migration_5_gives_the_lock_function_the_count_of_committed_rows(pg_dsn,
         assert store.data_version() == token and pg_sql.ROWS in sent    # (then: asked alone)
     finally:
         store.settle()
+    assert k.verify_ledger().ok
+    k.close()
+
+
+def test_migration_6_gives_the_lock_function_the_requests_journal_read(pg_dsn, monkeypatch):
+    """A database of PostgreSQL version 5 (``wgk_lock`` without the journal's answer) is
+    upgraded by migration 6: for a used key its lock function returns the journal row's digest
+    and response beside the count, and a request read ahead sends no journal read of its own:
+    a new key's answer and a used key's (the stored response, nothing appended) both come
+    from the locks' round trip."""
+    with monkeypatch.context() as m:
+        m.setattr(pg_sql, "PG_SCHEMA_VERSION", 5)
+        m.setattr(pg_sql, "LOCK", "SELECT name, stamp, rows FROM wgk_lock(%s, %s, %s, %s)")
+        old = kernel(pg_dsn)
+        old.create_graph("g", [TaskPolicy("a"), TaskPolicy("b")])
+        assert old.handle(dispatch("a"))["decision"] == "applied"
+        assert old.store.meta("pg-schema-version") == "5"
+        events = seqs(old)
+        old.close()
+    k = kernel(pg_dsn)
+    assert k.store.meta("pg-schema-version") == str(pg_sql.PG_SCHEMA_VERSION)
+    settings = k.conn.native("SELECT proconfig FROM pg_proc WHERE oid = to_regproc('wgk_lock')")
+    assert settings.fetchall() == [(["plan_cache_mode=force_generic_plan", "enable_seqscan=off"],)]
+    assert seqs(k) == events
+    conn = k.store.conn
+    stored = conn.native("SELECT digest, response FROM journal WHERE key = 'd:a'").fetchone()
+    conn.raw.execute("BEGIN")
+    try:
+        used = conn.raw.execute(pg_sql.LOCK, ([1], False, True, "d:a")).fetchall()
+        fresh = conn.raw.execute(pg_sql.LOCK, ([1], False, True, "d:unused")).fetchall()
+    finally:
+        conn.raw.execute("ROLLBACK")
+    assert used == [(None, None, len(events), *stored)]
+    assert [f[3:] for f in fresh] == [(None, None)] and fresh[0][0] == "a"
+
+    assert k.task_id("b") == 2                  # (a task the caches know: read ahead)
+    sent = []
+    monkeypatch.setattr(conn, "_put", lambda text, params=None, put=conn._put: (
+        sent.append(text), put(text, params))[1])
+    assert k.handle(dispatch("b"))["decision"] == "applied"
+    assert sent[:2] == [pg_sql.BEGIN, pg_sql.LOCK]
+    assert not any("FROM journal" in text for text in sent)
+    before = seqs(k)
+    sent.clear()
+    again = k.handle(dispatch("b"))
+    assert not any("FROM journal" in text for text in sent)
+    assert again["decision"] == "duplicate" and pg_sql.APPEND not in sent and seqs(k) == before
     assert k.verify_ledger().ok
     k.close()

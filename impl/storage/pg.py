@@ -164,6 +164,8 @@ class PgStore(Store):
         self.conn = PgConnection(dsn, pragmas)
         try:
             self.migrate(migrate_to)
+            #: the lock function answers the request's journal read (PostgreSQL migration 6)
+            self._answers_journal = int(self.meta("pg-schema-version") or 0) >= sql.JOURNALED
         except self.conn.errors.Error as e:
             raise StoreError(f"{redact(dsn)}: not a usable kernel database ({first_line(e)})") from None
 
@@ -223,13 +225,19 @@ class PgStore(Store):
         """The request's journal lookup and, for a known task, BEGIN and its locks unless the
         key is used, and the request's own write where it is known ahead (``ahead()``: key,
         task id, write, the ids of the dependencies it reads, locked shared before it): sent
-        with the next round trip (the credential check's)."""
+        with the next round trip (the credential check's). With the locks, the lock function
+        answers the journal lookup (``pg_sql.LOCK_FUNCTION_JOURNALED``): no statement of its
+        own."""
         found = ahead() if self.row_locks else None
         if found is None:
             return
         key, task_id, write, deps = found
+        early = task_id is not None and not self.depth
+        if (early and self._answers_journal and journal == sql.JOURNAL_READ
+                and self.conn.begin_early([task_id], key, write, deps, journal)):
+            return                              # (the lock function answers the journal read)
         self.conn.prefetch(journal, (key,))
-        if task_id is not None and not self.depth:
+        if early:
             self.conn.begin_early([task_id], key, write, deps)
 
     def settle(self) -> None:

@@ -208,19 +208,24 @@ class PgConnection:
             self._put(sql.BEGIN, ())
 
     def begin_early(self, ids: list[int], key: str, write: tuple[str, tuple] | None = None,
-                    deps: list[int] = ()) -> None:
+                    deps: list[int] = (), journal: str | None = None) -> bool:
         """Queue BEGIN and, unless ``key`` is journaled already, the graph lock (shared) and
         the rows of ``ids`` locked ``FOR UPDATE``, with their stamps: the request's
         transaction takes them up (``begin``), else ``end_early`` rolls them back. ``write``
         (a statement and its parameters): the request's own write, sent after the locks;
         the first ``execute`` of the same statement with the same parameters in the
         transaction that takes them up is answered by it (else it is rolled back with them).
-        ``deps``: rows locked ``FOR SHARE`` after those, before the write."""
+        ``deps``: rows locked ``FOR SHARE`` after those, before the write. ``journal``: the
+        request's journal read (``pg_sql.JOURNAL_READ``), which the lock function answers:
+        the next ``execute`` of it with ``key`` (outside a transaction) takes its answer from
+        the locks' result (once). Whether begun."""
         if self.open or self.early is not None or self._started():
-            return
+            return False
         ids = sorted(int(i) for i in ids)
         self._put(sql.BEGIN, ())
         self.early = Early(ids, self._put(sql.LOCK, (ids, False, True, key)))
+        if journal is not None:
+            self._ahead = ((journal, (key,)), self.early.locks)
         if deps:
             self.early.deps = sorted(int(i) for i in deps)
             self.early.dep_locks = self._put(sql.LOCK, (self.early.deps, True, False, key))
@@ -228,14 +233,16 @@ class PgConnection:
             text, params = write
             self.early.write = ((text, tuple(params)),
                                 self._put(*self._bind(self._statement(text).sql, params)))
+        return True
 
     def end_early(self) -> None:
         """A transaction begun ahead and not taken up: dropped, rolled back if begun."""
         if self.early is not None:
-            self.early = None
+            early, self.early = self.early, None
             self.queue.clear()
-            if self._ahead is not None and self._ahead[1].cur is None:
-                self._ahead = None                  # (its read was never sent)
+            if self._ahead is not None and (self._ahead[1].cur is None
+                                            or self._ahead[1] is early.locks):
+                self._ahead = None                  # (never sent, or answered by the locks)
             if self._started():
                 self.raw.execute("ROLLBACK")
 
@@ -268,6 +275,9 @@ class PgConnection:
             return PgCursor(self, None)
         if self._ahead is not None and not self.open and self._ahead[0] == (text, tuple(params)):
             ahead, self._ahead = self._ahead[1], None
+            if ahead.sql == sql.LOCK:               # the journal read, answered by the locks
+                self.sent(ahead)
+                return PgCursor(self, _journaled(ahead.cur))
             return PgCursor(self, ahead)
         if self._written is not None and self.open and self._written[0] == (text, tuple(params)):
             written, self._written = self._written[1], None
@@ -411,6 +421,16 @@ def _stamps(rows: list[tuple]) -> tuple[dict[str, int | None], int | None]:
     rows (None: not counted, a schema before PostgreSQL migration 5)."""
     stamps = {r[0]: r[1] for r in rows if r[0] is not None}
     return stamps, (rows[0][2] if rows and len(rows[0]) > 2 else None)
+
+
+def _journaled(locks: Result) -> Queued:
+    """The request's journal read as the lock function answered it (its rows left for
+    ``lock_tasks``): a used key's digest and response, else no row."""
+    q = Queued(sql.JOURNAL_READ, None)
+    first = locks.rows[0] if locks.rows else None
+    used = [first[3:5]] if first is not None and first[3] is not None else []
+    q.cur = Result(used, len(used), None)
+    return q
 
 
 def _plain(pg, text: bytes) -> None:

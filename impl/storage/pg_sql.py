@@ -79,7 +79,7 @@ BEGIN
 {_LOCK_MANY}  RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name)
                FROM tasks t WHERE t.id = ANY(ids);
 END $$"""
-LOCK = "SELECT name, stamp, rows FROM wgk_lock(%s, %s, %s, %s)"
+LOCK = "SELECT name, stamp, rows, digest, response FROM wgk_lock(%s, %s, %s, %s)"
 #: The lock function's statements planned once per session: with the ids an array, a custom
 #: plan always looks cheaper than the generic one, so PostgreSQL's default planned them again
 #: at every request (the planner was 13-15 % of a request's server CPU). Each of them looks
@@ -272,6 +272,43 @@ BEGIN
                FROM (SELECT {ROWS_COUNT} AS n) c LEFT JOIN tasks t ON t.id = ANY(ids);
 END $$"""
 
+#: The request's journal read (the kernel's text, ``front.kernel.JOURNAL``) that the lock
+#: function begun ahead answers (migration 6); any other text is sent on its own.
+JOURNAL_READ = "SELECT digest, response FROM journal WHERE key = ?"
+#: The lock function answering the request's journal read as well (migration 6): it looked
+#: the key up already (a used key takes no lock), and a request read the same journal row
+#: again in a statement of its own before its transaction (one more statement, index probe
+#: and transaction per request). A used key's row carries the count, its digest and its
+#: response; every other row carries NULL for both.
+LOCK_FUNCTION_JOURNALED = f"""
+CREATE FUNCTION wgk_lock(ids BIGINT[], share BOOLEAN, graph BOOLEAN, p_key TEXT)
+RETURNS TABLE (name TEXT, stamp BIGINT, rows BIGINT, digest TEXT, response TEXT)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+DECLARE
+  one BIGINT := CASE WHEN cardinality(ids) = 1 THEN ids[1] END;
+  used_digest TEXT;
+  used_response TEXT;
+BEGIN
+  IF p_key IS NOT NULL THEN
+    SELECT j.digest, j.response INTO used_digest, used_response FROM journal j
+      WHERE j.key = p_key;
+    IF FOUND THEN
+      RETURN QUERY SELECT NULL::TEXT, NULL::BIGINT, {ROWS_COUNT}, used_digest, used_response;
+      RETURN;
+    END IF;
+  END IF;
+{_LOCK_GRAPH_AND_ONE}    RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name),
+                        c.n, NULL::TEXT, NULL::TEXT
+                 FROM (SELECT {ROWS_COUNT} AS n) c LEFT JOIN tasks t ON t.id = one;
+    RETURN;
+  END IF;
+{_LOCK_MANY}  RETURN QUERY SELECT t.name::TEXT, (SELECT max(l.seq) FROM ledger l WHERE l.task = t.name),
+                      c.n, NULL::TEXT, NULL::TEXT
+               FROM (SELECT {ROWS_COUNT} AS n) c LEFT JOIN tasks t ON t.id = ANY(ids);
+END $$"""
+JOURNALED = 6
+DROP_LOCK = "DROP FUNCTION wgk_lock(BIGINT[], BOOLEAN, BOOLEAN, TEXT)"
+
 #: PostgreSQL's own migrations, after the shared ones (``meta`` key ``pg-schema-version``).
 PG_MIGRATIONS: dict[int, list[str]] = {1: [
     "ALTER TABLE ledger_head RENAME TO ledger_seal",
@@ -282,7 +319,7 @@ PG_MIGRATIONS: dict[int, list[str]] = {1: [
     JSON_SLOW, JSON_TEXT, LINK, SEAL_FUNCTION, LOCK_FUNCTION,
 ], 2: [EXPECT_FUNCTION], 3: [LOCK_PLANNED_ONCE, SEAL_ON_INDEXES, JSON_TEXT_PL, LINK_PL],
     4: [ROWS_FUNCTION, LOCK_FUNCTION_ONE],
-    5: ["DROP FUNCTION wgk_lock(BIGINT[], BOOLEAN, BOOLEAN, TEXT)", LOCK_FUNCTION_COUNTED]}
+    5: [DROP_LOCK, LOCK_FUNCTION_COUNTED], 6: [DROP_LOCK, LOCK_FUNCTION_JOURNALED]}
 PG_SCHEMA_VERSION = max(PG_MIGRATIONS)
 
 #: One append: the next number of the ledger's sequence, its bucket held (shared) until
