@@ -233,12 +233,12 @@ class PgStore(Store):
             return
         key, task_id, write, deps = found
         early = task_id is not None and not self.depth
-        if (early and self._answers_journal and journal == sql.JOURNAL_READ
-                and self.conn.begin_early([task_id], key, write, deps, journal)):
-            return                              # (the lock function answers the journal read)
-        self.conn.prefetch(journal, (key,))
-        if early:
-            self.conn.begin_early([task_id], key, write, deps)
+        answered = early and self._answers_journal and journal == sql.JOURNAL_READ
+        if not answered:
+            self.conn.prefetch(journal, (key,))
+        self.conn.journal_read = journal if answered else None     # (for ``begin_early``)
+        if early and not self.conn.begin_early([task_id], key, write, deps) and answered:
+            self.conn.prefetch(journal, (key,))     # (not begun: the read goes on its own)
 
     def settle(self) -> None:
         self.conn.end_early()

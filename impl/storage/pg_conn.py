@@ -105,6 +105,7 @@ class PgConnection:
         self._last: PendingSeq | None = None
         self._ahead: tuple[tuple, Queued] | None = None     # a prefetched read
         self.early: Early | None = None         # a transaction begun ahead, not yet taken up
+        self.journal_read: str | None = None    # the read its lock function answers (set ahead)
         self._written: tuple[tuple, Queued] | None = None    # its write, taken up with it
         self._taken: Early | None = None        # ... taken up: its locks for ``lock_tasks``
         self._statements: dict[str, sql.Statement] = {}
@@ -208,24 +209,24 @@ class PgConnection:
             self._put(sql.BEGIN, ())
 
     def begin_early(self, ids: list[int], key: str, write: tuple[str, tuple] | None = None,
-                    deps: list[int] = (), journal: str | None = None) -> bool:
+                    deps: list[int] = ()) -> bool:
         """Queue BEGIN and, unless ``key`` is journaled already, the graph lock (shared) and
         the rows of ``ids`` locked ``FOR UPDATE``, with their stamps: the request's
         transaction takes them up (``begin``), else ``end_early`` rolls them back. ``write``
         (a statement and its parameters): the request's own write, sent after the locks;
         the first ``execute`` of the same statement with the same parameters in the
         transaction that takes them up is answered by it (else it is rolled back with them).
-        ``deps``: rows locked ``FOR SHARE`` after those, before the write. ``journal``: the
-        request's journal read (``pg_sql.JOURNAL_READ``), which the lock function answers:
-        the next ``execute`` of it with ``key`` (outside a transaction) takes its answer from
-        the locks' result (once). Whether begun."""
+        ``deps``: rows locked ``FOR SHARE`` after those, before the write. When
+        ``journal_read`` is set (the request's journal read, ``pg_sql.JOURNAL_READ``), the
+        lock function answers it: the next ``execute`` of it with ``key`` (outside a
+        transaction) takes its answer from the locks' result (once). Whether begun."""
         if self.open or self.early is not None or self._started():
             return False
         ids = sorted(int(i) for i in ids)
         self._put(sql.BEGIN, ())
         self.early = Early(ids, self._put(sql.LOCK, (ids, False, True, key)))
-        if journal is not None:
-            self._ahead = ((journal, (key,)), self.early.locks)
+        if self.journal_read is not None:
+            self._ahead = ((self.journal_read, (key,)), self.early.locks)
         if deps:
             self.early.deps = sorted(int(i) for i in deps)
             self.early.dep_locks = self._put(sql.LOCK, (self.early.deps, True, False, key))
