@@ -12,7 +12,8 @@ The request path, one wire request (or a batch) in one transaction:
    stored response, with other bytes ``idempotency-conflict``; neither writes;
 2. ``BEGIN IMMEDIATE`` (on PostgreSQL: ``BEGIN`` and row locks on the task and its
    dependencies, the store's ``lock_request``); the journal again (another process may
-   have won);
+   have won), and on SQLite, which checks the caches here only (``Store.checks_at_lock``),
+   the credential again on the principals as they are now;
 3. authority, the task, then ``rules.decide`` (K, CAS, the rule's guards);
 4. the decision's external effects, each a durable boundary through the hook
    (a failed CAS turns the decision into ``cas-moved``);
