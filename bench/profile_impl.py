@@ -6,10 +6,16 @@ request runs (``sqlite3`` trace callback).
     python bench/profile_impl.py --count 5000 --top 40 --sync FULL
     python bench/profile_impl.py --split          # CPU per request: in SQLite, in Python
     python bench/profile_impl.py --pages          # pages written per request, by table
+    python bench/profile_impl.py --sampled --count 20000   # shares by function and line, sampled
 
 ``--pages`` counts the pages each request writes (the WAL's frames of ``--count`` committed
 requests, checkpoints held off, each frame's page mapped to its table or index by ``dbstat``),
 beside the raw one-row loop and the raw loop writing the same rows.
+
+``--sampled`` runs each workload without the profiler and samples the running line on a
+``SIGPROF`` timer of the process's CPU (asked for every 0.1 ms; the system's timer tick is as
+often as it comes, so take many requests): each function's share of a request with what it
+calls, and each line's own share (no per-call cost distorts it, where cProfile's does).
 
 ``--split`` runs each workload without the profiler (whose cost per Python call hides the
 split) on a connection whose every ``execute`` is timed in the thread's CPU time: what a
@@ -24,6 +30,7 @@ import cProfile
 import os
 import pstats
 import re
+import signal
 import sqlite3
 import struct
 import sys
@@ -78,6 +85,63 @@ def profile(load, count: int, top: int, sort: str) -> None:
     print(f"\n=== {load.name}: {count:,} requests, {wall / count * 1e6:.0f} us each under "
           f"the profiler ===")
     pstats.Stats(prof).sort_stats(sort).print_stats(top)
+
+
+class Sampler:
+    """Where the process's CPU goes, by sampling: every ``interval`` seconds of its CPU time a
+    ``SIGPROF`` handler notes the running line (its own share) and every function on the
+    stack (its share with what it calls, counted once per sample)."""
+
+    def __init__(self, interval: float = 0.0001):
+        self.interval = interval
+        self.samples = 0
+        self.within: collections.Counter = collections.Counter()
+        self.own: collections.Counter = collections.Counter()
+
+    def _sample(self, signum, frame) -> None:
+        self.samples += 1
+        code = frame.f_code
+        self.own[f"{os.path.basename(code.co_filename)}:{frame.f_lineno} {code.co_name}"] += 1
+        seen = set()
+        while frame is not None:
+            code = frame.f_code
+            name = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno} {code.co_name}"
+            if name not in seen:
+                seen.add(name)
+                self.within[name] += 1
+            frame = frame.f_back
+
+    def __enter__(self) -> "Sampler":
+        self._before = signal.signal(signal.SIGPROF, self._sample)
+        signal.setitimer(signal.ITIMER_PROF, self.interval, self.interval)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        signal.signal(signal.SIGPROF, self._before)
+
+    def share(self, counter: collections.Counter, name: str) -> float:
+        return counter[name] / self.samples if self.samples else 0.0
+
+
+def sampled(load, count: int, top: int) -> Sampler:
+    """Sample ``count`` requests of ``load`` (caches warm); print the shares."""
+    load.run(50)
+    clock, impl_workloads.CLOCK["now"] = impl_workloads.CLOCK["now"], time.thread_time
+    try:
+        with Sampler() as sampler:
+            spent = load.run(count)
+    finally:
+        impl_workloads.CLOCK["now"] = clock
+    print(f"\n=== {load.name}: {spent / count * 1e6:.1f} us of CPU per request "
+          f"(with the sampler), {sampler.samples:,} samples ===")
+    print("  with what it calls:")
+    for name, n in sampler.within.most_common(top):
+        print(f"  {100 * n / sampler.samples:5.1f} %  {name}")
+    print("  its own (by line):")
+    for name, n in sampler.own.most_common(top):
+        print(f"  {100 * n / sampler.samples:5.1f} %  {name}")
+    return sampler
 
 
 class TimedConnection:
@@ -224,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="CPU per request in SQLite (by statement) and in Python, no profiler")
     p.add_argument("--pages", action="store_true",
                    help="pages written per request, by table or index (the WAL's frames)")
+    p.add_argument("--sampled", action="store_true",
+                   help="the running line sampled on a timer of the CPU (SIGPROF), no profiler")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="wgk-profile-") as tmp:
         pragmas = Pragmas(synchronous=args.sync)
@@ -232,6 +298,12 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.pages:
             pages(tmp, pragmas, args.count)
+            return 0
+        if args.sampled:
+            for cls in (Heartbeats, Completions):
+                load = cls(os.path.join(tmp, f"sampled-{cls.__name__}.db"), pragmas)
+                sampled(load, args.count, args.top)
+                load.kernel.close()
             return 0
         for cls in (Heartbeats, Completions):
             load = cls(os.path.join(tmp, f"{cls.__name__}.db"), pragmas)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import sys
+import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
@@ -53,4 +54,28 @@ def test_a_holder_left_with_the_bare_connection_is_seen(tmp_path):
     load.run(10)
     conn.set_trace_callback(None)
     assert sum(traced.values()) - sum(timed.calls.values()) == 10
+    load.kernel.close()
+
+
+def test_the_sampler_finds_the_function_the_cpu_goes_to(tmp_path):
+    """``--sampled``: a request path slowed by a function that burns 2 ms of CPU per request
+    is shown spending most of its samples there, the request's own lines the rest."""
+    load = Heartbeats(str(tmp_path / "s.db"), Pragmas(synchronous="OFF"))
+    handle = load.kernel.handle
+
+    def burn() -> None:
+        end = time.thread_time() + 0.002
+        while time.thread_time() < end:
+            pass
+
+    def slowed(*args, **kw):
+        burn()
+        return handle(*args, **kw)
+    load.kernel.handle = slowed
+    sampler = profile_impl.sampled(load, 250, 5)
+    burning = [n for n in sampler.within if n.endswith(" burn")]
+    assert sampler.samples >= 20 and len(burning) == 1
+    assert sampler.share(sampler.within, burning[0]) > 0.6
+    assert 0 < sampler.share(sampler.within, next(
+        n for n in sampler.within if n.endswith(" _handle"))) < 0.4
     load.kernel.close()

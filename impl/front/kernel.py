@@ -12,7 +12,8 @@ The request path, one wire request (or a batch) in one transaction:
    stored response, with other bytes ``idempotency-conflict``; neither writes;
 2. ``BEGIN IMMEDIATE`` (on PostgreSQL: ``BEGIN`` and row locks on the task and its
    dependencies, the store's ``lock_request``); the journal again (another process may
-   have won);
+   have won), and on SQLite, which checks the caches here only (``Store.checks_at_lock``),
+   the credential again on the principals as they are now;
 3. authority, the task, then ``rules.decide`` (K, CAS, the rule's guards);
 4. the decision's external effects, each a durable boundary through the hook
    (a failed CAS turns the decision into ``cas-moved``);
@@ -76,6 +77,10 @@ HOLD_CODES = ("assignment-required", "dependency-not-done")
 #: Rejections that write nothing at all: the holds, and a name outside the grammar (a
 #: wire-level refusal: the request names nothing the kernel could hold).
 UNJOURNALED = HOLD_CODES + ("bad-name",)
+
+
+#: ``Kernel._handle``'s credential for a request admitted on caches checked just before.
+CHECKED = object()
 
 
 def is_hold(response: dict) -> bool:
@@ -349,11 +354,12 @@ class Kernel:
         """Decide one wire request sent with ``credential``; returns the wire decision
         (``BadRequest`` if malformed). A closed kernel authenticates before it reads."""
         parsed, ahead = self._read_ahead(wire, credential)
+        late = self.store.checks_at_lock
         try:
-            rc = self._admit(credential, wire, parsed, ahead)
+            rc = self._admit(credential, wire, parsed, ahead, checked=not late)
             if rc is None:
                 return decision(REJECTED, "not-authenticated")  # nothing read, nothing written
-            return self._retrying(lambda: self._handle(rc))
+            return self._retrying(lambda: self._handle(rc, credential if late else CHECKED))
         finally:
             self.store.settle()
 
@@ -405,25 +411,44 @@ class Kernel:
         return answers
 
     def _admit(self, credential: str | None, wire: Any, parsed: Request | None = None,
-               ahead: tuple | None = None) -> RequestContext | None:
+               ahead: tuple | None = None, checked: bool = True) -> RequestContext | None:
         """The request's context, or None when the credential does not authenticate (nothing
         read); a malformed request raises ``BadRequest`` (nothing written). ``parsed``: the
-        wire request parsed already (``_read_ahead``)."""
-        self.cache.sync()                  # another connection's commit: check the principals again
+        wire request parsed already (``_read_ahead``). ``checked``: the caches are checked
+        first; else they are taken as they are, and ``_handle`` checks them before any
+        answer (``Store.checks_at_lock``)."""
+        if checked:
+            self.cache.sync()              # another connection's commit: check the principals again
+        else:
+            self.cache.trim()
         who = self.principals.authenticate(credential)
         if who is DENIED:
             return None
         return context(who, parse(wire) if parsed is None else parsed, ahead)
 
-    def _handle(self, rc: RequestContext) -> dict:
+    def _handle(self, rc: RequestContext, credential: Any = CHECKED) -> dict:
+        """Decide an admitted request. ``credential``: ``CHECKED`` when ``rc`` was admitted on
+        caches checked just before; else the credential it was sent with, authenticated
+        again wherever the check of the caches (before a duplicate's answer, under the
+        writer lock) finds them stale."""
         r = rc.request
         try:
             used = self._journal(r.key)           # duplicates: answered without any write
+            if used is not None and credential is not CHECKED and self.cache.sync():
+                rc = self._admitted_again(rc, credential)     # (its key is read again)
+                return decision(REJECTED, "not-authenticated") if rc is None \
+                    else self._handle(rc, CHECKED)
             # guards: idempotent-replay, idempotency-conflict-holds
             if used is not None:
                 return answer_used(r, used)
             with self.store.atomic(r.key) as unit:
                 if self._lock_and_sync(r):        # another process committed meanwhile
+                    if credential is not CHECKED:
+                        rc = self._admitted_again(rc, credential)
+                        if rc is None:
+                            unit.abandon()
+                            return decision(REJECTED, "not-authenticated")
+                        r = rc.request
                     used = self._journal(r.key)
                     if used is not None:
                         unit.abandon()
@@ -435,6 +460,20 @@ class Kernel:
         except BaseException:
             self.cache.invalidate()
             raise
+
+    def _admitted_again(self, rc: RequestContext, credential: str | None
+                        ) -> RequestContext | None:
+        """``rc`` admitted again on the caches just checked: the same context while the
+        credential proves the same sender, None when it proves none."""
+        who = self.principals.authenticate(credential)
+        if who is DENIED:
+            return None
+        if who == rc.sender:
+            return rc
+        r = rc.request
+        if rc.sender is not None:                 # the key as sent, out of its namespace
+            r = rekeyed(r, r.key[len(rc.sender.name) + 1:])
+        return context(who, r)
 
     def _retrying(self, run, attempts: int = 50):
         """Run a transaction again after a deadlock or serialization failure (PostgreSQL),
@@ -690,14 +729,15 @@ class Kernel:
             if observe is None:
                 observe, looked_at = self.observe(r.task), looking.at(old)
                 seen = looking.seen(observe, old)
+        stamped = self.store.steps_stamped
         moved = r.cap is not None and self.tables.step_if_current(
-            tid, r, step.to, EDGES[r.kind][0], seen)
+            tid, r, step.to, EDGES[r.kind][0], seen, stamped)
         if not moved and r.cap is not None and looking is not None \
                 and looked_at != looking.at(old):
             # the write sent ahead looked at what the stored record no longer names
             observe = self.observe(r.task)
             seen = looking.seen(observe, old)
-            moved = self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0], seen)
+            moved = self.tables.step_if_current(tid, r, step.to, EDGES[r.kind][0], seen, stamped)
         if not moved:
             graph = self.graph_id or ""
             code = self._refusal(r, old, observe, lambda ctx: (
@@ -731,8 +771,8 @@ class Kernel:
         seq = self._append_request(r, body)
         rest = {f: v for f, v in changes.items() if f not in ("phase", "revision")}
         if rest:
-            self.tables.save(tid, old, new, rest, seq)
-        else:
+            self.tables.save(tid, old, new, rest, seq, stamped)
+        elif not stamped:
             self.tables.stamp(tid)
         if facts:
             self.facts.write(tid, facts, seq)

@@ -58,6 +58,11 @@ class ReadCache:
             self.version = v
             self.forget()
             return True
+        return self.trim()
+
+    def trim(self) -> bool:
+        """Drop the caches, outside a transaction, when they hold more than
+        ``CACHED_TASKS_MOST`` tasks (True when they were dropped)."""
         if len(self.records) > CACHED_TASKS_MOST and not self.store.depth:
             self.forget()
             self.tables.stamps.clear()       # each is read again with its record

@@ -150,6 +150,11 @@ class PgStore(Store):
     takes_images = False
 
     row_locks = True
+    #: The caches are checked before a request's admission (that check travels with the
+    #: reads sent ahead).
+    checks_at_lock = False
+    #: A step's write may go ahead of the record it would be conditional on (``read_ahead``).
+    steps_stamped = False
 
     def __init__(self, dsn: str, *, hook: Hook = no_hook, pragmas: Pragmas = Pragmas(),
                  migrate_to: int = SCHEMA_VERSION, image: None = None):

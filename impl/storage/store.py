@@ -64,6 +64,13 @@ class Store:
     rollbacks = 0
     #: Whether ``close`` closes the connection (not one given to the store: ``conn``).
     owned = True
+    #: A request is admitted on the caches as they are and they are checked once, under its
+    #: writer lock (``Kernel._handle``): a statement outside a transaction takes a read
+    #: transaction of its own, the costliest of a request's small statements.
+    checks_at_lock = True
+    #: A step's write moves its task's stamp on (``tables.TaskTables.step_if_current``): the
+    #: record it is conditional on is read before it.
+    steps_stamped = True
 
     def __init__(self, path: str, *, hook: Hook = no_hook, pragmas: Pragmas = Pragmas(),
                  migrate_to: int = SCHEMA_VERSION, image: bytes | None = None,

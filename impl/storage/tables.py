@@ -159,15 +159,17 @@ class TaskTables:
         return record
 
     def save(self, task_id: int, old: TaskRecord, new: TaskRecord, changes: dict[str, Any],
-             seq: int) -> None:
-        """Write exactly the changed fields (``changes`` = records.changed(old, new))."""
+             seq: int, stamped: bool = False) -> None:
+        """Write exactly the changed fields (``changes`` = records.changed(old, new));
+        ``stamped``: the stamp moved on already, in this record's step (``step_if_current``)."""
         if not changes:
             return
         c = self.conn
-        stamp = self.stamps[task_id]
-        # guards: single-live-owner, first-terminal-wins
-        c.execute(STAMP, (task_id, stamp))
-        self.stamps[task_id] = stamp + 1
+        if not stamped:
+            stamp = self.stamps[task_id]
+            # guards: single-live-owner, first-terminal-wins
+            c.execute(STAMP, (task_id, stamp))
+            self.stamps[task_id] = stamp + 1
         cols = [f for f in changes if f in _TASK_ROW]
         if cols:
             c.execute(_sql("UPDATE tasks SET {} WHERE id = ?", cols),
@@ -220,12 +222,19 @@ class TaskTables:
                      r.token_hash, *values(r, seen), c.graph)
 
     def step_if_current(self, task_id: int, r, to: str, edge_from,
-                        seen: tuple = (None, None)) -> bool:
+                        seen: tuple = (None, None), stamped: bool = False) -> bool:
         """Move the transaction row to ``to`` under the request's conditions
-        (``STEP_IF_CURRENT`` with the step's own, ``STEP_CONDITIONS``); whether it moved."""
+        (``STEP_IF_CURRENT`` with the step's own, ``STEP_CONDITIONS``); whether it moved.
+        ``stamped``: the task's stamp moves on in the same statement, from the one its record
+        was read with (``STAMPED``: the step's other writes then take no ``STAMP``)."""
         sql, params = self.step_statement(task_id, r, to, edge_from, seen)
+        if stamped:
+            stamp = self.stamps[task_id]
+            sql, params = _stamped(sql), (*params, stamp)
         # guards: attempt-fencing, token-required, first-terminal-wins, no-phase-skip
         moved = self.conn.execute(sql, params).rowcount == 1
+        if moved and stamped:
+            self.stamps[task_id] = stamp + 1
         return moved
 
     def step_back(self, task_id: int, phase: str, revision: int) -> None:
@@ -296,6 +305,21 @@ STEP_IF_CURRENT = (
     "AND t.fence = ? AND t.lease_epoch = ? AND a.state = 'running' "
     "AND (? = 0 OR a.token_hash = ?){}) "
     "AND (SELECT value FROM meta WHERE key = 'graph-id') = ?")
+
+
+#: ``STEP_IF_CURRENT`` (with a step's own conditions) that also moves the task's stamp on, on
+#: ``STAMP``'s condition: one statement where the record was read before the step's write
+#: (SQLite), whose other writes then need no statement for the stamp.
+_STAMPED: dict[str, str] = {}
+
+
+def _stamped(sql: str) -> str:
+    text = _STAMPED.get(sql)
+    if text is None:
+        head, _, rest = sql.partition(" WHERE ")
+        text = _STAMPED[sql] = (head + ", stamp = stamp + 1 WHERE " + rest
+                                + " AND wgk_expect(stamp = ?)")
+    return text
 
 
 def _no_values(r, seen=None) -> tuple:
