@@ -53,8 +53,9 @@ def cpu_of_children() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def gate(args: list[str], cwd: Path, path: Path | None) -> dict:
-    """One gate run: wall and CPU seconds, loads, verdict and checks."""
+def gate(args: list[str], cwd: Path, path: Path | None, keep: Path | None = None) -> dict:
+    """One gate run: wall and CPU seconds, loads, verdict and checks (``keep``: its report,
+    the gate's ``--json``, written there)."""
     env = dict(os.environ)
     if path is not None:
         env["PYTHONPATH"] = str(path) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -62,6 +63,8 @@ def gate(args: list[str], cwd: Path, path: Path | None) -> dict:
     p = subprocess.run([sys.executable, "-m", "wgk.conformance", "gate", *args, "--json"],
                        cwd=cwd, env=env, capture_output=True, text=True, check=False)
     wall, cpu = time.perf_counter() - t0, cpu_of_children() - cpu0
+    if keep is not None:
+        keep.write_text(p.stdout)
     try:
         data = json.loads(p.stdout)
     except ValueError:
@@ -79,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("rev", help="the revision to measure against (e.g. main)")
     ap.add_argument("--rounds", type=int, default=2, help="rounds of both gates (default 2)")
     ap.add_argument("--no-save", action="store_true", help="do not write bench/results/")
+    ap.add_argument("--reports", type=Path, help="a folder where each run's report (its --json) "
+                    "is written, as <round>-<this|rev>.json")
     ap.add_argument("--args", nargs=argparse.REMAINDER, default=["--quick"],
                     help="the gate's arguments (default --quick)")
     a = ap.parse_args(argv)
@@ -89,7 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     for n in range(a.rounds):
         order = [("this", ROOT, None), (a.rev, tree, shim)]
         for label, cwd, path in (order if n % 2 == 0 else order[::-1]):
-            r = gate(a.args, cwd, path)
+            if a.reports is not None:
+                a.reports.mkdir(parents=True, exist_ok=True)
+            r = gate(a.args, cwd, path, a.reports / f"{n + 1}-{label.replace('/', '-')}.json"
+                     if a.reports is not None else None)
             r.update(round=n + 1, which=label)
             runs.append(r)
             print(f"round {n + 1}  {label:<10} wall {r['wall']:7.2f} s  cpu {r['cpu']:7.2f} s  "

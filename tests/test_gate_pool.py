@@ -155,3 +155,55 @@ def test_the_parts_of_a_worker_share_compiled_models_unless_the_cache_keeps_thei
     kept = gate.fresh(lambda: [ModelSystem(trace).compiled])
     assert first.checks[0] is not None and again.checks[0] is first.checks[0]
     assert kept[0] is not first.checks[0]
+
+
+def _noting(where, label: str, sleep: float = 0.0):
+    def run(progress):
+        import time
+        time.sleep(sleep)
+        with open(where, "a") as f:
+            f.write(f"{label} {os.getpid()}\n")
+        return [Check(label[0], label, "pass", 0.0)]
+    return run
+
+
+def test_a_group_s_parts_are_handed_out_together_by_their_summed_weight():
+    parts = [Part("a", None, weight=1.0, group="x"), Part("a", None, weight=2.5),
+             Part("b", None, weight=1.0), Part("b", None, weight=2.0, group="x"),
+             Part("c", None, weight=0.5, group="y")]
+    assert gate_pool.handouts(parts) == [(0, 3), (1,), (2,), (4,)]
+
+
+def test_a_group_s_parts_run_on_one_worker_in_their_order(tmp_path):
+    where = tmp_path / "ran"
+    parts = [Part("a", _noting(where, f"a{n}", 0.02), weight=1.0, group=f"g{n}") for n in range(7)] + \
+        [Part("b", _noting(where, f"b{n}", 0.02), weight=1.0, group=f"g{n}") for n in range(7)]
+    got = {}
+    run_parts(parts, 2, None, lambda n, done: got.__setitem__(n, done))
+    assert sorted(got) == list(range(14))
+    ran = [line.split() for line in where.read_text().splitlines()]
+    pid = dict(ran)
+    assert len(set(pid.values())) == 2                 # both workers had work
+    for n in range(7):
+        assert pid[f"a{n}"] == pid[f"b{n}"]
+        assert ran.index([f"a{n}", pid[f"a{n}"]]) < ran.index([f"b{n}", pid[f"b{n}"]])
+
+
+def test_a_worker_that_dies_in_a_group_makes_the_rest_of_its_group_errors_at_once(tmp_path):
+    """The parts of its group still to run are errors when its death is seen, not when the
+    other workers are done."""
+    import time
+
+    def dies(progress):
+        time.sleep(0.3)                  # its start has crossed the queue
+        os._exit(9)
+    where = tmp_path / "ran"
+    parts = [Part("a", dies, group="g"), Part("b", _noting(where, "b0"), group="g"),
+             Part("b", _noting(where, "b1", 4.0))]
+    got, when = {}, {}
+    run_parts(parts, 2, None, lambda n, done: (got.__setitem__(n, done),
+                                               when.__setitem__(n, time.monotonic())))
+    assert sorted(got) == [0, 1, 2]
+    assert all(got[n].raised and "died" in got[n].checks[0].detail for n in (0, 1))
+    assert not got[2].raised and where.read_text().split()[0] == "b1"
+    assert when[1] < when[2] - 1.0

@@ -54,6 +54,7 @@ from wgk.conformance.oracle.crash_scope import CHECKS, _Scope, _scope
 from wgk.conformance.oracle.daemon import undone
 from wgk.conformance.oracle.impl_system import HeldDatabase, ImplSystem, backend, database
 from wgk.conformance.oracle.real_world import RealWorld, real_world, restore_world, snapshot_world
+from wgk.conformance.oracle.model_runs import model_system
 from wgk.conformance.oracle.lockstep import Divergence, Observed, diff_values, is_valid_step
 from wgk.conformance.oracle.systems import ModelSystem, StepError
 from wgk.conformance.traces.format import Trace
@@ -229,7 +230,8 @@ def _crash_cuts(trace: Trace, mode: str, finish: bool, steps: range | None, chec
                 progress: Callable[[str], None] | None, world: str, images: bool,
                 equivalence: bool = True, held: bool = False) -> CrashCutResult:
     wanted = steps if steps is not None else range(len(trace.steps))
-    model = ModelSystem(trace, checking=False)   # no cut reads its invariants
+    # no cut reads its invariants; the trace's kept run inside ``model_runs.shared()``
+    model = model_system(trace, checking=False)
     recorder = Recorder()
     snapdir = tempfile.TemporaryDirectory(prefix="wgk-snap-")
     impl = ImplSystem(trace, hook=recorder, world=real_world(world, trace, snapdir.name))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from wgk.conformance.oracle.impl_system import ImplSystem
-from wgk.conformance.oracle.systems import ModelSystem
+from wgk.conformance.oracle.model_runs import model_system
 
 #: The values of ``wgk replay --system``.
 CHOICES = ("model", "impl", "both")
@@ -13,12 +13,13 @@ def systems_for(trace, system: str, world: str = "memory", *, lockstep: bool = F
     implementation on ``world`` ("memory", or "real": ``real_world``). Raises ``StepError``
     when a trace cannot be set up on one of them. ``lockstep``: they are run by ``replay``,
     the model taking each step first, so the implementation's decision coverage reads the
-    model's decisions (``ImplSystem(follow=...)``)."""
+    model's decisions (``ImplSystem(follow=...)``). The model is the trace's kept run, played,
+    inside ``model_runs.shared()``."""
     if system not in CHOICES:
         raise ValueError(f"unknown system {system!r} (known: {', '.join(CHOICES)})")
     out = []
     if system in ("model", "both"):
-        out.append(ModelSystem(trace))
+        out.append(model_system(trace))
     if system in ("impl", "both"):
         follow = out[0] if lockstep and out else None
         out.append(ImplSystem(trace, world=world, follow=follow))

@@ -17,7 +17,7 @@ import dataclasses
 import time
 from typing import Callable
 
-from wgk.conformance.oracle import impl_system, mutant_traces
+from wgk.conformance.oracle import impl_system, model_runs, mutant_traces
 from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS
 from wgk.conformance.reports import guard_verify, impl_mutants
 from wgk.conformance.oracle.external_runs import Kernel
@@ -220,7 +220,11 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
                 sections = _on_workers(budget, progress, kw, workers, external)
         return GateResult(budget, sections, time.perf_counter() - t0, where,
                           external=external_summary(external, loaded))
-    with scratch() as where:
+    with scratch() as where, model_runs.shared() if store is None else contextlib.nullcontext():
+        # without the cache, each trace's run of the model is made once per process and
+        # played to the replay, the two kernels and the crash cuts (``model_runs``; the parts
+        # of one trace placed on one worker, ``gate_split``); with it, each part runs its own,
+        # recorded as what it ran
         impl_system.use_backend(backend)
         gate_cache.ACTIVE = store
         try:

@@ -64,7 +64,9 @@ class Part:
     ``offset`` and ``total`` turn its own progress into the section's (``total`` None:
     the part is the whole section, its ticks pass unchanged); ``weight``: its expected cost;
     ``spec``: which of the section's work it is (``only``, ``mode``: the gate's cache keys
-    it by that)."""
+    it by that); ``group``: the parts of one group are handed to one worker together and run
+    there in their order (what one computes, the others may find made: a trace's run of the
+    model, ``model_runs``), the group weighing their weights' sum."""
 
     section: str
     run: Callable[[Progress], list[Check]]
@@ -72,6 +74,7 @@ class Part:
     total: int | None = None
     weight: float = 1.0
     spec: dict = field(default_factory=dict)
+    group: str | None = None
 
 
 @dataclass
@@ -100,10 +103,21 @@ def guarded(section: str, run: Callable[[], list[Check]]) -> Done:
                     time.perf_counter() - t0, raised=True)
 
 
+def handouts(parts: list[Part]) -> list[tuple[int, ...]]:
+    """What the workers are handed, the heaviest first: each part alone, or a group's parts
+    together in their order (weighing their weights' sum); the first part's number breaks a tie."""
+    items: dict = {}
+    for n, part in enumerate(parts):
+        items.setdefault(n if part.group is None else ("group", part.group), []).append(n)
+    return sorted((tuple(ns) for ns in items.values()),
+                  key=lambda ns: (-sum(parts[n].weight for n in ns), ns[0]))
+
+
 def _worker(parts: list[Part], tasks, out, ticks: bool = True) -> None:
-    """Runs the parts whose numbers come from ``tasks``, sending back on ``out`` each one's
-    start, its ticks (``ticks``: only when someone reads them) and its outcome."""
-    for n in iter(tasks.get, None):
+    """Runs the parts whose numbers come from ``tasks`` (a group's together, in turn), sending
+    back on ``out`` each one's start, its ticks (``ticks``: only when someone reads them) and
+    its outcome."""
+    for n in (n for item in iter(tasks.get, None) for n in item):
         out.put(("start", n, os.getpid()))
         part = parts[n]
         tick = (lambda t, n=n: out.put(("tick", n, t))) if ticks else _unread
@@ -177,10 +191,13 @@ def run_parts(parts: list[Part], workers: int, progress: Progress | None,
              for _ in range(min(workers, len(parts)))]
     for p in procs:                   # forked before this process starts a queue's thread
         p.start()
-    for n in sorted(range(len(parts)), key=lambda n: (-parts[n].weight, n)):
-        tasks.put(n)
+    items = handouts(parts)
+    for item in items:
+        tasks.put(item)
     for _ in procs:
         tasks.put(None)
+    item_of = {n: item for item in items for n in item}
+    # a worker's part started and the rest of its group: lost with it if it dies
     order, running = _Order(parts, progress, on_done), {}
     try:
         while order.front < len(parts):
@@ -191,11 +208,12 @@ def run_parts(parts: list[Part], workers: int, progress: Progress | None,
                 continue
             kind, n, value = msg
             if kind == "start":
-                running[value] = n
+                running[value] = [m for m in item_of[n] if m >= n]
             elif kind == "tick":
                 order.tick(n, value)
             else:
-                running = {pid: m for pid, m in running.items() if m != n}
+                running = {pid: rest for pid, ms in running.items()
+                           if (rest := [m for m in ms if m != n])}
                 order.finish(n, value)
     finally:
         for p in procs:
@@ -206,10 +224,11 @@ def run_parts(parts: list[Part], workers: int, progress: Progress | None,
                 p.join()
 
 
-def _lost(procs, running: dict[int, int], order: _Order) -> None:
-    """A worker that died mid-part: that part is an error (the others go on)."""
-    lost = [running.pop(p.pid) for p in procs
-            if not p.is_alive() and p.exitcode != 0 and p.pid in running]
+def _lost(procs, running: dict[int, list[int]], order: _Order) -> None:
+    """A worker that died mid-part: that part is an error, and so is each part of its group
+    still to run there (the others go on)."""
+    lost = [n for p in procs if not p.is_alive() and p.exitcode != 0 and p.pid in running
+            for n in running.pop(p.pid)]
     if not any(p.is_alive() for p in procs):           # nobody left to run the rest
         lost += [n for n in range(order.front, len(order.parts)) if n not in order.done]
     for n in sorted(set(lost)):

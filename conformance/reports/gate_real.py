@@ -34,6 +34,7 @@ from wgk.conformance.oracle.contract import contract_results
 from wgk.conformance.oracle.dependency_races import DEPENDENCY_RACES, dependency_race
 from wgk.conformance.oracle.impl_system import TwoKernels, backend
 from wgk.conformance.oracle.land_race import NAME as LAND_RACE, land_race
+from wgk.conformance.oracle.model_runs import Played, run_of
 from wgk.conformance.oracle.races import RACES, race
 from wgk.conformance.oracle.replay import replay
 from wgk.conformance.oracle.systems import ModelSystem, StepError
@@ -127,6 +128,21 @@ class DecidingModel(ModelSystem):
         return []
 
 
+class DecidingPlayed(Played):
+    """``DecidingModel`` on the trace's kept run of the model (``model_runs``): the replay
+    section's run, played; no invariant reported here either."""
+
+    def check(self) -> list[str]:
+        return []
+
+
+def deciding_model(trace) -> DecidingModel | DecidingPlayed:
+    """The two kernels' reference: the trace's kept run played (inside
+    ``model_runs.shared()``), else a ``DecidingModel`` of its own."""
+    run = run_of(trace)
+    return DecidingModel(trace) if run is None else DecidingPlayed(run, checking=False)
+
+
 def two_kernel_checks(budget: str, progress: Progress | None, loaded: list,
                       only: set[int] | None = None) -> list[Check]:
     """Every trace by two kernels on one database in turn, in lockstep with the model
@@ -138,7 +154,7 @@ def two_kernel_checks(budget: str, progress: Progress | None, loaded: list,
     for trace in (loaded if only is None else [t for n, t in enumerate(loaded) if n in only]):
         t0 = time.perf_counter()
         try:
-            systems = [DecidingModel(trace), TwoKernels(trace)]
+            systems = [deciding_model(trace), TwoKernels(trace)]
         except StepError as e:
             out.append(Check("two-kernels", trace.id, "fail", 0.0, f"cannot set up: {e}"))
             meter.step(trace.id)

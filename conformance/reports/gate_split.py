@@ -1,7 +1,8 @@
 """How the gate's sections split into parts for its workers (``gate_pool``).
 
 A section over traces splits into one part per trace (per mode and trace for the
-crash cuts), the prove section into its bounded and unbounded halves, the mutants section
+crash cuts; a trace's parts of the replay, the two kernels and the crash cuts are one group,
+run on one worker in turn, sharing the trace's run of the model), the prove section into its bounded and unbounded halves, the mutants section
 into one part per mutant, the explore section into one part per instance, the fuzz section into one part per graph shape; the others are one
 part each. A part's weight is its rough cost in seconds, so the heaviest start
 first. A section whose budget value is malformed stays whole, so that its error
@@ -26,15 +27,23 @@ WEIGHTS = {"prove": 20.0, "explore": 4.0, "fuzz": 5.0, "batches": 3.0, "races": 
            "contract": 0.5, "probes": 2.0}
 
 
+def trace_group(n: int) -> str:
+    """The group of the parts that put the ``n``-th loaded trace through the model (the
+    replay, the two kernels, each mode of the crash cuts): placed on one worker, in order, so
+    that the trace's run of the model is made once there and played to each
+    (``model_runs``)."""
+    return f"trace {n}"
+
+
 def _requests(trace) -> int:
     return sum("request" in s for s in trace.steps)
 
 
 def split(name: str, budget: str, kw: dict, call: Callable) -> list[Part]:
     """The parts of section ``name``; ``call(name, budget, progress, **kw, **part)`` runs one."""
-    def part(offset=0, total=None, weight=WEIGHTS.get(name, 1.0), **only) -> Part:
+    def part(offset=0, total=None, weight=WEIGHTS.get(name, 1.0), group=None, **only) -> Part:
         return Part(name, lambda progress: call(name, budget, progress, **kw, **only),
-                    offset, total, weight, only)
+                    offset, total, weight, only, group)
 
     loaded = kw.get("loaded") or []
     try:
@@ -42,7 +51,7 @@ def split(name: str, budget: str, kw: dict, call: Callable) -> list[Part]:
             flag_of(budget, name, BUDGETS[budget][name])
             real = real_selection(budget, loaded, "traces") if name == "replay" else set()
             return [part(n, len(loaded), _requests(t) * (0.1 if t.id in real else 0.01),
-                         only={n}) for n, t in enumerate(loaded)]
+                         trace_group(n), only={n}) for n, t in enumerate(loaded)]
         if name == "crash-cuts" and loaded:
             modes = modes_of(budget, BUDGETS[budget][name])
             real = real_selection(budget, loaded, "cuts")
@@ -50,7 +59,7 @@ def split(name: str, budget: str, kw: dict, call: Callable) -> list[Part]:
             total = len(loaded) * len(modes) + held
             return [part(m * len(loaded) + n, total,
                          _requests(t) * (0.5 if t.id in real else 0.05) * (4 if mode == "kill" else 1),
-                         only={n}, mode=mode)
+                         trace_group(n), only={n}, mode=mode)
                     for m, mode in enumerate(modes) for n, t in enumerate(loaded)] + \
                 [part(total - 1, total, 0.3, restarts=True)] * held
         if name == "prove" and BUDGETS[budget].get("unbounded"):
