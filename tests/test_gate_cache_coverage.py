@@ -1,12 +1,12 @@
 """wgk gate --cache: the coverage keyed by what it read, not by every source file.
 
-Its two parts (the witnesses replayed against the implementation, with whether they are
-stale; the counting after the other sections, with the cells they sent and the replays'
-outcome as inputs) are recorded, and keyed beside the sources by what they read as files
-(``gate_cache.coverage_reads``: the bundled traces, and whether the model's text is the one
-the witnesses were searched on). Each test changes one thing a key
-covers and shows that exactly the parts that read it run again; each fails when the key
-leaves that thing out.
+Its parts (the witnesses replayed against the implementation, one part per trace they start
+from; whether they are stale, a part of its own; the counting after the other sections, with
+the cells they sent and the replays' outcome as inputs) are recorded, and keyed beside the
+sources by what they read as files (``gate_cache.coverage_reads``: the bundled traces, and,
+for the part finding whether the witnesses are stale alone, whether the model's text is the
+one they were searched on). Each test changes one thing a key covers and shows that exactly
+the parts that read it run again; each fails when the key leaves that thing out.
 """
 from __future__ import annotations
 
@@ -26,7 +26,13 @@ ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"
 NAMES = ["10-stale-capability-rejected.json", "16-two-dispatchers-one-attempt.json"]
 BUDGET = {"coverage": True}
-WITNESSES, COUNTING = "witness replays", "counting"
+WITNESSES, STALE, COUNTING = "witness replays", "stale", "counting"
+
+
+def kind(part: str) -> str:
+    """A part's kind: a trace's replays (``WITNESSES`` and the trace's id), the currency, the
+    counting."""
+    return part.split(" (", 1)[0]
 
 
 class Runs:
@@ -56,7 +62,9 @@ class Runs:
         store = GateCache.store
 
         def noted(cache_self, key, checks, ran, via=None, outputs=None):
-            part = WITNESSES if checks[0].name == WITNESSES else COUNTING
+            data = checks[0].data
+            part = COUNTING if checks[0].name != WITNESSES else STALE if "stale-reason" in data \
+                else f"{WITNESSES} ({data['trace']})"
             self.ran.append(part)
             self.recorded[part] = {k: set(v) for k, v in (ran or {}).items()}
             return store(cache_self, key, checks, ran, via, outputs)
@@ -79,8 +87,9 @@ def cold(runs):
 
 def test_both_parts_are_kept_and_reused_and_the_report_is_the_plain_one(runs, cold,
                                                                         monkeypatch):
+    from wgk.conformance.reports.gate_coverage import witness_traces
     first, ran, plain = cold
-    assert sorted(ran) == [COUNTING, WITNESSES]
+    assert sorted(ran) == sorted([COUNTING, STALE] + [f"{WITNESSES} ({t})" for t in witness_traces()])
     assert plain_report(first.to_json()) == plain_report(plain.to_json())
     again = runs.gate(monkeypatch)
     assert runs.ran == [] and again.cache["reused"] == again.cache["checks"] > 0
@@ -93,7 +102,12 @@ def _one_ran_by(runs: Runs, part: str, prefix: str, not_by: str | None) -> tuple
     when the modules are imported (every part's key holds those: ``import_time_functions``)."""
     other = runs.recorded.get(not_by, {}) if not_by else {}
     imports = json.loads((runs.cache / "imports.json").read_text())["imports"]
-    found = sorted((name, q) for name, quals in runs.recorded[part].items()
+    recorded: dict[str, set[str]] = {}
+    for one, functions in runs.recorded.items():
+        if kind(one) == part:
+            for name, quals in functions.items():
+                recorded.setdefault(name, set()).update(quals)
+    found = sorted((name, q) for name, quals in recorded.items()
                    if name.startswith(prefix) for q in quals
                    if "<" not in q and q not in other.get(name, set())
                    and q not in imports.get(name, ()))
@@ -113,7 +127,8 @@ def test_an_implementation_function_the_replays_ran_reruns_them_and_not_the_coun
     before = edit_function(path, qual)
     try:
         result = runs.gate(monkeypatch)
-        assert runs.ran == [WITNESSES]
+        assert runs.ran == [p for p in sorted(runs.recorded) if kind(p) == WITNESSES
+                            and qual in runs.recorded[p].get(name, ())] != []
         assert result.cache["reused"] == result.cache["checks"]
         assert plain_report(result.to_json()) == plain_report(first.to_json())
     finally:
@@ -145,15 +160,14 @@ def test_the_model_text_against_the_witnesses_reruns_the_part_that_reads_it(runs
     nothing runs."""
     from wgk.conformance.oracle import witnesses
     assert witnesses.load()["model-digest"] == witnesses.model_digest(runs.sources["model"])
-    ran_any = runs.recorded[COUNTING].get("model/actions.py", set()) | \
-        runs.recorded[WITNESSES].get("model/actions.py", set())
+    ran_any = set().union(*(r.get("model/actions.py", set()) for r in runs.recorded.values()))
     path = runs.sources["model"] / "actions.py"
     quals = sorted(q for q, _, _ in gate_cache._functions(path)[1]
                    if q not in ran_any and "<" not in q)
     before = edit_function(path, quals[0])
     try:
         result = runs.gate(monkeypatch)
-        assert runs.ran == [WITNESSES]
+        assert runs.ran == [STALE]                   # the replays read nothing of the text
         assert result.cache["reused"] == result.cache["checks"]
         edit_function(path, quals[1])
         runs.gate(monkeypatch)
@@ -170,6 +184,35 @@ def test_a_bundled_trace_reruns_both_parts(runs, cold, monkeypatch):
     path.write_text(before.replace("{", "{ ", 1))
     try:
         runs.gate(monkeypatch)
-        assert sorted(runs.ran) == [COUNTING, WITNESSES]
+        assert sorted(runs.ran) == sorted(runs.recorded)
+    finally:
+        path.write_text(before)
+
+
+def _ran(runs: Runs, name: str, qual: str) -> list[str]:
+    """The parts that recorded running ``qual`` of file ``name``, in the parts' order."""
+    return [p for p in runs.recorded if qual in runs.recorded[p].get(name, ())]
+
+
+def test_a_rule_the_replays_of_some_traces_ran_reruns_those_and_the_counting(
+        runs, cold, monkeypatch):
+    """A statement added to ``assign``: of the replays, exactly the parts whose witnesses ran
+    the rule run again, the others are reused (they read nothing of the model's text); the
+    counting runs again, its cells reading every rule; the report is the cold one's. (The
+    part finding whether the witnesses are stale may be reused here: the code that runs is the
+    checkout's, whose text is the witnesses', and a test before kept it under the same answer
+    with what it ran; in a gate whose code is its sources it runs the cells and the proofs.)"""
+    first, _, _ = cold
+    name = "model/rules_attempt.py"
+    replays = [p for p in runs.recorded if kind(p) == WITNESSES]
+    ran_it = [p for p in _ran(runs, name, "assign") if kind(p) == WITNESSES]
+    assert 0 < len(ran_it) < len(replays)
+    assert COUNTING in _ran(runs, name, "assign")
+    path = runs.sources["model"] / "rules_attempt.py"
+    before = edit_function(path, "assign")
+    try:
+        result = runs.gate(monkeypatch)
+        assert sorted(p for p in runs.ran if p != STALE) == sorted(ran_it + [COUNTING])
+        assert plain_report(result.to_json()) == plain_report(first.to_json())
     finally:
         path.write_text(before)

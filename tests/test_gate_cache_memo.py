@@ -119,6 +119,43 @@ def test_a_changed_module_reruns_exactly_the_systems_that_ran_it(runs, cold, mon
         path.write_text(before)
 
 
+def test_a_result_given_again_keeps_its_part_depending_on_what_its_run_read(runs, cold,
+                                                                           monkeypatch):
+    """A part run again after an implementation function changed gives its kept results
+    (``kept_run``: the model's side not run) and is kept with what ran: with the functions of
+    the model's side each kept result's run ran too. So a rule that side ran, changed next
+    (the implementation still changed), runs the part again: kept with only what ran to give
+    the results again, the part would be given again with the verdicts of the rule before."""
+    first, made, _ = cold
+    kept = [t for path in sorted((runs.cache / "memo").rglob("*"))
+            if path.is_file() and not path.name.startswith(".")
+            for t in gate_cache_memo.Memo(path, lambda *a: True, []).transcripts.values()]
+    rules = sorted((name, q) for t in kept for name, quals in t[3].items()
+                   if gate_cache.RULE_FILES.fullmatch(name) for q in quals if "<" not in q)
+    assert kept and rules
+    count: dict[tuple[str, str], int] = {}
+    for _, functions in made:
+        for name, quals in functions.items():
+            if name.startswith("impl/"):
+                for q in quals:
+                    if "<" not in q:
+                        count[(name, q)] = count.get((name, q), 0) + 1
+    name, qual = max(count, key=lambda k: (count[k], k))
+    path = runs.sources["impl"] / name.split("/", 1)[1]
+    rule = runs.sources["model"] / rules[0][0].split("/", 1)[1]
+    before, before_rule = _edit(path, qual), None
+    try:
+        runs.gate(monkeypatch)                    # the implementation changed: parts run again
+        before_rule = _edit(rule, rules[0][1])
+        result = runs.gate(monkeypatch)
+        assert result.cache["reused"] < result.cache["checks"], rules[0]
+        assert plain_report(result.to_json()) == plain_report(first.to_json())
+    finally:
+        path.write_text(before)
+        if before_rule is not None:
+            rule.write_text(before_rule)
+
+
 def test_a_damaged_record_is_ignored_with_a_one_line_warning(runs, cold, monkeypatch):
     first, made, _ = cold
     records = sorted((runs.cache / "memo").rglob("*"))
@@ -195,7 +232,7 @@ def test_a_kept_run_is_given_only_while_the_system_answers_its_calls_as_before(t
     assert len(runs) == 2
     # an answer not the one kept (here the kept one is changed): it runs again
     memo = gate_cache_memo.Memo(path, lambda *a: True, [])
-    for systems, _, _ in memo.transcripts.values():
+    for systems, *_ in memo.transcripts.values():
         systems[0][1][1][2] = {"decision": "applied"}
     memo.changed = True
     memo.save()
@@ -240,7 +277,7 @@ def test_answers_changed_after_they_were_given_leave_the_record_as_it_was(tmp_pa
     first, _ = once()
     assert first == {"answers": expected}
     memo = gate_cache_memo.Memo(path, lambda *a: True, [])
-    [(systems, _, _)] = memo.transcripts.values()
+    [(systems, *_)] = memo.transcripts.values()
     assert [answer for _, _, answer in systems[0][1]] == expected
     node, along = 0, []
     while memo.nodes[node]:
@@ -282,7 +319,7 @@ def test_a_kept_run_of_several_systems_makes_each_again_from_its_own_source(tmp_
     # made again from the record alone (each answered without a real system)
     assert sources == []
     memo = gate_cache_memo.Memo(path, lambda *a: True, [])
-    for systems, _, _ in memo.transcripts.values():
+    for systems, *_ in memo.transcripts.values():
         assert [src for src, _ in systems] == [{"tasks": [1]}, {"tasks": [2]}]
         systems[1][1][0][2] = {"decision": "applied"}     # the second example's answer
     memo.changed = True

@@ -73,7 +73,7 @@ class Frames:
                                        actor_sensitive(graph, MODEL))
         prover, assumed = gate_frames.set_up(INST, store)
         out = {t: store.key(t, gate_frames.kind_name(t), assumed) for t in prover.transitions}
-        out["init"] = store.init_key()
+        out["init"] = store.init_key(assumed)
         return out
 
 
@@ -113,12 +113,12 @@ def _one_kind(frames, monkeypatch, name: str, qual: str, expected: set[str]):
     before = _edit(frames.path(name), qual)
     try:
         changed = frames.keys(monkeypatch)
-        # the init frames read every rule (a property may run any): they run again too
-        assert {u for u in keys if keys[u] != changed[u]} == expected | {"init"}
+        # the init frames read what an environment step's do: reused
+        assert {u for u in keys if keys[u] != changed[u]} == expected
         report, store, checked = frames.run(monkeypatch)
         assert set(checked) == expected
         assert store.reused == sum(1 for r in report.results if r.transition not in expected) \
-            + (len(keys) - 1 - len(expected))                         # + their enabledness
+            + (len(keys) - 1 - len(expected)) + len(report.init)      # + their enabledness
         assert _checks(report) == _checks(frames.run(monkeypatch)[0])
     finally:
         frames.path(name).write_text(before)
@@ -229,6 +229,39 @@ def test_what_the_prover_runs_of_the_rule_files_is_within_each_kinds_reach(monke
     assert not outside, outside[:5]
     assert any(q in reach.of("DISPATCH")["model/rules_attempt.py"]
                for q in ("_admission_checks", "_import_checks"))
+
+
+def test_what_the_init_frames_run_of_the_rule_files_is_within_their_key(monkeypatch):
+    """Recorded on the 1-task chain, the init frames (every state property on the initial
+    state) run no rule-file function but those an environment step's frames can run
+    (``reach.of(None)``) and those the prover's set-up ran (recorded, in their key through
+    ``assumed``): ``ready-iff-dispatch-admitted`` runs the dispatch rule, which the set-up
+    runs too."""
+    from wgk.conformance.z3.basecase import init_frames
+    from wgk.conformance.z3.prove import chain_deps
+    from wgk.conformance.z3.symbolic import symbolic_graph
+    from wgk.conformance.z3.transition import MODEL, actor_sensitive, discover_universe
+    graph = symbolic_graph(INST.task_names(), chain_deps(INST.tasks))
+    actor_sensitive(graph, MODEL)
+    discover_universe(graph, INST.ids(), MODEL)
+    files = gate_cache.source_files()
+    reach = gate_frames.Reach(
+        [(n, p) for n, p in files if gate_frames.RULE_FILES.fullmatch(n)],
+        [(n, p) for n, p in gate_frames.imported(files)
+         if not gate_frames.RULE_FILES.fullmatch(n)])
+    with gate_cache.recording() as set_up:
+        prover = Prover(INST, MODEL, transitions=(), params=FAST)
+    with gate_cache.recording() as ran:
+        init = init_frames(prover)
+    assert init and all(f.status == "proved" for f in init)
+    allowed = reach.of(None)
+    outside = [(f, q) for f, quals in ran.items() if gate_frames.RULE_FILES.fullmatch(f)
+               for q in quals if q != "<module>" and _owner(q) not in allowed[f]
+               and _owner(q) not in set_up.get(f, set())]
+    assert not outside, outside[:5]
+    # the set-up's part is not empty: a property runs the dispatch rule
+    assert any(_owner(q) not in allowed[f] for f, quals in ran.items()
+               if gate_frames.RULE_FILES.fullmatch(f) for q in quals if q != "<module>")
 
 
 def test_a_damaged_entry_is_ignored_with_a_warning_and_checked_again(frames, cold, monkeypatch):

@@ -101,6 +101,7 @@ def test_the_coverage_s_witnesses_replayed_on_a_worker_report_what_one_process_d
     parts, in a worker, and the late coverage section counts them: the same checks, verdicts
     and details as in one process, which replays them itself."""
     from wgk.conformance.oracle import witnesses
+    from wgk.conformance.reports.gate_coverage import witness_traces
     monkeypatch.setitem(gate.BUDGETS, "quick", {"replay": True, "coverage": True})
     where = tmp_path / "pids"
     real = witnesses.replay_witnesses
@@ -114,8 +115,8 @@ def test_the_coverage_s_witnesses_replayed_on_a_worker_report_what_one_process_d
     assert where.read_text().split() == [str(os.getpid())]
     where.unlink()
     two = gate.run_gate("quick", traces=TRACES, workers=2)
-    pids = where.read_text().split()
-    assert len(pids) == 1 and pids != [str(os.getpid())]
+    pids = where.read_text().split()     # one part per trace the witnesses start from
+    assert len(pids) == len(witness_traces()) and str(os.getpid()) not in pids
     assert _shape(one) == _shape(two)
     [coverage] = [s for s in two.sections_run if s.name == "coverage"]
     assert len(coverage.checks) > 10
@@ -140,6 +141,31 @@ def test_witness_replays_that_raise_on_a_worker_are_replayed_by_the_section(monk
     monkeypatch.setattr(gate_coverage, "witness_replays", once_broken)
     two = gate.run_gate("quick", traces=TRACES, workers=2)
     assert calls == [1]                 # the section's own, in this process
+    assert _shape(one) == _shape(two)
+
+
+def test_one_witness_part_that_raises_leaves_every_replay_to_the_section(monkeypatch, tmp_path):
+    """The witnesses are replayed in parts (one per trace they start from, one finding whether
+    they are stale): one of them raising, the outcome of the others is not taken, and the
+    coverage section replays them all itself, as in one process."""
+    from wgk.conformance.reports import gate_coverage
+    monkeypatch.setitem(gate.BUDGETS, "quick", {"replay": True, "coverage": True})
+    one = gate.run_gate("quick", traces=TRACES, workers=1)
+    real, parent = gate_coverage.witness_replays, os.getpid()
+    broken = gate_coverage.witness_traces()[-1]
+
+    def one_broken(*a, **k):
+        if os.getpid() != parent and k.get("only") == {broken}:
+            raise RuntimeError("planted")
+        with open(tmp_path / "calls", "a") as f:
+            f.write(f"{os.getpid()} {sorted(k.get('only') or ['all'])}\n")
+        return real(*a, **k)
+    monkeypatch.setattr(gate, "witness_replays", one_broken)
+    monkeypatch.setattr(gate_coverage, "witness_replays", one_broken)
+    two = gate.run_gate("quick", traces=TRACES, workers=2)
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert f"{parent} ['all']" in calls          # the section's own replay, in this process
+    assert len(calls) == len(gate_coverage.witness_traces()) + 1   # the other parts' too
     assert _shape(one) == _shape(two)
 
 

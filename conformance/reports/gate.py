@@ -44,7 +44,9 @@ from wgk.conformance.reports.gate_pool import (
 from wgk.conformance.reports import gate_cache, gate_mutants  # noqa: F401 -- sets gate_cache.READS
 from wgk.conformance.reports.gate_cache import NO_TRACES, GateCache, trace_identity
 from wgk.conformance.reports.gate_cache_memo import kept_run, memoized
-from wgk.conformance.reports.gate_coverage import coverage_checks, witness_replays
+from wgk.conformance.reports.gate_coverage import (
+    coverage_checks, merged, witness_replays, witness_traces,
+)
 from wgk.conformance.reports.gate_probes import probe_checks
 from wgk.conformance.reports.gate_tamper import tamper_checks
 from wgk.conformance.reports.gate_report import Check, GateResult, Section, write_junit
@@ -314,17 +316,20 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
         elif sections[name] is None:
             parts += split(name, budget, kw, _call)
     if external is None and _skipped("coverage", budget) is None and kw.get("loaded"):
-        parts.append(_witness_part(kw["loaded"]))
+        parts += _witness_parts(kw["loaded"])
     if cache is not None:
         parts = [_through(cache, budget, kw, p) for p in parts]
     results: dict[str, list[Done]] = {}
     replayed: dict = {}
+    witnessed: list[Done] = []
+    witness_parts = sum(1 for p in parts if p.spec.get("witnesses"))
 
     def on_done(n: int, done: Done) -> None:
         name = parts[n].section
         if parts[n].spec.get("witnesses"):          # for the coverage section, after the others
-            if not done.raised:
-                replayed.update(done.checks[0].data)
+            witnessed.append(done)
+            if len(witnessed) == witness_parts and not any(d.raised for d in witnessed):
+                replayed.update(merged([d.checks[0].data for d in witnessed]))
             return
         results.setdefault(name, []).append(done)
         if n + 1 < len(parts) and parts[n + 1].section == name:
@@ -349,23 +354,49 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
     return done
 
 
-#: Rough seconds of the coverage's witness replays (``_witness_part``).
+#: Rough seconds of the coverage's witness replays (``_witness_parts``), all of them.
 WITNESS_WEIGHT = 2.0
 
 
-def _witness_part(loaded: list) -> Part:
-    """The coverage's witnesses replayed among the other sections' parts, on a worker: they
-    read no other section's result, so only the coverage's counting waits for the others. The
-    part's one check carries the outcome (``gate_coverage.witness_replays``) to the coverage
-    section, which reports it as if it had replayed them itself; a part that raised leaves the
-    replays to the section."""
-    def run(progress) -> list[Check]:
-        # with the gate's cache, each witness's system answered call by call and each run of
-        # a trace's witnesses kept while the implementation answers it alike
-        # (``gate_cache_memo``; as they are without it)
-        out = witness_replays(loaded, make_impl=memoized(impl_system.ImplSystem), kept=kept_run)
-        return [Check("coverage", "witness replays", "pass", out["seconds"], "", out)]
-    return Part("coverage", run, weight=WITNESS_WEIGHT, spec={"witnesses": True})
+def _witness_parts(loaded: list) -> list[Part]:
+    """The coverage's witnesses replayed among the other sections' parts, on the workers: they
+    read no other section's result, so only the coverage's counting waits for the others.
+    One part finds whether they are stale (``{"witnesses": True, "stale": True}``: the only
+    one that reads the model's text, whether it is the one they were searched on), and one
+    part per trace they start from replays that trace's witnesses (``"traces"``: its id), so
+    the gate's cache keeps each trace's replays under what they ran: a changed rule runs
+    again the replays of the traces whose witnesses ran it, and the currency. Each part's one
+    check carries its outcome (``gate_coverage.witness_replays``); merged in the parts' order
+    (``gate_coverage.merged``) they are the outcome of one replay of them all, which the
+    coverage section reports as if it had replayed them itself; any part that raised leaves
+    the replays to the section."""
+    doc = witnesses_doc()
+    traces = witness_traces(doc)
+    steps = {t: 0 for t in traces}
+    for w in doc["witnesses"]:
+        steps[w["trace"]] += max(1, w.get("at", 0)) + len(w.get("steps", []))
+    total = sum(steps.values()) or 1
+
+    def part(spec: dict, only: set[str] | None, stale: bool, weight: float) -> Part:
+        def run(progress) -> list[Check]:
+            # with the gate's cache, each witness's system answered call by call and each run
+            # of a trace's witnesses kept while the implementation answers it alike
+            # (``gate_cache_memo``; as they are without it)
+            out = witness_replays(loaded, doc, make_impl=memoized(impl_system.ImplSystem),
+                                  kept=kept_run, only=only, stale=stale)
+            if only:
+                out["trace"] = min(only)
+            return [Check("coverage", "witness replays", "pass", out["seconds"], "", out)]
+        return Part("coverage", run, weight=weight, spec=spec)
+    return [part({"witnesses": True, "stale": True}, set(), True, WITNESS_WEIGHT / 4)] + \
+        [part({"witnesses": True, "traces": [t]}, {t}, False, WITNESS_WEIGHT * steps[t] / total)
+         for t in traces]
+
+
+def witnesses_doc() -> dict:
+    """The stored witnesses (``witnesses.load``)."""
+    from wgk.conformance.oracle import witnesses
+    return witnesses.load()
 
 
 def _kept_here(parts: list[Part], workers: int, progress: Progress | None,

@@ -165,7 +165,7 @@ def forget(prefixes: tuple[str, ...] = FORGOTTEN) -> None:
                     value.cache_clear()
 
 
-def coverage_reads(counting: bool) -> str:
+def coverage_reads(counting: bool, text: bool | None = None) -> str:
     """What a part of the coverage reads as files beside the sources (``COVERAGE``): every
     file of the bundled traces (the witnesses start from their states, and whether they are
     stale compares their digests with the witnesses'), and what ``witnesses.stale_reason``
@@ -178,10 +178,15 @@ def coverage_reads(counting: bool) -> str:
     reason (``gate_coverage.witness_replays``) and is keyed by that answer; the counting
     (``counting``) is given the stale reason with the replays' outcome (an input of its key)
     and computes it only when not given it, which under the cache it never is (without the
-    replays' outcome it is not kept, ``gate.run_section``): it reads nothing of the text."""
+    replays' outcome it is not kept, ``gate.run_section``): it reads nothing of the text.
+    The replays are parted (``gate._witness_parts``): the part finding the stale reason reads
+    that answer (``text``, the default for a replays' part), the parts replaying one trace's
+    witnesses read nothing of the text (``text`` False: the answer left out of their key)."""
     from wgk.conformance.oracle.witnesses import model_digest
     searched = None
-    if not counting:
+    if text is None:
+        text = not counting
+    if text:
         try:
             doc = json.loads((SOURCES["conformance"] / "oracle" / "witnesses.json")
                              .read_text(encoding="utf-8"))
@@ -433,9 +438,24 @@ def skeleton_digest(files: list[tuple[str, Path]], imports: dict[str, frozenset[
 #: calls of one system under test, one by one; None: nowhere).
 CALL: list[set | None] = [None]
 
+#: Where the recording's tracer also notes the code that runs while a whole run of the model's
+#: side is made to be kept (``gate_cache_memo.kept_run``: given again later, the functions it
+#: ran are counted as run by the part; None: nowhere).
+KEPT: list[set | None] = [None]
+
 #: What the recordings active in this process were told ran without running it here: the
 #: functions of the calls a part's systems answered from the cache (``gate_cache_memo``).
 _NOTED: list[dict[str, set[str]]] = []
+
+
+def functions_of(codes: set) -> dict[str, list[str]]:
+    """The functions of wgk's sources among ``codes``, by file name."""
+    out: dict[str, set[str]] = {}
+    for code in codes:
+        name = relative(code.co_filename)
+        if name is not None:
+            out.setdefault(name, set()).add(code.co_qualname)
+    return {name: sorted(quals) for name, quals in sorted(out.items())}
 
 
 def note_ran(functions: dict[str, set[str]]) -> None:
@@ -455,6 +475,8 @@ def recording() -> Iterator[dict[str, set[str]]]:
         codes.add(frame.f_code)
         if CALL[0] is not None:             # a call of a system answered call by call
             CALL[0].add(frame.f_code)
+        if KEPT[0] is not None:             # a run of the model's side being kept
+            KEPT[0].add(frame.f_code)
 
     before = sys.gettrace()
     threading.settrace(tracer)
@@ -779,7 +801,7 @@ class GateCache:
         self._mutants = None
         self._held: dict[tuple[str, frozenset, str], bool] = {}
         self._runs: dict[tuple, str] = {}
-        self._coverage: dict[bool, str] = {}
+        self._coverage: dict[tuple[bool, bool], str] = {}
 
     # keys
 
@@ -793,9 +815,12 @@ class GateCache:
             self.skeleton + self.model if section in MODEL_SECTIONS else self.skeleton
         if section == COVERAGE:
             counting = not spec.get("witnesses")
-            if counting not in self._coverage:
-                self._coverage[counting] = coverage_reads(counting)
-            inputs = [inputs, self._coverage[counting]]
+            # of the replays' parts, only the one finding whether the witnesses are stale
+            # reads the model's text (``gate._witness_parts``)
+            text = not counting and spec.get("stale", "traces" not in spec)
+            if (counting, text) not in self._coverage:
+                self._coverage[(counting, text)] = coverage_reads(counting, text)
+            inputs = [inputs, self._coverage[(counting, text)]]
         return _digest(self.options, section, json.dumps(_plain(spec), sort_keys=True),
                        json.dumps(_plain(inputs), sort_keys=True, default=repr), sources)
 

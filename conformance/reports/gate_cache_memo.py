@@ -42,8 +42,10 @@ own functions did not change (the state they see came from it); a value one syst
 memoized in the process (``functools.lru_cache`` in ``wgk.impl``) is emptied before each real
 system is made (``_clear_caches``), so the call that needs it computes it and records it;
 a call during which a thread starts or ends depends on every function of every source file
-(``_Trace``: the call's tracer sees its own thread only). A function replaced in memory is
-not seen (the gate runs without the cache then).
+(``_Trace``: the call's tracer sees its own thread only). A kept result given again counts the
+functions its run ran (the model's side, noted by the part's recording while it ran) as run by
+the part: the part is kept with what the result read, not only with what ran to give it again.
+A function replaced in memory is not seen (the gate runs without the cache then).
 """
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ CACHE: Any = None
 
 #: Sections whose parts' systems are answered call by call (``memoized``).
 MEMO_SECTIONS = frozenset({"fuzz", "probes", "coverage"})
-FORMAT = "wgk-gate-memo/2"
+FORMAT = "wgk-gate-memo/3"
 
 
 class MemoError(RuntimeError):
@@ -492,10 +494,14 @@ def kept_run(label: str, inputs: Any, source: Any, make: Callable,
                                     default=repr).encode()).hexdigest()
     from wgk.conformance.oracle import coverage
     kept = memo.transcripts.get(key)
-    if kept is not None and _answered_alike(kept[0], source, make):
+    if kept is not None and len(kept) == 4 and _answered_alike(kept[0], source, make):
         memo.transcripts_used += 1
         if coverage._SINK["cells"] is not None:
             coverage._SINK["cells"].update(kept[2])
+        # what ``run`` ran when it was kept (the model's side) is what the result read: the
+        # part depends on it as if it had run it now (else the part, kept with what it ran
+        # now, would be given again after one of those functions changed)
+        CACHE.note_ran({name: set(quals) for name, quals in kept[3].items()})
         return _copy(kept[1])
     made: list = []
     sources: list = []              # each system's source (None: ``source``)
@@ -507,12 +513,19 @@ def kept_run(label: str, inputs: Any, source: Any, make: Callable,
             plain[0] = False
         sources.append(None if src is source else _copy(src))
         return made[-1]
-    with coverage.recording() as cells:
-        result = run(making)
+    codes: set = set()
+    outer, CACHE.KEPT[0] = CACHE.KEPT[0], codes        # what ``run`` runs, noted by the
+    try:                                                # part's recording
+        with coverage.recording() as cells:
+            result = run(making)
+    finally:
+        CACHE.KEPT[0] = outer
+        if outer is not None:
+            outer |= codes
     if made and plain[0] and all(isinstance(m, MemoSystem) and m.transcript is not None
                                  for m in made) and keep(result):
         memo.transcripts[key] = [[[src, m.transcript] for src, m in zip(sources, made)],
-                                 _copy(result), set(cells)]
+                                 _copy(result), set(cells), CACHE.functions_of(codes)]
         memo.changed = True
     return result
 

@@ -58,24 +58,53 @@ def bundled_as_loaded(loaded: list) -> list:
 
 
 def witness_replays(loaded: list, doc: dict | None = None, make_impl: Callable = ImplSystem,
-                    workers: int = 1, kept: Callable | None = None) -> dict:
+                    workers: int = 1, kept: Callable | None = None,
+                    only: set[str] | None = None, stale: bool = True) -> dict:
     """The witnesses of ``doc`` (the stored ones by default) replayed against the implementation
     from the bundled traces' states: the cells they sent, the problems found, why they are
     stale (``witnesses.stale_reason``; None: current) and the seconds taken. They read
     neither the other sections' results nor their cells, so the gate replays them among its
     other sections' parts (``gate._on_workers``) and hands the outcome to this
     section after them. ``kept``: as ``witnesses.replay_witnesses``'s (the gate's cache keeps
-    each run of a trace's witnesses, ``gate_cache_memo.kept_run``)."""
+    each run of a trace's witnesses, ``gate_cache_memo.kept_run``). ``only``: the witnesses
+    of those traces alone (by id); ``stale``: False leaves out why they are stale (then no
+    ``stale-reason``: the only thing here that reads the model's text). The outcomes of
+    disjoint ``only``, in the witnesses' order of their traces, with one that finds why they
+    are stale, give the whole one (``merged``)."""
     doc = witnesses.load() if doc is None else doc
     t0 = time.perf_counter()
     bundled = bundled_as_loaded(loaded)                    # where the witnesses start
-    sent, problems = witnesses.replay_witnesses(bundled, doc["witnesses"], make_impl, workers,
-                                                **({} if kept is None else {"kept": kept}))
-    # whether they are stale reads neither (the unreachable cells' proofs may take seconds:
-    # found here, beside the other sections' parts, rather than after them)
-    return {"sent": sorted(sent), "problems": problems,
-            "stale-reason": witnesses.stale_reason(doc, bundled),
-            "seconds": time.perf_counter() - t0}
+    chosen = [w for w in doc["witnesses"] if only is None or w["trace"] in only]
+    sent, problems = witnesses.replay_witnesses(bundled, chosen, make_impl, workers,
+                                                **({} if kept is None else {"kept": kept})) \
+        if chosen else (set(), [])
+    out = {"sent": sorted(sent), "problems": problems}
+    if stale:
+        # whether they are stale reads neither (the unreachable cells' proofs may take seconds:
+        # found here, beside the other sections' parts, rather than after them)
+        out["stale-reason"] = witnesses.stale_reason(doc, bundled)
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def witness_traces(doc: dict | None = None) -> list[str]:
+    """The ids of the traces the witnesses start from, in the order ``replay_witnesses``
+    replays them (the first witness of each)."""
+    doc = witnesses.load() if doc is None else doc
+    return list(dict.fromkeys(w["trace"] for w in doc["witnesses"]))
+
+
+def merged(outcomes: list[dict]) -> dict:
+    """The outcome of ``witness_replays`` over every trace from those of its parts (disjoint
+    traces, in ``witness_traces``' order; one of them with ``stale-reason``): the cells sent,
+    the problems in that order, why they are stale, the seconds summed."""
+    out: dict = {"sent": sorted({c for o in outcomes for c in o["sent"]}),
+                 "problems": [p for o in outcomes for p in o["problems"]]}
+    for o in outcomes:
+        if "stale-reason" in o:
+            out["stale-reason"] = o["stale-reason"]
+    out["seconds"] = sum(o["seconds"] for o in outcomes)
+    return out
 
 
 def measure(loaded: list, earlier: set | None, doc: dict | None = None,
@@ -136,4 +165,5 @@ def coverage_checks(budget: str, progress: Progress | None, loaded: list,
     return out
 
 
-__all__ = ["MEASURED", "coverage_checks", "measure", "sent_cells", "witness_replays"]
+__all__ = ["MEASURED", "coverage_checks", "measure", "merged", "sent_cells", "witness_replays",
+           "witness_traces"]

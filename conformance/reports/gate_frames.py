@@ -24,9 +24,9 @@ init frames under a key of what the frame is built from:
   (``ready-iff-dispatch-admitted`` runs the dispatch rule).
 
 So a statement changed in one rule's body, or in a helper only some rules name, re-runs the
-frames of those rules' kinds (and the init frames, keyed by every rule file whole: they
-evaluate every property, which may run any rule) and nothing else, unless it changes the
-assumptions; a change to anything else (a property, a lemma, the encoding, a rule's
+frames of those rules' kinds and nothing else (the init frames, which evaluate every state
+property on the initial state, read what an environment step's frames read: the shared
+functions and the set-up's), unless it changes the assumptions; a change to anything else (a property, a lemma, the encoding, a rule's
 declared ``touches``) re-runs every frame. The names are read
 from the text on disk (``gate_cache.SOURCES``), like every key of the cache; a test holds
 that what the prover runs of the rule files, recorded frame by frame, is within ``reach``.
@@ -306,11 +306,15 @@ class FrameStore:
         environment step; ``assumed``: the digest of the assumptions as z3 reads them)."""
         return _digest(self.static, unit, self.reach.digest(kind), assumed)
 
-    def init_key(self) -> str:
-        """The key of the init frames: they evaluate every property on the initial state,
-        and a property may run any rule (``decide``), so every rule file whole."""
-        return _digest(self.static, "init",
-                       *(x for name, p in self.reach.files for x in (name, p.read_bytes())))
+    def init_key(self, assumed: str) -> str:
+        """The key of the init frames: they evaluate every state property on the initial state,
+        reading of the rule files what an environment step's frames read (no rule of a kind
+        runs: ``reach.of(None)``, the shared functions, those named outside the rule files)
+        and what the properties run of them, which the prover's set-up runs too (it evaluates
+        the same properties: ``assumed``, the digest of the functions it ran, recorded; a
+        property may run a rule, ``ready-iff-dispatch-admitted`` the dispatch rule). A test
+        holds that what the init frames run of the rule files, recorded, is within those."""
+        return _digest(self.static, "init", self.reach.digest(None), assumed)
 
     def load_shared(self) -> dict[str, frozenset[str]] | None:
         """The functions of each rule file the prover's set-up ran, while they hold."""
@@ -485,7 +489,7 @@ def prove_kept(inst, cache, progress: Callable[[str], None] | None = None):
         if progress:
             done = sum(r.transition == transition and r.status == "proved" for r in results)
             progress(f"{transition}: {done}/{len(props)} frames proved")
-    key = store.init_key()
+    key = store.init_key(assumed)
     kept = store.load("init", key)
     if all(p.id in kept for p in prover.state_props):
         init = [InitFrame(p.id, "proved", kept[p.id]["seconds"]) for p in prover.state_props]
