@@ -8,6 +8,8 @@ it does not declare are SKIP and counted, a crash hook that is ignored is caught
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from wgk.model.vocab import Kind
+from wgk.conformance.cli.main import main
 from wgk.conformance.oracle.external import ExternalSystem, ProtocolError
 from wgk.conformance.oracle.external_runs import (
     Kernel, Unusable, crash_cuts_external, replay_external,
@@ -39,8 +42,13 @@ def fake(mode: str) -> str:
 
 
 def wgk(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "wgk.conformance", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=600)
+    """``wgk ARGS`` run by the command's ``main`` in this process (the kernel under test is
+    its own process all the same: what is checked is what the harness makes of its answers,
+    not wgk's own start; an exception escaping ``main`` fails the test as a traceback would)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return subprocess.CompletedProcess(["wgk", *args], code, out.getvalue(), err.getvalue())
 
 
 def trace_with_rejected_dispatch(tmp_path: Path) -> Path:

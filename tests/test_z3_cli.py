@@ -1,16 +1,28 @@
 """wgk prove / check / mutants: exit codes, JSON shapes, files, one-line usage errors."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
-import sys
 
 import pytest
 
+from wgk.conformance.cli.main import main
 
-def wgk(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "wgk.conformance", *args],
-                          capture_output=True, text=True, check=False, cwd=cwd)
+
+def wgk(*args: str) -> subprocess.CompletedProcess:
+    """``wgk ARGS`` run by the command's ``main`` in this process: its exit code (argparse's
+    own exit included) and its output as the finished command gives them. What these tests
+    check is what the command prints and returns, not the interpreter's start (an exception
+    escaping ``main`` fails the test as a traceback would)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+    return subprocess.CompletedProcess(["wgk", *args], code, out.getvalue(), err.getvalue())
 
 
 def test_prove_json_shape_and_exit_code():
