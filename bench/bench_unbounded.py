@@ -92,10 +92,10 @@ WHY = ("every (property x transition) frame is one z3 query when the step can af
        "the type domain alone, then, when that does not refute it, of one holding every "
        "invariant and lemma at every task. Solving is about two thirds of the CPU (about 8 ms "
        "a query: internalising a goal over every task's branches of one kind, and for the "
-       "full solver a search over about 1,500 assumptions; a tail of exactly-one-way-forward "
-       "and the idempotency step properties), the branches through the model's decide and "
-       "the goals about a sixth each; shared among 2 processes kind by kind, each kind to the "
-       "process that comes free")
+       "full solver a search over about 1,500 assumptions; a tail of exactly-one-way-forward); "
+       "a request with a key is a branch per answer of the journal; the branches through the "
+       "model's decide about a tenth, the goals about a quarter; shared among 2 processes kind "
+       "by kind, each kind to the process that comes free")
 
 NAME = "unbounded"
 TARGET_SECONDS = 10.0          # `wgk prove` at 6 tasks, and the proof at the cutoff graph

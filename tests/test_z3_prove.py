@@ -420,3 +420,97 @@ def test_a_journal_memo_answers_only_the_same_arguments():
                                 for k in [("", ("ast", r.journal_key.get_id())
                                            if hasattr(r.journal_key, "get_id")
                                            else ("value", type(r.journal_key), r.journal_key))]})
+
+
+def _by_answer_and_whole(tasks: int, transitions: list[str]) -> tuple[Prover, Prover]:
+    split = Prover(Instance.proof(tasks=tasks), transitions=transitions)
+    whole = Prover(Instance.proof(tasks=tasks), transitions=())
+    whole.by_answer = False
+    whole.build(transitions)
+    return split, whole
+
+
+def test_the_branches_by_the_journals_answer_give_the_goals_of_the_one_branch():
+    """A request with a key is one branch per answer of the journal (used with the same bytes,
+    with others, unused), and each frame is the frame of the template's one branch: a step
+    property's goal is equivalent to the one branch's in every assignment; a state
+    property's under the assumptions of the frame (the one branch's goal also holds where
+    the journal answers "used" and the pre-state, which the step then leaves as it is,
+    breaks the property: the property is assumed there, as in every task a step leaves
+    alone). The frame is asked of the solver (``solved``) exactly when it is without the
+    cases."""
+    import z3
+    transitions = ["dispatch", "submit", "accept", "record-disposition", "env:edit"]
+    split, whole = _by_answer_and_whole(2, transitions)
+    assert len(split.groups["accept"]) == 3 * len(whole.groups["accept"])
+    assert len(split.groups["env:edit"]) == len(whole.groups["env:edit"])
+    assert all(b.pre is not None for b in split.groups["accept"])
+    anywhere = z3.SimpleSolver()
+    compared = {"step": 0, "state": 0}
+    for tr in transitions:
+        for p in split.properties:
+            a, b = split.goal(p, tr), whole.goal(p, tr)
+            assert bool(a) == bool(b), (p.id, tr)
+            if not a:
+                continue
+            checker = anywhere if p.scope == "step" else split.solver
+            checker.push()
+            checker.add(z3.Or([d for _, d, _ in a]) != z3.Or([d for _, d, _ in b]))
+            assert checker.check() == z3.unsat, (p.id, tr)
+            checker.pop()
+            compared[p.scope] += 1
+    assert compared["step"] > 50 and compared["state"] > 100
+
+
+def test_a_step_property_true_in_every_case_is_asked_when_the_one_branch_can_break_it():
+    """``role-held`` holds as such in every case of the intruder's ``accept`` (each decision is
+    a constant), while on the template's one branch it is a term: its frame is still asked of
+    the solver (``solved``), as it is without the cases; ``unchanged-outside-touches`` holds
+    as such on both and is not."""
+    split, whole = _by_answer_and_whole(6, ["accept"])
+    for pid, solved in (("role-held", True), ("unchanged-outside-touches", False)):
+        p = REGISTRY[pid]
+        assert whole.check(p, "accept").solved is solved
+        assert split.check(p, "accept").solved is solved
+        assert split.check(p, "accept").status == "proved"
+
+
+def test_the_branches_by_the_journals_answer_are_the_one_branch_case_by_case():
+    """The cases of a template partition its one branch's guard, and under each case's
+    condition the case's decision and post-state are the one branch's, leaf by leaf (a
+    conflict's stored response, which no one reads, is left out: the reducer gives none)."""
+    import z3
+    from wgk.conformance.z3.symbolic import leaves
+    from wgk.conformance.z3.transition import as_term
+    transitions = ["dispatch", "accept", "save-work", "env:edit"]
+    split, whole = _by_answer_and_whole(2, transitions)
+    solver = z3.SimpleSolver()
+
+    def never(*terms) -> bool:
+        solver.push()
+        solver.add(*terms)
+        verdict = solver.check()
+        solver.pop()
+        return verdict == z3.unsat
+
+    checked = 0
+    with symbolic():
+        for tr in transitions:
+            for w in whole.groups[tr]:
+                cases = [b for b in split.groups[tr] if b.index == w.index]
+                assert cases and (len(cases) == 3) == (w.decision is not None and w.step.key is not None)
+                assert never(z3.Or([c.guard for c in cases]) != w.guard)
+                for n, c in enumerate(cases):
+                    assert all(never(c.guard, o.guard) for o in cases[n + 1:])
+                    same = [as_term(x) == as_term(y) for x, y in
+                            zip(leaves(split.space, c.post), leaves(whole.space, w.post))
+                            if x is not y]
+                    if c.decision is not None:
+                        fields = ["kind", "code"] + [f for f in ("original_kind", "original_code")
+                                                     if getattr(c.decision, f) is not None]
+                        same += [as_term(getattr(c.decision, f)) == as_term(getattr(w.decision, f))
+                                 for f in fields]
+                    same = [x for x in same if not z3.is_true(x)]
+                    assert not same or never(c.guard, z3.Not(z3.And(same))), (tr, c.label, n)
+                    checked += 1
+    assert checked > 100

@@ -149,6 +149,7 @@ def enabledness(prover, transitions: list[str] | None = None) -> list[Enablednes
         if not live:
             out.append(Enabledness(transition, "never-enabled", time.perf_counter() - t0))
             continue
+        templates = len({b.index for b, _ in live})    # a template may be a branch per case
         prover.solver.push()
         prover.solver.add(z3.Or([c for _, c in live]))
         verdict = prover.solver.check()
@@ -157,8 +158,8 @@ def enabledness(prover, transitions: list[str] | None = None) -> list[Enablednes
         seconds = time.perf_counter() - t0
         if verdict == z3.sat:
             hit = next((b.label for b, c in live if z3.is_true(model.eval(c, True))), "")
-            out.append(Enabledness(transition, "enabled", seconds, len(live), hit))
+            out.append(Enabledness(transition, "enabled", seconds, templates, hit))
         else:
             out.append(Enabledness(transition, "never-enabled" if verdict == z3.unsat
-                                   else "unknown", seconds, len(live)))
+                                   else "unknown", seconds, templates))
     return out

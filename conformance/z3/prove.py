@@ -35,9 +35,11 @@ import z3
 
 from wgk.model.actions import Instance
 from wgk.model.invariants import REGISTRY, Property
+from wgk.model.logic import ite
 from wgk.model.state import State
 from wgk.model.vocab import INTRUDER, Kind
 
+from wgk.conformance.check.explore import rare_collections
 from wgk.conformance.z3.basecase import enabledness, init_frames
 from wgk.conformance.z3.crosscheck import (  # noqa: F401  (re-exported: callers import them from here)
     SymbolicMismatch, compare_step, crosscheck, decode_decision,
@@ -80,6 +82,10 @@ class Prover:
     always those of the whole prover, so a frame checked on a prover built in part is the
     same frame as on the whole prover."""
 
+    #: a request with a key is a branch per answer of the journal (``build``); False: one
+    #: branch, the if-then-else over the answers on every leaf it changes (the same frames)
+    by_answer = True
+
     def __init__(self, inst: Instance = Instance.proof(), sem: Semantics = MODEL,
                  lemmas: dict[str, Property] | None = None, timeout_ms: int = 60_000,
                  deps: tuple[tuple[int, ...], ...] | None = None,
@@ -115,6 +121,12 @@ class Prover:
         self.type_memo: dict = {}
         self.branches: list[Branch] = []
         self.groups: dict[str, list[Branch]] = {}     # by transition kind, in build order
+        #: the templates whose branches are built (by their index in the catalogue)
+        self.built: set[int] = set()
+        #: templates built as one branch, not split by the journal's answers (``touches``),
+        #: and their post-states joined from their cases' (``joined``)
+        self.whole: dict = {}
+        #: per branch (by ``id``: the prover keeps its branches), the leaves it changes
         self.delta: dict[int, list] = {}
         self.changed: dict[int, set[str]] = {}
         self.substitution: dict[int, list] = {}
@@ -171,25 +183,29 @@ class Prover:
         p = object.__new__(Prover)
         p.__dict__.update(self.__dict__)
         p.sem = sem
-        p.type_memo, p.branches, p.groups = {}, [], {}
+        p.type_memo, p.branches, p.groups, p.built, p.whole = {}, [], {}, set(), {}
         p.delta, p.changed, p.substitution = {}, {}, {}
         p.needs_assumptions, p.memo = set(), {}
         return p
 
     def build(self, transitions: Collection[str]) -> None:
-        """Evaluate the branches of these transition kinds (those not built yet)."""
+        """Evaluate the branches of these transition kinds (those not built yet): a request
+        with a key one branch per answer of the journal (``branches(by_answer=True)``), so
+        no goal carries the if-then-else over the answers on every leaf the step changes."""
         wanted = set(transitions)
         todo = [n for n, tpl in enumerate(self.cat.templates)
-                if n not in self.delta and transition_of(tpl) in wanted]
+                if n not in self.built and transition_of(tpl) in wanted]
+        self.built.update(todo)
         with BACKEND.memo_of(self.memo):
-            built = branches(self.cat, self.s, self.pool, self.sem, indices=todo)
+            built = branches(self.cat, self.s, self.pool, self.sem, indices=todo,
+                             by_answer=self.by_answer)
         for b in built:
             self.branches.append(b)
             self.groups.setdefault(b.transition, []).append(b)
             d = delta(self.space, self.s, b.post)
-            self.delta[b.index] = d
-            self.changed[b.index] = {self.pre_names[n] for n, _ in d}
-            self.substitution[b.index] = [(self.pre[n], as_term(v)) for n, v in d]
+            self.delta[id(b)] = d
+            self.changed[id(b)] = {self.pre_names[n] for n, _ in d}
+            self.substitution[id(b)] = [(self.pre[n], as_term(v)) for n, v in d]
 
     @property
     def properties(self) -> list[Property]:
@@ -203,31 +219,87 @@ class Prover:
         A per-task state property on the post-state is its pre-state term with the
         changed leaves substituted: the same function of the same fields."""
         if p.id == "domain":
-            new = [leaf_domain(self.types[n], v) for n, v in self.delta[b.index]
+            new = [leaf_domain(self.types[n], v) for n, v in self.delta[id(b)]
                    if not within_type(self.types[n], v, self.var_types, self.type_memo)]
             new = [c for c in new if c is not True]
             return [(BACKEND.not_(BACKEND.and_(new)), [])] if new else []
         if p.scope == "step":
             if b.decision is None:        # step properties judge decided requests only
                 return []
-            ok = p.holds(self.s, b.step, b.decision, b.post)
-            return [] if ok is True else [(BACKEND.not_(ok) if ok is not False else z3.BoolVal(True), [])]
+            if b.pre is None:
+                ok = p.holds(self.s, b.step, b.decision, b.post)
+                return [] if ok is True else [(BACKEND.not_(ok) if ok is not False else z3.BoolVal(True), [])]
+            b.pre.journal.asked = False
+            ok = p.holds(b.pre, b.step, b.decision, b.post)
+            if ok is True:
+                # it holds in this case; one that asks the journal's answer is one the step
+                # can affect (``touches``)
+                return [(BACKEND.term(False), [])] if b.pre.journal.asked else []
+            return [(BACKEND.not_(ok) if ok is not False else z3.BoolVal(True), [])]
         out = []
-        moved = self.changed[b.index]
+        moved = self.changed[id(b)]
         for m in range(self.inst.tasks):
             if not (self.reads[p.id][m] & moved):
                 continue
-            ok = substitute(self.assumed[p.id][m], self.substitution[b.index])
+            ok = substitute(self.assumed[p.id][m], self.substitution[id(b)])
             out.append((BACKEND.not_(ok), [m]))
         return out
 
     def goal(self, p: Property, transition: str) -> list[tuple[Branch, Any, list[int]]]:
         out = []
         with symbolic(), self.sem.active(), BACKEND.memo_of(self.memo):
+            holds: dict[int, Branch] = {}     # templates of which every case holds as such
             for b in self.groups[transition]:
-                for bad, tasks in self._violations(p, b):
+                bads = self._violations(p, b)
+                if b.pre is not None and p.scope == "step":
+                    holds[b.index] = b if not bads and holds.get(b.index, b) else None
+                for bad, tasks in bads:
                     out.append((b, BACKEND.and_([b.guard, bad]), tasks))
+            # a step property that holds in every case of every template, without asking the
+            # journal's answer, is one the step can still affect (the frame is asked, and
+            # ``solved``, as it is without the cases) when it does not hold as such on some
+            # template's one branch
+            if not out:
+                b = next((b for b in holds.values()
+                          if b is not None and self.touches(p, b.index)), None)
+                if b is not None:
+                    out.append((b, BACKEND.and_([b.guard, BACKEND.term(False)]), []))
         return out
+
+    def joined(self, index: int) -> State:
+        """The post-state of template ``index``'s one branch joined from its cases' (an
+        if-then-else over the journal's answer, as the reducer joins them): the same terms,
+        without deciding the request again. Kept in ``whole``."""
+        post = self.whole.get(("post", index))
+        if post is None:
+            cases = [b for b in self.groups[transition_of(self.cat.templates[index])]
+                     if b.index == index]
+            step = cases[0].step
+            used, same, _, _ = self.s.journal.lookup(step.journal_key, step.digest)
+            both, other, unused = cases
+            post = self.whole[("post", index)] = ite(used, ite(same, both.post, other.post),
+                                                     unused.post)
+        return post
+
+    def touches(self, p: Property, index: int) -> bool:
+        """The step property ``p`` is not true as such on template ``index``'s one branch
+        (not split by the journal's answers). Asked first of the request alone, its decision
+        and post-state left unread: a property true without reading them is true of the one
+        branch too, which is then not built; otherwise it is built once (kept in ``whole``)."""
+        step = self.cat.step(index, self.pool)
+        try:
+            return p.holds(self.s, step, _UNREAD, _UNREAD) is not True
+        except Exception:       # it read them (``_Read``), or did with them what it cannot
+            pass
+        try:
+            return p.holds(self.s, step, _UNREAD, self.joined(index)) is not True
+        except Exception:
+            pass
+        b = self.whole.get(index)
+        if b is None:
+            b = self.whole[index] = branches(self.cat, self.s, self.pool, self.sem,
+                                             indices=[index])[0]
+        return p.holds(self.s, b.step, b.decision, b.post) is not True
 
     # -- checking -----------------------------------------------------------------
 
@@ -238,7 +310,7 @@ class Prover:
             return ProofResult(p.id, transition, "proved", time.perf_counter() - t0, solved=False)
         goal = BACKEND.or_([d for _, d, _ in disjuncts])
         if p.id not in self.needs_assumptions:
-            if _ask(self.bare, goal)[0] == z3.unsat:
+            if _ask(self.bare, goal, model=False)[0] == z3.unsat:
                 return ProofResult(p.id, transition, "proved", time.perf_counter() - t0)
             self.needs_assumptions.add(p.id)
         verdict, model = _ask(self.solver, goal)
@@ -316,13 +388,34 @@ class Prover:
                            init, enabled)
 
 
-def _ask(solver: z3.Solver, goal: Any) -> tuple[Any, z3.ModelRef | None]:
-    """The verdict of ``goal`` under ``solver``'s assertions (and its model when SAT)."""
+class _Read(Exception):
+    """A property read what ``_UNREAD`` stands for."""
+
+
+class _Unread:
+    """A decision or post-state not built: reading anything of it raises ``_Read``."""
+
+    def __getattribute__(self, name: str) -> Any:
+        raise _Read(name)
+
+    def _read(self, *args: Any) -> Any:
+        raise _Read()
+
+    __eq__ = __ne__ = __bool__ = __hash__ = __iter__ = __len__ = __getitem__ = _read  # type: ignore
+
+
+_UNREAD = _Unread()
+
+
+def _ask(solver: z3.Solver, goal: Any, model: bool = True) -> tuple[Any, z3.ModelRef | None]:
+    """The verdict of ``goal`` under ``solver``'s assertions (and its model when SAT and
+    ``model``: a model of every assertion is costly to complete, and only a counterexample
+    needs one)."""
     solver.push()
     try:
         solver.add(goal)
         verdict = solver.check()
-        return verdict, (solver.model() if verdict == z3.sat else None)
+        return verdict, (solver.model() if verdict == z3.sat and model else None)
     finally:
         solver.pop()
 
@@ -343,7 +436,19 @@ def prove(inst: Instance = Instance.proof(), sem: Semantics = MODEL, only: list[
     taken yet (the kinds in ``queue`` order, largest first) until none is left, building the
     branches of the kinds it took only, so a process that drew cheaper kinds takes more of
     them; the report is the one a single prover gives, frame for frame and in the same
-    order."""
+    order.
+
+    The cyclic collector runs rarely meanwhile (``rare_collections``): the prover keeps every
+    term it builds to its end (the memo, the branches), so the young generation's collections
+    free nothing and traverse the survivors again and again."""
+    with rare_collections():
+        return _prove(inst, sem, only, lemmas, replay, progress, jobs, deps)
+
+
+def _prove(inst: Instance, sem: Semantics, only: list[str] | None,
+           lemmas: dict[str, Property] | None, replay: bool,
+           progress: Callable[[str], None] | None, jobs: int,
+           deps: tuple[tuple[int, ...], ...] | None) -> ProofReport:
     if jobs <= 1 or "fork" not in get_all_start_methods():
         return Prover(inst, sem, lemmas, deps=deps, params=FAST).run(only, replay, progress)
     t0 = time.perf_counter()

@@ -121,6 +121,12 @@ class SymJournal:
             code = ite(hit, e.code, code)
         return used, same, kind, code
 
+    def answering(self, key, digest: SymDigest, answer: tuple) -> "Answering":
+        """This journal (the same entries) whose ``lookup`` of ``key`` and ``digest`` gives
+        ``answer`` (used, same, kind, code), each a value or a term: this journal wherever
+        the lookup's own answer is ``answer``, which the caller assumes (a case of it)."""
+        return Answering(self.entries, key, digest, answer)
+
     def put(self, key, digest: SymDigest, kind, code) -> "SymJournal":
         width = len(self.entries[0].slots) if self.entries else 0
         slots = tuple(digest.slots.get(j, 0) for j in range(width))
@@ -149,6 +155,24 @@ class SymJournal:
                     *[_leaf_eq(x, y) for x, y in zip(a.slots, b.slots, strict=True)],
                     _leaf_eq(a.kind, b.kind), _leaf_eq(a.code, b.code)]
         return all_of(*out)
+
+
+class Answering(SymJournal):
+    """A journal answering one lookup as its case assumes (``SymJournal.answering``);
+    ``asked`` is set whenever that lookup is asked."""
+
+    __slots__ = ("_key", "_digest", "_answer", "asked")
+
+    def __init__(self, entries: tuple, key: Any, digest: SymDigest, answer: tuple):
+        super().__init__(entries)
+        self._key, self._digest, self._answer = _ident(key), digest, answer
+        self.asked = False
+
+    def lookup(self, key, digest: SymDigest) -> tuple[Any, Any, Any, Any]:
+        if digest is self._digest and _ident(key) == self._key:
+            self.asked = True
+            return self._answer
+        return super().lookup(key, digest)
 
 
 def _ident(x: Any) -> Any:

@@ -21,6 +21,7 @@ import z3
 from wgk.model import kernel
 from wgk.model.env import EnvStep, guard_and_update
 from wgk.model.kernel import Decision
+from wgk.model.logic import all_of, not_
 from wgk.model.vocab import Kind
 from wgk.model.rules import RULES
 from wgk.model.state import Graph, State
@@ -69,6 +70,10 @@ class Branch:
     guard: Any                 # z3 Bool: the template's constraints and, for env steps, its guard
     decision: Decision | None
     post: State
+    #: the pre-state the branch was decided on when it is not the symbolic state itself: the
+    #: same state with its journal answering the request's own lookup as this case assumes
+    #: (``branches(by_answer=True)``; the case's condition is in ``guard``)
+    pre: State | None = None
 
     @property
     def label(self) -> str:
@@ -87,25 +92,57 @@ def transition_of(template: Any) -> str:
 
 def branches(cat: Catalogue, s: State, pool: Pool, sem: Semantics = MODEL,
              indices: list[int] | None = None,
-             bound: Callable[[Any, Any, State], Any] | None = None) -> list[Branch]:
-    """Every (or the listed) template of ``cat`` evaluated on symbolic state ``s``."""
+             bound: Callable[[Any, Any, State], Any] | None = None,
+             by_answer: bool = False) -> list[Branch]:
+    """Every (or the listed) template of ``cat`` evaluated on symbolic state ``s``.
+
+    ``by_answer``: a request with a key (under the model's own reducer) is one branch per
+    answer the journal can give its key and digest (``answers``): used with the same bytes,
+    used with others, unused; each decided on ``s`` with its journal giving that answer, and
+    the answer's condition in its guard. The branches of a template are then exclusive and
+    together the one branch it is otherwise: under each condition the journal does give that
+    answer, and the reducer's decision and post-state are the ones it gives on ``s``, without
+    the if-then-else over the answers every decision and leaf it changes otherwise carries."""
     out = []
     with symbolic(), sem.active():
         for n in (range(len(cat.templates)) if indices is None else indices):
             tpl = cat.templates[n]
             step = cat.step(n, pool)
-            guard = list(tpl.constraints(pool))
-            if tpl.is_env:
-                ok, update = guard_and_update(s, step)
-                decision, post = None, update()
-                guard.append(ok)
-            else:
-                decision, post = (sem.decide or kernel.decide)(s, step, sem.rules)
-            if bound is not None:
-                guard.append(bound(tpl, step, s))
-            guard = [as_bool(g) for g in guard if g is not True]
-            out.append(Branch(n, tpl, step, z3.And(guard) if guard else z3.BoolVal(True),
-                              decision, post))
+            cases = answers(s, step) if by_answer and not tpl.is_env and sem.decide is None \
+                else [(True, None)]
+            for cond, pre in cases:
+                guard = list(tpl.constraints(pool))
+                if tpl.is_env:
+                    ok, update = guard_and_update(s, step)
+                    decision, post = None, update()
+                    guard.append(ok)
+                else:
+                    decision, post = (sem.decide or kernel.decide)(
+                        s if pre is None else pre, step, sem.rules)
+                if bound is not None:
+                    guard.append(bound(tpl, step, s))
+                guard = [as_bool(g) for g in guard + [cond] if g is not True]
+                out.append(Branch(n, tpl, step, z3.And(guard) if guard else z3.BoolVal(True),
+                                  decision, post, pre))
+    return out
+
+
+def answers(s: State, step: Any) -> list[tuple[Any, State | None]]:
+    """``(condition, pre-state)`` for each answer the journal of ``s`` can give the lookup of
+    ``step``'s key and digest: the condition under which it gives it, and ``s`` with its
+    journal giving it (``[(True, None)]``: a request without a key, or an answer already
+    known)."""
+    if step.key is None:
+        return [(True, None)]
+    key, digest = step.journal_key, step.digest
+    used, same, kind, code = s.journal.lookup(key, digest)
+    if isinstance(used, bool) or isinstance(same, bool):
+        return [(True, None)]
+    out = []
+    for cond, answer in ((all_of(used, same), (True, True, kind, code)),
+                         (all_of(used, not_(same)), (True, False, kind, code)),
+                         (not_(used), (False, same, kind, code))):
+        out.append((cond, replace(s, journal=s.journal.answering(key, digest, answer))))
     return out
 
 
