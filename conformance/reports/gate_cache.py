@@ -160,9 +160,12 @@ def forget(prefixes: tuple[str, ...] = FORGOTTEN) -> None:
     for name, module in list(sys.modules.items()):
         if module is not None and name.startswith(prefixes):
             for value in list(vars(module).values()):
-                if callable(getattr(value, "cache_clear", None)) and \
-                        hasattr(value, "__wrapped__"):
-                    value.cache_clear()
+                try:
+                    clear = getattr(value, "cache_clear", None)
+                except Exception:      # noqa: BLE001 -- a value refusing every attribute
+                    continue           # (``prove._UNREAD``) is no memo
+                if callable(clear) and hasattr(value, "__wrapped__"):
+                    clear()
 
 
 def coverage_reads(counting: bool, text: bool | None = None) -> str:
