@@ -40,3 +40,19 @@ def test_the_two_kernels_still_fail_on_a_kernel_that_answers_otherwise(monkeypat
                         lambda ctx: "unknown-attempt" if ctx.record.attempt_state == "none" else None)
     checks = two_kernel_checks("quick", None, load_traces([str(TRACE)]))
     assert [c.verdict for c in checks] == ["fail"]
+
+
+REVOKED = ROOT / "traces" / "incidents" / "40-revoked-credential-refused.json"
+
+
+def test_reading_the_state_leaves_the_next_kernel_to_find_the_others_commit(monkeypatch):
+    """The state is read through a third connection: a kernel that admits a sender on its
+    caches and never authenticates again when the writer lock finds the other kernel's
+    commit (the principal revoked there) answers the revoked principal, and the two kernels
+    fail the trace; as written, they pass it."""
+    from wgk.impl.front.kernel import Kernel
+    loaded = load_traces([str(REVOKED)])
+    assert [c.verdict for c in two_kernel_checks("quick", None, loaded)] == ["pass"]
+    monkeypatch.setattr(Kernel, "_admitted_again", lambda self, rc, credential: rc)
+    failed = two_kernel_checks("quick", None, loaded)
+    assert [c.verdict for c in failed] == ["fail"] and "step 2" in failed[0].detail, failed[0].detail

@@ -507,6 +507,14 @@ _PLANTED: tuple[ImplMutant, ...] = (
        "a revoked principal's credential still authenticates", "a revoked credential is an "
        "unknown one (not-authenticated)",
        ("front/principals.py", "or row is None or row.revoked:", "or row is None:")),
+    _m("revoked-elsewhere-still-authenticates", "authority",
+       "a principal revoked through another connection still authenticates on this one: the "
+       "credential is not checked again when the writer lock finds another connection's "
+       "commit", "a revoked credential is an unknown one on every connection to the database",
+       ("front/kernel.py", "        who = self.principals.authenticate(credential)\n"
+                           "        if who is DENIED:\n            return None\n"
+                           "        if who == rc.sender:",
+        "        who = rc.sender\n        if who == rc.sender:")),
     _m("ledger-key-unhashed", "ledger",
        "the ledger's key column is left out of the hash chain, so an edited key verifies",
        "the ledger is one hash chain over every column",
@@ -576,6 +584,12 @@ _CLI = ("the connection the command line (`wgk kernel`) opens: the served kernel
 IN_PROCESS_ONLY = {
     "batch-effect-behind-uncommitted": _GROUP, "batch-skips-journal": _GROUP,
     "batch-commits-each": _GROUP,
+    "revoked-elsewhere-still-authenticates": (
+        "over the protocol the two instances' state is read through the instance that takes "
+        "the next step, which finds the other's commit while it projects, before it decides; "
+        "in process a third connection reads the state (``TwoKernels``), and a third instance "
+        "reading it over the protocol is not there yet (measured: it survives the quick "
+        "sections through the protocol)"),
     "ledger-links-genesis": _LEDGER,
     "ledger-events-reversed": _LEDGER,
     "receipt-delete-skipped": _LEDGER,

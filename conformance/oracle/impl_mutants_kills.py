@@ -83,6 +83,7 @@ KILLED_IN_PROCESS: dict[str, tuple[str, str]] = {
     'broker-without-token': ('probes', 'incident-30-archive-needs-confirmed-digest'),
     'deliver-role-unchecked': ('replay', 'incident-33b-deliver-needs-the-operators-role'),
     'revoked-still-authenticates': ('replay', 'incident-revoked-credential-refused'),
+    'revoked-elsewhere-still-authenticates': ('two-kernels', 'incident-revoked-credential-refused'),
     'ledger-key-unhashed': ('tamper', 'recorded-demo-run: edit ledger.key where seq = (SELECT min(seq) FROM ledger)'),
     'ledger-task-unhashed': ('tamper', 'recorded-demo-run: edit ledger.task where seq = (SELECT min(seq) FROM ledger)'),
     'glob-doublestar-needs-a-segment': ('replay', 'incident-29b-doublestar-matches-zero-segments'),
@@ -167,6 +168,7 @@ KILLED_OVER_PROTOCOL: dict[str, str] = {
 #: Measured through the protocol, and not killed there (each explained by its entry: ``in-process``
 #: or ``survives``).
 SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
+    'revoked-elsewhere-still-authenticates',
     'synchronous-off',
     'receipt-delete-skipped',
     'cli-kernel-synchronous-normal',

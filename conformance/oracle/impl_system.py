@@ -314,14 +314,17 @@ def factory():
 
 class TwoKernels(ImplSystem):
     """Two kernels (two connections) on one database and one world, taking a trace's steps in
-    turn; the state is read through the kernel that did not take the last step, so each sees
-    what the other committed (no cache may outlive another connection's commit)."""
+    turn; the state is read through a third connection that takes no step, so that it sees
+    what both committed (no cache may outlive another connection's commit) and reading the
+    state refreshes neither kernel's caches: the kernel taking the next step must find the
+    other's commit itself (a principal revoked through the other is refused)."""
 
     name = "impl"
 
     def __init__(self, source: Any, initial: dict | None = None, **kw):
         super().__init__(source, initial, **kw)
         self.kernels = [self.kernel, Kernel(self.path, self.world.environment(), hook=self.hook)]
+        self.reader = Kernel(self.path, self.world.environment(), hook=self.hook)
         self.turn = 0
 
     def apply(self, step: dict) -> dict | None:
@@ -329,28 +332,27 @@ class TwoKernels(ImplSystem):
         self.turn += 1
         return super().apply(step)
 
-    def _other(self) -> Kernel:
-        return self.kernels[self.turn % 2]
-
     def project(self) -> dict:
-        other = self._other()
-        return with_ready(other.project(), other.ready())
+        return with_ready(self.reader.project(), self.reader.ready())
 
     def project_without_journal(self) -> dict:
-        return _unjournaled(self._other())
+        return _unjournaled(self.reader)
 
     def crash(self) -> None:
-        """Both kernels lose everything volatile and reopen on the same database and world."""
-        for k in self.kernels:
+        """Both kernels and the reader lose everything volatile and reopen on the same
+        database and world."""
+        for k in self.kernels + [self.reader]:
             try:
                 k.close()
             except Exception:
                 pass
         self.kernels = [Kernel(self.path, self.world.environment(), hook=self.hook) for _ in (0, 1)]
+        self.reader = Kernel(self.path, self.world.environment(), hook=self.hook)
         self.kernel = self.kernels[(self.turn - 1) % 2]
 
     def close(self) -> None:
         try:
-            self._other().close()
+            for k in (self.kernels[self.turn % 2], self.reader):
+                k.close()
         finally:
             super().close()
