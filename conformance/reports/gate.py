@@ -17,7 +17,7 @@ import dataclasses
 import time
 from typing import Callable
 
-from wgk.conformance.oracle import impl_system, model_runs, mutant_traces
+from wgk.conformance.oracle import impl_system, model_runs, mutant_traces, witnesses
 from wgk.conformance.oracle.impl_mutants_catalogue import IMPL_MUTANTS
 from wgk.conformance.reports import guard_verify, impl_mutants
 from wgk.conformance.oracle.external_runs import Kernel
@@ -395,7 +395,6 @@ def _witness_parts(loaded: list) -> list[Part]:
 
 def witnesses_doc() -> dict:
     """The stored witnesses (``witnesses.load``)."""
-    from wgk.conformance.oracle import witnesses
     return witnesses.load()
 
 
