@@ -235,3 +235,18 @@ def test_the_deadlock_mutant_is_first_killed_where_its_record_says():
     assert r.verdict == "killed", r.to_json()
     assert (r.section, r.check) == KILLED_IN_PROCESS[m.name] == m.killed_in_process, r.to_json()
     assert "a row changed under the decision" in r.detail
+
+
+def test_a_principal_revoked_through_the_other_instance_is_killed_over_the_protocol():
+    """Over the protocol the two instances' state is read through a third one (the served
+    kernel declares 8 processes), so reading it refreshes neither: the planted bug that keeps
+    a sender admitted on caches another connection's commit made stale is killed by the two
+    kernels' section, at the trace its record names (read through the next instance, as
+    before, it survived the whole quick gate over the protocol)."""
+    from wgk.conformance.oracle.impl_mutants_kills import KILLED_OVER_PROTOCOL
+    m = MUTANTS_BY_NAME["revoked-elsewhere-still-authenticates"]
+    r = run_mutant(m, "quick", ["two-kernels"], timeout=600,
+                   external={"command": "python -m wgk.impl.serve", "timeout": 30.0})
+    assert r.verdict == "killed", r.to_json()
+    assert r.section == KILLED_OVER_PROTOCOL[m.name] == "two-kernels", r.to_json()
+    assert r.check == m.killed_in_process[1] == "incident-revoked-credential-refused"

@@ -4,9 +4,11 @@ The harness starts the first instance with ``start`` and every other one on the
 same storage with ``recover`` (it opens what is there), as the protocol says:
 
 - ``two_kernels_external``: a trace replayed in lockstep with the model by two
-  instances taking its steps in turn, the state read through the instance that
-  did not take the last step (so each must see what the other committed); a
-  ``crash`` kills both (``kill -9``) and starts both again;
+  instances taking its steps in turn, the state read through a third instance
+  that takes no step when the kernel declares ``processes`` of 3 or more (so that
+  reading refreshes neither, and the next one must find the other's commit itself),
+  else through the instance that did not take the last step (so each must see what
+  the other committed); a ``crash`` kills them all (``kill -9``) and starts them again;
 - ``race_external``: the race incidents of ``races`` as real races between
   processes: one instance sets a graph of one task per round up, then
   ``processes`` instances each send their competing request for the round's
@@ -43,7 +45,9 @@ def _join(kernel: Kernel, source, first: ExternalSystem) -> ExternalSystem:
 
 class TwoInstances:
     """Two instances of the kernel on one storage, taking a trace's steps in turn (``real``:
-    on one real world the harness makes, both watching the same owners and repository)."""
+    on one real world the harness makes, both watching the same owners and repository); the
+    state read through a third instance when the kernel declares ``processes`` of 3 or more,
+    else through the instance taking the next step."""
 
     name = "external"
 
@@ -55,14 +59,25 @@ class TwoInstances:
             self.first.close()
             raise
         self.instances = [self.first, self.second]
+        # a third instance reads the state when the kernel allows three, so that reading it
+        # refreshes neither instance that takes the steps: the next one must find the other's
+        # commit itself (a principal revoked through the other is refused)
+        self.reader = None
+        if kernel.capabilities.get("processes", 0) >= 3:
+            try:
+                self.reader = _join(kernel, trace, self.first)
+            except BaseException:
+                self.second.close()
+                self.first.close()
+                raise
         self.turn = 0
         self.steps = 0
 
     def apply(self, step: dict) -> dict | None:
         self.steps += 1
         wire = env_part(step) if "request" not in step else {}
-        if wire.get("env") == "crash":                 # both lose everything volatile
-            for ext in self.instances:
+        if wire.get("env") == "crash":                 # all lose everything volatile
+            for ext in self.instances + ([self.reader] if self.reader is not None else []):
                 ext.crash()
             return None
         ext = self.instances[self.turn % 2]
@@ -70,16 +85,21 @@ class TwoInstances:
         return ext.apply(step)
 
     def project(self) -> dict:
-        return self.instances[self.turn % 2].project()
+        ext = self.reader if self.reader is not None else self.instances[self.turn % 2]
+        return ext.project()
 
     def check(self) -> list[str]:
         return []
 
     def close(self) -> None:
         try:
-            self.second.close()
+            if self.reader is not None:
+                self.reader.close()
         finally:
-            self.first.close()                          # the storage's owner, last
+            try:
+                self.second.close()
+            finally:
+                self.first.close()                      # the storage's owner, last
 
 
 def two_kernels_external(trace, kernel: Kernel, real: bool = False) -> TraceResult:

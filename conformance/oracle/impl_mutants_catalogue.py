@@ -584,12 +584,6 @@ _CLI = ("the connection the command line (`wgk kernel`) opens: the served kernel
 IN_PROCESS_ONLY = {
     "batch-effect-behind-uncommitted": _GROUP, "batch-skips-journal": _GROUP,
     "batch-commits-each": _GROUP,
-    "revoked-elsewhere-still-authenticates": (
-        "over the protocol the two instances' state is read through the instance that takes "
-        "the next step, which finds the other's commit while it projects, before it decides; "
-        "in process a third connection reads the state (``TwoKernels``), and a third instance "
-        "reading it over the protocol is not there yet (measured: it survives the quick "
-        "sections through the protocol)"),
     "ledger-links-genesis": _LEDGER,
     "ledger-events-reversed": _LEDGER,
     "receipt-delete-skipped": _LEDGER,

@@ -155,6 +155,7 @@ KILLED_OVER_PROTOCOL: dict[str, str] = {
     'broker-without-token': 'probes',
     'deliver-role-unchecked': 'replay',
     'revoked-still-authenticates': 'replay',
+    'revoked-elsewhere-still-authenticates': 'two-kernels',
     'glob-doublestar-needs-a-segment': 'replay',
     'archive-on-the-daemons-word': 'probes',
     'reopen-under-prepared-dependent': 'probes',
@@ -168,7 +169,6 @@ KILLED_OVER_PROTOCOL: dict[str, str] = {
 #: Measured through the protocol, and not killed there (each explained by its entry: ``in-process``
 #: or ``survives``).
 SURVIVED_OVER_PROTOCOL: frozenset[str] = frozenset({
-    'revoked-elsewhere-still-authenticates',
     'synchronous-off',
     'receipt-delete-skipped',
     'cli-kernel-synchronous-normal',
