@@ -57,6 +57,18 @@ def cold(runs):
 _edit = edit_function
 
 
+def _impl_counts(made) -> dict[tuple[str, str], int]:
+    """How many of the systems ``made`` ran each implementation function (by file and name)."""
+    count: dict[tuple[str, str], int] = {}
+    for _, functions in made:
+        for name, quals in functions.items():
+            if name.startswith("impl/"):
+                for q in quals:
+                    if "<" not in q:
+                        count[(name, q)] = count.get((name, q), 0) + 1
+    return count
+
+
 def test_without_a_record_every_system_runs_and_the_report_is_the_plain_one(runs, cold):
     first, made, plain = cold
     assert first.verdict == "pass", first.summary()
@@ -84,13 +96,7 @@ def test_nothing_changed_every_system_is_answered_from_the_record(runs, cold, mo
 
 def test_a_changed_module_reruns_exactly_the_systems_that_ran_it(runs, cold, monkeypatch):
     first, made, _ = cold
-    count: dict[tuple[str, str], int] = {}
-    for _, functions in made:
-        for name, quals in functions.items():
-            if name.startswith("impl/"):
-                for q in quals:
-                    if "<" not in q:
-                        count[(name, q)] = count.get((name, q), 0) + 1
+    count = _impl_counts(made)
     # a function some systems ran and others did not, of both sections if there is one
     some = sorted((k for k, n in count.items() if 1 < n < len(made)), key=lambda k: -count[k])
     assert some, "no implementation function ran in some systems only"
@@ -133,13 +139,7 @@ def test_a_result_given_again_keeps_its_part_depending_on_what_its_run_read(runs
     rules = sorted((name, q) for t in kept for name, quals in t[3].items()
                    if gate_cache.RULE_FILES.fullmatch(name) for q in quals if "<" not in q)
     assert kept and rules
-    count: dict[tuple[str, str], int] = {}
-    for _, functions in made:
-        for name, quals in functions.items():
-            if name.startswith("impl/"):
-                for q in quals:
-                    if "<" not in q:
-                        count[(name, q)] = count.get((name, q), 0) + 1
+    count = _impl_counts(made)
     name, qual = max(count, key=lambda k: (count[k], k))
     path = runs.sources["impl"] / name.split("/", 1)[1]
     rule = runs.sources["model"] / rules[0][0].split("/", 1)[1]

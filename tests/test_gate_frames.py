@@ -195,13 +195,9 @@ def _owner(qual: str) -> str:
     return qual
 
 
-def test_what_the_prover_runs_of_the_rule_files_is_within_each_kinds_reach(monkeypatch):
-    """Recorded transition by transition on the 1-task chain: its branches, its frames and its
-    enabledness; every rule-file function that ran is in ``reach`` of that transition (the
-    set-up is keyed by value: the universe, the kinds asking who sent, the assumptions'
-    terms, which a property makes by running a rule: ``ready-iff-dispatch-admitted``)."""
-    from types import SimpleNamespace
-    from wgk.conformance.z3.basecase import enabledness
+def _chain_reach():
+    """The model's transitions set up on the 1-task chain's symbolic graph, and the reach of
+    the rule files' functions from each kind (``gate_frames.Reach``)."""
     from wgk.conformance.z3.prove import chain_deps
     from wgk.conformance.z3.symbolic import symbolic_graph
     from wgk.conformance.z3.transition import MODEL, actor_sensitive, discover_universe
@@ -213,6 +209,17 @@ def test_what_the_prover_runs_of_the_rule_files_is_within_each_kinds_reach(monke
         [(n, p) for n, p in files if gate_frames.RULE_FILES.fullmatch(n)],
         [(n, p) for n, p in gate_frames.imported(files)
          if not gate_frames.RULE_FILES.fullmatch(n)])
+    return MODEL, reach
+
+
+def test_what_the_prover_runs_of_the_rule_files_is_within_each_kinds_reach(monkeypatch):
+    """Recorded transition by transition on the 1-task chain: its branches, its frames and its
+    enabledness; every rule-file function that ran is in ``reach`` of that transition (the
+    set-up is keyed by value: the universe, the kinds asking who sent, the assumptions'
+    terms, which a property makes by running a rule: ``ready-iff-dispatch-admitted``)."""
+    from types import SimpleNamespace
+    from wgk.conformance.z3.basecase import enabledness
+    MODEL, reach = _chain_reach()
     prover = Prover(INST, MODEL, transitions=(), params=FAST)
     outside = []
     for transition in prover.transitions:
@@ -238,17 +245,7 @@ def test_what_the_init_frames_run_of_the_rule_files_is_within_their_key(monkeypa
     ``assumed``): ``ready-iff-dispatch-admitted`` runs the dispatch rule, which the set-up
     runs too."""
     from wgk.conformance.z3.basecase import init_frames
-    from wgk.conformance.z3.prove import chain_deps
-    from wgk.conformance.z3.symbolic import symbolic_graph
-    from wgk.conformance.z3.transition import MODEL, actor_sensitive, discover_universe
-    graph = symbolic_graph(INST.task_names(), chain_deps(INST.tasks))
-    actor_sensitive(graph, MODEL)
-    discover_universe(graph, INST.ids(), MODEL)
-    files = gate_cache.source_files()
-    reach = gate_frames.Reach(
-        [(n, p) for n, p in files if gate_frames.RULE_FILES.fullmatch(n)],
-        [(n, p) for n, p in gate_frames.imported(files)
-         if not gate_frames.RULE_FILES.fullmatch(n)])
+    MODEL, reach = _chain_reach()
     with gate_cache.recording() as set_up:
         prover = Prover(INST, MODEL, transitions=(), params=FAST)
     with gate_cache.recording() as ran:

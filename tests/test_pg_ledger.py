@@ -289,18 +289,17 @@ def test_migration_4_gives_a_database_of_version_3_the_rows_function(pg_dsn, mon
     k.close()
 
 
-def test_migration_5_gives_the_lock_function_the_count_of_committed_rows(pg_dsn, monkeypatch):
-    """A database of PostgreSQL version 4 (``wgk_lock`` returning names and stamps only) is
-    upgraded by migration 5: its lock function counts the committed ledger rows in the
-    statement that reads the stamps, a used key too (only the count), and a request no
-    longer sends ``ROWS`` beside its locks."""
+def _upgraded(pg_dsn, monkeypatch, version: int, lock: str):
+    """A kernel opened on a database made at PostgreSQL schema ``version`` (its lock read by
+    ``lock``) with one dispatch applied: upgraded to the latest schema, the lock function's
+    settings kept and the ledger's events as they were."""
     with monkeypatch.context() as m:
-        m.setattr(pg_sql, "PG_SCHEMA_VERSION", 4)
-        m.setattr(pg_sql, "LOCK", "SELECT name, stamp FROM wgk_lock(%s, %s, %s, %s)")
+        m.setattr(pg_sql, "PG_SCHEMA_VERSION", version)
+        m.setattr(pg_sql, "LOCK", lock)
         old = kernel(pg_dsn)
         old.create_graph("g", [TaskPolicy("a"), TaskPolicy("b")])
         assert old.handle(dispatch("a"))["decision"] == "applied"
-        assert old.store.meta("pg-schema-version") == "4"
+        assert old.store.meta("pg-schema-version") == str(version)
         events = seqs(old)
         old.close()
     k = kernel(pg_dsn)
@@ -308,6 +307,16 @@ def test_migration_5_gives_the_lock_function_the_count_of_committed_rows(pg_dsn,
     settings = k.conn.native("SELECT proconfig FROM pg_proc WHERE oid = to_regproc('wgk_lock')")
     assert settings.fetchall() == [(["plan_cache_mode=force_generic_plan", "enable_seqscan=off"],)]
     assert seqs(k) == events
+    return k
+
+
+def test_migration_5_gives_the_lock_function_the_count_of_committed_rows(pg_dsn, monkeypatch):
+    """A database of PostgreSQL version 4 (``wgk_lock`` returning names and stamps only) is
+    upgraded by migration 5: its lock function counts the committed ledger rows in the
+    statement that reads the stamps, a used key too (only the count), and a request no
+    longer sends ``ROWS`` beside its locks."""
+    k = _upgraded(pg_dsn, monkeypatch, 4, "SELECT name, stamp FROM wgk_lock(%s, %s, %s, %s)")
+    events = seqs(k)                                     # (the old database's, kept)
     conn = k.store.conn
     last = dict(conn.native("SELECT task, max(seq) FROM ledger WHERE task IS NOT NULL "
                             "GROUP BY task").fetchall())
@@ -347,20 +356,9 @@ def test_migration_6_gives_the_lock_function_the_requests_journal_read(pg_dsn, m
     and response beside the count, and a request read ahead sends no journal read of its own:
     a new key's answer and a used key's (the stored response, nothing appended) both come
     from the locks' round trip."""
-    with monkeypatch.context() as m:
-        m.setattr(pg_sql, "PG_SCHEMA_VERSION", 5)
-        m.setattr(pg_sql, "LOCK", "SELECT name, stamp, rows FROM wgk_lock(%s, %s, %s, %s)")
-        old = kernel(pg_dsn)
-        old.create_graph("g", [TaskPolicy("a"), TaskPolicy("b")])
-        assert old.handle(dispatch("a"))["decision"] == "applied"
-        assert old.store.meta("pg-schema-version") == "5"
-        events = seqs(old)
-        old.close()
-    k = kernel(pg_dsn)
-    assert k.store.meta("pg-schema-version") == str(pg_sql.PG_SCHEMA_VERSION)
-    settings = k.conn.native("SELECT proconfig FROM pg_proc WHERE oid = to_regproc('wgk_lock')")
-    assert settings.fetchall() == [(["plan_cache_mode=force_generic_plan", "enable_seqscan=off"],)]
-    assert seqs(k) == events
+    k = _upgraded(pg_dsn, monkeypatch, 5,
+                  "SELECT name, stamp, rows FROM wgk_lock(%s, %s, %s, %s)")
+    events = seqs(k)                                     # (the old database's, kept)
     conn = k.store.conn
     stored = conn.native("SELECT digest, response FROM journal WHERE key = 'd:a'").fetchone()
     conn.raw.execute("BEGIN")
