@@ -1,6 +1,6 @@
-"""Shared by the gate cache's tests: the packages' sources copied where the cache reads them
-from, one function of a copy edited, a gate run cold and again without a cache, and a report
-without what differs from run to run."""
+"""Shared by the gate's tests: the packages' sources copied where the cache reads them from, one
+function of a copy edited, a gate run cold and again without a cache, a report without what
+differs from run to run, and a run's sections and checks in their order."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wgk.conformance.reports import gate_cache
+from wgk.conformance.reports import gate, gate_cache
 
 
 def copied_sources(into: Path) -> dict[str, Path]:
@@ -60,3 +60,15 @@ def cold_then_plain(runs, noted) -> tuple:
     finally:
         mp.undo()
     return first, seen, plain
+
+
+def report_shape(result) -> list:
+    """A gate run's sections and checks in their order: name, verdict, detail and group."""
+    return [(s.name, s.verdict, [(c.name, c.verdict, c.detail, c.group) for c in s.checks])
+            for s in result.sections_run]
+
+
+def small_quick_budget(monkeypatch) -> None:
+    """The quick budget cut to the replay, the in-process crash cuts and the two kernels."""
+    monkeypatch.setitem(gate.BUDGETS, "quick", {"replay": True, "crash-cuts": ["in-process"],
+                                                "two-kernels": True})

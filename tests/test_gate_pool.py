@@ -11,6 +11,8 @@ from wgk.conformance.reports import gate, gate_pool
 from wgk.conformance.reports.gate_pool import Part, run_parts
 from wgk.conformance.reports.gate_report import Check
 
+from gate_sources import report_shape, small_quick_budget
+
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"
 TRACES = [str(INCIDENTS / "10-stale-capability-rejected.json"),
@@ -20,13 +22,7 @@ TRACES = [str(INCIDENTS / "10-stale-capability-rejected.json"),
 
 @pytest.fixture(autouse=True)
 def small(monkeypatch):
-    monkeypatch.setitem(gate.BUDGETS, "quick", {"replay": True, "crash-cuts": ["in-process"],
-                                                "two-kernels": True})
-
-
-def _shape(result):
-    return [(s.name, s.verdict, [(c.name, c.verdict, c.detail, c.group) for c in s.checks])
-            for s in result.sections_run]
+    small_quick_budget(monkeypatch)
 
 
 def test_two_workers_report_what_one_does_in_the_same_order(tmp_path):
@@ -34,7 +30,7 @@ def test_two_workers_report_what_one_does_in_the_same_order(tmp_path):
     one = gate.run_gate("quick", ticks[1].append, traces=TRACES, workers=1)
     two = gate.run_gate("quick", ticks[2].append, traces=TRACES, workers=2)
     assert one.verdict == two.verdict == "pass"
-    assert _shape(one) == _shape(two)
+    assert report_shape(one) == report_shape(two)
     assert sum(len(s.checks) for s in two.sections_run) > 3 * 3
     # the same ticks in the same order (times aside)
     assert [(t.section, t.done, t.total, t.label, t.final) for t in ticks[1]] == \
@@ -49,7 +45,7 @@ def test_a_planted_bug_fails_the_same_checks_on_two_workers(monkeypatch):
     monkeypatch.setattr(rules, "capability_failure", no_fence)
     one = gate.run_gate("quick", traces=TRACES, workers=1)
     two = gate.run_gate("quick", traces=TRACES, workers=2)   # forked: the patch is inherited
-    assert two.verdict == "fail" and _shape(one) == _shape(two)
+    assert two.verdict == "fail" and report_shape(one) == report_shape(two)
 
 
 def test_a_worker_that_dies_makes_its_part_an_error():
@@ -117,7 +113,7 @@ def test_the_coverage_s_witnesses_replayed_on_a_worker_report_what_one_process_d
     two = gate.run_gate("quick", traces=TRACES, workers=2)
     pids = where.read_text().split()     # one part per trace the witnesses start from
     assert len(pids) == len(witness_traces()) and str(os.getpid()) not in pids
-    assert _shape(one) == _shape(two)
+    assert report_shape(one) == report_shape(two)
     [coverage] = [s for s in two.sections_run if s.name == "coverage"]
     assert len(coverage.checks) > 10
 
@@ -141,7 +137,7 @@ def test_witness_replays_that_raise_on_a_worker_are_replayed_by_the_section(monk
     monkeypatch.setattr(gate_coverage, "witness_replays", once_broken)
     two = gate.run_gate("quick", traces=TRACES, workers=2)
     assert calls == [1]                 # the section's own, in this process
-    assert _shape(one) == _shape(two)
+    assert report_shape(one) == report_shape(two)
 
 
 def test_one_witness_part_that_raises_leaves_every_replay_to_the_section(monkeypatch, tmp_path):
@@ -166,7 +162,7 @@ def test_one_witness_part_that_raises_leaves_every_replay_to_the_section(monkeyp
     calls = (tmp_path / "calls").read_text().splitlines()
     assert f"{parent} ['all']" in calls          # the section's own replay, in this process
     assert len(calls) == len(gate_coverage.witness_traces()) + 1   # the other parts' too
-    assert _shape(one) == _shape(two)
+    assert report_shape(one) == report_shape(two)
 
 
 def test_the_parts_of_a_worker_share_compiled_models_unless_the_cache_keeps_their_checks():

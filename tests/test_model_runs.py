@@ -19,6 +19,8 @@ from wgk.conformance.reports.gate_real import two_kernel_checks
 from wgk.conformance.reports.gate_traces import crash_cut_checks, replay_checks
 from wgk.conformance.traces.format import load_trace, load_traces
 
+from gate_sources import report_shape, small_quick_budget
+
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENTS = ROOT / "traces" / "incidents"
 TRACES = [str(INCIDENTS / "10-stale-capability-rejected.json"),
@@ -159,13 +161,7 @@ def test_outside_shared_the_model_is_a_model_system_of_its_own():
 
 @pytest.fixture
 def small(monkeypatch):
-    monkeypatch.setitem(gate.BUDGETS, "quick", {"replay": True, "crash-cuts": ["in-process"],
-                                                "two-kernels": True})
-
-
-def _shape(result):
-    return [(s.name, s.verdict, [(c.name, c.verdict, c.detail, c.group) for c in s.checks])
-            for s in result.sections_run]
+    small_quick_budget(monkeypatch)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -198,6 +194,6 @@ def test_a_planted_implementation_bug_fails_the_same_checks_with_the_run_shared(
     played = gate.run_gate("quick", traces=TRACES, workers=2)
     monkeypatch.setattr(model_runs, "shared", contextlib.nullcontext)
     own = gate.run_gate("quick", traces=TRACES, workers=2)
-    assert _shape(played) == _shape(own)
+    assert report_shape(played) == report_shape(own)
     failed = {s.name for s in played.sections_run if s.verdict == "fail"}
     assert {"replay", "two-kernels"} <= failed
