@@ -161,6 +161,16 @@ def test_a_kernel_that_does_not_declare_reset_is_never_sent_one(monkeypatch, tmp
     assert cuts.cuts and cuts.passed and len(starts) == 1 + 2 * len(cuts.cuts)
 
 
+def test_a_system_closing_after_the_reuse_ended_stops_its_process():
+    kernel = Kernel(SERVED)
+    before = set(running_children())
+    with kernel.reusing():
+        ext = kernel.system({"id": "g", "target": "main-0", "tasks": [{"name": "a", "deps": []}]})
+        spares = kernel.spares
+    ext.close()                                         # after the spares were stopped
+    assert leaked(before, grace=1.0) == {} and spares.take() is None
+
+
 def test_a_reset_that_keeps_the_last_storage_fails_the_next_case():
     trace = load_traces([str(LOST)])[0]
     kernel = Kernel(fake("stale-reset"))

@@ -105,6 +105,7 @@ class Spares:
     def __init__(self) -> None:
         self._idle: list[tuple[subprocess.Popen, collections.deque]] = []
         self._lock = threading.Lock()
+        self._closed = False
         self.taken = 0                  # how many systems ran on a process reset for them
 
     def take(self) -> tuple[subprocess.Popen, collections.deque] | None:
@@ -117,13 +118,17 @@ class Spares:
                     return proc, lines
         return None
 
-    def give(self, proc: subprocess.Popen, lines: collections.deque) -> None:
+    def give(self, proc: subprocess.Popen, lines: collections.deque) -> bool:
+        """Keep ``proc`` for the next system (False once closed: its owner stops it)."""
         with self._lock:
+            if self._closed:
+                return False
             self._idle.append((proc, lines))
+            return True
 
     def close(self) -> None:
         with self._lock:
-            idle, self._idle = self._idle, []
+            idle, self._idle, self._closed = self._idle, [], True
         for proc, _ in idle:
             _stop(proc, DEFAULT_TIMEOUT)
 
@@ -314,9 +319,8 @@ class ExternalSystem:
             self._call({"op": "reset"}, "reset")
         except (ProtocolError, StepError):
             return False
-        if self._buf:                   # more than its answer: not a process to hand on
-            return False
-        self.spares.give(self.proc, self.stderr)
+        if self._buf or not self.spares.give(self.proc, self.stderr):
+            return False                # more than its answer, or no one to hand it on to
         self.proc = None
         return True
 
