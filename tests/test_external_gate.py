@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -26,6 +27,8 @@ from wgk.conformance.oracle.external_runs import (
 )
 from wgk.conformance.reports.gate import run_section
 from wgk.conformance.traces.format import load_traces
+
+from no_leaked_children import leaked, running_children
 
 ALL_KINDS = len(Kind)           # every request kind of the model
 
@@ -71,12 +74,45 @@ def trace_with_rejected_dispatch(tmp_path: Path) -> Path:
     return path
 
 
-def test_served_reference_kernel_passes_replay_and_crash_cuts_over_the_protocol():
+def _counting_starts(monkeypatch) -> list:
+    """Every start of a kernel's command from now on, one item each."""
+    starts: list = []
+    spawn = ExternalSystem._spawn
+
+    def counted(self):
+        starts.append(self.command)
+        spawn(self)
+    monkeypatch.setattr(ExternalSystem, "_spawn", counted)
+    return starts
+
+
+@pytest.fixture(scope="module")
+def served_lost() -> SimpleNamespace:
+    """The crash cuts of LOST through the served kernel inside ``Kernel.reusing()``, every
+    start of its command counted, the children left running after it (the tests that read
+    these cuts share them)."""
+    trace = load_traces([str(LOST)])[0]
     kernel = Kernel(SERVED)
-    for trace in load_traces([str(LOST), str(DEAD)]):
-        assert replay_external(trace, kernel).passed
-        cuts = crash_cuts_external(trace, kernel)
-        assert cuts.cuts and cuts.passed, [d.describe() for c in cuts.cuts for d in c.divergences]
+    with pytest.MonkeyPatch.context() as mp:
+        starts = _counting_starts(mp)
+        before = set(running_children())
+        with kernel.reusing():
+            spares = kernel.spares
+            cuts = crash_cuts_external(trace, kernel)
+        left = leaked(before, grace=1.0)
+    return SimpleNamespace(trace=trace, kernel=kernel, cuts=cuts, starts=starts, spares=spares,
+                           left=left)
+
+
+def test_served_reference_kernel_passes_replay_and_crash_cuts_over_the_protocol(served_lost):
+    kernel = Kernel(SERVED)
+    with kernel.reusing():
+        for trace in load_traces([str(LOST), str(DEAD)]):
+            assert replay_external(trace, kernel).passed
+            cuts = served_lost.cuts if trace.id == served_lost.trace.id else \
+                crash_cuts_external(trace, kernel)
+            assert cuts.cuts and cuts.passed, [d.describe() for c in cuts.cuts
+                                               for d in c.divergences]
     assert kernel.capabilities["crash-hook"] and len(kernel.capabilities["kinds"]) == ALL_KINDS
 
 
@@ -100,20 +136,103 @@ def test_served_kernel_survives_a_crash_inside_a_request_and_answers_the_resend_
         ext.close()
 
 
+def test_a_kernel_that_declares_reset_runs_each_cut_on_the_process_the_last_one_left(served_lost):
+    """Inside ``Kernel.reusing()`` a case closes with ``reset`` and the next one takes its
+    process: the command starts once for the count of boundaries and once per cut (its
+    crash's restart), not twice per cut; the idle process is stopped on the way out."""
+    kernel, cuts = served_lost.kernel, served_lost.cuts
+    assert kernel.capabilities["reset"] is True and kernel.spares is None
+    assert cuts.cuts and cuts.passed, [d.describe() for c in cuts.cuts for d in c.divergences]
+    assert served_lost.spares.taken == len(cuts.cuts)
+    assert len(served_lost.starts) == 1 + len(cuts.cuts)
+    assert served_lost.left == {}
+
+
+def test_a_kernel_that_does_not_declare_reset_is_never_sent_one(monkeypatch, tmp_path):
+    trace = load_traces([str(LOST)])[0]
+    sent = tmp_path / "resets"
+    monkeypatch.setenv("FAKE_KERNEL_RESETS", str(sent))
+    starts = _counting_starts(monkeypatch)
+    kernel = Kernel(fake("no-reset"))
+    with kernel.reusing():
+        cuts = crash_cuts_external(trace, kernel)
+        assert kernel.spares.taken == 0
+    assert "reset" not in kernel.capabilities and not sent.exists()
+    assert cuts.cuts and cuts.passed and len(starts) == 1 + 2 * len(cuts.cuts)
+
+
+def test_a_system_closing_after_the_reuse_ended_stops_its_process():
+    kernel = Kernel(SERVED)
+    before = set(running_children())
+    with kernel.reusing():
+        ext = kernel.system({"id": "g", "target": "main-0", "tasks": [{"name": "a", "deps": []}]})
+        spares = kernel.spares
+    ext.close()                                         # after the spares were stopped
+    assert leaked(before, grace=1.0) == {} and spares.take() is None
+
+
+def test_a_reset_that_keeps_the_last_storage_fails_the_next_case():
+    trace = load_traces([str(LOST)])[0]
+    kernel = Kernel(fake("stale-reset"))
+    with kernel.reusing():
+        try:
+            cuts = crash_cuts_external(trace, kernel)
+        except Unusable:
+            return                                      # an error, never a pass
+    assert cuts.cuts and not cuts.passed
+
+
+def test_served_kernel_reset_forgets_its_storage_and_takes_the_next_start(tmp_path):
+    graph = {"id": "g", "target": "main-0", "tasks": [{"name": "a", "deps": []}]}
+    dispatch = {"kind": "dispatch", "actor": "daemon", "task": "a", "key": "k1",
+                "expected-attempt": 0, "mint": "0" * 64,
+                "owner": {"pid": 10, "birth": 100, "session": "s1"}}
+    start = {"op": "start", "protocol": "wgk-conformance/2", "graph": graph, "initial": {}}
+    msgs = [dict(start, storage=str(tmp_path / "one")), {"op": "apply", "request": dispatch},
+            {"op": "reset"}, {"op": "project"}, dict(start, storage=str(tmp_path / "two")),
+            {"op": "project"}, {"op": "reset"},
+            {"op": "recover", "protocol": "wgk-conformance/2", "storage": str(tmp_path / "one"),
+             "graph": graph}, {"op": "project"}, {"op": "stop"}]
+    p = subprocess.run([sys.executable, "-m", "wgk.impl.serve"],
+                       input="\n".join(json.dumps(m) for m in msgs) + "\n",
+                       capture_output=True, text=True, timeout=60)
+    replies = [json.loads(ln) for ln in p.stdout.splitlines()]
+    assert replies[0]["capabilities"]["reset"] is True and replies[2] == {"reset": True}
+    assert replies[1]["decision"]["decision"] == "applied"
+    assert "send start or recover first" in replies[3]["error"]      # nothing held after it
+    assert replies[5]["projection"]["tasks"]["a"]["status"] == "open"
+    assert replies[8]["projection"]["tasks"]["a"]["status"] != "open"  # its storage kept it
+    assert replies[-1] == {"stopped": True} and p.returncode == 0
+
+
+def test_a_reset_declared_as_anything_but_a_boolean_is_refused_at_start():
+    from wgk.conformance.oracle.external import check_capabilities
+    caps = {"kinds": [], "worlds": ["memory"], "processes": 1, "crash-hook": False}
+    assert check_capabilities(dict(caps, reset=True))["reset"] is True
+    with pytest.raises(ProtocolError, match="capabilities/reset: expected bool"):
+        check_capabilities(dict(caps, reset="yes"))
+
+
+def _cuts(trace, kernel: Kernel):
+    """``crash_cuts_external`` with the processes reset between the cuts (what is checked here
+    is what the kernel answers, not its start)."""
+    with kernel.reusing():
+        return crash_cuts_external(trace, kernel)
+
+
 def test_an_ignored_crash_hook_is_a_failed_cut():
     trace = load_traces([str(LOST)])[0]
-    cuts = crash_cuts_external(trace, Kernel(fake("lying-hook")))
+    cuts = _cuts(trace, Kernel(fake("lying-hook")))
     assert cuts.cuts and not cuts.passed
     assert {d.what for c in cuts.cuts for d in c.divergences} == {"boundary-not-reached"}
 
 
-def test_a_cut_before_the_first_boundary_must_recover_the_prefix():
-    trace = load_traces([str(LOST)])[0]
-    cuts = crash_cuts_external(trace, Kernel(SERVED))
+def test_a_cut_before_the_first_boundary_must_recover_the_prefix(served_lost):
+    trace, cuts = served_lost.trace, served_lost.cuts
     zero = [c for c in cuts.cuts if c.index == 0]
     assert zero and all(c.verdict == "pass" for c in zero)
     assert len(zero) == sum("request" in s for s in trace.steps)     # one per request
-    early = crash_cuts_external(trace, Kernel(fake("early-write")))
+    early = _cuts(trace, Kernel(fake("early-write")))
     failed = [c for c in early.cuts if c.verdict != "pass"]
     assert failed and all(c.index == 0 and "crash-after 0" in c.boundary for c in failed)
 
@@ -121,7 +240,7 @@ def test_a_cut_before_the_first_boundary_must_recover_the_prefix():
 def test_a_crash_hook_that_counts_no_boundaries_is_an_error_never_a_pass():
     trace = load_traces([str(LOST)])[0]
     with pytest.raises(Unusable, match="no 'boundaries' count"):
-        crash_cuts_external(trace, Kernel(fake("uncounted")))
+        _cuts(trace, Kernel(fake("uncounted")))
 
 
 def test_a_planted_divergence_shows_with_its_trace_and_step(tmp_path):

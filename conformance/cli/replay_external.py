@@ -32,19 +32,20 @@ def _one(trace, args: argparse.Namespace, kernel: Kernel):
 def run_external(traces: list, args: argparse.Namespace, kernel: Kernel) -> int:
     results, skipped, error = [], [], None
     try:
-        caps = kernel.probe()
-        if args.crash_cuts and not caps["crash-hook"]:
-            error = "--crash-cuts: the kernel declares no crash hook (crash-hook: false)"
-        elif args.world == "real" and "real" not in caps.get("worlds", ()):
-            error = f"--world real: the kernel declares worlds {caps.get('worlds')} (no \"real\")"
-        for n, trace in enumerate(traces if error is None else [], 1):
-            why = applicable(trace, caps)
-            if why:
-                skipped.append((trace, why))
-                continue
-            if not args.json and sys.stderr.isatty():
-                print(f"  [{n}/{len(traces)}] {trace.id}", file=sys.stderr, flush=True)
-            results.append(_one(trace, args, kernel))
+        with kernel.reusing():                 # one process after another, reset in between
+            caps = kernel.probe()
+            if args.crash_cuts and not caps["crash-hook"]:
+                error = "--crash-cuts: the kernel declares no crash hook (crash-hook: false)"
+            elif args.world == "real" and "real" not in caps.get("worlds", ()):
+                error = f"--world real: the kernel declares worlds {caps.get('worlds')} (no \"real\")"
+            for n, trace in enumerate(traces if error is None else [], 1):
+                why = applicable(trace, caps)
+                if why:
+                    skipped.append((trace, why))
+                    continue
+                if not args.json and sys.stderr.isatty():
+                    print(f"  [{n}/{len(traces)}] {trace.id}", file=sys.stderr, flush=True)
+                results.append(_one(trace, args, kernel))
     except Unusable as e:
         error = str(e)
     failed = [r for r in results if not r.passed]

@@ -90,7 +90,64 @@ def check_capabilities(caps) -> dict:
                                 f"got {caps.get(name)!r}")
     if not all(isinstance(k, str) for k in caps["kinds"]):
         raise ProtocolError("capabilities/kinds: a list of request kinds")
+    if not isinstance(caps.get("reset", False), bool):
+        raise ProtocolError(f"capabilities/reset: expected bool, got {caps['reset']!r}")
     return caps
+
+
+class Spares:
+    """Processes of one kernel that declared ``reset`` (docs/conformance-protocol.md,
+    "Reset"), each answered ``reset`` and waiting for its next ``start``: a system made with
+    these takes one instead of starting the command again, and gives its own back when it
+    closes instead of stopping it. A process that crashed is gone: its restart is a new one.
+    ``close`` stops the idle ones. Safe to share among threads."""
+
+    def __init__(self) -> None:
+        self._idle: list[tuple[subprocess.Popen, collections.deque]] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self.taken = 0                  # how many systems ran on a process reset for them
+
+    def take(self) -> tuple[subprocess.Popen, collections.deque] | None:
+        with self._lock:
+            while self._idle:
+                proc, lines = self._idle.pop()
+                if proc.poll() is None:
+                    self.taken += 1
+                    lines.clear()           # what it wrote for an earlier system
+                    return proc, lines
+        return None
+
+    def give(self, proc: subprocess.Popen, lines: collections.deque) -> bool:
+        """Keep ``proc`` for the next system (False once closed: its owner stops it)."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._idle.append((proc, lines))
+            return True
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle, self._closed = self._idle, [], True
+        for proc, _ in idle:
+            _stop(proc, DEFAULT_TIMEOUT)
+
+
+def _stop(proc: subprocess.Popen, timeout: float) -> None:
+    """``stop`` sent to an idle process, its exit awaited (killed when it does not exit)."""
+    try:
+        proc.stdin.write(b'{"op":"stop"}\n')
+        proc.stdin.flush()
+        proc.stdin.close()
+        wait_exit(proc, timeout)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        pass
+    if proc.poll() is None:
+        try:
+            os.kill(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
 
 
 class ExternalSystem:
@@ -100,10 +157,13 @@ class ExternalSystem:
 
     def __init__(self, command: str | list[str], graph: dict, initial: dict | None = None, *,
                  storage: str | None = None, timeout: float = DEFAULT_TIMEOUT,
-                 join: "ExternalSystem | None" = None, world: dict | None = None):
+                 join: "ExternalSystem | None" = None, world: dict | None = None,
+                 spares: Spares | None = None):
         """``join``: another instance of the kernel already started; this one opens its
         storage with ``recover`` (several processes on one storage) instead of ``start``;
-        ``world``: the real world the harness made, named in ``start``."""
+        ``world``: the real world the harness made, named in ``start``; ``spares``: where a
+        process reset for another system is taken from (else the command is started) and
+        where this one's goes when it closes, if the kernel declared ``reset``."""
         self.command = shlex.split(command) if isinstance(command, str) else list(command)
         if hasattr(graph, "graph"):                    # a Trace
             graph, initial = graph.graph, graph.initial
@@ -120,7 +180,13 @@ class ExternalSystem:
         self.daemon_credential = None
         #: the model beside the kernel while coverage is recorded: the cells of what it is sent
         self.shadow = Shadow.of(graph, self.initial) if join is None else None
-        self._spawn()
+        self.spares = spares
+        taken = spares.take() if spares is not None and join is None else None
+        if taken is None:
+            self._spawn()
+        else:
+            self.proc, self.stderr = taken
+            self._buf = b""
         try:
             self._open(join, world)
         except BaseException:           # refused at start (or recover): stopped, not left behind
@@ -243,6 +309,21 @@ class ExternalSystem:
                 pass
             self.proc.wait()
 
+    def _reset(self) -> bool:
+        """The process answered ``reset`` and waits among the spares for its next ``start``
+        (False: no spares, the kernel did not declare ``reset``, or the process is gone)."""
+        if (self.spares is None or self.capabilities.get("reset") is not True
+                or self.proc is None or self.proc.poll() is not None):
+            return False
+        try:
+            self._call({"op": "reset"}, "reset")
+        except (ProtocolError, StepError):
+            return False
+        if self._buf or not self.spares.give(self.proc, self.stderr):
+            return False                # more than its answer, or no one to hand it on to
+        self.proc = None
+        return True
+
     # --- the System interface ---------------------------------------------------------------
 
     def declares(self, kind: str) -> bool:
@@ -315,6 +396,8 @@ class ExternalSystem:
 
     def close(self) -> None:
         try:
+            if self._reset():
+                return
             if self.proc and self.proc.poll() is None:
                 try:
                     self._call({"op": "stop"}, "stopped")

@@ -21,13 +21,15 @@ in-process runs compare wgk's own kernel:
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from wgk.model.vocab import Kind
 
 from wgk.conformance.oracle.crashcuts import Cut, _resend_answer, with_effects
-from wgk.conformance.oracle.external import DEFAULT_TIMEOUT, ExternalSystem, ProtocolError
+from wgk.conformance.oracle.external import DEFAULT_TIMEOUT, ExternalSystem, ProtocolError, Spares
 from wgk.conformance.oracle.lockstep import Divergence, Observed, diff_values, is_valid_step
 from wgk.conformance.oracle.replay import TraceResult, replay
 from wgk.conformance.oracle.systems import ModelSystem, StepError
@@ -46,11 +48,30 @@ class Unusable(RuntimeError):
 
 @dataclass
 class Kernel:
-    """How to start the external kernel, and what it declared at its first ``start``."""
+    """How to start the external kernel, and what it declared at its first ``start``;
+    ``spares``: inside ``reusing()``, its processes reset for the next system."""
 
     command: str
     timeout: float = DEFAULT_TIMEOUT
     capabilities: dict | None = None
+    spares: Spares | None = field(default=None, repr=False, compare=False)
+
+    @contextlib.contextmanager
+    def reusing(self) -> Iterator[None]:
+        """While inside, a system on the in-memory world that closes hands its process, reset,
+        to the next system instead of stopping it, when the kernel declares ``reset``: one
+        start of the command per crash cut instead of two (the crash's restart is always a
+        new process). The idle processes are stopped on the way out. Not to be held across a
+        ``fork``: the processes are this process's children."""
+        if self.spares is not None:
+            yield
+            return
+        self.spares = Spares()
+        try:
+            yield
+        finally:
+            spares, self.spares = self.spares, None
+            spares.close()
 
     def system(self, source, initial: dict | None = None, where: str = "",
                real: bool = False) -> ExternalSystem:
@@ -61,7 +82,8 @@ class Kernel:
                 from wgk.conformance.oracle.external_real import RealExternal
                 ext = RealExternal(self.command, source, timeout=self.timeout)
             else:
-                ext = ExternalSystem(self.command, source, initial, timeout=self.timeout)
+                ext = ExternalSystem(self.command, source, initial, timeout=self.timeout,
+                                     spares=self.spares)
         except ProtocolError as e:
             raise Unusable(f"{where}: start: {e}" if where else f"start: {e}") from None
         if self.capabilities is None:

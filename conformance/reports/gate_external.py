@@ -460,7 +460,8 @@ def plan(name: str, budget: str, kw: dict, kernel: Kernel,
 
     def run(progress: Progress | None) -> list[Check]:
         try:
-            return RUNS[name](budget, progress, arg, kernel, workers, **extra)
+            with kernel.reusing():             # inside the process that runs the section
+                return RUNS[name](budget, progress, arg, kernel, workers, **extra)
         except (Unusable, StepError) as e:
             return [_error(name, "run", e)]
     return run

@@ -220,7 +220,7 @@ class Kernel {
     this.init(head);
     this.append({head});
     return {started: true, capabilities: {kinds: KINDS, worlds: ['memory'], processes: 1,
-      'crash-hook': true, env: ENV}};
+      'crash-hook': true, env: ENV, reset: true}};
   }
 
   recover() {
@@ -1222,6 +1222,11 @@ function handle(msg) {
     return msg.op === 'start' ? kernel.start(msg) : kernel.recover();
   }
   if (msg.op === 'stop') return {stopped: true};
+  if (msg.op === 'reset') {                // the storage closed, all forgotten: as if just started
+    if (kernel && kernel.fd !== null) fs.closeSync(kernel.fd);
+    kernel = null;
+    return {reset: true};
+  }
   if (!kernel) return {error: 'send start or recover first'};
   if (msg.op === 'apply') return kernel.apply(msg);
   if (msg.op === 'env') return kernel.env(msg.step, false);

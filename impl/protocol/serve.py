@@ -34,6 +34,10 @@ kernel's own concern (SQLite's writer lock, PostgreSQL's row locks). Each instan
 shared lock on ``instances.lock`` while it runs; with ``--postgres``, the last one to stop
 drops the schema.
 
+``reset`` (declared): the kernel is closed as at ``stop`` and the process waits for the
+next ``start`` or ``recover``, so that a harness runs its next case without starting
+Python and importing the kernel again.
+
 The crash hook: an ``apply`` with ``"crash-after": k`` kills this process with
 SIGKILL right after the k-th durable boundary the request passes (0: as soon as
 it is read); every answer to ``apply`` says how many it passed (``boundaries``).
@@ -69,7 +73,7 @@ ENV_STEPS = ("edit", "owner-dies", "pid-reuse", "move-target", "tick", "converge
 MAX_PROCESSES = 8
 
 CAPABILITIES = {"kinds": list(KINDS), "worlds": ["memory", "real"], "processes": MAX_PROCESSES,
-                "crash-hook": True, "env": list(ENV_STEPS)}
+                "crash-hook": True, "env": list(ENV_STEPS), "reset": True}
 
 
 class Refused(Exception):
@@ -249,12 +253,22 @@ class Served:
             return self.start(msg) if op == "start" else self.recover(msg)
         if op == "stop":
             return {"stopped": True}
+        if op == "reset":
+            return self.reset()
         if op not in ("apply", "env", "project"):
             raise Refused(f"unknown op {op!r}")
         if self.kernel is None:
             raise Refused("send start or recover first")
         self._load_world()
         return getattr(self, op)(msg)
+
+    def reset(self) -> dict:
+        """Closed as at a stop and everything forgotten: the next message is a ``start`` or a
+        ``recover``, on any storage, as to a process just started."""
+        postgres = self.postgres
+        self.close()
+        self.__init__(postgres)
+        return {"reset": True}
 
     def close(self) -> None:
         if self.kernel is not None:

@@ -13,7 +13,11 @@
 - ``early-write``: asked to crash before its first durable boundary (``crash-after`` 0), it
   decides and commits the request first, then dies;
 - ``split-brain``: an instance that joins a storage another instance runs on works on a
-  private copy of it (it sees none of the other's commits, nor they its own).
+  private copy of it (it sees none of the other's commits, nor they its own);
+- ``no-reset``: a kernel written before ``reset``: it does not declare it and answers one
+  with an error;
+- ``stale-reset``: declares ``reset`` and answers it, but keeps its kernel: the next ``start``
+  goes on with the storage it had, not the new one.
 """
 import fcntl
 import os
@@ -22,18 +26,33 @@ import sys
 import tempfile
 import time
 
-from wgk.impl.protocol.serve import Served, serve
+from wgk.impl.protocol.serve import CAPABILITIES, Refused, Served, serve
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "honest"
 
 
 class Fake(Served):
     def start(self, msg):
+        if MODE == "stale-reset" and self.kernel is not None:
+            return {"started": True, "capabilities": CAPABILITIES}
         reply = super().start(msg)
         if MODE == "subset":
             reply["capabilities"] = dict(reply["capabilities"], kinds=["dispatch", "heartbeat"],
                                         processes=1)
+        if MODE == "no-reset":
+            reply["capabilities"] = {k: v for k, v in reply["capabilities"].items()
+                                     if k != "reset"}
         return reply
+
+    def reset(self):
+        if MODE == "no-reset":
+            if os.environ.get("FAKE_KERNEL_RESETS"):     # where the test looks for one sent
+                with open(os.environ["FAKE_KERNEL_RESETS"], "a") as f:
+                    f.write("reset\n")
+            raise Refused("unknown op 'reset'")
+        if MODE == "stale-reset":
+            return {"reset": True}
+        return super().reset()
 
     def recover(self, msg):
         if MODE == "split-brain":
