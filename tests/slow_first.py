@@ -16,16 +16,16 @@ from collections import Counter
 #: 2026-12-07 at load 20 timed whole (the node kernel's tests were one file then).
 SLOW = (
     "test_z3_mutants.py",                 # each mutant killed by proof and by BMC
-    "test_external_node_bugs.py",         # 22 bugs planted in the Node.js kernel, crash cuts
-    "test_external_node.py",              # one test: every trace it declares, crash cuts
     "test_trace_matrix.py",               # the matrix at 3 tasks and the cutoff proof
     "test_compiled.py",
     "test_coverage.py",
-    "test_conformance_core.py",           # a fuzzed planted bug, shrunk
     "test_gate_cache.py",
+    "test_external_node_bugs.py",         # 22 bugs planted in the Node.js kernel, crash cuts
+    "test_external_node.py",              # one test: every trace it declares, crash cuts
     "test_pg_replay.py",
     "test_impl_conditional_writes.py",
     "test_z3_cli.py",
+    "test_conformance_core.py",           # a fuzzed planted bug, shrunk
     "test_gate_cache_coverage.py",
     "test_external_gate.py",
     "test_gate.py",
