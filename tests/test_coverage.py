@@ -334,6 +334,34 @@ def test_the_witnesses_start_from_the_traces_the_gate_read_unless_their_file_cha
     assert again[1] is first[1]
 
 
+def test_the_witnesses_take_the_traces_read_from_the_same_paths_without_resolving_them(
+        tmp_path, monkeypatch):
+    """Asked again (each part of the witnesses asks), a bundled file named by the very path a
+    trace was read from is that trace's, no path resolved; one read by another path to the same
+    file (here through a link to the folder) is still found by resolving both."""
+    import pathlib
+    from wgk.conformance.oracle import mutant_traces
+    from wgk.conformance.reports import gate_coverage
+    for p in sorted(Path(bundled_traces()).rglob("*.json"))[:3]:
+        (tmp_path / "corpus").mkdir(exist_ok=True)
+        (tmp_path / "corpus" / p.name).write_bytes(p.read_bytes())
+    (tmp_path / "link").symlink_to(tmp_path / "corpus")
+    monkeypatch.setattr(gate_coverage, "bundled_traces", lambda: tmp_path / "corpus")
+    first = load_traces([str(tmp_path / "corpus")])
+    mutant_traces.remember(first)
+    assert all(a is b for a, b in zip(gate_coverage.bundled_as_loaded(first), first))
+    resolved = []            # asked again: the folder's listing kept, the paths as read
+    real = pathlib.Path.resolve
+    monkeypatch.setattr(pathlib.Path, "resolve",
+                        lambda self, *a, **k: resolved.append(self) or real(self, *a, **k))
+    assert all(a is b for a, b in zip(gate_coverage.bundled_as_loaded(first), first))
+    assert resolved == []
+    monkeypatch.setattr(pathlib.Path, "resolve", real)
+    linked = load_traces([str(tmp_path / "link")])
+    mutant_traces.remember(linked)
+    assert all(a is b for a, b in zip(gate_coverage.bundled_as_loaded(linked), linked))
+
+
 class _Contrary:
     """An implementation answering every step with a decision no model gives."""
 

@@ -1,6 +1,7 @@
 """The wgk-trace/1 format: the schema validates every file under traces/, bad files fail in one line."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -203,3 +204,16 @@ def test_the_schema_verdicts_checked_ahead_are_the_ones_taken(tmp_path, monkeypa
     with pytest.raises(TraceError, match="001.json"):      # nothing ahead: each checked in turn
         load_traces([root], 2)
     assert len(here) == 2
+
+
+def test_the_validator_is_made_once_before_the_schema_checks_fork(tmp_path, monkeypatch):
+    """The processes checking texts ahead take the validator the loading process made before
+    it forked: made in one process, not in each."""
+    root = _corpus_with_a_bad_file(tmp_path, 1)
+    os.remove(root / "001.json")
+    made = tmp_path / "made"
+    monkeypatch.setattr(format_mod, "_validator", functools.lru_cache(maxsize=1)(
+        lambda orig=format_mod._validator.__wrapped__: (
+            made.open("a").write(f"{os.getpid()}\n"), orig())[1]))
+    assert len(load_traces([root], 3)) == 39
+    assert made.read_text().split() == [str(os.getpid())]

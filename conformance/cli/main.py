@@ -113,11 +113,10 @@ def _named_command(argv: Sequence[str]) -> str | None:
 
 
 def _trace_error() -> type[Exception]:
-    try:
-        from wgk.conformance.traces.format import TraceError
-    except ModuleNotFoundError:          # without the gate's extras no trace is read
-        return UsageError
-    return TraceError
+    """The error of a malformed trace, when its module was imported: only then can it have been
+    raised (a command that read no trace, ``wgk kernel``'s, does not import it to say so)."""
+    fmt = sys.modules.get("wgk.conformance.traces.format")
+    return UsageError if fmt is None else fmt.TraceError
 
 
 def main(argv: Sequence[str] | None = None) -> int:

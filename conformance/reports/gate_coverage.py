@@ -23,7 +23,7 @@ from wgk.conformance.oracle.coverage import cells, per_kind
 from wgk.conformance.oracle.impl_system import ImplSystem
 from wgk.conformance.reports.gate_budget import BUDGETS, Meter, Progress, bundled_traces, flag_of
 from wgk.conformance.reports.gate_report import Check
-from wgk.conformance.traces.format import load_trace, trace_files
+from wgk.conformance.traces.format import load_trace
 
 #: The sections whose checks carry the cells they sent (``data["cells"]``).
 MEASURED = ("replay", "probes", "fuzz")
@@ -44,15 +44,23 @@ def sent_cells(sections: dict) -> set | None:
 def bundled_as_loaded(loaded: list) -> list:
     """The bundled traces, each taken from ``loaded`` when a trace there was read from the same
     file (the gate read them once; the file unchanged since, by size and time of change) and
-    read from its file otherwise."""
-    by_path = {}
-    for t in loaded:
-        if t.path:
-            with contextlib.suppress(OSError):
-                by_path[Path(t.path).resolve()] = t
+    read from its file otherwise. The folder's listing is kept while no folder under it
+    changed (``mutant_traces.listed``), and a file named by the very path a trace was read
+    from is that trace's without resolving either (every part of the coverage's witnesses
+    asks this again; the paths resolved only for a file not found so)."""
+    as_read = {Path(t.path): t for t in loaded if t.path}
+    by_path: dict | None = None
     out = []
-    for f in trace_files([str(bundled_traces())]):
-        t = by_path.get(f.resolve())
+    for f in mutant_traces.listed(Path(bundled_traces())):
+        t = as_read.get(f)
+        if t is None:
+            if by_path is None:
+                by_path = {}
+                for u in loaded:
+                    if u.path:
+                        with contextlib.suppress(OSError):
+                            by_path[Path(u.path).resolve()] = u
+            t = by_path.get(f.resolve())
         out.append(t if t is not None and mutant_traces.unchanged(t) else load_trace(f))
     return out
 

@@ -293,7 +293,14 @@ def _schema_share(files: list[Path]) -> dict[bytes, list[tuple[str, str]]]:
 
 def _schemas_ahead(files: list[Path], workers: int) -> None:
     """``AHEAD`` for ``files``: every ``workers``-th one checked here, the others on forked
-    processes meanwhile (a share whose process cannot start or fails is checked in turn)."""
+    processes meanwhile (a share whose process cannot start or fails is checked in turn). The
+    validator is made (its schema checked, ``jsonschema`` imported) before the fork: each
+    process takes it made instead of making its own (one that cannot be made is left to
+    ``validate``, which reports it)."""
+    try:
+        _validator()
+    except Exception:                  # noqa: BLE001 -- reported by ``validate``
+        pass
     children = []
     for share in [files[n::workers] for n in range(1, workers)]:
         try:
