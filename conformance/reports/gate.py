@@ -44,6 +44,7 @@ from wgk.conformance.reports.gate_pool import (
 from wgk.conformance.reports import gate_cache, gate_mutants  # noqa: F401 -- sets gate_cache.READS
 from wgk.conformance.reports.gate_cache import NO_TRACES, GateCache, trace_identity
 from wgk.conformance.reports.gate_cache_memo import kept_run, memoized
+from wgk.conformance.reports.gate_frames import unreachable_kept
 from wgk.conformance.reports.gate_coverage import (
     coverage_checks, merged, witness_replays, witness_traces,
 )
@@ -382,8 +383,12 @@ def _witness_parts(loaded: list) -> list[Part]:
             # with the gate's cache, each witness's system answered call by call and each run
             # of a trace's witnesses kept while the implementation answers it alike
             # (``gate_cache_memo``; as they are without it)
+            # and each unreachable cell's proof kept under what it ran (``gate_frames``)
+            cache = gate_cache.ACTIVE
             out = witness_replays(loaded, doc, make_impl=memoized(impl_system.ImplSystem),
-                                  kept=kept_run, only=only, stale=stale)
+                                  kept=kept_run, only=only, stale=stale,
+                                  prove=None if cache is None else
+                                  (lambda cells: unreachable_kept(cells, cache)))
             if only:
                 out["trace"] = min(only)
             return [Check("coverage", "witness replays", "pass", out["seconds"], "", out)]
