@@ -366,7 +366,10 @@ def _witness_parts(loaded: list) -> list[Part]:
     one that reads the model's text, whether it is the one they were searched on), and one
     part per trace they start from replays that trace's witnesses (``"traces"``: its id), so
     the gate's cache keeps each trace's replays under what they ran: a changed rule runs
-    again the replays of the traces whose witnesses ran it, and the currency. Each part's one
+    again the replays of the traces whose witnesses ran it, and the currency (the unreachable
+    cells' proofs kept cell by cell, ``gate_frames.unreachable_kept``: kept also when the
+    text is the one they were searched on, so that a run after a rule changed finds those
+    the change leaves alone). Each part's one
     check carries its outcome (``gate_coverage.witness_replays``); merged in the parts' order
     (``gate_coverage.merged``) they are the outcome of one replay of them all, which the
     coverage section reports as if it had replayed them itself; any part that raised leaves
@@ -389,6 +392,11 @@ def _witness_parts(loaded: list) -> list[Part]:
                                   kept=kept_run, only=only, stale=stale,
                                   prove=None if cache is None else
                                   (lambda cells: unreachable_kept(cells, cache)))
+            if stale and cache is not None and out["stale-reason"] is None and \
+                    doc.get("model-digest") == witnesses.model_digest():
+                # current by the model's text alone: the unreachable cells' proofs are kept
+                # all the same, for the first run after a rule changed to find them
+                unreachable_kept(doc.get("unfound", []), cache)
             if only:
                 out["trace"] = min(only)
             return [Check("coverage", "witness replays", "pass", out["seconds"], "", out)]
