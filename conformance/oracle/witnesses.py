@@ -427,7 +427,7 @@ def stale(doc: dict, traces: Iterable = ()) -> bool:
     return stale_reason(doc, traces) is not None
 
 
-def stale_reason(doc: dict, traces: Iterable = ()) -> str | None:
+def stale_reason(doc: dict, traces: Iterable = (), prove: Callable | None = None) -> str | None:
     """Why the witnesses are stale (None: they are not), decided by what they read.
 
     A trace they start from changed (among ``traces``; one not given is not compared): stale.
@@ -441,7 +441,9 @@ def stale_reason(doc: dict, traces: Iterable = ()) -> str | None:
     replayed (``replay_witnesses``: a witness that misses its cell, or a prefix the model
     refuses, is a problem naming the command that searches again). A rule edited without
     changing any answer along them, which cells are reachable or the proofs keeps them
-    current; an edit changing any of those makes them stale or fails their replay."""
+    current; an edit changing any of those makes them stale or fails their replay.
+    ``prove``: what proves the cells unreachable (``unreachable_reasons`` by default; the
+    gate's cache keeps each cell's proof, ``gate_frames.unreachable_kept``)."""
     have = trace_digests(traces, doc.get("traces", {}))
     changed = sorted(tid for tid, digest in have.items() if doc["traces"].get(tid) != digest)
     if changed:
@@ -450,7 +452,7 @@ def stale_reason(doc: dict, traces: Iterable = ()) -> str | None:
         return None
     if doc.get("cells") != cells_digest():
         return "the model's cells or their reachability changed"
-    if unreachable_reasons(doc.get("unfound", [])) != (doc.get("unreached") or {}):
+    if (prove or unreachable_reasons)(doc.get("unfound", [])) != (doc.get("unreached") or {}):
         return "the proofs of the unreachable cells changed"
     return None
 

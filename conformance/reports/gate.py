@@ -44,6 +44,7 @@ from wgk.conformance.reports.gate_pool import (
 from wgk.conformance.reports import gate_cache, gate_mutants  # noqa: F401 -- sets gate_cache.READS
 from wgk.conformance.reports.gate_cache import NO_TRACES, GateCache, trace_identity
 from wgk.conformance.reports.gate_cache_memo import kept_run, memoized
+from wgk.conformance.reports.gate_frames import unreachable_kept
 from wgk.conformance.reports.gate_coverage import (
     coverage_checks, merged, witness_replays, witness_traces,
 )
@@ -365,7 +366,10 @@ def _witness_parts(loaded: list) -> list[Part]:
     one that reads the model's text, whether it is the one they were searched on), and one
     part per trace they start from replays that trace's witnesses (``"traces"``: its id), so
     the gate's cache keeps each trace's replays under what they ran: a changed rule runs
-    again the replays of the traces whose witnesses ran it, and the currency. Each part's one
+    again the replays of the traces whose witnesses ran it, and the currency (the unreachable
+    cells' proofs kept cell by cell, ``gate_frames.unreachable_kept``: kept also when the
+    text is the one they were searched on, so that a run after a rule changed finds those
+    the change leaves alone). Each part's one
     check carries its outcome (``gate_coverage.witness_replays``); merged in the parts' order
     (``gate_coverage.merged``) they are the outcome of one replay of them all, which the
     coverage section reports as if it had replayed them itself; any part that raised leaves
@@ -382,8 +386,17 @@ def _witness_parts(loaded: list) -> list[Part]:
             # with the gate's cache, each witness's system answered call by call and each run
             # of a trace's witnesses kept while the implementation answers it alike
             # (``gate_cache_memo``; as they are without it)
+            # and each unreachable cell's proof kept under what it ran (``gate_frames``)
+            cache = gate_cache.ACTIVE
             out = witness_replays(loaded, doc, make_impl=memoized(impl_system.ImplSystem),
-                                  kept=kept_run, only=only, stale=stale)
+                                  kept=kept_run, only=only, stale=stale,
+                                  prove=None if cache is None else
+                                  (lambda cells: unreachable_kept(cells, cache)))
+            if stale and cache is not None and out["stale-reason"] is None and \
+                    doc.get("model-digest") == witnesses.model_digest():
+                # current by the model's text alone: the unreachable cells' proofs are kept
+                # all the same, for the first run after a rule changed to find them
+                unreachable_kept(doc.get("unfound", []), cache)
             if only:
                 out["trace"] = min(only)
             return [Check("coverage", "witness replays", "pass", out["seconds"], "", out)]

@@ -471,7 +471,8 @@ def note_ran(functions: dict[str, set[str]]) -> None:
 @contextmanager
 def recording() -> Iterator[dict[str, set[str]]]:
     """Notes every function of wgk's sources that runs (in every thread) while inside, and
-    those ``note_ran`` names: ``{file name: {qualified name}}``."""
+    those ``note_ran`` names: ``{file name: {qualified name}}``. Inside another recording,
+    what it noted is noted by the outer one too."""
     codes: set = set()
 
     def tracer(frame, event, arg):
@@ -481,7 +482,7 @@ def recording() -> Iterator[dict[str, set[str]]]:
         if KEPT[0] is not None:             # a run of the model's side being kept
             KEPT[0].add(frame.f_code)
 
-    before = sys.gettrace()
+    before, threads = sys.gettrace(), threading.gettrace()
     threading.settrace(tracer)
     sys.settrace(tracer)
     ran: dict[str, set[str]] = {}
@@ -491,14 +492,18 @@ def recording() -> Iterator[dict[str, set[str]]]:
         yield ran
     finally:
         sys.settrace(before)
-        threading.settrace(None)
-        _NOTED.remove(noted)
+        threading.settrace(threads)
+        # by identity: a recording inside another may hold an equal dict (both empty)
+        del _NOTED[next(n for n, d in enumerate(_NOTED) if d is noted)]
         for code in codes:
             name = relative(code.co_filename)
             if name is not None:
                 ran.setdefault(name, set()).add(code.co_qualname)
         for name, quals in noted.items():
             ran.setdefault(name, set()).update(quals)
+        # a recording inside another replaced its tracer while it ran: what ran is the
+        # outer one's too
+        note_ran(ran)
 
 
 #: The files of ``wgk.model`` whose functions are keyed one by one: the rules and their

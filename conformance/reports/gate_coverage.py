@@ -14,6 +14,7 @@ its reachable cells, the proofs of the unreachable ones, a witness no longer rea
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from pathlib import Path
 from typing import Callable
@@ -41,13 +42,15 @@ def sent_cells(sections: dict) -> set | None:
     return found if ran else None
 
 
-def bundled_as_loaded(loaded: list) -> list:
+def bundled_as_loaded(loaded: list, ids: set[str] | None = None) -> list:
     """The bundled traces, each taken from ``loaded`` when a trace there was read from the same
     file (the gate read them once; the file unchanged since, by size and time of change) and
     read from its file otherwise. The folder's listing is kept while no folder under it
     changed (``mutant_traces.listed``), and a file named by the very path a trace was read
     from is that trace's without resolving either (every part of the coverage's witnesses
-    asks this again; the paths resolved only for a file not found so)."""
+    asks this again; the paths resolved only for a file not found so). ``ids``: only the
+    traces of those ids (a file whose text names another id as its ``id`` is not read whole:
+    its trace would be left out)."""
     as_read = {Path(t.path): t for t in loaded if t.path}
     by_path: dict | None = None
     out = []
@@ -61,13 +64,28 @@ def bundled_as_loaded(loaded: list) -> list:
                         with contextlib.suppress(OSError):
                             by_path[Path(u.path).resolve()] = u
             t = by_path.get(f.resolve())
-        out.append(t if t is not None and mutant_traces.unchanged(t) else load_trace(f))
+        if t is None or not mutant_traces.unchanged(t):
+            if ids is not None and _named_id(f) not in ids | {None}:
+                continue
+            t = load_trace(f)
+        if ids is None or t.id in ids:
+            out.append(t)
     return out
+
+
+def _named_id(path: Path) -> str | None:
+    """The ``id`` a trace file's JSON names (None: unread, then the file is read whole)."""
+    try:
+        found = json.loads(path.read_bytes()).get("id")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found if isinstance(found, str) else None
 
 
 def witness_replays(loaded: list, doc: dict | None = None, make_impl: Callable = ImplSystem,
                     workers: int = 1, kept: Callable | None = None,
-                    only: set[str] | None = None, stale: bool = True) -> dict:
+                    only: set[str] | None = None, stale: bool = True,
+                    prove: Callable | None = None) -> dict:
     """The witnesses of ``doc`` (the stored ones by default) replayed against the implementation
     from the bundled traces' states: the cells they sent, the problems found, why they are
     stale (``witnesses.stale_reason``; None: current) and the seconds taken. They read
@@ -78,10 +96,12 @@ def witness_replays(loaded: list, doc: dict | None = None, make_impl: Callable =
     of those traces alone (by id); ``stale``: False leaves out why they are stale (then no
     ``stale-reason``: the only thing here that reads the model's text). The outcomes of
     disjoint ``only``, in the witnesses' order of their traces, with one that finds why they
-    are stale, give the whole one (``merged``)."""
+    are stale, give the whole one (``merged``). ``prove``: as ``witnesses.stale_reason``'s."""
     doc = witnesses.load() if doc is None else doc
     t0 = time.perf_counter()
-    bundled = bundled_as_loaded(loaded)                    # where the witnesses start
+    # where the witnesses start (every trace when finding whether they are stale: it compares
+    # the digests of all those they start from)
+    bundled = bundled_as_loaded(loaded, None if stale or only is None else only)
     chosen = [w for w in doc["witnesses"] if only is None or w["trace"] in only]
     sent, problems = witnesses.replay_witnesses(bundled, chosen, make_impl, workers,
                                                 **({} if kept is None else {"kept": kept})) \
@@ -90,7 +110,7 @@ def witness_replays(loaded: list, doc: dict | None = None, make_impl: Callable =
     if stale:
         # whether they are stale reads neither (the unreachable cells' proofs may take seconds:
         # found here, beside the other sections' parts, rather than after them)
-        out["stale-reason"] = witnesses.stale_reason(doc, bundled)
+        out["stale-reason"] = witnesses.stale_reason(doc, bundled, prove)
     out["seconds"] = time.perf_counter() - t0
     return out
 

@@ -637,3 +637,88 @@ def _witness_variant(where: Path, key: str, store: FrameStore) -> dict | None:
         store.warnings.append(f"cache entry {where} (prove witness) ignored: {why}")
         return None
     return report if current(store.reach, deps) else None
+
+
+UNREACHABLE_FORMAT = "wgk-unreachable/1"
+
+
+def _running(fn: Callable):
+    """``fn()`` and the functions of wgk's sources it ran (``{file: qualified names}``), noted
+    by the recording active in this process (``gate_cache.KEPT``), which counts them as run
+    as well."""
+    codes: set = set()
+    outer, gate_cache.KEPT[0] = gate_cache.KEPT[0], codes
+    try:
+        out = fn()
+    finally:
+        gate_cache.KEPT[0] = outer
+        if outer is not None:
+            outer |= codes
+    return out, gate_cache.functions_of(codes)
+
+
+def unreachable_kept(cells, cache) -> dict[str, str]:
+    """``unreachable.prove_unreachable(cells)``, each cell's proof taken from ``cache`` while
+    the functions it ran are as they were, else proved and kept.
+
+    A cell's proof reads the prover's set-up (the state space, the invariants and lemmas
+    assumed, what the set-up finds by running every rule: the evidence universe, the kinds
+    asking who sent a request: found before, kind by kind, and keyed by their value), the
+    branches of its kind's rule and the query; each is
+    recorded as it runs (the set-up once, each kind's branches on a prover sharing that
+    set-up with a memo of its own, each query), and the cell is kept under the text outside
+    every function's body (the cache's skeleton) with the functions its set-up, its kind's
+    branches and its query ran. So an edit to one rule re-proves the cells whose kind's
+    branches or whose set-up ran it, and a kept proof given again counts what it ran as run
+    by the part giving it (``gate_cache.note_ran``). Only a cell proved unreachable is kept;
+    outside a recording (nothing to key by) every cell is proved as without the cache."""
+    from wgk.conformance.reports.gate_report import Check
+    from wgk.conformance.z3.prove import Prover, chain_deps
+    from wgk.conformance.z3.symbolic import symbolic_graph
+    from wgk.conformance.z3.transition import MODEL, actor_sensitive, discover_universe
+    from wgk.conformance.z3.unreachable import TASKS, prove_unreachable, prove_cell, refusal
+    from wgk.model.actions import Instance
+    wanted = [c for c in cells if refusal(c) is not None]
+    if not gate_cache._NOTED or not wanted:
+        return prove_unreachable(cells)
+    inst = Instance.proof(tasks=TASKS)
+    if gate_cache.READS is not None:  # found kind by kind, each kind's part kept
+        cache.mutants().model_set_up(TASKS)
+    # what the set-up finds by running every rule, keyed by its value (as ``prove_kept``)
+    graph = symbolic_graph(inst.task_names(), chain_deps(inst.tasks))
+    values = json.dumps([sorted(k.name for k in actor_sensitive(graph, MODEL)),
+                         repr(discover_universe(graph, inst.ids(), MODEL))])
+    keys = {c: _digest(UNREACHABLE_FORMAT, cache.options, cache.skeleton, str(TASKS), values, c)
+            for c in wanted}
+    warned = len(cache.warnings)
+    found: dict[str, str | None] = {}
+    for cell in wanted:
+        kept = cache.lookup(keys[cell], f"coverage unreachable {cell}", counted=False)
+        found[cell] = kept[0].detail if kept else None
+        if kept:                     # what its proof ran is what the reason read
+            gate_cache.note_ran({n: set(q) for n, q in kept[0].data["ran"].items()})
+    todo = [c for c in wanted if found[c] is None]
+    if todo:
+        gate_cache.forget()          # a memo filled before would hide what the proofs read
+        prover, setup = _running(lambda: Prover(inst, MODEL, transitions=()))
+        built: dict[str, tuple] = {}
+        for cell in todo:
+            kind, code = refusal(cell)
+            if kind not in built:
+                shared = prover.sharing(MODEL)
+                built[kind] = (shared, _running(lambda: shared.build([kind]))[1])
+            shared, branches = built[kind]
+            reason, query = _running(lambda: prove_cell(shared, kind, code, TASKS))
+            found[cell] = reason
+            if reason is not None:
+                ran: dict[str, set[str]] = {}
+                for part in (setup, branches, query):
+                    for name, quals in part.items():
+                        ran.setdefault(name, set()).update(quals)
+                cache.store(keys[cell], [Check("coverage", f"unreachable {cell}", "pass", 0.0,
+                                               reason, {"ran": {n: sorted(q) for n, q in
+                                                                ran.items()}})], ran)
+    if len(cache.warnings) > warned:  # reported by the gate from any process, once
+        new, cache.warnings[warned:] = cache.warnings[warned:], []
+        cache._tally(f"unreachable-{os.getpid()}", 0, new)
+    return {c: found[c] for c in wanted if found[c] is not None}

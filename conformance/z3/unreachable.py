@@ -43,24 +43,33 @@ def prove_unreachable(cells: Iterable[str], tasks: int = TASKS) -> dict[str, str
     p = Prover(Instance.proof(tasks=tasks), transitions={k for k, _ in wanted.values()})
     out = {}
     for cell, (kind, code) in wanted.items():
-        with symbolic(), MODEL.active():
-            terms = [z3.And(b.guard, as_term(b.decision.kind == DecisionKind.REJECTED),
-                            as_term(b.decision.code == code))
-                     for b in p.groups.get(kind, []) if b.decision is not None]
-        if not terms:
-            continue
-        p.solver.push()
-        try:
-            p.solver.add(z3.Or(terms))
-            verdict = p.solver.check()
-        finally:
-            p.solver.pop()
-        if verdict == z3.unsat:
-            out[cell] = (f"proved unreachable (z3, {tasks} tasks): no state satisfying the "
-                         f"{len(p.state_props) - 1} invariants and lemmas `wgk prove` proves "
-                         f"inductive gets {code.label} from any {kind} request; an earlier "
-                         "check always refuses first")
+        reason = prove_cell(p, kind, code, tasks)
+        if reason is not None:
+            out[cell] = reason
     return out
 
 
-__all__ = ["TASKS", "prove_unreachable", "refusal"]
+def prove_cell(p: Prover, kind: str, code: Code, tasks: int = TASKS) -> str | None:
+    """The proof that no state of ``p``'s assumptions gets ``code`` from a ``kind`` request
+    (its branches built on ``p``), as the reason of the cell; None: not proved."""
+    with symbolic(), MODEL.active():
+        terms = [z3.And(b.guard, as_term(b.decision.kind == DecisionKind.REJECTED),
+                        as_term(b.decision.code == code))
+                 for b in p.groups.get(kind, []) if b.decision is not None]
+    if not terms:
+        return None
+    p.solver.push()
+    try:
+        p.solver.add(z3.Or(terms))
+        verdict = p.solver.check()
+    finally:
+        p.solver.pop()
+    if verdict != z3.unsat:
+        return None
+    return (f"proved unreachable (z3, {tasks} tasks): no state satisfying the "
+            f"{len(p.state_props) - 1} invariants and lemmas `wgk prove` proves "
+            f"inductive gets {code.label} from any {kind} request; an earlier "
+            "check always refuses first")
+
+
+__all__ = ["TASKS", "prove_cell", "prove_unreachable", "refusal"]
