@@ -514,3 +514,55 @@ def test_the_branches_by_the_journals_answer_are_the_one_branch_case_by_case():
                     assert not same or never(c.guard, z3.Not(z3.And(same))), (tr, c.label, n)
                     checked += 1
     assert checked > 100
+
+
+def _term_ids(xs: list) -> list:
+    return [x.get_id() if hasattr(x, "get_id") else x for x in xs]
+
+
+def test_the_guards_journals_and_substitutions_built_lean_are_the_generic_terms(monkeypatch):
+    """The branches' guards and the enabledness conditions built with the backend's C calls,
+    a journal's entries joined field by field (``put`` and ``__ite__``), and a state
+    property's goal substituting only the changed leaves its term reads give, term for term,
+    what ``z3.And``/``z3.Or``, the model's generic ``ite`` and a substitution of every changed
+    leaf give."""
+    import z3
+    from wgk.model import logic
+    from wgk.conformance.z3 import basecase, sym_containers, transition
+    from wgk.conformance.z3.sym_backend import BACKEND, substitute
+    from wgk.conformance.z3.symbolic import leaves
+    kinds = ["dispatch", "submit", "accept", "record-disposition", "save-work", "env:edit"]
+
+    def terms(prover: Prover) -> list:
+        """Every guard, condition, post-state leaf and goal (the objects: an id compares
+        only while its term is alive)."""
+        with symbolic():
+            return ([b.guard for b in prover.branches]
+                    + [basecase._changes(b) for b in prover.branches]
+                    + [x for b in prover.branches for x in leaves(prover.space, b.post)]
+                    + [d for _, _, ds in _goals(prover, kinds) for d in ds])
+
+    lean = Prover(Instance.proof(tasks=2), transitions=kinds)
+    got = terms(lean)
+    assert sum(b.pre is not None for b in lean.branches) > 50        # journal puts among them
+    assert sum(len(lean.reads[p.id][m] & lean.changed[id(b)]) < len(lean.substitution[id(b)])
+               for b in lean.branches for p in lean.state_props[1:]
+               for m in range(2) if lean.reads[p.id][m] & lean.changed[id(b)]) > 1000
+
+    class Generic:
+        """The backend with z3py's And and Or."""
+
+        def __getattr__(self, name):
+            return getattr(BACKEND, name)
+
+        and_ = staticmethod(lambda xs: z3.And(xs))
+        or_ = staticmethod(lambda xs: z3.Or(xs))
+
+    monkeypatch.setattr(transition, "BACKEND", Generic())
+    monkeypatch.setattr(basecase, "BACKEND", Generic())
+    monkeypatch.setattr(sym_containers, "_entry_ite", logic.ite)
+    monkeypatch.setattr(Prover, "substituted", lambda self, pid, m, b, hit: substitute(
+        self.assumed[pid][m], list(self.substitution[id(b)].values())))
+    generic = Prover(Instance.proof(tasks=2), transitions=kinds)
+    assert _term_ids(terms(generic)) == _term_ids(got)
+

@@ -126,10 +126,11 @@ class Prover:
         #: templates built as one branch, not split by the journal's answers (``touches``),
         #: and their post-states joined from their cases' (``joined``)
         self.whole: dict = {}
-        #: per branch (by ``id``: the prover keeps its branches), the leaves it changes
+        #: per branch (by ``id``: the prover keeps its branches), the leaves it changes, and
+        #: by each one's name the pair (pre-state leaf, new value) substituted in a property
         self.delta: dict[int, list] = {}
         self.changed: dict[int, set[str]] = {}
-        self.substitution: dict[int, list] = {}
+        self.substitution: dict[int, dict] = {}
         #: the terms built by the rules and properties on this prover's states (the backend's
         #: memo while they run: ``Z3Backend.memo_of``)
         self.memo: dict = {}
@@ -205,7 +206,8 @@ class Prover:
             d = delta(self.space, self.s, b.post)
             self.delta[id(b)] = d
             self.changed[id(b)] = {self.pre_names[n] for n, _ in d}
-            self.substitution[id(b)] = [(self.pre[n], as_term(v)) for n, v in d]
+            self.substitution[id(b)] = {self.pre_names[n]: (self.pre[n], as_term(v))
+                                        for n, v in d}
 
     @property
     def properties(self) -> list[Property]:
@@ -239,11 +241,17 @@ class Prover:
         out = []
         moved = self.changed[id(b)]
         for m in range(self.inst.tasks):
-            if not (self.reads[p.id][m] & moved):
-                continue
-            ok = substitute(self.assumed[p.id][m], self.substitution[id(b)])
-            out.append((BACKEND.not_(ok), [m]))
+            hit = self.reads[p.id][m] & moved
+            if hit:
+                out.append((BACKEND.not_(self.substituted(p.id, m, b, hit)), [m]))
         return out
+
+    def substituted(self, pid: str, m: int, b: Branch, hit: set[str]) -> Any:
+        """The assumed term of state property ``pid`` at task ``m`` on branch ``b``'s
+        post-state: its changed leaves ``hit`` (those the term reads) substituted, which is
+        the term with every leaf ``b`` changes substituted."""
+        pairs = self.substitution[id(b)]
+        return substitute(self.assumed[pid][m], [pairs[x] for x in hit])
 
     def goal(self, p: Property, transition: str) -> list[tuple[Branch, Any, list[int]]]:
         out = []
