@@ -566,3 +566,45 @@ def test_the_guards_journals_and_substitutions_built_lean_are_the_generic_terms(
     generic = Prover(Instance.proof(tasks=2), transitions=kinds)
     assert _term_ids(terms(generic)) == _term_ids(got)
 
+
+def test_a_step_property_reading_no_journal_is_asked_of_the_joined_post_state_without_it(
+        monkeypatch):
+    """``touches`` asks a step property of the one branch's post-state joined without its
+    journal first: every other leaf of that state is the joined post-state's, term for term,
+    and its journal cannot be read; every step property gets the answer it gets with the
+    whole joined post-state, and ``unchanged-outside-touches`` is answered without it."""
+    from wgk.conformance.z3.prove import _Read
+    from wgk.conformance.z3.symbolic import leaves, task_leaves
+    kinds = ["dispatch", "submit", "accept", "save-work"]
+    lean, one = _by_answer_and_whole(2, kinds)
+    keyed = sorted({b.index: b.step for b in lean.branches if b.pre is not None}.items())
+    assert len(keyed) > 20
+    but_journal = lambda s: [x for t in s.tasks for x in task_leaves(lean.space, t)] + [
+        s.target, s.now]
+    with symbolic(), lean.sem.active():
+        for n, _ in keyed:
+            full, part = lean.joined(n), lean.joined(n, journal=False)
+            assert _term_ids(leaves(lean.space, replace(part, journal=full.journal))) == \
+                _term_ids(leaves(lean.space, full))
+            # and the one branch's post-state, the reducer's own join
+            post = next(b.post for b in one.branches if b.index == n)
+            assert _term_ids(but_journal(part)) == _term_ids(but_journal(post))
+            with pytest.raises(_Read):
+                part.journal.entries
+        unchanged = REGISTRY["unchanged-outside-touches"]
+        lean.whole.clear()
+        assert not any(lean.touches(unchanged, n, step) for n, step in keyed)
+        assert not any(k[0] == "post" and k[2] for k in lean.whole if isinstance(k, tuple))
+        got = [lean.touches(p, n, step) for p in lean.step_props for n, step in keyed]
+    joined = Prover.joined
+
+    def whole_only(self, index, journal=True):
+        if not journal:
+            raise _Read()
+        return joined(self, index)
+
+    monkeypatch.setattr(Prover, "joined", whole_only)
+    whole = Prover(Instance.proof(tasks=2), transitions=kinds)
+    with symbolic(), whole.sem.active():
+        assert [whole.touches(p, n, step) for p in whole.step_props for n, step in keyed] == got
+    assert any(k[0] == "post" and k[2] for k in whole.whole if isinstance(k, tuple))

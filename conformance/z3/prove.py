@@ -269,40 +269,45 @@ class Prover:
             # template's one branch
             if not out:
                 b = next((b for b in holds.values()
-                          if b is not None and self.touches(p, b.index)), None)
+                          if b is not None and self.touches(p, b.index, b.step)), None)
                 if b is not None:
                     out.append((b, BACKEND.and_([b.guard, BACKEND.term(False)]), []))
         return out
 
-    def joined(self, index: int) -> State:
+    def joined(self, index: int, journal: bool = True) -> State:
         """The post-state of template ``index``'s one branch joined from its cases' (an
         if-then-else over the journal's answer, as the reducer joins them): the same terms,
-        without deciding the request again. Kept in ``whole``."""
-        post = self.whole.get(("post", index))
+        without deciding the request again. Kept in ``whole``. ``journal`` False: every field
+        but the journal, which is ``_UNREAD`` (joining the journals, entry by entry, is most
+        of the cost, and most properties never read the post-state's)."""
+        post = self.whole.get(("post", index, journal))
         if post is None:
             cases = [b for b in self.groups[transition_of(self.cat.templates[index])]
                      if b.index == index]
             step = cases[0].step
             used, same, _, _ = self.s.journal.lookup(step.journal_key, step.digest)
-            both, other, unused = cases
-            post = self.whole[("post", index)] = ite(used, ite(same, both.post, other.post),
-                                                     unused.post)
+            both, other, unused = (b.post if journal else replace(b.post, journal=_UNREAD)
+                                   for b in cases)
+            post = self.whole[("post", index, journal)] = ite(used, ite(same, both, other),
+                                                              unused)
         return post
 
-    def touches(self, p: Property, index: int) -> bool:
+    def touches(self, p: Property, index: int, step: Any = None) -> bool:
         """The step property ``p`` is not true as such on template ``index``'s one branch
         (not split by the journal's answers). Asked first of the request alone, its decision
         and post-state left unread: a property true without reading them is true of the one
-        branch too, which is then not built; otherwise it is built once (kept in ``whole``)."""
-        step = self.cat.step(index, self.pool)
+        branch too, which is then not built; otherwise it is built once (kept in ``whole``).
+        ``step``: the template's request its cases were decided for (None: made afresh)."""
+        step = self.cat.step(index, self.pool) if step is None else step
         try:
             return p.holds(self.s, step, _UNREAD, _UNREAD) is not True
         except Exception:       # it read them (``_Read``), or did with them what it cannot
             pass
-        try:
-            return p.holds(self.s, step, _UNREAD, self.joined(index)) is not True
-        except Exception:
-            pass
+        for journal in (False, True):     # the post-state's journal left unread first
+            try:
+                return p.holds(self.s, step, _UNREAD, self.joined(index, journal)) is not True
+            except Exception:
+                pass
         b = self.whole.get(index)
         if b is None:
             b = self.whole[index] = branches(self.cat, self.s, self.pool, self.sem,
