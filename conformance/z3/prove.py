@@ -434,8 +434,10 @@ def _ask(solver: z3.Solver, goal: Any, model: bool = True) -> tuple[Any, z3.Mode
 
 
 #: z3 settings of ``prove``'s solver: no relevancy filter and the simplex arithmetic solver
-#: (about half the solving time of the defaults on the 6-task frames, the same verdicts)
-FAST = {"relevancy": 0, "arith.solver": 2}
+#: (about half the solving time of the defaults on the 6-task frames, the same verdicts),
+#: and no eager propagation of the equalities the arithmetic implies (the solver holding
+#: every assumption about a tenth faster; the theories are still combined at its final check)
+FAST = {"relevancy": 0, "arith.solver": 2, "arith.propagate_eqs": False}
 
 
 def prove(inst: Instance = Instance.proof(), sem: Semantics = MODEL, only: list[str] | None = None,
