@@ -522,16 +522,19 @@ def _term_ids(xs: list) -> list:
 
 def test_the_guards_journals_and_substitutions_built_lean_are_the_generic_terms(monkeypatch):
     """The branches' guards and the enabledness conditions built with the backend's C calls,
-    a journal's entries joined field by field (``put`` and ``__ite__``), and a state
-    property's goal substituting only the changed leaves its term reads give, term for term,
-    what ``z3.And``/``z3.Or``, the model's generic ``ite`` and a substitution of every changed
-    leaf give."""
+    a journal's entries joined field by field (``put`` and ``__ite__``), a state property's
+    goal substituting only the changed leaves its term reads, and the type domain's goal
+    with each leaf's constraint kept by the leaf give, term for term, what
+    ``z3.And``/``z3.Or``, the model's generic ``ite``, a substitution of every changed leaf
+    and each constraint built anew give."""
     import z3
     from wgk.model import logic
     from wgk.conformance.z3 import basecase, sym_containers, transition
     from wgk.conformance.z3.sym_backend import BACKEND, substitute
     from wgk.conformance.z3.symbolic import leaves
-    kinds = ["dispatch", "submit", "accept", "record-disposition", "save-work", "env:edit"]
+    # submit-manifest: leaves the type domain's goal asks of the solver
+    kinds = ["dispatch", "submit", "accept", "record-disposition", "save-work", "env:edit",
+             "submit-manifest"]
 
     def terms(prover: Prover) -> list:
         """Every guard, condition, post-state leaf and goal (the objects: an id compares
@@ -564,7 +567,16 @@ def test_the_guards_journals_and_substitutions_built_lean_are_the_generic_terms(
     monkeypatch.setattr(Prover, "substituted", lambda self, pid, m, b, hit: substitute(
         self.assumed[pid][m], list(self.substitution[id(b)].values())))
     generic = Prover(Instance.proof(tasks=2), transitions=kinds)
+
+    class Forgetful(dict):
+        """A memo that never answers: each leaf's domain constraint built anew."""
+
+        def get(self, key, default=None):
+            return default
+
+    generic.in_type = Forgetful()
     assert _term_ids(terms(generic)) == _term_ids(got)
+    assert generic.goal(DOMAIN, "submit-manifest")
 
 
 def test_a_step_property_reading_no_journal_is_asked_of_the_joined_post_state_without_it(

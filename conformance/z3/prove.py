@@ -119,6 +119,8 @@ class Prover:
         self.var_types.update({v.decl().name(): int for v in self.pool.vars.values()})
         self.var_types[self.pool.shape.decl().name()] = ("shape", len(self.cat.shapes))
         self.type_memo: dict = {}
+        #: per (type, leaf object) its domain constraint on a post-state (``_violations``)
+        self.in_type: dict = {}
         self.branches: list[Branch] = []
         self.groups: dict[str, list[Branch]] = {}     # by transition kind, in build order
         #: the templates whose branches are built (by their index in the catalogue)
@@ -185,6 +187,7 @@ class Prover:
         p.__dict__.update(self.__dict__)
         p.sem = sem
         p.type_memo, p.branches, p.groups, p.built, p.whole = {}, [], {}, set(), {}
+        p.in_type = {}
         p.delta, p.changed, p.substitution = {}, {}, {}
         p.needs_assumptions, p.memo = set(), {}
         return p
@@ -221,9 +224,20 @@ class Prover:
         A per-task state property on the post-state is its pre-state term with the
         changed leaves substituted: the same function of the same fields."""
         if p.id == "domain":
-            new = [leaf_domain(self.types[n], v) for n, v in self.delta[id(b)]
-                   if not within_type(self.types[n], v, self.var_types, self.type_memo)]
-            new = [c for c in new if c is not True]
+            new = []
+            for n, v in self.delta[id(b)]:
+                tp = self.types[n]
+                if tp is bool:                    # a Bool is in its type
+                    continue
+                # a leaf's domain constraint when it is not syntactically in its type (True
+                # when there is none), kept by the leaf's object: branches share their leaves
+                hit = self.in_type.get((tp, id(v)))
+                if hit is None:
+                    c = True if within_type(tp, v, self.var_types, self.type_memo) \
+                        else leaf_domain(tp, v)
+                    hit = self.in_type[(tp, id(v))] = (c, v)
+                if hit[0] is not True:
+                    new.append(hit[0])
             return [(BACKEND.not_(BACKEND.and_(new)), [])] if new else []
         if p.scope == "step":
             if b.decision is None:        # step properties judge decided requests only
@@ -241,9 +255,9 @@ class Prover:
         out = []
         moved = self.changed[id(b)]
         for m in range(self.inst.tasks):
-            hit = self.reads[p.id][m] & moved
-            if hit:
-                out.append((BACKEND.not_(self.substituted(p.id, m, b, hit)), [m]))
+            reads = self.reads[p.id][m]
+            if not reads.isdisjoint(moved):
+                out.append((BACKEND.not_(self.substituted(p.id, m, b, reads & moved)), [m]))
         return out
 
     def substituted(self, pid: str, m: int, b: Branch, hit: set[str]) -> Any:
