@@ -514,3 +514,109 @@ def test_the_branches_by_the_journals_answer_are_the_one_branch_case_by_case():
                     assert not same or never(c.guard, z3.Not(z3.And(same))), (tr, c.label, n)
                     checked += 1
     assert checked > 100
+
+
+def _term_ids(xs: list) -> list:
+    return [x.get_id() if hasattr(x, "get_id") else x for x in xs]
+
+
+def test_the_guards_journals_and_substitutions_built_lean_are_the_generic_terms(monkeypatch):
+    """The branches' guards and the enabledness conditions built with the backend's C calls,
+    a journal's entries joined field by field (``put`` and ``__ite__``), a state property's
+    goal substituting only the changed leaves its term reads, and the type domain's goal
+    with each leaf's constraint kept by the leaf give, term for term, what
+    ``z3.And``/``z3.Or``, the model's generic ``ite``, a substitution of every changed leaf
+    and each constraint built anew give."""
+    import z3
+    from wgk.model import logic
+    from wgk.conformance.z3 import basecase, sym_containers, transition
+    from wgk.conformance.z3.sym_backend import BACKEND, substitute
+    from wgk.conformance.z3.symbolic import leaves
+    # submit-manifest: leaves the type domain's goal asks of the solver
+    kinds = ["dispatch", "submit", "accept", "record-disposition", "save-work", "env:edit",
+             "submit-manifest"]
+
+    def terms(prover: Prover) -> list:
+        """Every guard, condition, post-state leaf and goal (the objects: an id compares
+        only while its term is alive)."""
+        with symbolic():
+            return ([b.guard for b in prover.branches]
+                    + [basecase._changes(b) for b in prover.branches]
+                    + [x for b in prover.branches for x in leaves(prover.space, b.post)]
+                    + [d for _, _, ds in _goals(prover, kinds) for d in ds])
+
+    lean = Prover(Instance.proof(tasks=2), transitions=kinds)
+    got = terms(lean)
+    assert sum(b.pre is not None for b in lean.branches) > 50        # journal puts among them
+    assert sum(len(lean.reads[p.id][m] & lean.changed[id(b)]) < len(lean.substitution[id(b)])
+               for b in lean.branches for p in lean.state_props[1:]
+               for m in range(2) if lean.reads[p.id][m] & lean.changed[id(b)]) > 1000
+
+    class Generic:
+        """The backend with z3py's And and Or."""
+
+        def __getattr__(self, name):
+            return getattr(BACKEND, name)
+
+        and_ = staticmethod(lambda xs: z3.And(xs))
+        or_ = staticmethod(lambda xs: z3.Or(xs))
+
+    monkeypatch.setattr(transition, "BACKEND", Generic())
+    monkeypatch.setattr(basecase, "BACKEND", Generic())
+    monkeypatch.setattr(sym_containers, "_entry_ite", logic.ite)
+    monkeypatch.setattr(Prover, "substituted", lambda self, pid, m, b, hit: substitute(
+        self.assumed[pid][m], list(self.substitution[id(b)].values())))
+    generic = Prover(Instance.proof(tasks=2), transitions=kinds)
+
+    class Forgetful(dict):
+        """A memo that never answers: each leaf's domain constraint built anew."""
+
+        def get(self, key, default=None):
+            return default
+
+    generic.in_type = Forgetful()
+    assert _term_ids(terms(generic)) == _term_ids(got)
+    assert generic.goal(DOMAIN, "submit-manifest")
+
+
+def test_a_step_property_reading_no_journal_is_asked_of_the_joined_post_state_without_it(
+        monkeypatch):
+    """``touches`` asks a step property of the one branch's post-state joined without its
+    journal first: every other leaf of that state is the joined post-state's, term for term,
+    and its journal cannot be read; every step property gets the answer it gets with the
+    whole joined post-state, and ``unchanged-outside-touches`` is answered without it."""
+    from wgk.conformance.z3.prove import _Read
+    from wgk.conformance.z3.symbolic import leaves, task_leaves
+    kinds = ["dispatch", "submit", "accept", "save-work"]
+    lean, one = _by_answer_and_whole(2, kinds)
+    keyed = sorted({b.index: b.step for b in lean.branches if b.pre is not None}.items())
+    assert len(keyed) > 20
+    but_journal = lambda s: [x for t in s.tasks for x in task_leaves(lean.space, t)] + [
+        s.target, s.now]
+    with symbolic(), lean.sem.active():
+        for n, _ in keyed:
+            full, part = lean.joined(n), lean.joined(n, journal=False)
+            assert _term_ids(leaves(lean.space, replace(part, journal=full.journal))) == \
+                _term_ids(leaves(lean.space, full))
+            # and the one branch's post-state, the reducer's own join
+            post = next(b.post for b in one.branches if b.index == n)
+            assert _term_ids(but_journal(part)) == _term_ids(but_journal(post))
+            with pytest.raises(_Read):
+                part.journal.entries
+        unchanged = REGISTRY["unchanged-outside-touches"]
+        lean.whole.clear()
+        assert not any(lean.touches(unchanged, n, step) for n, step in keyed)
+        assert not any(k[0] == "post" and k[2] for k in lean.whole if isinstance(k, tuple))
+        got = [lean.touches(p, n, step) for p in lean.step_props for n, step in keyed]
+    joined = Prover.joined
+
+    def whole_only(self, index, journal=True):
+        if not journal:
+            raise _Read()
+        return joined(self, index)
+
+    monkeypatch.setattr(Prover, "joined", whole_only)
+    whole = Prover(Instance.proof(tasks=2), transitions=kinds)
+    with symbolic(), whole.sem.active():
+        assert [whole.touches(p, n, step) for p in whole.step_props for n, step in keyed] == got
+    assert any(k[0] == "post" and k[2] for k in whole.whole if isinstance(k, tuple))

@@ -29,7 +29,7 @@ from wgk.model.state import Graph, State, initial_state
 from wgk.model.vocab import DecisionKind as D
 
 from wgk.conformance.z3.symbolic import (
-    as_bool, decode_graph, decode_state, describe_task, equals, fresh_state, leaf_domain,
+    BACKEND, as_bool, decode_graph, decode_state, describe_task, equals, fresh_state, leaf_domain,
     leaf_types, leaves, symbolic,
 )
 
@@ -130,10 +130,11 @@ def _init_counterexample(pid: str, model, terms, space, s0, seconds: float) -> I
 
 
 def _changes(b) -> Any:
-    """The condition under which branch ``b`` changes the state."""
+    """The condition under which branch ``b`` changes the state (``z3.And``'s term, built
+    without z3py's coercion of each operand)."""
     if b.decision is None:
         return b.guard
-    return z3.And(b.guard, as_bool(one_of(b.decision.kind, (D.APPLIED, D.EVIDENCE_ONLY))))
+    return BACKEND.and_([b.guard, as_bool(one_of(b.decision.kind, (D.APPLIED, D.EVIDENCE_ONLY)))])
 
 
 def enabledness(prover, transitions: list[str] | None = None) -> list[Enabledness]:
@@ -145,13 +146,14 @@ def enabledness(prover, transitions: list[str] | None = None) -> list[Enablednes
         t0 = time.perf_counter()
         with symbolic(), prover.sem.active():
             conds = [(b, _changes(b)) for b in group]
-        live = [(b, c) for b, c in conds if not z3.is_false(c)]
+        false = BACKEND.term(False).ast.value          # z3 keeps one copy of ``false``
+        live = [(b, c) for b, c in conds if c.ast.value != false]
         if not live:
             out.append(Enabledness(transition, "never-enabled", time.perf_counter() - t0))
             continue
         templates = len({b.index for b, _ in live})    # a template may be a branch per case
         prover.solver.push()
-        prover.solver.add(z3.Or([c for _, c in live]))
+        prover.solver.add(BACKEND.or_([c for _, c in live]))
         verdict = prover.solver.check()
         model = prover.solver.model() if verdict == z3.sat else None
         prover.solver.pop()

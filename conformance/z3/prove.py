@@ -119,6 +119,8 @@ class Prover:
         self.var_types.update({v.decl().name(): int for v in self.pool.vars.values()})
         self.var_types[self.pool.shape.decl().name()] = ("shape", len(self.cat.shapes))
         self.type_memo: dict = {}
+        #: per (type, leaf object) its domain constraint on a post-state (``_violations``)
+        self.in_type: dict = {}
         self.branches: list[Branch] = []
         self.groups: dict[str, list[Branch]] = {}     # by transition kind, in build order
         #: the templates whose branches are built (by their index in the catalogue)
@@ -126,10 +128,11 @@ class Prover:
         #: templates built as one branch, not split by the journal's answers (``touches``),
         #: and their post-states joined from their cases' (``joined``)
         self.whole: dict = {}
-        #: per branch (by ``id``: the prover keeps its branches), the leaves it changes
+        #: per branch (by ``id``: the prover keeps its branches), the leaves it changes, and
+        #: by each one's name the pair (pre-state leaf, new value) substituted in a property
         self.delta: dict[int, list] = {}
         self.changed: dict[int, set[str]] = {}
-        self.substitution: dict[int, list] = {}
+        self.substitution: dict[int, dict] = {}
         #: the terms built by the rules and properties on this prover's states (the backend's
         #: memo while they run: ``Z3Backend.memo_of``)
         self.memo: dict = {}
@@ -184,6 +187,7 @@ class Prover:
         p.__dict__.update(self.__dict__)
         p.sem = sem
         p.type_memo, p.branches, p.groups, p.built, p.whole = {}, [], {}, set(), {}
+        p.in_type = {}
         p.delta, p.changed, p.substitution = {}, {}, {}
         p.needs_assumptions, p.memo = set(), {}
         return p
@@ -205,7 +209,8 @@ class Prover:
             d = delta(self.space, self.s, b.post)
             self.delta[id(b)] = d
             self.changed[id(b)] = {self.pre_names[n] for n, _ in d}
-            self.substitution[id(b)] = [(self.pre[n], as_term(v)) for n, v in d]
+            self.substitution[id(b)] = {self.pre_names[n]: (self.pre[n], as_term(v))
+                                        for n, v in d}
 
     @property
     def properties(self) -> list[Property]:
@@ -219,9 +224,20 @@ class Prover:
         A per-task state property on the post-state is its pre-state term with the
         changed leaves substituted: the same function of the same fields."""
         if p.id == "domain":
-            new = [leaf_domain(self.types[n], v) for n, v in self.delta[id(b)]
-                   if not within_type(self.types[n], v, self.var_types, self.type_memo)]
-            new = [c for c in new if c is not True]
+            new = []
+            for n, v in self.delta[id(b)]:
+                tp = self.types[n]
+                if tp is bool:                    # a Bool is in its type
+                    continue
+                # a leaf's domain constraint when it is not syntactically in its type (True
+                # when there is none), kept by the leaf's object: branches share their leaves
+                hit = self.in_type.get((tp, id(v)))
+                if hit is None:
+                    c = True if within_type(tp, v, self.var_types, self.type_memo) \
+                        else leaf_domain(tp, v)
+                    hit = self.in_type[(tp, id(v))] = (c, v)
+                if hit[0] is not True:
+                    new.append(hit[0])
             return [(BACKEND.not_(BACKEND.and_(new)), [])] if new else []
         if p.scope == "step":
             if b.decision is None:        # step properties judge decided requests only
@@ -239,11 +255,17 @@ class Prover:
         out = []
         moved = self.changed[id(b)]
         for m in range(self.inst.tasks):
-            if not (self.reads[p.id][m] & moved):
-                continue
-            ok = substitute(self.assumed[p.id][m], self.substitution[id(b)])
-            out.append((BACKEND.not_(ok), [m]))
+            reads = self.reads[p.id][m]
+            if not reads.isdisjoint(moved):
+                out.append((BACKEND.not_(self.substituted(p.id, m, b, reads & moved)), [m]))
         return out
+
+    def substituted(self, pid: str, m: int, b: Branch, hit: set[str]) -> Any:
+        """The assumed term of state property ``pid`` at task ``m`` on branch ``b``'s
+        post-state: its changed leaves ``hit`` (those the term reads) substituted, which is
+        the term with every leaf ``b`` changes substituted."""
+        pairs = self.substitution[id(b)]
+        return substitute(self.assumed[pid][m], [pairs[x] for x in hit])
 
     def goal(self, p: Property, transition: str) -> list[tuple[Branch, Any, list[int]]]:
         out = []
@@ -261,40 +283,45 @@ class Prover:
             # template's one branch
             if not out:
                 b = next((b for b in holds.values()
-                          if b is not None and self.touches(p, b.index)), None)
+                          if b is not None and self.touches(p, b.index, b.step)), None)
                 if b is not None:
                     out.append((b, BACKEND.and_([b.guard, BACKEND.term(False)]), []))
         return out
 
-    def joined(self, index: int) -> State:
+    def joined(self, index: int, journal: bool = True) -> State:
         """The post-state of template ``index``'s one branch joined from its cases' (an
         if-then-else over the journal's answer, as the reducer joins them): the same terms,
-        without deciding the request again. Kept in ``whole``."""
-        post = self.whole.get(("post", index))
+        without deciding the request again. Kept in ``whole``. ``journal`` False: every field
+        but the journal, which is ``_UNREAD`` (joining the journals, entry by entry, is most
+        of the cost, and most properties never read the post-state's)."""
+        post = self.whole.get(("post", index, journal))
         if post is None:
             cases = [b for b in self.groups[transition_of(self.cat.templates[index])]
                      if b.index == index]
             step = cases[0].step
             used, same, _, _ = self.s.journal.lookup(step.journal_key, step.digest)
-            both, other, unused = cases
-            post = self.whole[("post", index)] = ite(used, ite(same, both.post, other.post),
-                                                     unused.post)
+            both, other, unused = (b.post if journal else replace(b.post, journal=_UNREAD)
+                                   for b in cases)
+            post = self.whole[("post", index, journal)] = ite(used, ite(same, both, other),
+                                                              unused)
         return post
 
-    def touches(self, p: Property, index: int) -> bool:
+    def touches(self, p: Property, index: int, step: Any = None) -> bool:
         """The step property ``p`` is not true as such on template ``index``'s one branch
         (not split by the journal's answers). Asked first of the request alone, its decision
         and post-state left unread: a property true without reading them is true of the one
-        branch too, which is then not built; otherwise it is built once (kept in ``whole``)."""
-        step = self.cat.step(index, self.pool)
+        branch too, which is then not built; otherwise it is built once (kept in ``whole``).
+        ``step``: the template's request its cases were decided for (None: made afresh)."""
+        step = self.cat.step(index, self.pool) if step is None else step
         try:
             return p.holds(self.s, step, _UNREAD, _UNREAD) is not True
         except Exception:       # it read them (``_Read``), or did with them what it cannot
             pass
-        try:
-            return p.holds(self.s, step, _UNREAD, self.joined(index)) is not True
-        except Exception:
-            pass
+        for journal in (False, True):     # the post-state's journal left unread first
+            try:
+                return p.holds(self.s, step, _UNREAD, self.joined(index, journal)) is not True
+            except Exception:
+                pass
         b = self.whole.get(index)
         if b is None:
             b = self.whole[index] = branches(self.cat, self.s, self.pool, self.sem,
@@ -421,8 +448,10 @@ def _ask(solver: z3.Solver, goal: Any, model: bool = True) -> tuple[Any, z3.Mode
 
 
 #: z3 settings of ``prove``'s solver: no relevancy filter and the simplex arithmetic solver
-#: (about half the solving time of the defaults on the 6-task frames, the same verdicts)
-FAST = {"relevancy": 0, "arith.solver": 2}
+#: (about half the solving time of the defaults on the 6-task frames, the same verdicts),
+#: and no eager propagation of the equalities the arithmetic implies (the solver holding
+#: every assumption about a tenth faster; the theories are still combined at its final check)
+FAST = {"relevancy": 0, "arith.solver": 2, "arith.propagate_eqs": False}
 
 
 def prove(inst: Instance = Instance.proof(), sem: Semantics = MODEL, only: list[str] | None = None,

@@ -347,9 +347,11 @@ def substitute(term: z3.ExprRef, pairs: list[tuple[z3.ExprRef, z3.ExprRef]]) -> 
     if not pairs:
         return term
     ctx = term.ctx
-    ref = z3core.Z3_substitute(ctx.ref(), term.as_ast(), len(pairs), _asts([a for a, _ in pairs]),
-                               _asts([b for _, b in pairs]))
-    return z3.z3._to_expr_ref(ref, ctx)
+    ref = LIB.Z3_substitute(ctx.ref(), term.as_ast(), len(pairs), _asts([a for a, _ in pairs]),
+                            _asts([b for _, b in pairs]))
+    if isinstance(term, z3.BoolRef) and ctx is _CTX:    # a Bool stays a Bool: z3 not asked
+        return BoolTerm.made(ref)
+    return z3.z3._to_expr_ref(_made(ref), ctx)
 
 
 BACKEND = Z3Backend()

@@ -131,13 +131,13 @@ class SymJournal:
         width = len(self.entries[0].slots) if self.entries else 0
         slots = tuple(digest.slots.get(j, 0) for j in range(width))
         new = SymEntry(True, digest.shape, slots, kind, code)
-        return SymJournal(tuple(ite(key == k, new, e) for k, e in enumerate(self.entries)))
+        return SymJournal(tuple(_entry_ite(key == k, new, e) for k, e in enumerate(self.entries)))
 
     def __ite__(self, c: Any, other: "SymJournal") -> "SymJournal":
         if other is self:
             return self
-        return SymJournal(tuple(ite(c, a, b) for a, b in zip(self.entries, other.entries,
-                                                             strict=True)))
+        return SymJournal(tuple(_entry_ite(c, a, b) for a, b in zip(self.entries, other.entries,
+                                                                    strict=True)))
 
     def __sym_eq__(self, other: "SymJournal") -> Any:
         memo = ("eq", id(other))
@@ -173,6 +173,37 @@ class Answering(SymJournal):
             self.asked = True
             return self._answer
         return super().lookup(key, digest)
+
+
+def _entry_ite(c: Any, a: SymEntry, b: SymEntry) -> SymEntry:
+    """``logic.ite(c, a, b)`` of two journal entries: the same entry, field by field in the
+    same order, without the generic walk over a dataclass's fields."""
+    if c is True:
+        return a
+    if c is False:
+        return b
+    if a is b:
+        return a
+    used = a.used if a.used is b.used else _leaf_ite(c, a.used, b.used)
+    shape = a.shape if a.shape is b.shape else _leaf_ite(c, a.shape, b.shape)
+    slots = a.slots if a.slots is b.slots else tuple(
+        _leaf_ite(c, x, y) for x, y in zip(a.slots, b.slots, strict=True))
+    kind = a.kind if a.kind is b.kind else _leaf_ite(c, a.kind, b.kind)
+    code = a.code if a.code is b.code else _leaf_ite(c, a.code, b.code)
+    if used is a.used and shape is a.shape and slots is a.slots and kind is a.kind \
+            and code is a.code:
+        return a
+    return SymEntry(used, shape, slots, kind, code)
+
+
+def _leaf_ite(c: Any, a: Any, b: Any) -> Any:
+    """``logic.ite(c, a, b)`` of two leaves (a Python value or a z3 term; ``c`` a term)."""
+    if a is b:
+        return a
+    if isinstance(a, z3.ExprRef) or isinstance(b, z3.ExprRef):
+        from wgk.conformance.z3.sym_backend import BACKEND
+        return BACKEND.ite(c, a, b)
+    return ite(c, a, b)
 
 
 def _ident(x: Any) -> Any:

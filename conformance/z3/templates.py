@@ -235,7 +235,11 @@ class SymRequest(Request):
         namespace = getattr(self, "_namespace", 0)
         if self.key is None or not namespace:
             return self.key
-        return self.key + namespace
+        key = self.__dict__.get("_journal_key")    # one term object, built once
+        if key is None:
+            key = self.key + namespace
+            object.__setattr__(self, "_journal_key", key)
+        return key
 
 
 def journal_keys(keys: tuple[str, ...], templates) -> tuple[str, ...]:

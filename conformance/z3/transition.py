@@ -27,7 +27,7 @@ from wgk.model.rules import RULES
 from wgk.model.state import Graph, State
 
 from wgk.conformance.z3.symbolic import (
-    Space, SymEvidence, as_bool, fresh_state, identical, leaves, symbolic, tail_leaves,
+    BACKEND, Space, SymEvidence, as_bool, fresh_state, identical, leaves, symbolic, tail_leaves,
     task_leaves,
 )
 from wgk.conformance.z3.catalogue import POOL, Catalogue, Pool, request_templates
@@ -110,8 +110,9 @@ def branches(cat: Catalogue, s: State, pool: Pool, sem: Semantics = MODEL,
             step = cat.step(n, pool)
             cases = answers(s, step) if by_answer and not tpl.is_env and sem.decide is None \
                 else [(True, None)]
+            constraints = list(tpl.constraints(pool))     # the same terms for every case
             for cond, pre in cases:
-                guard = list(tpl.constraints(pool))
+                guard = list(constraints)
                 if tpl.is_env:
                     ok, update = guard_and_update(s, step)
                     decision, post = None, update()
@@ -122,7 +123,8 @@ def branches(cat: Catalogue, s: State, pool: Pool, sem: Semantics = MODEL,
                 if bound is not None:
                     guard.append(bound(tpl, step, s))
                 guard = [as_bool(g) for g in guard + [cond] if g is not True]
-                out.append(Branch(n, tpl, step, z3.And(guard) if guard else z3.BoolVal(True),
+                # ``z3.And``'s term, built without z3py's coercion of each operand
+                out.append(Branch(n, tpl, step, BACKEND.and_(guard) if guard else z3.BoolVal(True),
                                   decision, post, pre))
     return out
 
