@@ -91,12 +91,8 @@ def frames(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cold(frames):
-    mp = pytest.MonkeyPatch()
-    try:
-        first = frames.run(mp)
-    finally:
-        mp.undo()
-    return first
+    with pytest.MonkeyPatch.context() as mp:
+        return frames.run(mp)
 
 
 def test_every_frame_is_kept_and_reused_and_the_checks_are_those_of_prove(frames, cold,

@@ -61,12 +61,8 @@ def cells(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cold(cells):
-    mp = pytest.MonkeyPatch()
-    try:
-        first = cells.run(mp)
-    finally:
-        mp.undo()
-    return first
+    with pytest.MonkeyPatch.context() as mp:
+        return cells.run(mp)
 
 
 def _kinds() -> list[str]:
