@@ -2,12 +2,17 @@
 crash cuts inside every batch. Each is shown to fail on the bug it is for."""
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
+
+import pytest
 
 from wgk.impl import Kernel
 from wgk.impl.storage import ledger as ledger_mod
 from wgk.conformance.oracle.batches import batch_replay, groups
+from wgk.conformance.oracle.systems import ModelSystem
 from wgk.conformance.reports import gate
+from wgk.model.observe import Names
 from wgk.conformance.traces.format import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,6 +58,35 @@ def test_group_commit_replays_with_crash_cuts_inside_every_batch():
     assert r.cuts and all(c.verdict == "pass" for c in r.cuts), [
         c.divergences[0].describe() for c in r.cuts if c.divergences][:1]
     assert any("ref-update" in c.boundary for c in r.cuts)
+
+
+@pytest.mark.parametrize("name", ["50-provider-route-breaker.json", "33-external-wait.json"])
+def test_a_batch_resent_after_a_crash_names_routes_and_waits_as_the_trace_does(name):
+    """A batch re-sent after a crash is decided by a run of the model restored to the state
+    before the batch: the provider routes and the external waits' correlation ids interned
+    before it must come back with it (the restored run named them ``r1``, ``w1``)."""
+    r = batch_replay(load_trace(INCIDENTS / name), size=3)
+    assert r.verdict == "pass" and r.cuts
+    assert all(c.verdict == "pass" for c in r.cuts), [
+        c.divergences[0].describe() for c in r.cuts if c.divergences][:1]
+
+
+def test_a_model_run_restored_keeps_every_table_of_its_names():
+    tables = [f.name for f in fields(Names)]
+    assert {"content", "sessions", "tokens", "correlations", "routes"} <= set(tables)
+    run = ModelSystem(load_trace(LOST), checking=False)
+    for t in tables:
+        getattr(run.names, t)["before"] = 7
+    snap = run.snapshot()
+    held = {t: dict(getattr(run.names, t)) for t in tables}
+    for t in tables:
+        getattr(run.names, t)["after"] = 8
+    run.restore(snap)
+    assert {t: getattr(run.names, t) for t in tables} == held
+    assert all(held[t]["before"] == 7 and "after" not in held[t] for t in tables)
+    fresh = ModelSystem(load_trace(LOST), checking=False)
+    fresh.restore(snap)
+    assert {t: getattr(fresh.names, t) for t in tables} == held
 
 
 def test_an_effect_behind_uncommitted_requests_fails_a_batch_cut(monkeypatch):

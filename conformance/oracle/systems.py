@@ -18,7 +18,7 @@ import copy
 import hashlib
 import hmac
 import secrets
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any, Protocol
 
 from wgk.model.env import EnvError, apply_env
@@ -376,16 +376,18 @@ class ModelSystem:
             self.restore(saved)
 
     def snapshot(self) -> Any:
-        return (self.state, dict(self.names.content), dict(self.names.sessions),
-                dict(self.names.tokens))
+        """This run's state and every table of its names (content, sessions, tokens, external
+        waits' correlations, provider routes: a table left out would keep what a later step
+        interned, and a restored run would name a route or a wait the trace never named)."""
+        return (self.state, {f.name: dict(getattr(self.names, f.name)) for f in fields(Names)})
 
     def restore(self, snap: Any) -> None:
         """Back to ``snap`` (this run's, or another run's of an equal graph: that graph is
         then this run's, so that its states are still evaluated by the compiled model, which
         is one for equal graphs)."""
-        self.state, content, sessions, tokens = snap
-        self.names.content, self.names.sessions = dict(content), dict(sessions)
-        self.names.tokens = dict(tokens)
+        self.state, tables = snap
+        for name, table in tables.items():
+            setattr(self.names, name, dict(table))
         g = self.state.graph
         if g is not self.graph and self.compiled is not None:
             from wgk.conformance.check.compiled import graph_value
