@@ -389,9 +389,9 @@ def write_counterexample(doc: dict, out_dir: str, failure: str) -> tuple[str | N
 
 @contextlib.contextmanager
 def _no_source_constants():
-    """Hypothesis (6.131 on) draws, now and then, a constant found in the source of the
-    modules the process has imported so far (its "local constants": an integer of at least
-    100 is a choice among a hundred, such as ``KINDS``'s index). The runs a seed draws then
+    """Hypothesis (recent versions) draws, now and then, a constant found in the source of the
+    modules the process has imported so far (its "local constants", integers of at least 100
+    among them: an index into ``KINDS``, 102 long, may be one). The runs a seed draws then
     depend on what the process imported before: after the test suite's collection the same
     seed shrank the same failure to another run than in a fresh process. Within this block
     Hypothesis sees no such constant, so a seed draws the same runs in any process."""
