@@ -88,29 +88,73 @@ def test_fuzz_model_passes_and_is_reproducible(tmp_path):
     assert r1.verdict == "pass"
 
 
-class _Liar(ModelSystem):
-    """A system with a planted bug: it accepts a second dispatch while one runs."""
+class _Recording(ModelSystem):
+    """The model, writing down every step it is sent (``sent``)."""
+
+    sent: list[str] = []
+
+    def __init__(self, graph):
+        super().__init__(graph, checking=False)     # the oracle's model checks the invariants
 
     def apply(self, step):
+        _Recording.sent.append(json.dumps(step, sort_keys=True))
+        return super().apply(step)
+
+
+def test_fuzz_draws_the_same_runs_whatever_constants_the_imported_modules_hold(monkeypatch):
+    """Hypothesis draws, now and then, a constant of the source of the modules the process has
+    imported (100 and 101 are choices of a request's kind); the fuzz does not, so a seed's runs
+    do not depend on what was imported before (the test suite's collection imports them all)."""
+    from hypothesis.internal.cache import LRUCache
+    from hypothesis.internal.conjecture import providers
+    runs = []
+    for found in (providers.Constants(), providers.Constants(integers={100, 101})):
+        monkeypatch.setattr(providers, "_get_local_constants", lambda found=found: found)
+        monkeypatch.setattr(providers, "CONSTANTS_CACHE", LRUCache(1024))
+        monkeypatch.setattr(_Recording, "sent", [])
+        assert run_fuzz(FuzzConfig(tasks=1, system=_Recording), examples=12, steps=10,
+                        seed=3).verdict == "pass"
+        runs.append(_Recording.sent)
+    assert len(runs[0]) > 50 and runs[0] == runs[1]
+
+
+class _Liar(ModelSystem):
+    """A system with a planted bug: it accepts a second dispatch while one runs (``lied_after``:
+    the number of steps each lie came after)."""
+
+    lied_after: list[int] = []
+
+    def __init__(self, graph):
+        super().__init__(graph, checking=False)     # the oracle's model checks the invariants
+        self.steps_taken = 0
+
+    def apply(self, step):
+        self.steps_taken += 1
         d = super().apply(step)
         if "request" in step and step["request"]["kind"] == "dispatch" and d.get("code") == "attempt-live":
+            _Liar.lied_after.append(self.steps_taken)
             return {"decision": "applied"}
         return d
 
 
-def test_fuzz_finds_a_planted_bug_and_writes_a_trace(tmp_path):
-    r = run_fuzz(FuzzConfig(tasks=1, system=lambda g: _Liar(g)), examples=300, steps=25, seed=2,
+def test_fuzz_finds_a_planted_bug_and_writes_a_trace(tmp_path, monkeypatch):
+    monkeypatch.setattr(_Liar, "lied_after", [])
+    r = run_fuzz(FuzzConfig(tasks=1, system=lambda g: _Liar(g)), examples=300, steps=10, seed=2,
                  out_dir=str(tmp_path))
     assert r.verdict == "fail" and "attempt-live" in r.failure
     trace = json.loads(open(r.trace_path).read())
     assert trace["format"] == "wgk-trace/1" and trace["source"]["kind"] == "counterexample"
     kinds = [s["request"]["kind"] for s in trace["steps"] if "request" in s]
     assert kinds.count("dispatch") >= 2 and len(trace["steps"]) <= 6   # shrunk
+    assert max(_Liar.lied_after) > 6          # from a failing run longer than the trace written
     assert trace["steps"][-1]["expect"] == {"decision": "rejected", "code": "attempt-live"}
 
 
 class _Refuser(ModelSystem):
     """A system with a planted bug: it refuses every submit as malformed."""
+
+    def __init__(self, graph):
+        super().__init__(graph, checking=False)     # the oracle's model checks the invariants
 
     def apply(self, step):
         if "request" in step and step["request"]["kind"] == "submit":

@@ -13,6 +13,7 @@ that replays it.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -386,6 +387,29 @@ def write_counterexample(doc: dict, out_dir: str, failure: str) -> tuple[str | N
     return path, failure
 
 
+@contextlib.contextmanager
+def _no_source_constants():
+    """Hypothesis (recent versions) draws, now and then, a constant found in the source of the
+    modules the process has imported so far (its "local constants", integers of at least 100
+    among them: an index into ``KINDS``, 102 long, may be one). The runs a seed draws then
+    depend on what the process imported before: after the test suite's collection the same
+    seed shrank the same failure to another run than in a fresh process. Within this block
+    Hypothesis sees no such constant, so a seed draws the same runs in any process."""
+    try:
+        from hypothesis.internal.conjecture import providers
+        found, empty = providers._get_local_constants, providers.Constants()
+    except (ImportError, AttributeError):      # a Hypothesis without them draws none
+        yield
+        return
+    providers._get_local_constants = lambda: empty
+    providers.CONSTANTS_CACHE.cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = found
+        providers.CONSTANTS_CACHE.cache.clear()
+
+
 def run_fuzz(config: FuzzConfig, *, examples: int = 200, steps: int = 30, seed: int | None = None,
              out_dir: str | None = None, database: str | None = None) -> FuzzResult:
     """Run the state machine; on failure write the shrunk run as a trace."""
@@ -398,7 +422,8 @@ def run_fuzz(config: FuzzConfig, *, examples: int = 200, steps: int = 30, seed: 
         import hypothesis
         machine = hypothesis.seed(seed)(machine)
     try:
-        run_state_machine_as_test(machine, settings=cfg)
+        with _no_source_constants():
+            run_state_machine_as_test(machine, settings=cfg)
     except AssertionError as e:
         failure = str(e)
         path = None

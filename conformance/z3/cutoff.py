@@ -38,6 +38,7 @@ from wgk.conformance.z3.lemmas import LEMMAS
 from wgk.conformance.z3.symbolic import (
     Space, as_bool, fresh_state, leaves, symbolic, symbolic_graph, task_leaves,
 )
+from wgk.conformance.z3.sym_backend import BACKEND
 from wgk.conformance.z3.catalogue import POOL, Catalogue, Pool, env_templates, request_templates
 from wgk.conformance.z3.transition import MODEL, Semantics, actor_sensitive, as_term, branches, \
     discover_universe
@@ -159,8 +160,14 @@ def _dependents(g: Graph, i: int) -> list[int]:
     return [j for j, deps in enumerate(g.deps) if i in deps]
 
 
+def _and(xs: list) -> Any:
+    """``z3.And(xs)``, the very term, built with z3's C API (``BACKEND.and_``) without z3py's
+    coercion of every operand, most of building the conditions' goals."""
+    return BACKEND.and_([as_bool(x) for x in xs])
+
+
 def _all(xs: list) -> Any:
-    return z3.And([as_bool(x) for x in xs]) if xs else z3.BoolVal(True)
+    return _and(xs) if xs else z3.BoolVal(True)
 
 
 def _any(xs: list) -> Any:
@@ -172,7 +179,7 @@ def _entry(e) -> list:
 
 
 def _eq(xs: list, ys: list) -> Any:
-    return z3.And([as_term(x) == as_term(y) for x, y in zip(xs, ys, strict=True)] or [True])
+    return _and([as_term(x) == as_term(y) for x, y in zip(xs, ys, strict=True)] or [True])
 
 
 def _decision(d) -> list:
@@ -197,12 +204,14 @@ def _outcome(tw: Twin, post: State, i: int | None, reads: frozenset[str], writes
     out += [getattr(post, g) for g in ("target", "now") if g in reads or g in writes]
     if tw.pool.key is not None and "journal" in reads:
         for k, e in enumerate(post.journal.entries):
-            out += [_when(tw.pool.key == k, as_term(x)) for x in _entry(e)]
+            key_is = tw.pool.key == k
+            out += [_when(key_is, as_term(x)) for x in _entry(e)]
     return out
 
 
 def _when(c: Any, t: Any) -> Any:
-    return z3.If(c, t, z3.BoolVal(False) if z3.is_bool(t) else z3.IntVal(0))
+    """``z3.If(c, t, False or 0)``, the very term, built with z3's C API (``BACKEND.ite``)."""
+    return BACKEND.ite(c, t, False if z3.is_bool(t) else 0)
 
 
 def _writes_beyond(tw: Twin, s: State, post: State, i: int | None, step_kind: Any,
@@ -254,11 +263,11 @@ def _step_goals(tw: Twin, ba, bb) -> tuple[Any, Any]:
     ev = getattr(tpl, "evidence", "")
     share = tw.share(i, reads, ev)
     writes = _global_writes(tpl)
-    same = z3.And(_eq(_decision(ba.decision), _decision(bb.decision)),
-                  _eq(_outcome(tw, ba.post, i, reads, writes, ev),
-                      _outcome(tw, bb.post, i, reads, writes, ev)))
-    bad_read = z3.And(*share, z3.Or(ba.guard != bb.guard, z3.And(ba.guard, z3.Not(same))))
-    bad_write = z3.And(ba.guard, _writes_beyond(tw, tw.a, ba.post, i, tpl.kind, reads, ev))
+    same = _and([_eq(_decision(ba.decision), _decision(bb.decision)),
+                 _eq(_outcome(tw, ba.post, i, reads, writes, ev),
+                     _outcome(tw, bb.post, i, reads, writes, ev))])
+    bad_read = _and([*share, z3.Or(ba.guard != bb.guard, _and([ba.guard, z3.Not(same)]))])
+    bad_write = _and([ba.guard, _writes_beyond(tw, tw.a, ba.post, i, tpl.kind, reads, ev)])
     return bad_read, bad_write
 
 
@@ -348,7 +357,7 @@ def check_step_properties(tw: Twin) -> list[Finding]:
                 if ha is hb or (isinstance(ha, bool) and isinstance(hb, bool) and ha == hb):
                     continue
                 goals.append((ba.template.label,
-                              z3.And(*share, ba.guard, as_term(ha) != as_term(hb))))
+                              _and([*share, ba.guard, as_term(ha) != as_term(hb)])))
             hit = first_hit(tw, goals)
             out.append(Finding(f"property:{p.id}", "reads", hit is None, "" if hit is None else
                                f"after {hit} it reads more than the step does"))
