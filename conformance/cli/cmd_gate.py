@@ -61,6 +61,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "and reused, under the same keys as without it, so one DIR serves both; "
                         "a check over the protocol always runs (no key covers an outside "
                         "command's behaviour). Several gates may share DIR at once")
+    p.add_argument("--cache-scope", choices=sorted(gate_mod.CACHE_SCOPES), default="all",
+                   help="with --cache: all (the default) keeps every section's checks; model "
+                        "keeps only the sections on the model (prove, mutants, explore), the "
+                        "others run as without a cache and cost nothing more: what a gate with "
+                        "--external can reuse")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
     p.add_argument("--progress", action="store_true",
                    help="report progress on stderr even when it is not a terminal")
@@ -109,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = gate_mod.run_gate(budget, progress=view, traces=args.traces,
                                    counterexamples=args.counterexamples, backend=backend,
-                                   workers=args.workers, external=external, cache=args.cache)
+                                   workers=args.workers, external=external, cache=args.cache,
+                                   cache_scope=args.cache_scope)
     except TraceError as e:
         raise UsageError(str(e)) from None
     except CacheError as e:
