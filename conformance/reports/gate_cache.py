@@ -76,8 +76,8 @@ Under one static key several entries may be kept, one per set of recorded
 dependencies (the newest tried first), so going back to an earlier version of a
 function finds its checks again. A part with an error is never stored (an error
 may be the machine's). Entries are
-written to a temporary file and renamed, so a killed gate or two workers writing
-at once never leave a torn entry. An entry that cannot be read (truncated,
+written to a temporary file and renamed, so a killed gate or two workers (or two gates
+sharing the folder) writing at once never leave a torn entry. An entry that cannot be read (truncated,
 garbage, another format) is ignored with a one-line warning, and overwritten.
 """
 from __future__ import annotations
