@@ -33,6 +33,7 @@ EXAMPLES = """  wgk gate
   wgk gate --quick --backend postgresql://wgk@localhost/wgk
   wgk gate --quick --external 'python -m wgk.impl.serve'
   wgk gate --quick --cache .wgk-gate-cache
+  wgk gate --quick --external 'python -m wgk.impl.serve' --cache .wgk-gate-cache
 """
 
 EXIT = {"pass": 0, "fail": 1, "error": 2}
@@ -55,7 +56,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", metavar="DIR",
                    help="keep each check's verdict in DIR under a key covering what it depends "
                         "on, and reuse those a change cannot have touched (the report says how "
-                        "many; it is otherwise the same)")
+                        "many; it is otherwise the same). With --external only the checks that "
+                        "do not run the kernel under test (the sections on the model) are kept "
+                        "and reused, under the same keys as without it, so one DIR serves both; "
+                        "a check over the protocol always runs (no key covers an outside "
+                        "command's behaviour). Several gates may share DIR at once")
+    p.add_argument("--cache-scope", choices=sorted(gate_mod.CACHE_SCOPES), default="all",
+                   help="with --cache: all (the default) keeps every section's checks; model "
+                        "keeps only the sections on the model (prove, mutants, explore), the "
+                        "others run as without a cache and cost nothing more: what a gate with "
+                        "--external can reuse")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
     p.add_argument("--progress", action="store_true",
                    help="report progress on stderr even when it is not a terminal")
@@ -99,15 +109,13 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: must be at least 1, not {args.workers}")
     external = external_kernel(args)
-    if args.cache is not None and external is not None:
-        raise UsageError("--cache: not with --external (the kernel under test is not wgk's "
-                         "sources, which the cache keys by)")
     if args.cache is not None and Path(args.cache).exists() and not Path(args.cache).is_dir():
         raise UsageError(f"--cache: {args.cache} is not a directory")
     try:
         result = gate_mod.run_gate(budget, progress=view, traces=args.traces,
                                    counterexamples=args.counterexamples, backend=backend,
-                                   workers=args.workers, external=external, cache=args.cache)
+                                   workers=args.workers, external=external, cache=args.cache,
+                                   cache_scope=args.cache_scope)
     except TraceError as e:
         raise UsageError(str(e)) from None
     except CacheError as e:

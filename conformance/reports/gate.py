@@ -165,7 +165,8 @@ def run_section(name: str, budget: str, progress: Progress | None = None, *,
         return _nonempty(_call(name, budget, progress, loaded=loaded, sources=sources,
                                counterexamples=counterexamples, backend=backend, earlier=earlier,
                                workers=workers, replayed=replayed))
-    if cache is not None and (name != "coverage" or (replayed and "stale-reason" in replayed)):
+    if cache is not None and cache.keeps(name) and \
+            (name != "coverage" or (replayed and "stale-reason" in replayed)):
         # (the coverage replaying its witnesses itself, their part having failed, may fork
         # and reads the model's text: not recorded, so not kept)
         key = cache.key(name, {}, part_inputs(name, budget, loaded, {}, earlier, replayed))
@@ -189,7 +190,8 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
              traces: list[str] | None = None,
              counterexamples: str = COUNTEREXAMPLES,
              backend: str | None = None, workers: int | None = None,
-             external: Kernel | None = None, cache: str | None = None) -> GateResult:
+             external: Kernel | None = None, cache: str | None = None,
+             cache_scope: str = "all") -> GateResult:
     """Every section on the given budget; ``traces`` selects trace files or folders;
     a generated failure is written, minimised, under ``counterexamples``; ``backend``
     (a PostgreSQL DSN) runs the implementation's sections on PostgreSQL, the races too;
@@ -198,15 +200,22 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
     kernel under test is that command over the protocol (``gate_external``); the sections
     run in turn, ``workers`` traces at once. ``cache``: a folder where each part's checks
     are kept under a key covering what they depend on (``gate_cache``), and reused while
-    that holds; the report is the same but for the count of reused checks (not with
-    ``external``)."""
+    that holds; the report is the same but for the count of reused checks. With
+    ``external`` only the parts that do not run the kernel under test are kept and reused
+    (``reusable``: the sections on the model), under the keys the gate in process gives
+    them, so either gate's cache serves the other; a part over the protocol always runs.
+    ``cache_scope``: ``all``, or ``model``: only the sections on the model are kept and
+    reused (``CACHE_SCOPES``), the others run as without the cache, recording nothing: what a
+    gate over the protocol can reuse, for what keeping those alone costs."""
     if budget not in BUDGETS:
         raise ValueError(f"unknown budget {budget!r} (known: {', '.join(BUDGETS)})")
+    if cache_scope not in CACHE_SCOPES:
+        raise ValueError(f"unknown cache scope {cache_scope!r} (known: {', '.join(CACHE_SCOPES)})")
     t0 = time.perf_counter()
     sources = [str(p) for p in (traces or [bundled_traces()])]
-    store = None if cache is None or external is not None else GateCache(cache, {
+    store = None if cache is None else GateCache(cache, {
         "budget": budget, "value": BUDGETS[budget], "backend": backend,
-        "counterexamples": str(counterexamples)})
+        "counterexamples": str(counterexamples)}, CACHE_SCOPES[cache_scope])
     workers = every_core() if workers is None else workers
     with store.schema_verdicts() if store is not None else contextlib.nullcontext():
         loaded = load_traces(sources, workers)      # TraceError: bad input
@@ -214,16 +223,23 @@ def run_gate(budget: str = "default", progress: Progress | None = None, *,
     kw = dict(loaded=loaded, sources=sources, counterexamples=counterexamples, backend=backend)
     if external is not None:
         with scratch() as where:
-            if workers < 2:
+            if workers < 2 and store is None:
                 sections = []
                 for name, _ in SECTIONS:
                     sections.append(run_section(name, budget, progress, **kw, external=external,
                                                 earlier=earlier_results(sections)))
             else:
-                sections = _on_workers(budget, progress, kw, workers, external)
+                gate_cache.ACTIVE = store       # the proofs' frames kept in it (``gate_frames``)
+                try:
+                    sections = _on_workers(budget, progress, kw, workers, external, store)
+                finally:
+                    gate_cache.ACTIVE = None
+        total = sum(len(s.checks) for s in sections)
         return GateResult(budget, sections, time.perf_counter() - t0, where,
-                          external=external_summary(external, loaded))
-    with scratch() as where, model_runs.shared() if store is None else contextlib.nullcontext():
+                          external=external_summary(external, loaded),
+                          cache=store.summary(total) if store is not None else None)
+    with scratch() as where, model_runs.shared() if store is None or not store.keeps("replay") \
+            else contextlib.nullcontext():
         # without the cache, each trace's run of the model is made once per process and
         # played to the replay, the two kernels and the crash cuts (``model_runs``; the parts
         # of one trace placed on one worker, ``gate_split``); with it, each part runs its own,
@@ -306,6 +322,7 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
     early = [n for n, _ in SECTIONS][:min(i for i, (n, _) in enumerate(SECTIONS) if n in LATE)]
     sections: dict[str, Section] = {}
     parts: list[Part] = []
+    protocol: set[int] = set()          # the parts run over the protocol (by position)
     for name in early:
         sections[name] = _skipped(name, budget)
         how = None if sections[name] is not None or external is None else \
@@ -313,13 +330,15 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
         if isinstance(how, Section):
             sections[name] = how
         elif how is not None:
+            protocol.add(len(parts))
             parts.append(Part(name, how, weight=EXTERNAL_WEIGHTS[name]))
         elif sections[name] is None:
             parts += split(name, budget, kw, _call)
     if external is None and _skipped("coverage", budget) is None and kw.get("loaded"):
         parts += _witness_parts(kw["loaded"])
     if cache is not None:
-        parts = [_through(cache, budget, kw, p) for p in parts]
+        parts = [_through(cache, budget, kw, p) if reusable(p, n in protocol)
+                 and cache.keeps(p.section) else p for n, p in enumerate(parts)]
     results: dict[str, list[Done]] = {}
     replayed: dict = {}
     witnessed: list[Done] = []
@@ -355,6 +374,20 @@ def _on_workers(budget: str, progress: Progress | None, kw: dict, workers: int,
     return done
 
 
+#: What ``cache_scope`` keeps: every section's parts (None), or the sections on the model's.
+CACHE_SCOPES = {"all": None, "model": gate_cache.MODEL_SECTIONS}
+
+
+def reusable(part: Part, over_protocol: bool) -> bool:
+    """Whether the cache may keep and reuse ``part``: any part but one run over the protocol.
+    Such a part's checks are what an outside command answered, and no key of ours covers
+    that command's behaviour (its program, its files, its environment): it always runs. The
+    other parts of a gate over the protocol (the sections on the model) run wgk's own code
+    only, in the gate's process or its workers, and are keyed as the gate in process keys
+    them."""
+    return not over_protocol
+
+
 #: Rough seconds of the coverage's witness replays (``_witness_parts``), all of them.
 WITNESS_WEIGHT = 2.0
 
@@ -388,6 +421,8 @@ def _witness_parts(loaded: list) -> list[Part]:
             # (``gate_cache_memo``; as they are without it)
             # and each unreachable cell's proof kept under what it ran (``gate_frames``)
             cache = gate_cache.ACTIVE
+            if cache is not None and not cache.keeps("coverage"):
+                cache = None
             out = witness_replays(loaded, doc, make_impl=memoized(impl_system.ImplSystem),
                                   kept=kept_run, only=only, stale=stale,
                                   prove=None if cache is None else

@@ -76,8 +76,8 @@ Under one static key several entries may be kept, one per set of recorded
 dependencies (the newest tried first), so going back to an earlier version of a
 function finds its checks again. A part with an error is never stored (an error
 may be the machine's). Entries are
-written to a temporary file and renamed, so a killed gate or two workers writing
-at once never leave a torn entry. An entry that cannot be read (truncated,
+written to a temporary file and renamed, so a killed gate or two workers (or two gates
+sharing the folder) writing at once never leave a torn entry. An entry that cannot be read (truncated,
 garbage, another format) is ignored with a one-line warning, and overwritten.
 """
 from __future__ import annotations
@@ -769,8 +769,12 @@ class GateCache:
     value, the backend, the counterexamples folder: anything the checks depend on beyond
     the sources and the part)."""
 
-    def __init__(self, directory: str | os.PathLike, options: dict):
+    def __init__(self, directory: str | os.PathLike, options: dict,
+                 sections: frozenset[str] | None = None):
         self.dir = Path(directory)
+        #: the sections whose parts are kept and reused (None: every one); the others run as
+        #: without a cache, nothing of them recorded (``keeps``)
+        self.sections = sections
         self.warnings: list[str] = []
         self.reused = 0
         #: the checks reused, by section (what a warm run's profile prints beside its seconds)
@@ -810,6 +814,10 @@ class GateCache:
         self._held: dict[tuple[str, frozenset, str], bool] = {}
         self._runs: dict[tuple, str] = {}
         self._coverage: dict[tuple[bool, bool], str] = {}
+
+    def keeps(self, section: str) -> bool:
+        """Whether the parts of ``section`` are kept and reused (``sections``)."""
+        return self.sections is None or section in self.sections
 
     # keys
 

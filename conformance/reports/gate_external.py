@@ -1,6 +1,9 @@
 """The gate against an external kernel (``wgk gate --external CMD``).
 
-The sections that check only the model (prove, mutants, explore) run unchanged.
+The sections that check only the model (prove, mutants, explore) run unchanged; with
+``--cache`` they are kept and reused under the keys the gate in process gives them
+(``gate.reusable``), and never a section over the protocol: no key covers what an outside
+command answers.
 Those that exercise an implementation run over the protocol
 (``wgk.conformance.oracle.external_runs``):
 
