@@ -410,6 +410,7 @@ class _Search:
             jobs = [("moves", key, i) for key, i in need.values()]
             for ctx, moves in zip(need, pool.map(jobs)):
                 space.settle(ctx, moves, keep=True)     # (until its state is expanded)
+            pool.told()     # the ids of the task states the workers made, theirs to keep
 
     def settle_checks(self, pool: Pool) -> None:
         """Take the level's deferred checks in the order they were asked for."""
