@@ -167,6 +167,20 @@ def test_a_prover_of_the_changed_kinds_fails_the_frame_the_whole_prover_fails_fi
     assert set(few.groups) == changed                  # the kill needed no other kind
 
 
+@pytest.mark.parametrize("name", ["dead-owner-stays-in-progress"])
+def test_a_kill_staged_on_the_models_base_fails_the_frames_a_whole_prover_fails(name):
+    """``kill`` asks the proof and the other properties on the model's base (the frames the
+    mutant shares with the model taken from it): the first failing frame of each is the one
+    the mutant's own whole prover fails first (these mutants patch a function: every kind is
+    walked, most frames shared)."""
+    m = MUTANTS[name]
+    prover = Prover(Instance.proof(tasks=m.instance.tasks), m.semantics(), transitions=())
+    whole = refute_other(m, prover)
+    assert whole is not None and whole.invariant != m.proof_target
+    assert _frame(refute_other(m)) == _frame(whole)
+    assert _frame(refute(m)) == _frame(refute(m, prover=prover))
+
+
 def test_a_mutant_whose_changed_kinds_prove_goes_on_to_every_kind_in_order():
     # a rule change attempt-fencing does not see, beside a patched capability check it does
     m = replace(MUTANTS["stale-capability-accepted"], name="stale-capability-and-retry-budget",

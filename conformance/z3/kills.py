@@ -150,18 +150,26 @@ def refute(m: Mutant, inst: Instance | None = None, prover: Prover | None = None
     the whole prover's."""
     if prover is None and staged:
         return model_base.first_failure(m, inst or Instance.proof(tasks=m.instance.tasks),
-                                        [m.proof_target], _first_failure)
+                                        lambda pid: pid == m.proof_target, _first_failure)
     prover = prover or Prover(inst or Instance.proof(tasks=m.instance.tasks), m.semantics(),
                               transitions=() if staged else None)
     named = [p for p in prover.properties if p.id == m.proof_target]
     return _first_failure(m, prover, named)
 
 
-def refute_other(m: Mutant, prover: Prover) -> ProofResult | None:
+def refute_other(m: Mutant, prover: Prover | None = None) -> ProofResult | None:
     """The first failing frame through any other property, on the mutant's changed kinds
-    (all kinds for a mutant that patches a function or the reducer)."""
+    (all kinds for a mutant that patches a function or the reducer). Without a ``prover``,
+    staged as ``refute`` is: the frames the mutant shares with the model's base are the
+    base's (``model_base``); the frames and their order are the whole prover's."""
+    only = bool(m.rules)
+    if prover is None:
+        def walk(m: Mutant, prover: Prover, props: list, shared=None) -> ProofResult | None:
+            return _first_failure(m, prover, props, only_changed=only, shared=shared)
+        return model_base.first_failure(m, Instance.proof(tasks=m.instance.tasks),
+                                        lambda pid: pid != m.proof_target, walk)
     others = [p for p in prover.properties if p.id != m.proof_target]
-    return _first_failure(m, prover, others, only_changed=bool(m.rules))
+    return _first_failure(m, prover, others, only_changed=only)
 
 
 def _first_failure(m: Mutant, prover: Prover, props: list, only_changed: bool = False,
@@ -217,9 +225,7 @@ def kill(m: Mutant, progress: Callable[[str], None] | None = None,
     """Run the proofs, the stated BMC check, (unless ``explore`` is False) an exploration,
     and ``traces(m)`` (the incident traces replayed on the mutant, by the oracle wing)."""
     t0 = time.perf_counter()
-    prover = Prover(Instance.proof(tasks=m.instance.tasks), m.semantics(), transitions=())
-    proof = refute(m, prover=prover)
-    other = refute_other(m, prover)
+    proof, other = refute(m), refute_other(m)       # staged on the model's base
     if progress:
         progress(f"{m.name}: proof of {m.proof_target} {'fails' if proof else 'passes'}"
                  + (f"; {other.invariant} fails" if other else ""))

@@ -136,11 +136,12 @@ def watch(mutants) -> None:
     WATCHED.extend((obj, name) for m in mutants for obj, name, _ in m.patches)
 
 
-def first_failure(m: Mutant, inst: Instance, props: list[str], walk: Callable
+def first_failure(m: Mutant, inst: Instance, props: Callable[[str], bool], walk: Callable
                   ) -> ProofResult | None:
     """``walk(m, prover, properties, shared=...)`` (``kills._first_failure``) of the
-    properties named ``props`` on a prover of ``m``, with the set-up and the frames it shares
-    with the model's base taken from it (the base watching the catalogue's targets and ``m``'s)."""
+    properties whose id ``props`` accepts, in the prover's order, on a prover of ``m``, with
+    the set-up and the frames it shares with the model's base taken from it (the base
+    watching the catalogue's targets and ``m``'s)."""
     sem = m.semantics()
     own = [target(o, n) for o, n, _ in m.patches]
     base = None if m.decide is not None else \
@@ -148,9 +149,9 @@ def first_failure(m: Mutant, inst: Instance, props: list[str], walk: Callable
     if base is None or not set(own) <= base.watched or base.setup & set(own) or \
             not _same_set_up(base, m, sem):
         prover = Prover(inst, sem, transitions=())
-        return walk(m, prover, [p for p in prover.properties if p.id in props])
+        return walk(m, prover, [p for p in prover.properties if props(p.id)])
     prover = base.prover.sharing(sem)
-    named = [p for p in prover.properties if p.id in props]
+    named = [p for p in prover.properties if props(p.id)]
     replaced = {k.label for k in m.changed_kinds}
     return walk(m, prover, named, shared=lambda p, t: _shared(base, own, replaced, p, t))
 
