@@ -242,3 +242,52 @@ def test_a_restored_snapshot_is_checked_once_and_what_the_connection_held_is_not
         assert len(calls) == 2
     finally:
         held.close()
+
+
+def test_a_replay_going_on_from_the_image_its_held_connection_holds_is_not_given_its_pages_again():
+    """``audit.replayed`` on a held connection: the next replay starting from the image it
+    made goes on in place (no ``deserialize``: SQLite would parse the schema again), with the
+    same rows as a replay on a new connection; any other start, and a start after a replay
+    that failed half-way, is given its pages."""
+    from wgk.impl.storage.store import held
+    trace = load_trace(INCIDENTS / "13-crash-at-every-phase.json")
+    impl = ImplSystem(trace)
+    conn = held()
+    given = []
+    real = conn.deserialize
+    conn.deserialize = lambda image, **kw: (given.append(image), real(image, **kw))[1]
+    try:
+        requests = [n for n, s in enumerate(trace.steps) if "request" in s]
+        last = None
+        for n, step in enumerate(trace.steps):
+            if n in requests[1:4]:
+                given.clear()
+                on_held = audit.replayed(impl.kernel, last, conn)
+                assert given == ([] if last is not None else [impl.kernel.store.empty()])
+                assert conn.image is on_held.image
+                assert _tables(on_held.image) == _tables(audit.replayed(impl.kernel, last).image)
+                last = on_held
+            try:
+                impl.apply(step)
+            except Exception:         # noqa: BLE001 -- a step the kernel refuses: go on
+                pass
+        first = audit.replayed(impl.kernel, None, conn)
+        given.clear()
+        audit.replayed(impl.kernel, last, conn)              # not what it holds: given
+        assert given == [last.image]
+        broken = []
+
+        def corrupt(*a, **kw):
+            broken.append(1)
+            raise audit.Corrupt("planted")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(audit, "_replay_events", corrupt)
+            assert audit.replayed(impl.kernel, first, conn) is None and broken
+        assert conn.image is None
+        given.clear()
+        assert _tables(audit.replayed(impl.kernel, first, conn).image) == \
+            _tables(audit.replayed(impl.kernel, first).image)
+        assert given == [first.image]
+    finally:
+        conn.close()
+        impl.close()

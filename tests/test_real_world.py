@@ -155,3 +155,39 @@ def test_every_budget_cuts_a_landing_trace_on_the_real_world_first():
         assert all(any(s.get("request", {}).get("kind") == "commit-effect" for s in by_id[i].steps)
                    for i in chosen), (budget, chosen)
     assert real_selection("quick", loaded, "cuts") == {"wg-runtime-v1-crash-after-promotion"}
+
+
+def test_the_real_worlds_mark_moves_with_anything_a_kernel_reads_and_only_then(tmp_path, owners_left):
+    """``RealWorld.mark``: equal while nothing changed (reading the world changes nothing);
+    different after a worktree's bytes change behind git's back, a ref moves, an owner dies
+    or the clock advances. The crash cuts hand a real world's projection to the rebuild
+    (``_Shown``) and skip a convergence's repeated checks (``_fingerprint``) on it."""
+    from wgk.conformance.oracle import crashcuts
+    from wgk.conformance.oracle.impl_system import ImplSystem
+    trace = load_trace(DEAD)
+    impl = ImplSystem(trace, world=crashcuts.real_world("real", trace, str(tmp_path)))
+    try:
+        for step in trace.steps:
+            if step.get("env") == "owner-dies":
+                break
+            impl.apply(step)
+        world = impl.world
+        mark = world.mark()
+        shown = crashcuts._Shown(impl, impl.project())
+        assert world.mark() == mark and shown.live(impl) == shown.projection
+        assert crashcuts._fingerprint(impl) == crashcuts._fingerprint(impl) is not None
+        file = next(p for p in sorted((tmp_path / "world" / "worktrees").rglob("*"))
+                    if p.is_file() and p.name != ".git")
+        file.write_text(file.read_text() + "changed\n")            # behind git's back
+        assert world.mark() != mark and shown.live(impl) is None
+        mark = world.mark()
+        world.repository.move_target("someone else's")
+        assert world.mark() != mark
+        mark = world.mark()
+        world.processes.kill(next(iter(world.processes.owners)))
+        assert world.mark() != mark
+        mark = world.mark()
+        world.clock.advance(1)
+        assert world.mark() != mark
+    finally:
+        impl.close()

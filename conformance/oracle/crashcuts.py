@@ -560,12 +560,12 @@ class _Shown:
     def __init__(self, impl: ImplSystem, projection: dict):
         self.projection = {k: v for k, v in projection.items() if k != "ready"}
         self.changes = getattr(impl.kernel.conn, "total_changes", None)
-        self.world = _world_bytes(impl.world)
+        self.world = _world_mark(impl.world)
 
     def live(self, impl: ImplSystem) -> dict | None:
         if self.changes is None or self.world is None or \
                 impl.kernel.conn.total_changes != self.changes or \
-                _world_bytes(impl.world) != self.world:
+                _world_mark(impl.world) != self.world:
             return None
         return self.projection
 
@@ -592,6 +592,17 @@ def _world_bytes(world) -> bytes | None:
         return None
 
 
+def _world_mark(world) -> bytes | None:
+    """What changes whenever anything of ``world`` a kernel reads may have: the in-memory world
+    pickled, a real one's ``mark`` (None: not known, for a world that cannot be pickled)."""
+    if isinstance(world, RealWorld):
+        return world.mark()
+    try:
+        return pickle.dumps(world)
+    except Exception:                  # noqa: BLE001 -- a world that cannot be pickled: not known
+        return None
+
+
 class _Lazy:
     """A value computed when first asked for (then kept)."""
 
@@ -606,15 +617,13 @@ class _Lazy:
 
 def _fingerprint(impl: ImplSystem) -> tuple | None:
     """What the consistency checks read, in a form that changes whenever it may have: the
-    rows this connection changed so far and the world, pickled (None: not known, for
-    PostgreSQL and a real world)."""
+    rows this connection changed so far, the ledger's head and the world (``_world_mark``;
+    None: not known, for PostgreSQL or a world that cannot be pickled)."""
     changes = getattr(impl.kernel.conn, "total_changes", None)
-    if changes is None or isinstance(impl.world, RealWorld):
+    world = _world_mark(impl.world) if changes is not None else None
+    if world is None:
         return None
-    try:
-        return changes, impl.kernel.ledger_head(), pickle.dumps(impl.world)
-    except Exception:                  # noqa: BLE001 -- a world that cannot be pickled: not known
-        return None
+    return changes, impl.kernel.ledger_head(), world
 
 
 def _resend_answer(decision: dict | None, *, landed: bool) -> dict | None:

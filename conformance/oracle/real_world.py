@@ -26,9 +26,11 @@ behind a trace's names so that the same trace runs on them:
 from __future__ import annotations
 
 import copy
+import hashlib
 import os
 import shutil
 import signal
+import stat
 import subprocess
 from dataclasses import dataclass, field
 
@@ -159,6 +161,31 @@ class RealWorld:
         shutil.copytree(self.root, path, symlinks=True)
         return RealSnapshot(self, path, dict(self.repository.oids), dict(self.repository.names),
                             self.processes.state(), self.clock.value)
+
+    def mark(self) -> bytes:
+        """sha256 of everything of this world a kernel can read: every entry under its root
+        (the repository and the worktrees: each path, its kind and mode, a link's target, a
+        file's bytes), the names of the commits, the owners as ``/proc`` shows them, and the
+        clock. Equal marks: the same world, read the same (``crashcuts``: a check need not
+        read it again)."""
+        h = hashlib.sha256()
+        for top, dirs, files in os.walk(self.root):
+            dirs.sort()
+            for name in sorted(dirs) + sorted(files):
+                path = os.path.join(top, name)
+                st = os.lstat(path)
+                h.update(f"{os.path.relpath(path, self.root)}\0{st.st_mode}\0".encode())
+                if stat.S_ISLNK(st.st_mode):
+                    h.update(os.fsencode(os.readlink(path)))
+                elif stat.S_ISREG(st.st_mode):
+                    with open(path, "rb") as f:
+                        data = f.read()
+                    h.update(len(data).to_bytes(8, "big") + data)
+                h.update(b"\0")
+        repo = self.repository
+        h.update(repr((sorted(repo.oids.items()), sorted(repo.names.items()),
+                       sorted(self.processes.state().items()), self.clock.value)).encode())
+        return h.digest()
 
     def close(self) -> None:
         self.processes.close()

@@ -98,9 +98,12 @@ def replay(kernel, path: str, since: int = 0, image: bytes | None = None,
     fresh, or ``image``, the ledger's events through ``since`` replayed) with the ledger's
     events after ``since`` replayed into it, and the number of events replayed. ``conn``: a
     held connection (``store.held``) the database is made on when it is in memory and starts
-    from an image, instead of a new connection."""
+    from an image, instead of a new connection; one that holds that very image (``Held.image``,
+    set by ``replayed``) is not given its pages again (SQLite would parse the schema again)."""
     if conn is not None and path == ":memory:" and image is not None:
-        conn.deserialize(image)
+        if getattr(conn, "image", None) is not image:   # it holds that image already: kept
+            conn.deserialize(image)
+        conn.image = None                  # written to from here on
         store = Store(path, pragmas=Pragmas(synchronous="OFF"), conn=conn)
         fresh = type(kernel)(path, kernel.env, store=store)
     else:
@@ -222,7 +225,10 @@ def replayed(kernel, start: Replayed | None = None, conn=None) -> Replayed | Non
         try:
             if fresh.ledger.head()[0] != verdict.events:     # appended to since it verified
                 return None
-            return Replayed(fresh.conn.serialize(), verdict.events, verdict.head)
+            image = fresh.conn.serialize()
+            if conn is not None and fresh.conn is conn:
+                conn.image = image             # what it holds: the next replay goes on from it
+            return Replayed(image, verdict.events, verdict.head)
         finally:
             fresh.close()
 

@@ -329,6 +329,9 @@ class Held(sqlite3.Connection):
     expires every statement a connection compiled when a function is defined again)."""
 
     store: "Store | None" = None
+    #: The image its database holds, as ``serialize`` gave it, while nothing wrote to it since
+    #: (``audit.replayed``: the next replay starts from that image; None: not known).
+    image: "bytes | None" = None
 
 
 def held(path: str = ":memory:", pragmas: Pragmas = Pragmas()) -> Held:
