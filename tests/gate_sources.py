@@ -72,3 +72,25 @@ def small_quick_budget(monkeypatch) -> None:
     """The quick budget cut to the replay, the in-process crash cuts and the two kernels."""
     monkeypatch.setitem(gate.BUDGETS, "quick", {"replay": True, "crash-cuts": ["in-process"],
                                                 "two-kernels": True})
+
+
+def trace_with_rejected_dispatch(tmp_path: Path) -> Path:
+    """A dependent dispatched before its dependency is done: rejected (the fake kernel's
+    ``diverge`` mode answers ``unknown-task`` instead)."""
+    doc = {"format": "wgk-trace/1", "id": "planted-dispatch",
+           "title": "A dependent is not dispatched before its dependency is done",
+           "source": {"kind": "counterexample", "provenance": "tests/gate_sources.py"},
+           "description": "Dispatch a, then b (which depends on a): b is rejected.",
+           "graph": {"id": "g", "target": "main-0",
+                     "tasks": [{"name": "a", "deps": []}, {"name": "b", "deps": ["a"]}]},
+           "steps": [{"request": {"kind": "dispatch", "actor": "daemon", "task": "a", "key": "k1",
+                                  "expected-attempt": 0, "mint": "t1",
+                                  "owner": {"pid": 10, "birth": 100, "session": "s1"}},
+                      "expect": {"decision": "applied"}},
+                     {"request": {"kind": "dispatch", "actor": "daemon", "task": "b", "key": "k2",
+                                  "expected-attempt": 0, "mint": "t2",
+                                  "owner": {"pid": 11, "birth": 101, "session": "s2"}},
+                      "expect": {"decision": "rejected", "code": "dependency-not-done"}}]}
+    path = tmp_path / "planted.json"
+    path.write_text(json.dumps(doc))
+    return path

@@ -21,7 +21,7 @@ from wgk.conformance.reports.gate_cache import GateCache
 from wgk.conformance.reports.gate_report import Check
 from wgk.conformance.z3 import mutants as mutants_mod
 
-from gate_sources import plain_report
+from gate_sources import plain_report, trace_with_rejected_dispatch
 
 ROOT = Path(__file__).resolve().parents[1]
 LOST = ROOT / "traces" / "incidents" / "05-lost-response-retried.json"
@@ -80,28 +80,6 @@ def kept_sections(cache: Path) -> dict[Path, set[str]]:
     """Each entry of the cache and the sections of the checks it holds."""
     return {p: {c.section for c in gate_cache._entry(p.read_bytes(), p.parent.name)[0]}
             for p in cache.glob("*/*/*.pickle")}
-
-
-def trace_with_rejected_dispatch(tmp_path: Path) -> Path:
-    """A dependent dispatched before its dependency is done: rejected (the fake kernel's
-    ``diverge`` mode answers ``unknown-task`` instead)."""
-    owner = {"pid": 10, "birth": 100, "session": "s1"}
-    doc = {"format": "wgk-trace/1", "id": "planted-dispatch",
-           "title": "A dependent is not dispatched before its dependency is done",
-           "source": {"kind": "counterexample", "provenance": "tests/test_external_cache.py"},
-           "description": "Dispatch a, then b (which depends on a): b is rejected.",
-           "graph": {"id": "g", "target": "main-0",
-                     "tasks": [{"name": "a", "deps": []}, {"name": "b", "deps": ["a"]}]},
-           "steps": [{"request": {"kind": "dispatch", "actor": "daemon", "task": "a", "key": "k1",
-                                  "expected-attempt": 0, "mint": "t1", "owner": owner},
-                      "expect": {"decision": "applied"}},
-                     {"request": {"kind": "dispatch", "actor": "daemon", "task": "b", "key": "k2",
-                                  "expected-attempt": 0, "mint": "t2",
-                                  "owner": dict(owner, pid=11, birth=101, session="s2")},
-                      "expect": {"decision": "rejected", "code": "dependency-not-done"}}]}
-    path = tmp_path / "planted.json"
-    path.write_text(json.dumps(doc))
-    return path
 
 
 def test_one_cache_serves_both_gates_for_exactly_the_checks_on_the_model(monkeypatch, tmp_path,

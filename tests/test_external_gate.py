@@ -28,6 +28,7 @@ from wgk.conformance.oracle.external_runs import (
 from wgk.conformance.reports.gate import run_section
 from wgk.conformance.traces.format import load_traces
 
+from gate_sources import trace_with_rejected_dispatch
 from no_leaked_children import leaked, running_children
 
 ALL_KINDS = len(Kind)           # every request kind of the model
@@ -52,26 +53,6 @@ def wgk(*args: str) -> subprocess.CompletedProcess:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(args))
     return subprocess.CompletedProcess(["wgk", *args], code, out.getvalue(), err.getvalue())
-
-
-def trace_with_rejected_dispatch(tmp_path: Path) -> Path:
-    doc = {"format": "wgk-trace/1", "id": "planted-dispatch",
-           "title": "A dependent is not dispatched before its dependency is done",
-           "source": {"kind": "counterexample", "provenance": "tests/test_external_gate.py"},
-           "description": "Dispatch a, then b (which depends on a): b is rejected.",
-           "graph": {"id": "g", "target": "main-0",
-                     "tasks": [{"name": "a", "deps": []}, {"name": "b", "deps": ["a"]}]},
-           "steps": [{"request": {"kind": "dispatch", "actor": "daemon", "task": "a", "key": "k1",
-                                  "expected-attempt": 0, "mint": "t1",
-                                  "owner": {"pid": 10, "birth": 100, "session": "s1"}},
-                      "expect": {"decision": "applied"}},
-                     {"request": {"kind": "dispatch", "actor": "daemon", "task": "b", "key": "k2",
-                                  "expected-attempt": 0, "mint": "t2",
-                                  "owner": {"pid": 11, "birth": 101, "session": "s2"}},
-                      "expect": {"decision": "rejected", "code": "dependency-not-done"}}]}
-    path = tmp_path / "planted.json"
-    path.write_text(json.dumps(doc))
-    return path
 
 
 def _counting_starts(monkeypatch) -> list:
