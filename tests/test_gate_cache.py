@@ -319,6 +319,13 @@ def test_the_command_refuses_a_cache_it_cannot_write(tmp_path, capsys):
         assert code == 2 and "--cache" in err and err.count("\n") == 1, err
 
 
+def test_the_command_refuses_a_cache_scope_without_a_cache(capsys):
+    from wgk.conformance.cli.main import main
+    code = main(["gate", "--quick", "--cache-scope", "model"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--cache-scope model: only with --cache" in err and err.count("\n") == 1, err
+
+
 # --- what a section's child processes run ----------------------------------------------------
 
 CHILD = ("import sys\nfrom wgk.conformance.reports.gate_cache import _digest\n_digest('x')\n"

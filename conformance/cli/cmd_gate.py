@@ -61,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "and reused, under the same keys as without it, so one DIR serves both; "
                         "a check over the protocol always runs (no key covers an outside "
                         "command's behaviour). Several gates may share DIR at once")
-    p.add_argument("--cache-scope", choices=sorted(gate_mod.CACHE_SCOPES), default="all",
+    p.add_argument("--cache-scope", choices=sorted(gate_mod.CACHE_SCOPES), default=None,
                    help="with --cache: all (the default) keeps every section's checks; model "
                         "keeps only the sections on the model (prove, mutants, explore), the "
                         "others run as without a cache and cost nothing more: what a gate with "
@@ -109,13 +109,16 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: must be at least 1, not {args.workers}")
     external = external_kernel(args)
+    if args.cache_scope is not None and args.cache is None:
+        raise UsageError(f"--cache-scope {args.cache_scope}: only with --cache DIR (without a cache "
+                         "nothing is kept)")
     if args.cache is not None and Path(args.cache).exists() and not Path(args.cache).is_dir():
         raise UsageError(f"--cache: {args.cache} is not a directory")
     try:
         result = gate_mod.run_gate(budget, progress=view, traces=args.traces,
                                    counterexamples=args.counterexamples, backend=backend,
                                    workers=args.workers, external=external, cache=args.cache,
-                                   cache_scope=args.cache_scope)
+                                   cache_scope=args.cache_scope or "all")
     except TraceError as e:
         raise UsageError(str(e)) from None
     except CacheError as e:
